@@ -1,0 +1,11 @@
+// `pi-gateway check`: placeholder until its issue lands.
+import type { Command } from '../command.ts';
+
+export const command: Command = {
+  summary: '(not built yet)',
+  help: 'pi-gateway check: not built yet.',
+  async run() {
+    process.stderr.write('pi-gateway check: not built yet\n');
+    return 1;
+  },
+};

@@ -1,0 +1,64 @@
+// `pi-gateway <command> [options]`: dispatches to one module per command under ./commands/.
+import type { Command } from './command.ts';
+
+/** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
+const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
+  check: () => import('./commands/check.ts'),
+  build: () => import('./commands/build.ts'),
+  serve: () => import('./commands/serve.ts'),
+  demo: () => import('./commands/demo.ts'),
+  simulator: () => import('./commands/simulator.ts'),
+  secret: () => import('./commands/secret.ts'),
+  key: () => import('./commands/key.ts'),
+  wallet: () => import('./commands/wallet.ts'),
+  ledger: () => import('./commands/ledger.ts'),
+  usage: () => import('./commands/usage.ts'),
+  logs: () => import('./commands/logs.ts'),
+};
+
+async function usage(): Promise<string> {
+  const lines = ['Usage: pi-gateway <command> [options]', '', 'Commands:'];
+  for (const [name, load] of Object.entries(COMMANDS)) {
+    let summary = '';
+    try {
+      summary = (await load()).command.summary;
+    } catch {
+      summary = '(unavailable)';
+    }
+    lines.push(`  ${name.padEnd(10)} ${summary}`);
+  }
+  lines.push('', 'Run `pi-gateway <command> --help` for the options of one command.');
+  return lines.join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write((await usage()) + '\n');
+    return name ? 0 : 1;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`pi-gateway: unknown command "${name}"\n\n${await usage()}\n`);
+    return 1;
+  }
+  const { command } = await load();
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(command.help.trimEnd() + '\n');
+    return 0;
+  }
+  return command.run(rest);
+}
+
+const isEntry = process.argv[1] !== undefined && /pi-gateway(\.js)?$|cli[\\/]main\.(ts|js)$/.test(process.argv[1]);
+if (isEntry) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`pi-gateway: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

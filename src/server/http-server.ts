@@ -1,0 +1,203 @@
+// Generic uWS plumbing: registers routes, copies the request synchronously (an HttpRequest is only
+// valid during the callback), reads bodies with a size cap or as a backpressured stream, and turns
+// any handler failure into a 500 error object. Knows nothing about what the routes do.
+import { Readable } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { Reply } from '../api/reply.ts';
+import { GatewayError } from '../errors.ts';
+import { UwsReply } from './uws-reply.ts';
+
+export interface IncomingRequest {
+  /** Uppercase method. */
+  method: string;
+  /** URL path without the query string, as sent (not decoded). */
+  path: string;
+  query: string;
+  /** Lowercase header names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** Route parameters in pattern order, as sent (not decoded). */
+  params: string[];
+  /** The whole body for `body: 'buffer'` routes; empty otherwise. */
+  body: Buffer;
+  /** The body as a backpressured stream for `body: 'stream'` routes; null otherwise. */
+  bodyStream: Readable | null;
+  /** Time the request arrived (performance.now() milliseconds) for latency accounting. */
+  startedAt: number;
+}
+
+export type Handler = (req: IncomingRequest, reply: Reply) => void | Promise<void>;
+
+export interface RouteDef {
+  method: 'get' | 'post' | 'options' | 'del' | 'put' | 'patch' | 'head' | 'any';
+  pattern: string;
+  /** How the body is delivered; default 'none' (not read). */
+  body?: 'none' | 'buffer' | 'stream';
+  /** Cap for 'buffer' and 'stream' bodies; exceeding it answers 413 `request_too_large`. */
+  maxBodyBytes?: number;
+  handler: Handler;
+}
+
+export interface HttpServer {
+  listen(host: string, port: number): Promise<number>;
+  close(): void;
+}
+
+export interface HttpServerOptions {
+  /** Reports unexpected handler failures (never request bodies or credentials). */
+  onUnexpectedError?: (err: unknown, traceId: string) => void;
+}
+
+export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {}): HttpServer {
+  const app: TemplatedApp = uWS.App();
+  for (const route of routes) {
+    const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
+    app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
+      const traceId = randomUUID();
+      const reply = new UwsReply(res, traceId);
+      const incoming = copyRequest(req, paramCount);
+      dispatch(route, incoming, res, reply, opts);
+    });
+  }
+
+  let listenSocket: us_listen_socket | null = null;
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, (socket) => {
+          if (!socket) {
+            reject(new Error(`cannot listen on ${host}:${port}`));
+            return;
+          }
+          listenSocket = socket;
+          resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
+        });
+      });
+    },
+    close() {
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = null;
+      (app as TemplatedApp & { close?: () => void }).close?.();
+    },
+  };
+}
+
+function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
+  const headers: Record<string, string> = {};
+  req.forEach((k, v) => {
+    const prev = headers[k];
+    headers[k] = prev === undefined ? v : `${prev}, ${v}`;
+  });
+  const params: string[] = [];
+  for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
+  return {
+    method: req.getCaseSensitiveMethod().toUpperCase(),
+    path: req.getUrl(),
+    query: req.getQuery() ?? '',
+    headers,
+    params,
+    body: EMPTY,
+    bodyStream: null,
+    startedAt: performance.now(),
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
+  const mode = route.body ?? 'none';
+  const cap = route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
+  if (mode !== 'none') {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > cap) {
+      tooLarge(reply, cap);
+      return;
+    }
+  }
+  if (mode === 'buffer') {
+    readBody(res, reply, cap, (body) => {
+      req.body = body;
+      run(route.handler, req, reply, opts);
+    });
+    return;
+  }
+  if (mode === 'stream') {
+    req.bodyStream = streamBody(res, reply, cap);
+  }
+  run(route.handler, req, reply, opts);
+}
+
+function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: HttpServerOptions): void {
+  const fail = (err: unknown) => {
+    if (err instanceof GatewayError) {
+      reply.sendError(err);
+      return;
+    }
+    opts.onUnexpectedError?.(err, reply.traceId);
+    if (!reply.started) reply.sendError(new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting'));
+    else reply.close();
+  };
+  try {
+    const out = handler(req, reply);
+    if (out && typeof (out as Promise<void>).then === 'function') (out as Promise<void>).catch(fail);
+  } catch (err) {
+    fail(err);
+  }
+}
+
+function tooLarge(reply: UwsReply, cap: number): void {
+  const err = new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`);
+  // Close the connection after answering: the rest of the body is not worth reading.
+  reply.sendJson(err.status, err.toBody(), [['Connection', 'close']]);
+}
+
+/** Reads the whole body (copying every chunk: uWS neuters them on return), capped at `cap` bytes. */
+function readBody(res: HttpResponse, reply: UwsReply, cap: number, done: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over || reply.done) return;
+    size += chunk.byteLength;
+    if (size > cap) {
+      over = true;
+      tooLarge(reply, cap);
+      return;
+    }
+    chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+    if (isLast) done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+  });
+}
+
+/** The body as a Readable: uWS is paused while the consumer's buffer is full, resumed on read. */
+function streamBody(res: HttpResponse, reply: UwsReply, cap: number): Readable {
+  let size = 0;
+  let paused = false;
+  const stream = new Readable({
+    highWaterMark: 256 * 1024,
+    read() {
+      if (paused && !reply.done) {
+        paused = false;
+        res.resume();
+      }
+    },
+  });
+  reply.onAborted(() => stream.destroy(new Error('client aborted the upload')));
+  res.onData((chunk, isLast) => {
+    if (stream.destroyed) return;
+    size += chunk.byteLength;
+    if (size > cap) {
+      stream.destroy(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`));
+      if (!reply.started) tooLarge(reply, cap);
+      return;
+    }
+    const more = stream.push(Buffer.from(new Uint8Array(chunk).slice()));
+    if (isLast) stream.push(null);
+    else if (!more && !paused) {
+      paused = true;
+      res.pause();
+    }
+  });
+  return stream;
+}

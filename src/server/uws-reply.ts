@@ -1,0 +1,139 @@
+// The Reply interface on a uWS HttpResponse. Follows uWS's rules (docs/index.d.ts): onAborted is
+// attached at once, every write outside the route callback is corked, nothing touches the response
+// after it ended or aborted, and large bodies go out through tryEnd/onWritable instead of one copy.
+import type { HttpResponse } from 'uWebSockets.js';
+import type { HeaderList, Reply } from '../api/reply.ts';
+import { type GatewayError, statusLine } from '../errors.ts';
+import { FIXED_HEADERS } from './gateway-headers.ts';
+
+/** Bodies above this are sent with tryEnd + onWritable rather than copied whole into backpressure. */
+const LARGE_BODY = 64 * 1024;
+
+export class UwsReply implements Reply {
+  readonly traceId: string;
+  aborted = false;
+  started = false;
+  done = false;
+  private readonly res: HttpResponse;
+  private abortHandlers: (() => void)[] = [];
+  private writableHandler: (() => void) | null = null;
+  private writableRegistered = false;
+
+  constructor(res: HttpResponse, traceId: string) {
+    this.res = res;
+    this.traceId = traceId;
+    res.onAborted(() => {
+      this.aborted = true;
+      this.done = true;
+      const handlers = this.abortHandlers;
+      this.abortHandlers = [];
+      for (const h of handlers) h();
+    });
+  }
+
+  onAborted(cb: () => void): void {
+    if (this.aborted) cb();
+    else if (!this.done) this.abortHandlers.push(cb);
+  }
+
+  cork(fn: () => void): void {
+    if (this.done) return;
+    this.res.cork(fn);
+  }
+
+  private writeHead(status: number, headers: HeaderList): void {
+    const res = this.res;
+    res.writeStatus(statusLine(status));
+    res.writeHeader('X-Pi-Trace-Id', this.traceId);
+    for (const [k, v] of FIXED_HEADERS) res.writeHeader(k, v);
+    for (const [k, v] of headers) res.writeHeader(k, v);
+    this.started = true;
+  }
+
+  send(status: number, headers: HeaderList, body?: string | Uint8Array): void {
+    if (this.done || this.started) return;
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    if (bytes && bytes.byteLength > LARGE_BODY) {
+      this.sendLarge(status, headers, bytes);
+      return;
+    }
+    this.done = true;
+    this.res.cork(() => {
+      this.writeHead(status, headers);
+      this.res.end(bytes ?? '');
+    });
+  }
+
+  private sendLarge(status: number, headers: HeaderList, body: Uint8Array): void {
+    const res = this.res;
+    const total = body.byteLength;
+    let finished = false;
+    res.cork(() => {
+      this.writeHead(status, headers);
+      const start = res.getWriteOffset();
+      const [, done] = res.tryEnd(body, total);
+      if (done) {
+        finished = true;
+        return;
+      }
+      res.onWritable((offset) => {
+        if (this.aborted) return true;
+        const [ok, done2] = res.tryEnd(body.subarray(offset - start), total);
+        if (done2) this.done = true;
+        return ok;
+      });
+    });
+    if (finished) this.done = true;
+  }
+
+  sendJson(status: number, value: unknown, headers: HeaderList = []): void {
+    this.send(status, [['Content-Type', 'application/json'], ...headers], JSON.stringify(value));
+  }
+
+  sendError(err: GatewayError): void {
+    this.sendJson(err.status, err.toBody(), err.headers);
+  }
+
+  startStream(status: number, headers: HeaderList): void {
+    if (this.done || this.started) return;
+    this.res.cork(() => this.writeHead(status, headers));
+  }
+
+  write(chunk: string | Uint8Array): boolean {
+    if (this.done) return true;
+    let ok = true;
+    this.res.cork(() => {
+      ok = this.res.write(chunk);
+    });
+    return ok;
+  }
+
+  onWritable(cb: () => void): void {
+    if (this.done) return;
+    this.writableHandler = cb;
+    if (this.writableRegistered) return;
+    this.writableRegistered = true;
+    // uWS keeps one writable handler per response; dispatch to whoever waits now.
+    this.res.onWritable(() => {
+      const h = this.writableHandler;
+      this.writableHandler = null;
+      if (h && !this.done) h();
+      return true;
+    });
+  }
+
+  end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.res.cork(() => {
+      if (!this.started) this.writeHead(200, []);
+      this.res.end();
+    });
+  }
+
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.res.close();
+  }
+}
