@@ -1,11 +1,27 @@
-// `pi-gateway build`: placeholder until its issue lands.
+// `pi-gateway build`: validate the config and regenerate src/generated/ (the same code as `npm run codegen`).
 import type { Command } from '../command.ts';
+import { flag, parse, str } from '../args.ts';
+import { runCodegen } from '../../../scripts/codegen/run.ts';
+
+const HELP = `Usage: pi-gateway build [--config DIR] [--check]
+
+Validates the config directory and regenerates, from it and schemas/:
+  src/generated/config-types.ts   types of every config file kind
+  src/generated/tables.ts         the compiled config the server loads
+  src/generated/catalog.json      the GET /v1/models document
+  src/generated/README.md, docs/config-reference.md
+Only files whose content changed are written. With config issues, prints every one and writes nothing.
+
+Options:
+  --config DIR   Config directory (default: $PI_CONFIG, else ./config).
+  --check        Write nothing; exit 1 listing each generated file that is missing or stale.
+`;
 
 export const command: Command = {
-  summary: '(not built yet)',
-  help: 'pi-gateway build: not built yet.',
-  async run() {
-    process.stderr.write('pi-gateway build: not built yet\n');
-    return 1;
+  summary: 'Validate the config and regenerate src/generated/ (codegen)',
+  help: HELP,
+  async run(argv) {
+    const p = parse(argv, { config: { type: 'string' }, check: { type: 'boolean' } }, false);
+    return runCodegen({ configDir: str(p, 'config', 'PI_CONFIG', 'config') as string, check: flag(p, 'check') });
   },
 };

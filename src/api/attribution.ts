@@ -1,0 +1,50 @@
+// Request attribution headers (spec: Optional request headers): X-Title, HTTP-Referer / Referer,
+// X-Pi-Session-Id, reduced to what is safe to record and to route on.
+
+const TITLE_MAX = 128;
+const SESSION_MAX = 256;
+/** Longer Referer values are not URLs a browser would send; refusing them bounds the parse. */
+const REFERER_MAX = 4096;
+
+/**
+ * Control and invisible characters: Cc, Cf (zero-width, bidi controls, BOM, soft hyphen, tag
+ * characters…), line/paragraph separators, surrogates, and the remaining default-ignorable code
+ * points (Hangul fillers, combining grapheme joiner…). Variation selectors stay: they only pick an
+ * emoji's presentation and are meaningless alone.
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/gu;
+
+/** X-Title: invisible characters removed, trimmed, at most 128 code points; empty → null. */
+export function sanitizeTitle(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  const cleaned = raw.replace(INVISIBLE, '').trim();
+  // Array.from splits by code point, so a surrogate pair is never cut in half.
+  const cut = Array.from(cleaned).slice(0, TITLE_MAX).join('').trim();
+  return cut === '' ? null : cut;
+}
+
+/**
+ * The app origin: HTTP-Referer, or the standard Referer when HTTP-Referer is absent or empty.
+ * A present but non-qualifying HTTP-Referer is not replaced by Referer: it is simply not recorded.
+ * Only http/https URLs qualify; the result is `scheme://host[:port]` as URL.origin gives it.
+ */
+export function originOf(httpReferer?: string, referer?: string): string | null {
+  const primary = httpReferer?.trim();
+  const raw = primary !== undefined && primary !== '' ? primary : referer?.trim();
+  if (raw === undefined || raw === '' || raw.length > REFERER_MAX) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return null;
+  return url.origin;
+}
+
+/** X-Pi-Session-Id: up to 256 characters (code points); longer counts as absent; empty → null. */
+export function sessionIdOf(raw?: string): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (raw.length > SESSION_MAX && Array.from(raw).length > SESSION_MAX) return null;
+  return raw;
+}

@@ -1,0 +1,72 @@
+// The public catalog (no key is read): GET /v1/models, /v1/models/{vendor}/{model} and its
+// /endpoints view. Model objects are serialised once at start; the list is cached until the next
+// instant a model's listing changes; the endpoints view depends on credentials, health and time, so
+// it is built per request (a handful of deployments per model).
+import type { CompiledModel } from '../config/compiled.ts';
+import { GatewayError } from '../errors.ts';
+import { toCatalogModel } from '../catalog/catalog-model.ts';
+import { endpointsView } from '../catalog/endpoints-view.ts';
+import { isListed, nextListingChange } from '../catalog/lifecycle.ts';
+import type { IncomingRequest } from '../server/http-server.ts';
+import type { GatewayContext } from './context.ts';
+import type { HeaderList, Reply } from './reply.ts';
+
+const JSON_HEADERS: HeaderList = [['Content-Type', 'application/json']];
+
+function notFound(slug: string): GatewayError {
+  return new GatewayError('model_not_found', `model "${slug}" was not found in the catalog: ids are vendor-qualified slugs such as "vendor/model"; list them with GET /v1/models`);
+}
+
+/** Path parameters are matched exactly after percent-decoding; an undecodable one matches nothing. */
+function decodeParam(p: string): string | null {
+  try {
+    return decodeURIComponent(p);
+  } catch {
+    return null;
+  }
+}
+
+export function catalogHandlers(ctx: GatewayContext) {
+  const models = ctx.index.config.models;
+  const objects = new Map<string, string>();
+  for (const m of models) if (m.enabled) objects.set(m.id, JSON.stringify(toCatalogModel(m)));
+
+  let listBody: Buffer | null = null;
+  let listValidUntil = -Infinity;
+  let listValidFrom = Infinity;
+
+  const listedModel = (req: IncomingRequest): CompiledModel => {
+    const vendor = decodeParam(req.params[0] ?? '');
+    const name = decodeParam(req.params[1] ?? '');
+    const slug = `${vendor ?? req.params[0]}/${name ?? req.params[1]}`;
+    const model = vendor !== null && name !== null ? ctx.index.modelById.get(`${vendor}/${name}`) : undefined;
+    if (!model || !isListed(model, ctx.clock.now())) throw notFound(slug);
+    return model;
+  };
+
+  return {
+    list(_req: IncomingRequest, reply: Reply): void {
+      const now = ctx.clock.now();
+      if (listBody === null || now >= listValidUntil || now < listValidFrom) {
+        const parts: string[] = [];
+        for (const m of models) if (isListed(m, now)) parts.push(objects.get(m.id) as string);
+        listBody = Buffer.from(`{"data":[${parts.join(',')}]}`);
+        listValidFrom = now;
+        listValidUntil = nextListingChange(models, now);
+      }
+      reply.send(200, JSON_HEADERS, listBody);
+    },
+
+    model(req: IncomingRequest, reply: Reply): void {
+      const model = listedModel(req);
+      reply.send(200, JSON_HEADERS, `{"data":${objects.get(model.id) as string}}`);
+    },
+
+    endpoints(req: IncomingRequest, reply: Reply): void {
+      const model = listedModel(req);
+      ctx.view.sync();
+      const data = endpointsView(ctx.index, model, ctx.view, ctx.health.passive, ctx.clock.now());
+      reply.sendJson(200, { data });
+    },
+  };
+}

@@ -1,0 +1,350 @@
+// The inference endpoints (chat completions, responses, messages, images): authenticate, rate-limit,
+// validate, resolve models, plan the route, hold the worst case on the wallet, run the attempts,
+// then settle (or release) and log. Business rules live in the modules called here; this file only
+// orders them and makes sure every path releases what it took.
+import { isUtf8 } from 'node:buffer';
+import type { CompiledModel } from '../config/compiled.ts';
+import { GatewayError } from '../errors.ts';
+import { authError, presentedKey } from '../auth/api-key.ts';
+import { worstCaseHoldNano, promptTokenBound } from '../billing/hold.ts';
+import { effectivePricing } from '../billing/price.ts';
+import { nanoToDecimal } from '../money.ts';
+import { boundaryOf, MultipartUpload } from '../protocols/multipart-upload.ts';
+import { takeRoutingFields, type RoutingFields } from '../protocols/routing-fields.ts';
+import type { JsonObject, ProtocolModule } from '../protocols/types.ts';
+import type { AttemptOutcome } from '../proxy/attempt.ts';
+import { type FailoverResult, type PlanItem, runWithFailover } from '../proxy/failover.ts';
+import { mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
+import { planRoute } from '../routing/plan.ts';
+import { resolveModel } from '../routing/resolve-model.ts';
+import { pinKey, sessionIdFrom } from '../routing/session-pins.ts';
+import type { Outcome } from '../routing/health.ts';
+import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
+import type { CompiledWorkspace } from '../config/compiled.ts';
+import type { IncomingRequest } from '../server/http-server.ts';
+import { originOf, sanitizeTitle } from './attribution.ts';
+import type { GatewayContext } from './context.ts';
+import type { Reply } from './reply.ts';
+import { settlementFor } from './settlement.ts';
+import { buildCall, type CallInput } from './upstream-call.ts';
+
+/** Output-token bound when neither the request nor the model states one. */
+const DEFAULT_OUTPUT_BOUND = 32_768;
+/** Input-token bound per uploaded image (edits), and the most images an edit may carry. */
+const TOKENS_PER_INPUT_IMAGE = 10_000;
+const MAX_EDIT_IMAGES = 16;
+
+interface Admitted {
+  key: ApiKeyRecord;
+  workspace: CompiledWorkspace;
+}
+
+interface RequestState {
+  endpoint: string;
+  traceId: string;
+  admitted: Admitted | null;
+  fields: RoutingFields | null;
+  stream: boolean;
+  sessionId: string | null;
+  holdNano: bigint | null;
+  result: FailoverResult | null;
+  settledCost: bigint | null;
+  usage: { prompt: number; completion: number; reasoning: number | null; cached: number | null } | null;
+  errorCode: string | null;
+  status: number;
+}
+
+export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol: ProtocolModule) {
+  return async (req: IncomingRequest, reply: Reply): Promise<void> => {
+    const state: RequestState = {
+      endpoint,
+      traceId: reply.traceId,
+      admitted: null,
+      fields: null,
+      stream: false,
+      sessionId: null,
+      holdNano: null,
+      result: null,
+      settledCost: null,
+      usage: null,
+      errorCode: null,
+      status: 0,
+    };
+    try {
+      await handle(ctx, endpoint, protocol, req, reply, state);
+    } catch (err) {
+      if (!(err instanceof GatewayError)) {
+        ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
+        err = new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting');
+      }
+      const ge = err as GatewayError;
+      state.errorCode = ge.code;
+      state.status = ge.status;
+      if (!reply.started && !reply.done) reply.sendError(ge);
+      else if (!reply.done) reply.close();
+    } finally {
+      // Whatever happened, a hold that was not settled is released (idempotent in the store).
+      if (state.holdNano !== null && state.settledCost === null) ctx.store.wallets.release(state.traceId);
+      writeLog(ctx, req, state);
+    }
+  };
+}
+
+async function handle(
+  ctx: GatewayContext,
+  endpoint: string,
+  protocol: ProtocolModule,
+  req: IncomingRequest,
+  reply: Reply,
+  state: RequestState,
+): Promise<void> {
+  const now = ctx.clock.now();
+  ctx.view.sync();
+
+  // 1. Who is calling.
+  const presented = presentedKey(req.headers);
+  if (presented === null) throw authError('missing');
+  const check = ctx.view.verifyKey(presented, now);
+  if (check.status !== 'ok') throw authError(check.status);
+  const workspace = ctx.index.workspaceById.get(check.key.workspace);
+  if (!workspace) throw new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`);
+  state.admitted = { key: check.key, workspace };
+
+  // 2. How fast: checked before anything costs money.
+  const rate = ctx.limiter.take(check.key.id, check.key.rpm ?? workspace.rateLimitRpm);
+  if (!rate.ok) {
+    throw new GatewayError('rate_limited', `rate limit of ${check.key.rpm ?? workspace.rateLimitRpm} requests per minute reached`, {
+      headers: [['Retry-After', String(rate.retryAfterSeconds)]],
+    });
+  }
+
+  // 3. What is asked.
+  let original: JsonObject | undefined;
+  let upload: MultipartUpload | null = null;
+  let requestBytes: number;
+  let outputBound: (m: CompiledModel) => number;
+  let promptBound: number;
+  if (endpoint === 'images_edits') {
+    const boundary = boundaryOf(req.headers['content-type']);
+    if (!boundary || !req.bodyStream) throw new GatewayError('invalid_request', 'images/edits needs a multipart/form-data body');
+    upload = new MultipartUpload(req.bodyStream, boundary, ctx.settings.limits.maxUploadBytes);
+    let found: boolean;
+    try {
+      found = await upload.readUntilModel();
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      throw new GatewayError('invalid_request', 'the multipart body could not be read before its model field');
+    }
+    if (!found) throw new GatewayError('invalid_request', 'model is required');
+    if (!upload.fields.get('prompt')) throw new GatewayError('invalid_request', 'prompt is required');
+    state.fields = { model: upload.model as string, fallbacks: [], provider: undefined };
+    state.stream = upload.fields.get('stream') === 'true';
+    requestBytes = Number(req.headers['content-length']) || 0;
+    const images = upload.fields.has('model') && upload.filesInPrefix > 0 ? upload.filesInPrefix : MAX_EDIT_IMAGES;
+    promptBound = Buffer.byteLength(upload.fields.get('prompt') ?? '') + images * TOKENS_PER_INPUT_IMAGE;
+    const n = Number(upload.fields.get('n') ?? '1');
+    outputBound = (m) => (Number.isInteger(n) && n > 0 ? n : 1) * (m.maxCompletionTokens ?? DEFAULT_OUTPUT_BOUND);
+  } else {
+    const body = parseJsonBody(req.body);
+    const { fields, rest } = takeRoutingFields(body);
+    protocol.validate(rest, endpoint);
+    state.fields = fields;
+    state.stream = protocol.wantsStream(rest);
+    original = rest;
+    requestBytes = req.body.length;
+    promptBound = promptTokenBound(requestBytes);
+    outputBound = (m) => requestedOutputLimit(rest, endpoint, m);
+  }
+  const fields = state.fields;
+
+  // 4. Which models, under which policy, on which deployments.
+  const models = [resolveModel(ctx.index, fields.model, endpoint, now)];
+  for (const name of fields.fallbacks) {
+    const m = resolveModel(ctx.index, name, endpoint, now);
+    if (!models.some((x) => x.id === m.id)) models.push(m);
+  }
+  const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, ctx.index);
+  const policy = mergePreferences(workspace.routing, prefs);
+  state.sessionId = sessionIdFrom(req.headers['x-pi-session-id']);
+  const primary = models[0] as CompiledModel;
+  const pin = state.sessionId ? pinKey(workspace.id, check.key.id, primary.id, state.sessionId) : null;
+  const plan = planRoute({
+    index: ctx.index,
+    endpoint,
+    models,
+    policy,
+    creds: ctx.view,
+    health: ctx.health,
+    nowMs: now,
+    random: ctx.random,
+    pinnedFor: (modelId) => (pin && modelId === primary.id ? ctx.pins.get(pin) : null),
+  });
+
+  // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
+  let hold = 0n;
+  for (const p of plan.plans) {
+    const h = worstCaseHoldNano({
+      pricings: p.deployments.map((d) => effectivePricing(p.model, d, now).pricing),
+      promptTokenBound: promptBound,
+      completionTokenBound: outputBound(p.model),
+    });
+    if (h > hold) hold = h;
+  }
+  const held = ctx.store.wallets.hold(workspace.id, state.traceId, hold);
+  if (!held.ok) {
+    throw new GatewayError(
+      'insufficient_balance',
+      `insufficient balance: this request needs up to $${nanoToDecimal(hold)} held and the wallet has $${nanoToDecimal(held.available < 0n ? 0n : held.available)} available`,
+    );
+  }
+  state.holdNano = hold;
+  if (pin) ctx.pins.touch(pin);
+
+  // 6. Ask the providers, in order, until one answers.
+  const items: PlanItem[] = plan.plans.flatMap((p) => p.deployments.map((deployment) => ({ model: p.model, deployment })));
+  const callInput: CallInput = {
+    endpoint,
+    stream: state.stream,
+    clientHeaders: req.headers,
+    ...(original ? { original, protocol } : {}),
+    ...(upload ? { upload: { body: (m: string) => (upload as MultipartUpload).body(m), contentType: req.headers['content-type'] as string } } : {}),
+  };
+  const result = await runWithFailover({
+    client: ctx.client,
+    protocol,
+    reply,
+    limits: ctx.settings.limits,
+    items,
+    maxAttempts: ctx.settings.limits.maxAttempts,
+    buildCall: (item) => buildCall(ctx, callInput, item.model, item.deployment),
+    onAttempt: (item, outcome) => recordHealth(ctx, item, outcome),
+    ...(upload ? { canRetry: () => (upload as MultipartUpload).replayable } : {}),
+  });
+  state.result = result;
+
+  // 7. Settle what was answered; everything else releases the hold (finally block).
+  const final = result.final;
+  if (final.kind === 'committed') {
+    state.status = final.outcome.status;
+    const platform = ctx.index.platformById.get(final.item.deployment.platform);
+    if (platform) {
+      const s = settlementFor({
+        model: final.item.model,
+        deployment: final.item.deployment,
+        platform,
+        outcome: final.outcome,
+        holdNano: hold,
+        requestBytes,
+        pricedAtMs: now,
+      });
+      ctx.store.wallets.settle(state.traceId, s.costNano, s.details);
+      state.settledCost = s.costNano;
+      if (s.usage) {
+        state.usage = {
+          prompt: s.usage.promptTokens,
+          completion: s.usage.completionTokens,
+          reasoning: s.usage.reasoningTokens ?? null,
+          cached: s.usage.cacheReadTokens ?? null,
+        };
+      }
+    }
+    if (pin && final.item.model.id === primary.id) ctx.pins.set(pin, final.item.deployment.id);
+    if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
+  } else if (final.kind === 'provider_error') {
+    state.status = final.status;
+    state.errorCode = 'provider_error';
+  } else if (final.kind === 'gateway_error') {
+    state.status = final.error.status;
+    state.errorCode = final.error.code;
+  } else {
+    state.status = 499;
+    state.errorCode = 'client_aborted';
+  }
+}
+
+function parseJsonBody(raw: Buffer): JsonObject {
+  if (raw.length === 0) throw new GatewayError('invalid_request', 'model is required');
+  if (!isUtf8(raw)) throw new GatewayError('invalid_request', 'the request body is not valid UTF-8');
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new GatewayError('invalid_request', `the request body is not valid JSON: ${err instanceof Error ? err.message : 'parse error'}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new GatewayError('invalid_request', 'the request body must be a JSON object');
+  }
+  return value as JsonObject;
+}
+
+/** The output limit the request sets, else the model's, else a documented default. */
+function requestedOutputLimit(body: JsonObject, endpoint: string, model: CompiledModel): number {
+  const fieldsByEndpoint: Record<string, string[]> = {
+    chat_completions: ['max_completion_tokens', 'max_tokens'],
+    responses: ['max_output_tokens'],
+    messages: ['max_tokens'],
+    images_generations: [],
+  };
+  for (const f of fieldsByEndpoint[endpoint] ?? []) {
+    const v = body[f];
+    if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
+  }
+  const modelBound = model.maxCompletionTokens ?? model.contextLength ?? DEFAULT_OUTPUT_BOUND;
+  if (endpoint === 'images_generations') {
+    const n = body['n'];
+    return (typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 1) * modelBound;
+  }
+  return modelBound;
+}
+
+function recordHealth(ctx: GatewayContext, item: PlanItem, outcome: AttemptOutcome): void {
+  let o: Outcome | null = null;
+  if (outcome.kind === 'committed') {
+    if (outcome.broken === null || outcome.broken === 'client_aborted') o = { ok: true, firstByteMs: outcome.firstByteMs };
+    else o = { ok: false, reason: outcome.broken === 'timeout' ? 'timeout' : outcome.broken === 'malformed' ? 'malformed' : outcome.broken === 'inband_error' ? 'inband_error' : 'reset' };
+  } else if (outcome.kind === 'provider_error') {
+    if (outcome.status >= 500) o = { ok: false, reason: 'status_5xx' };
+    else if (outcome.status === 429) o = { ok: false, reason: 'status_429' };
+    else if (outcome.status === 401 || outcome.status === 403) o = { ok: false, reason: 'auth' };
+    // Other 4xx are the client's fault: no health signal.
+  } else if (outcome.reason !== 'client_aborted') {
+    const r = outcome.reason;
+    o = { ok: false, reason: r === 'connect' || r === 'timeout' || r === 'reset' || r === 'malformed' || r === 'inband_error' ? r : 'malformed' };
+  }
+  if (o) ctx.health.record(item.deployment.id, o);
+}
+
+function writeLog(ctx: GatewayContext, req: IncomingRequest, s: RequestState): void {
+  const attempts = s.result?.attempts ?? [];
+  const final = s.result?.final;
+  const served = final && (final.kind === 'committed' || final.kind === 'provider_error') ? final.item : null;
+  const committed = final?.kind === 'committed' ? final.outcome : null;
+  const row: RequestLogRow = {
+    trace_id: s.traceId,
+    ts: ctx.clock.now(),
+    workspace: s.admitted?.workspace.id ?? null,
+    key_id: s.admitted?.key.id ?? null,
+    endpoint: s.endpoint,
+    model_requested: s.fields?.model ?? null,
+    model_served: served?.model.id ?? null,
+    provider: served?.deployment.platform ?? null,
+    deployment: served?.deployment.id ?? null,
+    attempts: attempts.length,
+    attempts_json: attempts.map((a) => ({ provider: a.provider, model: a.model, deployment: a.deployment, outcome: a.outcome, status: a.status, ms: a.ms })),
+    stream: s.stream,
+    status: s.status,
+    error_code: s.errorCode,
+    latency_ms: Math.round(performance.now() - req.startedAt),
+    ttfb_ms: committed ? Math.round(committed.firstByteMs) : null,
+    prompt_tokens: s.usage?.prompt ?? null,
+    completion_tokens: s.usage?.completion ?? null,
+    reasoning_tokens: s.usage?.reasoning ?? null,
+    cached_tokens: s.usage?.cached ?? null,
+    cost_nano: s.settledCost,
+    app_title: sanitizeTitle(req.headers['x-title']),
+    app_origin: originOf(req.headers['http-referer'], req.headers['referer']),
+    session_id: s.sessionId,
+  };
+  ctx.store.requestLog.append(row);
+}
+

@@ -1,0 +1,61 @@
+// What a finished request costs, from the attempt that answered. Only a committed attempt is billed.
+//   usage reported              → exact cost at the channel's effective price when the answer began
+//   stream cut, no usage        → estimated usage (prompt ≈ request bytes / 4, completion ≈ one token
+//                                 per relayed content event), flagged `estimated` in the ledger
+//   client abort on a platform without stream cancellation → the hold (the provider keeps generating
+//                                 and billing us for up to the worst case the hold was sized for)
+//   no committed attempt        → the hold is released: nothing is charged
+import { computeCharge } from '../billing/charge.ts';
+import { effectivePricing } from '../billing/price.ts';
+import type { Usage } from '../billing/usage.ts';
+import type { CompiledDeployment, CompiledModel, CompiledPlatform } from '../config/compiled.ts';
+import type { AttemptOutcome } from '../proxy/attempt.ts';
+import type { LedgerDetails } from '../store/store.ts';
+
+export interface Settlement {
+  costNano: bigint;
+  usage: Usage | null;
+  details: LedgerDetails;
+}
+
+export function settlementFor(args: {
+  model: CompiledModel;
+  deployment: CompiledDeployment;
+  platform: CompiledPlatform;
+  outcome: Extract<AttemptOutcome, { kind: 'committed' }>;
+  holdNano: bigint;
+  requestBytes: number;
+  pricedAtMs: number;
+}): Settlement {
+  const { model, deployment, platform, outcome } = args;
+  const base: LedgerDetails = { model: model.id, provider: platform.id, deployment: deployment.id };
+
+  if (outcome.clientAborted && !outcome.completed && !platform.supportsStreamCancellation) {
+    return { costNano: args.holdNano, usage: outcome.usage, details: { ...base, basis: 'hold_uncancellable_abort' } };
+  }
+  let usage = outcome.usage;
+  let estimated = false;
+  if (usage === null) {
+    estimated = true;
+    usage = {
+      promptTokens: Math.ceil(args.requestBytes / 4),
+      completionTokens: outcome.stream ? outcome.contentEvents : Math.ceil(outcome.contentBytes / 4),
+    };
+  }
+  const { pricing } = effectivePricing(model, deployment, args.pricedAtMs);
+  const charge = computeCharge(usage, pricing);
+  return {
+    costNano: charge.totalNano,
+    usage,
+    details: {
+      ...base,
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      ...(usage.reasoningTokens !== undefined ? { reasoningTokens: usage.reasoningTokens } : {}),
+      ...(usage.cacheReadTokens !== undefined ? { cachedTokens: usage.cacheReadTokens } : {}),
+      ...(charge.bracketMinPromptTokens !== null ? { bracket: charge.bracketMinPromptTokens } : {}),
+      ...(estimated ? { estimated: true } : {}),
+      costAtto: charge.totalAtto.toString(),
+    },
+  };
+}

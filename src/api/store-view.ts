@@ -1,0 +1,63 @@
+// The request path's view of the store: verified API keys and unsealed credentials cached in memory,
+// dropped whenever another process commits to the database (a `key revoke` or `secret set` from the
+// CLI takes effect on the next request, without a restart or a polling delay).
+import type { ApiKeyRecord, Store } from '../store/store.ts';
+import type { CredentialView } from '../routing/serving.ts';
+import type { KeyCheck } from '../auth/api-key.ts';
+
+const MAX_CACHED_KEYS = 10_000;
+
+export class StoreView implements CredentialView {
+  private names: Set<string>;
+  private readonly unsealed = new Map<string, string | null>();
+  private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly onBadSecret: (name: string, err: unknown) => void = () => undefined,
+  ) {
+    this.names = store.secrets.names();
+  }
+
+  /** Called once per request: notices commits by other processes (CLI) and drops the caches. */
+  sync(): void {
+    if (!this.store.changedSinceLastCheck()) return;
+    this.names = this.store.secrets.names();
+    this.unsealed.clear();
+    this.keys.clear();
+  }
+
+  has(name: string): boolean {
+    return this.names.has(name);
+  }
+
+  /** The unsealed credential, or null when absent or refused (tampered row, wrong master key). */
+  reveal(name: string): string | null {
+    const cached = this.unsealed.get(name);
+    if (cached !== undefined) return cached;
+    let value: string | null = null;
+    try {
+      value = this.store.secrets.reveal(name);
+    } catch (err) {
+      this.onBadSecret(name, err);
+    }
+    this.unsealed.set(name, value);
+    return value;
+  }
+
+  /** Key check with a cache keyed by the presented key; expiry is re-checked against `now` each time. */
+  verifyKey(presented: string, now: number): { status: 'ok'; key: ApiKeyRecord } | { status: Exclude<KeyCheck, 'ok'> } {
+    const hit = this.keys.get(presented);
+    if (hit !== undefined) {
+      if (typeof hit === 'string') return { status: hit };
+      if (hit.expiresAt !== null && hit.expiresAt <= now) return { status: 'expired' };
+      return { status: 'ok', key: hit };
+    }
+    const r = this.store.apiKeys.verify(presented, now);
+    if (this.keys.size >= MAX_CACHED_KEYS) this.keys.clear();
+    // Only definite answers are cached: 'invalid' is decided by format alone and costs nothing.
+    if (r.status === 'ok') this.keys.set(presented, r.key);
+    else if (r.status === 'not_found' || r.status === 'revoked') this.keys.set(presented, r.status);
+    return r;
+  }
+}

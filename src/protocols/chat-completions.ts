@@ -1,0 +1,253 @@
+// Chat Completions (POST /v1/chat/completions): request checks, spec transformations 1–5 applied by
+// patching a copy of the original body (never rebuilding it, so unknown fields pass through), and
+// the reading of `chat.completion` bodies and `chat.completion.chunk` streams.
+import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
+import { usageFromChatCompletions } from '../billing/usage.ts';
+import { validationFailed } from '../errors.ts';
+import { findStringValue, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
+import { parseSseEvent } from '../stream/sse-splitter.ts';
+import { splitBudget } from './reasoning-budget.ts';
+import { missingField } from './routing-fields.ts';
+import type { JsonAnswer, JsonObject, PrepareTarget, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
+import type { Usage } from '../billing/usage.ts';
+
+const LEVELS = new Set<string>(REASONING_LEVELS);
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function checkPositiveInt(body: JsonObject, field: string): void {
+  const v = body[field];
+  if (v !== undefined && v !== null && !(Number.isInteger(v) && (v as number) >= 1)) {
+    throw validationFailed(`${field} must be a positive integer`);
+  }
+}
+
+function checkNumber(body: JsonObject, field: string): void {
+  const v = body[field];
+  if (v !== undefined && v !== null && typeof v !== 'number') throw validationFailed(`${field} must be a number`);
+}
+
+export function validateChat(body: JsonObject): void {
+  const messages = body['messages'];
+  if (messages === undefined || messages === null) throw missingField('messages');
+  if (!Array.isArray(messages) || messages.length === 0) throw validationFailed('messages must be a non-empty array');
+  messages.forEach((m, i) => {
+    if (!isObject(m)) throw validationFailed(`messages[${i}] must be an object`);
+    if (typeof m['role'] !== 'string') throw validationFailed(`messages[${i}].role must be a string`);
+  });
+  if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+  const so = body['stream_options'];
+  if (so !== undefined && so !== null && !isObject(so)) throw validationFailed('stream_options must be an object');
+  if (isObject(so) && so['include_usage'] !== undefined && typeof so['include_usage'] !== 'boolean') throw validationFailed('stream_options.include_usage must be a boolean');
+  checkPositiveInt(body, 'max_tokens');
+  checkPositiveInt(body, 'max_completion_tokens');
+  checkNumber(body, 'temperature');
+  checkNumber(body, 'top_p');
+  const effort = body['reasoning_effort'];
+  if (effort !== undefined && effort !== null && !(typeof effort === 'string' && LEVELS.has(effort))) {
+    throw validationFailed(`reasoning_effort must be one of: ${REASONING_LEVELS.join(', ')}`);
+  }
+  const thinking = body['thinking'];
+  if (thinking !== undefined && thinking !== null && !(isObject(thinking) && typeof thinking['type'] === 'string')) {
+    throw validationFailed('thinking must be an object with a string type');
+  }
+  const reasoning = body['reasoning'];
+  if (reasoning !== undefined && reasoning !== null && !isObject(reasoning)) throw validationFailed('reasoning must be an object');
+}
+
+/** The level a request asks for, from `reasoning_effort` or `reasoning.effort`. */
+function requestedLevel(body: JsonObject): ReasoningLevel | null {
+  const e = body['reasoning_effort'];
+  if (typeof e === 'string' && LEVELS.has(e)) return e as ReasoningLevel;
+  const r = body['reasoning'];
+  if (isObject(r) && typeof r['effort'] === 'string' && LEVELS.has(r['effort'])) return r['effort'] as ReasoningLevel;
+  return null;
+}
+
+export function prepareChat(original: JsonObject, target: PrepareTarget): JsonObject {
+  const body: JsonObject = { ...original, model: target.deployment.upstreamModel };
+  const { platform, model } = target;
+
+  // 1. A stream always reports usage, even when the client sent include_usage: false.
+  if (body['stream'] === true) {
+    const so = isObject(body['stream_options']) ? body['stream_options'] : {};
+    body['stream_options'] = { ...so, include_usage: true };
+  }
+
+  // 2. thinking {type: disabled} → reasoning_effort none, unless the request also named a level.
+  const thinking = original['thinking'];
+  const hadLevelField = original['reasoning_effort'] !== undefined || original['reasoning'] !== undefined;
+  if (isObject(thinking) && thinking['type'] === 'disabled') {
+    delete body['thinking'];
+    if (!hadLevelField) body['reasoning_effort'] = 'none';
+  }
+
+  // 3. The platform's default level when the request carries no reasoning field at all.
+  if (
+    platform.reasoningDefaultEffort !== null &&
+    model.reasoning !== null &&
+    original['reasoning_effort'] === undefined &&
+    original['reasoning'] === undefined &&
+    original['thinking'] === undefined
+  ) {
+    body['reasoning_effort'] = platform.reasoningDefaultEffort;
+  }
+
+  // 4. Sampling parameters the platform does not accept are dropped without an error.
+  if (platform.samplingAccept !== null) {
+    const accept = new Set(platform.samplingAccept);
+    for (const p of target.vocabularies.samplingParameters) if (!accept.has(p) && p in body) delete body[p];
+  }
+
+  // 5. Budget-only platforms: level → token budget, output limit split between reasoning and reply.
+  if (platform.reasoningBudget !== null) {
+    const level = requestedLevel(body);
+    if (level !== null) {
+      const limitField = body['max_completion_tokens'] !== undefined ? 'max_completion_tokens' : 'max_tokens';
+      const rawLimit = body[limitField];
+      const limit = typeof rawLimit === 'number' ? rawLimit : null;
+      const split = splitBudget(level, limit, platform.reasoningBudget);
+      if (split !== null) {
+        delete body['reasoning_effort'];
+        const prev = isObject(body['reasoning']) ? { ...body['reasoning'] } : {};
+        delete prev['effort'];
+        body['reasoning'] = split.reasoningTokens > 0 ? { ...prev, max_tokens: split.reasoningTokens } : { ...prev, enabled: false };
+        if (split.replyLimit !== null) body[limitField] = split.replyLimit;
+      }
+    }
+  }
+  return body;
+}
+
+/** Whether a chunk carries real output (or ends the answer), as opposed to a role-only preamble. */
+function chunkHasContent(obj: JsonObject): boolean {
+  const choices = obj['choices'];
+  if (Array.isArray(choices) && choices.length > 0) {
+    for (const c of choices) {
+      if (!isObject(c)) continue;
+      if (c['finish_reason'] !== null && c['finish_reason'] !== undefined) return true;
+      const d = c['delta'];
+      if (!isObject(d)) continue;
+      for (const [k, v] of Object.entries(d)) {
+        if (k === 'role') continue;
+        if (v === null || v === undefined || v === '') continue;
+        if (Array.isArray(v) && v.length === 0) continue;
+        return true;
+      }
+    }
+    return false;
+  }
+  return obj['usage'] !== null && obj['usage'] !== undefined;
+}
+
+const DONE = /^data: ?\[DONE\]\s*$/;
+
+/** Post-commit structural check: a data event must carry a whole JSON object (cheap, no parse). */
+function looksWhole(ev: Buffer): boolean {
+  let end = ev.length - 1;
+  while (end >= 0 && (ev[end] === 0x0a || ev[end] === 0x0d || ev[end] === 0x20)) end--;
+  return ev[end] === 0x7d; // '}'
+}
+
+class ChatTap implements StreamTap {
+  upstreamModel: string | null = null;
+  completed = false;
+  contentEvents = 0;
+  contentBytes = 0;
+  private committed = false;
+  private lastUsage: Usage | null = null;
+  constructor(private readonly slugJson: Buffer) {}
+
+  usage(): Usage | null {
+    return this.lastUsage;
+  }
+
+  private rewrite(ev: Buffer): Buffer {
+    const span = findStringValue(ev, 'model', 1);
+    if (!span) return ev;
+    if (this.upstreamModel === null) this.upstreamModel = readString(ev, span);
+    return replaceSpan(ev, span, this.slugJson);
+  }
+
+  onEvent(ev: Buffer): TappedEvent {
+    if (!this.committed) return this.beforeCommit(ev);
+    // Hot path after the commit point: no JSON parse unless the event carries usage or an error.
+    const head = ev.toString('latin1', 0, Math.min(ev.length, 16));
+    if (head.startsWith('data: [DONE]') || head.startsWith('data:[DONE]')) {
+      this.completed = true;
+      return { kind: 'terminal', out: ev };
+    }
+    if (!head.startsWith('data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
+    if (!looksWhole(ev)) return { kind: 'malformed', out: ev };
+    if (hasNonNullKey(ev, 'error', 1)) return { kind: 'error', out: ev };
+    if (hasNonNullKey(ev, 'usage', 1)) this.readUsage(ev);
+    this.contentEvents++;
+    this.contentBytes += ev.length;
+    return { kind: 'content', out: this.rewrite(ev) };
+  }
+
+  private readUsage(ev: Buffer): void {
+    const { data } = parseSseEvent(ev);
+    try {
+      const obj = JSON.parse(data ?? '') as unknown;
+      if (isObject(obj)) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
+    } catch {
+      // A usage frame that does not parse is reported by the structural check, not here.
+    }
+  }
+
+  private beforeCommit(ev: Buffer): TappedEvent {
+    const { data } = parseSseEvent(ev);
+    if (data === null) return { kind: 'preamble', out: ev };
+    if (DONE.test(`data: ${data}`)) return { kind: 'terminal', out: ev };
+    let obj: unknown;
+    try {
+      obj = JSON.parse(data);
+    } catch {
+      return { kind: 'malformed', out: ev };
+    }
+    if (!isObject(obj)) return { kind: 'malformed', out: ev };
+    if (obj['error'] !== undefined && obj['error'] !== null) return { kind: 'error', out: ev };
+    if (this.upstreamModel === null && typeof obj['model'] === 'string') this.upstreamModel = obj['model'];
+    if (obj['usage'] !== null && obj['usage'] !== undefined) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
+    const out = this.rewrite(ev);
+    if (!chunkHasContent(obj)) return { kind: 'preamble', out };
+    this.committed = true;
+    this.contentEvents++;
+    this.contentBytes += ev.length;
+    return { kind: 'content', out };
+  }
+}
+
+/** Reads a non-streamed body: the top-level `model` is rewritten in place; `usage` is read. */
+export function readJsonBody(body: Buffer, slugJson: Buffer, readUsage: (u: unknown) => Usage | null): JsonAnswer | null {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!isObject(obj)) return null;
+  if (obj['error'] !== undefined && obj['error'] !== null) return null;
+  const span = findStringValue(body, 'model', 1);
+  const upstreamModel = span ? readString(body, span) : null;
+  return {
+    body: span ? replaceSpan(body, span, slugJson) : body,
+    upstreamModel,
+    usage: obj['usage'] === undefined || obj['usage'] === null ? null : readUsage(obj['usage']),
+  };
+}
+
+export const chatCompletions: ProtocolModule = {
+  endpoints: ['chat_completions'],
+  validate: validateChat,
+  wantsStream: (body) => body['stream'] === true,
+  prepare: (original, target) => prepareChat(original, target),
+  tap: (slugJson) => new ChatTap(slugJson),
+  readJson: (body, slugJson) => readJsonBody(body, slugJson, usageFromChatCompletions),
+  streamErrorEvent(message, code) {
+    return Buffer.from(`data: ${JSON.stringify({ error: { message, type: 'upstream_error', code } })}\n\n`);
+  },
+};

@@ -1,0 +1,90 @@
+// Images (POST /v1/images/generations, /v1/images/edits). Answers are JSON with base64 images (often
+// megabytes) or SSE with partial images, so nothing here parses a whole body: `usage` and `error` are
+// found by key scan. Image answers carry no `model`, so there is nothing to rewrite in them.
+import { usageFromImages, type Usage } from '../billing/usage.ts';
+import { validationFailed } from '../errors.ts';
+import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
+import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { missingField } from './routing-fields.ts';
+import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+class ImagesTap implements StreamTap {
+  upstreamModel: string | null = null;
+  completed = false;
+  contentEvents = 0;
+  contentBytes = 0;
+  private lastUsage: Usage | null = null;
+
+  usage(): Usage | null {
+    return this.lastUsage;
+  }
+
+  onEvent(ev: Buffer): TappedEvent {
+    const name = sseEventName(ev);
+    if (name === 'error' || (name === null && hasNonNullKey(ev, 'error', 1))) return { kind: 'error', out: ev };
+    if (name !== null && !name.endsWith('.completed')) {
+      this.contentEvents++;
+      this.contentBytes += ev.length;
+      return { kind: 'content', out: ev };
+    }
+    const { data } = parseSseEvent(ev);
+    if (data === null) return { kind: 'preamble', out: ev };
+    let obj: unknown;
+    try {
+      obj = JSON.parse(data);
+    } catch {
+      return { kind: 'malformed', out: ev };
+    }
+    if (!isObject(obj)) return { kind: 'malformed', out: ev };
+    const type = typeof obj['type'] === 'string' ? obj['type'] : name ?? '';
+    if (type === 'error') return { kind: 'error', out: ev };
+    if (type.endsWith('.completed')) {
+      this.completed = true;
+      if (obj['usage'] !== undefined && obj['usage'] !== null) this.lastUsage = usageFromImages(obj['usage']);
+    }
+    this.contentEvents++;
+    this.contentBytes += ev.length;
+    return { kind: 'content', out: ev };
+  }
+}
+
+export const images: ProtocolModule = {
+  endpoints: ['images_generations', 'images_edits'],
+  validate(body) {
+    const prompt = body['prompt'];
+    if (prompt === undefined || prompt === null) throw missingField('prompt');
+    if (typeof prompt !== 'string') throw validationFailed('prompt must be a string');
+    const n = body['n'];
+    if (n !== undefined && n !== null && !(Number.isInteger(n) && (n as number) >= 1)) throw validationFailed('n must be a positive integer');
+    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+  },
+  wantsStream: (body) => body['stream'] === true,
+  prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
+  tap: () => new ImagesTap(),
+  readJson(body, slugJson): JsonAnswer | null {
+    const first = body.subarray(0, 1).toString('latin1');
+    if (first !== '{' || hasNonNullKey(body, 'error', 1) || findValueBytes(body, 'data', 1) === null) return null;
+    const usageBytes = findValueBytes(body, 'usage', 1);
+    let usage: Usage | null = null;
+    if (usageBytes) {
+      try {
+        usage = usageFromImages(JSON.parse(usageBytes.toString('utf8')));
+      } catch {
+        return null;
+      }
+    }
+    const span = findStringValue(body, 'model', 1);
+    return {
+      body: span ? replaceSpan(body, span, slugJson) : body,
+      upstreamModel: span ? readString(body, span) : null,
+      usage,
+    };
+  },
+  streamErrorEvent(message, code) {
+    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { message, type: 'upstream_error', code } })}\n\n`);
+  },
+};

@@ -1,0 +1,119 @@
+// Messages (POST /v1/messages): forwarded unchanged but for `model` (routing fields were removed
+// before); the answer stays in Messages shape, with `model` set to the slug in the body and in
+// message_start so that X-Pi-Model equals the body's model.
+import { usageFromMessages, type Usage } from '../billing/usage.ts';
+import { validationFailed } from '../errors.ts';
+import { findStringValue, findValueBytes, readString, replaceSpan } from '../stream/json-key.ts';
+import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { missingField } from './routing-fields.ts';
+import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+class MessagesTap implements StreamTap {
+  upstreamModel: string | null = null;
+  completed = false;
+  contentEvents = 0;
+  contentBytes = 0;
+  private committed = false;
+  private startUsage: unknown = undefined;
+  private deltaUsage: unknown = undefined;
+  constructor(private readonly slugJson: Buffer) {}
+
+  usage(): Usage | null {
+    return this.startUsage === undefined ? null : usageFromMessages(this.startUsage, this.deltaUsage);
+  }
+
+  private dataOf(ev: Buffer): JsonObject | null {
+    try {
+      const v = JSON.parse(parseSseEvent(ev).data ?? '') as unknown;
+      return isObject(v) ? v : null;
+    } catch {
+      return null;
+    }
+  }
+
+  onEvent(ev: Buffer): TappedEvent {
+    const name = sseEventName(ev);
+    switch (name) {
+      case 'content_block_delta':
+        this.committed = true;
+        this.contentEvents++;
+        this.contentBytes += ev.length;
+        return { kind: 'content', out: ev };
+      case 'ping':
+        return { kind: 'preamble', out: ev };
+      case 'message_start': {
+        const obj = this.dataOf(ev);
+        if (!obj) return { kind: 'malformed', out: ev };
+        const msg = isObject(obj['message']) ? obj['message'] : null;
+        if (msg && typeof msg['model'] === 'string' && this.upstreamModel === null) this.upstreamModel = msg['model'];
+        if (msg) this.startUsage = msg['usage'];
+        const span = findStringValue(ev, 'model', 2);
+        return { kind: this.committed ? 'content' : 'preamble', out: span ? replaceSpan(ev, span, this.slugJson) : ev };
+      }
+      case 'content_block_start': {
+        // An empty text block is still preamble; a tool_use/thinking block is output.
+        const obj = this.dataOf(ev);
+        if (!obj) return { kind: 'malformed', out: ev };
+        const block = isObject(obj['content_block']) ? obj['content_block'] : null;
+        if (!this.committed && block && block['type'] === 'text' && !block['text']) return { kind: 'preamble', out: ev };
+        this.committed = true;
+        return { kind: 'content', out: ev };
+      }
+      case 'message_delta': {
+        const obj = this.dataOf(ev);
+        if (!obj) return { kind: 'malformed', out: ev };
+        if (obj['usage'] !== undefined) this.deltaUsage = obj['usage'];
+        this.committed = true;
+        return { kind: 'content', out: ev };
+      }
+      case 'message_stop':
+        this.completed = true;
+        return { kind: this.committed ? 'terminal' : 'content', out: ev };
+      case 'error':
+        return { kind: 'error', out: ev };
+      default:
+        // content_block_stop and future event types: output once committed, preamble before.
+        if (!this.committed) return { kind: 'preamble', out: ev };
+        return { kind: 'content', out: ev };
+    }
+  }
+}
+
+export const messages: ProtocolModule = {
+  endpoints: ['messages'],
+  validate(body) {
+    const msgs = body['messages'];
+    if (msgs === undefined || msgs === null) throw missingField('messages');
+    if (!Array.isArray(msgs)) throw validationFailed('messages must be an array');
+    const mt = body['max_tokens'];
+    if (mt === undefined || mt === null) throw missingField('max_tokens');
+    if (!Number.isInteger(mt) || (mt as number) < 1) throw validationFailed('max_tokens must be a positive integer');
+    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+  },
+  wantsStream: (body) => body['stream'] === true,
+  prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
+  tap: (slugJson) => new MessagesTap(slugJson),
+  readJson(body, slugJson): JsonAnswer | null {
+    let obj: unknown;
+    try {
+      obj = JSON.parse(body.toString('utf8'));
+    } catch {
+      return null;
+    }
+    if (!isObject(obj) || obj['type'] === 'error') return null;
+    const span = findStringValue(body, 'model', 1);
+    const usageBytes = findValueBytes(body, 'usage', 1);
+    return {
+      body: span ? replaceSpan(body, span, slugJson) : body,
+      upstreamModel: span ? readString(body, span) : null,
+      usage: usageBytes ? usageFromMessages(JSON.parse(usageBytes.toString('utf8')), undefined) : null,
+    };
+  },
+  streamErrorEvent(message) {
+    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message } })}\n\n`);
+  },
+};

@@ -1,0 +1,112 @@
+// Responses (POST /v1/responses): the body is forwarded as sent except `model` (no forced usage
+// option on streams, spec); `model` is rewritten to the slug in the body and in every streamed
+// event that carries the response object.
+import { usageFromResponses, type Usage } from '../billing/usage.ts';
+import { validationFailed } from '../errors.ts';
+import { findStringValue, readString, replaceSpan } from '../stream/json-key.ts';
+import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { readJsonBody } from './chat-completions.ts';
+import { missingField } from './routing-fields.ts';
+import type { JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Events before any output: held until content arrives (commit point). */
+const PREAMBLE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);
+/** Provider-side failure events. */
+const FAILURE = new Set(['error', 'response.failed']);
+/** The normal ends of a Responses stream. */
+const FINAL = new Set(['response.completed', 'response.incomplete']);
+
+class ResponsesTap implements StreamTap {
+  upstreamModel: string | null = null;
+  completed = false;
+  contentEvents = 0;
+  contentBytes = 0;
+  private committed = false;
+  private lastUsage: Usage | null = null;
+  constructor(private readonly slugJson: Buffer) {}
+
+  usage(): Usage | null {
+    return this.lastUsage;
+  }
+
+  onEvent(ev: Buffer): TappedEvent {
+    // Only events carrying the response object have a model (at depth 2); deltas skip the scan.
+    let out = ev;
+    if (ev.indexOf('"model"') !== -1) {
+      const span = findStringValue(ev, 'model', 2);
+      if (span) {
+        if (this.upstreamModel === null) this.upstreamModel = readString(ev, span);
+        out = replaceSpan(ev, span, this.slugJson);
+      }
+    }
+    // After the commit point a delta is recognised by its event line alone; the JSON is parsed only
+    // when there is no event line or the event matters (model, usage, failure).
+    const quick = this.committed && out === ev ? sseEventName(ev) : null;
+    const { event, data } = quick !== null && !FINAL.has(quick) && !FAILURE.has(quick) ? { event: quick, data: null } : parseSseEvent(ev);
+    let type = event;
+    let obj: JsonObject | null = null;
+    if (data !== null) {
+      try {
+        const parsed = JSON.parse(data) as unknown;
+        if (isObject(parsed)) obj = parsed;
+      } catch {
+        return { kind: 'malformed', out };
+      }
+      if (obj === null) return { kind: 'malformed', out };
+      if (typeof obj['type'] === 'string') type = obj['type'];
+    }
+    if (type === null) return { kind: 'preamble', out };
+    if (FAILURE.has(type)) return { kind: 'error', out };
+    if (FINAL.has(type)) {
+      const parsed = obj ?? this.parse(ev);
+      const resp = parsed && isObject(parsed['response']) ? parsed['response'] : null;
+      if (resp && resp['usage'] !== undefined && resp['usage'] !== null) this.lastUsage = usageFromResponses(resp['usage']);
+      this.completed = true;
+      const wasCommitted = this.committed;
+      this.committed = true;
+      return { kind: wasCommitted ? 'terminal' : 'content', out };
+    }
+    if (!this.committed && PREAMBLE.has(type)) return { kind: 'preamble', out };
+    this.committed = true;
+    this.contentEvents++;
+    this.contentBytes += ev.length;
+    return { kind: 'content', out };
+  }
+
+  private parse(ev: Buffer): JsonObject | null {
+    try {
+      const v = JSON.parse(parseSseEvent(ev).data ?? '') as unknown;
+      return isObject(v) ? v : null;
+    } catch {
+      return null;
+    }
+  }
+}
+
+export const responses: ProtocolModule = {
+  endpoints: ['responses'],
+  validate(body) {
+    const input = body['input'];
+    if (input === undefined || input === null) throw missingField('input');
+    if (typeof input !== 'string' && !Array.isArray(input)) throw validationFailed('input must be a string or an array of input items');
+    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+    const r = body['reasoning'];
+    if (r !== undefined && r !== null && !isObject(r)) throw validationFailed('reasoning must be an object');
+  },
+  wantsStream: (body) => body['stream'] === true,
+  prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
+  tap: (slugJson) => new ResponsesTap(slugJson),
+  readJson(body, slugJson) {
+    const answer = readJsonBody(body, slugJson, usageFromResponses);
+    // A 200 body whose status is `failed` is an in-band error: not a usable answer.
+    if (answer && /"status"\s*:\s*"failed"/.test(body.toString('latin1', 0, Math.min(body.length, 4096)))) return null;
+    return answer;
+  },
+  streamErrorEvent(message, code) {
+    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param: null })}\n\n`);
+  },
+};

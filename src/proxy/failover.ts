@@ -1,0 +1,143 @@
+// The attempt loop: tries the planned deployments in order (across fallback models) until one commits,
+// at most `maxAttempts` in total, never after a byte has reached the client. Decides which provider
+// answers are retried and what the client gets when every attempt fails.
+//
+// Retry table (the provider answered with an error status):
+//   401, 403          our credential was refused → next provider; if none takes over: 503 provider_unavailable
+//                     naming the refusing provider (X-Pi-Provider / X-Pi-Model, no X-Pi-Upstream-*)
+//   408, 409, 429     transient → next provider
+//   5xx               provider failure → next provider
+//   other 4xx         the client's fault → returned as is, not retried
+// No answer at all (connect error, reset, first-byte timeout, malformed or in-band-error stream,
+// preamble-only stream) → next provider. When all attempts fail, the last attempt decides: an error
+// answer from a provider is passed through with its status and provider headers; no answer → 503
+// provider_unavailable with the gateway's headers only.
+import type { HeaderList, Reply } from '../api/reply.ts';
+import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
+import { GatewayError } from '../errors.ts';
+import type { UpstreamCall } from '../upstream/client.ts';
+import { type AttemptInput, type AttemptOutcome, runAttempt } from './attempt.ts';
+
+export interface PlanItem {
+  model: CompiledModel;
+  deployment: CompiledDeployment;
+}
+
+export interface AttemptRecord {
+  provider: string;
+  model: string;
+  deployment: string;
+  /** `ok`, `status_<code>`, or the failure reason. */
+  outcome: string;
+  status: number | null;
+  ms: number;
+  firstByteMs: number | null;
+}
+
+export type FailoverFinal =
+  | { kind: 'committed'; item: PlanItem; outcome: Extract<AttemptOutcome, { kind: 'committed' }> }
+  | { kind: 'provider_error'; item: PlanItem; status: number }
+  | { kind: 'gateway_error'; error: GatewayError }
+  | { kind: 'client_aborted' };
+
+export interface FailoverResult {
+  attempts: AttemptRecord[];
+  final: FailoverFinal;
+}
+
+export interface FailoverInput extends Omit<AttemptInput, 'call' | 'identity' | 'slugJson'> {
+  items: PlanItem[];
+  maxAttempts: number;
+  /** Builds the upstream call for one item; null skips it (for example an unreadable credential). */
+  buildCall(item: PlanItem): UpstreamCall | null;
+  /** Called after every attempt (health tracking). */
+  onAttempt?(item: PlanItem, outcome: AttemptOutcome): void;
+  /** False once a retry can no longer resend the request (a streamed upload already consumed). */
+  canRetry?(): boolean;
+}
+
+export function isRetryableStatus(status: number): boolean {
+  return status === 401 || status === 403 || status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+function describe(outcome: AttemptOutcome): string {
+  if (outcome.kind === 'committed') return outcome.broken ? `committed_${outcome.broken}` : 'ok';
+  if (outcome.kind === 'provider_error') return `status_${outcome.status}`;
+  return outcome.reason;
+}
+
+function sendProviderError(reply: Reply, outcome: Extract<AttemptOutcome, { kind: 'provider_error' }>): void {
+  reply.send(outcome.status, outcome.headers, outcome.body);
+}
+
+/** 503 naming the provider that refused our credential (spec: Response headers rule 2). */
+function credentialRefused(item: PlanItem): GatewayError {
+  const headers: HeaderList = [
+    ['X-Pi-Provider', item.deployment.platform],
+    ['X-Pi-Model', item.model.id],
+  ];
+  return new GatewayError('provider_unavailable', `provider "${item.deployment.platform}" refused the gateway's credential and no other provider could take over`, { headers });
+}
+
+export async function runWithFailover(input: FailoverInput): Promise<FailoverResult> {
+  const attempts: AttemptRecord[] = [];
+  let last: { item: PlanItem; outcome: AttemptOutcome } | null = null;
+  const slugCache = new Map<string, Buffer>();
+
+  for (const item of input.items) {
+    if (attempts.length >= input.maxAttempts) break;
+    if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
+    if (attempts.length > 0 && input.canRetry && !input.canRetry()) break;
+    const call = input.buildCall(item);
+    if (call === null) continue;
+    let slugJson = slugCache.get(item.model.id);
+    if (!slugJson) slugCache.set(item.model.id, (slugJson = Buffer.from(JSON.stringify(item.model.id))));
+
+    const started = performance.now();
+    const outcome = await runAttempt({
+      ...input,
+      call,
+      slugJson,
+      identity: [
+        ['X-Pi-Provider', item.deployment.platform],
+        ['X-Pi-Model', item.model.id],
+      ],
+    });
+    attempts.push({
+      provider: item.deployment.platform,
+      model: item.model.id,
+      deployment: item.deployment.id,
+      outcome: describe(outcome),
+      status: outcome.kind === 'failed' ? null : outcome.status,
+      ms: Math.round(performance.now() - started),
+      firstByteMs: outcome.firstByteMs === null ? null : Math.round(outcome.firstByteMs),
+    });
+    input.onAttempt?.(item, outcome);
+    last = { item, outcome };
+
+    if (outcome.kind === 'committed') return { attempts, final: { kind: 'committed', item, outcome } };
+    if (outcome.kind === 'failed' && outcome.reason === 'client_aborted') return { attempts, final: { kind: 'client_aborted' } };
+    if (outcome.kind === 'provider_error' && !isRetryableStatus(outcome.status)) {
+      sendProviderError(input.reply, outcome);
+      return { attempts, final: { kind: 'provider_error', item, status: outcome.status } };
+    }
+  }
+
+  if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
+  if (last && last.outcome.kind === 'provider_error') {
+    if (last.outcome.status === 401 || last.outcome.status === 403) {
+      const error = credentialRefused(last.item);
+      input.reply.sendError(error);
+      return { attempts, final: { kind: 'gateway_error', error } };
+    }
+    sendProviderError(input.reply, last.outcome);
+    return { attempts, final: { kind: 'provider_error', item: last.item, status: last.outcome.status } };
+  }
+  const detail = last && last.outcome.kind === 'failed' ? `: ${last.outcome.detail}` : '';
+  const error = new GatewayError(
+    'provider_unavailable',
+    attempts.length === 0 ? 'no provider could be called for this request' : `no provider could answer after ${attempts.length} attempt${attempts.length === 1 ? '' : 's'}${detail}`,
+  );
+  input.reply.sendError(error);
+  return { attempts, final: { kind: 'gateway_error', error } };
+}

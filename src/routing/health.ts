@@ -1,0 +1,155 @@
+// Per-deployment circuit breaker fed by real attempt outcomes: trips on consecutive failures or on
+// the failure share of a sliding window, cools down, then lets exactly one probe through.
+import type { Clock } from '../clock.ts';
+import type { CompiledDeployment, GatewaySettings } from '../config/compiled.ts';
+import type { HealthView } from './serving.ts';
+
+export type Outcome =
+  | { ok: true; firstByteMs: number }
+  | {
+      ok: false;
+      reason: 'connect' | 'timeout' | 'reset' | 'status_5xx' | 'status_429' | 'auth' | 'malformed' | 'inband_error';
+    };
+
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
+export interface DeploymentHealth {
+  state: BreakerState;
+  consecutiveFailures: number;
+  /** Failure share of the outcome window (0 when empty). */
+  errorRate: number;
+  /** When the current cool-down ends (ends / ended, for half_open); null when closed. */
+  openUntil: number | null;
+}
+
+/** How long a claimed half-open probe may go without an outcome before another caller may probe. */
+export const DEFAULT_PROBE_LEASE_MS = 120_000;
+
+interface Breaker {
+  /** Last `window` outcomes as failure flags, oldest first. */
+  window: boolean[];
+  failures: number;
+  consecutiveFailures: number;
+  /** null = closed. */
+  openUntil: number | null;
+  /** The cool-down used for the current (or next) open period. */
+  cooldownMs: number;
+  /** When the outstanding probe's claim lapses; null = no probe out. */
+  probeLeaseUntil: number | null;
+}
+
+/**
+ * Breaker rules (thresholds from `settings.health`):
+ * - Failure for health: any `ok: false` outcome, and a success whose first byte took longer than
+ *   `slowFirstByteMs` (the client still got its answer; the deployment is just too slow).
+ * - closed → open when `consecutiveFailures` failures arrive in a row, or when the window (the last
+ *   `window` outcomes) holds at least `minRequests` outcomes and its failure share is ≥ `errorRate`.
+ *   Open lasts `cooldownMs`.
+ * - open, cool-down not over: down. Outcomes recorded meanwhile (requests that were already in
+ *   flight when it tripped) change nothing.
+ * - cool-down over (half-open): `isDown` answers false to exactly one caller, which thereby claims
+ *   the probe; every other caller sees it down until an outcome is recorded. The first outcome
+ *   recorded in half-open settles the probe: success → closed with counters and cool-down reset;
+ *   failure → open again with the cool-down doubled, capped at `maxCooldownMs`.
+ * - A claimed probe whose outcome never comes (the request succeeded on an earlier deployment, or
+ *   was cancelled) lapses after `probeLeaseMs`, then the next caller may claim it. The default
+ *   (120 s) outlasts the spec's 90 s start-of-answer limit, so a live probe is never doubled.
+ * - A declared `status: down` deployment is always down, and never takes a probe.
+ * Memory: one small record per deployment id ever recorded (ids come from the compiled config), with
+ * a window of at most `window` flags.
+ */
+export class HealthTracker implements HealthView {
+  private readonly settings: GatewaySettings['health'];
+  private readonly clock: Clock;
+  private readonly probeLeaseMs: number;
+  private readonly breakers = new Map<string, Breaker>();
+
+  /** The same verdicts without claiming probes (a half-open deployment counts as down): for the
+   *  catalog's endpoints view and diagnostics, which must not consume the router's single probe. */
+  readonly passive: HealthView;
+
+  constructor(settings: GatewaySettings['health'], clock: Clock, opts: { probeLeaseMs?: number } = {}) {
+    this.settings = settings;
+    this.clock = clock;
+    this.probeLeaseMs = opts.probeLeaseMs ?? DEFAULT_PROBE_LEASE_MS;
+    this.passive = {
+      isDown: (d, nowMs) => d.status === 'down' || this.breakers.get(d.id)?.openUntil != null,
+    };
+  }
+
+  /** Declared down, or breaker open; after the cool-down, false for the one caller that claims the probe. */
+  isDown(d: CompiledDeployment, nowMs: number): boolean {
+    if (d.status === 'down') return true;
+    const b = this.breakers.get(d.id);
+    if (!b || b.openUntil === null) return false;
+    if (nowMs < b.openUntil) return true;
+    if (b.probeLeaseUntil !== null && nowMs < b.probeLeaseUntil) return true;
+    b.probeLeaseUntil = nowMs + this.probeLeaseMs;
+    return false;
+  }
+
+  record(deploymentId: string, outcome: Outcome): void {
+    const now = this.clock.now();
+    const s = this.settings;
+    const failed = !outcome.ok || outcome.firstByteMs > s.slowFirstByteMs;
+    let b = this.breakers.get(deploymentId);
+    if (!b) {
+      b = { window: [], failures: 0, consecutiveFailures: 0, openUntil: null, cooldownMs: s.cooldownMs, probeLeaseUntil: null };
+      this.breakers.set(deploymentId, b);
+    }
+
+    if (b.openUntil !== null) {
+      if (now < b.openUntil) return;
+      // Half-open: this outcome settles the probe.
+      b.probeLeaseUntil = null;
+      if (failed) {
+        b.cooldownMs = Math.min(b.cooldownMs * 2, Math.max(s.maxCooldownMs, s.cooldownMs));
+        b.openUntil = now + b.cooldownMs;
+        b.consecutiveFailures++;
+      } else {
+        this.reset(b);
+      }
+      return;
+    }
+
+    b.window.push(failed);
+    if (failed) b.failures++;
+    if (b.window.length > s.window && b.window.shift()) b.failures--;
+    b.consecutiveFailures = failed ? b.consecutiveFailures + 1 : 0;
+
+    // Checked after every outcome, success included: the rule is about the window's share, and the
+    // outcome that brings the window up to `minRequests` may well be a success.
+    const rateTrip = b.window.length >= s.minRequests && b.failures / b.window.length >= s.errorRate;
+    if (b.consecutiveFailures >= s.consecutiveFailures || rateTrip) {
+      b.cooldownMs = s.cooldownMs;
+      b.openUntil = now + b.cooldownMs;
+    }
+  }
+
+  state(deploymentId: string): DeploymentHealth {
+    const b = this.breakers.get(deploymentId);
+    if (!b) return { state: 'closed', consecutiveFailures: 0, errorRate: 0, openUntil: null };
+    const state: BreakerState = b.openUntil === null ? 'closed' : this.clock.now() < b.openUntil ? 'open' : 'half_open';
+    return {
+      state,
+      consecutiveFailures: b.consecutiveFailures,
+      errorRate: b.window.length === 0 ? 0 : b.failures / b.window.length,
+      openUntil: b.openUntil,
+    };
+  }
+
+  snapshot(): Record<string, DeploymentHealth> {
+    const out: Record<string, DeploymentHealth> = {};
+    for (const id of [...this.breakers.keys()].sort()) out[id] = this.state(id);
+    return out;
+  }
+
+  private reset(b: Breaker): void {
+    b.window = [];
+    b.failures = 0;
+    b.consecutiveFailures = 0;
+    b.openUntil = null;
+    b.cooldownMs = this.settings.cooldownMs;
+    b.probeLeaseUntil = null;
+  }
+}

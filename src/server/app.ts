@@ -1,0 +1,38 @@
+// The route table: one line per endpoint of the spec. Inference paths come from the endpoint
+// vocabulary (each with its protocol module); anything not listed answers the spec's "unserved
+// path" error.
+import type { GatewayContext } from '../api/context.ts';
+import { catalogHandlers } from '../api/catalog.ts';
+import { inferenceHandler } from '../api/inference.ts';
+import { modelRequired } from '../errors.ts';
+import { protocolFor } from '../protocols/index.ts';
+import { createHttpServer, type HttpServer, type RouteDef } from './http-server.ts';
+import { preflight } from './preflight.ts';
+
+export function createApp(ctx: GatewayContext): HttpServer {
+  const catalog = catalogHandlers(ctx);
+  const limits = ctx.settings.limits;
+  const routes: RouteDef[] = [
+    { method: 'get', pattern: '/v1/models', handler: catalog.list },
+    { method: 'get', pattern: '/v1/models/:vendor/:model', handler: catalog.model },
+    { method: 'get', pattern: '/v1/models/:vendor/:model/endpoints', handler: catalog.endpoints },
+    { method: 'options', pattern: '/*', handler: preflight },
+  ];
+  for (const e of ctx.index.config.vocabularies.endpoints) {
+    const protocol = protocolFor(e.id);
+    if (!protocol) continue;
+    const upload = e.id === 'images_edits';
+    routes.push({
+      method: 'post',
+      pattern: e.path,
+      body: upload ? 'stream' : 'buffer',
+      maxBodyBytes: upload ? limits.maxUploadBytes : limits.maxBodyBytes,
+      handler: inferenceHandler(ctx, e.id, protocol),
+    });
+  }
+  // Unserved paths (POST /v1/embeddings, GET /v1/responses/{id}, anything else): the spec's 400.
+  routes.push({ method: 'any', pattern: '/*', handler: (_req, reply) => reply.sendError(modelRequired()) });
+  return createHttpServer(routes, {
+    onUnexpectedError: (err, traceId) => ctx.log('unexpected_error', { trace_id: traceId, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+  });
+}

@@ -1,0 +1,119 @@
+// The schema, as an ordered list of migrations. Append new ones; never edit one that has shipped,
+// because `schema_migrations` records which versions a database already ran.
+// Kept as TS strings rather than .sql files so `tsc` output carries them without a copy step.
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'init',
+    sql: `
+-- Sealed upstream credentials (AES-256-GCM, the name as additional authenticated data).
+CREATE TABLE secrets (
+  name        TEXT PRIMARY KEY,
+  nonce       BLOB NOT NULL,
+  ciphertext  BLOB NOT NULL,
+  tag         BLOB NOT NULL,
+  key_id      TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+
+-- API keys: only sha256(key) and a short non-secret prefix are kept.
+CREATE TABLE api_keys (
+  id          TEXT PRIMARY KEY,
+  prefix      TEXT NOT NULL,
+  hash        BLOB NOT NULL,
+  workspace   TEXT NOT NULL,
+  name        TEXT,
+  rpm         INTEGER,
+  expires_at  INTEGER,
+  created_at  INTEGER NOT NULL,
+  revoked_at  INTEGER
+) STRICT;
+CREATE INDEX api_keys_prefix ON api_keys(prefix);
+CREATE INDEX api_keys_workspace ON api_keys(workspace, created_at);
+
+-- One wallet per workspace. balance = credits − settlements; held = open holds. Both are caches
+-- of the ledger + holds, changed in the same transaction as the ledger row; ledger verify recomputes them.
+CREATE TABLE wallets (
+  workspace     TEXT PRIMARY KEY,
+  balance_nano  INTEGER NOT NULL DEFAULT 0,
+  held_nano     INTEGER NOT NULL DEFAULT 0 CHECK (held_nano >= 0),
+  updated_at    INTEGER NOT NULL
+) STRICT;
+
+-- Append-only money journal. Every row names the trace it belongs to.
+CREATE TABLE ledger (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  workspace    TEXT NOT NULL REFERENCES wallets(workspace),
+  kind         TEXT NOT NULL CHECK (kind IN ('credit', 'hold', 'settle', 'release')),
+  amount_nano  INTEGER NOT NULL CHECK (amount_nano >= 0),
+  trace_id     TEXT NOT NULL,
+  note         TEXT,
+  details      TEXT,
+  created_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX ledger_workspace ON ledger(workspace, created_at);
+-- A trace is credited once, held once, and closed (settled or released) once.
+CREATE UNIQUE INDEX ledger_credit_once ON ledger(trace_id) WHERE kind = 'credit';
+CREATE UNIQUE INDEX ledger_hold_once ON ledger(trace_id) WHERE kind = 'hold';
+CREATE UNIQUE INDEX ledger_close_once ON ledger(trace_id) WHERE kind IN ('settle', 'release');
+CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+
+-- Admission holds. owner/owner_pid name the store instance that took the hold, so a restart
+-- releases only holds whose process is gone.
+CREATE TABLE holds (
+  trace_id     TEXT PRIMARY KEY,
+  workspace    TEXT NOT NULL REFERENCES wallets(workspace),
+  amount_nano  INTEGER NOT NULL CHECK (amount_nano >= 0),
+  state        TEXT NOT NULL CHECK (state IN ('open', 'settled', 'released')),
+  cost_nano    INTEGER,
+  owner        TEXT NOT NULL,
+  owner_pid    INTEGER NOT NULL,
+  created_at   INTEGER NOT NULL,
+  closed_at    INTEGER
+) STRICT;
+CREATE INDEX holds_open ON holds(workspace) WHERE state = 'open';
+
+-- Request log: routing outcome, timings, tokens, cost, attribution. No keys, credentials or prompts.
+CREATE TABLE request_log (
+  id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  trace_id           TEXT NOT NULL,
+  ts                 INTEGER NOT NULL,
+  workspace          TEXT,
+  key_id             TEXT,
+  endpoint           TEXT NOT NULL,
+  model_requested    TEXT,
+  model_served       TEXT,
+  provider           TEXT,
+  deployment         TEXT,
+  attempts           INTEGER NOT NULL,
+  attempts_json      TEXT NOT NULL,
+  stream             INTEGER NOT NULL,
+  status             INTEGER NOT NULL,
+  error_code         TEXT,
+  latency_ms         INTEGER,
+  ttfb_ms            INTEGER,
+  prompt_tokens      INTEGER,
+  completion_tokens  INTEGER,
+  reasoning_tokens   INTEGER,
+  cached_tokens      INTEGER,
+  cost_nano          INTEGER,
+  app_title          TEXT,
+  app_origin         TEXT,
+  session_id         TEXT
+) STRICT;
+CREATE INDEX request_log_workspace ON request_log(workspace, id);
+CREATE INDEX request_log_trace ON request_log(trace_id);
+`,
+  },
+];

@@ -1,0 +1,231 @@
+// The request log writer: rows queue in memory and are written in batches, one transaction per
+// batch (every `flushIntervalMs`, or at once when `maxBatch` rows are queued), never one per request.
+// Rows still queued when the process dies are lost; `Store.close()` flushes them on shutdown.
+import type { SqliteDatabase } from './db.ts';
+import { Statements } from './db.ts';
+import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
+
+const DEFAULT_FLUSH_MS = 200;
+const DEFAULT_MAX_BATCH = 1000;
+const MAX_QUERY_LIMIT = 10_000;
+/** While the database refuses writes, rows are kept up to this many batches, then the oldest dropped. */
+const BACKLOG_BATCHES = 10;
+
+const COLUMNS = [
+  'trace_id',
+  'ts',
+  'workspace',
+  'key_id',
+  'endpoint',
+  'model_requested',
+  'model_served',
+  'provider',
+  'deployment',
+  'attempts',
+  'attempts_json',
+  'stream',
+  'status',
+  'error_code',
+  'latency_ms',
+  'ttfb_ms',
+  'prompt_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cached_tokens',
+  'cost_nano',
+  'app_title',
+  'app_origin',
+  'session_id',
+] as const;
+
+type DbRow = Record<(typeof COLUMNS)[number], string | number | bigint | null> & { id: bigint };
+
+export interface RequestLogStats {
+  queued: number;
+  /** Write transactions so far. */
+  transactions: number;
+  written: number;
+  /** Rows dropped because the database kept refusing writes. */
+  dropped: number;
+}
+
+export class RequestLog {
+  private readonly db: SqliteDatabase;
+  private readonly sql: Statements;
+  private readonly flushMs: number;
+  private readonly maxBatch: number;
+  private readonly readonly: boolean;
+  private readonly onError: (err: unknown) => void;
+  private queue: RequestLogRow[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private counts = { transactions: 0, written: 0, dropped: 0 };
+
+  constructor(
+    db: SqliteDatabase,
+    opts: RequestLogOptions & { readonly?: boolean; onError?: (err: unknown) => void } = {},
+  ) {
+    this.db = db;
+    this.sql = new Statements(db, true);
+    this.flushMs = opts.flushIntervalMs ?? DEFAULT_FLUSH_MS;
+    this.maxBatch = opts.maxBatch ?? DEFAULT_MAX_BATCH;
+    if (!(this.flushMs >= 0) || !(Number.isInteger(this.maxBatch) && this.maxBatch > 0)) {
+      throw new RangeError('requestLog.flushIntervalMs must be >= 0 and maxBatch a positive integer');
+    }
+    this.readonly = opts.readonly ?? false;
+    this.onError =
+      opts.onError ??
+      ((err) => process.stderr.write(`pi-gateway: request log write failed, will retry: ${err instanceof Error ? err.message : String(err)}\n`));
+  }
+
+  /** Queues one row; cheap and synchronous on the request path. */
+  append(row: RequestLogRow): void {
+    if (this.readonly) throw new Error('the store was opened read-only');
+    if (this.closed) throw new Error('the store is closed');
+    this.queue.push(row);
+    if (this.queue.length >= this.maxBatch) {
+      this.flush();
+    } else if (this.timer === null) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.flush();
+      }, this.flushMs);
+      // A pending log write must not keep an otherwise finished process alive.
+      this.timer.unref();
+    }
+  }
+
+  /** Writes everything queued, in transactions of at most `maxBatch` rows. */
+  flush(): void {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        this.write(batch);
+      } catch (err) {
+        this.queue.unshift(...batch);
+        const limit = this.maxBatch * BACKLOG_BATCHES;
+        if (this.queue.length > limit) this.counts.dropped += this.queue.splice(0, this.queue.length - limit).length;
+        this.onError(err);
+        if (!this.closed && this.timer === null) {
+          this.timer = setTimeout(() => {
+            this.timer = null;
+            this.flush();
+          }, Math.max(this.flushMs, 1000));
+          this.timer.unref();
+        }
+        return;
+      }
+    }
+  }
+
+  /** Flushes and stops accepting rows. */
+  close(): void {
+    if (this.closed) return;
+    if (!this.readonly) this.flush();
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  stats(): RequestLogStats {
+    return { queued: this.queue.length, ...this.counts };
+  }
+
+  /** See `RequestLogQuery`: always oldest first; without `afterId`, the newest `limit` rows. */
+  query(q: RequestLogQuery = {}): RequestLogEntry[] {
+    const limit = Math.min(Math.max(Math.trunc(q.limit ?? 100), 1), MAX_QUERY_LIMIT);
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (q.workspace !== undefined) {
+      where.push('workspace = ?');
+      params.push(q.workspace);
+    }
+    if (q.afterId !== undefined) {
+      where.push('id > ?');
+      params.push(q.afterId);
+    }
+    const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const sql =
+      q.afterId !== undefined
+        ? `SELECT id, ${COLUMNS.join(', ')} FROM request_log ${cond} ORDER BY id ASC LIMIT ?`
+        : `SELECT * FROM (SELECT id, ${COLUMNS.join(', ')} FROM request_log ${cond} ORDER BY id DESC LIMIT ?) ORDER BY id ASC`;
+    const rows = this.sql.get(sql).all(...params, limit) as DbRow[];
+    return rows.map(fromDb);
+  }
+
+  private write(batch: RequestLogRow[]): void {
+    const insert = this.sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+    const tx = this.db.transaction((rows: RequestLogRow[]) => {
+      for (const r of rows) insert.run(...toDb(r));
+    });
+    tx.immediate(batch);
+    this.counts.transactions++;
+    this.counts.written += batch.length;
+  }
+}
+
+function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
+  return [
+    r.trace_id,
+    r.ts,
+    r.workspace,
+    r.key_id,
+    r.endpoint,
+    r.model_requested,
+    r.model_served,
+    r.provider,
+    r.deployment,
+    r.attempts,
+    JSON.stringify(r.attempts_json),
+    r.stream ? 1 : 0,
+    r.status,
+    r.error_code,
+    r.latency_ms,
+    r.ttfb_ms,
+    r.prompt_tokens,
+    r.completion_tokens,
+    r.reasoning_tokens,
+    r.cached_tokens,
+    r.cost_nano,
+    r.app_title,
+    r.app_origin,
+    r.session_id,
+  ];
+}
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+const text = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+function fromDb(r: DbRow): RequestLogEntry {
+  return {
+    id: Number(r.id),
+    trace_id: String(r.trace_id),
+    ts: Number(r.ts),
+    workspace: text(r.workspace),
+    key_id: text(r.key_id),
+    endpoint: String(r.endpoint),
+    model_requested: text(r.model_requested),
+    model_served: text(r.model_served),
+    provider: text(r.provider),
+    deployment: text(r.deployment),
+    attempts: Number(r.attempts),
+    attempts_json: JSON.parse(String(r.attempts_json)) as AttemptLogEntry[],
+    stream: Number(r.stream) === 1,
+    status: Number(r.status),
+    error_code: text(r.error_code),
+    latency_ms: num(r.latency_ms),
+    ttfb_ms: num(r.ttfb_ms),
+    prompt_tokens: num(r.prompt_tokens),
+    completion_tokens: num(r.completion_tokens),
+    reasoning_tokens: num(r.reasoning_tokens),
+    cached_tokens: num(r.cached_tokens),
+    cost_nano: r.cost_nano === null ? null : BigInt(r.cost_nano),
+    app_title: text(r.app_title),
+    app_origin: text(r.app_origin),
+    session_id: text(r.session_id),
+  };
+}

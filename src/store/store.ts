@@ -1,0 +1,91 @@
+// The store facade: one SQLite connection and the four stores on it. The rest of the gateway imports
+// this file (and ./types.ts), never better-sqlite3.
+import type { Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import { ApiKeys } from './api-keys.ts';
+import { openDatabase, type SqliteDatabase } from './db.ts';
+import { RequestLog } from './request-log.ts';
+import { Secrets } from './secrets.ts';
+import type { RequestLogOptions } from './types.ts';
+import { Wallets } from './wallets.ts';
+
+export { ApiKeys, keyState, isWellFormedKey, KEY_PREFIX } from './api-keys.ts';
+export { StoreError } from './db.ts';
+export { RequestLog, type RequestLogStats } from './request-log.ts';
+export { Secrets, SecretError, type SecretInfo } from './secrets.ts';
+export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
+export type * from './types.ts';
+
+export interface StoreOptions {
+  clock?: Clock;
+  /** 32 bytes as base64 or hex. Default: `process.env.PI_MASTER_KEY`. Only needed for secrets. */
+  masterKey?: string | undefined;
+  /** Read-only connection: the file must exist and be migrated; `requestLog.append` throws. */
+  readonly?: boolean;
+  requestLog?: RequestLogOptions;
+  /** Where request-log write failures go; default one line on stderr. */
+  onLogError?: (err: unknown) => void;
+}
+
+export interface Store {
+  readonly secrets: Secrets;
+  readonly apiKeys: ApiKeys;
+  readonly wallets: Wallets;
+  readonly requestLog: RequestLog;
+  /** True when another connection/process committed since the last call (PRAGMA data_version) — lets the server refresh caches (e.g. after `secret set` or `key revoke` from the CLI). */
+  changedSinceLastCheck(): boolean;
+  /** Flushes the request log and closes the connection. Idempotent. */
+  close(): void;
+}
+
+export function openStore(file: string, opts: StoreOptions = {}): Store {
+  const clock = opts.clock ?? systemClock;
+  const readonly = opts.readonly ?? false;
+  const db = openDatabase(file, { clock, readonly });
+  const masterKey = 'masterKey' in opts ? opts.masterKey : process.env.PI_MASTER_KEY;
+  return new SqliteStore(db, clock, masterKey, readonly, opts);
+}
+
+class SqliteStore implements Store {
+  readonly secrets: Secrets;
+  readonly apiKeys: ApiKeys;
+  readonly wallets: Wallets;
+  readonly requestLog: RequestLog;
+  private readonly db: SqliteDatabase;
+  private dataVersion: number;
+  private closed = false;
+
+  constructor(db: SqliteDatabase, clock: Clock, masterKey: string | undefined, readonly: boolean, opts: StoreOptions) {
+    this.db = db;
+    this.secrets = new Secrets(db, clock, masterKey);
+    this.apiKeys = new ApiKeys(db, clock);
+    this.wallets = new Wallets(db, clock);
+    const logOpts: ConstructorParameters<typeof RequestLog>[1] = { ...opts.requestLog, readonly };
+    if (opts.onLogError) logOpts.onError = opts.onLogError;
+    this.requestLog = new RequestLog(db, logOpts);
+    this.dataVersion = this.readDataVersion();
+  }
+
+  changedSinceLastCheck(): boolean {
+    // data_version moves only when another connection commits, so our own writes never trigger it.
+    const v = this.readDataVersion();
+    if (v === this.dataVersion) return false;
+    this.dataVersion = v;
+    return true;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.requestLog.close();
+    } finally {
+      this.wallets.close();
+      this.db.close();
+    }
+  }
+
+  private readDataVersion(): number {
+    return Number(this.db.pragma('data_version', { simple: true }));
+  }
+}

@@ -1,0 +1,127 @@
+// Records the store hands out and takes in: API keys, wallet views, ledger details, request-log rows.
+// Money fields are bigint nano-USD; times are epoch milliseconds.
+
+/** An API key as stored: never the key itself or its hash. */
+export interface ApiKeyRecord {
+  id: string;
+  /** Non-secret display/lookup prefix: `sk-pi-` + the first 8 characters of the random part. */
+  prefix: string;
+  workspace: string;
+  name: string | null;
+  /** Epoch ms; the key is expired when `expiresAt <= now`. */
+  expiresAt: number | null;
+  /** Per-key requests per minute; null = the workspace limit applies. */
+  rpm: number | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** What `ApiKeys.create` returns: the record plus the plaintext key, shown once. */
+export interface CreatedApiKey extends ApiKeyRecord {
+  key: string;
+}
+
+export type ApiKeyState = 'active' | 'revoked' | 'expired';
+
+export type VerifyResult =
+  | { status: 'ok'; key: ApiKeyRecord }
+  | { status: 'invalid' | 'not_found' | 'revoked' | 'expired' };
+
+/** Facts recorded with a settlement (ledger `details`, JSON). `usage()` groups by model and provider. */
+export interface LedgerDetails {
+  model?: string;
+  provider?: string;
+  deployment?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  reasoningTokens?: number;
+  cachedTokens?: number;
+  [extra: string]: string | number | boolean | null | undefined;
+}
+
+export type LedgerKind = 'credit' | 'hold' | 'settle' | 'release';
+
+export interface WalletView {
+  workspace: string;
+  /** Credits minus settlements; may be negative after an overdraft (see `Wallets.settle`). */
+  balance: bigint;
+  /** Sum of open holds. */
+  held: bigint;
+  /** balance − held: what new holds may take. */
+  available: bigint;
+  /** Settled cost since 00:00 UTC of `now`. */
+  spendToday: bigint;
+  openHolds: number;
+}
+
+export interface UsageLine {
+  model: string;
+  provider: string;
+  requests: number;
+  costNano: bigint;
+}
+
+export type HoldResult = { ok: true } | { ok: false; available: bigint };
+
+/** One upstream attempt of a request, as logged. */
+export interface AttemptLogEntry {
+  provider: string;
+  model: string;
+  deployment: string;
+  /** e.g. `ok`, `http_error`, `timeout`, `connect_error`, `aborted`. */
+  outcome: string;
+  /** Upstream HTTP status; null when none was received. */
+  status: number | null;
+  ms: number;
+}
+
+/**
+ * One request-log row. Nothing secret goes here: no API key, credential or prompt text — only ids,
+ * routing outcome, timings, token counts and the sanitised attribution headers.
+ */
+export interface RequestLogRow {
+  trace_id: string;
+  ts: number;
+  workspace: string | null;
+  key_id: string | null;
+  endpoint: string;
+  model_requested: string | null;
+  model_served: string | null;
+  provider: string | null;
+  deployment: string | null;
+  attempts: number;
+  attempts_json: AttemptLogEntry[];
+  stream: boolean;
+  status: number;
+  error_code: string | null;
+  latency_ms: number | null;
+  ttfb_ms: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  reasoning_tokens: number | null;
+  cached_tokens: number | null;
+  cost_nano: bigint | null;
+  app_title: string | null;
+  app_origin: string | null;
+  session_id: string | null;
+}
+
+/** A stored row: the appended row plus its sequence id (ascending in commit order). */
+export interface RequestLogEntry extends RequestLogRow {
+  id: number;
+}
+
+export interface RequestLogQuery {
+  workspace?: string;
+  /** Rows with a larger id, oldest first. Omitted: the newest `limit` rows, still oldest first. */
+  afterId?: number;
+  /** Default 100, at most 10 000. */
+  limit?: number;
+}
+
+export interface RequestLogOptions {
+  /** Queued rows are written at most this long after being appended. Default 200. */
+  flushIntervalMs?: number;
+  /** A queue this long is written at once. Default 1000. */
+  maxBatch?: number;
+}

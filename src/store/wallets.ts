@@ -1,0 +1,362 @@
+// Workspace wallets and their append-only ledger (nano-USD, bigint end to end).
+//
+// Tables: `ledger` is the journal (never updated or deleted, enforced by triggers); `wallets`
+// (balance = credits − settlements, held = open holds) and `holds` (one per trace) are caches of it,
+// always written in the same transaction as the ledger row. `verify()` recomputes them.
+//
+// Admission: `hold` reads and writes in one IMMEDIATE transaction, which takes SQLite's write lock
+// before reading. Every admission — from any connection or process on the file — is serialised, so
+// `balance − held ≥ amount` can never be raced into an overdraft.
+//
+// Overdraft: a settlement may cost more than its hold (the provider ignored max_tokens, or the
+// estimate was short). The balance may then go negative by at most Σ(cost − hold) over such
+// requests; callers size holds to make that zero when the provider honours max_tokens.
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import { nanoToDecimal } from '../money.ts';
+import { Statements, type SqliteDatabase } from './db.ts';
+import type { HoldResult, LedgerDetails, UsageLine, WalletView } from './types.ts';
+
+export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace';
+
+export class WalletError extends Error {
+  readonly code: WalletErrorCode;
+  constructor(code: WalletErrorCode, message: string) {
+    super(message);
+    this.name = 'WalletError';
+    this.code = code;
+  }
+}
+
+const DAY_MS = 86_400_000;
+/** Open holds older than this are released at startup even when their process seems alive (pid reuse). */
+export const DEFAULT_STALE_HOLD_MS = 6 * 3_600_000;
+
+/** Store instances open in this process; holds they own are never orphans. */
+const liveOwners = new Set<string>();
+
+interface WalletRow {
+  balance_nano: bigint;
+  held_nano: bigint;
+}
+interface HoldRow {
+  workspace: string;
+  amount_nano: bigint;
+  state: 'open' | 'settled' | 'released';
+}
+
+export class Wallets {
+  private readonly db: SqliteDatabase;
+  private readonly sql: Statements;
+  private readonly clock: Clock;
+  /** Identifies this store instance as the owner of the holds it takes. */
+  private readonly owner = randomUUID();
+
+  constructor(db: SqliteDatabase, clock: Clock) {
+    this.db = db;
+    this.sql = new Statements(db, true);
+    this.clock = clock;
+    liveOwners.add(this.owner);
+  }
+
+  /** Called by `Store.close()`: holds still open from here become orphans for the next startup. */
+  close(): void {
+    liveOwners.delete(this.owner);
+  }
+
+  credit(workspace: string, amountNano: bigint, note: string): { traceId: string; balance: bigint } {
+    checkWorkspace(workspace);
+    if (typeof amountNano !== 'bigint' || amountNano <= 0n) throw new RangeError('a credit must be a positive bigint amount of nano-USD');
+    const traceId = `credit_${randomUUID()}`;
+    const run = this.db.transaction((): bigint => {
+      const now = this.clock.now();
+      this.ensureWallet(workspace, now);
+      this.sql.get('UPDATE wallets SET balance_nano = balance_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
+      this.appendLedger(workspace, 'credit', amountNano, traceId, note === '' ? null : note, null, now);
+      return (this.wallet(workspace) as WalletRow).balance_nano;
+    });
+    return { traceId, balance: run.immediate() };
+  }
+
+  /**
+   * Reserves `amountNano` for one request. Admitted only when balance − held ≥ amount. A trace id
+   * holds once: reusing one is a WalletError (the caller mints one per request).
+   */
+  hold(workspace: string, traceId: string, amountNano: bigint): HoldResult {
+    checkWorkspace(workspace);
+    checkTrace(traceId);
+    if (typeof amountNano !== 'bigint' || amountNano < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+    const run = this.db.transaction((): HoldResult => {
+      if (this.holdRow(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+      const w = this.wallet(workspace);
+      const available = w ? w.balance_nano - w.held_nano : 0n;
+      if (available < amountNano) return { ok: false, available };
+      const now = this.clock.now();
+      if (!w) this.ensureWallet(workspace, now);
+      this.sql.get('UPDATE wallets SET held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
+      this.sql
+        .get(
+          `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, created_at, closed_at)
+           VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, NULL)`,
+        )
+        .run(traceId, workspace, amountNano, this.owner, process.pid, now);
+      this.appendLedger(workspace, 'hold', amountNano, traceId, null, null, now);
+      return { ok: true };
+    });
+    return run.immediate();
+  }
+
+  /**
+   * Charges the final cost and closes the hold: balance −= cost, held −= hold. Idempotent per trace:
+   * a trace already settled or released returns `settled: false` and changes nothing. A trace that
+   * never held is a WalletError, so a lost charge is loud rather than silent.
+   */
+  settle(traceId: string, costNano: bigint, details: LedgerDetails = {}): { settled: boolean } {
+    checkTrace(traceId);
+    if (typeof costNano !== 'bigint' || costNano < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+    const json = JSON.stringify(details);
+    const run = this.db.transaction((): { settled: boolean } => {
+      const h = this.holdRow(traceId);
+      if (!h) throw new WalletError('unknown_trace', `trace ${traceId} has no hold to settle`);
+      if (h.state !== 'open') return { settled: false };
+      const now = this.clock.now();
+      this.sql.get("UPDATE holds SET state = 'settled', cost_nano = ?, closed_at = ? WHERE trace_id = ?").run(costNano, now, traceId);
+      this.sql
+        .get('UPDATE wallets SET balance_nano = balance_nano - ?, held_nano = held_nano - ?, updated_at = ? WHERE workspace = ?')
+        .run(costNano, h.amount_nano, now, h.workspace);
+      this.appendLedger(h.workspace, 'settle', costNano, traceId, null, json, now);
+      return { settled: true };
+    });
+    return run.immediate();
+  }
+
+  /**
+   * Closes a hold at zero cost (the request failed before anything billable). Idempotent; an unknown
+   * trace is a no-op too, because error paths may release before a hold was taken. The ledger row
+   * records the released hold amount, which changes `held`, never `balance`.
+   */
+  release(traceId: string): { released: boolean } {
+    checkTrace(traceId);
+    const run = this.db.transaction((): { released: boolean } => ({ released: this.releaseOpen(traceId, null) }));
+    return run.immediate();
+  }
+
+  /**
+   * Startup clean-up: releases holds whose owning process is gone (a crash between hold and settle),
+   * and any open hold older than `staleAfterMs`. Releasing charges nothing: a crashed request is
+   * customer-favourable, never double-charged. A late settle of a released trace is then a no-op.
+   */
+  releaseOrphanedHolds(opts: { staleAfterMs?: number } = {}): number {
+    const staleAfter = opts.staleAfterMs ?? DEFAULT_STALE_HOLD_MS;
+    const run = this.db.transaction((): number => {
+      const now = this.clock.now();
+      const open = this.sql.get("SELECT trace_id, owner, owner_pid, created_at FROM holds WHERE state = 'open'").all() as {
+        trace_id: string;
+        owner: string;
+        owner_pid: bigint;
+        created_at: bigint;
+      }[];
+      let released = 0;
+      for (const h of open) {
+        const stale = now - Number(h.created_at) > staleAfter;
+        if (!stale && ownerAlive(h.owner, Number(h.owner_pid))) continue;
+        if (this.releaseOpen(h.trace_id, stale ? 'stale hold released at startup' : 'orphaned hold released at startup')) released++;
+      }
+      return released;
+    });
+    return run.immediate();
+  }
+
+  show(workspace: string, now: number): WalletView {
+    const dayStart = now - (((now % DAY_MS) + DAY_MS) % DAY_MS);
+    const read = this.db.transaction((): WalletView => {
+      const w = this.wallet(workspace);
+      const spend = this.sql
+        .get("SELECT COALESCE(SUM(amount_nano), 0) FROM ledger WHERE workspace = ? AND kind = 'settle' AND created_at >= ? AND created_at < ?")
+        .pluck()
+        .get(workspace, dayStart, dayStart + DAY_MS) as bigint;
+      const openHolds = this.sql.get("SELECT COUNT(*) FROM holds WHERE workspace = ? AND state = 'open'").pluck().get(workspace) as bigint;
+      const balance = w?.balance_nano ?? 0n;
+      const held = w?.held_nano ?? 0n;
+      return { workspace, balance, held, available: balance - held, spendToday: spend, openHolds: Number(openHolds) };
+    });
+    return read();
+  }
+
+  /** Settled spend grouped by model and provider (from settle details), largest first. */
+  usage(workspace: string, since = 0): UsageLine[] {
+    const rows = this.sql
+      .get(
+        `SELECT COALESCE(json_extract(details, '$.model'), '') AS model,
+                COALESCE(json_extract(details, '$.provider'), '') AS provider,
+                COUNT(*) AS requests, SUM(amount_nano) AS cost
+         FROM ledger WHERE workspace = ? AND kind = 'settle' AND created_at >= ?
+         GROUP BY 1, 2 ORDER BY cost DESC, model, provider`,
+      )
+      .all(workspace, since) as { model: unknown; provider: unknown; requests: bigint; cost: bigint }[];
+    return rows.map((r) => ({ model: String(r.model), provider: String(r.provider), requests: Number(r.requests), costNano: r.cost }));
+  }
+
+  /** Workspaces that have a wallet, sorted. */
+  workspaces(): string[] {
+    return this.sql.get('SELECT workspace FROM wallets ORDER BY workspace').pluck().all() as string[];
+  }
+
+  /**
+   * Recomputes every wallet from the ledger and the holds table and lists each disagreement:
+   * balance and held per wallet, hold/ledger agreement per trace, every settle/release preceded by a
+   * hold of the same workspace, no trace closed twice, credits positive.
+   */
+  verify(): { ok: boolean; problems: string[] } {
+    const read = this.db.transaction((): string[] => {
+      const problems: string[] = [];
+      const q = <T>(sql: string): T[] => this.sql.get(sql).all() as T[];
+
+      const expected = new Map<string, { balance: bigint; held: bigint }>();
+      const slot = (ws: string) => {
+        let e = expected.get(ws);
+        if (!e) expected.set(ws, (e = { balance: 0n, held: 0n }));
+        return e;
+      };
+      for (const r of q<{ workspace: string; balance: bigint }>(
+        `SELECT workspace, SUM(CASE kind WHEN 'credit' THEN amount_nano WHEN 'settle' THEN -amount_nano ELSE 0 END) AS balance
+         FROM ledger GROUP BY workspace`,
+      )) slot(r.workspace).balance = r.balance;
+      for (const r of q<{ workspace: string; held: bigint }>(
+        `SELECT h.workspace, SUM(h.amount_nano) AS held FROM ledger h
+         WHERE h.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM ledger c WHERE c.trace_id = h.trace_id AND c.kind IN ('settle', 'release'))
+         GROUP BY h.workspace`,
+      )) slot(r.workspace).held = r.held;
+
+      const wallets = q<{ workspace: string; balance_nano: bigint; held_nano: bigint }>('SELECT workspace, balance_nano, held_nano FROM wallets');
+      const openByWs = new Map(
+        q<{ workspace: string; held: bigint }>("SELECT workspace, SUM(amount_nano) AS held FROM holds WHERE state = 'open' GROUP BY workspace").map((r) => [
+          r.workspace,
+          r.held,
+        ]),
+      );
+      const seen = new Set<string>();
+      for (const w of wallets) {
+        seen.add(w.workspace);
+        const e = expected.get(w.workspace) ?? { balance: 0n, held: 0n };
+        if (w.balance_nano !== e.balance) problems.push(`wallet ${w.workspace}: balance ${usd(w.balance_nano)} but the ledger gives ${usd(e.balance)}`);
+        if (w.held_nano !== e.held) problems.push(`wallet ${w.workspace}: held ${usd(w.held_nano)} but the ledger's open holds sum to ${usd(e.held)}`);
+        const open = openByWs.get(w.workspace) ?? 0n;
+        if (w.held_nano !== open) problems.push(`wallet ${w.workspace}: held ${usd(w.held_nano)} but the holds table's open holds sum to ${usd(open)}`);
+      }
+      for (const ws of expected.keys()) if (!seen.has(ws)) problems.push(`ledger rows for workspace ${ws}, which has no wallet`);
+      for (const ws of openByWs.keys()) if (!seen.has(ws)) problems.push(`open holds for workspace ${ws}, which has no wallet`);
+
+      for (const r of q<{ trace_id: string; n: bigint }>(
+        "SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind IN ('settle', 'release') GROUP BY trace_id HAVING COUNT(*) > 1",
+      )) problems.push(`trace ${r.trace_id} is closed ${r.n} times`);
+      for (const r of q<{ trace_id: string; kind: string; n: bigint }>(
+        "SELECT trace_id, kind, COUNT(*) AS n FROM ledger WHERE kind IN ('credit', 'hold') GROUP BY trace_id, kind HAVING COUNT(*) > 1",
+      )) problems.push(`trace ${r.trace_id} has ${r.n} ${r.kind} rows`);
+      for (const r of q<{ trace_id: string; kind: string }>(
+        `SELECT c.trace_id, c.kind FROM ledger c
+         WHERE c.kind IN ('settle', 'release') AND NOT EXISTS (
+           SELECT 1 FROM ledger h WHERE h.trace_id = c.trace_id AND h.kind = 'hold' AND h.workspace = c.workspace AND h.id < c.id)`,
+      )) problems.push(`trace ${r.trace_id}: ${r.kind} without an earlier hold in the same workspace`);
+      for (const r of q<{ trace_id: string }>("SELECT trace_id FROM ledger WHERE kind = 'credit' AND amount_nano <= 0")) {
+        problems.push(`credit ${r.trace_id} is not positive`);
+      }
+
+      // The holds table against the ledger, trace by trace.
+      for (const r of q<{
+        trace_id: string;
+        workspace: string;
+        amount_nano: bigint;
+        state: string;
+        cost_nano: bigint | null;
+        l_workspace: string | null;
+        l_amount: bigint | null;
+        close_kind: string | null;
+        close_amount: bigint | null;
+      }>(
+        `SELECT h.trace_id, h.workspace, h.amount_nano, h.state, h.cost_nano,
+                l.workspace AS l_workspace, l.amount_nano AS l_amount, c.kind AS close_kind, c.amount_nano AS close_amount
+         FROM holds h
+         LEFT JOIN ledger l ON l.trace_id = h.trace_id AND l.kind = 'hold'
+         LEFT JOIN ledger c ON c.trace_id = h.trace_id AND c.kind IN ('settle', 'release')`,
+      )) {
+        if (r.l_workspace === null) {
+          problems.push(`hold ${r.trace_id} has no ledger row`);
+          continue;
+        }
+        if (r.l_workspace !== r.workspace || r.l_amount !== r.amount_nano) problems.push(`hold ${r.trace_id} differs from its ledger row`);
+        const want = r.close_kind === null ? 'open' : r.close_kind === 'settle' ? 'settled' : 'released';
+        if (r.state !== want) problems.push(`hold ${r.trace_id} is ${r.state} but the ledger says ${want}`);
+        if (r.state === 'settled' && r.cost_nano !== r.close_amount) problems.push(`hold ${r.trace_id}: cost differs from its settle row`);
+      }
+      for (const r of q<{ trace_id: string }>(
+        "SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)",
+      )) problems.push(`ledger hold ${r.trace_id} has no holds row`);
+      return problems;
+    });
+    const problems = read();
+    return { ok: problems.length === 0, problems };
+  }
+
+  private wallet(workspace: string): WalletRow | undefined {
+    return this.sql.get('SELECT balance_nano, held_nano FROM wallets WHERE workspace = ?').get(workspace) as WalletRow | undefined;
+  }
+
+  private holdRow(traceId: string): HoldRow | undefined {
+    return this.sql.get('SELECT workspace, amount_nano, state FROM holds WHERE trace_id = ?').get(traceId) as HoldRow | undefined;
+  }
+
+  private ensureWallet(workspace: string, now: number): void {
+    this.sql.get('INSERT OR IGNORE INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES (?, 0, 0, ?)').run(workspace, now);
+  }
+
+  /** Inside a transaction: closes an open hold at zero cost. */
+  private releaseOpen(traceId: string, note: string | null): boolean {
+    const h = this.holdRow(traceId);
+    if (!h || h.state !== 'open') return false;
+    const now = this.clock.now();
+    this.sql.get("UPDATE holds SET state = 'released', cost_nano = 0, closed_at = ? WHERE trace_id = ?").run(now, traceId);
+    this.sql.get('UPDATE wallets SET held_nano = held_nano - ?, updated_at = ? WHERE workspace = ?').run(h.amount_nano, now, h.workspace);
+    this.appendLedger(h.workspace, 'release', h.amount_nano, traceId, note, null, now);
+    return true;
+  }
+
+  private appendLedger(
+    workspace: string,
+    kind: 'credit' | 'hold' | 'settle' | 'release',
+    amount: bigint,
+    traceId: string,
+    note: string | null,
+    details: string | null,
+    now: number,
+  ): void {
+    this.sql
+      .get('INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(workspace, kind, amount, traceId, note, details, now);
+  }
+}
+
+/** Alive = an open store in this process, or another process with that pid still running. */
+function ownerAlive(owner: string, pid: number): boolean {
+  if (liveOwners.has(owner)) return true;
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function checkWorkspace(workspace: string): void {
+  if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
+}
+
+function checkTrace(traceId: string): void {
+  if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
+}
+
+function usd(nano: bigint): string {
+  return `${nanoToDecimal(nano)} USD`;
+}

@@ -1,0 +1,172 @@
+// Finds a key's string value inside JSON bytes at a given object depth without parsing the whole
+// document, so `model` can be rewritten in every stream event at the cost of a short scan.
+// Correct for any valid JSON: a `"model"` followed by `:` can only be a key, never inside a string
+// (quotes inside strings are escaped), and the depth walk skips strings properly.
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_OBJ = 0x7b;
+const CLOSE_OBJ = 0x7d;
+const OPEN_ARR = 0x5b;
+const CLOSE_ARR = 0x5d;
+const COLON = 0x3a;
+
+function isSpace(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Span [start, end) of the string value's contents (between the quotes), plus the raw JSON string. */
+export interface ValueSpan {
+  /** Index of the opening quote. */
+  start: number;
+  /** Index just after the closing quote. */
+  end: number;
+}
+
+/**
+ * Locate `"<key>": "<string>"` at object depth `depth` (1 = top-level object) searching from `from`.
+ * Returns null when absent or when the value is not a string.
+ */
+export function findStringValue(buf: Buffer, key: string, depth: number, from = 0): ValueSpan | null {
+  const needle = `"${key}"`;
+  let at = buf.indexOf(needle, from);
+  // One depth walk from the start, advanced incrementally to each candidate.
+  let pos = 0;
+  let d = 0;
+  let inString = false;
+  while (at !== -1) {
+    while (pos < at) {
+      const c = buf[pos];
+      if (inString) {
+        if (c === BACKSLASH) pos++;
+        else if (c === QUOTE) inString = false;
+      } else if (c === QUOTE) inString = true;
+      else if (c === OPEN_OBJ || c === OPEN_ARR) d++;
+      else if (c === CLOSE_OBJ || c === CLOSE_ARR) d--;
+      pos++;
+    }
+    // pos > at means the candidate's quote was escaped (inside a string): not a key.
+    if (pos === at && !inString && d === depth) {
+      let j = at + needle.length;
+      while (isSpace(buf[j])) j++;
+      if (buf[j] === COLON && isObjectLevel(buf, at)) {
+        j++;
+        while (isSpace(buf[j])) j++;
+        if (buf[j] !== QUOTE) return null;
+        const start = j;
+        j++;
+        while (j < buf.length && buf[j] !== QUOTE) j += buf[j] === BACKSLASH ? 2 : 1;
+        if (j >= buf.length) return null;
+        return { start, end: j + 1 };
+      }
+    }
+    at = buf.indexOf(needle, Math.max(at + 1, pos));
+  }
+  return null;
+}
+
+/** A key at `depth` could also sit in an array at that depth; keys only follow `{` or `,` inside objects. */
+function isObjectLevel(buf: Buffer, at: number): boolean {
+  let k = at - 1;
+  while (k >= 0 && isSpace(buf[k])) k--;
+  return buf[k] === OPEN_OBJ || buf[k] === 0x2c;
+}
+
+/** The decoded string at a span returned by `findStringValue`. */
+export function readString(buf: Buffer, span: ValueSpan): string {
+  const raw = buf.toString('utf8', span.start, span.end);
+  return raw.indexOf('\\') === -1 ? raw.slice(1, -1) : (JSON.parse(raw) as string);
+}
+
+/** A copy of `buf` with the string at `span` replaced by the JSON string `jsonString` (already quoted). */
+export function replaceSpan(buf: Buffer, span: ValueSpan, jsonString: Buffer): Buffer {
+  return Buffer.concat([buf.subarray(0, span.start), jsonString, buf.subarray(span.end)]);
+}
+
+/**
+ * Whether `"<key>"` appears as a key at `depth` with a non-null value. Cheap pre-check before
+ * parsing an event for usage.
+ */
+export function hasNonNullKey(buf: Buffer, key: string, depth: number): boolean {
+  const needle = `"${key}"`;
+  let at = buf.indexOf(needle);
+  while (at !== -1) {
+    let j = at + needle.length;
+    while (isSpace(buf[j])) j++;
+    if (buf[j] === COLON) {
+      j++;
+      while (isSpace(buf[j])) j++;
+      if (!(buf[j] === 0x6e && buf[j + 1] === 0x75 && buf[j + 2] === 0x6c && buf[j + 3] === 0x6c) && depthAt(buf, at) === depth) return true;
+    }
+    at = buf.indexOf(needle, at + 1);
+  }
+  return false;
+}
+
+/** Object/array depth at byte `at` (outside strings). */
+export function depthAt(buf: Buffer, at: number): number {
+  let d = 0;
+  let inString = false;
+  for (let i = 0; i < at; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_OBJ || c === OPEN_ARR) d++;
+    else if (c === CLOSE_OBJ || c === CLOSE_ARR) d--;
+  }
+  return d;
+}
+
+/**
+ * The raw bytes of the value of `"<key>"` at `depth` (object, array, string, number or literal), or
+ * null. Lets a large body (base64 images) yield its small `usage` object without parsing the rest.
+ */
+export function findValueBytes(buf: Buffer, key: string, depth: number): Buffer | null {
+  const needle = `"${key}"`;
+  let at = buf.indexOf(needle);
+  while (at !== -1) {
+    let j = at + needle.length;
+    while (isSpace(buf[j])) j++;
+    if (buf[j] === COLON && isObjectLevel(buf, at) && depthAt(buf, at) === depth) {
+      j++;
+      while (isSpace(buf[j])) j++;
+      const start = j;
+      const end = valueEnd(buf, j);
+      return end === -1 ? null : buf.subarray(start, end);
+    }
+    at = buf.indexOf(needle, at + 1);
+  }
+  return null;
+}
+
+/** Index just after the JSON value starting at `i`, or -1 when it is cut off. */
+function valueEnd(buf: Buffer, i: number): number {
+  const c = buf[i];
+  if (c === QUOTE) {
+    let j = i + 1;
+    while (j < buf.length && buf[j] !== QUOTE) j += buf[j] === BACKSLASH ? 2 : 1;
+    return j < buf.length ? j + 1 : -1;
+  }
+  if (c === OPEN_OBJ || c === OPEN_ARR) {
+    let d = 0;
+    let inString = false;
+    for (let j = i; j < buf.length; j++) {
+      const b = buf[j];
+      if (inString) {
+        if (b === BACKSLASH) j++;
+        else if (b === QUOTE) inString = false;
+      } else if (b === QUOTE) inString = true;
+      else if (b === OPEN_OBJ || b === OPEN_ARR) d++;
+      else if (b === CLOSE_OBJ || b === CLOSE_ARR) {
+        d--;
+        if (d === 0) return j + 1;
+      }
+    }
+    return -1;
+  }
+  let j = i;
+  while (j < buf.length && buf[j] !== 0x2c && buf[j] !== CLOSE_OBJ && buf[j] !== CLOSE_ARR && !isSpace(buf[j])) j++;
+  return j > i ? j : -1;
+}

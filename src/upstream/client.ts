@@ -1,0 +1,132 @@
+// The only place that talks to upstreams: one undici Agent (keep-alive pools per origin) and a
+// dispatch with the controller API, so the relay can pause the upstream read while the client is
+// slow and abort it the moment the client goes away. Timeouts are the caller's (first content event,
+// stream idle), so undici's own header/body timeouts are off.
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
+
+export interface UpstreamCall {
+  url: string;
+  headers: Record<string, string>;
+  body: string | Buffer | Readable;
+}
+
+/** Receives one upstream exchange. Exactly one of onEnd / onError ends it. */
+export interface UpstreamSink {
+  onHead(status: number, headers: Record<string, string>): void;
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+  onError(err: Error): void;
+}
+
+export interface UpstreamControl {
+  abort(reason?: Error): void;
+  pause(): void;
+  resume(): void;
+}
+
+export interface UpstreamClientOptions {
+  /** TCP/TLS connect timeout, ms. */
+  connectTimeoutMs?: number;
+  /** Idle keep-alive sockets are closed after this, ms. */
+  keepAliveTimeoutMs?: number;
+  /** Max sockets per origin (undefined = unlimited). */
+  connectionsPerOrigin?: number;
+}
+
+export class UpstreamClient {
+  private readonly agent: Agent;
+
+  constructor(opts: UpstreamClientOptions = {}) {
+    this.agent = new Agent({
+      connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
+      keepAliveTimeout: opts.keepAliveTimeoutMs ?? 30_000,
+      keepAliveMaxTimeout: 600_000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      pipelining: 1,
+      ...(opts.connectionsPerOrigin ? { connections: opts.connectionsPerOrigin } : {}),
+    });
+  }
+
+  call(call: UpstreamCall, sink: UpstreamSink): UpstreamControl {
+    const url = new URL(call.url);
+    let controller: Dispatcher.DispatchController | null = null;
+    let pendingAbort: Error | null = null;
+    let pausedEarly = false;
+    let finished = false;
+    const end = () => {
+      finished = true;
+    };
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(ctrl) {
+        controller = ctrl;
+        if (pendingAbort) ctrl.abort(pendingAbort);
+        else if (pausedEarly) ctrl.pause();
+      },
+      onResponseStart(_ctrl, statusCode, headers) {
+        sink.onHead(statusCode, flattenHeaders(headers));
+      },
+      onResponseData(_ctrl, chunk) {
+        sink.onData(chunk);
+      },
+      onResponseEnd() {
+        if (finished) return;
+        end();
+        sink.onEnd();
+      },
+      onResponseError(_ctrl, err) {
+        if (finished) return;
+        end();
+        sink.onError(err);
+      },
+    };
+
+    this.agent.dispatch(
+      {
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: 'POST',
+        headers: call.headers,
+        body: call.body,
+      },
+      handler,
+    );
+
+    return {
+      abort(reason) {
+        if (finished) return;
+        const err = reason ?? new Error('aborted');
+        if (controller) controller.abort(err);
+        else pendingAbort = err;
+      },
+      pause() {
+        if (controller) controller.pause();
+        else pausedEarly = true;
+      },
+      resume() {
+        pausedEarly = false;
+        controller?.resume();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  /** Drop every connection now (tests, shutdown after a grace period). */
+  async destroy(): Promise<void> {
+    await this.agent.destroy();
+  }
+}
+
+function flattenHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}

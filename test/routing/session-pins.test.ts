@@ -1,0 +1,154 @@
+// Session pins with a manual clock: 1 h after the last touch, touch restarts it, LRU eviction at
+// capacity, pins dropped once their deployment is no longer eligible, and the pin in planRoute.
+import t from 'tap';
+import { ManualClock } from '../../src/clock.ts';
+import { planRoute } from '../../src/routing/plan.ts';
+import { mergePreferences } from '../../src/routing/preferences.ts';
+import { SessionPins, pinKey, sessionIdFrom } from '../../src/routing/session-pins.ts';
+import { type HealthView, declaredHealth } from '../../src/routing/serving.ts';
+import { NOW, routing, seeded, standardWorld } from './fixtures.ts';
+
+const HOUR = 3_600_000;
+
+t.test('a pin expires exactly 1 h after it was set', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  pins.set('k', 'd1');
+  clock.advance(HOUR - 1);
+  t.equal(pins.get('k'), 'd1', 'alive 1 ms before the hour');
+  clock.advance(1);
+  t.equal(pins.get('k'), null, 'gone at exactly 1 h');
+  t.equal(pins.size, 0, 'the expired entry was dropped');
+});
+
+t.test('touch restarts the hour; get does not', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  pins.set('k', 'd1');
+  clock.advance(40 * 60_000);
+  t.equal(pins.get('k'), 'd1');
+  clock.advance(10 * 60_000);
+  pins.touch('k'); // admitted at +50 min
+  clock.advance(HOUR - 1);
+  t.equal(pins.get('k'), 'd1', 'alive 1 ms before an hour after the last touch');
+  clock.advance(1);
+  t.equal(pins.get('k'), null, 'expired exactly an hour after the last touch');
+  pins.touch('k');
+  t.equal(pins.get('k'), null, 'touching an expired pin does not revive it');
+  pins.touch('never-set');
+  t.equal(pins.size, 0, 'touching an absent key creates nothing');
+});
+
+t.test('set re-pins and restarts the hour; drop removes', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10, ttlMs: 1000 });
+  pins.set('k', 'd1');
+  clock.advance(900);
+  pins.set('k', 'd2');
+  clock.advance(900);
+  t.equal(pins.get('k'), 'd2');
+  pins.drop('k');
+  t.equal(pins.get('k'), null);
+  t.equal(pins.size, 0);
+});
+
+t.test('least recently used pin is evicted at capacity', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 3 });
+  pins.set('a', 'd');
+  clock.advance(1);
+  pins.set('b', 'd');
+  clock.advance(1);
+  pins.set('c', 'd');
+  clock.advance(1);
+  pins.touch('a'); // a is now the most recently used
+  pins.set('d', 'd');
+  t.equal(pins.size, 3);
+  t.equal(pins.get('b'), null, 'b was least recently used');
+  t.equal(pins.get('a'), 'd');
+  t.equal(pins.get('c'), 'd');
+  t.equal(pins.get('d'), 'd');
+  pins.set('c', 'd2'); // re-pinning refreshes c
+  pins.set('e', 'd');
+  t.equal(pins.get('a'), null, 'a is evicted next');
+  t.same([pins.get('c'), pins.get('d'), pins.get('e')], ['d2', 'd', 'd']);
+});
+
+t.test('size counts live pins only', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  pins.set('a', 'd');
+  clock.advance(HOUR / 2);
+  pins.set('b', 'd');
+  t.equal(pins.size, 2);
+  clock.advance(HOUR / 2);
+  t.equal(pins.size, 1);
+  clock.advance(HOUR / 2);
+  t.equal(pins.size, 0);
+});
+
+t.test('pinKey separates every part; session id header rules', async (t) => {
+  t.not(pinKey('w', 'k', 'a/b', 's'), pinKey('w', 'k', 'a/b', 't'));
+  t.not(pinKey('w', 'k1', 'a/b', 's'), pinKey('w', 'k', '1a/b', 's'));
+  t.not(pinKey('w', 'k', 'a/b', 's'), pinKey('w2', 'k', 'a/b', 's'));
+  t.not(pinKey('w', 'k', 'a/b', 's'), pinKey('w', 'k', 'a/c', 's'));
+  t.equal(pinKey('w', 'k', 'a/b', 's"x'), pinKey('w', 'k', 'a/b', 's"x'));
+  t.equal(sessionIdFrom('abc'), 'abc');
+  t.equal(sessionIdFrom('x'.repeat(256)), 'x'.repeat(256));
+  t.equal(sessionIdFrom('x'.repeat(257)), null, 'longer than 256 counts as absent');
+  t.equal(sessionIdFrom('é'.repeat(256)), 'é'.repeat(256), 'characters, not bytes');
+  t.equal(sessionIdFrom('😀'.repeat(256)), '😀'.repeat(256), 'characters, not UTF-16 units');
+  t.equal(sessionIdFrom(''), null);
+  t.equal(sessionIdFrom(undefined), null);
+});
+
+t.test('resolve keeps a pin only while its deployment is eligible', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  pins.set('k', 'd2');
+  t.equal(pins.resolve('k', [{ id: 'd1' }, { id: 'd2' }]), 'd2');
+  t.equal(pins.resolve('k', [{ id: 'd1' }]), null);
+  t.equal(pins.get('k'), null, 'dropped once no longer eligible');
+  t.equal(pins.resolve('absent', [{ id: 'd1' }]), null);
+});
+
+t.test('planRoute: the pinned deployment goes first only while eligible and not down', async (t) => {
+  const { index, creds, chat } = standardWorld();
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  const key = pinKey('ws', 'key1', chat.id, 'session-1');
+  pins.set(key, 'd-aws');
+  const plan = (over: { ignore?: string[]; health?: HealthView } = {}) =>
+    planRoute({
+      index,
+      endpoint: 'chat',
+      models: [chat],
+      policy: mergePreferences(routing(), over.ignore ? { ignore: over.ignore } : null),
+      creds,
+      health: over.health ?? declaredHealth,
+      nowMs: clock.now(),
+      random: seeded(7),
+      pinnedFor: (modelId) => pins.get(pinKey('ws', 'key1', modelId, 'session-1')),
+    }).plans[0]?.deployments.map((d) => d.id);
+  for (let i = 0; i < 5; i++) t.equal(plan()?.[0], 'd-aws', 'pinned first');
+  t.not(plan({ health: { isDown: (d) => d.id === 'd-aws' } })?.[0], 'd-aws', 'not first while down');
+  t.notOk(plan({ ignore: ['aws'] })?.includes('d-aws'), 'no longer eligible: not routed at all');
+  clock.advance(HOUR);
+  const firsts = new Set<string | undefined>();
+  for (let seed = 0; seed < 20; seed++) {
+    firsts.add(
+      planRoute({
+        index,
+        endpoint: 'chat',
+        models: [chat],
+        policy: mergePreferences(routing(), null),
+        creds,
+        health: declaredHealth,
+        nowMs: clock.now(),
+        random: seeded(seed),
+        pinnedFor: (modelId) => pins.get(pinKey('ws', 'key1', modelId, 'session-1')),
+      }).plans[0]?.deployments[0]?.id,
+    );
+  }
+  t.ok(firsts.size > 1, 'after the pin expired, weight decides again');
+});

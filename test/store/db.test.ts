@@ -1,0 +1,83 @@
+// Opening the database: pragmas, versioned migrations run once and atomically, read-only mode.
+import t from 'tap';
+import { ManualClock } from '../../src/clock.ts';
+import { migrate, openDatabase, StoreError } from '../../src/store/db.ts';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { openStore } from '../../src/store/store.ts';
+import { tempDbFile } from './fixtures/temp-db.ts';
+
+const clock = new ManualClock();
+
+t.test('pragmas: WAL, synchronous NORMAL, foreign keys, busy timeout', async (t) => {
+  const db = openDatabase(tempDbFile(t), { clock });
+  t.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+  t.equal(db.pragma('synchronous', { simple: true }), 1, 'NORMAL');
+  t.equal(db.pragma('foreign_keys', { simple: true }), 1);
+  t.equal(db.pragma('busy_timeout', { simple: true }), 5000);
+  db.close();
+});
+
+t.test('migrations run once, in order, and are recorded', async (t) => {
+  const file = tempDbFile(t);
+  const db = openDatabase(file, { clock });
+  const rows = db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all();
+  t.same(rows, MIGRATIONS.map((m) => ({ version: m.version, name: m.name, applied_at: clock.now() })));
+  t.same(migrate(db, MIGRATIONS, clock), [], 'a second run applies nothing');
+  db.close();
+
+  clock.advance(1000);
+  const again = openDatabase(file, { clock });
+  t.equal(again.prepare('SELECT COUNT(*) FROM schema_migrations').pluck().get(), MIGRATIONS.length, 'reopen adds no rows');
+  const extra = [
+    ...MIGRATIONS,
+    { version: 3, name: 'three', sql: 'ALTER TABLE t2 ADD COLUMN b INTEGER' },
+    { version: 2, name: 'two', sql: 'CREATE TABLE t2 (a INTEGER)' },
+  ];
+  t.same(migrate(again, extra, clock), [2, 3], 'new versions applied in version order');
+  t.same(migrate(again, extra, clock), []);
+  again.close();
+});
+
+t.test('a failing migration rolls back entirely', async (t) => {
+  const db = openDatabase(tempDbFile(t), { clock });
+  const bad = [...MIGRATIONS, { version: 2, name: 'bad', sql: 'CREATE TABLE half (a INTEGER); CREATE TABLE oops (' }];
+  t.throws(() => migrate(db, bad, clock));
+  t.equal(db.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get(), 1);
+  t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'half'").get(), 'partial DDL undone');
+  db.close();
+});
+
+t.test('a database newer than the build is refused', async (t) => {
+  const file = tempDbFile(t);
+  const db = openDatabase(file, { clock, migrations: [...MIGRATIONS, { version: 99, name: 'future', sql: 'SELECT 1' }] });
+  db.close();
+  t.throws(() => openDatabase(file, { clock }), /newer than this build/);
+  t.throws(() => openDatabase(file, { clock, readonly: true }), StoreError);
+});
+
+t.test('read-only: file must exist and be migrated; writes refused', async (t) => {
+  const file = tempDbFile(t);
+  t.throws(() => openStore(file, { readonly: true }), /cannot open database .* read-only/);
+  openStore(file, { clock }).close();
+  const ro = openStore(file, { clock, readonly: true });
+  t.same(ro.apiKeys.list(), []);
+  t.throws(() => ro.wallets.credit('w', 1n, 'x'), /readonly/);
+  t.throws(() => ro.requestLog.append({} as never), /read-only/);
+  ro.close();
+  ro.close();
+  t.pass('close is idempotent');
+});
+
+t.test('changedSinceLastCheck sees commits of other connections only', async (t) => {
+  const file = tempDbFile(t);
+  const a = openStore(file, { clock });
+  const b = openStore(file, { clock });
+  t.equal(a.changedSinceLastCheck(), false);
+  a.wallets.credit('w', 5n, 'own write');
+  t.equal(a.changedSinceLastCheck(), false, 'own commit does not count');
+  b.apiKeys.create({ workspace: 'w' });
+  t.equal(a.changedSinceLastCheck(), true);
+  t.equal(a.changedSinceLastCheck(), false, 'reset after the call');
+  a.close();
+  b.close();
+});

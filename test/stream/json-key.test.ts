@@ -1,0 +1,43 @@
+// The key scanner finds `model` only where it is a key at the asked depth, never inside strings.
+import t from 'tap';
+import { findStringValue, hasNonNullKey, readString, replaceSpan } from '../../src/stream/json-key.ts';
+
+const rewrite = (json: string, depth: number, to = 'v/slug') => {
+  const buf = Buffer.from(json);
+  const span = findStringValue(buf, 'model', depth);
+  return span ? replaceSpan(buf, span, Buffer.from(JSON.stringify(to))).toString() : null;
+};
+
+t.test('top-level model in a chat chunk', async (t) => {
+  const chunk = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"delta":{"content":"\\"model\\": \\"x\\""}}]}';
+  const out = rewrite(chunk, 1);
+  t.equal(out, chunk.replace('"model":"gpt-4o"', '"model":"v/slug"'));
+  t.same(JSON.parse(out as string).choices[0].delta.content, '"model": "x"');
+});
+
+t.test('nested model at depth 2 only', async (t) => {
+  const ev = '{"type":"response.created","response":{"id":"r","metadata":{"model":"keep"},"model":"gpt-4o"}}';
+  const out = JSON.parse(rewrite(ev, 2) as string);
+  t.equal(out.response.model, 'v/slug');
+  t.equal(out.response.metadata.model, 'keep');
+});
+
+t.test('string values equal to "model" and escaped quotes are not keys', async (t) => {
+  t.equal(rewrite('{"type":"model","x":"\\"model\\":\\"no\\"","model":"m"}', 1), '{"type":"model","x":"\\"model\\":\\"no\\"","model":"v/slug"}');
+  t.equal(rewrite('{"a":"\\"model","model" : "m"}', 1), '{"a":"\\"model","model" : "v/slug"}');
+  t.equal(rewrite('{"a":["model"],"b":{"model":"deep"}}', 1), null);
+  t.equal(rewrite('{"model":null}', 1), null);
+});
+
+t.test('readString decodes escapes', async (t) => {
+  const buf = Buffer.from('{"model":"a\\u00e9b"}');
+  const span = findStringValue(buf, 'model', 1);
+  t.ok(span);
+  t.equal(readString(buf, span!), 'aéb');
+});
+
+t.test('non-null key detection', async (t) => {
+  t.notOk(hasNonNullKey(Buffer.from('{"usage":null,"x":1}'), 'usage', 1));
+  t.ok(hasNonNullKey(Buffer.from('{"choices":[],"usage": {"prompt_tokens":1}}'), 'usage', 1));
+  t.notOk(hasNonNullKey(Buffer.from('{"a":{"usage":{"x":1}}}'), 'usage', 1));
+});
