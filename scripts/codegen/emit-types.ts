@@ -92,11 +92,6 @@ export async function emitTypes(schemas: Map<string, JsonSchema>): Promise<strin
     format: true,
     // Fixed style, so the output never depends on a prettier config found on the machine.
     style: { printWidth: 120, singleQuote: true, trailingComma: 'all', semi: true, tabWidth: 2, useTabs: false, endOfLine: 'lf' },
-    $refOptions: { resolve: { external: false } } as Parameters<typeof compile>[2] extends infer O
-      ? O extends { $refOptions?: infer R }
-        ? R
-        : never
-      : never,
   });
   return ts.endsWith('\n') ? ts : ts + '\n';
 }

@@ -12,6 +12,7 @@ import type { GatewayContext } from './context.ts';
 import type { HeaderList, Reply } from './reply.ts';
 
 const JSON_HEADERS: HeaderList = [['Content-Type', 'application/json']];
+const MODELS_PREFIX = '/v1/models/';
 
 function notFound(slug: string): GatewayError {
   return new GatewayError('model_not_found', `model "${slug}" was not found in the catalog: ids are vendor-qualified slugs such as "vendor/model"; list them with GET /v1/models`);
@@ -60,6 +61,12 @@ export function catalogHandlers(ctx: GatewayContext) {
     model(req: IncomingRequest, reply: Reply): void {
       const model = listedModel(req);
       reply.send(200, JSON_HEADERS, `{"data":${objects.get(model.id) as string}}`);
+    },
+
+    /** A GET under /v1/models/ that is not `{vendor}/{model}[/endpoints]`: no slug can match it. */
+    unknown(req: IncomingRequest): void {
+      // The path as sent: decoding it could print a real slug (`acme%2Fchat-small`) as "not found".
+      throw notFound(req.path.slice(MODELS_PREFIX.length));
     },
 
     endpoints(req: IncomingRequest, reply: Reply): void {

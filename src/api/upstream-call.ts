@@ -5,6 +5,7 @@ import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { adapterFor } from '../platforms/index.ts';
 import type { UpstreamTarget } from '../platforms/types.ts';
 import type { JsonObject, ProtocolModule } from '../protocols/types.ts';
+import { sessionIdFrom } from '../routing/session-pins.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
 import type { GatewayContext } from './context.ts';
 
@@ -54,7 +55,10 @@ export function buildCall(ctx: GatewayContext, input: CallInput, model: Compiled
   for (const [k, v] of authHeaders) headers[k] = v;
   for (const h of FORWARDED_CLIENT_HEADERS) {
     const v = input.clientHeaders[h];
-    if (v !== undefined && v !== '') headers[h] = v;
+    if (v === undefined || v === '') continue;
+    // A session id over 256 characters "counts as absent" (spec): not routed on, so not forwarded either.
+    if (h === 'x-pi-session-id' && sessionIdFrom(v) === null) continue;
+    headers[h] = v;
   }
 
   if (input.upload) {

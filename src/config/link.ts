@@ -96,7 +96,7 @@ class Linker {
   private readonly modelNames = new Map<string, { model: string; kind: string; value: string; ref: Ref }>();
   private readonly platformIds = new Map<string, { ref: Ref; platform: PlatformFile | null; c: CheckedFile }>();
   /** Lowercased platform id / alias → platform id. */
-  private readonly platformNames = new Map<string, { id: string; kind: string; ref: Ref }>();
+  private readonly platformNames = new Map<string, { id: string; kind: string; value: string; ref: Ref }>();
   private readonly resourceIds = new Map<string, { ref: Ref; platform: string | null }>();
 
   private readonly out: LinkedConfig = {
@@ -279,8 +279,8 @@ class Linker {
       files.push({ c, vendor, models: this.list(c, data, 'models') });
     }
 
-    // Names are registered ids first, then canonical slugs, then aliases, so a collision is always
-    // reported on the alias (or slug) rather than on the model it collides with.
+    // Ids are registered first, then canonical slugs and aliases in file order, so a collision with an
+    // id is reported on the alias (or slug), and any other on the later declaration.
     for (const { c, vendor, models } of files) {
       models.forEach((m, i) => {
         if (!isObj(m) || typeof m['id'] !== 'string') return;
@@ -300,22 +300,20 @@ class Linker {
     }
     for (const { c, vendor, models } of files) {
       models.forEach((m, i) => {
-        if (!isObj(m) || typeof m['id'] !== 'string' || typeof m['canonical_slug'] !== 'string') return;
-        const path = ['models', i, 'canonical_slug'];
-        if (!this.clean(c, path)) return;
-        this.slugVendor(c, path, m['canonical_slug'], vendor, 'canonical_slug');
-        this.modelName(c, path, m['id'], m['canonical_slug'], 'canonical_slug');
-      });
-    }
-    for (const { c, vendor, models } of files) {
-      models.forEach((m, i) => {
-        if (!isObj(m) || typeof m['id'] !== 'string' || !Array.isArray(m['aliases'])) return;
-        if (!this.clean(c, ['models', i, 'aliases'])) return;
-        (m['aliases'] as string[]).forEach((a, j) => {
-          const path = ['models', i, 'aliases', j];
-          this.slugVendor(c, path, a, vendor, 'alias');
-          this.modelName(c, path, m['id'] as string, a, 'alias');
-        });
+        if (!isObj(m) || typeof m['id'] !== 'string') return;
+        const id = m['id'];
+        const slugPath = ['models', i, 'canonical_slug'];
+        if (typeof m['canonical_slug'] === 'string' && this.clean(c, slugPath)) {
+          this.slugVendor(c, slugPath, m['canonical_slug'], vendor, 'canonical_slug');
+          this.modelName(c, slugPath, id, m['canonical_slug'], 'canonical_slug');
+        }
+        if (Array.isArray(m['aliases']) && this.clean(c, ['models', i, 'aliases'])) {
+          (m['aliases'] as string[]).forEach((a, j) => {
+            const path = ['models', i, 'aliases', j];
+            this.slugVendor(c, path, a, vendor, 'alias');
+            this.modelName(c, path, id, a, 'alias');
+          });
+        }
       });
     }
 
@@ -499,11 +497,12 @@ class Linker {
     const key = value.toLowerCase();
     const prev = this.platformNames.get(key);
     if (!prev) {
-      this.platformNames.set(key, { id: platform, kind, ref: { c, path } });
+      this.platformNames.set(key, { id: platform, kind, value, ref: { c, path } });
     } else if (prev.id === platform) {
       this.report(c, path, `${kind} "${value}" repeats the platform's own ${prev.kind}`);
     } else {
-      this.report(c, path, `${kind} "${value}" collides with the ${prev.kind} of platform "${prev.id}" at ${where(prev.ref)} (names are compared case-insensitively)`);
+      const ci = prev.value !== value ? ' (names are compared case-insensitively)' : '';
+      this.report(c, path, `${kind} "${value}" collides with the ${prev.kind} of platform "${prev.id}" at ${where(prev.ref)}${ci}`);
     }
   }
 

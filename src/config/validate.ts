@@ -202,7 +202,10 @@ function message(e: ErrorObject, path: PathSegment[]): Explained {
     case 'pattern':
     case 'format':
       if (t && TYPE_MESSAGES[t]) return { path, at: 'value', message: TYPE_MESSAGES[t] };
-      if (e.keyword === 'format') return { path, at: 'value', message: `must be a valid ${String(p['format'])}` };
+      if (e.keyword === 'format') {
+        const f = String(p['format']);
+        return { path, at: 'value', message: f === 'uri' ? 'must be an absolute URI, such as "https://example.com/page"' : `must be a valid ${f}` };
+      }
       return { path, at: 'value', message: `must match the pattern ${String(p['pattern'])}` };
     case 'minimum':
     case 'maximum':
@@ -220,9 +223,11 @@ function message(e: ErrorObject, path: PathSegment[]): Explained {
         message: Number(p['limit']) === 1 ? 'must not be empty' : `must be at least ${plural(Number(p['limit']), 'character')}`,
       };
     case 'uniqueItems': {
-      const j = Number(p['j']);
-      const item = Array.isArray(e.data) ? (e.data as unknown[])[j] : undefined;
-      return { path: [...path, j], at: 'value', message: `duplicate entry ${JSON.stringify(item)} (already at index ${String(p['i'])})` };
+      // Point at the later of the two equal items.
+      const later = Math.max(Number(p['i']), Number(p['j']));
+      const earlier = Math.min(Number(p['i']), Number(p['j']));
+      const item = Array.isArray(e.data) ? (e.data as unknown[])[later] : undefined;
+      return { path: [...path, later], at: 'value', message: `duplicate entry ${JSON.stringify(item)} (already at index ${earlier})` };
     }
     default:
       return { path, at: 'value', message: e.message ?? e.keyword };

@@ -43,6 +43,13 @@ export type ReasoningLevel = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'x
  */
 export type IsoDate = string;
 /**
+ * A vocabulary id: lowercase letters, digits, underscores and dashes, starting with a letter or digit (ids such as `chat_completions` follow the wire protocols' own spelling).
+ *
+ * This interface was referenced by `ConfigFiles`'s JSON-Schema
+ * via the `definition` "VocabId".
+ */
+export type VocabId = string;
+/**
  * A lowercase identifier: letters, digits and dashes, starting with a letter or digit.
  *
  * This interface was referenced by `ConfigFiles`'s JSON-Schema
@@ -440,7 +447,7 @@ export interface PlatformFile {
    */
   aliases?: string[];
   /**
-   * The platform adapter module (src/platforms/) that builds URLs and auth: openai, anthropic, azure-openai, vertex-anthropic.
+   * The platform adapter module (src/platforms/) that builds URLs and auth: openai, anthropic, azure-openai, vertex.
    */
   adapter: string;
   /**
@@ -561,7 +568,7 @@ export interface VocabulariesFile {
    *
    * @minItems 1
    */
-  protocols: Id[];
+  protocols: VocabId[];
   /**
    * Endpoint ids, in catalog order. Each belongs to one protocol and one inference path; `modes` says which model modes it may serve.
    *
@@ -612,7 +619,7 @@ export interface VocabulariesFile {
   quantizations: ['fp4', 'int4', 'int8', 'fp8', 'fp16', 'bf16', 'fp32', 'unknown'];
 }
 export interface EndpointVocab {
-  id: Id;
+  id: VocabId;
   /**
    * A protocol id from `protocols`.
    */
@@ -629,7 +636,7 @@ export interface EndpointVocab {
   modes: string[];
 }
 export interface ModeVocab {
-  id: Id;
+  id: VocabId;
   output_modality: string;
 }
 export interface CapabilityVocab {
@@ -653,7 +660,7 @@ export interface CapabilityVocab {
   requires?: string[];
 }
 export interface RetentionLevelVocab {
-  id: Id;
+  id: VocabId;
   limited: boolean;
   /**
    * True for the level that means nothing is retained.
@@ -662,7 +669,7 @@ export interface RetentionLevelVocab {
   description?: string;
 }
 export interface ModerationVocab {
-  id: Id;
+  id: VocabId;
   description?: string;
 }
 /**

@@ -4,8 +4,9 @@
 import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
 import { usageFromChatCompletions } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { findStringValue, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
+import { hasNonNullKey, sseDataStart } from '../stream/json-key.ts';
 import { parseSseEvent } from '../stream/sse-splitter.ts';
+import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { missingField } from './routing-fields.ts';
 import type { JsonAnswer, JsonObject, PrepareTarget, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
@@ -165,10 +166,9 @@ class ChatTap implements StreamTap {
   }
 
   private rewrite(ev: Buffer): Buffer {
-    const span = findStringValue(ev, 'model', 1);
-    if (!span) return ev;
-    if (this.upstreamModel === null) this.upstreamModel = readString(ev, span);
-    return replaceSpan(ev, span, this.slugJson);
+    const { out, reported } = slugModel(ev, this.slugJson, sseDataStart(ev), 1);
+    if (this.upstreamModel === null && reported !== null) this.upstreamModel = reported;
+    return out;
   }
 
   onEvent(ev: Buffer): TappedEvent {
@@ -231,11 +231,10 @@ export function readJsonBody(body: Buffer, slugJson: Buffer, readUsage: (u: unkn
   }
   if (!isObject(obj)) return null;
   if (obj['error'] !== undefined && obj['error'] !== null) return null;
-  const span = findStringValue(body, 'model', 1);
-  const upstreamModel = span ? readString(body, span) : null;
+  const { out, reported } = slugModel(body, slugJson, 0, 1);
   return {
-    body: span ? replaceSpan(body, span, slugJson) : body,
-    upstreamModel,
+    body: out,
+    upstreamModel: reported,
     usage: obj['usage'] === undefined || obj['usage'] === null ? null : readUsage(obj['usage']),
   };
 }

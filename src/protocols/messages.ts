@@ -3,8 +3,9 @@
 // message_start so that X-Pi-Model equals the body's model.
 import { usageFromMessages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { findStringValue, findValueBytes, readString, replaceSpan } from '../stream/json-key.ts';
+import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
 import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
 import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
 
@@ -51,8 +52,8 @@ class MessagesTap implements StreamTap {
         const msg = isObject(obj['message']) ? obj['message'] : null;
         if (msg && typeof msg['model'] === 'string' && this.upstreamModel === null) this.upstreamModel = msg['model'];
         if (msg) this.startUsage = msg['usage'];
-        const span = findStringValue(ev, 'model', 2);
-        return { kind: this.committed ? 'content' : 'preamble', out: span ? replaceSpan(ev, span, this.slugJson) : ev };
+        const { out } = slugModel(ev, this.slugJson, sseDataStart(ev), 2, 'message');
+        return { kind: this.committed ? 'content' : 'preamble', out };
       }
       case 'content_block_start': {
         // An empty text block is still preamble; a tool_use/thinking block is output.
@@ -105,11 +106,11 @@ export const messages: ProtocolModule = {
       return null;
     }
     if (!isObject(obj) || obj['type'] === 'error') return null;
-    const span = findStringValue(body, 'model', 1);
+    const { out, reported } = slugModel(body, slugJson, 0, 1);
     const usageBytes = findValueBytes(body, 'usage', 1);
     return {
-      body: span ? replaceSpan(body, span, slugJson) : body,
-      upstreamModel: span ? readString(body, span) : null,
+      body: out,
+      upstreamModel: reported,
       usage: usageBytes ? usageFromMessages(JSON.parse(usageBytes.toString('utf8')), undefined) : null,
     };
   },

@@ -3,9 +3,10 @@
 // event that carries the response object.
 import { usageFromResponses, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { findStringValue, readString, replaceSpan } from '../stream/json-key.ts';
+import { sseDataStart } from '../stream/json-key.ts';
 import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readJsonBody } from './chat-completions.ts';
+import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
 import type { JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
 
@@ -36,12 +37,10 @@ class ResponsesTap implements StreamTap {
   onEvent(ev: Buffer): TappedEvent {
     // Only events carrying the response object have a model (at depth 2); deltas skip the scan.
     let out = ev;
-    if (ev.indexOf('"model"') !== -1) {
-      const span = findStringValue(ev, 'model', 2);
-      if (span) {
-        if (this.upstreamModel === null) this.upstreamModel = readString(ev, span);
-        out = replaceSpan(ev, span, this.slugJson);
-      }
+    if (ev.indexOf('"model"') !== -1 || ev.indexOf('"response"') !== -1) {
+      const r = slugModel(ev, this.slugJson, sseDataStart(ev), 2, 'response');
+      if (this.upstreamModel === null && r.reported !== null) this.upstreamModel = r.reported;
+      out = r.out;
     }
     // After the commit point a delta is recognised by its event line alone; the JSON is parsed only
     // when there is no event line or the event matters (model, usage, failure).

@@ -88,6 +88,13 @@ export class HealthTracker implements HealthView {
     return false;
   }
 
+  /** Gives back a probe claimed while ordering a request that never reached this deployment (an
+   *  earlier one answered), so the next request can probe at once instead of after the lease. */
+  releaseProbe(deploymentId: string): void {
+    const b = this.breakers.get(deploymentId);
+    if (b) b.probeLeaseUntil = null;
+  }
+
   record(deploymentId: string, outcome: Outcome): void {
     const now = this.clock.now();
     const s = this.settings;

@@ -16,6 +16,9 @@ export function createApp(ctx: GatewayContext): HttpServer {
     { method: 'get', pattern: '/v1/models', handler: catalog.list },
     { method: 'get', pattern: '/v1/models/:vendor/:model', handler: catalog.model },
     { method: 'get', pattern: '/v1/models/:vendor/:model/endpoints', handler: catalog.endpoints },
+    // Any other GET under /v1/models/ (a bare name, extra or missing segments, a trailing slash)
+    // names no catalog model: the catalog's 404, not the unserved-path 400.
+    { method: 'get', pattern: '/v1/models/*', handler: catalog.unknown },
     { method: 'options', pattern: '/*', handler: preflight },
   ];
   for (const e of ctx.index.config.vocabularies.endpoints) {

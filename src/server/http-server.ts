@@ -130,7 +130,9 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
 
 function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: HttpServerOptions): void {
   const fail = (err: unknown) => {
-    if (err instanceof GatewayError) {
+    // Once a stream has started, no error object can be sent any more (sendError would silently do
+    // nothing and leave the client waiting on an open response): drop the connection instead.
+    if (err instanceof GatewayError && !reply.started) {
       reply.sendError(err);
       return;
     }

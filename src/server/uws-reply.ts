@@ -60,7 +60,9 @@ export class UwsReply implements Reply {
     this.done = true;
     this.res.cork(() => {
       this.writeHead(status, headers);
-      this.res.end(bytes ?? '');
+      // 204/304 carry no body and no Content-Length.
+      if (status === 204 || status === 304) this.res.endWithoutBody();
+      else this.res.end(bytes ?? '');
     });
   }
 

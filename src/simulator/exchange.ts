@@ -139,10 +139,23 @@ export class Exchange {
     return ok;
   }
 
-  /** Destroys the connection (the client sees a socket error). */
+  /**
+   * Destroys the connection (the client sees a socket error) once what was written before has been
+   * flushed: inside a uWS callback the writes sit in the cork buffer, and close() would drop them.
+   */
   reset(): void {
     if (this.done) return;
     this.finish();
-    this.res.cork(() => this.res.close());
+    setImmediate(() => {
+      if (!this.aborted) this.res.close();
+    });
+  }
+
+  /** Destroys the connection at once, without flushing (shutdown). */
+  destroy(): void {
+    if (this.aborted) return;
+    this.finish();
+    this.aborted = true;
+    this.res.close();
   }
 }

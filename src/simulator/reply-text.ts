@@ -51,7 +51,9 @@ const defaultCache = new Map<string, PlannedText>();
  * words than chunks is cut by characters instead.
  */
 export function planText(b: Behaviour, echoText: string | undefined, maxTokens: number | undefined): PlannedText {
-  const chunks = b.chunks ?? DEFAULT_CHUNKS;
+  const capped = !b.echo && maxTokens !== undefined && maxTokens >= 0;
+  // The cap limits both the words and the number of deltas (one token per delta at most).
+  const chunks = capped ? Math.min(b.chunks ?? DEFAULT_CHUNKS, maxTokens) : (b.chunks ?? DEFAULT_CHUNKS);
   const fromDefault = b.text === undefined && !b.echo;
   const key = fromDefault ? `${chunks}|${maxTokens ?? ''}` : '';
   if (fromDefault) {
@@ -60,7 +62,7 @@ export function planText(b: Behaviour, echoText: string | undefined, maxTokens: 
   }
   let w = fromDefault ? defaultWords(chunks) : words(b.echo ? (echoText ?? '') : (b.text as string));
   let truncated = false;
-  if (!b.echo && maxTokens !== undefined && maxTokens >= 0 && w.length > maxTokens) {
+  if (capped && w.length > (maxTokens as number)) {
     w = w.slice(0, maxTokens);
     truncated = true;
   }

@@ -153,7 +153,7 @@ export function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> 
         async close() {
           if (closed) return;
           closed = true;
-          for (const ex of [...state.live]) ex.reset();
+          for (const ex of [...state.live]) ex.destroy();
           uWS.us_listen_socket_close(socket);
           (app as TemplatedApp & { close?: () => void }).close?.();
         },

@@ -124,6 +124,14 @@ export function depthAt(buf: Buffer, at: number): number {
  * null. Lets a large body (base64 images) yield its small `usage` object without parsing the rest.
  */
 export function findValueBytes(buf: Buffer, key: string, depth: number): Buffer | null {
+  const start = findValueStart(buf, key, depth);
+  if (start === -1) return null;
+  const end = valueEnd(buf, start);
+  return end === -1 ? null : buf.subarray(start, end);
+}
+
+/** Index of the first byte of the value of `"<key>"` at `depth` (whatever its type), or -1 when the key is absent. */
+export function findValueStart(buf: Buffer, key: string, depth: number): number {
   const needle = `"${key}"`;
   let at = buf.indexOf(needle);
   while (at !== -1) {
@@ -132,17 +140,48 @@ export function findValueBytes(buf: Buffer, key: string, depth: number): Buffer 
     if (buf[j] === COLON && isObjectLevel(buf, at) && depthAt(buf, at) === depth) {
       j++;
       while (isSpace(buf[j])) j++;
-      const start = j;
-      const end = valueEnd(buf, j);
-      return end === -1 ? null : buf.subarray(start, end);
+      return j;
     }
     at = buf.indexOf(needle, at + 1);
   }
-  return null;
+  return -1;
+}
+
+/** Index of the `{` of the first JSON object at or after `from` (whitespace skipped), or -1. */
+export function objectOpenAt(buf: Buffer, from: number): number {
+  let j = from;
+  while (isSpace(buf[j])) j++;
+  return buf[j] === OPEN_OBJ ? j : -1;
+}
+
+/**
+ * A copy of `buf` with `"<key>":<jsonValue>` added as the first member of the object whose `{` is at
+ * `open`. Used when a provider omits `model`: the answer must still name the slug (X-Pi-Model equals
+ * the body's model), and adding one member keeps every other byte as the provider sent it.
+ */
+export function insertMember(buf: Buffer, open: number, key: string, jsonValue: Buffer): Buffer {
+  let j = open + 1;
+  while (isSpace(buf[j])) j++;
+  const sep = buf[j] === CLOSE_OBJ ? '' : ',';
+  return Buffer.concat([buf.subarray(0, open + 1), Buffer.from(`${JSON.stringify(key)}:`), jsonValue, Buffer.from(sep), buf.subarray(open + 1)]);
+}
+
+/** Where the data of an SSE event starts (after the first `data:` and its optional space), or -1. */
+export function sseDataStart(ev: Buffer): number {
+  let at: number;
+  if (ev.length >= 5 && ev.toString('latin1', 0, 5) === 'data:') at = 0;
+  else {
+    const nl = ev.indexOf('\ndata:');
+    if (nl === -1) return -1;
+    at = nl + 1;
+  }
+  at += 5;
+  if (ev[at] === 0x20) at++;
+  return at;
 }
 
 /** Index just after the JSON value starting at `i`, or -1 when it is cut off. */
-function valueEnd(buf: Buffer, i: number): number {
+export function valueEnd(buf: Buffer, i: number): number {
   const c = buf[i];
   if (c === QUOTE) {
     let j = i + 1;

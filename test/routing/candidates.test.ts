@@ -1,7 +1,9 @@
 // The candidate set and its funnel: stage order, counts, removed providers and reasons, for a model
 // emptied at each stage, and every preference limit applied to the standard world.
 import t from 'tap';
-import type { CompiledRouting } from '../../src/config/compiled.ts';
+import fc from 'fast-check';
+import type { CompiledModel, CompiledRouting, Quantization } from '../../src/config/compiled.ts';
+import { QUANTIZATIONS } from '../../src/config/compiled.ts';
 import { eligibleDeployments } from '../../src/routing/candidates.ts';
 import { type EffectivePolicy, type ProviderPreferences, mergePreferences } from '../../src/routing/preferences.ts';
 import { NOW, buildIndex, credsOf, deployment, model, noCreds, platform, resource, routing, standardWorld } from './fixtures.ts';
@@ -83,7 +85,7 @@ t.test('available: a provider is removed only with its last deployment; reasons 
     ],
   });
   const creds = credsOf(index, ['missing']);
-  const r = eligibleDeployments({ index, model: index.modelById.get('acme/chat') as never, endpoint: 'chat', policy: mergePreferences(routing(), null), creds, nowMs: NOW });
+  const r = eligibleDeployments({ index, model: index.modelById.get('acme/chat') as CompiledModel, endpoint: 'chat', policy: mergePreferences(routing(), null), creds, nowMs: NOW });
   t.same(r.deployments.map((d) => d.id), ['o2']);
   t.same(stage(r, 'available'), {
     stage: 'available',
@@ -234,4 +236,41 @@ t.test('a hand-built policy without origin still applies allow and ignore', asyn
   const r = run({}, null, { policy });
   t.same(ids(r), ['d-openai']);
   t.same(stage(r, 'workspace_policy')?.removed.find((x) => x.provider === 'gcp'), { provider: 'gcp', reason: 'in the ignore list' });
+});
+
+t.test('property: request preferences never loosen the workspace', async (t) => {
+  const platformIds = fc.subarray(ALL);
+  const quant = fc.option(fc.subarray([...QUANTIZATIONS] as Quantization[]), { nil: null });
+  const wsArb = fc.record({
+    allow: fc.option(platformIds, { nil: null }),
+    ignore: platformIds,
+    allowFallbacks: fc.boolean(),
+    dataCollection: fc.constantFrom('allow' as const, 'deny' as const),
+    zdr: fc.boolean(),
+    quantizations: quant,
+    order: fc.shuffledSubarray(ALL),
+    sort: fc.constantFrom('price' as const, null),
+  });
+  const reqArb = fc.record(
+    {
+      order: fc.shuffledSubarray(ALL),
+      only: platformIds,
+      ignore: platformIds,
+      allowFallbacks: fc.boolean(),
+      sort: fc.constant('price' as const),
+      dataCollection: fc.constantFrom('allow' as const, 'deny' as const),
+      zdr: fc.boolean(),
+      quantizations: fc.subarray([...QUANTIZATIONS] as Quantization[]),
+    },
+    { requiredKeys: [] },
+  );
+  fc.assert(
+    fc.property(wsArb, reqArb, (ws, req) => {
+      const base = new Set(ids(run(ws, null)));
+      const withReq = ids(run(ws, req));
+      return withReq.every((id) => base.has(id));
+    }),
+    { numRuns: 2000, seed: 42 },
+  );
+  t.pass('eligible(workspace + request) ⊆ eligible(workspace) for 2000 random pairs');
 });

@@ -3,7 +3,7 @@
 import t from 'tap';
 import type { CompiledDeployment } from '../../src/config/compiled.ts';
 import { orderDeployments } from '../../src/routing/order.ts';
-import { type EffectivePolicy, mergePreferences } from '../../src/routing/preferences.ts';
+import { type EffectivePolicy, mergePreferences, parseProviderPreferences } from '../../src/routing/preferences.ts';
 import { type HealthView, declaredHealth } from '../../src/routing/serving.ts';
 import { NOW, buildIndex, deployment, model, platform, prices, routing, seeded } from './fixtures.ts';
 
@@ -77,10 +77,8 @@ t.test('sort price: effective channel price now, ties by weight then id', async 
     'price ranks within each tier, never across tiers',
   );
   // The string and object forms of the request's sort give the same policy.
-  const index = w.index;
-  const { parseProviderPreferences } = await import('../../src/routing/preferences.ts');
-  const a = mergePreferences(routing(), parseProviderPreferences({ sort: 'price' }, index));
-  const b = mergePreferences(routing(), parseProviderPreferences({ sort: { by: 'price' } }, index));
+  const a = mergePreferences(routing(), parseProviderPreferences({ sort: 'price' }, w.index));
+  const b = mergePreferences(routing(), parseProviderPreferences({ sort: { by: 'price' } }, w.index));
   t.same(order(w, a), order(w, b));
 });
 

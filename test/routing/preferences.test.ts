@@ -1,5 +1,6 @@
 // `provider` validation (every 422 message exactly) and the merge with workspace routing settings.
 import t, { type Test } from 'tap';
+import type { Quantization } from '../../src/config/compiled.ts';
 import { GatewayError } from '../../src/errors.ts';
 import { mergePreferences, parseProviderPreferences } from '../../src/routing/preferences.ts';
 import { routing, standardWorld } from './fixtures.ts';
@@ -197,11 +198,8 @@ t.test('merge: data limits only tighten', async (t) => {
 });
 
 t.test('merge: quantizations intersect', async (t) => {
-  const q = (ws: string[] | null, req: string[] | undefined) => {
-    const r = mergePreferences(
-      routing({ quantizations: ws as never }),
-      req === undefined ? {} : { quantizations: req as never },
-    ).quantizations;
+  const q = (ws: Quantization[] | null, req: Quantization[] | undefined) => {
+    const r = mergePreferences(routing({ quantizations: ws }), req === undefined ? {} : { quantizations: req }).quantizations;
     return r === null ? null : [...r].sort();
   };
   t.same(q(null, undefined), null);

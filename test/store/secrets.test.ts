@@ -1,7 +1,6 @@
 // Sealed secrets: AES-256-GCM round trip, key handling, tamper refusal, no plaintext leaks.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import type tap from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { openDatabase } from '../../src/store/db.ts';
 import { keyFingerprint, parseMasterKey } from '../../src/store/seal.ts';
@@ -13,7 +12,7 @@ const KEY = masterKey(1);
 const errors: string[] = [];
 
 /** Asserts a SecretError with `code` and remembers its message for the leak check at the end. */
-function refuses(t: Pick<typeof tap, 'type' | 'equal' | 'fail'>, fn: () => unknown, code: string, msg?: string): void {
+function refuses(t: Pick<typeof import('tap').default, 'type' | 'equal' | 'fail'>, fn: () => unknown, code: string, msg = code): void {
   try {
     fn();
     t.fail(`expected SecretError ${code}`);

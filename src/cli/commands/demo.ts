@@ -1,11 +1,109 @@
-// `pi-gateway demo`: placeholder until its issue lands.
+// `pi-gateway demo`: the offline quick start. Starts the built-in simulator, seeds a demo database
+// (sealed credentials for every resource, an API key, wallet credit) and runs the gateway on the
+// bundled config with every upstream pointed at the simulator.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
+import { openStore } from '../../store/store.ts';
+import { startSimulator } from '../../simulator/server.ts';
+import { loadOrExit, runGateway, untilStopped } from '../runtime.ts';
+
+const HELP = `Usage: pi-gateway demo [options]
+
+The offline quick start: runs the upstream simulator and the gateway together on the bundled
+example config. Every resource's base URL is redirected to the simulator, so every model answers
+without network access. State lives in .demo/ (database and a generated master key); each start
+mints a new API key, prints it, and tops the demo wallet up to $10.
+
+Options:
+  --config DIR      config directory (default config)
+  --dir DIR         demo state directory (default .demo)
+  --host HOST       gateway address (default 127.0.0.1)
+  --port N          gateway port (default 8080)
+  --sim-port N      simulator port (default 4010)
+  --workspace W     workspace of the demo key (default acme)
+  -h, --help        this text`;
 
 export const command: Command = {
-  summary: '(not built yet)',
-  help: 'pi-gateway demo: not built yet.',
-  async run() {
-    process.stderr.write('pi-gateway demo: not built yet\n');
-    return 1;
+  summary: 'run the gateway and the simulator together (offline quick start)',
+  help: HELP,
+  async run(argv) {
+    let p;
+    try {
+      p = parse(argv, {
+        config: { type: 'string' },
+        dir: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        'sim-port': { type: 'string' },
+        workspace: { type: 'string' },
+      }, false);
+    } catch (err) {
+      if (err instanceof UsageError) {
+        process.stderr.write(`pi-gateway demo: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
+    }
+    const config = loadOrExit(str(p, 'config', 'PI_CONFIG', 'config') as string);
+    if (!config) return 1;
+    const dir = str(p, 'dir', undefined, '.demo') as string;
+    const host = str(p, 'host', undefined, '127.0.0.1') as string;
+    const port = int(p, 'port', undefined, 8080) as number;
+    const simPort = int(p, 'sim-port', undefined, 4010) as number;
+    const workspace = str(p, 'workspace', undefined, 'acme') as string;
+    if (!config.workspaces.some((w) => w.id === workspace)) {
+      process.stderr.write(`pi-gateway demo: workspace "${workspace}" is not in the config\n`);
+      return 1;
+    }
+
+    mkdirSync(dir, { recursive: true });
+    const keyFile = join(dir, 'master.key');
+    if (!existsSync(keyFile)) {
+      writeFileSync(keyFile, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+      chmodSync(keyFile, 0o600);
+    }
+    const masterKey = readFileSync(keyFile, 'utf8').trim();
+    const store = openStore(join(dir, 'pi-gateway.db'), { masterKey, requestLog: config.settings.requestLog });
+    const sealed = store.secrets.names();
+    for (const r of config.resources) if (!sealed.has(r.credential)) store.secrets.set(r.credential, `sim-demo-${r.credential}`);
+    const key = store.apiKeys.create({ workspace, name: 'demo' });
+    const wallet = store.wallets.show(workspace, Date.now());
+    const target = 10_000_000_000n;
+    if (wallet.balance < target) store.wallets.credit(workspace, target - wallet.balance, 'demo top-up');
+
+    const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false });
+    let running;
+    try {
+      running = await runGateway({ config, db: '', host, port, upstreamOverride: sim.url, store });
+    } catch (err) {
+      await sim.close();
+      store.close();
+      process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 1;
+    }
+    const base = running.gateway.url;
+    process.stdout.write(
+      [
+        `pi-gateway demo: gateway on ${base}, simulator on ${sim.url}`,
+        `API key (workspace ${workspace}): ${key.key}`,
+        '',
+        'Try:',
+        `  curl -s ${base}/v1/models | head -c 400; echo`,
+        `  curl -s ${base}/v1/chat/completions -H "Authorization: Bearer ${key.key}" \\`,
+        `    -H 'Content-Type: application/json' \\`,
+        `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
+        '',
+        'Ctrl-C stops both.',
+        '',
+      ].join('\n'),
+    );
+    return untilStopped(async () => {
+      await running.gateway.close();
+      await sim.close();
+      store.close();
+    });
   },
 };

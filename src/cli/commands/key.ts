@@ -1,11 +1,120 @@
-// `pi-gateway key`: placeholder until its issue lands.
+// `pi-gateway key create|list|revoke`: gateway API keys. The key is printed once at creation; only
+// its hash is stored, so a lost key is revoked and replaced, never recovered.
+import { systemClock } from '../../clock.ts';
+import { keyState } from '../../store/store.ts';
+import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
+import { printJson, printTable } from '../output.ts';
+import {
+  CliError,
+  CONFIG_HELP,
+  CONFIG_OPTION,
+  DB_HELP,
+  guarded,
+  iso,
+  JSON_HELP,
+  onePositional,
+  openFromArgs,
+  parseIsoTime,
+  required,
+  requireWorkspace,
+  STORE_OPTIONS,
+  subcommand,
+} from './wallet.ts';
+
+const HELP = `Usage:
+  pi-gateway key create --workspace W [--name N] [--expires-at ISO] [--rpm N] [options]
+  pi-gateway key list [--workspace W] [options]
+  pi-gateway key revoke ID [options]
+
+create  Issues a key for workspace W (checked against the config). The key (sk-pi-…) is printed
+        once on stdout — store it then; only its hash is kept. --expires-at takes an ISO date or
+        date-time (a date alone is 00:00 UTC); --rpm sets a per-key requests-per-minute limit.
+list    id, prefix, name, workspace, state (active, revoked, expired), created, expires, rpm.
+        Never the key or its hash.
+revoke  Revokes key ID; a running gateway refuses it from its next request.
+
+Options:
+${DB_HELP}
+${CONFIG_HELP}
+${JSON_HELP}`;
 
 export const command: Command = {
-  summary: '(not built yet)',
-  help: 'pi-gateway key: not built yet.',
-  async run() {
-    process.stderr.write('pi-gateway key: not built yet\n');
-    return 1;
-  },
+  summary: 'create, list or revoke gateway API keys',
+  help: HELP,
+  run: (argv) =>
+    guarded('key', async () => {
+      const [sub, rest] = subcommand(argv, ['create', 'list', 'revoke']);
+      if (sub === 'create') {
+        const p = parse(
+          rest,
+          { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, name: { type: 'string' }, 'expires-at': { type: 'string' }, rpm: { type: 'string' } },
+          false,
+        );
+        const workspace = required(p, 'workspace');
+        const rawExpiry = str(p, 'expires-at');
+        const expiresAt = rawExpiry === undefined ? undefined : parseIsoTime(rawExpiry, 'expires-at');
+        if (expiresAt !== undefined && expiresAt <= systemClock.now()) throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
+        const rpm = int(p, 'rpm');
+        if (rpm !== undefined && rpm <= 0) throw new UsageError('--rpm must be a positive integer');
+        await requireWorkspace(p, workspace);
+        const store = openFromArgs(p, false);
+        try {
+          const k = store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });
+          if (flag(p, 'json')) {
+            printJson({ id: k.id, key: k.key, prefix: k.prefix, workspace: k.workspace, name: k.name, rpm: k.rpm, createdAt: iso(k.createdAt), expiresAt: iso(k.expiresAt) });
+          } else {
+            // The key alone on stdout, so `KEY=$(pi-gateway key create …)` captures just it.
+            process.stdout.write(k.key + '\n');
+            process.stderr.write(`created ${k.id} for workspace ${workspace}${k.expiresAt ? `, expires ${iso(k.expiresAt)}` : ''}. The key is shown only once.\n`);
+          }
+          return 0;
+        } finally {
+          store.close();
+        }
+      }
+
+      if (sub === 'list') {
+        const p = parse(rest, { ...STORE_OPTIONS, workspace: { type: 'string' } }, false);
+        const store = openFromArgs(p, true);
+        try {
+          const now = systemClock.now();
+          const rows = store.apiKeys.list(str(p, 'workspace')).map((k) => ({
+            id: k.id,
+            prefix: k.prefix,
+            name: k.name,
+            workspace: k.workspace,
+            state: keyState(k, now),
+            rpm: k.rpm,
+            createdAt: iso(k.createdAt),
+            expiresAt: iso(k.expiresAt),
+            revokedAt: iso(k.revokedAt),
+          }));
+          if (flag(p, 'json')) printJson(rows);
+          else
+            printTable(
+              ['ID', 'PREFIX', 'NAME', 'WORKSPACE', 'STATE', 'CREATED', 'EXPIRES', 'RPM'],
+              rows.map((r) => [r.id, r.prefix, r.name ?? '', r.workspace, r.state, r.createdAt ?? '', r.expiresAt ?? '', r.rpm === null ? '' : String(r.rpm)]),
+            );
+          return 0;
+        } finally {
+          store.close();
+        }
+      }
+
+      const p = parse(rest, STORE_OPTIONS, true);
+      const id = onePositional(p, 'key ID');
+      const store = openFromArgs(p, false);
+      try {
+        const before = store.apiKeys.get(id);
+        if (!before) throw new CliError(`no key with id "${id}"`);
+        const changed = store.apiKeys.revoke(id);
+        const after = store.apiKeys.get(id);
+        if (flag(p, 'json')) printJson({ id, revoked: true, alreadyRevoked: !changed, revokedAt: iso(after?.revokedAt ?? null) });
+        else process.stdout.write(changed ? `key ${id} revoked\n` : `key ${id} was already revoked at ${iso(before.revokedAt)}\n`);
+        return 0;
+      } finally {
+        store.close();
+      }
+    }),
 };

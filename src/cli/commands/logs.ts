@@ -1,11 +1,94 @@
-// `pi-gateway logs`: placeholder until its issue lands.
+// `pi-gateway logs`: the request log, newest rows, optionally followed as they are written.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { nanoToDecimal } from '../../money.ts';
+import type { RequestLogEntry } from '../../store/store.ts';
+import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
+import { printJson, printTable } from '../output.ts';
+import { DB_HELP, guarded, iso, JSON_HELP, openFromArgs, STORE_OPTIONS } from './wallet.ts';
+
+const FOLLOW_POLL_MS = 1000;
+
+const HELP = `Usage: pi-gateway logs [--workspace W] [--limit N] [--follow] [options]
+
+Prints the newest N request-log rows (default 50), oldest first: time, trace id, workspace, endpoint,
+model served, provider, status, error code, latency, cost. With --follow, keeps printing new rows
+(polling once a second) until interrupted; with --json each row is then one JSON line.
+The log holds no prompts, keys or credentials.
+
+Options:
+  --workspace W    only this workspace
+  --limit N        rows to print first (1..10000, default 50)
+  --follow         keep printing new rows
+${DB_HELP}
+${JSON_HELP}`;
+
+const HEADERS = ['ID', 'TIME', 'TRACE', 'WORKSPACE', 'ENDPOINT', 'MODEL', 'PROVIDER', 'STATUS', 'ERROR', 'MS', 'COST USD'];
+
+function cells(r: RequestLogEntry): string[] {
+  return [
+    String(r.id),
+    iso(r.ts) ?? '',
+    r.trace_id,
+    r.workspace ?? '-',
+    r.endpoint,
+    r.model_served ?? r.model_requested ?? '-',
+    r.provider ?? '-',
+    String(r.status),
+    r.error_code ?? '',
+    r.latency_ms === null ? '' : String(r.latency_ms),
+    r.cost_nano === null ? '' : nanoToDecimal(r.cost_nano),
+  ];
+}
+
+/** bigint cost as a USD decimal string; everything else as stored. */
+function toJson(r: RequestLogEntry): Record<string, unknown> {
+  const { cost_nano, ...rest } = r;
+  return { ...rest, ts: iso(r.ts), cost_usd: cost_nano === null ? null : nanoToDecimal(cost_nano) };
+}
 
 export const command: Command = {
-  summary: '(not built yet)',
-  help: 'pi-gateway logs: not built yet.',
-  async run() {
-    process.stderr.write('pi-gateway logs: not built yet\n');
-    return 1;
-  },
+  summary: 'show (and follow) the request log',
+  help: HELP,
+  run: (argv) =>
+    guarded('logs', async () => {
+      const p = parse(argv, { ...STORE_OPTIONS, workspace: { type: 'string' }, limit: { type: 'string' }, follow: { type: 'boolean' } }, false);
+      const limit = int(p, 'limit', undefined, 50) as number;
+      if (limit < 1 || limit > 10_000) throw new UsageError('--limit must be between 1 and 10000');
+      const workspace = str(p, 'workspace');
+      const json = flag(p, 'json');
+      const follow = flag(p, 'follow');
+      const store = openFromArgs(p, true);
+      try {
+        const first = store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), limit });
+        if (!follow) {
+          if (json) printJson(first.map(toJson));
+          else printTable(HEADERS, first.map(cells));
+          return 0;
+        }
+        const print = (rows: RequestLogEntry[]) => {
+          for (const r of rows) process.stdout.write((json ? JSON.stringify(toJson(r)) : cells(r).join('  ')) + '\n');
+        };
+        if (!json) process.stdout.write(HEADERS.join('  ') + '\n');
+        print(first);
+        let last = first.at(-1)?.id ?? 0;
+        let stopped = false;
+        const stop = () => (stopped = true);
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        while (!stopped) {
+          await sleep(FOLLOW_POLL_MS);
+          for (;;) {
+            const rows = store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), afterId: last, limit: 1000 });
+            print(rows);
+            if (rows.length === 0) break;
+            last = (rows.at(-1) as RequestLogEntry).id;
+            if (rows.length < 1000) break;
+          }
+        }
+        return 0;
+      } finally {
+        store.close();
+      }
+    }),
 };

@@ -1,11 +1,117 @@
-// `pi-gateway secret`: placeholder until its issue lands.
+// `pi-gateway secret set|list|rm`: sealed upstream credentials. Values come from stdin, never argv
+// (argv is visible in `ps` and shell history), and are never printed.
+import { flag, parse } from '../args.ts';
 import type { Command } from '../command.ts';
+import { printJson, printTable } from '../output.ts';
+import { CliError, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from './wallet.ts';
+
+const HELP = `Usage:
+  pi-gateway secret set NAME [--db FILE] [--json]   < value
+  pi-gateway secret list [--db FILE] [--json]
+  pi-gateway secret rm NAME [--db FILE] [--json]
+
+set   Reads the value from stdin (one trailing newline is dropped; typed at a terminal it is not
+      echoed), seals it with AES-256-GCM under PI_MASTER_KEY and stores it as NAME, replacing any
+      previous value. An empty value is refused.
+        printf %s "$OPENAI_API_KEY" | pi-gateway secret set OPENAI_API_KEY
+list  Names and times only; values are never shown.
+rm    Deletes NAME.
+
+Options:
+${DB_HELP}
+${JSON_HELP}
+
+Environment:
+  PI_MASTER_KEY    32 random bytes as base64 or hex; create one with \`openssl rand -base64 32\`.
+                   Every secret in one database must be sealed with the same key.`;
 
 export const command: Command = {
-  summary: '(not built yet)',
-  help: 'pi-gateway secret: not built yet.',
-  async run() {
-    process.stderr.write('pi-gateway secret: not built yet\n');
-    return 1;
-  },
+  summary: 'store, list or remove sealed upstream credentials',
+  help: HELP,
+  run: (argv) =>
+    guarded('secret', async () => {
+      const [sub, rest] = subcommand(argv, ['set', 'list', 'rm']);
+      const p = parse(rest, STORE_OPTIONS, sub !== 'list');
+      const json = flag(p, 'json');
+
+      if (sub === 'list') {
+        const store = openFromArgs(p, true);
+        try {
+          const rows = store.secrets.list().map((s) => ({ name: s.name, createdAt: iso(s.createdAt), updatedAt: iso(s.updatedAt) }));
+          if (json) printJson(rows);
+          else printTable(['NAME', 'CREATED', 'UPDATED'], rows.map((r) => [r.name, r.createdAt ?? '', r.updatedAt ?? '']));
+          return 0;
+        } finally {
+          store.close();
+        }
+      }
+
+      const name = onePositional(p, 'secret NAME');
+      if (sub === 'rm') {
+        const store = openFromArgs(p, false);
+        try {
+          if (!store.secrets.remove(name)) throw new CliError(`no secret named "${name}"`);
+          if (json) printJson({ name, removed: true });
+          else process.stdout.write(`secret ${name} removed\n`);
+          return 0;
+        } finally {
+          store.close();
+        }
+      }
+
+      const value = stripOneNewline(process.stdin.isTTY ? await readHidden(`value for ${name}: `) : await readAll());
+      if (value === '') throw new CliError('refusing an empty value (pipe the value on stdin)');
+      const store = openFromArgs(p, false);
+      try {
+        // Refuse before writing when the database already uses another key (or PI_MASTER_KEY is bad).
+        store.secrets.assertUsable();
+        store.secrets.set(name, value);
+        const row = store.secrets.list().find((s) => s.name === name);
+        if (json) printJson({ name, createdAt: iso(row?.createdAt ?? null), updatedAt: iso(row?.updatedAt ?? null) });
+        else process.stdout.write(`secret ${name} stored\n`);
+        return 0;
+      } finally {
+        store.close();
+      }
+    }),
 };
+
+function stripOneNewline(s: string): string {
+  if (s.endsWith('\r\n')) return s.slice(0, -2);
+  if (s.endsWith('\n')) return s.slice(0, -1);
+  return s;
+}
+
+async function readAll(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** One line from the terminal without echo (raw mode). Ctrl-C aborts; Enter or Ctrl-D ends. */
+function readHidden(prompt: string): Promise<string> {
+  const input = process.stdin;
+  process.stderr.write(prompt);
+  input.setRawMode(true);
+  input.resume();
+  return new Promise((resolve, reject) => {
+    let value = '';
+    const done = (err: Error | null) => {
+      input.setRawMode(false);
+      input.pause();
+      input.off('data', onData);
+      process.stderr.write('\n');
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const onData = (chunk: Buffer) => {
+      for (const ch of chunk.toString('utf8')) {
+        if (ch === '\u0003') return done(new CliError('cancelled'));
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return done(null);
+        if (ch === '\u007f' || ch === '\b') value = Array.from(value).slice(0, -1).join('');
+        else value += ch;
+      }
+    };
+    input.on('data', onData);
+  });
+}

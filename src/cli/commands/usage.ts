@@ -1,11 +1,55 @@
-// `pi-gateway usage`: placeholder until its issue lands.
+// `pi-gateway usage`: a workspace's settled spend by model and provider.
+import { nanoToDecimal } from '../../money.ts';
+import { flag, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
+import { printJson, printTable } from '../output.ts';
+import { CONFIG_HELP, CONFIG_OPTION, DB_HELP, guarded, iso, JSON_HELP, openFromArgs, parseIsoTime, required, requireWorkspace, STORE_OPTIONS } from './wallet.ts';
+
+const HELP = `Usage: pi-gateway usage --workspace W [--since ISO] [options]
+
+Settled spend of workspace W grouped by model and provider (from the ledger), largest first, with a
+total. --since takes an ISO date or date-time (a date alone is 00:00 UTC); default: all time.
+
+Options:
+${DB_HELP}
+${CONFIG_HELP}
+${JSON_HELP}`;
 
 export const command: Command = {
-  summary: '(not built yet)',
-  help: 'pi-gateway usage: not built yet.',
-  async run() {
-    process.stderr.write('pi-gateway usage: not built yet\n');
-    return 1;
-  },
+  summary: 'spend by model and provider for a workspace',
+  help: HELP,
+  run: (argv) =>
+    guarded('usage', async () => {
+      const p = parse(argv, { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, since: { type: 'string' } }, false);
+      const workspace = required(p, 'workspace');
+      const rawSince = str(p, 'since');
+      const since = rawSince === undefined ? 0 : parseIsoTime(rawSince, 'since');
+      await requireWorkspace(p, workspace);
+      const store = openFromArgs(p, true);
+      try {
+        const lines = store.wallets.usage(workspace, since);
+        const total = lines.reduce((a, l) => a + l.costNano, 0n);
+        const requests = lines.reduce((a, l) => a + l.requests, 0);
+        if (flag(p, 'json')) {
+          printJson({
+            workspace,
+            since: rawSince === undefined ? null : iso(since),
+            lines: lines.map((l) => ({ model: l.model, provider: l.provider, requests: l.requests, costUsd: nanoToDecimal(l.costNano) })),
+            requests,
+            totalUsd: nanoToDecimal(total),
+          });
+        } else {
+          printTable(
+            ['MODEL', 'PROVIDER', 'REQUESTS', 'COST USD'],
+            [
+              ...lines.map((l) => [l.model || '-', l.provider || '-', String(l.requests), nanoToDecimal(l.costNano)]),
+              ['total', '', String(requests), nanoToDecimal(total)],
+            ],
+          );
+        }
+        return 0;
+      } finally {
+        store.close();
+      }
+    }),
 };

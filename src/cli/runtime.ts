@@ -1,0 +1,53 @@
+// Shared start-up for `serve` and `demo`: load and validate the config (a bad config never starts a
+// server), open the store, start the gateway, and shut everything down cleanly on SIGINT/SIGTERM.
+import { loadConfig, formatIssue } from '../config/load-config.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
+import { startGateway, type Gateway, type GatewayOptions, jsonLog } from '../gateway.ts';
+import { openStore, type Store } from '../store/store.ts';
+
+export function loadOrExit(dir: string): CompiledConfig | null {
+  const r = loadConfig(dir);
+  if (r.ok) return r.config;
+  for (const i of r.issues) process.stderr.write(formatIssue(i) + '\n');
+  process.stderr.write(`pi-gateway: the config in ${dir} has ${r.issues.length} problem${r.issues.length === 1 ? '' : 's'}; not starting\n`);
+  return null;
+}
+
+export interface Running {
+  gateway: Gateway;
+  store: Store;
+}
+
+export async function runGateway(opts: { config: CompiledConfig; db: string; host: string; port: number; upstreamOverride?: string | null; store?: Store }): Promise<Running> {
+  const store = opts.store ?? openStore(opts.db, { requestLog: opts.config.settings.requestLog });
+  let gateway: Gateway;
+  try {
+    const gwOpts: GatewayOptions = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null };
+    gateway = await startGateway(gwOpts);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  return { gateway, store };
+}
+
+/** Resolves when SIGINT or SIGTERM arrives, after closing what `onStop` closes. */
+export function untilStopped(onStop: () => Promise<void>): Promise<number> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      jsonLog('stopping', { signal });
+      onStop().then(
+        () => resolve(0),
+        (err: unknown) => {
+          process.stderr.write(`pi-gateway: error while stopping: ${err instanceof Error ? err.message : String(err)}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+}

@@ -1,0 +1,92 @@
+// `pi-gateway wallet`, `ledger verify`, `usage`, `logs` against a temp database: credit/show and
+// verify as real subprocesses, the rest in-process.
+import t from 'tap';
+import { openDatabase } from '../../src/store/db.ts';
+import { openStore } from '../../src/store/store.ts';
+import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { cliInProcess, cliProcess, fixtureWorkspace } from './fixtures/run-cli.ts';
+
+const WS = fixtureWorkspace();
+
+t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
+  const db = tempDbFile(t);
+  const env = { PI_DB: db };
+  const credit = await cliProcess(['wallet', 'credit', '--workspace', WS, '--usd', '12.5', '--note', 'first top-up', '--json'], { env });
+  t.equal(credit.code, 0, credit.stderr);
+  t.match(JSON.parse(credit.stdout), { workspace: WS, creditedUsd: '12.5', balanceUsd: '12.5', traceId: /^credit_/ });
+  const tiny = await cliInProcess(['wallet', 'credit', '--workspace', WS, '--usd', '0.000000001'], env);
+  t.equal(tiny.code, 0, tiny.stderr);
+  t.match(tiny.stdout, /balance 12\.500000001 USD/, 'exact to the nano-dollar');
+  for (const bad of ['0', '-1', '1.0000000001', 'ten']) {
+    t.equal((await cliInProcess(['wallet', 'credit', '--workspace', WS, `--usd=${bad}`], env)).code, 2, `--usd ${bad}`);
+  }
+  t.equal((await cliInProcess(['wallet', 'credit', '--workspace', 'nope', '--usd', '1'], env)).code, 1, 'unknown workspace');
+
+  const store = openStore(db);
+  store.wallets.hold(WS, 'tr-1', 2_000_000_000n);
+  store.wallets.settle('tr-1', 1_250_000_000n, { model: 'v/m', provider: 'p1' });
+  store.wallets.hold(WS, 'tr-2', 1_000_000_000n);
+  store.requestLog.append({
+    trace_id: 'tr-1', ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: 'key_x', endpoint: 'chat.completions', model_requested: 'v/m',
+    model_served: 'v/m', provider: 'p1', deployment: 'p1/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null,
+    latency_ms: 12, ttfb_ms: 5, prompt_tokens: 3, completion_tokens: 4, reasoning_tokens: null, cached_tokens: null,
+    cost_nano: 1_250_000_000n, app_title: 'App', app_origin: null, session_id: null,
+  });
+  store.close();
+
+  const [show, showText, ok] = await Promise.all([
+    cliProcess(['wallet', 'show', WS, '--json'], { env }),
+    cliProcess(['wallet', 'show', WS], { env }),
+    cliProcess(['ledger', 'verify'], { env }),
+  ]);
+  t.equal(show.code, 0, show.stderr);
+  t.same(JSON.parse(show.stdout), {
+    workspace: WS, balanceUsd: '11.250000001', heldUsd: '1', availableUsd: '10.250000001', spendTodayUsd: '1.25', openHolds: 1,
+  });
+  t.match(showText.stdout, /BALANCE USD[\s\S]*11\.250000001/);
+  t.equal(ok.code, 0, ok.stderr);
+  t.match(ok.stdout, /^ok: 1 wallet/);
+
+  const usage = await cliInProcess(['usage', '--workspace', WS, '--json'], env);
+  t.equal(usage.code, 0, usage.stderr);
+  t.same(JSON.parse(usage.stdout), {
+    workspace: WS, since: null, lines: [{ model: 'v/m', provider: 'p1', requests: 1, costUsd: '1.25' }], requests: 1, totalUsd: '1.25',
+  });
+  const later = await cliInProcess(['usage', '--workspace', WS, '--since', '2999-01-01', '--json'], env);
+  t.match(JSON.parse(later.stdout), { since: '2999-01-01T00:00:00.000Z', lines: [], totalUsd: '0' });
+  t.match((await cliInProcess(['usage', '--workspace', WS], env)).stdout, /^MODEL\s+PROVIDER\s+REQUESTS\s+COST USD\nv\/m\s+p1\s+1\s+1\.25\ntotal/);
+
+  const logs = await cliInProcess(['logs', '--json', '--limit', '5'], env);
+  t.equal(logs.code, 0, logs.stderr);
+  t.match(JSON.parse(logs.stdout), [{ id: 1, trace_id: 'tr-1', ts: '2026-01-01T00:00:00.000Z', cost_usd: '1.25', status: 200 }]);
+  t.match((await cliInProcess(['logs', '--workspace', WS], env)).stdout, /^ID\s+TIME\s+TRACE[\s\S]*tr-1/);
+  t.same(JSON.parse((await cliInProcess(['logs', '--workspace', 'other', '--json'], env)).stdout), []);
+
+  const raw = openDatabase(db);
+  raw.prepare('UPDATE wallets SET balance_nano = balance_nano + 1').run();
+  raw.close();
+  const bad = await cliProcess(['ledger', 'verify', '--json'], { env });
+  t.equal(bad.code, 1, 'exit 1 on problems');
+  t.match(JSON.parse(bad.stdout), { ok: false, problems: [/balance/] });
+});
+
+t.test('help, usage errors and a missing database', async (t) => {
+  const env = { PI_DB: tempDbFile(t) };
+  for (const name of ['secret', 'key', 'wallet', 'ledger', 'usage', 'logs']) {
+    const r = await cliInProcess([name, '--help'], env);
+    t.equal(r.code, 0, `${name} --help`);
+    t.match(r.stdout, /^Usage/);
+    t.match(r.stdout, /--db FILE/);
+  }
+  const missing = await cliInProcess(['wallet', 'show', WS], env);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /no database at/);
+  t.equal((await cliInProcess(['wallet'], env)).code, 2);
+  t.equal((await cliInProcess(['wallet', 'show'], env)).code, 2);
+  t.equal((await cliInProcess(['ledger', 'check'], env)).code, 2);
+  t.equal((await cliInProcess(['logs', '--limit', '0'], env)).code, 2);
+  t.equal((await cliInProcess(['usage'], env)).code, 2);
+  const badConfig = await cliInProcess(['wallet', 'show', WS], { ...env, PI_CONFIG: 'no/such/dir' });
+  t.equal(badConfig.code, 1);
+  t.match(badConfig.stderr, /issue/);
+});
