@@ -51,7 +51,9 @@ function compiledSchemas(): Compiled {
   if (compiled) return compiled;
   const schemas = readSchemas();
   // verbose: errors carry parentSchema, whose `title` picks the message (DecimalUsd, Pricing, …).
-  const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
+  // The code optimiser halves compile time's worth of work for validators that run a few dozen times
+  // per process: not worth it (measured: ~780 ms → ~350 ms to compile the schemas).
+  const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true, code: { optimize: false } });
   addFormatsModule.default(ajv);
   for (const s of schemas.values()) ajv.addSchema(s);
   const validators = new Map<FileKind, ValidateFunction>();

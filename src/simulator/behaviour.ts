@@ -103,7 +103,7 @@ export function parseBehaviour(value: unknown, where: string): Behaviour {
   return value as Behaviour;
 }
 
-/** Where a request's behaviour came from (recorded for debugging, reported in docs). */
+/** Where a request's behaviour came from. */
 export type BehaviourSource = 'script' | 'body' | 'header' | 'default';
 
 const DEFAULT: Behaviour = Object.freeze({});
