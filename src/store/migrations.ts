@@ -116,4 +116,11 @@ CREATE INDEX request_log_workspace ON request_log(workspace, id);
 CREATE INDEX request_log_trace ON request_log(trace_id);
 `,
   },
+  {
+    version: 2,
+    name: 'hold-owner-host',
+    // Pids are only meaningful on the host (or container) that took the hold. '' = recorded before
+    // this column existed, when every process was assumed to share one host.
+    sql: `ALTER TABLE holds ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';`,
+  },
 ];

@@ -12,6 +12,7 @@
 // estimate was short). The balance may then go negative by at most Σ(cost − hold) over such
 // requests; callers size holds to make that zero when the provider honours max_tokens.
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
 import { nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
@@ -32,6 +33,8 @@ const DAY_MS = 86_400_000;
 /** Open holds older than this are released at startup even when their process seems alive (pid reuse). */
 export const DEFAULT_STALE_HOLD_MS = 6 * 3_600_000;
 
+/** Recorded with each hold: pids are only meaningful on the host (or container) that took it. */
+const HOST = hostname();
 /** Store instances open in this process; holds they own are never orphans. */
 const liveOwners = new Set<string>();
 
@@ -96,10 +99,10 @@ export class Wallets {
       this.sql.get('UPDATE wallets SET held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
       this.sql
         .get(
-          `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, created_at, closed_at)
-           VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, NULL)`,
+          `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
+           VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
         )
-        .run(traceId, workspace, amountNano, this.owner, process.pid, now);
+        .run(traceId, workspace, amountNano, this.owner, process.pid, HOST, now);
       this.appendLedger(workspace, 'hold', amountNano, traceId, null, null, now);
       return { ok: true };
     });
@@ -145,21 +148,24 @@ export class Wallets {
    * Startup clean-up: releases holds whose owning process is gone (a crash between hold and settle),
    * and any open hold older than `staleAfterMs`. Releasing charges nothing: a crashed request is
    * customer-favourable, never double-charged. A late settle of a released trace is then a no-op.
+   * Holds of other live gateways on the same file are kept; holds taken on another host (e.g. another
+   * container sharing the volume, whose pids this process cannot see) are released only when stale.
    */
   releaseOrphanedHolds(opts: { staleAfterMs?: number } = {}): number {
     const staleAfter = opts.staleAfterMs ?? DEFAULT_STALE_HOLD_MS;
     const run = this.db.transaction((): number => {
       const now = this.clock.now();
-      const open = this.sql.get("SELECT trace_id, owner, owner_pid, created_at FROM holds WHERE state = 'open'").all() as {
+      const open = this.sql.get("SELECT trace_id, owner, owner_pid, owner_host, created_at FROM holds WHERE state = 'open'").all() as {
         trace_id: string;
         owner: string;
         owner_pid: bigint;
+        owner_host: string;
         created_at: bigint;
       }[];
       let released = 0;
       for (const h of open) {
         const stale = now - Number(h.created_at) > staleAfter;
-        if (!stale && ownerAlive(h.owner, Number(h.owner_pid))) continue;
+        if (!stale && ownerAlive(h.owner, Number(h.owner_pid), h.owner_host)) continue;
         if (this.releaseOpen(h.trace_id, stale ? 'stale hold released at startup' : 'orphaned hold released at startup')) released++;
       }
       return released;
@@ -336,9 +342,13 @@ export class Wallets {
   }
 }
 
-/** Alive = an open store in this process, or another process with that pid still running. */
-function ownerAlive(owner: string, pid: number): boolean {
+/**
+ * Alive = an open store in this process, or a process with that pid still running on this host.
+ * Another host's processes cannot be checked, so they count as alive (only staleness releases them).
+ */
+function ownerAlive(owner: string, pid: number, host: string): boolean {
   if (liveOwners.has(owner)) return true;
+  if (host !== '' && host !== HOST) return true;
   if (pid === process.pid) return false;
   try {
     process.kill(pid, 0);

@@ -4,7 +4,9 @@ import t from 'tap';
 import { openDatabase } from '../../src/store/db.ts';
 import { openStore } from '../../src/store/store.ts';
 import { tempDbFile } from '../store/fixtures/temp-db.ts';
-import { cliInProcess, cliProcess, fixtureWorkspace } from './fixtures/run-cli.ts';
+import { createInterface } from 'node:readline';
+import type { RequestLogRow } from '../../src/store/store.ts';
+import { cliInProcess, cliProcess, fixtureWorkspace, spawnCli } from './fixtures/run-cli.ts';
 
 const WS = fixtureWorkspace();
 
@@ -89,4 +91,48 @@ t.test('help, usage errors and a missing database', async (t) => {
   const badConfig = await cliInProcess(['wallet', 'show', WS], { ...env, PI_CONFIG: 'no/such/dir' });
   t.equal(badConfig.code, 1);
   t.match(badConfig.stderr, /issue/);
+});
+
+t.test('logs --follow prints rows written by another process, stops on SIGINT', async (t) => {
+  const db = tempDbFile(t);
+  const writer = openStore(db, { requestLog: { flushIntervalMs: 60_000, maxBatch: 1000 } });
+  const row = (trace: string): RequestLogRow => ({
+    trace_id: trace, ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: null, endpoint: 'messages', model_requested: 'v/m', model_served: null,
+    provider: null, deployment: null, attempts: 0, attempts_json: [], stream: true, status: 429, error_code: 'rate_limited', latency_ms: 1,
+    ttfb_ms: null, prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null, cost_nano: null,
+    app_title: null, app_origin: null, session_id: null,
+  });
+  writer.requestLog.append(row('before'));
+  writer.requestLog.flush();
+
+  const child = spawnCli(['logs', '--follow', '--json'], { PI_DB: db });
+  const lines: string[] = [];
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  const seen = (n: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no line ${n} within 60s: ${stderr}`)), 60_000);
+      const check = () => {
+        if (lines.length >= n) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      rl.on('line', check);
+      check();
+    });
+  const rl = createInterface({ input: child.stdout });
+  rl.on('line', (l) => lines.push(l));
+
+  await seen(1);
+  t.match(JSON.parse(lines[0] as string), { trace_id: 'before', status: 429, error_code: 'rate_limited', cost_usd: null });
+  writer.requestLog.append(row('after-1'));
+  writer.requestLog.append(row('after-2'));
+  writer.requestLog.flush();
+  await seen(3);
+  t.same(lines.map((l) => (JSON.parse(l) as { trace_id: string }).trace_id), ['before', 'after-1', 'after-2']);
+  child.kill('SIGINT');
+  t.equal(await exited, 0, stderr);
+  writer.close();
 });

@@ -7,6 +7,7 @@ import { openStore } from '../../src/store/store.ts';
 import { tempDbFile } from './fixtures/temp-db.ts';
 
 const clock = new ManualClock();
+const LATEST = Math.max(...MIGRATIONS.map((m) => m.version));
 
 t.test('pragmas: WAL, synchronous NORMAL, foreign keys, busy timeout', async (t) => {
   const db = openDatabase(tempDbFile(t), { clock });
@@ -30,26 +31,38 @@ t.test('migrations run once, in order, and are recorded', async (t) => {
   t.equal(again.prepare('SELECT COUNT(*) FROM schema_migrations').pluck().get(), MIGRATIONS.length, 'reopen adds no rows');
   const extra = [
     ...MIGRATIONS,
-    { version: 3, name: 'three', sql: 'ALTER TABLE t2 ADD COLUMN b INTEGER' },
-    { version: 2, name: 'two', sql: 'CREATE TABLE t2 (a INTEGER)' },
+    { version: LATEST + 2, name: 'two', sql: 'ALTER TABLE t2 ADD COLUMN b INTEGER' },
+    { version: LATEST + 1, name: 'one', sql: 'CREATE TABLE t2 (a INTEGER)' },
   ];
-  t.same(migrate(again, extra, clock), [2, 3], 'new versions applied in version order');
+  t.same(migrate(again, extra, clock), [LATEST + 1, LATEST + 2], 'new versions applied in version order');
   t.same(migrate(again, extra, clock), []);
   again.close();
 });
 
+t.test('a database made by an earlier build is upgraded in place', async (t) => {
+  const file = tempDbFile(t);
+  const v1 = openDatabase(file, { clock, migrations: MIGRATIONS.filter((m) => m.version === 1) });
+  v1.prepare("INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ('w', 0, 0, 0)").run();
+  v1.close();
+  const store = openStore(file, { clock });
+  store.wallets.credit('w', 10n, 'after upgrade');
+  t.same(store.wallets.hold('w', 'h', 5n), { ok: true }, 'holds work on the upgraded schema');
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+  store.close();
+});
+
 t.test('a failing migration rolls back entirely', async (t) => {
   const db = openDatabase(tempDbFile(t), { clock });
-  const bad = [...MIGRATIONS, { version: 2, name: 'bad', sql: 'CREATE TABLE half (a INTEGER); CREATE TABLE oops (' }];
+  const bad = [...MIGRATIONS, { version: LATEST + 1, name: 'bad', sql: 'CREATE TABLE half (a INTEGER); CREATE TABLE oops (' }];
   t.throws(() => migrate(db, bad, clock));
-  t.equal(db.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get(), 1);
+  t.equal(db.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get(), LATEST);
   t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'half'").get(), 'partial DDL undone');
   db.close();
 });
 
 t.test('a database newer than the build is refused', async (t) => {
   const file = tempDbFile(t);
-  const db = openDatabase(file, { clock, migrations: [...MIGRATIONS, { version: 99, name: 'future', sql: 'SELECT 1' }] });
+  const db = openDatabase(file, { clock, migrations: [...MIGRATIONS, { version: LATEST + 1, name: 'future', sql: 'SELECT 1' }] });
   db.close();
   t.throws(() => openDatabase(file, { clock }), /newer than this build/);
   t.throws(() => openDatabase(file, { clock, readonly: true }), StoreError);

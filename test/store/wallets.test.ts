@@ -110,6 +110,24 @@ t.test('orphaned holds are released at startup, live ones are kept', async (t) =
   a.close();
 });
 
+t.test('holds taken on another host are released only when stale', async (t) => {
+  const file = tempDbFile(t);
+  const clock = new ManualClock();
+  const a = openStore(file, { clock });
+  a.wallets.credit('w', 1_000n, '');
+  a.wallets.hold('w', 'elsewhere', 100n);
+  a.close();
+  const raw = openDatabase(file);
+  // As if a gateway in another container (its own pid 1) took it.
+  raw.prepare("UPDATE holds SET owner_host = 'some-other-container', owner_pid = 1").run();
+  raw.close();
+  const b = openStore(file, { clock });
+  t.equal(b.wallets.releaseOrphanedHolds(), 0, 'its pids cannot be checked from here');
+  clock.advance(6 * 3_600_000 + 1);
+  t.equal(b.wallets.releaseOrphanedHolds(), 1, 'stale');
+  b.close();
+});
+
 // ---- property test -------------------------------------------------------------------------
 
 type Op =

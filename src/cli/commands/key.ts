@@ -20,7 +20,7 @@ import {
   requireWorkspace,
   STORE_OPTIONS,
   subcommand,
-} from './wallet.ts';
+} from '../store-command.ts';
 
 const HELP = `Usage:
   pi-gateway key create --workspace W [--name N] [--expires-at ISO] [--rpm N] [options]

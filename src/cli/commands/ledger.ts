@@ -2,7 +2,7 @@
 import { flag, parse } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
-import { DB_HELP, guarded, JSON_HELP, openFromArgs, STORE_OPTIONS, subcommand } from './wallet.ts';
+import { DB_HELP, guarded, JSON_HELP, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
 
 const HELP = `Usage: pi-gateway ledger verify [--db FILE] [--json]
 

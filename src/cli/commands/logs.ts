@@ -5,7 +5,7 @@ import type { RequestLogEntry } from '../../store/store.ts';
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
-import { DB_HELP, guarded, iso, JSON_HELP, openFromArgs, STORE_OPTIONS } from './wallet.ts';
+import { DB_HELP, guarded, iso, JSON_HELP, openFromArgs, STORE_OPTIONS } from '../store-command.ts';
 
 const FOLLOW_POLL_MS = 1000;
 

@@ -3,7 +3,7 @@
 import { flag, parse } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
-import { CliError, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from './wallet.ts';
+import { CliError, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
 
 const HELP = `Usage:
   pi-gateway secret set NAME [--db FILE] [--json]   < value

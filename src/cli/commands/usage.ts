@@ -3,7 +3,7 @@ import { nanoToDecimal } from '../../money.ts';
 import { flag, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
-import { CONFIG_HELP, CONFIG_OPTION, DB_HELP, guarded, iso, JSON_HELP, openFromArgs, parseIsoTime, required, requireWorkspace, STORE_OPTIONS } from './wallet.ts';
+import { CONFIG_HELP, CONFIG_OPTION, DB_HELP, guarded, iso, JSON_HELP, openFromArgs, parseIsoTime, required, requireWorkspace, STORE_OPTIONS } from '../store-command.ts';
 
 const HELP = `Usage: pi-gateway usage --workspace W [--since ISO] [options]
 
