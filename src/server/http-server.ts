@@ -55,8 +55,8 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = randomUUID();
-      const reply = new UwsReply(res, traceId);
       const incoming = copyRequest(req, paramCount);
+      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD' });
       dispatch(route, incoming, res, reply, opts);
     });
   }

@@ -19,9 +19,13 @@ export class UwsReply implements Reply {
   private writableHandler: (() => void) | null = null;
   private writableRegistered = false;
 
-  constructor(res: HttpResponse, traceId: string) {
+  /** A HEAD request: the answer's headers (Content-Length included) go out, its body never does. */
+  private readonly headOnly: boolean;
+
+  constructor(res: HttpResponse, traceId: string, opts: { headOnly?: boolean } = {}) {
     this.res = res;
     this.traceId = traceId;
+    this.headOnly = opts.headOnly ?? false;
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -53,16 +57,26 @@ export class UwsReply implements Reply {
   send(status: number, headers: HeaderList, body?: string | Uint8Array): void {
     if (this.done || this.started) return;
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    if (bytes && bytes.byteLength > LARGE_BODY) {
+    if (bytes && bytes.byteLength > LARGE_BODY && !this.headOnly) {
       this.sendLarge(status, headers, bytes);
       return;
     }
     this.done = true;
     this.res.cork(() => {
-      this.writeHead(status, headers);
       // 204/304 carry no body and no Content-Length.
-      if (status === 204 || status === 304) this.res.endWithoutBody();
-      else this.res.end(bytes ?? '');
+      if (status === 204 || status === 304) {
+        this.writeHead(status, headers);
+        this.res.endWithoutBody();
+      } else if (this.headOnly) {
+        // Body bytes after a HEAD response would be read by a keep-alive client as the next
+        // response. The length is written by hand: this uWS build's endWithoutBody(length) leaves
+        // the response open (it waits for that many body bytes).
+        this.writeHead(status, [...headers, ['Content-Length', String(bytes?.byteLength ?? 0)]]);
+        this.res.endWithoutBody();
+      } else {
+        this.writeHead(status, headers);
+        this.res.end(bytes ?? '');
+      }
     });
   }
 
@@ -98,6 +112,15 @@ export class UwsReply implements Reply {
 
   startStream(status: number, headers: HeaderList): void {
     if (this.done || this.started) return;
+    if (this.headOnly) {
+      // No body will follow: end at once (chunked framing would otherwise put bytes on the wire).
+      this.done = true;
+      this.res.cork(() => {
+        this.writeHead(status, headers);
+        this.res.endWithoutBody();
+      });
+      return;
+    }
     this.res.cork(() => this.writeHead(status, headers));
   }
 

@@ -1,18 +1,14 @@
 // Shared checks for the catalog tests: closed-object key sets, the pricing-object rules and the
 // generic rules every catalog model / endpoints view must satisfy, written from the spec's tables
 // (not from src/) so a wrong derivation in src/catalog cannot also be the expectation.
+import type { Test } from 'tap';
 import type { Vocabularies } from '../../src/config/compiled.ts';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
 
-/** What a tap `t` offers that the checks use (keeps them usable from any subtest). */
-export interface Assert {
-  ok(v: unknown, msg?: string): unknown;
-  equal(a: unknown, b: unknown, msg?: string): unknown;
-  same(a: unknown, b: unknown, msg?: string): unknown;
-  strictSame(a: unknown, b: unknown, msg?: string): unknown;
-}
+/** Any tap test (the checks run inside whichever subtest calls them). */
+export type Assert = Test;
 
 export const PRICE_KEYS = [
   'prompt',

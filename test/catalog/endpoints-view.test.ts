@@ -166,6 +166,36 @@ t.test('channel price lists: percent_off rounded, half up', async (t) => {
   t.strictSame(after['pricing'], after['list_pricing']);
 });
 
+t.test('a percent discount applies to every class and every bracket; list_pricing keeps the brackets', async (t) => {
+  const s = await startStack(t, { config: 'catalog-select' });
+  const v = await view(s.url, 'nova/allmodal');
+  t.strictSame(providers(v), ['p-one', 'p-two']);
+  const two = entry(v, 'p-two');
+  t.strictSame(two['discount'], { percent_off: 10, ends_at: null });
+  t.strictSame(two['pricing'], {
+    prompt: '0.0000018',
+    completion: '0.000009',
+    request: '0.0009',
+    image: '0.00108',
+    image_output: '0.000027',
+    audio: '0.0000036',
+    audio_output: '0.0000072',
+    input_audio_cache: '0.00000036',
+    web_search: '0.009',
+    internal_reasoning: '0.000009',
+    input_cache_read: '0.00000018',
+    input_cache_write: '0.00000225',
+    input_cache_write_1h: '0.0000036',
+    image_token: '0.0000027',
+    overrides: [
+      { min_prompt_tokens: 128000, prompt: '0.0000036', completion: '0.000018' },
+      { min_prompt_tokens: 1000000, prompt: '0.0000072', input_cache_read: '0.00000072' },
+    ],
+  }, 'brackets at the channel price, still restating only their own classes');
+  t.strictSame(entry(v, 'p-one')['discount'], null);
+  t.strictSame(entry(v, 'p-one')['pricing'], two['list_pricing']);
+});
+
 t.test('selection rule 1: inactive deployment or resource, unsealed credential serve nothing', async (t) => {
   const s = await startStack(t);
   t.strictSame(providers(await view(s.url, 'acme/chat-big')), ['alpha', 'gamma'], 'zeta (weight 999, unsealed credential) absent; gamma (declared down) present: health is not part of rule 1');

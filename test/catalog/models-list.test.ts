@@ -43,6 +43,19 @@ t.test('no key is needed and a sent key is not read', async (t) => {
   const rec = s.store.apiKeys.create({ workspace: 'open' });
   s.store.apiKeys.revoke(rec.id);
   t.equal((await getJson(`${s.url}/v1/models`, { authorization: `Bearer ${rec.key}` })).status, 200, 'revoked key: still 200');
+
+  // Not read means not counted: a key of the 3-requests-per-minute workspace used on every catalog
+  // route still has its whole quota for inference afterwards.
+  const slow = s.key('slow');
+  s.credit('slow', '10');
+  for (const path of ['/v1/models', '/v1/models/acme/chat-small', '/v1/models/acme/chat-small/endpoints']) {
+    for (let i = 0; i < 3; i++) t.equal((await getJson(`${s.url}${path}`, { authorization: `Bearer ${slow}` })).status, 200, `${path} with a rate-limited key`);
+  }
+  for (let i = 0; i < 3; i++) {
+    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: slow });
+    await res.arrayBuffer();
+    t.equal(res.status, 200, `inference ${i + 1} of 3 still admitted`);
+  }
 });
 
 t.test('flat list of the listable models, closed objects, every field rule', async (t) => {

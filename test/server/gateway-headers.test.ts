@@ -4,7 +4,7 @@
 // 500s — and gateway-raised errors without provider headers.
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { openStore } from '../../src/store/store.ts';
 import { DEFAULT_NOW, startStack } from '../helpers/stack.ts';
@@ -21,18 +21,12 @@ const X_PI_RESPONSE_HEADERS = ['x-pi-trace-id', 'x-pi-provider', 'x-pi-model', '
 const PROVIDER_HEADERS = ['x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-interface Check {
-  equal(a: unknown, b: unknown, msg?: string): unknown;
-  ok(v: unknown, msg?: string): unknown;
-  same(a: unknown, b: unknown, msg?: string): unknown;
-}
-
 function exposed(h: Headers): string[] {
   return (h.get('access-control-expose-headers') ?? '').split(',').map((x) => x.trim().toLowerCase());
 }
 
 /** The gateway's fixed headers; returns the trace id. */
-function checkGatewayHeaders(t: Check, h: Headers, where: string): string {
+function checkGatewayHeaders(t: Test, h: Headers, where: string): string {
   const trace = h.get('x-pi-trace-id') ?? '';
   t.ok(UUID.test(trace), `${where}: X-Pi-Trace-Id minted (${trace})`);
   t.equal(h.get('access-control-allow-origin'), '*', `${where}: Allow-Origin *`);
@@ -62,6 +56,13 @@ t.test('every kind of response carries the gateway headers; trace ids are unique
     cases.push({ name: `${path} without key 401`, status: 401, req: () => s.post(path, { model: 'acme/chat-small' }), gatewayError: true });
     cases.push({ name: `${path} bad key 401`, status: 401, req: () => s.post(path, { model: 'acme/chat-small' }, { key: 'sk-pi-unknown-key' }), gatewayError: true });
   }
+  // 402: a workspace without credit; 429: the 3-per-minute workspace's fourth request.
+  const poor = s.key('strict');
+  cases.push({ name: 'chat 402', status: 402, req: () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: poor }), gatewayError: true });
+  const slow = s.key('slow');
+  s.credit('slow', '10');
+  for (let i = 0; i < 3; i++) (await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: slow })).body?.cancel();
+  cases.push({ name: 'chat 429', status: 429, req: () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: slow }), gatewayError: true });
   const traces = new Set<string>();
   for (const c of cases) {
     const res = await c.req();
@@ -73,6 +74,7 @@ t.test('every kind of response carries the gateway headers; trace ids are unique
       const body = JSON.parse(text) as { error: Record<string, unknown> };
       t.same(Object.keys(body.error).sort(), ['code', 'message', 'type'], `${c.name}: error object`);
     }
+    if (c.status === 429) t.equal(res.headers.get('retry-after'), '60', `${c.name}: Retry-After counts to the next full minute (clock at 12:00:00.000)`);
     if (c.name.includes('400')) t.same(JSON.parse(text), { error: { message: 'model is required', type: 'invalid_request_error', code: 'invalid_request' } }, `${c.name}: the unserved-path error`);
   }
   t.equal(traces.size, cases.length, 'one distinct trace id per response');

@@ -34,7 +34,8 @@ function preflight(url: string, requested?: string, extra: Record<string, string
 t.test('204 on every inference path, no key needed, fixed allow-lists', async (t) => {
   const s = await startStack(t);
   for (const path of INFERENCE_PATHS) {
-    for (const auth of [{}, { authorization: 'Bearer sk-pi-bogus' }, { 'x-api-key': 'not-a-key' }]) {
+    const auths: Record<string, string>[] = [{}, { authorization: 'Bearer sk-pi-bogus' }, { 'x-api-key': 'not-a-key' }];
+    for (const auth of auths) {
       const res = await preflight(`${s.url}${path}`, 'content-type, authorization', auth);
       const body = await res.arrayBuffer();
       const w = `${path} ${JSON.stringify(auth)}`;

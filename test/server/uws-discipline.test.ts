@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import net from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import uWS from 'uWebSockets.js';
 import { GatewayError } from '../../src/errors.ts';
 import { createHttpServer, type HttpServer, type RouteDef } from '../../src/server/http-server.ts';
@@ -21,7 +21,7 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } 
   return { promise, resolve };
 }
 
-async function serve(t: { teardown(fn: () => unknown): void }, routes: RouteDef[]): Promise<{ port: number; url: string; server: HttpServer }> {
+async function serve(t: Test, routes: RouteDef[]): Promise<{ port: number; url: string; server: HttpServer }> {
   const errors: unknown[] = [];
   const server = createHttpServer(routes, { onUnexpectedError: (err) => errors.push(err) });
   const port = await server.listen('127.0.0.1', 0);
@@ -36,6 +36,8 @@ interface RawOptions {
   destroyAfterWrite?: boolean;
   /** Close when the accumulated response matches. */
   until?: RegExp;
+  /** Sees the accumulated response after every read. */
+  onData?: (soFar: string) => void;
 }
 
 /** Writes `parts` one per event-loop turn (so the server sees separate TCP segments) and collects the answer. */
@@ -47,6 +49,7 @@ function raw(port: number, parts: (string | Buffer)[], o: RawOptions = {}): Prom
     sock.on('data', (d) => {
       chunks.push(d);
       size += d.length;
+      o.onData?.(Buffer.concat(chunks).toString('latin1'));
       if (o.destroyAfterBytes !== undefined && size >= o.destroyAfterBytes) sock.destroy();
       else if (o.until && o.until.test(Buffer.concat(chunks).toString('latin1'))) sock.destroy();
     });
@@ -63,7 +66,7 @@ function raw(port: number, parts: (string | Buffer)[], o: RawOptions = {}): Prom
   });
 }
 
-async function alive(t: { equal(a: unknown, b: unknown, m?: string): unknown }, url: string, msg = 'server still answers'): Promise<void> {
+async function alive(t: Test, url: string, msg = 'server still answers'): Promise<void> {
   const res = await fetch(url);
   await res.arrayBuffer();
   t.equal(res.status, 200, msg);
@@ -173,31 +176,22 @@ t.test('an async handler answering after the client left does not touch the resp
 });
 
 t.test('a handler error after the stream started closes the connection instead of hanging', { timeout: 20_000 }, async (t) => {
+  // The handler fails once the client holds the first bytes (released by the test, no timers).
+  let go = deferred();
+  const failAfterStart = (err: () => Error): RouteDef['handler'] => async (_req, reply) => {
+    reply.startStream(200, [['Content-Type', 'text/plain']]);
+    reply.write('partial');
+    await go.promise;
+    throw err();
+  };
   const s = await serve(t, [
-    {
-      method: 'get',
-      pattern: '/gw-error',
-      handler: async (_req, reply) => {
-        reply.startStream(200, [['Content-Type', 'text/plain']]);
-        reply.write('partial');
-        await Promise.resolve();
-        throw new GatewayError('validation_failed', 'too late for an error object');
-      },
-    },
-    {
-      method: 'get',
-      pattern: '/other-error',
-      handler: async (_req, reply) => {
-        reply.startStream(200, [['Content-Type', 'text/plain']]);
-        reply.write('partial');
-        await Promise.resolve();
-        throw new Error('boom');
-      },
-    },
+    { method: 'get', pattern: '/gw-error', handler: failAfterStart(() => new GatewayError('validation_failed', 'too late for an error object')) },
+    { method: 'get', pattern: '/other-error', handler: failAfterStart(() => new Error('boom')) },
     { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.sendJson(200, { ok: true }) },
   ]);
   for (const path of ['/gw-error', '/other-error']) {
-    const out = (await raw(s.port, [`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`])).toString('latin1');
+    go = deferred();
+    const out = (await raw(s.port, [`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`], { onData: (x) => (x.includes('partial') ? go.resolve() : undefined) })).toString('latin1');
     t.match(out, /^HTTP\/1\.1 200 /, `${path}: the stream had started`);
     t.match(out, /partial/);
     t.notMatch(out, /\r\n0\r\n\r\n$/, `${path}: not ended as if complete; the connection was dropped`);
@@ -281,6 +275,31 @@ t.test('request bodies: copied chunk by chunk, capped, aborted uploads harmless'
   t.equal(handled.length, before, 'a half-sent buffered body never reaches the handler');
   t.match(streamErrors, [/client aborted the upload/], 'the streamed body errors');
   await alive(t, `${s.url}/ok`);
+});
+
+t.test('HEAD answers carry no body bytes, so a keep-alive connection stays in sync', async (t) => {
+  const big = Buffer.alloc(200 * 1024, 0x63);
+  const s = await serve(t, [
+    { method: 'any', pattern: '/small', handler: (_r, reply) => reply.sendJson(400, { error: 'x' }) },
+    { method: 'any', pattern: '/big', handler: (_r, reply) => reply.send(200, [], big) },
+    { method: 'any', pattern: '/stream', handler: (_r, reply) => { reply.startStream(200, []); reply.write('never'); reply.end(); } },
+    { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.send(200, [], 'fine') },
+  ]);
+  for (const path of ['/small', '/big', '/stream']) {
+    const out = (await raw(s.port, [`HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n`], { until: /\r\n\r\nfine$/ })).toString('latin1');
+    const [first, second] = out.split(/(?=HTTP\/1\.1 )/);
+    t.ok(first?.endsWith('\r\n\r\n'), `HEAD ${path}: nothing after the header block`);
+    t.match(first, /\r\nx-pi-trace-id: /i, `HEAD ${path}: gateway headers`);
+    if (path !== '/stream') t.match(first, new RegExp(`\\r\\nContent-Length: ${path === '/big' ? big.length : JSON.stringify({ error: 'x' }).length}\\r\\n`, 'i'), `HEAD ${path}: the length GET would have`);
+    t.match(second, /^HTTP\/1\.1 200 OK[\s\S]*\r\n\r\nfine$/, `HEAD ${path}: the next response on the connection is intact`);
+  }
+  // Through the gateway: HEAD is no catalog method (unserved-path answer), still framed correctly.
+  const g = await startStack(t);
+  const out = (await raw(g.gw.port, ['HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models/acme/chat-small HTTP/1.1\r\nHost: x\r\n\r\n'], { until: /"details":"\/v1\/models\/acme\/chat-small"\}\}\}$/ })).toString('latin1');
+  const [head, get] = out.split(/(?=HTTP\/1\.1 )/);
+  t.match(head, /^HTTP\/1\.1 400 /);
+  t.ok(head?.endsWith('\r\n\r\n'), 'gateway HEAD: no body');
+  t.match(get, /^HTTP\/1\.1 200 OK/, 'gateway: next response intact');
 });
 
 t.test('gateway: 413 request_too_large, declared and undeclared', async (t) => {
