@@ -4,7 +4,7 @@ import type { CompiledDeployment } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { effectivePricing, unitPriceForSort } from '../billing/price.ts';
 import type { EffectivePolicy } from './preferences.ts';
-import type { HealthView } from './serving.ts';
+import { type HealthView, isProbingHealthView } from './serving.ts';
 
 function byId(a: CompiledDeployment, b: CompiledDeployment): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
@@ -77,7 +77,9 @@ function priceSort(tier: CompiledDeployment[], index: ConfigIndex, nowMs: number
  * 4. The session pin, when present in `deployments` and not down, moves to the very front.
  *
  * `health.isDown` is called exactly once per deployment: the health tracker hands out its single
- * half-open probe on that call, so asking twice would see a different answer.
+ * half-open probe on that call, so asking twice would see a different answer. Every probe claimed
+ * here is reported through `onProbe`: a request that never reaches that deployment (an earlier one
+ * answered) must give it back, or the deployment stays down until the claim lapses.
  */
 export function orderDeployments(args: {
   deployments: CompiledDeployment[];
@@ -87,10 +89,18 @@ export function orderDeployments(args: {
   nowMs: number;
   random: () => number;
   pinned?: string | null;
+  /** Called for each deployment whose half-open probe this ordering claimed. */
+  onProbe?: (d: CompiledDeployment) => void;
 }): CompiledDeployment[] {
-  const { deployments, policy, index, health, nowMs, random, pinned } = args;
+  const { deployments, policy, index, health, nowMs, random, pinned, onProbe } = args;
   const down = new Map<string, boolean>();
-  for (const d of deployments) if (!down.has(d.id)) down.set(d.id, health.isDown(d, nowMs));
+  for (const d of deployments) {
+    if (down.has(d.id)) continue;
+    const isDown = health.isDown(d, nowMs);
+    down.set(d.id, isDown);
+    // Up for this caller yet down without claiming: the tracker just handed this caller the probe.
+    if (!isDown && onProbe && isProbingHealthView(health) && health.passive.isDown(d, nowMs)) onProbe(d);
+  }
 
   const tierIndex = new Map<string, number>();
   for (const p of policy.order) if (!tierIndex.has(p)) tierIndex.set(p, tierIndex.size);

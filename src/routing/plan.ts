@@ -17,6 +17,12 @@ export interface ModelPlan {
 export interface RoutePlan {
   /** Only models with at least one eligible deployment, in request order (primary first). */
   plans: ModelPlan[];
+  /**
+   * Deployment ids whose half-open probe this plan claimed from the health tracker (see
+   * orderDeployments). The caller gives back (`HealthTracker.releaseProbe`) each one its attempts
+   * never reached; only these, since another request may hold the probe of any other deployment.
+   */
+  probes: string[];
 }
 
 export interface NoEligibleProviderMetadata {
@@ -37,8 +43,9 @@ function noEligibleMessage(models: readonly CompiledModel[]): string {
  * Plans the route of one request. `models` is the primary then the fallbacks, already resolved and
  * validated by the caller. Models with no eligible deployment are skipped (their fallbacks may
  * still serve); when none has any, throws `no_eligible_provider` whose metadata carries the funnel
- * of every model so an operator can read why. `pinnedFor` gives a model's session pin (the caller
- * owns the pin store; see SessionPins.resolve for dropping pins that stopped being eligible).
+ * of every model so an operator can read why. `pinnedFor` gives a model's session pin and gets the
+ * model's eligible deployments, so the caller (who owns the pin store) can answer with
+ * `SessionPins.resolve(key, eligible)`, which drops a pin whose deployment stopped being eligible.
  */
 export function planRoute(args: {
   index: ConfigIndex;
@@ -49,20 +56,26 @@ export function planRoute(args: {
   health: HealthView;
   nowMs: number;
   random: () => number;
-  pinnedFor?: (modelId: string) => string | null;
+  pinnedFor?: (modelId: string, eligible: readonly CompiledDeployment[]) => string | null;
 }): RoutePlan {
   const { index, endpoint, models, policy, creds, health, nowMs, random, pinnedFor } = args;
   if (models.length === 0) throw new Error('planRoute needs at least one model');
   const plans: ModelPlan[] = [];
+  const probes: string[] = [];
+  const onProbe = (d: CompiledDeployment): void => {
+    if (!probes.includes(d.id)) probes.push(d.id);
+  };
   const funnels: { model: string; funnel: FunnelStage[] }[] = [];
   for (const model of models) {
     const { deployments, funnel } = eligibleDeployments({ index, model, endpoint, policy, creds, nowMs });
     funnels.push({ model: model.id, funnel });
+    // Asked even when nothing is eligible, so the caller can drop a pin whose deployment no longer
+    // meets the routing rules (SessionPins.resolve) in that case too.
+    const pinned = pinnedFor?.(model.id, deployments) ?? null;
     if (deployments.length === 0) continue;
-    const pinned = pinnedFor?.(model.id) ?? null;
-    plans.push({ model, deployments: orderDeployments({ deployments, policy, index, health, nowMs, random, pinned }) });
+    plans.push({ model, deployments: orderDeployments({ deployments, policy, index, health, nowMs, random, pinned, onProbe }) });
   }
-  if (plans.length > 0) return { plans };
+  if (plans.length > 0) return { plans, probes };
 
   const [primary, ...rest] = funnels as [(typeof funnels)[number], ...typeof funnels];
   const metadata: NoEligibleProviderMetadata = { model: primary.model, funnel: primary.funnel };

@@ -15,6 +15,19 @@ export interface HealthView {
   isDown(deployment: CompiledDeployment, nowMs: number): boolean;
 }
 
+/**
+ * A HealthView whose `isDown` may hand out a half-open probe (the health tracker): `passive` gives
+ * the same verdicts without claiming one, so a caller can tell which `false` answers were claims.
+ */
+export interface ProbingHealthView extends HealthView {
+  readonly passive: HealthView;
+}
+
+export function isProbingHealthView(h: HealthView): h is ProbingHealthView {
+  const passive = (h as Partial<ProbingHealthView>).passive;
+  return typeof passive === 'object' && passive !== null && typeof passive.isDown === 'function';
+}
+
 /** Declared status only (no runtime tracker). */
 export const declaredHealth: HealthView = {
   isDown: (d) => d.status === 'down',
