@@ -33,6 +33,8 @@ const DEFAULT_OUTPUT_BOUND = 32_768;
 /** Input-token bound per uploaded image (edits), and the most images an edit may carry. */
 const TOKENS_PER_INPUT_IMAGE = 10_000;
 const MAX_EDIT_IMAGES = 16;
+/** Prompt bound of an edit whose prompt comes after `model` (not read yet): image APIs cap prompts at 32k characters. */
+const MAX_EDIT_PROMPT_TOKENS = 32_000;
 
 interface Admitted {
   key: ApiKeyRecord;
@@ -136,12 +138,15 @@ async function handle(
       throw new GatewayError('invalid_request', 'the multipart body could not be read before its model field');
     }
     if (!found) throw new GatewayError('invalid_request', 'model is required');
-    if (!upload.fields.get('prompt')) throw new GatewayError('invalid_request', 'prompt is required');
+    // Only the bytes up to `model` are read here: a prompt sent after it (the usual field order)
+    // is still on its way, so its absence can only be judged when the whole body was read.
+    if (upload.ended && !upload.fields.get('prompt')) throw new GatewayError('invalid_request', 'prompt is required');
     state.fields = { model: upload.model as string, fallbacks: [], provider: undefined };
     state.stream = upload.fields.get('stream') === 'true';
     requestBytes = Number(req.headers['content-length']) || 0;
     const images = upload.fields.has('model') && upload.filesInPrefix > 0 ? upload.filesInPrefix : MAX_EDIT_IMAGES;
-    promptBound = Buffer.byteLength(upload.fields.get('prompt') ?? '') + images * TOKENS_PER_INPUT_IMAGE;
+    const prompt = upload.fields.get('prompt');
+    promptBound = (prompt !== undefined ? Buffer.byteLength(prompt) : MAX_EDIT_PROMPT_TOKENS) + images * TOKENS_PER_INPUT_IMAGE;
     const n = Number(upload.fields.get('n') ?? '1');
     outputBound = (m) => (Number.isInteger(n) && n > 0 ? n : 1) * (m.maxCompletionTokens ?? DEFAULT_OUTPUT_BOUND);
   } else {

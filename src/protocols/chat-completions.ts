@@ -5,7 +5,7 @@ import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
 import { usageFromChatCompletions } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { hasNonNullKey, sseDataStart } from '../stream/json-key.ts';
-import { parseSseEvent } from '../stream/sse-splitter.ts';
+import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { missingField } from './routing-fields.ts';
@@ -75,6 +75,10 @@ export function prepareChat(original: JsonObject, target: PrepareTarget): JsonOb
   if (body['stream'] === true) {
     const so = isObject(body['stream_options']) ? body['stream_options'] : {};
     body['stream_options'] = { ...so, include_usage: true };
+  } else if ('stream_options' in body) {
+    // The spec says stream_options is ignored when not streaming; OpenAI-style providers refuse it
+    // without `stream: true` (400), so it is dropped rather than forwarded.
+    delete body['stream_options'];
   }
 
   // 2. thinking {type: disabled} → reasoning_effort none, unless the request also named a level.
@@ -145,13 +149,6 @@ function chunkHasContent(obj: JsonObject): boolean {
 
 const DONE = /^data: ?\[DONE\]\s*$/;
 
-/** Post-commit structural check: a data event must carry a whole JSON object (cheap, no parse). */
-function looksWhole(ev: Buffer): boolean {
-  let end = ev.length - 1;
-  while (end >= 0 && (ev[end] === 0x0a || ev[end] === 0x0d || ev[end] === 0x20)) end--;
-  return ev[end] === 0x7d; // '}'
-}
-
 class ChatTap implements StreamTap {
   upstreamModel: string | null = null;
   completed = false;
@@ -180,7 +177,7 @@ class ChatTap implements StreamTap {
       return { kind: 'terminal', out: ev };
     }
     if (!head.startsWith('data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
-    if (!looksWhole(ev)) return { kind: 'malformed', out: ev };
+    if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
     if (hasNonNullKey(ev, 'error', 1)) return { kind: 'error', out: ev };
     if (hasNonNullKey(ev, 'usage', 1)) this.readUsage(ev);
     this.contentEvents++;

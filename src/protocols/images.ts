@@ -4,7 +4,7 @@
 import { usageFromImages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
-import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { missingField } from './routing-fields.ts';
 import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
 
@@ -27,6 +27,7 @@ class ImagesTap implements StreamTap {
     const name = sseEventName(ev);
     if (name === 'error' || (name === null && hasNonNullKey(ev, 'error', 1))) return { kind: 'error', out: ev };
     if (name !== null && !name.endsWith('.completed')) {
+      if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
       this.contentEvents++;
       this.contentBytes += ev.length;
       return { kind: 'content', out: ev };

@@ -4,7 +4,7 @@
 import { usageFromMessages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
-import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
 import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
@@ -37,6 +37,8 @@ class MessagesTap implements StreamTap {
   }
 
   onEvent(ev: Buffer): TappedEvent {
+    // Deltas are relayed without a parse; a frame cut midway must still end the stream as broken.
+    if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
     const name = sseEventName(ev);
     switch (name) {
       case 'content_block_delta':

@@ -25,6 +25,8 @@ export class MultipartUpload {
   readonly fields = new Map<string, string>();
   /** File parts seen in the prefix (count only; later ones are not inspected). */
   filesInPrefix = 0;
+  /** The whole body was read while looking for `model` (every field is then in `fields`). */
+  ended = false;
   private readonly delimiter: Buffer;
   private chunks: Buffer[] = [];
   private prefix = Buffer.alloc(0);
@@ -47,6 +49,7 @@ export class MultipartUpload {
     for (;;) {
       const next = await this.iterator.next();
       if (next.done) {
+        this.ended = true;
         this.joinPrefix();
         this.scan(true);
         return this.modelSpan !== null;

@@ -4,7 +4,7 @@
 import { usageFromResponses, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { sseDataStart } from '../stream/json-key.ts';
-import { parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readJsonBody } from './chat-completions.ts';
 import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
@@ -45,7 +45,10 @@ class ResponsesTap implements StreamTap {
     // After the commit point a delta is recognised by its event line alone; the JSON is parsed only
     // when there is no event line or the event matters (model, usage, failure).
     const quick = this.committed && out === ev ? sseEventName(ev) : null;
-    const { event, data } = quick !== null && !FINAL.has(quick) && !FAILURE.has(quick) ? { event: quick, data: null } : parseSseEvent(ev);
+    const skipParse = quick !== null && !FINAL.has(quick) && !FAILURE.has(quick);
+    // The unparsed path still refuses a frame cut midway (it would break the client's parser).
+    if (skipParse && !dataLooksWhole(ev)) return { kind: 'malformed', out };
+    const { event, data } = skipParse ? { event: quick, data: null } : parseSseEvent(ev);
     let type = event;
     let obj: JsonObject | null = null;
     if (data !== null) {

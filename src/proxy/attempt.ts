@@ -122,7 +122,7 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
     const onIdle = () => {
       if (done || paused) return;
       if (!committed) {
-        fail('timeout', `provider went silent for ${limits.streamIdleTimeoutMs} ms before answering`);
+        fail('timeout', `provider went silent for ${limits.streamIdleTimeoutMs} ms before ${phase === 'error' ? 'finishing its error answer' : 'answering'}`);
         return;
       }
       breakStream('timeout', `the provider stream stalled for ${limits.streamIdleTimeoutMs} ms`);
@@ -181,7 +181,11 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
         // The client is slower than the provider: stop reading upstream until it drains.
         paused = true;
         ctrl?.pause();
+        // Silence while we hold the upstream is ours, not a stall. Drop the timer rather than only
+        // clearing it: a cleared Node timer cannot be re-armed by refresh(), so armIdle() would
+        // otherwise leave the stream without any stall detection after the first pause.
         if (idleTimer) clearTimeout(idleTimer);
+        idleTimer = null;
         reply.onWritable(() => {
           paused = false;
           if (done) return;
@@ -287,6 +291,8 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
           phase = 'error';
           clearTimeout(firstByteTimer);
           firstByteMs = performance.now() - t0;
+          // An error body that stops midway must not hold the request forever.
+          armIdle();
         }
       },
       onData(chunk) {
@@ -305,7 +311,7 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
             firstByteMs = performance.now() - t0;
           }
           armIdle();
-        }
+        } else if (phase === 'error') armIdle();
         size += chunk.length;
         const cap = phase === 'error' ? MAX_ERROR_BODY : limits.maxUpstreamBodyBytes;
         if (size > cap) {

@@ -126,3 +126,23 @@ function lineValue(ev: Buffer, from: number): string {
   if (e > s && ev[e - 1] === CR) e--;
   return ev.toString('utf8', s, e);
 }
+
+/**
+ * Cheap structural check of an event's data once a stream is committed (no JSON parse on the hot
+ * path): the data must be one whole JSON object, so it starts with `{` and its last non-blank byte
+ * is `}`. A frame cut inside a string or an object fails it. Events without data pass.
+ */
+export function dataLooksWhole(ev: Buffer): boolean {
+  let at: number;
+  if (ev.length >= 5 && ev.toString('latin1', 0, 5) === 'data:') at = 5;
+  else {
+    const nl = ev.indexOf('\ndata:');
+    if (nl === -1) return true;
+    at = nl + 6;
+  }
+  while (ev[at] === 0x20 || ev[at] === 0x09) at++;
+  if (ev[at] !== 0x7b) return false;
+  let end = ev.length - 1;
+  while (end > at && (ev[end] === LF || ev[end] === CR || ev[end] === 0x20 || ev[end] === 0x09)) end--;
+  return ev[end] === 0x7d;
+}

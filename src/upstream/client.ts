@@ -11,7 +11,7 @@ export interface UpstreamCall {
   body: string | Buffer | Readable;
 }
 
-/** Receives one upstream exchange. Exactly one of onEnd / onError ends it. */
+/** Receives one upstream exchange. Exactly one of onEnd / onError ends it, unless the caller aborts it first (then neither). */
 export interface UpstreamSink {
   onHead(status: number, headers: Record<string, string>): void;
   onData(chunk: Buffer): void;
@@ -97,6 +97,9 @@ export class UpstreamClient {
     return {
       abort(reason) {
         if (finished) return;
+        // The caller ends the exchange and already knows why: undici reports the abort back through
+        // onResponseError synchronously, which would re-enter the caller with a misleading "reset".
+        end();
         const err = reason ?? new Error('aborted');
         if (controller) controller.abort(err);
         else pendingAbort = err;

@@ -5,6 +5,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RecordedRequest } from '../../src/simulator/server.ts';
+import type { LedgerDetails, RequestLogEntry } from '../../src/store/types.ts';
 import type { UpstreamCall, UpstreamControl, UpstreamSink } from '../../src/upstream/client.ts';
 import type { Stack } from '../helpers/stack.ts';
 
@@ -199,4 +200,43 @@ export async function handUpstream(t: TapLike, handler: (req: IncomingMessage, r
       }),
   );
   return up;
+}
+
+/** The request log row of a trace id, once the handler has written it (it may finish after the client). */
+export async function logRow(stack: Stack, traceId: string | null, ms = 3000): Promise<RequestLogEntry | undefined> {
+  let row: RequestLogEntry | undefined;
+  await waitFor(() => {
+    stack.store.requestLog.flush();
+    row = stack.store.requestLog.query({ limit: 50 }).find((r) => r.trace_id === traceId);
+    return row !== undefined;
+  }, ms);
+  return row;
+}
+
+export interface WalletSpy {
+  holds: Map<string, bigint>;
+  settles: Map<string, { cost: bigint; details: LedgerDetails }>;
+  releases: Set<string>;
+}
+
+/** Records every hold, settle and release the gateway makes (the store has no ledger read API). */
+export function spyWallet(stack: Stack): WalletSpy {
+  const w = stack.store.wallets;
+  const spy: WalletSpy = { holds: new Map(), settles: new Map(), releases: new Set() };
+  const hold = w.hold.bind(w);
+  const settle = w.settle.bind(w);
+  const release = w.release.bind(w);
+  w.hold = (ws, traceId, amount) => {
+    spy.holds.set(traceId, amount);
+    return hold(ws, traceId, amount);
+  };
+  w.settle = (traceId, cost, details = {}) => {
+    spy.settles.set(traceId, { cost, details });
+    return settle(traceId, cost, details);
+  };
+  w.release = (traceId) => {
+    spy.releases.add(traceId);
+    return release(traceId);
+  };
+  return spy;
 }

@@ -30,7 +30,6 @@ t.test('request rewriting', async (t) => {
       user: 'u-1',
       metadata: { a: 'b' },
       future_field: { nested: [1, 'two', null, { three: 3.5 }] },
-      stream_options: { include_usage: false },
     };
     const { res, sent } = await chat({
       model: 'acme/chat-small',
@@ -71,9 +70,11 @@ t.test('request rewriting', async (t) => {
     }
   });
 
-  t.test('1: a non-streamed request is left without stream_options', async (t) => {
-    const { sent } = await chat({ model: 'acme/chat-small', provider: { only: ['alpha'] } });
+  t.test('1: a non-streamed request gets no stream_options (ignored when not streaming)', async (t) => {
+    let { sent } = await chat({ model: 'acme/chat-small', provider: { only: ['alpha'] } });
     t.notOk('stream_options' in sent);
+    ({ sent } = await chat({ model: 'acme/chat-small', provider: { only: ['alpha'] }, stream: false, stream_options: { include_usage: true } }));
+    t.same(sent, { model: 'small-v1', messages: USER, stream: false }, 'dropped: OpenAI-style providers refuse stream_options without stream (spec reading)');
   });
 
   t.test('2: thinking {type: disabled} becomes reasoning_effort none unless a level was sent', async (t) => {

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import { startStack, type Stack } from '../helpers/stack.ts';
-import { handUpstream, parseSse, spyUpstream, USER } from './proxy-helpers.ts';
+import { handUpstream, logRow, parseSse, spyUpstream, USER } from './proxy-helpers.ts';
 
 const SHORT = { firstByteTimeoutMs: 300, streamIdleTimeoutMs: 300 };
 
@@ -85,8 +85,8 @@ async function dribble(res: ServerResponse, text: string, size: number): Promise
 
 const CHAT_UP = [
   'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n',
-  ': keep-alive comment\n\n',
   'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":{"content":"héllo \\"model\\": 😀"},"finish_reason":null}]}\n\n',
+  ': keep-alive comment (relayed once the answer started)\n\n',
   'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":{"content":" world"},"finish_reason":null}]}\n\n',
   'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
   'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}\n\n',
@@ -124,12 +124,12 @@ t.test('SSE framing is preserved when upstream chunks split events anywhere', as
     res.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': 'req_hand' });
     void dribble(res, upstreamText, splitSize);
   });
-  let splitSize = 1;
+  let splitSize = 3;
   s.gw.ctx.upstreamOverride = new URL(up.url);
   const spy = spyUpstream(s);
   for (const [p, text, slug] of cases) {
     for (const [size, crlf] of [
-      [1, false],
+      [3, false],
       [7, false],
       [64, true],
     ] as const) {
@@ -140,7 +140,7 @@ t.test('SSE framing is preserved when upstream chunks split events anywhere', as
       t.equal(res.status, 200);
       const got = await res.text();
       const expected = upstreamText.replaceAll('"model":"up-model"', `"model":${JSON.stringify(slug)}`);
-      t.ok(spy.dataAt.length - before > 20, `${p.name}/${size}: the gateway got the stream in ${spy.dataAt.length - before} chunks`);
+      t.ok(spy.dataAt.length - before > (size === 64 ? 5 : 20), `${p.name}/${size}: the gateway got the stream in ${spy.dataAt.length - before} chunks`);
       t.equal(got, expected, `${p.name} split every ${size} bytes${crlf ? ' (CRLF)' : ''}: the same events, model rewritten`);
       t.equal(res.headers.get('x-pi-upstream-model'), 'up-model');
     }
@@ -167,8 +167,7 @@ t.test('a stream that breaks after it started ends with the protocol error event
       const deltas = events.filter((e) => /delta/.test(e.event ?? '') || /"content":"[^"]/.test(e.data));
       t.ok(deltas.length >= 2, `${p.name}/${what}: the content sent before the break reached the client`);
       if (what === 'malformed frame') t.notMatch(text, '"sequence_number":\n', `${p.name}: the broken frame itself is not relayed`);
-      s.store.requestLog.flush();
-      const row = s.store.requestLog.query({ limit: 1 })[0];
+      const row = await logRow(s, res.headers.get('x-pi-trace-id'));
       t.equal(row?.error_code, code, `${p.name}/${what}: logged as ${code}`);
     }
   }
@@ -198,8 +197,7 @@ t.test('failures before the first content event fail over invisibly', async (t) 
     t.equal(events.filter((e) => e.data.includes('"role":"assistant"')).length, 1, `${what}: one preamble only, nothing of the failed attempt`);
     t.equal(events.at(-1)?.data, '[DONE]');
     t.equal(s.sim.requests.length, 2, `${what}: two attempts`);
-    s.store.requestLog.flush();
-    const row = s.store.requestLog.query({ limit: 1 })[0];
+    const row = await logRow(s, res.headers.get('x-pi-trace-id'));
     t.equal(row?.attempts, 2);
     t.equal(row?.provider, 'beta');
   }
@@ -245,4 +243,47 @@ t.test('a JSON answer that stalls or breaks midway fails over', async (t) => {
     t.equal(res.headers.get('x-pi-provider'), 'beta');
     t.equal(((await res.json()) as { model: string }).model, 'acme/chat-small');
   }
+});
+
+t.test('an upstream that closes cleanly without its end marker, or inside an event, is a broken stream', async (t) => {
+  const { s, key } = await stack(t);
+  let body = '';
+  const up = await handUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(body);
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const cut = CHAT_UP.split('\n\n').slice(0, 3).join('\n\n') + '\n\n';
+  for (const [what, text, code] of [
+    ['no [DONE]', cut, 'stream_reset'],
+    ['inside an event', cut + 'data: {"id":"c1","choices":[{"delta":{"content":"par', 'stream_malformed'],
+  ] as const) {
+    body = text;
+    const res = await s.post('/v1/chat/completions', PROTOCOLS[0]?.body ?? {}, { key });
+    t.equal(res.status, 200, what);
+    const events = parseSse(await res.text());
+    t.notOk(events.some((e) => e.data === '[DONE]'), `${what}: no [DONE]`);
+    t.match(events.at(-1)?.data ?? '', /^\{"error":\{"message":"the provider stream ended/, `${what}: ends with the error event`);
+    t.notMatch(JSON.stringify(events), '"par', `${what}: the partial event is not relayed`);
+    const row = await logRow(s, res.headers.get('x-pi-trace-id'));
+    t.equal(row?.error_code, code);
+  }
+});
+
+t.test('a compressed JSON answer is decoded before the model rewrite; its Content-Encoding is not forwarded', async (t) => {
+  const { s, key } = await stack(t);
+  const { gzipSync } = await import('node:zlib');
+  const up = await handUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-request-id': 'req_gz' });
+    res.end(gzipSync(Buffer.from('{"id":"c","object":"chat.completion","model":"up-gz","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}')));
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key });
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('content-encoding'), null);
+  t.equal(res.headers.get('x-pi-upstream-model'), 'up-gz');
+  const body = (await res.json()) as { model: string; choices: { message: { content: string } }[] };
+  t.equal(body.model, 'acme/chat-small');
+  t.equal(body.choices[0]?.message.content, 'hi');
+  t.equal(up.seen[0]?.headers['accept-encoding'], 'identity', 'the gateway asks for identity anyway');
 });
