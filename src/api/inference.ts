@@ -182,7 +182,8 @@ async function handle(
     health: ctx.health,
     nowMs: now,
     random: ctx.random,
-    pinnedFor: (modelId) => (pin && modelId === primary.id ? ctx.pins.get(pin) : null),
+    // A pin whose deployment stopped being eligible is dropped, not just skipped.
+    pinnedFor: (modelId, eligible) => (pin && modelId === primary.id ? ctx.pins.resolve(pin, eligible) : null),
   });
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
@@ -226,6 +227,10 @@ async function handle(
     ...(upload ? { canRetry: () => (upload as MultipartUpload).replayable } : {}),
   });
   state.result = result;
+  // Half-open probes this request claimed while ordering but never reached go back at once, so the
+  // next request that would reach the deployment probes it (instead of waiting out the lease).
+  const attempted = new Set(result.attempts.map((a) => a.deployment));
+  for (const id of plan.probes) if (!attempted.has(id)) ctx.health.releaseProbe(id);
 
   // 7. Settle what was answered; everything else releases the hold (finally block).
   const final = result.final;

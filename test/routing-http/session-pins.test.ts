@@ -165,9 +165,6 @@ t.test('a request served by a fallback model does not pin the primary', async (t
 
 t.test(
   'a deployment becoming ineligible drops its pin',
-  {
-    todo: 'src/api/inference.ts (planRoute call, pinnedFor, line ~185) reads the pin with ctx.pins.get(pin) instead of ctx.pins.resolve(pin, eligible) (planRoute now passes `eligible` as pinnedFor\'s second argument), so a pin to a deployment that became ineligible survives and applies again once it is eligible',
-  },
   async (t) => {
     // A file database and a second connection for the credential changes: the gateway notices
     // commits by other connections (the CLI path) on its next request.
