@@ -25,7 +25,7 @@ import type { IncomingRequest } from '../server/http-server.ts';
 import { originOf, sanitizeTitle } from './attribution.ts';
 import type { GatewayContext } from './context.ts';
 import type { Reply } from './reply.ts';
-import { settlementFor } from './settlement.ts';
+import { estimatedPromptTokens, settlementFor } from './settlement.ts';
 import { buildCall, type CallInput } from './upstream-call.ts';
 
 /** Output-token bound when neither the request nor the model states one. */
@@ -220,6 +220,7 @@ async function handle(
     protocol,
     reply,
     limits: ctx.settings.limits,
+    tapHints: { promptTokensEstimate: estimatedPromptTokens(requestBytes) },
     items,
     maxAttempts: ctx.settings.limits.maxAttempts,
     buildCall: (item) => buildCall(ctx, callInput, item.model, item.deployment),

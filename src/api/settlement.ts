@@ -12,6 +12,11 @@ import type { CompiledDeployment, CompiledModel, CompiledPlatform } from '../con
 import type { AttemptOutcome } from '../proxy/attempt.ts';
 import type { LedgerDetails } from '../store/store.ts';
 
+/** Prompt tokens estimated from the request size when the provider reports none (≈ 4 bytes a token). */
+export function estimatedPromptTokens(requestBytes: number): number {
+  return Math.ceil(requestBytes / 4);
+}
+
 export interface Settlement {
   costNano: bigint;
   usage: Usage | null;
@@ -38,7 +43,7 @@ export function settlementFor(args: {
   if (usage === null) {
     estimated = true;
     usage = {
-      promptTokens: Math.ceil(args.requestBytes / 4),
+      promptTokens: estimatedPromptTokens(args.requestBytes),
       completionTokens: outcome.stream ? outcome.contentEvents : Math.ceil(outcome.contentBytes / 4),
     };
   }

@@ -9,7 +9,7 @@ import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { missingField } from './routing-fields.ts';
-import type { JsonAnswer, JsonObject, PrepareTarget, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
+import type { JsonAnswer, JsonObject, PrepareTarget, ProtocolModule, StreamTap, TappedEvent, TapHints } from './types.ts';
 import type { Usage } from '../billing/usage.ts';
 
 const LEVELS = new Set<string>(REASONING_LEVELS);
@@ -156,7 +156,13 @@ class ChatTap implements StreamTap {
   contentBytes = 0;
   private committed = false;
   private lastUsage: Usage | null = null;
-  constructor(private readonly slugJson: Buffer) {}
+  /** `id` and `created` of the stream's chunks, reused by a synthesised usage frame. */
+  private streamId: unknown = null;
+  private created: unknown = null;
+  constructor(
+    private readonly slugJson: Buffer,
+    private readonly hints: TapHints = {},
+  ) {}
 
   usage(): Usage | null {
     return this.lastUsage;
@@ -174,7 +180,7 @@ class ChatTap implements StreamTap {
     const head = ev.toString('latin1', 0, Math.min(ev.length, 16));
     if (head.startsWith('data: [DONE]') || head.startsWith('data:[DONE]')) {
       this.completed = true;
-      return { kind: 'terminal', out: ev };
+      return { kind: 'terminal', out: this.lastUsage === null ? Buffer.concat([this.estimatedUsageFrame(), ev]) : ev };
     }
     if (!head.startsWith('data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
     if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
@@ -183,6 +189,26 @@ class ChatTap implements StreamTap {
     this.contentEvents++;
     this.contentBytes += ev.length;
     return { kind: 'content', out: this.rewrite(ev) };
+  }
+
+  /**
+   * Spec transformation 1: a usage frame always precedes [DONE]. A provider that ignored
+   * include_usage gets one written for it, holding the gateway's estimate (what settlement bills
+   * when usage is missing: request bytes / 4 for the prompt, one token per content chunk), marked
+   * `estimated: true` so nobody mistakes it for the provider's count.
+   */
+  private estimatedUsageFrame(): Buffer {
+    const prompt = this.hints.promptTokensEstimate ?? 0;
+    const completion = this.contentEvents;
+    const frame = {
+      id: this.streamId,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: JSON.parse(this.slugJson.toString('utf8')) as string,
+      choices: [],
+      usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, estimated: true },
+    };
+    return Buffer.from(`data: ${JSON.stringify(frame)}\n\n`);
   }
 
   private readUsage(ev: Buffer): void {
@@ -208,6 +234,8 @@ class ChatTap implements StreamTap {
     if (!isObject(obj)) return { kind: 'malformed', out: ev };
     if (obj['error'] !== undefined && obj['error'] !== null) return { kind: 'error', out: ev };
     if (this.upstreamModel === null && typeof obj['model'] === 'string') this.upstreamModel = obj['model'];
+    if (this.streamId === null && obj['id'] !== undefined) this.streamId = obj['id'];
+    if (this.created === null && obj['created'] !== undefined) this.created = obj['created'];
     if (obj['usage'] !== null && obj['usage'] !== undefined) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
     const out = this.rewrite(ev);
     if (!chunkHasContent(obj)) return { kind: 'preamble', out };
@@ -241,7 +269,7 @@ export const chatCompletions: ProtocolModule = {
   validate: validateChat,
   wantsStream: (body) => body['stream'] === true,
   prepare: (original, target) => prepareChat(original, target),
-  tap: (slugJson) => new ChatTap(slugJson),
+  tap: (slugJson, hints) => new ChatTap(slugJson, hints),
   readJson: (body, slugJson) => readJsonBody(body, slugJson, usageFromChatCompletions),
   streamErrorEvent(message, code) {
     return Buffer.from(`data: ${JSON.stringify({ error: { message, type: 'upstream_error', code } })}\n\n`);

@@ -49,6 +49,12 @@ export interface StreamTap {
   readonly contentBytes: number;
 }
 
+/** What the gateway knows of a request when the provider reports no usage (an estimate basis). */
+export interface TapHints {
+  /** Estimated prompt tokens (the same estimate settlement bills when usage is missing). */
+  promptTokensEstimate?: number;
+}
+
 export interface JsonAnswer {
   /** The body to send, with `model` rewritten to the slug (same bytes otherwise). */
   body: Buffer;
@@ -67,7 +73,7 @@ export interface ProtocolModule {
    *  removed). Must not mutate `original`: every attempt starts from it. */
   prepare(original: JsonObject, target: PrepareTarget, endpoint: string): JsonObject;
   /** A per-attempt stream reader. `slugJson` is the slug as a JSON string (quoted). */
-  tap(slugJson: Buffer): StreamTap;
+  tap(slugJson: Buffer, hints?: TapHints): StreamTap;
   /** Read a whole non-streamed 2xx answer: null when it is not a usable answer (not JSON, an in-band error). */
   readJson(body: Buffer, slugJson: Buffer): JsonAnswer | null;
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */

@@ -7,7 +7,7 @@
 import { gunzipSync, brotliDecompressSync, inflateSync } from 'node:zlib';
 import type { HeaderList, Reply } from '../api/reply.ts';
 import type { Usage } from '../billing/usage.ts';
-import type { ProtocolModule, StreamTap } from '../protocols/types.ts';
+import type { ProtocolModule, StreamTap, TapHints } from '../protocols/types.ts';
 import { isBlankOrComment, SseSplitter } from '../stream/sse-splitter.ts';
 import type { UpstreamCall, UpstreamClient, UpstreamControl } from '../upstream/client.ts';
 import { forwardedHeaders, upstreamRequestId } from '../upstream/response-headers.ts';
@@ -30,6 +30,8 @@ export interface AttemptInput {
   limits: AttemptLimits;
   /** X-Pi-Provider and X-Pi-Model for this attempt. */
   identity: HeaderList;
+  /** Estimate basis for a stream whose provider reports no usage. */
+  tapHints?: TapHints;
 }
 
 export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted';
@@ -283,7 +285,7 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
             }
             phase = 'stream';
             splitter = new SseSplitter();
-            tap = protocol.tap(input.slugJson);
+            tap = protocol.tap(input.slugJson, input.tapHints);
           } else {
             phase = 'json';
           }
