@@ -19,7 +19,9 @@ export interface MultipartBody {
 export function parseMultipart(raw: Buffer, contentType: string): MultipartBody | null {
   let parts: uWS.MultipartField[] | undefined;
   try {
-    parts = uWS.getParts(raw, contentType);
+    // getParts lowercases part header names in the buffer it is given: parse a copy, so the
+    // recorded rawBody stays the bytes as received.
+    parts = uWS.getParts(Buffer.from(raw), contentType);
   } catch {
     return null;
   }
