@@ -1,6 +1,7 @@
 // Shared start-up for `serve` and `demo`: load and validate the config (a bad config never starts a
 // server), open the store, start the gateway, and shut everything down cleanly on SIGINT/SIGTERM.
 import { loadConfig, formatIssue } from '../config/load-config.ts';
+import { sourceHashOf } from '../config/load.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { startGateway, type Gateway, type GatewayOptions, jsonLog } from '../gateway.ts';
 import { openStore, type Store } from '../store/store.ts';
@@ -11,6 +12,25 @@ export function loadOrExit(dir: string): CompiledConfig | null {
   for (const i of r.issues) process.stderr.write(formatIssue(i) + '\n');
   process.stderr.write(`pi-gateway: the config in ${dir} has ${r.issues.length} problem${r.issues.length === 1 ? '' : 's'}; not starting\n`);
   return null;
+}
+
+/**
+ * The config to serve: the generated tables (src/generated/tables.ts, built and reviewed from the same
+ * YAML) when the directory's files hash to the tables' `sourceHash`, so the server parses no YAML;
+ * otherwise the directory compiled in memory by the same pipeline codegen uses.
+ */
+export async function configForServe(dir: string): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
+  const hash = sourceHashOf(dir);
+  if (hash !== null) {
+    try {
+      const { tables } = await import('../generated/tables.ts');
+      if (tables.sourceHash === hash) return { config: tables, source: 'generated tables' };
+    } catch {
+      // No generated tables in this build: compile.
+    }
+  }
+  const config = loadOrExit(dir);
+  return config ? { config, source: 'compiled' } : null;
 }
 
 export interface Running {

@@ -88,6 +88,31 @@ function classify(rel: string): { kind: FileKind; stem: string } | 'ignore' | nu
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * The `sourceHash` `loadDir` would compute, without parsing anything: lets `serve` use the generated
+ * tables when they were built from exactly these files. Null when the directory cannot be read or
+ * holds a file that is not config (loadDir would report it).
+ */
+export function sourceHashOf(dir: string): string | null {
+  let rels: string[];
+  try {
+    if (!statSync(dir).isDirectory()) return null;
+    rels = listFiles(dir);
+  } catch {
+    return null;
+  }
+  const hash = createHash('sha256');
+  for (const rel of rels) {
+    const kind = classify(rel);
+    if (kind === 'ignore') continue;
+    if (kind === null) return null;
+    hash.update(rel);
+    hash.update('\0');
+    hash.update(readFileSync(join(dir, ...rel.split('/'))));
+  }
+  return hash.digest('hex');
+}
+
 /** Reads and parses every config file; problems with the files themselves become issues. */
 export function loadDir(dir: string): LoadResult {
   const issues: ConfigIssue[] = [];

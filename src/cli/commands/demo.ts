@@ -8,7 +8,7 @@ import { int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
-import { loadOrExit, runGateway, untilStopped } from '../runtime.ts';
+import { configForServe, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
 
@@ -47,8 +47,9 @@ export const command: Command = {
       }
       throw err;
     }
-    const config = loadOrExit(str(p, 'config', 'PI_CONFIG', 'config') as string);
-    if (!config) return 1;
+    const loaded = await configForServe(str(p, 'config', 'PI_CONFIG', 'config') as string);
+    if (!loaded) return 1;
+    const config = loaded.config;
     const dir = str(p, 'dir', undefined, '.demo') as string;
     const host = str(p, 'host', undefined, '127.0.0.1') as string;
     const port = int(p, 'port', undefined, 8080) as number;

@@ -2,7 +2,7 @@
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
-import { loadOrExit, runGateway, untilStopped } from '../runtime.ts';
+import { configForServe, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
 
@@ -45,8 +45,9 @@ export const command: Command = {
     }
     void flag;
     const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
-    const config = loadOrExit(configDir);
-    if (!config) return 1;
+    const loaded = await configForServe(configDir);
+    if (!loaded) return 1;
+    const config = loaded.config;
     const host = str(p, 'host', 'PI_HOST', '127.0.0.1') as string;
     const port = int(p, 'port', 'PI_PORT', 8080) as number;
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
@@ -58,7 +59,7 @@ export const command: Command = {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
-    jsonLog('listening', { url: running.gateway.url, config: configDir, db, models: config.models.length, upstream_override: override });
+    jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, models: config.models.length, upstream_override: override });
     return untilStopped(async () => {
       await running.gateway.close();
       running.store.close();
