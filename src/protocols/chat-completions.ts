@@ -9,14 +9,10 @@ import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { missingField } from './routing-fields.ts';
-import type { JsonAnswer, JsonObject, PrepareTarget, ProtocolModule, StreamTap, TappedEvent, TapHints } from './types.ts';
+import { isObject, type JsonAnswer, type JsonObject, type PrepareTarget, type ProtocolModule, type StreamTap, type TappedEvent, type TapHints } from './types.ts';
 import type { Usage } from '../billing/usage.ts';
 
 const LEVELS = new Set<string>(REASONING_LEVELS);
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function checkPositiveInt(body: JsonObject, field: string): void {
   const v = body[field];

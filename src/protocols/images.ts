@@ -6,11 +6,7 @@ import { validationFailed } from '../errors.ts';
 import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { missingField } from './routing-fields.ts';
-import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isObject, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 class ImagesTap implements StreamTap {
   upstreamModel: string | null = null;

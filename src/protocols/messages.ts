@@ -7,11 +7,7 @@ import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
-import type { JsonAnswer, JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isObject, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 class MessagesTap implements StreamTap {
   upstreamModel: string | null = null;

@@ -8,11 +8,7 @@ import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-split
 import { readJsonBody } from './chat-completions.ts';
 import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
-import type { JsonObject, ProtocolModule, StreamTap, TappedEvent } from './types.ts';
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isObject, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 /** Events before any output: held until content arrives (commit point). */
 const PREAMBLE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);

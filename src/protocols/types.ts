@@ -6,6 +6,11 @@ import type { Usage } from '../billing/usage.ts';
 
 export type JsonObject = Record<string, unknown>;
 
+/** A JSON object (not null, not an array). */
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /** What the protocol module needs to know about the chosen deployment to rewrite a request. */
 export interface PrepareTarget {
   model: CompiledModel;
