@@ -121,46 +121,11 @@ async function handle(
   }
 
   // 3. What is asked.
-  let original: JsonObject | undefined;
-  let upload: MultipartUpload | null = null;
-  let requestBytes: number;
-  let outputBound: (m: CompiledModel) => number;
-  let promptBound: number;
-  if (endpoint === 'images_edits') {
-    const boundary = boundaryOf(req.headers['content-type']);
-    if (!boundary || !req.bodyStream) throw new GatewayError('invalid_request', 'images/edits needs a multipart/form-data body');
-    upload = new MultipartUpload(req.bodyStream, boundary, ctx.settings.limits.maxUploadBytes);
-    let found: boolean;
-    try {
-      found = await upload.readUntilModel();
-    } catch (err) {
-      if (err instanceof GatewayError) throw err;
-      throw new GatewayError('invalid_request', 'the multipart body could not be read before its model field');
-    }
-    if (!found) throw new GatewayError('invalid_request', 'model is required');
-    // Only the bytes up to `model` are read here: a prompt sent after it (the usual field order)
-    // is still on its way, so its absence can only be judged when the whole body was read.
-    if (upload.ended && !upload.fields.get('prompt')) throw new GatewayError('invalid_request', 'prompt is required');
-    state.fields = { model: upload.model as string, fallbacks: [], provider: undefined };
-    state.stream = upload.fields.get('stream') === 'true';
-    requestBytes = Number(req.headers['content-length']) || 0;
-    const images = upload.fields.has('model') && upload.filesInPrefix > 0 ? upload.filesInPrefix : MAX_EDIT_IMAGES;
-    const prompt = upload.fields.get('prompt');
-    promptBound = (prompt !== undefined ? Buffer.byteLength(prompt) : MAX_EDIT_PROMPT_TOKENS) + images * TOKENS_PER_INPUT_IMAGE;
-    const n = Number(upload.fields.get('n') ?? '1');
-    outputBound = (m) => (Number.isInteger(n) && n > 0 ? n : 1) * (m.maxCompletionTokens ?? DEFAULT_OUTPUT_BOUND);
-  } else {
-    const body = parseJsonBody(req.body);
-    const { fields, rest } = takeRoutingFields(body);
-    protocol.validate(rest, endpoint);
-    state.fields = fields;
-    state.stream = protocol.wantsStream(rest);
-    original = rest;
-    requestBytes = req.body.length;
-    promptBound = promptTokenBound(requestBytes);
-    outputBound = (m) => requestedOutputLimit(rest, endpoint, m);
-  }
-  const fields = state.fields;
+  const asked = endpoint === 'images_edits' ? await readUpload(ctx, req) : readJsonRequest(req, endpoint, protocol);
+  state.fields = asked.fields;
+  state.stream = asked.stream;
+  const { original, upload, requestBytes, promptBound, outputBound } = asked;
+  const fields = asked.fields;
 
   // 4. Which models, under which policy, on which deployments.
   const models = [resolveModel(ctx.index, fields.model, endpoint, now)];
@@ -213,7 +178,7 @@ async function handle(
     stream: state.stream,
     clientHeaders: req.headers,
     ...(original ? { original, protocol } : {}),
-    ...(upload ? { upload: { body: (m: string) => (upload as MultipartUpload).body(m), contentType: req.headers['content-type'] as string } } : {}),
+    ...(upload ? { upload: { body: (m: string) => upload.body(m), contentType: req.headers['content-type'] as string } } : {}),
   };
   const result = await runWithFailover({
     client: ctx.client,
@@ -225,7 +190,7 @@ async function handle(
     maxAttempts: ctx.settings.limits.maxAttempts,
     buildCall: (item) => buildCall(ctx, callInput, item.model, item.deployment),
     onAttempt: (item, outcome) => recordHealth(ctx, item, outcome),
-    ...(upload ? { canRetry: () => (upload as MultipartUpload).replayable } : {}),
+    ...(upload ? { canRetry: () => upload.replayable } : {}),
   });
   state.result = result;
   // Half-open probes this request claimed while ordering but never reached go back at once, so the
@@ -271,6 +236,63 @@ async function handle(
     state.status = 499;
     state.errorCode = 'client_aborted';
   }
+}
+
+/** What the request asks for, and the bounds its wallet hold is sized from. */
+interface AskedRequest {
+  fields: RoutingFields;
+  stream: boolean;
+  /** JSON requests: the body without routing fields. */
+  original?: JsonObject;
+  /** Image edits: the streamed multipart upload. */
+  upload: MultipartUpload | null;
+  requestBytes: number;
+  promptBound: number;
+  outputBound: (m: CompiledModel) => number;
+}
+
+function readJsonRequest(req: IncomingRequest, endpoint: string, protocol: ProtocolModule): AskedRequest {
+  const body = parseJsonBody(req.body);
+  const { fields, rest } = takeRoutingFields(body);
+  protocol.validate(rest, endpoint);
+  return {
+    fields,
+    stream: protocol.wantsStream(rest),
+    original: rest,
+    upload: null,
+    requestBytes: req.body.length,
+    promptBound: promptTokenBound(req.body.length),
+    outputBound: (m) => requestedOutputLimit(rest, endpoint, m),
+  };
+}
+
+/** Image edits: reads the multipart upload only up to its `model` field (the rest streams later). */
+async function readUpload(ctx: GatewayContext, req: IncomingRequest): Promise<AskedRequest> {
+  const boundary = boundaryOf(req.headers['content-type']);
+  if (!boundary || !req.bodyStream) throw new GatewayError('invalid_request', 'images/edits needs a multipart/form-data body');
+  const upload = new MultipartUpload(req.bodyStream, boundary, ctx.settings.limits.maxUploadBytes);
+  let found: boolean;
+  try {
+    found = await upload.readUntilModel();
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    throw new GatewayError('invalid_request', 'the multipart body could not be read before its model field');
+  }
+  if (!found) throw new GatewayError('invalid_request', 'model is required');
+  // Only the bytes up to `model` are read here: a prompt sent after it (the usual field order)
+  // is still on its way, so its absence can only be judged when the whole body was read.
+  if (upload.ended && !upload.fields.get('prompt')) throw new GatewayError('invalid_request', 'prompt is required');
+  const images = upload.fields.has('model') && upload.filesInPrefix > 0 ? upload.filesInPrefix : MAX_EDIT_IMAGES;
+  const prompt = upload.fields.get('prompt');
+  const n = Number(upload.fields.get('n') ?? '1');
+  return {
+    fields: { model: upload.model as string, fallbacks: [], provider: undefined },
+    stream: upload.fields.get('stream') === 'true',
+    upload,
+    requestBytes: Number(req.headers['content-length']) || 0,
+    promptBound: (prompt !== undefined ? Buffer.byteLength(prompt) : MAX_EDIT_PROMPT_TOKENS) + images * TOKENS_PER_INPUT_IMAGE,
+    outputBound: (m) => (Number.isInteger(n) && n > 0 ? n : 1) * (m.maxCompletionTokens ?? DEFAULT_OUTPUT_BOUND),
+  };
 }
 
 function parseJsonBody(raw: Buffer): JsonObject {
