@@ -1,6 +1,7 @@
 // Gateway API keys: issued once in plaintext, stored as sha256 plus a short lookup prefix.
 // No cache: `verify` is one indexed query (prefix), so a revocation committed by another process is
-// seen by the very next request. A caller that wants a cache must drop it on `changedSinceLastCheck()`.
+// seen by the very next request. A caller that wants a cache must drop it on `changedSinceLastCheck()`
+// (which also reports this instance's own creates and revocations, through `onChange`).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
@@ -53,10 +54,12 @@ export function keyState(key: ApiKeyRecord, now: number): ApiKeyState {
 export class ApiKeys {
   private readonly sql: Statements;
   private readonly clock: Clock;
+  private readonly onChange: () => void;
 
-  constructor(db: SqliteDatabase, clock: Clock) {
+  constructor(db: SqliteDatabase, clock: Clock, onChange: () => void = () => undefined) {
     this.sql = new Statements(db);
     this.clock = clock;
+    this.onChange = onChange;
   }
 
   create(input: CreateKeyInput): CreatedApiKey {
@@ -81,6 +84,7 @@ export class ApiKeys {
     this.sql
       .get(`INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`)
       .run(record.id, record.prefix, hashKey(key), record.workspace, record.name, record.rpm, record.expiresAt, record.createdAt);
+    this.onChange();
     return { ...record, key };
   }
 
@@ -123,7 +127,9 @@ export class ApiKeys {
 
   /** True when an active (or expired) key became revoked; false when unknown or already revoked. */
   revoke(id: string): boolean {
-    return this.sql.get('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock.now(), id).changes > 0;
+    const changed = this.sql.get('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock.now(), id).changes > 0;
+    if (changed) this.onChange();
+    return changed;
   }
 }
 

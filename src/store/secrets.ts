@@ -27,11 +27,14 @@ export class Secrets {
   private readonly clock: Clock;
   private readonly rawKey: string | undefined;
   private master: MasterKey | SecretError | null = null;
+  /** Tells the store facade a value changed (its readers cache unsealed values and names). */
+  private readonly onChange: () => void;
 
-  constructor(db: SqliteDatabase, clock: Clock, masterKey: string | undefined) {
+  constructor(db: SqliteDatabase, clock: Clock, masterKey: string | undefined, onChange: () => void = () => undefined) {
     this.sql = new Statements(db);
     this.clock = clock;
     this.rawKey = masterKey;
+    this.onChange = onChange;
   }
 
   /** Seals and stores (insert or replace). Refuses a key that differs from the one existing rows use. */
@@ -53,6 +56,7 @@ export class Secrets {
            tag = excluded.tag, key_id = excluded.key_id, updated_at = excluded.updated_at`,
       )
       .run(name, s.nonce, s.ciphertext, s.tag, master.id, now, now);
+    this.onChange();
   }
 
   /** Names and times, sorted by name; never values. */
@@ -64,7 +68,9 @@ export class Secrets {
   }
 
   remove(name: string): boolean {
-    return this.sql.get('DELETE FROM secrets WHERE name = ?').run(name).changes > 0;
+    const removed = this.sql.get('DELETE FROM secrets WHERE name = ?').run(name).changes > 0;
+    if (removed) this.onChange();
+    return removed;
   }
 
   names(): Set<string> {

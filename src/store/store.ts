@@ -32,7 +32,11 @@ export interface Store {
   readonly apiKeys: ApiKeys;
   readonly wallets: Wallets;
   readonly requestLog: RequestLog;
-  /** True when another connection/process committed since the last call (PRAGMA data_version) — lets the server refresh caches (e.g. after `secret set` or `key revoke` from the CLI). */
+  /**
+   * True when another connection/process committed since the last call (PRAGMA data_version), or
+   * when this store itself changed an API key or a secret — lets the server refresh its caches after
+   * `secret set` or `key revoke` from the CLI, and after the same changes made in-process.
+   */
   changedSinceLastCheck(): boolean;
   /** Flushes the request log and closes the connection. Idempotent. */
   close(): void;
@@ -53,12 +57,17 @@ class SqliteStore implements Store {
   readonly requestLog: RequestLog;
   private readonly db: SqliteDatabase;
   private dataVersion: number;
+  /** Set by this connection's own key and secret writes, which data_version does not report. */
+  private localChange = false;
   private closed = false;
 
   constructor(db: SqliteDatabase, clock: Clock, masterKey: string | undefined, readonly: boolean, opts: StoreOptions) {
     this.db = db;
-    this.secrets = new Secrets(db, clock, masterKey);
-    this.apiKeys = new ApiKeys(db, clock);
+    const changed = () => {
+      this.localChange = true;
+    };
+    this.secrets = new Secrets(db, clock, masterKey, changed);
+    this.apiKeys = new ApiKeys(db, clock, changed);
     this.wallets = new Wallets(db, clock);
     const logOpts: ConstructorParameters<typeof RequestLog>[1] = { ...opts.requestLog, readonly };
     if (opts.onLogError) logOpts.onError = opts.onLogError;
@@ -67,11 +76,14 @@ class SqliteStore implements Store {
   }
 
   changedSinceLastCheck(): boolean {
-    // data_version moves only when another connection commits, so our own writes never trigger it.
+    // data_version moves only when another connection commits, so our own writes never trigger it:
+    // wallet and request-log writes (every request) must not flush caches, but an in-process key
+    // revocation or secret change must, hence the local flag set by those two stores only.
     const v = this.readDataVersion();
-    if (v === this.dataVersion) return false;
+    const changed = v !== this.dataVersion || this.localChange;
     this.dataVersion = v;
-    return true;
+    this.localChange = false;
+    return changed;
   }
 
   close(): void {

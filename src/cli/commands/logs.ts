@@ -25,6 +25,21 @@ ${JSON_HELP}`;
 
 const HEADERS = ['ID', 'TIME', 'TRACE', 'WORKSPACE', 'ENDPOINT', 'MODEL', 'PROVIDER', 'STATUS', 'ERROR', 'MS', 'COST USD'];
 
+/** Longest cell shown in the table; the full value is in --json. */
+const MAX_CELL = 80;
+
+/**
+ * A cell as inert text. Some columns hold client-supplied text (the requested model name of a
+ * refused request is recorded as sent), which may carry terminal control sequences (ESC, BEL, C1,
+ * bidi overrides); printed raw they would retitle or clear the operator's terminal. They are shown
+ * escaped, and very long values are cut so one row cannot flood the screen.
+ */
+function printable(s: string): string {
+  const escaped = s.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
+  const chars = Array.from(escaped);
+  return chars.length > MAX_CELL ? chars.slice(0, MAX_CELL - 1).join('') + '…' : escaped;
+}
+
 function cells(r: RequestLogEntry): string[] {
   return [
     String(r.id),
@@ -38,7 +53,7 @@ function cells(r: RequestLogEntry): string[] {
     r.error_code ?? '',
     r.latency_ms === null ? '' : String(r.latency_ms),
     r.cost_nano === null ? '' : nanoToDecimal(r.cost_nano),
-  ];
+  ].map(printable);
 }
 
 /** bigint cost as a USD decimal string; everything else as stored. */
