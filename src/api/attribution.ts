@@ -1,8 +1,8 @@
 // Request attribution headers (spec: Optional request headers): X-Title, HTTP-Referer / Referer,
 // X-Pi-Session-Id, reduced to what is safe to record and to route on.
+import { isUtf8 } from 'node:buffer';
 
 const TITLE_MAX = 128;
-const SESSION_MAX = 256;
 /** Longer Referer values are not URLs a browser would send; refusing them bounds the parse. */
 const REFERER_MAX = 4096;
 
@@ -13,6 +13,17 @@ const REFERER_MAX = 4096;
  * emoji's presentation and are meaningless alone.
  */
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/gu;
+
+/**
+ * Header values arrive as raw bytes, one character per byte (see src/server/http-server.ts). Text
+ * headers (X-Title, referers, session ids) are UTF-8 on the wire; bytes that are not valid UTF-8 are
+ * read as Latin-1, the way HTTP historically defined header text.
+ */
+export function headerText(raw: string | undefined): string | undefined {
+  if (raw === undefined || !/[\u0080-\u00ff]/.test(raw)) return raw;
+  const bytes = Buffer.from(raw, 'latin1');
+  return isUtf8(bytes) ? bytes.toString('utf8') : raw;
+}
 
 /** X-Title: invisible characters removed, trimmed, at most 128 code points; empty → null. */
 export function sanitizeTitle(raw: string | undefined): string | null {
@@ -40,11 +51,4 @@ export function originOf(httpReferer?: string, referer?: string): string | null 
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return null;
   return url.origin;
-}
-
-/** X-Pi-Session-Id: up to 256 characters (code points); longer counts as absent; empty → null. */
-export function sessionIdOf(raw?: string): string | null {
-  if (raw === undefined || raw === '') return null;
-  if (raw.length > SESSION_MAX && Array.from(raw).length > SESSION_MAX) return null;
-  return raw;
 }

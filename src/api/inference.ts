@@ -12,7 +12,7 @@ import { nanoToDecimal } from '../money.ts';
 import { boundaryOf, MultipartUpload } from '../protocols/multipart-upload.ts';
 import { takeRoutingFields, type RoutingFields } from '../protocols/routing-fields.ts';
 import type { JsonObject, ProtocolModule } from '../protocols/types.ts';
-import type { AttemptOutcome } from '../proxy/attempt.ts';
+import type { AttemptOutcome, CommittedOutcome } from '../proxy/attempt.ts';
 import { type FailoverResult, type PlanItem, runWithFailover } from '../proxy/failover.ts';
 import { mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
 import { planRoute } from '../routing/plan.ts';
@@ -22,7 +22,7 @@ import type { Outcome } from '../routing/health.ts';
 import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
 import type { CompiledWorkspace } from '../config/compiled.ts';
 import type { IncomingRequest } from '../server/http-server.ts';
-import { originOf, sanitizeTitle } from './attribution.ts';
+import { headerText, originOf, sanitizeTitle } from './attribution.ts';
 import type { GatewayContext } from './context.ts';
 import type { Reply } from './reply.ts';
 import { estimatedPromptTokens, settlementFor } from './settlement.ts';
@@ -102,6 +102,8 @@ async function handle(
 ): Promise<void> {
   const now = ctx.clock.now();
   ctx.view.sync();
+  // Known before anything can be refused, so every log row of the session carries it.
+  state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
   // 1. Who is calling.
   const presented = presentedKey(req.headers);
@@ -135,7 +137,6 @@ async function handle(
   }
   const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, ctx.index);
   const policy = mergePreferences(workspace.routing, prefs);
-  state.sessionId = sessionIdFrom(req.headers['x-pi-session-id']);
   const primary = models[0] as CompiledModel;
   const pin = state.sessionId ? pinKey(workspace.id, check.key.id, primary.id, state.sessionId) : null;
   const plan = planRoute({
@@ -190,6 +191,8 @@ async function handle(
     maxAttempts: ctx.settings.limits.maxAttempts,
     buildCall: (item) => buildCall(ctx, callInput, item.model, item.deployment),
     onAttempt: (item, outcome) => recordHealth(ctx, item, outcome),
+    // A crash can never leave a client holding a complete answer that was not charged.
+    beforeComplete: (item, outcome) => settle(ctx, state, item, outcome, { holdNano: hold, requestBytes, pricedAtMs: now }),
     ...(upload ? { canRetry: () => upload.replayable } : {}),
   });
   state.result = result;
@@ -198,32 +201,13 @@ async function handle(
   const attempted = new Set(result.attempts.map((a) => a.deployment));
   for (const id of plan.probes) if (!attempted.has(id)) ctx.health.releaseProbe(id);
 
-  // 7. Settle what was answered; everything else releases the hold (finally block).
+  // 7. Settle what was answered; everything else releases the hold (finally block). A complete
+  //    answer was already settled by `beforeComplete`, before its last bytes went out; a stream cut
+  //    after its commit point (or abandoned by the client) is settled here.
   const final = result.final;
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
-    const platform = ctx.index.platformById.get(final.item.deployment.platform);
-    if (platform) {
-      const s = settlementFor({
-        model: final.item.model,
-        deployment: final.item.deployment,
-        platform,
-        outcome: final.outcome,
-        holdNano: hold,
-        requestBytes,
-        pricedAtMs: now,
-      });
-      ctx.store.wallets.settle(state.traceId, s.costNano, s.details);
-      state.settledCost = s.costNano;
-      if (s.usage) {
-        state.usage = {
-          prompt: s.usage.promptTokens,
-          completion: s.usage.completionTokens,
-          reasoning: s.usage.reasoningTokens ?? null,
-          cached: s.usage.cacheReadTokens ?? null,
-        };
-      }
-    }
+    if (state.settledCost === null) settle(ctx, state, final.item, final.outcome, { holdNano: hold, requestBytes, pricedAtMs: now });
     if (pin && final.item.model.id === primary.id) ctx.pins.set(pin, final.item.deployment.id);
     if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
   } else if (final.kind === 'provider_error') {
@@ -235,6 +219,36 @@ async function handle(
   } else {
     state.status = 499;
     state.errorCode = 'client_aborted';
+  }
+}
+
+/** Charges the answering attempt (exact usage, or the documented estimate) and records it for the log. */
+function settle(
+  ctx: GatewayContext,
+  state: RequestState,
+  item: PlanItem,
+  outcome: CommittedOutcome,
+  basis: { holdNano: bigint; requestBytes: number; pricedAtMs: number },
+): void {
+  const platform = ctx.index.platformById.get(item.deployment.platform);
+  if (!platform || state.settledCost !== null) return;
+  const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, ...basis });
+  try {
+    ctx.store.wallets.settle(state.traceId, s.costNano, s.details);
+  } catch (err) {
+    // Never lose the answer over a bookkeeping failure; the open hold is released by `finally` and
+    // the failure is loud in the operational log.
+    ctx.log('settle_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  state.settledCost = s.costNano;
+  if (s.usage) {
+    state.usage = {
+      prompt: s.usage.promptTokens,
+      completion: s.usage.completionTokens,
+      reasoning: s.usage.reasoningTokens ?? null,
+      cached: s.usage.cacheReadTokens ?? null,
+    };
   }
 }
 
@@ -374,8 +388,8 @@ function writeLog(ctx: GatewayContext, req: IncomingRequest, s: RequestState): v
     reasoning_tokens: s.usage?.reasoning ?? null,
     cached_tokens: s.usage?.cached ?? null,
     cost_nano: s.settledCost,
-    app_title: sanitizeTitle(req.headers['x-title']),
-    app_origin: originOf(req.headers['http-referer'], req.headers['referer']),
+    app_title: sanitizeTitle(headerText(req.headers['x-title'])),
+    app_origin: originOf(headerText(req.headers['http-referer']), headerText(req.headers['referer'])),
     session_id: s.sessionId,
   };
   ctx.store.requestLog.append(row);

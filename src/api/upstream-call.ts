@@ -6,6 +6,7 @@ import { adapterFor } from '../platforms/index.ts';
 import type { UpstreamTarget } from '../platforms/types.ts';
 import type { JsonObject, ProtocolModule } from '../protocols/types.ts';
 import { sessionIdFrom } from '../routing/session-pins.ts';
+import { headerText } from './attribution.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
 import type { GatewayContext } from './context.ts';
 
@@ -57,7 +58,7 @@ export function buildCall(ctx: GatewayContext, input: CallInput, model: Compiled
     const v = input.clientHeaders[h];
     if (v === undefined || v === '') continue;
     // A session id over 256 characters "counts as absent" (spec): not routed on, so not forwarded either.
-    if (h === 'x-pi-session-id' && sessionIdFrom(v) === null) continue;
+    if (h === 'x-pi-session-id' && sessionIdFrom(headerText(v)) === null) continue;
     headers[h] = v;
   }
 

@@ -32,7 +32,15 @@ export interface AttemptInput {
   identity: HeaderList;
   /** Estimate basis for a stream whose provider reports no usage. */
   tapHints?: TapHints;
+  /**
+   * Runs when the answer is complete and before its last bytes go out (the JSON body; a stream's
+   * end marker and end), so that whatever it records (the wallet settlement) is committed before
+   * the client holds a complete answer. A returned promise delays those bytes until it settles.
+   */
+  beforeComplete?: (outcome: CommittedOutcome) => void | Promise<void>;
 }
+
+export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
 
 export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted';
 
@@ -104,6 +112,8 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
     let committed = false;
     let paused = false;
     let clientAborted = false;
+    /** The normal end was seen and is being delivered: later upstream bytes or errors change nothing. */
+    let completing = false;
     let ctrl: UpstreamControl | null = null;
 
     const firstByteTimer = setTimeout(() => {
@@ -142,7 +152,7 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
       finish({ kind: 'failed', reason, detail, firstByteMs });
     };
 
-    const committedOutcome = (broken: FailureReason | null): AttemptOutcome => ({
+    const committedOutcome = (broken: FailureReason | null): CommittedOutcome => ({
       kind: 'committed',
       status,
       stream: phase === 'stream',
@@ -166,6 +176,34 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
         });
       }
       finish(committedOutcome(reason));
+    };
+
+    /** Runs the beforeComplete hook, then `deliver` (which sends the last bytes and finishes). */
+    const complete = (outcome: CommittedOutcome, deliver: () => void) => {
+      let r: void | Promise<void> = undefined;
+      try {
+        r = input.beforeComplete?.(outcome);
+      } catch {
+        // The hook owns its failures (it logs them); the answer is still delivered.
+      }
+      if (r && typeof r.then === 'function') r.then(deliver, deliver);
+      else deliver();
+    };
+
+    /** The stream reached its normal end: settle first, then the end marker (if any) and the end. */
+    const completeStream = (finalBytes: Buffer | null) => {
+      completing = true;
+      clearTimers();
+      const outcome = committedOutcome(null);
+      complete(outcome, () => {
+        if (!reply.done) {
+          reply.cork(() => {
+            if (finalBytes) reply.write(finalBytes);
+            reply.end();
+          });
+        }
+        finish(outcome);
+      });
     };
 
     const providerHeaders = (upstreamModel: string | null, keepEncoding: boolean): HeaderList => {
@@ -249,6 +287,11 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
           breakStream('malformed', 'the provider sent a malformed event');
           return;
         }
+        if (t.kind === 'terminal') {
+          if (out.length > 0) write(out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out));
+          completeStream(t.out);
+          return;
+        }
         if (t.kind === 'error') {
           // The provider's own error event after content: pass it on, then end without a normal end.
           out.push(t.out);
@@ -298,7 +341,7 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
         }
       },
       onData(chunk) {
-        if (done) return;
+        if (done || completing) return;
         if (phase === 'stream') {
           if (committed) armIdle();
           onEvents((splitter as SseSplitter).push(chunk));
@@ -324,7 +367,7 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
         chunks.push(chunk);
       },
       onEnd() {
-        if (done) return;
+        if (done || completing) return;
         if (phase === 'error') {
           const body = Buffer.concat(chunks);
           const span = findStringValue(body, 'model', 1);
@@ -345,9 +388,10 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
             return;
           }
           committed = true;
+          completing = true;
+          clearTimers();
           if (firstByteMs === null) firstByteMs = performance.now() - t0;
-          reply.send(status, providerHeaders(answer.upstreamModel, false), answer.body);
-          finish({
+          const outcome: CommittedOutcome = {
             kind: 'committed',
             status,
             stream: false,
@@ -359,6 +403,10 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
             firstByteMs,
             contentEvents: 0,
             contentBytes: answer.body.length,
+          };
+          complete(outcome, () => {
+            reply.send(status, providerHeaders(answer.upstreamModel, false), answer.body);
+            finish(outcome);
           });
           return;
         }
@@ -378,14 +426,13 @@ export function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
             breakStream('reset', 'the provider stream ended before its end marker');
             return;
           }
-          if (!reply.done) reply.end();
-          finish(committedOutcome(null));
+          completeStream(null);
           return;
         }
         fail('malformed', 'the provider closed without an answer');
       },
       onError(err) {
-        if (done) return;
+        if (done || completing) return;
         if (committed && phase === 'stream') {
           breakStream('reset', 'the provider connection broke');
           return;

@@ -16,7 +16,7 @@ import type { HeaderList, Reply } from '../api/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
-import { type AttemptInput, type AttemptOutcome, runAttempt } from './attempt.ts';
+import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt } from './attempt.ts';
 
 export interface PlanItem {
   model: CompiledModel;
@@ -45,11 +45,13 @@ export interface FailoverResult {
   final: FailoverFinal;
 }
 
-export interface FailoverInput extends Omit<AttemptInput, 'call' | 'identity' | 'slugJson'> {
+export interface FailoverInput extends Omit<AttemptInput, 'call' | 'identity' | 'slugJson' | 'beforeComplete'> {
   items: PlanItem[];
   maxAttempts: number;
   /** Builds the upstream call for one item; null skips it (for example an unreadable credential). */
   buildCall(item: PlanItem): UpstreamCall | null;
+  /** Runs before the answering attempt's last bytes go out (see AttemptInput.beforeComplete). */
+  beforeComplete?(item: PlanItem, outcome: CommittedOutcome): void | Promise<void>;
   /** Called after every attempt (health tracking). */
   onAttempt?(item: PlanItem, outcome: AttemptOutcome): void;
   /** False once a retry can no longer resend the request (a streamed upload already consumed). */
@@ -94,10 +96,12 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
     if (!slugJson) slugCache.set(item.model.id, (slugJson = Buffer.from(JSON.stringify(item.model.id))));
 
     const started = performance.now();
+    const { beforeComplete: hook, ...shared } = input;
     const outcome = await runAttempt({
-      ...input,
+      ...shared,
       call,
       slugJson,
+      ...(hook ? { beforeComplete: (o: CommittedOutcome) => hook(item, o) } : {}),
       identity: [
         ['X-Pi-Provider', item.deployment.platform],
         ['X-Pi-Model', item.model.id],

@@ -15,7 +15,8 @@ export interface IncomingRequest {
   /** URL path without the query string, as sent (not decoded). */
   path: string;
   query: string;
-  /** Lowercase header names; repeated headers joined with ", ". */
+  /** Lowercase header names; values are the raw bytes, one character per byte (headerText decodes
+   *  text); repeated headers joined with ", ". */
   headers: Record<string, string>;
   /** Route parameters in pattern order, as sent (not decoded). */
   params: string[];
@@ -84,11 +85,21 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
 }
 
 function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
+  // forEach decodes values as UTF-8 (invalid bytes become U+FFFD); getHeader returns the bytes as
+  // they came, one character per byte. Values are kept as those bytes: forwarded unchanged, and
+  // decoded to text only where text is needed (src/api/attribution.ts headerText). A repeated
+  // header (getHeader sees only the first) is joined from forEach's values.
   const headers: Record<string, string> = {};
+  const repeated = new Set<string>();
   req.forEach((k, v) => {
     const prev = headers[k];
-    headers[k] = prev === undefined ? v : `${prev}, ${v}`;
+    if (prev === undefined) headers[k] = v;
+    else {
+      repeated.add(k);
+      headers[k] = `${prev}, ${v}`;
+    }
   });
+  for (const k of Object.keys(headers)) if (!repeated.has(k)) headers[k] = req.getHeader(k);
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
   return {

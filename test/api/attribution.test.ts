@@ -1,6 +1,6 @@
 // Attribution headers: X-Title sanitising, HTTP-Referer/Referer origin, X-Pi-Session-Id length.
 import t from 'tap';
-import { originOf, sanitizeTitle, sessionIdOf } from '../../src/api/attribution.ts';
+import { headerText, originOf, sanitizeTitle } from '../../src/api/attribution.ts';
 
 /** Test labels in plain ASCII: a raw U+2028 or bidi control would garble the TAP stream. */
 function label(s: string | undefined): string {
@@ -74,14 +74,10 @@ t.test('originOf', async (t) => {
   for (const [h, r, want] of table) t.equal(originOf(h, r), want, `${label(h)} / ${label(r)}`);
 });
 
-t.test('sessionIdOf', async (t) => {
-  t.equal(sessionIdOf(undefined), null);
-  t.equal(sessionIdOf(), null);
-  t.equal(sessionIdOf(''), null);
-  t.equal(sessionIdOf('abc'), 'abc');
-  t.equal(sessionIdOf('s'.repeat(256)), 's'.repeat(256), '256 characters kept');
-  t.equal(sessionIdOf('s'.repeat(257)), null, '257 characters count as absent');
-  t.equal(sessionIdOf('é'.repeat(256)), 'é'.repeat(256));
-  t.equal(sessionIdOf('😀'.repeat(256)), '😀'.repeat(256), 'counted in code points');
-  t.equal(sessionIdOf('😀'.repeat(257)), null);
+t.test('headerText decodes raw header bytes', async (t) => {
+  const raw = (text: string, enc: BufferEncoding = 'utf8') => Buffer.from(text, enc).toString('latin1');
+  t.equal(headerText(undefined), undefined);
+  t.equal(headerText('plain ascii'), 'plain ascii');
+  t.equal(headerText(raw('Café ✓ 😀')), 'Café ✓ 😀', 'UTF-8 bytes decode to text');
+  t.equal(headerText(raw('Café', 'latin1')), 'Café', 'bytes that are not UTF-8 read as Latin-1');
 });
