@@ -10,7 +10,7 @@ import { StoreView } from './api/store-view.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import { createApp } from './server/app.ts';
-import type { Store } from './store/store.ts';
+import { type Store, WalletBook } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
 
 export interface GatewayOptions {
@@ -49,11 +49,17 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const released = opts.store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
 
+  const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
   const ctx: GatewayContext = {
     index: new ConfigIndex(opts.config),
     settings,
     store: opts.store,
-    view: new StoreView(opts.store, (name) => log('sealed_secret_refused', { name })),
+    wallets,
+    view: new StoreView(
+      opts.store,
+      (name) => log('sealed_secret_refused', { name }),
+      () => wallets.refresh(),
+    ),
     clock,
     random: opts.random ?? Math.random,
     limiter: new FixedWindowRateLimiter(clock),
@@ -73,6 +79,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     async close() {
       server.close();
       await ctx.client.destroy();
+      wallets.close();
       opts.store.requestLog.flush();
     },
   };

@@ -5,7 +5,7 @@ import type { GatewaySettings } from '../config/compiled.ts';
 import type { RateLimiter } from '../admission/rate-limit.ts';
 import type { HealthTracker } from '../routing/health.ts';
 import type { SessionPins } from '../routing/session-pins.ts';
-import type { Store } from '../store/store.ts';
+import type { Store, WalletBook } from '../store/store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { StoreView } from './store-view.ts';
 
@@ -13,6 +13,8 @@ export interface GatewayContext {
   index: ConfigIndex;
   settings: GatewaySettings;
   store: Store;
+  /** Wallet admission and settlement (in memory, group-committed to the store's ledger). */
+  wallets: WalletBook;
   view: StoreView;
   clock: Clock;
   /** Uniform [0, 1) source for weighted routing (injectable for tests). */

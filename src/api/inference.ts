@@ -86,7 +86,7 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
       else if (!reply.done) reply.close();
     } finally {
       // Whatever happened, a hold that was not settled is released (idempotent in the store).
-      if (state.holdNano !== null && state.settledCost === null) ctx.store.wallets.release(state.traceId);
+      if (state.holdNano !== null && state.settledCost === null) ctx.wallets.release(state.traceId);
       writeLog(ctx, req, state);
     }
   };
@@ -162,7 +162,7 @@ async function handle(
     });
     if (h > hold) hold = h;
   }
-  const held = ctx.store.wallets.hold(workspace.id, state.traceId, hold);
+  const held = ctx.wallets.hold(workspace.id, state.traceId, hold);
   if (!held.ok) {
     throw new GatewayError(
       'insufficient_balance',
@@ -207,7 +207,7 @@ async function handle(
   const final = result.final;
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
-    if (state.settledCost === null) settle(ctx, state, final.item, final.outcome, { holdNano: hold, requestBytes, pricedAtMs: now });
+    if (state.settledCost === null) void settle(ctx, state, final.item, final.outcome, { holdNano: hold, requestBytes, pricedAtMs: now });
     if (pin && final.item.model.id === primary.id) ctx.pins.set(pin, final.item.deployment.id);
     if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
   } else if (final.kind === 'provider_error') {
@@ -222,25 +222,20 @@ async function handle(
   }
 }
 
-/** Charges the answering attempt (exact usage, or the documented estimate) and records it for the log. */
+/**
+ * Charges the answering attempt (exact usage, or the documented estimate) and records it for the log.
+ * Resolves when the charge is committed: the answer's last bytes wait for it (beforeComplete).
+ */
 function settle(
   ctx: GatewayContext,
   state: RequestState,
   item: PlanItem,
   outcome: CommittedOutcome,
   basis: { holdNano: bigint; requestBytes: number; pricedAtMs: number },
-): void {
+): Promise<void> | undefined {
   const platform = ctx.index.platformById.get(item.deployment.platform);
-  if (!platform || state.settledCost !== null) return;
+  if (!platform || state.settledCost !== null) return undefined;
   const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, ...basis });
-  try {
-    ctx.store.wallets.settle(state.traceId, s.costNano, s.details);
-  } catch (err) {
-    // Never lose the answer over a bookkeeping failure; the open hold is released by `finally` and
-    // the failure is loud in the operational log.
-    ctx.log('settle_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
-    return;
-  }
   state.settledCost = s.costNano;
   if (s.usage) {
     state.usage = {
@@ -250,6 +245,12 @@ function settle(
       cached: s.usage.cacheReadTokens ?? null,
     };
   }
+  // A failed commit never withholds the answer the provider already produced; the wallet book
+  // reports it (ledger_write_failed) and the request stays uncharged.
+  return ctx.wallets.settle(state.traceId, s.costNano, s.details).then(
+    () => undefined,
+    () => undefined,
+  );
 }
 
 /** What the request asks for, and the bounds its wallet hold is sized from. */

@@ -15,6 +15,8 @@ export class StoreView implements CredentialView {
   constructor(
     private readonly store: Store,
     private readonly onBadSecret: (name: string, err: unknown) => void = () => undefined,
+    /** Another process committed (a credit, a key, a secret): caches beyond this view refresh too. */
+    private readonly onExternalChange: () => void = () => undefined,
   ) {
     this.names = store.secrets.names();
   }
@@ -25,6 +27,7 @@ export class StoreView implements CredentialView {
     this.names = this.store.secrets.names();
     this.unsealed.clear();
     this.keys.clear();
+    this.onExternalChange();
   }
 
   has(name: string): boolean {

@@ -14,6 +14,7 @@ export { StoreError } from './db.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
 export { Secrets, SecretError, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
+export { WalletBook } from './wallet-book.ts';
 export type * from './types.ts';
 
 export interface StoreOptions {
@@ -38,6 +39,8 @@ export interface Store {
    * `secret set` or `key revoke` from the CLI, and after the same changes made in-process.
    */
   changedSinceLastCheck(): boolean;
+  /** Runs `fn` in one IMMEDIATE transaction (store calls inside nest as savepoints): group commit. */
+  batch<T>(fn: () => T): T;
   /** Flushes the request log and closes the connection. Idempotent. */
   close(): void;
 }
@@ -68,17 +71,21 @@ class SqliteStore implements Store {
     };
     this.secrets = new Secrets(db, clock, masterKey, changed);
     this.apiKeys = new ApiKeys(db, clock, changed);
-    this.wallets = new Wallets(db, clock);
+    this.wallets = new Wallets(db, clock, changed);
     const logOpts: ConstructorParameters<typeof RequestLog>[1] = { ...opts.requestLog, readonly };
     if (opts.onLogError) logOpts.onError = opts.onLogError;
     this.requestLog = new RequestLog(db, logOpts);
     this.dataVersion = this.readDataVersion();
   }
 
+  batch<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
   changedSinceLastCheck(): boolean {
     // data_version moves only when another connection commits, so our own writes never trigger it:
-    // wallet and request-log writes (every request) must not flush caches, but an in-process key
-    // revocation or secret change must, hence the local flag set by those two stores only.
+    // holds, settlements and request-log writes (every request) must not flush caches, but an
+    // in-process key revocation, secret change or credit must, hence the local flag set by those.
     const v = this.readDataVersion();
     const changed = v !== this.dataVersion || this.localChange;
     this.dataVersion = v;
@@ -97,7 +104,11 @@ class SqliteStore implements Store {
     }
   }
 
+  /** Prepared once: db.pragma() re-parses its statement on every call, and this runs per request. */
+  private dataVersionStmt: { get(): unknown } | null = null;
+
   private readDataVersion(): number {
-    return Number(this.db.pragma('data_version', { simple: true }));
+    this.dataVersionStmt ??= this.db.prepare('PRAGMA data_version').pluck();
+    return Number(this.dataVersionStmt.get());
   }
 }

@@ -55,10 +55,14 @@ export class Wallets {
   /** Identifies this store instance as the owner of the holds it takes. */
   private readonly owner = randomUUID();
 
-  constructor(db: SqliteDatabase, clock: Clock) {
+  /** Reports credits made through this connection (the gateway's wallet book must reload them). */
+  private readonly onCredit: () => void;
+
+  constructor(db: SqliteDatabase, clock: Clock, onCredit: () => void = () => undefined) {
     this.db = db;
     this.sql = new Statements(db, true);
     this.clock = clock;
+    this.onCredit = onCredit;
     liveOwners.add(this.owner);
   }
 
@@ -78,7 +82,9 @@ export class Wallets {
       this.appendLedger(workspace, 'credit', amountNano, traceId, note === '' ? null : note, null, now);
       return (this.wallet(workspace) as WalletRow).balance_nano;
     });
-    return { traceId, balance: run.immediate() };
+    const balance = run.immediate();
+    this.onCredit();
+    return { traceId, balance };
   }
 
   /**

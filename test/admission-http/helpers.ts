@@ -92,16 +92,20 @@ export interface WalletSpy {
   events: string[];
 }
 
-/** Records every hold, settle and release the gateway asks of the wallet store, with their answers. */
+/**
+ * Records every hold, settle and release the gateway asks of its wallet book (admission in memory,
+ * group-committed to the ledger), with their answers. `lowest` watches the book's own figures, the
+ * ones admission decides on.
+ */
 export function spyWallet(stack: Stack, workspaces: string[] = ['open']): WalletSpy {
-  const w = stack.store.wallets;
+  const w = stack.gw.ctx.wallets;
   const spy: WalletSpy = { holds: new Map(), settles: new Map(), releases: new Set(), lowest: { balance: 1n << 62n, available: 1n << 62n }, events: [] };
   const hold = w.hold.bind(w);
   const settle = w.settle.bind(w);
   const release = w.release.bind(w);
   const watchLow = () => {
     for (const ws of workspaces) {
-      const v = w.show(ws, stack.clock.now());
+      const v = w.view(ws);
       if (v.balance < spy.lowest.balance) spy.lowest.balance = v.balance;
       if (v.available < spy.lowest.available) spy.lowest.available = v.available;
     }
@@ -113,19 +117,23 @@ export function spyWallet(stack: Stack, workspaces: string[] = ['open']): Wallet
     watchLow();
     return r;
   };
-  w.settle = (traceId, cost, details = {}) => {
-    const r = settle(traceId, cost, details);
+  w.settle = (traceId, cost, details) => {
     const list = spy.settles.get(traceId) ?? [];
-    list.push({ cost, details, settled: r.settled });
+    const entry = { cost, details, settled: false };
+    list.push(entry);
     spy.settles.set(traceId, list);
     spy.events.push('settle');
+    const r = settle(traceId, cost, details);
     watchLow();
-    return r;
+    return r.then((settled) => {
+      entry.settled = settled;
+      return settled;
+    });
   };
   w.release = (traceId) => {
     spy.releases.add(traceId);
     spy.events.push('release');
-    return release(traceId);
+    release(traceId);
   };
   return spy;
 }

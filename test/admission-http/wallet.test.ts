@@ -20,7 +20,9 @@ const P = {
 
 const bytes = (body: unknown) => BigInt(Buffer.byteLength(typeof body === 'string' ? body : JSON.stringify(body)));
 
+/** The wallet as the ledger has it, once the gateway's wallet book wrote what it has pending. */
 function balanceOf(s: Stack, ws = 'open') {
+  s.gw.ctx.wallets.flush();
   return s.store.wallets.show(ws, s.clock.now());
 }
 

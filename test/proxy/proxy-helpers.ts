@@ -219,9 +219,9 @@ export interface WalletSpy {
   releases: Set<string>;
 }
 
-/** Records every hold, settle and release the gateway makes (the store has no ledger read API). */
+/** Records every hold, settle and release the gateway asks of its wallet book. */
 export function spyWallet(stack: Stack): WalletSpy {
-  const w = stack.store.wallets;
+  const w = stack.gw.ctx.wallets;
   const spy: WalletSpy = { holds: new Map(), settles: new Map(), releases: new Set() };
   const hold = w.hold.bind(w);
   const settle = w.settle.bind(w);
@@ -230,13 +230,13 @@ export function spyWallet(stack: Stack): WalletSpy {
     spy.holds.set(traceId, amount);
     return hold(ws, traceId, amount);
   };
-  w.settle = (traceId, cost, details = {}) => {
+  w.settle = (traceId, cost, details) => {
     spy.settles.set(traceId, { cost, details });
     return settle(traceId, cost, details);
   };
   w.release = (traceId) => {
     spy.releases.add(traceId);
-    return release(traceId);
+    release(traceId);
   };
   return spy;
 }

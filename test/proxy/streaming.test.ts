@@ -219,6 +219,7 @@ t.test('start-of-answer limit: no provider starts in time → 503 without provid
   // Non-streamed: the same limit on the whole JSON answer's first byte.
   const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { ttfbMs: 1500 } }, { key });
   t.equal(res.status, 503);
+  s.gw.ctx.wallets.flush(); // the wallet book writes in batches
   const w = s.store.wallets.show('open', s.clock.now());
   t.equal(w.balance, 100_000_000_000n, 'nothing charged for answers that never started');
   t.equal(w.held, 0n);

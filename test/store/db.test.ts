@@ -81,13 +81,16 @@ t.test('read-only: file must exist and be migrated; writes refused', async (t) =
   t.pass('close is idempotent');
 });
 
-t.test('changedSinceLastCheck sees commits of other connections only', async (t) => {
+t.test('changedSinceLastCheck sees commits of other connections, and only the own writes caches depend on', async (t) => {
   const file = tempDbFile(t);
   const a = openStore(file, { clock });
   const b = openStore(file, { clock });
   t.equal(a.changedSinceLastCheck(), false);
-  a.wallets.credit('w', 5n, 'own write');
-  t.equal(a.changedSinceLastCheck(), false, 'own commit does not count');
+  a.wallets.credit('w', 5n, 'own credit');
+  t.equal(a.changedSinceLastCheck(), true, 'an own credit counts: the gateway wallet book reloads balances');
+  t.equal(a.changedSinceLastCheck(), false, 'reported once');
+  a.wallets.hold('w', 'trace-own', 1n);
+  t.equal(a.changedSinceLastCheck(), false, 'own holds (every request) do not count');
   b.apiKeys.create({ workspace: 'w' });
   t.equal(a.changedSinceLastCheck(), true);
   t.equal(a.changedSinceLastCheck(), false, 'reset after the call');
