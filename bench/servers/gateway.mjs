@@ -1,0 +1,94 @@
+// Benchmark launcher for the compiled gateway (dist/): loads and compiles a config directory, opens
+// a file-backed store (WAL) in a fresh temp directory, seals the chosen upstream credentials, creates
+// an API key with a very high rpm and credits the workspace wallet, then starts the gateway with
+// every upstream redirected to the simulator. Prints one JSON line {"ready":true,url,key,...}.
+// SIGTERM/SIGINT close everything and exit 0, so `--cpu-prof` writes its profile.
+//
+//   node bench/servers/gateway.mjs --upstream http://127.0.0.1:PORT [--config DIR]
+//        [--seal local-sim,openai-prod | --seal all | --seal none] [--store wal|stub] [--workspace acme]
+//
+// --store stub keeps the same code path but replaces the store calls of the request path (wallet
+// hold/settle/release, request-log append, the data_version check) with no-ops: the admission
+// benchmark compares it with the real store to isolate what the store costs per request.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = process.env.PI_BENCH_TREE || fileURLToPath(new URL('../..', import.meta.url));
+const dist = (p) => import(join(ROOT, 'dist', 'src', p));
+
+const { values } = parseArgs({
+  options: {
+    upstream: { type: 'string' },
+    config: { type: 'string', default: join(ROOT, 'config') },
+    seal: { type: 'string', default: 'local-sim' },
+    store: { type: 'string', default: 'wal' },
+    workspace: { type: 'string', default: 'acme' },
+    port: { type: 'string', default: '0' },
+  },
+});
+
+const { loadConfig, formatIssue } = await dist('config/load-config.js');
+const { openStore } = await dist('store/store.js');
+const { startGateway } = await dist('gateway.js');
+
+const r = loadConfig(values.config);
+if (!r.ok) {
+  process.stderr.write(r.issues.map(formatIssue).join('\n') + '\n');
+  process.exit(1);
+}
+const config = r.config;
+
+const dir = mkdtempSync(join(tmpdir(), 'pi-bench-gw-'));
+const masterKey = randomBytes(32).toString('base64');
+const store = openStore(join(dir, 'bench.db'), { masterKey, requestLog: config.settings.requestLog });
+const wanted =
+  values.seal === 'all' ? new Set(config.resources.map((x) => x.credential)) : values.seal === 'none' ? new Set() : new Set(values.seal.split(','));
+for (const res of config.resources) if (wanted.has(res.credential) && !store.secrets.names().has(res.credential)) store.secrets.set(res.credential, `sim-${res.credential}`);
+const key = store.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
+// $1,000,000 in nano-USD: holds are released/settled at once, so this never runs out.
+store.wallets.credit(values.workspace, 1_000_000n * 1_000_000_000n, 'bench credit');
+
+if (values.store === 'stub') {
+  store.wallets.hold = () => ({ ok: true });
+  store.wallets.settle = () => ({ settled: true });
+  store.wallets.release = () => ({ released: false });
+  store.requestLog.append = () => undefined;
+  store.changedSinceLastCheck = () => false;
+} else if (values.store !== 'wal') {
+  process.stderr.write(`unknown --store ${values.store}\n`);
+  process.exit(2);
+}
+
+const events = [];
+const gw = await startGateway({
+  config,
+  store,
+  host: '127.0.0.1',
+  port: Number(values.port),
+  upstreamOverride: values.upstream ?? null,
+  log: (event, fields) => {
+    if (events.length < 50) events.push(event);
+    process.stderr.write(JSON.stringify({ event, ...fields }) + '\n');
+  },
+});
+
+process.stdout.write(JSON.stringify({ ready: true, url: gw.url, port: gw.port, key: key.key, workspace: values.workspace, store: values.store, db: join(dir, 'bench.db'), models: config.models.length }) + '\n');
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  try {
+    await gw.close();
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
