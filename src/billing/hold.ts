@@ -37,20 +37,35 @@ function nonNegativeInt(v: number, name: string): bigint {
   return BigInt(v);
 }
 
-/** The worst-case cost of one request under one price list, atto-USD. */
-function worstCaseAtto(list: PriceList, prompt: bigint, completion: bigint, images: bigint): bigint {
-  let maxIn = 0n;
-  let maxOut = 0n;
-  let maxRequest = 0n;
-  let maxImage = 0n;
+interface UnitMaxima {
+  input: bigint;
+  output: bigint;
+  request: bigint;
+  image: bigint;
+}
+
+/** Highest unit prices of a price list over all its brackets, once per (immutable) list. */
+const MAXIMA = new WeakMap<PriceList, UnitMaxima>();
+
+function maxima(list: PriceList): UnitMaxima {
+  let m = MAXIMA.get(list);
+  if (m) return m;
+  m = { input: 0n, output: 0n, request: 0n, image: 0n };
   for (const prices of allResolvedPrices(list)) {
     // Unpriced token classes fall back to prompt/completion, which are always in the set.
-    for (const cls of INPUT_TOKEN_CLASSES) maxIn = max(maxIn, prices[cls] ?? 0n);
-    for (const cls of OUTPUT_TOKEN_CLASSES) maxOut = max(maxOut, prices[cls] ?? 0n);
-    maxRequest = max(maxRequest, prices.request ?? 0n);
-    maxImage = max(maxImage, prices.image ?? 0n);
+    for (const cls of INPUT_TOKEN_CLASSES) m.input = max(m.input, prices[cls] ?? 0n);
+    for (const cls of OUTPUT_TOKEN_CLASSES) m.output = max(m.output, prices[cls] ?? 0n);
+    m.request = max(m.request, prices.request ?? 0n);
+    m.image = max(m.image, prices.image ?? 0n);
   }
-  return prompt * maxIn + completion * maxOut + maxRequest + images * maxImage;
+  MAXIMA.set(list, m);
+  return m;
+}
+
+/** The worst-case cost of one request under one price list, atto-USD. */
+function worstCaseAtto(list: PriceList, prompt: bigint, completion: bigint, images: bigint): bigint {
+  const m = maxima(list);
+  return prompt * m.input + completion * m.output + m.request + images * m.image;
 }
 
 function max(a: bigint, b: bigint): bigint {

@@ -167,9 +167,27 @@ function channelPercentOff(channel: PriceList, list: PriceList): number {
  * a discount.
  */
 export function effectivePricing(model: CompiledModel, deployment: CompiledDeployment, nowMs: number): EffectivePricing {
+  const ch = deployment.pricing;
+  const active = ch.kind !== 'list' && isActive(ch.endsAt, nowMs);
+  // The answer depends only on (model, deployment, active): both are immutable config, so it is
+  // computed once per state instead of on every request (a discounted list and the comparison with
+  // list prices are not cheap).
+  let memo = MEMO.get(deployment);
+  if (!memo || memo.model !== model) MEMO.set(deployment, (memo = { model, active: null, inactive: null }));
+  const hit = active ? memo.active : memo.inactive;
+  if (hit) return hit;
+  const value = computeEffectivePricing(model, deployment, active);
+  if (active) memo.active = value;
+  else memo.inactive = value;
+  return value;
+}
+
+const MEMO = new WeakMap<CompiledDeployment, { model: CompiledModel; active: EffectivePricing | null; inactive: EffectivePricing | null }>();
+
+function computeEffectivePricing(model: CompiledModel, deployment: CompiledDeployment, active: boolean): EffectivePricing {
   const list = model.listPricing;
   const ch = deployment.pricing;
-  if (ch.kind === 'list' || !isActive(ch.endsAt, nowMs)) return { pricing: list, list, discount: null };
+  if (ch.kind === 'list' || !active) return { pricing: list, list, discount: null };
   const pricing = ch.kind === 'discount' ? discountedList(list, ch.percent) : ch.prices;
   if (compareToList(pricing, list) !== 'below') return { pricing, list, discount: null };
   const percentOff = ch.kind === 'discount' ? ch.percent : channelPercentOff(pricing, list);

@@ -4,7 +4,7 @@
 import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
 import { usageFromChatCompletions } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { hasNonNullKey, sseDataStart } from '../stream/json-key.ts';
+import { hasNonNullKey, sseDataStart, depthAt } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
@@ -164,11 +164,31 @@ class ChatTap implements StreamTap {
     return this.lastUsage;
   }
 
+  /** `"model":"<upstream id>"` once the upstream id is known: most chunks then take one indexOf. */
+  private knownModelField: Buffer | null = null;
+
   private rewrite(ev: Buffer): Buffer {
+    const known = this.knownModelField;
+    if (known !== null) {
+      // Fast path: the provider repeats the same compact `"model":"…"` in every chunk. It is
+      // trusted only at the top level of the chunk's object (depth 1), as the general path checks.
+      const at = ev.indexOf(known);
+      if (at !== -1 && depthAt(ev, at) === 1) {
+        return Buffer.concat([ev.subarray(0, at), this.slugField, ev.subarray(at + known.length)]);
+      }
+    }
     const { out, reported } = slugModel(ev, this.slugJson, sseDataStart(ev), 1);
-    if (this.upstreamModel === null && reported !== null) this.upstreamModel = reported;
+    if (this.upstreamModel === null && reported !== null) {
+      this.upstreamModel = reported;
+      this.knownModelField = Buffer.from(`"model":${JSON.stringify(reported)}`);
+    }
     return out;
   }
+
+  private get slugField(): Buffer {
+    return (this.slugFieldBuf ??= Buffer.concat([Buffer.from('"model":'), this.slugJson]));
+  }
+  private slugFieldBuf: Buffer | null = null;
 
   onEvent(ev: Buffer): TappedEvent {
     if (!this.committed) return this.beforeCommit(ev);

@@ -2,11 +2,11 @@
 // valid during the callback), reads bodies with a size cap or as a backpressured stream, and turns
 // any handler failure into a 500 error object. Knows nothing about what the routes do.
 import { Readable } from 'node:stream';
-import { randomUUID } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Reply } from '../api/reply.ts';
 import { GatewayError } from '../errors.ts';
+import { newTraceId } from './trace-id.ts';
 import { UwsReply } from './uws-reply.ts';
 
 export interface IncomingRequest {
@@ -55,7 +55,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   for (const route of routes) {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
-      const traceId = randomUUID();
+      const traceId = newTraceId();
       const incoming = copyRequest(req, paramCount);
       const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD' });
       dispatch(route, incoming, res, reply, opts);

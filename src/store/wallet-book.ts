@@ -5,7 +5,8 @@
 // commits). The gateway is the only process that takes holds on its database, so it can keep each
 // wallet's balance and held amount in memory, admit against that, and persist every hold, settlement
 // and release of one event-loop turn in a single transaction — through the same `Wallets` methods
-// (nested as savepoints), so the ledger, its invariants and `ledger verify` are unchanged.
+// (their bodies run inside the batch's transaction), so the ledger, its invariants and `ledger verify`
+// are unchanged.
 //
 // Durability: a settlement's promise resolves only once its transaction committed, and the request
 // path sends the answer's last bytes after that (AttemptInput.beforeComplete). A crash can lose
@@ -17,11 +18,8 @@
 // one database file is not supported (each would admit against its own memory).
 import type { Store } from './store.ts';
 import type { HoldResult, LedgerDetails } from './types.ts';
+import type { BookOp } from './wallets.ts';
 
-type Op =
-  | { kind: 'hold'; workspace: string; traceId: string; amount: bigint }
-  | { kind: 'settle'; traceId: string; cost: bigint; details: LedgerDetails }
-  | { kind: 'release'; traceId: string };
 
 interface Account {
   balance: bigint;
@@ -31,7 +29,7 @@ interface Account {
 export class WalletBook {
   private readonly accounts = new Map<string, Account>();
   private readonly open = new Map<string, { workspace: string; amount: bigint }>();
-  private queue: Op[] = [];
+  private queue: BookOp[] = [];
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
   private scheduled = false;
   private closed = false;
@@ -64,7 +62,7 @@ export class WalletBook {
     const a = this.account(h.workspace);
     a.balance -= cost;
     a.held -= h.amount;
-    this.enqueue({ kind: 'settle', traceId, cost, details });
+    this.enqueue({ kind: 'settle', workspace: h.workspace, traceId, amount: h.amount, cost, details });
     return new Promise((resolve, reject) => this.waiters.push({ resolve: () => resolve(true), reject }));
   }
 
@@ -80,7 +78,7 @@ export class WalletBook {
     if (!h) return;
     this.open.delete(traceId);
     this.account(h.workspace).held -= h.amount;
-    this.enqueue({ kind: 'release', traceId });
+    this.enqueue({ kind: 'release', workspace: h.workspace, traceId, amount: h.amount });
   }
 
   /** Writes what is pending and stops: later calls change nothing (call before closing the store). */
@@ -100,14 +98,7 @@ export class WalletBook {
     this.waiters = [];
     try {
       this.store.batch(() => {
-        for (const op of ops) {
-          if (op.kind === 'hold') {
-            const r = this.wallets.hold(op.workspace, op.traceId, op.amount);
-            // Only possible if another process took holds on this file (unsupported): say so.
-            if (!r.ok) this.onError(new Error(`hold ${op.traceId} admitted in memory but refused by the database (available ${r.available})`));
-          } else if (op.kind === 'settle') this.wallets.settle(op.traceId, op.cost, op.details);
-          else this.wallets.release(op.traceId);
-        }
+        this.wallets.applyBook(ops);
       });
     } catch (err) {
       // SQLite rolled the whole batch back. Its holds never reached the database: forget them (those
@@ -151,7 +142,7 @@ export class WalletBook {
     return a;
   }
 
-  private enqueue(op: Op): void {
+  private enqueue(op: BookOp): void {
     this.queue.push(op);
     if (!this.scheduled) {
       this.scheduled = true;

@@ -20,6 +20,12 @@ import type { HoldResult, LedgerDetails, UsageLine, WalletView } from './types.t
 
 export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace';
 
+/** One operation decided by the gateway's wallet book (which tracks every open hold in memory). */
+export type BookOp =
+  | { kind: 'hold'; workspace: string; traceId: string; amount: bigint }
+  | { kind: 'settle'; workspace: string; traceId: string; amount: bigint; cost: bigint; details: LedgerDetails }
+  | { kind: 'release'; workspace: string; traceId: string; amount: bigint };
+
 export class WalletError extends Error {
   readonly code: WalletErrorCode;
   constructor(code: WalletErrorCode, message: string) {
@@ -92,27 +98,29 @@ export class Wallets {
    * holds once: reusing one is a WalletError (the caller mints one per request).
    */
   hold(workspace: string, traceId: string, amountNano: bigint): HoldResult {
+    return this.db.transaction(() => this.holdInTransaction(workspace, traceId, amountNano)).immediate();
+  }
+
+  /** `hold` without its own transaction: for a caller that batches several operations in one. */
+  holdInTransaction(workspace: string, traceId: string, amountNano: bigint): HoldResult {
     checkWorkspace(workspace);
     checkTrace(traceId);
     if (typeof amountNano !== 'bigint' || amountNano < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
-    const run = this.db.transaction((): HoldResult => {
-      if (this.holdRow(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
-      const w = this.wallet(workspace);
-      const available = w ? w.balance_nano - w.held_nano : 0n;
-      if (available < amountNano) return { ok: false, available };
-      const now = this.clock.now();
-      if (!w) this.ensureWallet(workspace, now);
-      this.sql.get('UPDATE wallets SET held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
-      this.sql
-        .get(
-          `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
-           VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
-        )
-        .run(traceId, workspace, amountNano, this.owner, process.pid, HOST, now);
-      this.appendLedger(workspace, 'hold', amountNano, traceId, null, null, now);
-      return { ok: true };
-    });
-    return run.immediate();
+    if (this.holdRow(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+    const w = this.wallet(workspace);
+    const available = w ? w.balance_nano - w.held_nano : 0n;
+    if (available < amountNano) return { ok: false, available };
+    const now = this.clock.now();
+    if (!w) this.ensureWallet(workspace, now);
+    this.sql.get('UPDATE wallets SET held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
+    this.sql
+      .get(
+        `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
+         VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
+      )
+      .run(traceId, workspace, amountNano, this.owner, process.pid, HOST, now);
+    this.appendLedger(workspace, 'hold', amountNano, traceId, null, null, now);
+    return { ok: true };
   }
 
   /**
@@ -121,22 +129,23 @@ export class Wallets {
    * never held is a WalletError, so a lost charge is loud rather than silent.
    */
   settle(traceId: string, costNano: bigint, details: LedgerDetails = {}): { settled: boolean } {
+    return this.db.transaction(() => this.settleInTransaction(traceId, costNano, details)).immediate();
+  }
+
+  /** `settle` without its own transaction: for a caller that batches several operations in one. */
+  settleInTransaction(traceId: string, costNano: bigint, details: LedgerDetails = {}): { settled: boolean } {
     checkTrace(traceId);
     if (typeof costNano !== 'bigint' || costNano < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
-    const json = JSON.stringify(details);
-    const run = this.db.transaction((): { settled: boolean } => {
-      const h = this.holdRow(traceId);
-      if (!h) throw new WalletError('unknown_trace', `trace ${traceId} has no hold to settle`);
-      if (h.state !== 'open') return { settled: false };
-      const now = this.clock.now();
-      this.sql.get("UPDATE holds SET state = 'settled', cost_nano = ?, closed_at = ? WHERE trace_id = ?").run(costNano, now, traceId);
-      this.sql
-        .get('UPDATE wallets SET balance_nano = balance_nano - ?, held_nano = held_nano - ?, updated_at = ? WHERE workspace = ?')
-        .run(costNano, h.amount_nano, now, h.workspace);
-      this.appendLedger(h.workspace, 'settle', costNano, traceId, null, json, now);
-      return { settled: true };
-    });
-    return run.immediate();
+    const h = this.holdRow(traceId);
+    if (!h) throw new WalletError('unknown_trace', `trace ${traceId} has no hold to settle`);
+    if (h.state !== 'open') return { settled: false };
+    const now = this.clock.now();
+    this.sql.get("UPDATE holds SET state = 'settled', cost_nano = ?, closed_at = ? WHERE trace_id = ?").run(costNano, now, traceId);
+    this.sql
+      .get('UPDATE wallets SET balance_nano = balance_nano - ?, held_nano = held_nano - ?, updated_at = ? WHERE workspace = ?')
+      .run(costNano, h.amount_nano, now, h.workspace);
+    this.appendLedger(h.workspace, 'settle', costNano, traceId, null, JSON.stringify(details), now);
+    return { settled: true };
   }
 
   /**
@@ -145,9 +154,59 @@ export class Wallets {
    * records the released hold amount, which changes `held`, never `balance`.
    */
   release(traceId: string): { released: boolean } {
+    return this.db.transaction(() => this.releaseInTransaction(traceId)).immediate();
+  }
+
+  /** `release` without its own transaction: for a caller that batches several operations in one. */
+  releaseInTransaction(traceId: string): { released: boolean } {
     checkTrace(traceId);
-    const run = this.db.transaction((): { released: boolean } => ({ released: this.releaseOpen(traceId, null) }));
-    return run.immediate();
+    return { released: this.releaseOpen(traceId, null) };
+  }
+
+  /**
+   * Writes a batch the gateway's wallet book already decided (it admitted each hold against its own
+   * balance and knows every hold's amount), with only the writes: the holds and ledger rows, and one
+   * wallet update per workspace. The same rows `hold`/`settle`/`release` write, so the invariants
+   * `verify()` checks hold. Must run inside a transaction (`Store.batch`). A close of a hold that is
+   * not open here is an inconsistency and throws (the batch rolls back).
+   */
+  applyBook(ops: readonly BookOp[]): void {
+    const now = this.clock.now();
+    const delta = new Map<string, { balance: bigint; held: bigint }>();
+    const of = (ws: string) => {
+      let d = delta.get(ws);
+      if (!d) {
+        delta.set(ws, (d = { balance: 0n, held: 0n }));
+        this.ensureWallet(ws, now);
+      }
+      return d;
+    };
+    const insertHold = this.sql.get(
+      `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
+       VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
+    );
+    const closeHold = this.sql.get("UPDATE holds SET state = ?, cost_nano = ?, closed_at = ? WHERE trace_id = ? AND state = 'open'");
+    for (const op of ops) {
+      const d = of(op.workspace);
+      if (op.kind === 'hold') {
+        insertHold.run(op.traceId, op.workspace, op.amount, this.owner, process.pid, HOST, now);
+        this.appendLedger(op.workspace, 'hold', op.amount, op.traceId, null, null, now);
+        d.held += op.amount;
+        continue;
+      }
+      const settled = op.kind === 'settle';
+      const changed = closeHold.run(settled ? 'settled' : 'released', settled ? op.cost : 0n, now, op.traceId).changes;
+      if (changed !== 1) throw new WalletError('unknown_trace', `trace ${op.traceId} has no open hold to close`);
+      if (settled) {
+        this.appendLedger(op.workspace, 'settle', op.cost, op.traceId, null, JSON.stringify(op.details), now);
+        d.balance -= op.cost;
+      } else {
+        this.appendLedger(op.workspace, 'release', op.amount, op.traceId, null, null, now);
+      }
+      d.held -= op.amount;
+    }
+    const update = this.sql.get('UPDATE wallets SET balance_nano = balance_nano + ?, held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?');
+    for (const [ws, d] of delta) update.run(d.balance, d.held, now, ws);
   }
 
   /**

@@ -15,6 +15,14 @@ function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
+/** `"key"` as bytes, encoded once per key: Buffer.indexOf re-encodes a string needle on every call. */
+const NEEDLES = new Map<string, Buffer>();
+function keyNeedle(key: string): Buffer {
+  let n = NEEDLES.get(key);
+  if (!n) NEEDLES.set(key, (n = Buffer.from(`"${key}"`)));
+  return n;
+}
+
 /** Span [start, end) of the string value's contents (between the quotes), plus the raw JSON string. */
 export interface ValueSpan {
   /** Index of the opening quote. */
@@ -28,7 +36,7 @@ export interface ValueSpan {
  * Returns null when absent or when the value is not a string.
  */
 export function findStringValue(buf: Buffer, key: string, depth: number, from = 0): ValueSpan | null {
-  const needle = `"${key}"`;
+  const needle = keyNeedle(key);
   let at = buf.indexOf(needle, from);
   // One depth walk from the start, advanced incrementally to each candidate.
   let pos = 0;
@@ -88,7 +96,7 @@ export function replaceSpan(buf: Buffer, span: ValueSpan, jsonString: Buffer): B
  * parsing an event for usage.
  */
 export function hasNonNullKey(buf: Buffer, key: string, depth: number): boolean {
-  const needle = `"${key}"`;
+  const needle = keyNeedle(key);
   let at = buf.indexOf(needle);
   while (at !== -1) {
     let j = at + needle.length;
@@ -132,7 +140,7 @@ export function findValueBytes(buf: Buffer, key: string, depth: number): Buffer 
 
 /** Index of the first byte of the value of `"<key>"` at `depth` (whatever its type), or -1 when the key is absent. */
 export function findValueStart(buf: Buffer, key: string, depth: number): number {
-  const needle = `"${key}"`;
+  const needle = keyNeedle(key);
   let at = buf.indexOf(needle);
   while (at !== -1) {
     let j = at + needle.length;
