@@ -5,9 +5,13 @@ import type { CompiledModel } from '../config/compiled.ts';
 const DAY_MS = 86_400_000;
 export const CATALOG_GRACE_DAYS = 30;
 
-/** Midnight UTC of a `YYYY-MM-DD` date, in ms. */
+const DAY_STARTS = new Map<string, number>();
+
+/** Midnight UTC of a `YYYY-MM-DD` date, in ms (memoised: routing checks expiry on every request). */
 export function dayStartMs(date: string): number {
-  return Date.parse(`${date}T00:00:00Z`);
+  let ms = DAY_STARTS.get(date);
+  if (ms === undefined) DAY_STARTS.set(date, (ms = Date.parse(`${date}T00:00:00Z`)));
+  return ms;
 }
 
 /** True once the expiration date has begun: routing refuses the model. */

@@ -109,34 +109,25 @@ function requestRule(policy: EffectivePolicy): Rule {
   };
 }
 
-/**
- * Eligible deployments of `model` on `endpoint` under `policy`, with the funnel. Stages, in order:
- * `model`, `endpoint`, `available` (the shared serving rule of serving.ts plus model lifecycle),
- * `workspace_policy`, `request_providers`, `data_policy`, `quantization`. Every stage is always
- * present, so an operator reads the same shape whichever stage emptied the set.
- */
-export function eligibleDeployments(args: {
+interface StageArgs {
   index: ConfigIndex;
   model: CompiledModel;
   endpoint: string;
   policy: EffectivePolicy;
   creds: CredentialView;
   nowMs: number;
-}): CandidateResult {
-  const { index, model, endpoint, policy, creds, nowMs } = args;
-  const funnel: FunnelStage[] = [];
-  let deps = [...index.deploymentsOf(model.id)];
-  const registered = sorted(providersOf(deps));
-  funnel.push({ stage: 'model', remaining: registered.length, removed: [], providers: registered });
+}
 
-  const stages: [string, Rule][] = [
+/** The funnel's stages after `model`, in order, each with its rule: one definition for both paths. */
+function stageRules(args: StageArgs): [string, Rule][] {
+  const { index, model, endpoint, policy, creds, nowMs } = args;
+  return [
     ['endpoint', (d) => (d.endpoints.includes(endpoint) ? null : `not registered for the ${endpoint} endpoint`)],
     [
       'available',
       (d) =>
         modelInactiveReason(model, nowMs) ??
         unservableReason(index, d, creds) ??
-        // The config linker guarantees the platform exists; a gap must not crash routing.
         (index.platformById.has(d.platform) ? null : 'platform not configured'),
     ],
     ['workspace_policy', workspaceRule(policy)],
@@ -147,7 +138,6 @@ export function eligibleDeployments(args: {
         const p = index.platformById.get(d.platform);
         if (!p) return 'platform not configured';
         if (policy.dataCollection === 'deny') {
-          // Undeclared training (null) counts as "may train": the spec's "undeclared counts as may".
           if (p.dataPolicy.promptTraining !== false) return 'may train on prompts';
           if (!p.retentionLimited) return 'retains data beyond a limited window';
         }
@@ -164,10 +154,33 @@ export function eligibleDeployments(args: {
       },
     ],
   ];
-  for (const [name, rule] of stages) {
+}
+
+/**
+ * Eligible deployments of `model` on `endpoint` under `policy`, with the funnel. Stages, in order:
+ * `model`, `endpoint`, `available` (the shared serving rule of serving.ts plus model lifecycle),
+ * `workspace_policy`, `request_providers`, `data_policy`, `quantization`. Every stage is always
+ * present, so an operator reads the same shape whichever stage emptied the set.
+ */
+export function eligibleDeployments(args: StageArgs): CandidateResult {
+  const funnel: FunnelStage[] = [];
+  let deps = [...args.index.deploymentsOf(args.model.id)];
+  const registered = sorted(providersOf(deps));
+  funnel.push({ stage: 'model', remaining: registered.length, removed: [], providers: registered });
+  for (const [name, rule] of stageRules(args)) {
     const r = applyStage(name, deps, rule);
     deps = r.kept;
     funnel.push(r.stage);
   }
   return { deployments: deps, funnel };
+}
+
+/**
+ * The same eligible set without the funnel: the request path's version. A request that has
+ * candidates never reads the funnel, so its bookkeeping (per-stage sets, reasons) is spent only on
+ * the `no_eligible_provider` error (eligibleDeployments).
+ */
+export function eligibleOnly(args: StageArgs): CompiledDeployment[] {
+  const rules = stageRules(args).map(([, rule]) => rule);
+  return args.index.deploymentsOf(args.model.id).filter((d) => rules.every((rule) => rule(d) === null));
 }

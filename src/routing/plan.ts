@@ -3,7 +3,7 @@
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
-import { type FunnelStage, eligibleDeployments } from './candidates.ts';
+import { type FunnelStage, eligibleDeployments, eligibleOnly } from './candidates.ts';
 import { orderDeployments } from './order.ts';
 import type { EffectivePolicy } from './preferences.ts';
 import type { CredentialView, HealthView } from './serving.ts';
@@ -65,10 +65,8 @@ export function planRoute(args: {
   const onProbe = (d: CompiledDeployment): void => {
     if (!probes.includes(d.id)) probes.push(d.id);
   };
-  const funnels: { model: string; funnel: FunnelStage[] }[] = [];
   for (const model of models) {
-    const { deployments, funnel } = eligibleDeployments({ index, model, endpoint, policy, creds, nowMs });
-    funnels.push({ model: model.id, funnel });
+    const deployments = eligibleOnly({ index, model, endpoint, policy, creds, nowMs });
     // Asked even when nothing is eligible, so the caller can drop a pin whose deployment no longer
     // meets the routing rules (SessionPins.resolve) in that case too.
     const pinned = pinnedFor?.(model.id, deployments) ?? null;
@@ -77,6 +75,8 @@ export function planRoute(args: {
   }
   if (plans.length > 0) return { plans, probes };
 
+  // Nothing can serve: now spend the funnel's bookkeeping, to explain why.
+  const funnels = models.map((model) => ({ model: model.id, funnel: eligibleDeployments({ index, model, endpoint, policy, creds, nowMs }).funnel }));
   const [primary, ...rest] = funnels as [(typeof funnels)[number], ...typeof funnels];
   const metadata: NoEligibleProviderMetadata = { model: primary.model, funnel: primary.funnel };
   if (rest.length > 0) metadata.fallbacks = rest;

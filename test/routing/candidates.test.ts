@@ -4,7 +4,9 @@ import t from 'tap';
 import fc from 'fast-check';
 import type { CompiledModel, CompiledRouting, Quantization } from '../../src/config/compiled.ts';
 import { QUANTIZATIONS } from '../../src/config/compiled.ts';
-import { eligibleDeployments } from '../../src/routing/candidates.ts';
+import { eligibleDeployments, eligibleOnly } from '../../src/routing/candidates.ts';
+import { ConfigIndex } from '../../src/config/index.ts';
+import { fixtureConfig } from '../helpers/stack.ts';
 import { type EffectivePolicy, type ProviderPreferences, mergePreferences } from '../../src/routing/preferences.ts';
 import { NOW, buildIndex, credsOf, deployment, model, noCreds, platform, resource, routing, standardWorld } from './fixtures.ts';
 
@@ -273,4 +275,25 @@ t.test('property: request preferences never loosen the workspace', async (t) => 
     { numRuns: 2000, seed: 42 },
   );
   t.pass('eligible(workspace + request) ⊆ eligible(workspace) for 2000 random pairs');
+});
+
+t.test('eligibleOnly is the funnel-free twin of eligibleDeployments', async (t) => {
+  // The request path uses eligibleOnly; the error path explains with eligibleDeployments. They must
+  // never disagree, whatever the policy: checked over every fixture model, endpoint and workspace.
+  for (const name of ['gateway', 'routing-http']) {
+    const index = new ConfigIndex(fixtureConfig(name));
+    const sealed = new Set(index.config.resources.filter((r, i) => i % 3 !== 0).map((r) => r.credential));
+    const creds = { has: (n: string) => sealed.has(n) };
+    for (const model of index.config.models) {
+      for (const endpoint of index.config.vocabularies.endpoints.map((e) => e.id)) {
+        for (const ws of index.config.workspaces) {
+          const args = { index, model, endpoint, policy: mergePreferences(ws.routing, null), creds, nowMs: Date.parse('2026-01-15T12:00:00Z') };
+          const full = eligibleDeployments(args).deployments.map((d) => d.id);
+          const lean = eligibleOnly(args).map((d) => d.id);
+          if (JSON.stringify(full) !== JSON.stringify(lean)) t.same(lean, full, `${name} ${model.id} ${endpoint} ${ws.id}`);
+        }
+      }
+    }
+  }
+  t.pass('agree everywhere');
 });
