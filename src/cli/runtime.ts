@@ -1,12 +1,14 @@
 // Shared start-up for `serve` and `demo`: load and validate the config (a bad config never starts a
 // server), open the store, start the gateway, and shut everything down cleanly on SIGINT/SIGTERM.
-import { loadConfig, formatIssue } from '../config/load-config.ts';
-import { sourceHashOf } from '../config/load.ts';
+import { sourceHashOf } from '../config/config-files.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { startGateway, type Gateway, type GatewayOptions, jsonLog } from '../gateway.ts';
 import { openStore, type Store } from '../store/store.ts';
 
-export function loadOrExit(dir: string): CompiledConfig | null {
+/** Compiles a config directory; the compiler (ajv, yaml) is loaded only here, so serving from the
+ *  generated tables never loads it. */
+export async function loadOrExit(dir: string): Promise<CompiledConfig | null> {
+  const { loadConfig, formatIssue } = await import('../config/load-config.ts');
   const r = loadConfig(dir);
   if (r.ok) return r.config;
   for (const i of r.issues) process.stderr.write(formatIssue(i) + '\n');
@@ -29,7 +31,7 @@ export async function configForServe(dir: string): Promise<{ config: CompiledCon
       // No generated tables in this build: compile.
     }
   }
-  const config = loadOrExit(dir);
+  const config = await loadOrExit(dir);
   return config ? { config, source: 'compiled' } : null;
 }
 

@@ -178,9 +178,9 @@ class ChatTap implements StreamTap {
       }
     }
     const { out, reported } = slugModel(ev, this.slugJson, sseDataStart(ev), 1);
-    if (this.upstreamModel === null && reported !== null) {
-      this.upstreamModel = reported;
-      this.knownModelField = Buffer.from(`"model":${JSON.stringify(reported)}`);
+    if (reported !== null) {
+      if (this.upstreamModel === null) this.upstreamModel = reported;
+      if (known === null) this.knownModelField = Buffer.from(`"model":${JSON.stringify(reported)}`);
     }
     return out;
   }

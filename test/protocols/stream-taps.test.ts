@@ -200,3 +200,21 @@ t.test("the gateway's own error events parse in each protocol's shape", async (t
   const resp = responses.streamErrorEvent('cut', 'x').toString();
   t.match(JSON.parse(resp.split('\ndata: ')[1] ?? ''), { type: 'error', code: 'x', message: 'cut' });
 });
+
+t.test('chat tap: after the first chunk the model is found by its exact bytes (fast path), same output', async (t) => {
+  const { chatCompletions } = await import('../../src/protocols/chat-completions.ts');
+  const slug = Buffer.from(JSON.stringify('acme/chat-small'));
+  const tap = chatCompletions.tap(slug);
+  const chunk = (content: string, extra = '') => Buffer.from(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-1"${extra},"choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}\n\n`);
+  tap.onEvent(Buffer.from('data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'));
+  for (const text of ['a', 'b', '"model":"up-1"', 'c']) {
+    const out = tap.onEvent(chunk(text)).out.toString();
+    const obj = JSON.parse(out.slice('data: '.length)) as { model: string; choices: { delta: { content: string } }[] };
+    t.equal(obj.model, 'acme/chat-small');
+    t.equal(obj.choices[0]?.delta.content, text, 'content untouched, even when it spells the model field');
+  }
+  const nested = tap.onEvent(chunk('x', ',"meta":{"model":"up-1"}')).out.toString();
+  t.match(nested, /"model":"acme\/chat-small"/);
+  t.match(nested, /"meta":\{"model":"up-1"\}/, 'a nested model field is not the chunk\'s model');
+  t.equal(tap.upstreamModel, 'up-1');
+});
