@@ -18,7 +18,7 @@ import Database from 'better-sqlite3';
 
 const TREE = process.env.PI_BENCH_TREE || fileURLToPath(new URL('..', import.meta.url));
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
-const { openStore } = await dist('store/store.js');
+const { openStore, WalletBook } = await dist('store/store.js');
 const { StoreView } = await dist('api/store-view.js');
 const { FixedWindowRateLimiter } = await dist('admission/rate-limit.js');
 const { systemClock } = await dist('clock.js');
@@ -115,6 +115,33 @@ results.push(
     { perBatch: () => ({ end: () => store.requestLog.flush() }) },
   ),
 );
+
+// The same path as the gateway runs it since the wallet book: admission in memory and the ledger
+// written by group commit, one transaction per event-loop turn. How many requests share a turn
+// depends on load: 1 (idle) and 16 (a busy gateway) bracket it.
+const book = new WalletBook(store);
+const trace = (i) => `book-${process.hrtime.bigint()}-${i}`;
+for (const perTurn of [1, 16]) {
+  results.push(
+    bench(
+      `gateway path: sync + verifyKey + take + book hold + book settle + append, ${perTurn} request${perTurn === 1 ? '' : 's'} per commit`,
+      (i) => {
+        const now = Date.now();
+        view.sync();
+        const check = view.verifyKey(presented, now);
+        if (check.status !== 'ok') throw new Error('key check failed');
+        const rate = limiter.take(check.key.id, check.key.rpm ?? 600);
+        if (!rate.ok) throw new Error('rate limited');
+        const traceId = trace(i);
+        if (!book.hold(WS, traceId, 2_000_000n).ok) throw new Error('hold refused');
+        void book.settle(traceId, 163n, details);
+        store.requestLog.append(logRow(traceId, check.key.id, now));
+        if ((i + 1) % perTurn === 0) book.flush();
+      },
+      { perBatch: () => ({ end: () => (book.flush(), store.requestLog.flush()) }) },
+    ),
+  );
+}
 
 // Parts.
 results.push(bench('StoreView.sync (PRAGMA data_version)', () => view.sync()));

@@ -31,16 +31,15 @@ const { values } = parseArgs({
   },
 });
 
-const { loadConfig, formatIssue } = await dist('config/load-config.js');
+const { configForServe } = await dist('cli/runtime.js');
 const { openStore } = await dist('store/store.js');
 const { startGateway } = await dist('gateway.js');
 
-const r = loadConfig(values.config);
-if (!r.ok) {
-  process.stderr.write(r.issues.map(formatIssue).join('\n') + '\n');
-  process.exit(1);
-}
-const config = r.config;
+// The same start-up as `pi-gateway serve`: the generated tables when the config dir hashes to them
+// (the YAML compiler is then never loaded), else the directory compiled in memory.
+const loaded = await configForServe(values.config);
+if (!loaded) process.exit(1);
+const config = loaded.config;
 
 const dir = mkdtempSync(join(tmpdir(), 'pi-bench-gw-'));
 const masterKey = randomBytes(32).toString('base64');
@@ -52,13 +51,7 @@ const key = store.apiKeys.create({ workspace: values.workspace, name: 'bench', r
 // $1,000,000 in nano-USD: holds are released/settled at once, so this never runs out.
 store.wallets.credit(values.workspace, 1_000_000n * 1_000_000_000n, 'bench credit');
 
-if (values.store === 'stub') {
-  store.wallets.hold = () => ({ ok: true });
-  store.wallets.settle = () => ({ settled: true });
-  store.wallets.release = () => ({ released: false });
-  store.requestLog.append = () => undefined;
-  store.changedSinceLastCheck = () => false;
-} else if (values.store !== 'wal') {
+if (values.store !== 'stub' && values.store !== 'wal') {
   process.stderr.write(`unknown --store ${values.store}\n`);
   process.exit(2);
 }
@@ -75,6 +68,17 @@ const gw = await startGateway({
     process.stderr.write(JSON.stringify({ event, ...fields }) + '\n');
   },
 });
+
+if (values.store === 'stub') {
+  // The per-request money and log path replaced by no-ops: the wallet book (admission, settlement,
+  // group commit), the request log, and the cross-process change check.
+  const book = gw.ctx.wallets;
+  book.hold = () => ({ ok: true });
+  book.settle = () => Promise.resolve(true);
+  book.release = () => undefined;
+  store.requestLog.append = () => undefined;
+  store.changedSinceLastCheck = () => false;
+}
 
 process.stdout.write(JSON.stringify({ ready: true, url: gw.url, port: gw.port, key: key.key, workspace: values.workspace, store: values.store, db: join(dir, 'bench.db'), models: config.models.length }) + '\n');
 
