@@ -51,7 +51,7 @@ const sim = await startSimulator();
 await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDelayMs });
 await scriptSim(sim.url, LIGHT_MODEL, { chunks: 5, chunkDelayMs: 20 });
 const pt = await startPassthrough(sim.url);
-const gw = await startGateway('gateway', { upstream: sim.url });
+const gw = await startGateway('gateway', { upstream: sim.url, nodeArgs: (process.env.PI_BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) });
 const havePortkey = existsSync(join(BENCH_DIR, 'portkey', 'node_modules', '@portkey-ai', 'gateway'));
 const pk = havePortkey ? await startPortkey() : null;
 if (!havePortkey) log('portkey: bench/portkey/node_modules missing (npm ci --prefix bench/portkey); skipped');

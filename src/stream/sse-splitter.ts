@@ -66,6 +66,10 @@ export class SseSplitter {
 
 /** Bytes made only of blank lines or comment lines (": ping") carry no event. */
 export function isBlankOrComment(ev: Buffer): boolean {
+  // Fast answer for the usual event ("data: …", "event: …"): its first line already decides,
+  // without walking it byte by byte.
+  const first = ev[0];
+  if (first !== undefined && first !== 0x3a && first !== LF && first !== CR) return false;
   let lineStart = 0;
   for (let i = 0; i <= ev.length; i++) {
     if (i === ev.length || ev[i] === LF) {
