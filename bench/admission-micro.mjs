@@ -95,17 +95,22 @@ function bench(name, body, { perBatch } = {}) {
 const results = [];
 const presented = key.key;
 
+// What the handler does before the wallet: sees new writes, checks the key, takes a rate token.
+function admitKey(now) {
+  view.sync();
+  const check = view.verifyKey(presented, now);
+  if (check.status !== 'ok') throw new Error('key check failed');
+  if (!limiter.take(check.key.id, check.key.rpm ?? 600).ok) throw new Error('rate limited');
+  return check;
+}
+
 // The whole path, as the handler runs it for one successful request.
 results.push(
   bench(
     'full path: sync + verifyKey + take + hold + settle + append (+ flush)',
     (i) => {
       const now = Date.now();
-      view.sync();
-      const check = view.verifyKey(presented, now);
-      if (check.status !== 'ok') throw new Error('key check failed');
-      const rate = limiter.take(check.key.id, check.key.rpm ?? 600);
-      if (!rate.ok) throw new Error('rate limited');
+      const check = admitKey(now);
       const traceId = randomUUID();
       const held = store.wallets.hold(WS, traceId, 2_000_000n);
       if (!held.ok) throw new Error('hold refused');
@@ -127,11 +132,7 @@ for (const perTurn of [1, 16]) {
       `gateway path: sync + verifyKey + take + book hold + book settle + append, ${perTurn} request${perTurn === 1 ? '' : 's'} per commit`,
       (i) => {
         const now = Date.now();
-        view.sync();
-        const check = view.verifyKey(presented, now);
-        if (check.status !== 'ok') throw new Error('key check failed');
-        const rate = limiter.take(check.key.id, check.key.rpm ?? 600);
-        if (!rate.ok) throw new Error('rate limited');
+        const check = admitKey(now);
         const traceId = trace(i);
         if (!book.hold(WS, traceId, 2_000_000n).ok) throw new Error('hold refused');
         void book.settle(traceId, 163n, details);
