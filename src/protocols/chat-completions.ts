@@ -9,7 +9,7 @@ import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, type JsonAnswer, type JsonObject, type PrepareTarget, type ProtocolModule, type StreamTap, type TappedEvent, type TapHints } from './types.ts';
+import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type PrepareTarget, type ProtocolModule, type StreamTap, type TappedEvent, type TapHints } from './types.ts';
 import type { Usage } from '../billing/usage.ts';
 
 const LEVELS = new Set<string>(REASONING_LEVELS);
@@ -228,26 +228,17 @@ class ChatTap implements StreamTap {
   }
 
   private readUsage(ev: Buffer): void {
-    const { data } = parseSseEvent(ev);
-    try {
-      const obj = JSON.parse(data ?? '') as unknown;
-      if (isObject(obj)) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
-    } catch {
-      // A usage frame that does not parse is reported by the structural check, not here.
-    }
+    // A usage frame that does not parse is reported by the structural check, not here.
+    const obj = jsonObjectOf(parseSseEvent(ev).data ?? '');
+    if (obj !== null) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
   }
 
   private beforeCommit(ev: Buffer): TappedEvent {
     const { data } = parseSseEvent(ev);
     if (data === null) return { kind: 'preamble', out: ev };
     if (DONE.test(`data: ${data}`)) return { kind: 'terminal', out: ev };
-    let obj: unknown;
-    try {
-      obj = JSON.parse(data);
-    } catch {
-      return { kind: 'malformed', out: ev };
-    }
-    if (!isObject(obj)) return { kind: 'malformed', out: ev };
+    const obj = jsonObjectOf(data);
+    if (obj === null) return { kind: 'malformed', out: ev };
     if (obj['error'] !== undefined && obj['error'] !== null) return { kind: 'error', out: ev };
     if (this.upstreamModel === null && typeof obj['model'] === 'string') this.upstreamModel = obj['model'];
     if (this.streamId === null && obj['id'] !== undefined) this.streamId = obj['id'];

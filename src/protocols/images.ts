@@ -6,7 +6,7 @@ import { validationFailed } from '../errors.ts';
 import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import { jsonObjectOf, type JsonAnswer, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 class ImagesTap implements StreamTap {
   upstreamModel: string | null = null;
@@ -30,13 +30,8 @@ class ImagesTap implements StreamTap {
     }
     const { data } = parseSseEvent(ev);
     if (data === null) return { kind: 'preamble', out: ev };
-    let obj: unknown;
-    try {
-      obj = JSON.parse(data);
-    } catch {
-      return { kind: 'malformed', out: ev };
-    }
-    if (!isObject(obj)) return { kind: 'malformed', out: ev };
+    const obj = jsonObjectOf(data);
+    if (obj === null) return { kind: 'malformed', out: ev };
     const type = typeof obj['type'] === 'string' ? obj['type'] : name ?? '';
     if (type === 'error') return { kind: 'error', out: ev };
     if (type.endsWith('.completed')) {

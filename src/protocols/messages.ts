@@ -7,7 +7,7 @@ import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 class MessagesTap implements StreamTap {
   upstreamModel: string | null = null;
@@ -24,12 +24,7 @@ class MessagesTap implements StreamTap {
   }
 
   private dataOf(ev: Buffer): JsonObject | null {
-    try {
-      const v = JSON.parse(parseSseEvent(ev).data ?? '') as unknown;
-      return isObject(v) ? v : null;
-    } catch {
-      return null;
-    }
+    return jsonObjectOf(parseSseEvent(ev).data ?? '');
   }
 
   onEvent(ev: Buffer): TappedEvent {

@@ -8,7 +8,7 @@ import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-split
 import { readJsonBody } from './chat-completions.ts';
 import { slugModel } from './model-field.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import { isObject, jsonObjectOf, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 /** Events before any output: held until content arrives (commit point). */
 const PREAMBLE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);
@@ -48,12 +48,7 @@ class ResponsesTap implements StreamTap {
     let type = event;
     let obj: JsonObject | null = null;
     if (data !== null) {
-      try {
-        const parsed = JSON.parse(data) as unknown;
-        if (isObject(parsed)) obj = parsed;
-      } catch {
-        return { kind: 'malformed', out };
-      }
+      obj = jsonObjectOf(data);
       if (obj === null) return { kind: 'malformed', out };
       if (typeof obj['type'] === 'string') type = obj['type'];
     }
@@ -76,12 +71,7 @@ class ResponsesTap implements StreamTap {
   }
 
   private parse(ev: Buffer): JsonObject | null {
-    try {
-      const v = JSON.parse(parseSseEvent(ev).data ?? '') as unknown;
-      return isObject(v) ? v : null;
-    } catch {
-      return null;
-    }
+    return jsonObjectOf(parseSseEvent(ev).data ?? '');
   }
 }
 

@@ -11,6 +11,16 @@ export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** `text` parsed as a JSON object, or null when it is not JSON or not an object. */
+export function jsonObjectOf(text: string): JsonObject | null {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return isObject(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What the protocol module needs to know about the chosen deployment to rewrite a request. */
 export interface PrepareTarget {
   model: CompiledModel;
