@@ -1,5 +1,4 @@
 // `pi-gateway <command> [options]`: dispatches to one module per command under ./commands/.
-import { UsageError } from './args.ts';
 import type { Command } from './command.ts';
 
 /** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
@@ -48,16 +47,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(command.help.trimEnd() + '\n');
     return 0;
   }
-  try {
-    return await command.run(rest);
-  } catch (err) {
-    // One rule for every command: a usage mistake (unknown option, bad value) exits 2 with a hint.
-    if (err instanceof UsageError) {
-      process.stderr.write(`pi-gateway ${name}: ${err.message}\nRun \`pi-gateway ${name} --help\` for usage.\n`);
-      return 2;
-    }
-    throw err;
-  }
+  return command.run(rest);
 }
 
 const isEntry = process.argv[1] !== undefined && /pi-gateway(\.js)?$|cli[\\/]main\.(ts|js)$/.test(process.argv[1]);

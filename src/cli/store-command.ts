@@ -41,11 +41,15 @@ export async function requireWorkspace(p: Parsed, id: string): Promise<void> {
   if (!ids.includes(id)) throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);
 }
 
-/** Runs a command body: known store/operator errors exit 1 (usage mistakes are main's: exit 2). */
+/** Runs a command body: usage mistakes exit 2 with a hint, known store/operator errors exit 1. */
 export async function guarded(name: string, body: () => Promise<number> | number): Promise<number> {
   try {
     return await body();
   } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`pi-gateway ${name}: ${err.message}\nRun \`pi-gateway ${name} --help\` for usage.\n`);
+      return 2;
+    }
     if (err instanceof CliError || err instanceof SecretError || err instanceof StoreError || err instanceof WalletError || err instanceof RangeError) {
       process.stderr.write(`pi-gateway ${name}: ${err.message}\n`);
       return 1;

@@ -42,19 +42,3 @@ t.test('an invalid directory gives no config (and prints its issues)', async (t)
   }
   t.match(writes.join(''), /not starting/);
 });
-
-t.test('usage mistakes exit 2 with a hint, the same for every command (main owns the rule)', async (t) => {
-  const { cliInProcess } = await import('./fixtures/run-cli.ts');
-  for (const args of [
-    ['serve', '--nope'],
-    ['serve', '--port', 'abc'],
-    ['demo', '--sim-port', 'x'],
-    ['simulator', '--port', 'x'],
-    ['check', '--nope'],
-    ['key', 'create', '--workspace', 'acme', '--rpm', '0'],
-  ]) {
-    const r = await cliInProcess(args);
-    t.equal(r.code, 2, args.join(' '));
-    t.match(r.stderr, new RegExp(`^pi-gateway ${args[0]}: .*\\nRun \`pi-gateway ${args[0]} --help\` for usage\\.\\n$`), args.join(' '));
-  }
-});

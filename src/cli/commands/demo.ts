@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { int, parse, str } from '../args.ts';
+import { int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
@@ -30,22 +30,31 @@ export const command: Command = {
   summary: 'run the gateway and the simulator together (offline quick start)',
   help: HELP,
   async run(argv) {
-    const p = parse(argv, {
-      config: { type: 'string' },
-      dir: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'sim-port': { type: 'string' },
-      workspace: { type: 'string' },
-    }, false);
+    let p;
+    try {
+      p = parse(argv, {
+        config: { type: 'string' },
+        dir: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        'sim-port': { type: 'string' },
+        workspace: { type: 'string' },
+      }, false);
+    } catch (err) {
+      if (err instanceof UsageError) {
+        process.stderr.write(`pi-gateway demo: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
+    }
+    const loaded = await configForServe(str(p, 'config', 'PI_CONFIG', 'config') as string);
+    if (!loaded) return 1;
+    const config = loaded.config;
     const dir = str(p, 'dir', undefined, '.demo') as string;
     const host = str(p, 'host', undefined, '127.0.0.1') as string;
     const port = int(p, 'port', undefined, 8080) as number;
     const simPort = int(p, 'sim-port', undefined, 4010) as number;
     const workspace = str(p, 'workspace', undefined, 'acme') as string;
-    const loaded = await configForServe(str(p, 'config', 'PI_CONFIG', 'config') as string);
-    if (!loaded) return 1;
-    const config = loaded.config;
     if (!config.workspaces.some((w) => w.id === workspace)) {
       process.stderr.write(`pi-gateway demo: workspace "${workspace}" is not in the config\n`);
       return 1;

@@ -1,5 +1,5 @@
 // `pi-gateway serve`: run the gateway on a config directory and a database file.
-import { int, parse, str } from '../args.ts';
+import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { configForServe, runGateway, untilStopped } from '../runtime.ts';
@@ -27,21 +27,31 @@ export const command: Command = {
   summary: 'run the gateway',
   help: HELP,
   async run(argv) {
-    const p = parse(argv, {
-      config: { type: 'string' },
-      db: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'upstream-override': { type: 'string' },
-    }, false);
+    let p;
+    try {
+      p = parse(argv, {
+        config: { type: 'string' },
+        db: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        'upstream-override': { type: 'string' },
+      }, false);
+    } catch (err) {
+      if (err instanceof UsageError) {
+        process.stderr.write(`pi-gateway serve: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
+    }
+    void flag;
     const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+    const loaded = await configForServe(configDir);
+    if (!loaded) return 1;
+    const config = loaded.config;
     const host = str(p, 'host', 'PI_HOST', '127.0.0.1') as string;
     const port = int(p, 'port', 'PI_PORT', 8080) as number;
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
-    const loaded = await configForServe(configDir);
-    if (!loaded) return 1;
-    const config = loaded.config;
     let running;
     try {
       running = await runGateway({ config, db, host, port, upstreamOverride: override });
