@@ -6,6 +6,7 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Reply } from '../api/reply.ts';
 import { GatewayError } from '../errors.ts';
+import { readBody } from './read-body.ts';
 import { newTraceId } from './trace-id.ts';
 import { UwsReply } from './uws-reply.ts';
 
@@ -127,10 +128,16 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
     }
   }
   if (mode === 'buffer') {
-    readBody(res, reply, cap, (body) => {
-      req.body = body;
-      run(route.handler, req, reply, opts);
-    });
+    readBody(
+      res,
+      cap,
+      () => reply.done,
+      (body) => {
+        req.body = body;
+        run(route.handler, req, reply, opts);
+      },
+      () => tooLarge(reply, cap),
+    );
     return;
   }
   if (mode === 'stream') {
@@ -163,24 +170,6 @@ function tooLarge(reply: UwsReply, cap: number): void {
   const err = new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`);
   // Close the connection after answering: the rest of the body is not worth reading.
   reply.sendJson(err.status, err.toBody(), [['Connection', 'close']]);
-}
-
-/** Reads the whole body (copying every chunk: uWS neuters them on return), capped at `cap` bytes. */
-function readBody(res: HttpResponse, reply: UwsReply, cap: number, done: (body: Buffer) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  res.onData((chunk, isLast) => {
-    if (over || reply.done) return;
-    size += chunk.byteLength;
-    if (size > cap) {
-      over = true;
-      tooLarge(reply, cap);
-      return;
-    }
-    chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
-    if (isLast) done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-  });
 }
 
 /** The body as a Readable: uWS is paused while the consumer's buffer is full, resumed on read. */

@@ -5,7 +5,7 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { type Clock, systemClock } from '../clock.ts';
 import { type Behaviour, parseBehaviour } from './behaviour.ts';
-import { readBody } from './body-reader.ts';
+import { readBody } from '../server/read-body.ts';
 import { controlNeedsBody, controlReply } from './control.ts';
 import { Exchange } from './exchange.ts';
 import { organizationId } from './ids.ts';
@@ -91,8 +91,8 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     const ex = new Exchange(res, state.live);
     readBody(
       res,
-      ex,
       state.maxBodyBytes,
+      () => ex.done,
       (raw) => {
         const r = controlReply(state, copy.method, route.name, raw);
         ex.sendWhole(r.status, [['content-type', JSON_TYPE]], r.body);
@@ -104,8 +104,8 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
   const ex = new Exchange(res, state.live);
   readBody(
     res,
-    ex,
     state.maxBodyBytes,
+    () => ex.done,
     (raw) => handleInference(state, ex, route, copy, raw),
     () => {
       const family = familyOf(route);

@@ -68,7 +68,7 @@ export interface AttemptLogEntry {
   provider: string;
   model: string;
   deployment: string;
-  /** e.g. `ok`, `http_error`, `timeout`, `connect_error`, `aborted`. */
+  /** As the failover loop describes it: `ok`, `status_<code>`, `committed_<why>`, or the failure reason. */
   outcome: string;
   /** Upstream HTTP status; null when none was received. */
   status: number | null;

@@ -1,17 +1,19 @@
 // Reads a whole request body from uWS with a size cap, copying every chunk (uWS neuters the
-// ArrayBuffer once the callback returns).
+// ArrayBuffer once the onData callback returns). Shared by the gateway and the simulator.
 import type { HttpResponse } from 'uWebSockets.js';
-import type { Exchange } from './exchange.ts';
 
 const EMPTY = Buffer.alloc(0);
 
-/** Calls `done(body)` once the body is complete, or `tooLarge()` as soon as it passes `cap` bytes. */
-export function readBody(res: HttpResponse, ex: Exchange, cap: number, done: (body: Buffer) => void, tooLarge: () => void): void {
+/**
+ * Calls `done(body)` once the body is complete, or `tooLarge()` as soon as it passes `cap` bytes.
+ * `answered()` says the response already went out (aborted, or answered early): stop collecting.
+ */
+export function readBody(res: HttpResponse, cap: number, answered: () => boolean, done: (body: Buffer) => void, tooLarge: () => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
   res.onData((chunk, isLast) => {
-    if (over || ex.done) return;
+    if (over || answered()) return;
     size += chunk.byteLength;
     if (size > cap) {
       over = true;
