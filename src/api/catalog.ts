@@ -6,7 +6,7 @@ import type { CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import { toCatalogModel } from '../catalog/catalog-model.ts';
 import { endpointsView } from '../catalog/endpoints-view.ts';
-import { isListed, nextListingChange } from '../catalog/lifecycle.ts';
+import { isListed, nextListingChange } from '../availability/lifecycle.ts';
 import type { IncomingRequest } from '../server/http-server.ts';
 import type { GatewayContext } from './context.ts';
 import type { HeaderList, Reply } from './reply.ts';

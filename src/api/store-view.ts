@@ -2,7 +2,7 @@
 // dropped whenever another process commits to the database (a `key revoke` or `secret set` from the
 // CLI takes effect on the next request, without a restart or a polling delay).
 import type { ApiKeyRecord, Store } from '../store/store.ts';
-import type { CredentialView } from '../routing/serving.ts';
+import type { CredentialView } from '../availability/serving.ts';
 import type { KeyCheck } from '../auth/api-key.ts';
 
 const MAX_CACHED_KEYS = 10_000;

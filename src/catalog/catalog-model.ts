@@ -3,7 +3,7 @@
 // precompute every model's JSON once at start.
 import type { CompiledModel } from '../config/compiled.ts';
 import { renderPricing } from '../billing/price.ts';
-import { dayStartMs } from './lifecycle.ts';
+import { dayStartMs } from '../availability/lifecycle.ts';
 
 export type CatalogModel = Record<string, unknown>;
 

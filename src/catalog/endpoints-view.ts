@@ -4,7 +4,7 @@
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { effectivePricing, renderPricing } from '../billing/price.ts';
-import { type CredentialView, type HealthView, compareBest, servingDeployments } from '../routing/serving.ts';
+import { type CredentialView, type HealthView, compareBest, servingDeployments } from '../availability/serving.ts';
 
 function inVocabOrder(order: readonly string[], ids: Iterable<string>): string[] {
   const set = new Set(ids);

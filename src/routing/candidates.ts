@@ -2,9 +2,9 @@
 // that explains every exclusion (carried in `no_eligible_provider` metadata for operators).
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
-import { isExpired } from '../catalog/lifecycle.ts';
+import { isExpired } from '../availability/lifecycle.ts';
 import type { EffectivePolicy } from './preferences.ts';
-import { type CredentialView, unservableReason } from './serving.ts';
+import { type CredentialView, unservableReason } from '../availability/serving.ts';
 
 export interface FunnelStage {
   stage: string;
@@ -158,7 +158,7 @@ function stageRules(args: StageArgs): [string, Rule][] {
 
 /**
  * Eligible deployments of `model` on `endpoint` under `policy`, with the funnel. Stages, in order:
- * `model`, `endpoint`, `available` (the shared serving rule of serving.ts plus model lifecycle),
+ * `model`, `endpoint`, `available` (the shared serving rule of availability/serving.ts plus model lifecycle),
  * `workspace_policy`, `request_providers`, `data_policy`, `quantization`. Every stage is always
  * present, so an operator reads the same shape whichever stage emptied the set.
  */

@@ -2,7 +2,7 @@
 // the failure share of a sliding window, cools down, then lets exactly one probe through.
 import type { Clock } from '../clock.ts';
 import type { CompiledDeployment, GatewaySettings } from '../config/compiled.ts';
-import type { HealthView } from './serving.ts';
+import type { HealthView } from '../availability/serving.ts';
 
 export type Outcome =
   | { ok: true; firstByteMs: number }

@@ -4,7 +4,7 @@ import type { CompiledDeployment } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { effectivePricing, unitPriceForSort } from '../billing/price.ts';
 import type { EffectivePolicy } from './preferences.ts';
-import { type HealthView, isProbingHealthView } from './serving.ts';
+import { type HealthView, isProbingHealthView } from '../availability/serving.ts';
 
 function byId(a: CompiledDeployment, b: CompiledDeployment): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;

@@ -6,7 +6,7 @@ import { GatewayError } from '../errors.ts';
 import { type FunnelStage, eligibleDeployments, eligibleOnly } from './candidates.ts';
 import { orderDeployments } from './order.ts';
 import type { EffectivePolicy } from './preferences.ts';
-import type { CredentialView, HealthView } from './serving.ts';
+import type { CredentialView, HealthView } from '../availability/serving.ts';
 
 export interface ModelPlan {
   model: CompiledModel;

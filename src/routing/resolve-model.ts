@@ -4,7 +4,7 @@
 import type { CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError, modelNotFound, validationFailed } from '../errors.ts';
-import { isExpired } from '../catalog/lifecycle.ts';
+import { isExpired } from '../availability/lifecycle.ts';
 
 /** Endpoint ids the model's deployments are registered for (configuration, not availability). */
 export function registeredEndpoints(index: ConfigIndex, model: CompiledModel): Set<string> {

@@ -12,7 +12,7 @@ import { ConfigIndex } from '../../src/config/index.ts';
 import { planRoute } from '../../src/routing/plan.ts';
 import { mergePreferences } from '../../src/routing/preferences.ts';
 import { PIN_TTL_MS, SessionPins, pinKey } from '../../src/routing/session-pins.ts';
-import { declaredHealth } from '../../src/routing/serving.ts';
+import { declaredHealth } from '../../src/availability/serving.ts';
 import { DEFAULT_NOW, fixtureConfig } from '../helpers/stack.ts';
 import { lastLog, routingStack, upstreams, type RoutingStack } from './routing-helpers.ts';
 

@@ -13,7 +13,7 @@ import type {
 } from '../../src/config/compiled.ts';
 import { QUANTIZATIONS } from '../../src/config/compiled.ts';
 import { ConfigIndex } from '../../src/config/index.ts';
-import type { CredentialView } from '../../src/routing/serving.ts';
+import type { CredentialView } from '../../src/availability/serving.ts';
 
 /** 1 USD per million tokens, in atto-USD per token. */
 export const PER_MTOK = 1_000_000_000_000n;

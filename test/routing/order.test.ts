@@ -4,7 +4,7 @@ import t from 'tap';
 import type { CompiledDeployment } from '../../src/config/compiled.ts';
 import { orderDeployments } from '../../src/routing/order.ts';
 import { type EffectivePolicy, mergePreferences, parseProviderPreferences } from '../../src/routing/preferences.ts';
-import { type HealthView, declaredHealth } from '../../src/routing/serving.ts';
+import { type HealthView, declaredHealth } from '../../src/availability/serving.ts';
 import { NOW, buildIndex, deployment, model, platform, prices, routing, seeded } from './fixtures.ts';
 
 const platforms = ['p1', 'p2', 'p3', 'p4'].map((id) => platform(id));

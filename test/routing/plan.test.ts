@@ -6,7 +6,7 @@ import type { FunnelStage } from '../../src/routing/candidates.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
 import { type NoEligibleProviderMetadata, planRoute } from '../../src/routing/plan.ts';
 import { type ProviderPreferences, mergePreferences, parseProviderPreferences } from '../../src/routing/preferences.ts';
-import { declaredHealth } from '../../src/routing/serving.ts';
+import { declaredHealth } from '../../src/availability/serving.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { CompiledModel, CompiledRouting } from '../../src/config/compiled.ts';
 import { HEALTH, NOW, buildIndex, credsOf, deployment, model, platform, routing, seeded } from './fixtures.ts';

@@ -5,7 +5,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { planRoute } from '../../src/routing/plan.ts';
 import { mergePreferences } from '../../src/routing/preferences.ts';
 import { SessionPins, pinKey, sessionIdFrom } from '../../src/routing/session-pins.ts';
-import { type HealthView, declaredHealth } from '../../src/routing/serving.ts';
+import { type HealthView, declaredHealth } from '../../src/availability/serving.ts';
 import { NOW, routing, seeded, standardWorld } from './fixtures.ts';
 
 const HOUR = 3_600_000;

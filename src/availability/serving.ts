@@ -3,7 +3,7 @@
 // resource's upstream credential stored sealed. Health is deliberately not part of it.
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
-import { isExpired } from '../catalog/lifecycle.ts';
+import { isExpired } from './lifecycle.ts';
 
 /** Which sealed credentials exist (names only; values are unsealed per attempt). */
 export interface CredentialView {
