@@ -7,9 +7,9 @@ import { GatewayError } from '../errors.ts';
 import { toCatalogModel } from '../catalog/catalog-model.ts';
 import { endpointsView } from '../catalog/endpoints-view.ts';
 import { isListed, nextListingChange } from '../availability/lifecycle.ts';
-import type { IncomingRequest } from '../server/http-server.ts';
+import type { IncomingRequest } from '../http/request.ts';
 import type { GatewayContext } from './context.ts';
-import type { HeaderList, Reply } from './reply.ts';
+import type { HeaderList, Reply } from '../http/reply.ts';
 
 const JSON_HEADERS: HeaderList = [['Content-Type', 'application/json']];
 const MODELS_PREFIX = '/v1/models/';

@@ -8,11 +8,15 @@ import { hasNonNullKey, sseDataStart, depthAt } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
+import { readJsonRequest } from './json-request.ts';
+import { requestedOutputLimit } from './output-bound.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type PrepareTarget, type ProtocolModule, type StreamTap, type TappedEvent, type TapHints } from './types.ts';
 import type { Usage } from '../billing/usage.ts';
 
 const LEVELS = new Set<string>(REASONING_LEVELS);
+/** Where a request sets its output limit, the first one set winning. */
+const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'];
 
 function checkPositiveInt(body: JsonObject, field: string): void {
   const v = body[field];
@@ -273,8 +277,11 @@ export function readJsonBody(body: Buffer, slugJson: Buffer, readUsage: (u: unkn
 
 export const chatCompletions: ProtocolModule = {
   endpoints: ['chat_completions'],
+  bodyDelivery: () => 'buffer',
+  read: (req, endpoint) => readJsonRequest(req, endpoint, chatCompletions),
   validate: validateChat,
   wantsStream: (body) => body['stream'] === true,
+  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
   prepare: (original, target) => prepareChat(original, target),
   tap: (slugJson, hints) => new ChatTap(slugJson, hints),
   readJson: (body, slugJson) => readJsonBody(body, slugJson, usageFromChatCompletions),

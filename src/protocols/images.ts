@@ -5,6 +5,9 @@ import { usageFromImages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
+import { readImageEditRequest } from './image-edit-request.ts';
+import { readJsonRequest } from './json-request.ts';
+import { imageCount, modelOutputBound } from './output-bound.ts';
 import { missingField } from './routing-fields.ts';
 import { jsonObjectOf, type JsonAnswer, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -46,6 +49,9 @@ class ImagesTap implements StreamTap {
 
 export const images: ProtocolModule = {
   endpoints: ['images_generations', 'images_edits'],
+  // Edits upload images: streamed through (multipart), never buffered whole.
+  bodyDelivery: (endpoint) => (endpoint === 'images_edits' ? 'stream' : 'buffer'),
+  read: (req, endpoint, limits) => (endpoint === 'images_edits' ? readImageEditRequest(req, limits) : readJsonRequest(req, endpoint, images)),
   validate(body) {
     const prompt = body['prompt'];
     if (prompt === undefined || prompt === null) throw missingField('prompt');
@@ -55,6 +61,8 @@ export const images: ProtocolModule = {
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
+  // Image requests set no output limit: each of the `n` images may take the model's whole bound.
+  outputBound: (body, _endpoint, model) => imageCount(body['n']) * modelOutputBound(model),
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: () => new ImagesTap(),
   readJson(body, slugJson): JsonAnswer | null {

@@ -6,6 +6,8 @@ import { validationFailed } from '../errors.ts';
 import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
+import { readJsonRequest } from './json-request.ts';
+import { requestedOutputLimit } from './output-bound.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -79,6 +81,8 @@ class MessagesTap implements StreamTap {
 
 export const messages: ProtocolModule = {
   endpoints: ['messages'],
+  bodyDelivery: () => 'buffer',
+  read: (req, endpoint) => readJsonRequest(req, endpoint, messages),
   validate(body) {
     const msgs = body['messages'];
     if (msgs === undefined || msgs === null) throw missingField('messages');
@@ -89,6 +93,7 @@ export const messages: ProtocolModule = {
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
+  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, ['max_tokens'], model),
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: (slugJson) => new MessagesTap(slugJson),
   readJson(body, slugJson): JsonAnswer | null {

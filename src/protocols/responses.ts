@@ -7,6 +7,8 @@ import { sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readJsonBody } from './chat-completions.ts';
 import { slugModel } from './model-field.ts';
+import { readJsonRequest } from './json-request.ts';
+import { requestedOutputLimit } from './output-bound.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -77,6 +79,8 @@ class ResponsesTap implements StreamTap {
 
 export const responses: ProtocolModule = {
   endpoints: ['responses'],
+  bodyDelivery: () => 'buffer',
+  read: (req, endpoint) => readJsonRequest(req, endpoint, responses),
   validate(body) {
     const input = body['input'];
     if (input === undefined || input === null) throw missingField('input');
@@ -86,6 +90,7 @@ export const responses: ProtocolModule = {
     if (r !== undefined && r !== null && !isObject(r)) throw validationFailed('reasoning must be an object');
   },
   wantsStream: (body) => body['stream'] === true,
+  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, ['max_output_tokens'], model),
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: (slugJson) => new ResponsesTap(slugJson),
   readJson(body, slugJson) {

@@ -2,18 +2,9 @@
 // service: provider, models, route, fallbacks"; `preset` reserved). They are validated and removed
 // here, once, so no protocol module can forward them by mistake.
 import { GatewayError, modelRequired, validationFailed } from '../errors.ts';
-import type { JsonObject } from './types.ts';
+import type { JsonObject, RoutingFields } from './types.ts';
 
 export const MAX_FALLBACK_MODELS = 3;
-
-export interface RoutingFields {
-  /** The primary model name as sent (slug or alias). */
-  model: string;
-  /** Fallback model names in order, duplicates of the primary or of earlier entries dropped. */
-  fallbacks: string[];
-  /** The raw `provider` value (validated by routing), undefined when absent. */
-  provider: unknown;
-}
 
 function stringList(body: JsonObject, field: string): string[] | undefined {
   const v = body[field];

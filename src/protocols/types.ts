@@ -1,8 +1,11 @@
-// The inbound protocol interface: request validation and rewriting, and how to read the provider's
-// answer (commit point, usage, reported model, error events) for one wire format. One instance of a
-// StreamTap is created per attempt and is not shared.
+// The inbound protocol interface: how a request of one wire format is read (JSON or a streamed
+// upload), checked, bounded for the wallet hold and rewritten, and how the provider's answer is read
+// (commit point, usage, reported model, error events). One instance of a StreamTap is created per
+// attempt and is not shared.
+import type { Readable } from 'node:stream';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies } from '../config/compiled.ts';
 import type { Usage } from '../billing/usage.ts';
+import type { IncomingRequest } from '../http/request.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -20,6 +23,57 @@ export function jsonObjectOf(text: string): JsonObject | null {
     return null;
   }
 }
+
+/** The routing fields every inference request carries (read and removed by ./routing-fields.ts). */
+export interface RoutingFields {
+  /** The primary model name as sent (slug or alias). */
+  model: string;
+  /** Fallback model names in order, duplicates of the primary or of earlier entries dropped. */
+  fallbacks: string[];
+  /** The raw `provider` value (validated by routing), undefined when absent. */
+  provider: unknown;
+}
+
+/** A request body streamed on to the provider as it arrives (image edits), never buffered whole. */
+export interface StreamedUpload {
+  /** The client's Content-Type (multipart boundary included), sent upstream unchanged. */
+  readonly contentType: string;
+  /** A fresh body for one attempt, with the model field set to the deployment's upstream model. */
+  body(upstreamModel: string): Readable;
+  /** True while no byte past the held prefix went upstream: another attempt can still send it all. */
+  readonly replayable: boolean;
+}
+
+/** What every attempt sends upstream, before the per-deployment rewrite. */
+export type InboundBody =
+  /** A JSON body without its routing fields: each attempt rewrites a copy (`prepare`). */
+  | { kind: 'json'; original: JsonObject }
+  /** A streamed upload: each attempt gets a fresh body with the model replaced. */
+  | { kind: 'upload'; upload: StreamedUpload };
+
+/** A request as its protocol module read it: what it asks for and the bounds its wallet hold is sized from. */
+export interface InboundRequest {
+  fields: RoutingFields;
+  /** The client asked for a stream. */
+  stream: boolean;
+  body: InboundBody;
+  /** Size of the request body: the prompt estimate when a provider reports no usage. */
+  requestBytes: number;
+  /** Most prompt tokens the request can be billed for. */
+  promptBound: number;
+  /** Most output tokens the request can be billed for on one model. */
+  outputBound(model: CompiledModel): number;
+}
+
+/** Limits a request reader works within (from gateway.yaml `limits`). */
+export interface ReadLimits {
+  /** Largest streamed upload; also the most bytes held while looking for its `model` field. */
+  maxUploadBytes: number;
+}
+
+/** How the server hands an endpoint's body over: read whole before the handler runs (capped at
+ *  `limits.maxBodyBytes`), or as a backpressured stream while it runs (capped at `maxUploadBytes`). */
+export type RequestBodyDelivery = 'buffer' | 'stream';
 
 /** What the protocol module needs to know about the chosen deployment to rewrite a request. */
 export interface PrepareTarget {
@@ -80,10 +134,22 @@ export interface JsonAnswer {
 export interface ProtocolModule {
   /** Endpoint ids (vocabularies) this module serves. */
   readonly endpoints: readonly string[];
+  /** How the server delivers this endpoint's request body (the route table asks, per endpoint). */
+  bodyDelivery(endpoint: string): RequestBodyDelivery;
+  /**
+   * Reads and checks one request of this endpoint: the body (JSON, or a streamed upload read up to
+   * its model field), the routing fields, whether a stream is wanted, and the hold bounds. Throws
+   * GatewayError for a request the spec refuses. JSON endpoints use ./json-request.ts, which applies
+   * `validate`, `wantsStream` and `outputBound` below.
+   */
+  read(req: IncomingRequest, endpoint: string, limits: ReadLimits): InboundRequest | Promise<InboundRequest>;
   /** Request checks beyond the routing fields; throws GatewayError (400 missing, 422 wrong type). */
   validate(body: JsonObject, endpoint: string): void;
   /** Whether the client asked for a stream. */
   wantsStream(body: JsonObject): boolean;
+  /** The output-token bound of a JSON request on one model: the limit the request sets (in this
+   *  protocol's own fields), else the model's, else a documented default (./output-bound.ts). */
+  outputBound(body: JsonObject, endpoint: string, model: CompiledModel): number;
   /** The upstream body for one attempt, built from the untouched original (routing fields already
    *  removed). Must not mutate `original`: every attempt starts from it. */
   prepare(original: JsonObject, target: PrepareTarget, endpoint: string): JsonObject;

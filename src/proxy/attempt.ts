@@ -5,7 +5,7 @@
 // as they arrive, with backpressure both ways, and a broken stream ends with the protocol's own error
 // event, never with its normal end marker.
 import { gunzipSync, brotliDecompressSync, inflateSync } from 'node:zlib';
-import type { HeaderList, Reply } from '../api/reply.ts';
+import type { HeaderList, Reply } from '../http/reply.ts';
 import type { Usage } from '../billing/usage.ts';
 import type { ProtocolModule, StreamTap, TapHints } from '../protocols/types.ts';
 import { isBlankOrComment, SseSplitter } from '../stream/sse-splitter.ts';

@@ -12,11 +12,12 @@
 // preamble-only stream) → next provider. When all attempts fail, the last attempt decides: an error
 // answer from a provider is passed through with its status and provider headers; no answer → 503
 // provider_unavailable with the gateway's headers only.
-import type { HeaderList, Reply } from '../api/reply.ts';
+import type { HeaderList, Reply } from '../http/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
-import type { UpstreamCall } from '../upstream/client.ts';
 import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt } from './attempt.ts';
+import { type HealthRecorder, healthSignal } from './health-signal.ts';
+import { buildCall, type CallInput, type CallResolver } from './upstream-call.ts';
 
 export interface PlanItem {
   model: CompiledModel;
@@ -48,14 +49,15 @@ export interface FailoverResult {
 export interface FailoverInput extends Omit<AttemptInput, 'call' | 'identity' | 'slugJson' | 'beforeComplete'> {
   items: PlanItem[];
   maxAttempts: number;
-  /** Builds the upstream call for one item; null skips it (for example an unreadable credential). */
-  buildCall(item: PlanItem): UpstreamCall | null;
+  /** What every attempt sends; an item whose call cannot be built now (say, an unreadable
+   *  credential) is skipped. */
+  request: CallInput;
+  /** Targets, adapters and vocabularies the calls are built with. */
+  targets: CallResolver;
+  /** Receives every attempt's health signal. */
+  health: HealthRecorder;
   /** Runs before the answering attempt's last bytes go out (see AttemptInput.beforeComplete). */
   beforeComplete?(item: PlanItem, outcome: CommittedOutcome): void | Promise<void>;
-  /** Called after every attempt (health tracking). */
-  onAttempt?(item: PlanItem, outcome: AttemptOutcome): void;
-  /** False once a retry can no longer resend the request (a streamed upload already consumed). */
-  canRetry?(): boolean;
 }
 
 export function isRetryableStatus(status: number): boolean {
@@ -66,6 +68,11 @@ function describe(outcome: AttemptOutcome): string {
   if (outcome.kind === 'committed') return outcome.broken ? `committed_${outcome.broken}` : 'ok';
   if (outcome.kind === 'provider_error') return `status_${outcome.status}`;
   return outcome.reason;
+}
+
+/** False once a retry can no longer resend the request (a streamed upload already consumed). */
+function canResend(request: CallInput): boolean {
+  return request.body.kind !== 'upload' || request.body.upload.replayable;
 }
 
 function sendProviderError(reply: Reply, outcome: Extract<AttemptOutcome, { kind: 'provider_error' }>): void {
@@ -89,8 +96,8 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
   for (const item of input.items) {
     if (attempts.length >= input.maxAttempts) break;
     if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
-    if (attempts.length > 0 && input.canRetry && !input.canRetry()) break;
-    const call = input.buildCall(item);
+    if (attempts.length > 0 && !canResend(input.request)) break;
+    const call = buildCall(input.targets, input.protocol, input.request, item.model, item.deployment);
     if (call === null) continue;
     let slugJson = slugCache.get(item.model.id);
     if (!slugJson) slugCache.set(item.model.id, (slugJson = Buffer.from(JSON.stringify(item.model.id))));
@@ -116,7 +123,8 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
       ms: Math.round(performance.now() - started),
       firstByteMs: outcome.firstByteMs === null ? null : Math.round(outcome.firstByteMs),
     });
-    input.onAttempt?.(item, outcome);
+    const signal = healthSignal(outcome);
+    if (signal) input.health.record(item.deployment.id, signal);
     last = { item, outcome };
 
     if (outcome.kind === 'committed') return { attempts, final: { kind: 'committed', item, outcome } };

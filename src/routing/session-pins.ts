@@ -4,17 +4,6 @@
 import type { Clock } from '../clock.ts';
 
 export const PIN_TTL_MS = 3_600_000;
-/** Spec Limits: a longer `X-Pi-Session-Id` counts as absent. */
-export const MAX_SESSION_ID_LENGTH = 256;
-
-/** The session id a header value carries, or null when absent, empty or longer than 256 characters. */
-export function sessionIdFrom(header: string | null | undefined): string | null {
-  if (header === null || header === undefined || header.length === 0) return null;
-  // Counted in characters (code points), the spec's unit, not UTF-16 code units.
-  let n = 0;
-  for (const _ of header) if (++n > MAX_SESSION_ID_LENGTH) return null;
-  return header;
-}
 
 /** Unambiguous whatever the parts contain (a session id is arbitrary client text). */
 export function pinKey(workspace: string, keyId: string, model: string, sessionId: string): string {

@@ -24,12 +24,13 @@ export function createApp(ctx: GatewayContext): HttpServer {
   for (const e of ctx.index.config.vocabularies.endpoints) {
     const protocol = protocolFor(e.id);
     if (!protocol) continue;
-    const upload = e.id === 'images_edits';
+    // The protocol module says whether this endpoint's body is read whole or streamed through.
+    const delivery = protocol.bodyDelivery(e.id);
     routes.push({
       method: 'post',
       pattern: e.path,
-      body: upload ? 'stream' : 'buffer',
-      maxBodyBytes: upload ? limits.maxUploadBytes : limits.maxBodyBytes,
+      body: delivery,
+      maxBodyBytes: delivery === 'stream' ? limits.maxUploadBytes : limits.maxBodyBytes,
       handler: inferenceHandler(ctx, e.id, protocol),
     });
   }

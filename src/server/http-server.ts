@@ -1,41 +1,21 @@
-// Generic uWS plumbing: registers routes, copies the request synchronously (an HttpRequest is only
-// valid during the callback), reads bodies with a size cap or as a backpressured stream, and turns
-// any handler failure into a 500 error object. Knows nothing about what the routes do.
+// Generic uWS plumbing, the transport behind src/http/: registers routes, copies the request
+// synchronously (an HttpRequest is only valid during the callback), reads bodies with a size cap or
+// as a backpressured stream, and turns any handler failure into a 500 error object. Knows nothing
+// about what the routes do.
 import { Readable } from 'node:stream';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import type { Reply } from '../api/reply.ts';
+import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import { GatewayError } from '../errors.ts';
 import { readBody } from './read-body.ts';
 import { newTraceId } from './trace-id.ts';
 import { UwsReply } from './uws-reply.ts';
 
-export interface IncomingRequest {
-  /** Uppercase method. */
-  method: string;
-  /** URL path without the query string, as sent (not decoded). */
-  path: string;
-  query: string;
-  /** Lowercase header names; values are the raw bytes, one character per byte (headerText decodes
-   *  text); repeated headers joined with ", ". */
-  headers: Record<string, string>;
-  /** Route parameters in pattern order, as sent (not decoded). */
-  params: string[];
-  /** The whole body for `body: 'buffer'` routes; empty otherwise. */
-  body: Buffer;
-  /** The body as a backpressured stream for `body: 'stream'` routes; null otherwise. */
-  bodyStream: Readable | null;
-  /** Time the request arrived (performance.now() milliseconds) for latency accounting. */
-  startedAt: number;
-}
-
-export type Handler = (req: IncomingRequest, reply: Reply) => void | Promise<void>;
-
 export interface RouteDef {
   method: 'get' | 'post' | 'options' | 'del' | 'put' | 'patch' | 'head' | 'any';
   pattern: string;
   /** How the body is delivered; default 'none' (not read). */
-  body?: 'none' | 'buffer' | 'stream';
+  body?: BodyDelivery;
   /** Cap for 'buffer' and 'stream' bodies; exceeding it answers 413 `request_too_large`. */
   maxBodyBytes?: number;
   handler: Handler;
@@ -88,7 +68,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
 function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
   // forEach decodes values as UTF-8 (invalid bytes become U+FFFD); getHeader returns the bytes as
   // they came, one character per byte. Values are kept as those bytes: forwarded unchanged, and
-  // decoded to text only where text is needed (src/api/attribution.ts headerText). A repeated
+  // decoded to text only where text is needed (src/http/header-text.ts headerText). A repeated
   // header (getHeader sees only the first) is joined from forEach's values.
   const headers: Record<string, string> = {};
   const repeated = new Set<string>();

@@ -1,8 +1,8 @@
 // Browser preflight (spec: Browser preflight): 204 without a key, a fixed list of allowed request
 // headers plus the `X-Stainless-*` family SDKs add in browsers. A header outside the list is simply
 // not allowed back, which makes the browser fail the preflight.
-import type { HeaderList, Reply } from '../api/reply.ts';
-import type { IncomingRequest } from './http-server.ts';
+import type { HeaderList, Reply } from '../http/reply.ts';
+import type { IncomingRequest } from '../http/request.ts';
 
 export const ALLOWED_REQUEST_HEADERS = [
   'Authorization',

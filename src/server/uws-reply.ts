@@ -2,7 +2,7 @@
 // attached at once, every write outside the route callback is corked, nothing touches the response
 // after it ended or aborted, and large bodies go out through tryEnd/onWritable instead of one copy.
 import type { HttpResponse } from 'uWebSockets.js';
-import type { HeaderList, Reply } from '../api/reply.ts';
+import type { HeaderList, Reply } from '../http/reply.ts';
 import { type GatewayError, statusLine } from '../errors.ts';
 import { FIXED_HEADERS } from './gateway-headers.ts';
 

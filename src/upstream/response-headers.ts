@@ -1,6 +1,6 @@
 // Which provider response headers reach the client (spec: Response headers rule 3): exactly five.
 // Content-Length is not copied as-is: the gateway sends its own length for the (rewritten) body.
-import type { HeaderList } from '../api/reply.ts';
+import type { HeaderList } from '../http/reply.ts';
 
 const FORWARDED: ReadonlyArray<[string, string]> = [
   ['content-type', 'Content-Type'],

@@ -2,7 +2,7 @@
 // from the JSON body or the stream's usage frame (Messages: message_start + message_delta) settles
 // the hold exactly; reasoning tokens are billed at internal_reasoning; a failed request costs
 // nothing; a cut stream is billed on an estimate; a client abort follows the platform's
-// supports_stream_cancellation (src/api/settlement.ts).
+// supports_stream_cancellation (src/billing/settlement.ts).
 import t, { type Test } from 'tap';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { logRow, parseSse, spyWallet, USER, waitFor, type WalletSpy } from './proxy-helpers.ts';

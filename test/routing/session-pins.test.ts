@@ -4,7 +4,8 @@ import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { planRoute } from '../../src/routing/plan.ts';
 import { mergePreferences } from '../../src/routing/preferences.ts';
-import { SessionPins, pinKey, sessionIdFrom } from '../../src/routing/session-pins.ts';
+import { sessionIdFrom } from '../../src/http/header-text.ts';
+import { SessionPins, pinKey } from '../../src/routing/session-pins.ts';
 import { type HealthView, declaredHealth } from '../../src/availability/serving.ts';
 import { NOW, routing, seeded, standardWorld } from './fixtures.ts';
 

@@ -1,8 +1,11 @@
-// Request attribution headers (spec: Optional request headers): X-Title, HTTP-Referer / Referer,
-// X-Pi-Session-Id, reduced to what is safe to record and to route on.
+// Header-text rules (spec: Optional request headers): raw header bytes decoded to text, and the
+// attribution headers X-Title, HTTP-Referer / Referer and X-Pi-Session-Id reduced to what is safe to
+// record, forward and route on. Transport-free: the server, the handlers and the proxy all use them.
 import { isUtf8 } from 'node:buffer';
 
 const TITLE_MAX = 128;
+/** Spec Limits: a longer `X-Pi-Session-Id` counts as absent. */
+export const MAX_SESSION_ID_LENGTH = 256;
 /** Longer Referer values are not URLs a browser would send; refusing them bounds the parse. */
 const REFERER_MAX = 4096;
 
@@ -15,7 +18,7 @@ const REFERER_MAX = 4096;
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/gu;
 
 /**
- * Header values arrive as raw bytes, one character per byte (see src/server/http-server.ts). Text
+ * Header values arrive as raw bytes, one character per byte (see IncomingRequest.headers). Text
  * headers (X-Title, referers, session ids) are UTF-8 on the wire; bytes that are not valid UTF-8 are
  * read as Latin-1, the way HTTP historically defined header text.
  */
@@ -51,4 +54,13 @@ export function originOf(httpReferer?: string, referer?: string): string | null 
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return null;
   return url.origin;
+}
+
+/** The session id a header value carries, or null when absent, empty or longer than 256 characters. */
+export function sessionIdFrom(header: string | null | undefined): string | null {
+  if (header === null || header === undefined || header.length === 0) return null;
+  // Counted in characters (code points), the spec's unit, not UTF-16 code units.
+  let n = 0;
+  for (const _ of header) if (++n > MAX_SESSION_ID_LENGTH) return null;
+  return header;
 }

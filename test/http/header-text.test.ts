@@ -1,6 +1,6 @@
 // Attribution headers: X-Title sanitising, HTTP-Referer/Referer origin, X-Pi-Session-Id length.
 import t from 'tap';
-import { headerText, originOf, sanitizeTitle } from '../../src/api/attribution.ts';
+import { headerText, originOf, sanitizeTitle } from '../../src/http/header-text.ts';
 
 /** Test labels in plain ASCII: a raw U+2028 or bidi control would garble the TAP stream. */
 function label(s: string | undefined): string {

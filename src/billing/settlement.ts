@@ -5,35 +5,60 @@
 //   client abort on a platform without stream cancellation → the hold (the provider keeps generating
 //                                 and billing us for up to the worst case the hold was sized for)
 //   no committed attempt        → the hold is released: nothing is charged
-import { computeCharge } from '../billing/charge.ts';
-import { effectivePricing } from '../billing/price.ts';
-import type { Usage } from '../billing/usage.ts';
+import { computeCharge } from './charge.ts';
+import { effectivePricing } from './price.ts';
+import type { Usage } from './usage.ts';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform } from '../config/compiled.ts';
-import type { AttemptOutcome } from '../proxy/attempt.ts';
-import type { LedgerDetails } from '../store/store.ts';
 
 /** Prompt tokens estimated from the request size when the provider reports none (≈ 4 bytes a token). */
 export function estimatedPromptTokens(requestBytes: number): number {
   return Math.ceil(requestBytes / 4);
 }
 
+/** What settlement reads of the answering attempt (a committed attempt outcome). */
+export interface SettledAnswer {
+  usage: Usage | null;
+  /** A stream (estimates count content events) rather than a JSON answer (content bytes). */
+  stream: boolean;
+  /** The answer reached its normal end. */
+  completed: boolean;
+  clientAborted: boolean;
+  contentEvents: number;
+  contentBytes: number;
+}
+
+/** The ledger row's details: what was charged for, and on which basis. */
+export type SettlementDetails = {
+  model: string;
+  provider: string;
+  deployment: string;
+  basis?: 'hold_uncancellable_abort';
+  promptTokens?: number;
+  completionTokens?: number;
+  reasoningTokens?: number;
+  cachedTokens?: number;
+  bracket?: number;
+  estimated?: boolean;
+  costAtto?: string;
+};
+
 export interface Settlement {
   costNano: bigint;
   usage: Usage | null;
-  details: LedgerDetails;
+  details: SettlementDetails;
 }
 
 export function settlementFor(args: {
   model: CompiledModel;
   deployment: CompiledDeployment;
   platform: CompiledPlatform;
-  outcome: Extract<AttemptOutcome, { kind: 'committed' }>;
+  outcome: SettledAnswer;
   holdNano: bigint;
   requestBytes: number;
   pricedAtMs: number;
 }): Settlement {
   const { model, deployment, platform, outcome } = args;
-  const base: LedgerDetails = { model: model.id, provider: platform.id, deployment: deployment.id };
+  const base: SettlementDetails = { model: model.id, provider: platform.id, deployment: deployment.id };
 
   if (outcome.clientAborted && !outcome.completed && !platform.supportsStreamCancellation) {
     return { costNano: args.holdNano, usage: outcome.usage, details: { ...base, basis: 'hold_uncancellable_abort' } };

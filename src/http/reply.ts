@@ -1,5 +1,5 @@
 // What a handler writes its answer to. `src/server/` implements it on uWebSockets.js; handlers and
-// everything they call stay free of uWS, and tests can drive handlers through a real server only.
+// everything they call stay free of the transport, and tests can drive handlers through a real server only.
 import type { GatewayError } from '../errors.ts';
 
 /** Response headers as ordered name/value pairs (names as they should appear on the wire). */

@@ -1,0 +1,79 @@
+// What one inference request records as it goes (who called, what was asked, what answered, what it
+// cost), and the request-log row made of it when the request ends, whatever path it took.
+import type { CompiledWorkspace } from '../config/compiled.ts';
+import { headerText, originOf, sanitizeTitle } from '../http/header-text.ts';
+import type { IncomingRequest } from '../http/request.ts';
+import type { RoutingFields } from '../protocols/types.ts';
+import type { FailoverResult } from '../proxy/failover.ts';
+import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
+
+export interface Admitted {
+  key: ApiKeyRecord;
+  workspace: CompiledWorkspace;
+}
+
+export interface RequestRecord {
+  endpoint: string;
+  traceId: string;
+  admitted: Admitted | null;
+  fields: RoutingFields | null;
+  stream: boolean;
+  sessionId: string | null;
+  holdNano: bigint | null;
+  result: FailoverResult | null;
+  settledCost: bigint | null;
+  usage: { prompt: number; completion: number; reasoning: number | null; cached: number | null } | null;
+  errorCode: string | null;
+  status: number;
+}
+
+/** A record with nothing known yet but the endpoint and the trace id. */
+export function newRequestRecord(endpoint: string, traceId: string): RequestRecord {
+  return {
+    endpoint,
+    traceId,
+    admitted: null,
+    fields: null,
+    stream: false,
+    sessionId: null,
+    holdNano: null,
+    result: null,
+    settledCost: null,
+    usage: null,
+    errorCode: null,
+    status: 0,
+  };
+}
+
+export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: number): RequestLogRow {
+  const attempts = s.result?.attempts ?? [];
+  const final = s.result?.final;
+  const served = final && (final.kind === 'committed' || final.kind === 'provider_error') ? final.item : null;
+  const committed = final?.kind === 'committed' ? final.outcome : null;
+  return {
+    trace_id: s.traceId,
+    ts: nowMs,
+    workspace: s.admitted?.workspace.id ?? null,
+    key_id: s.admitted?.key.id ?? null,
+    endpoint: s.endpoint,
+    model_requested: s.fields?.model ?? null,
+    model_served: served?.model.id ?? null,
+    provider: served?.deployment.platform ?? null,
+    deployment: served?.deployment.id ?? null,
+    attempts: attempts.length,
+    attempts_json: attempts.map((a) => ({ provider: a.provider, model: a.model, deployment: a.deployment, outcome: a.outcome, status: a.status, ms: a.ms })),
+    stream: s.stream,
+    status: s.status,
+    error_code: s.errorCode,
+    latency_ms: Math.round(performance.now() - req.startedAt),
+    ttfb_ms: committed ? Math.round(committed.firstByteMs) : null,
+    prompt_tokens: s.usage?.prompt ?? null,
+    completion_tokens: s.usage?.completion ?? null,
+    reasoning_tokens: s.usage?.reasoning ?? null,
+    cached_tokens: s.usage?.cached ?? null,
+    cost_nano: s.settledCost,
+    app_title: sanitizeTitle(headerText(req.headers['x-title'])),
+    app_origin: originOf(headerText(req.headers['http-referer']), headerText(req.headers['referer'])),
+    session_id: s.sessionId,
+  };
+}

@@ -1,0 +1,41 @@
+// The gateway's CallResolver: deployments reached through the configured resources and platforms,
+// credentials unsealed from the store, adapters from the registry, and the demo/test override that
+// sends every resource to one origin.
+import type { CompiledDeployment } from '../config/compiled.ts';
+import type { ConfigIndex } from '../config/index.ts';
+import { adapterFor } from '../platforms/index.ts';
+import type { UpstreamTarget } from '../platforms/types.ts';
+import type { CallResolver } from './upstream-call.ts';
+
+export interface TargetSources {
+  index: ConfigIndex;
+  /** The unsealed credential, or null when absent or refused. */
+  reveal(credential: string): string | null;
+  /** Replaces scheme, host and port of every resource base URL; read per call (tests re-point it). */
+  upstreamOverride(): URL | null;
+}
+
+export function configuredTargets(sources: TargetSources): CallResolver {
+  const { index } = sources;
+  return {
+    get vocabularies() {
+      return index.config.vocabularies;
+    },
+    adapter: adapterFor,
+    target(deployment: CompiledDeployment): UpstreamTarget | null {
+      const resource = index.resourceById.get(deployment.resource);
+      const platform = index.platformById.get(deployment.platform);
+      if (!resource || !platform) return null;
+      const credential = sources.reveal(resource.credential);
+      if (credential === null) return null;
+      const override = sources.upstreamOverride();
+      if (override) {
+        const u = new URL(resource.baseUrl);
+        u.protocol = override.protocol;
+        u.host = override.host;
+        return { platform, deployment, credential, resource: { ...resource, baseUrl: u.toString().replace(/\/$/, '') } };
+      }
+      return { platform, resource, deployment, credential };
+    },
+  };
+}
