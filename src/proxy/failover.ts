@@ -1,6 +1,7 @@
 // The attempt loop: tries the planned deployments in order (across fallback models) until one commits,
-// at most `maxAttempts` in total, never after a byte has reached the client. Decides which provider
-// answers are retried and what the client gets when every attempt fails.
+// at most `maxAttempts` in total, never after a byte has reached the client. Builds each attempt's
+// upstream call (./upstream-call.ts), reports each attempt's health signal (./health-signal.ts), and
+// decides which provider answers are retried and what the client gets when every attempt fails.
 //
 // Retry table (the provider answered with an error status):
 //   401, 403          our credential was refused → next provider; if none takes over: 503 provider_unavailable
