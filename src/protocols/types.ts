@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies } from '../config/compiled.ts';
 import type { Usage } from '../billing/usage.ts';
-import type { IncomingRequest } from '../http/request.ts';
+import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -73,7 +73,7 @@ export interface ReadLimits {
 
 /** How the server hands an endpoint's body over: read whole before the handler runs (capped at
  *  `limits.maxBodyBytes`), or as a backpressured stream while it runs (capped at `maxUploadBytes`). */
-export type RequestBodyDelivery = 'buffer' | 'stream';
+export type RequestBodyDelivery = Exclude<BodyDelivery, 'none'>;
 
 /** What the protocol module needs to know about the chosen deployment to rewrite a request. */
 export interface PrepareTarget {
