@@ -5,10 +5,9 @@
 import { isUtf8 } from 'node:buffer';
 import type { CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
-import { authError, presentedKey } from '../auth/api-key.ts';
-import { worstCaseHoldNano, promptTokenBound } from '../billing/hold.ts';
-import { effectivePricing } from '../billing/price.ts';
-import { nanoToDecimal } from '../money.ts';
+import type { Admitted } from '../admission/admission.ts';
+import { requestHoldNano } from '../admission/hold-size.ts';
+import { promptTokenBound } from '../billing/hold.ts';
 import { boundaryOf, MultipartUpload } from '../protocols/multipart-upload.ts';
 import { takeRoutingFields, type RoutingFields } from '../protocols/routing-fields.ts';
 import type { JsonObject, ProtocolModule } from '../protocols/types.ts';
@@ -19,8 +18,7 @@ import { planRoute } from '../routing/plan.ts';
 import { resolveModel } from '../routing/resolve-model.ts';
 import { pinKey, sessionIdFrom } from '../routing/session-pins.ts';
 import type { Outcome } from '../routing/health.ts';
-import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
-import type { CompiledWorkspace } from '../config/compiled.ts';
+import type { RequestLogRow } from '../store/store.ts';
 import type { IncomingRequest } from '../server/http-server.ts';
 import { headerText, originOf, sanitizeTitle } from './attribution.ts';
 import type { GatewayContext } from './context.ts';
@@ -35,11 +33,6 @@ const TOKENS_PER_INPUT_IMAGE = 10_000;
 const MAX_EDIT_IMAGES = 16;
 /** Prompt bound of an edit whose prompt comes after `model` (not read yet): image APIs cap prompts at 32k characters. */
 const MAX_EDIT_PROMPT_TOKENS = 32_000;
-
-interface Admitted {
-  key: ApiKeyRecord;
-  workspace: CompiledWorkspace;
-}
 
 interface RequestState {
   endpoint: string;
@@ -86,7 +79,7 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
       else if (!reply.done) reply.close();
     } finally {
       // Whatever happened, a hold that was not settled is released (idempotent in the store).
-      if (state.holdNano !== null && state.settledCost === null) ctx.wallets.release(state.traceId);
+      if (state.holdNano !== null && state.settledCost === null) ctx.admission.release(state.traceId);
       writeLog(ctx, req, state);
     }
   };
@@ -106,21 +99,12 @@ async function handle(
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
   // 1. Who is calling.
-  const presented = presentedKey(req.headers);
-  if (presented === null) throw authError('missing');
-  const check = ctx.view.verifyKey(presented, now);
-  if (check.status !== 'ok') throw authError(check.status);
-  const workspace = ctx.index.workspaceById.get(check.key.workspace);
-  if (!workspace) throw new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`);
-  state.admitted = { key: check.key, workspace };
+  const admitted = ctx.admission.authenticate(req.headers, now);
+  state.admitted = admitted;
+  const { key, workspace } = admitted;
 
   // 2. How fast: checked before anything costs money.
-  const rate = ctx.limiter.take(check.key.id, check.key.rpm ?? workspace.rateLimitRpm);
-  if (!rate.ok) {
-    throw new GatewayError('rate_limited', `rate limit of ${check.key.rpm ?? workspace.rateLimitRpm} requests per minute reached`, {
-      headers: [['Retry-After', String(rate.retryAfterSeconds)]],
-    });
-  }
+  ctx.admission.rateLimit(admitted);
 
   // 3. What is asked.
   const asked = endpoint === 'images_edits' ? await readUpload(ctx, req) : readJsonRequest(req, endpoint, protocol);
@@ -138,7 +122,7 @@ async function handle(
   const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, ctx.index);
   const policy = mergePreferences(workspace.routing, prefs);
   const primary = models[0] as CompiledModel;
-  const pin = state.sessionId ? pinKey(workspace.id, check.key.id, primary.id, state.sessionId) : null;
+  const pin = state.sessionId ? pinKey(workspace.id, key.id, primary.id, state.sessionId) : null;
   const plan = planRoute({
     index: ctx.index,
     endpoint,
@@ -153,22 +137,8 @@ async function handle(
   });
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
-  let hold = 0n;
-  for (const p of plan.plans) {
-    const h = worstCaseHoldNano({
-      pricings: p.deployments.map((d) => effectivePricing(p.model, d, now).pricing),
-      promptTokenBound: promptBound,
-      completionTokenBound: outputBound(p.model),
-    });
-    if (h > hold) hold = h;
-  }
-  const held = ctx.wallets.hold(workspace.id, state.traceId, hold);
-  if (!held.ok) {
-    throw new GatewayError(
-      'insufficient_balance',
-      `insufficient balance: this request needs up to $${nanoToDecimal(hold)} held and the wallet has $${nanoToDecimal(held.available < 0n ? 0n : held.available)} available`,
-    );
-  }
+  const hold = requestHoldNano(plan.plans, { promptTokens: promptBound, outputTokens: outputBound }, now);
+  ctx.admission.hold(workspace.id, state.traceId, hold);
   state.holdNano = hold;
   if (pin) ctx.pins.touch(pin);
 
@@ -247,7 +217,7 @@ function settle(
   }
   // A failed commit never withholds the answer the provider already produced; the wallet book
   // reports it (ledger_write_failed) and the request stays uncharged.
-  return ctx.wallets.settle(state.traceId, s.costNano, s.details).then(
+  return ctx.admission.settle(state.traceId, s.costNano, s.details).then(
     () => undefined,
     () => undefined,
   );
