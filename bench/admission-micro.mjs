@@ -1,9 +1,10 @@
 // Admission micro-benchmark (issue 3, part a), in one process pinned to core 0: the per-request
-// store path of the gateway, called exactly as src/api/inference.ts calls it, against a file-backed
-// store in WAL mode (synchronous=NORMAL, as openStore configures it):
+// store path of the gateway, called as src/admission/admission.ts calls it for the inference
+// handler, against a file-backed store in WAL mode (synchronous=NORMAL, as openStore configures it):
 //   StoreView.sync (PRAGMA data_version) + StoreView.verifyKey (cached after the first call)
 //   FixedWindowRateLimiter.take
-//   Wallets.hold, Wallets.settle (one IMMEDIATE transaction each)
+//   WalletBook hold + settle, their ledger rows written by Wallets.apply: one commit per write
+//   (what per-request transactions cost), or one per event-loop turn of 1 or 16 requests
 //   RequestLog.append (queued; its batched flush is included: every batch ends with flush())
 // Reports µs/request, median of several batches, for the whole path and for each part, plus two
 // floors measured with better-sqlite3 directly on a WAL file: one IMMEDIATE transaction holding a
@@ -18,8 +19,9 @@ import Database from 'better-sqlite3';
 
 const TREE = process.env.PI_BENCH_TREE || fileURLToPath(new URL('..', import.meta.url));
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
-const { openStore, WalletBook } = await dist('store/store.js');
-const { StoreView } = await dist('api/store-view.js');
+const { openStore } = await dist('store/store.js');
+const { WalletBook } = await dist('admission/wallet-book.js');
+const { StoreView } = await dist('admission/store-view.js');
 const { FixedWindowRateLimiter } = await dist('admission/rate-limit.js');
 const { systemClock } = await dist('clock.js');
 
@@ -104,28 +106,32 @@ function admitKey(now) {
   return check;
 }
 
-// The whole path, as the handler runs it for one successful request.
+// The wallet book the gateway admits with; its ledger rows go through Wallets.apply in Store.batch.
+const book = new WalletBook(store);
+const trace = (i) => `book-${process.hrtime.bigint()}-${i}`;
+
+// The whole path for one successful request with a commit after each ledger write (the hold, then
+// the settlement): what per-request transactions cost, the baseline the group commit is measured against.
 results.push(
   bench(
-    'full path: sync + verifyKey + take + hold + settle + append (+ flush)',
+    'full path: sync + verifyKey + take + hold + settle + append (+ flush), one commit per ledger write',
     (i) => {
       const now = Date.now();
       const check = admitKey(now);
-      const traceId = randomUUID();
-      const held = store.wallets.hold(WS, traceId, 2_000_000n);
-      if (!held.ok) throw new Error('hold refused');
-      store.wallets.settle(traceId, 163n, details);
+      const traceId = trace(i);
+      if (!book.hold(WS, traceId, 2_000_000n).ok) throw new Error('hold refused');
+      book.flush();
+      void book.settle(traceId, 163n, details);
+      book.flush();
       store.requestLog.append(logRow(traceId, check.key.id, now));
     },
     { perBatch: () => ({ end: () => store.requestLog.flush() }) },
   ),
 );
 
-// The same path as the gateway runs it since the wallet book: admission in memory and the ledger
-// written by group commit, one transaction per event-loop turn. How many requests share a turn
-// depends on load: 1 (idle) and 16 (a busy gateway) bracket it.
-const book = new WalletBook(store);
-const trace = (i) => `book-${process.hrtime.bigint()}-${i}`;
+// The same path as the gateway runs it: admission in memory and the ledger written by group commit,
+// one transaction per event-loop turn. How many requests share a turn depends on load: 1 (idle) and
+// 16 (a busy gateway) bracket it.
 for (const perTurn of [1, 16]) {
   results.push(
     bench(
@@ -149,20 +155,33 @@ results.push(bench('StoreView.sync (PRAGMA data_version)', () => view.sync()));
 results.push(bench('StoreView.verifyKey (cached)', () => view.verifyKey(presented, Date.now())));
 results.push(bench('ApiKeys.verify (uncached: sha256 + indexed query)', () => store.apiKeys.verify(presented, Date.now())));
 results.push(bench('FixedWindowRateLimiter.take', () => limiter.take('key_bench', 1_000_000_000)));
-results.push(bench('Wallets.hold', () => store.wallets.hold(WS, randomUUID(), 2_000_000n)));
-// Settles holds taken outside the timed loop (N fresh ones per batch).
 results.push(
-  bench('Wallets.settle', (i, ctx) => store.wallets.settle(ctx.ids[i], 163n, details), {
-    perBatch: () => {
-      const ids = [];
-      for (let i = 0; i < N; i++) {
-        const id = randomUUID();
-        store.wallets.hold(WS, id, 2_000_000n);
-        ids.push(id);
-      }
-      return { ids };
-    },
+  bench('hold, one commit each (WalletBook.hold + flush)', (i) => {
+    book.hold(WS, trace(i), 2_000_000n);
+    book.flush();
   }),
+);
+// Settles holds taken outside the timed loop (N fresh ones per batch, written in one commit).
+results.push(
+  bench(
+    'settle, one commit each (WalletBook.settle + flush)',
+    (i, ctx) => {
+      void book.settle(ctx.ids[i], 163n, details);
+      book.flush();
+    },
+    {
+      perBatch: () => {
+        const ids = [];
+        for (let i = 0; i < N; i++) {
+          const id = randomUUID();
+          book.hold(WS, id, 2_000_000n);
+          ids.push(id);
+        }
+        book.flush();
+        return { ids };
+      },
+    },
+  ),
 );
 results.push(
   bench('RequestLog.append (+ flush at batch end)', (i) => store.requestLog.append(logRow(randomUUID(), 'key_bench', Date.now())), {
@@ -185,8 +204,9 @@ const dv = raw.prepare('PRAGMA data_version').pluck();
 results.push(bench('floor: prepared PRAGMA data_version (.pluck().get())', () => dv.get()));
 raw.close();
 
-// What-if variants of the wallet transactions, with the real Wallets code on a modified schema
-// (same pragmas via openDatabase): where the hold/settle time goes, and what a change would buy.
+// What-if variants of the wallet transactions, with the real Wallets code (`apply`, the writes the
+// wallet book hands it) on a modified schema (same pragmas via openDatabase): where the hold/settle
+// time goes, and what a change would buy.
 const { openDatabase } = await dist('store/db.js');
 const { MIGRATIONS } = await dist('store/migrations.js');
 const { Wallets } = await dist('store/wallets.js');
@@ -195,10 +215,12 @@ function variant(label, edit, { group = 1 } = {}) {
   const db = openDatabase(join(dir, `variant-${results.length}.db`), { migrations });
   const w = new Wallets(db, systemClock);
   w.credit(WS, 1_000_000n * 1_000_000_000n, 'bench credit');
+  // One request: its hold and its settlement, each in its own transaction (a savepoint when nested).
+  const write = db.transaction((op) => w.apply([op]));
   const pair = () => {
     const id = randomUUID();
-    w.hold(WS, id, 2_000_000n);
-    w.settle(id, 163n, details);
+    write.immediate({ kind: 'hold', workspace: WS, traceId: id, amount: 2_000_000n });
+    write.immediate({ kind: 'settle', workspace: WS, traceId: id, amount: 2_000_000n, cost: 163n, details });
   };
   // group > 1: that many requests' hold + settle inside one outer transaction (group commit).
   const outer = db.transaction((k) => {

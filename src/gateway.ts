@@ -4,13 +4,15 @@ import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import type { CompiledConfig, GatewaySettings } from './config/compiled.ts';
 import { ConfigIndex } from './config/index.ts';
+import { Admission } from './admission/admission.ts';
 import { FixedWindowRateLimiter } from './admission/rate-limit.ts';
+import { StoreView } from './admission/store-view.ts';
+import { WalletBook } from './admission/wallet-book.ts';
 import type { GatewayContext } from './api/context.ts';
-import { StoreView } from './api/store-view.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import { createApp } from './server/app.ts';
-import { type Store, WalletBook } from './store/store.ts';
+import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
 
 export interface GatewayOptions {
@@ -49,20 +51,28 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const released = opts.store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
 
+  const index = new ConfigIndex(opts.config);
   const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
+  const view = new StoreView(
+    opts.store,
+    (name) => log('sealed_secret_refused', { name }),
+    () => wallets.refresh(),
+  );
+  const admission = new Admission({
+    keys: view,
+    workspaceOf: (id) => index.workspaceById.get(id),
+    limiter: new FixedWindowRateLimiter(clock),
+    wallets,
+  });
   const ctx: GatewayContext = {
-    index: new ConfigIndex(opts.config),
+    index,
     settings,
     store: opts.store,
+    admission,
     wallets,
-    view: new StoreView(
-      opts.store,
-      (name) => log('sealed_secret_refused', { name }),
-      () => wallets.refresh(),
-    ),
+    view,
     clock,
     random: opts.random ?? Math.random,
-    limiter: new FixedWindowRateLimiter(clock),
     health: new HealthTracker(settings.health, clock),
     pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }),
     client: new UpstreamClient(),

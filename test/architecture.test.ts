@@ -62,7 +62,7 @@ const FORBIDDEN: Record<string, string[]> = {
   'src/billing/': ['src/store/', 'src/api/', 'src/server/', 'src/routing/', 'src/proxy/'],
   'src/catalog/': ['src/store/', 'src/api/', 'src/server/'],
   'src/config/': ['src/store/', 'src/api/', 'src/server/', 'src/routing/', 'src/proxy/'],
-  'src/store/': ['src/api/', 'src/server/', 'src/routing/', 'src/proxy/'],
+  'src/store/': ['src/api/', 'src/server/', 'src/routing/', 'src/proxy/', 'src/admission/'],
   'src/generated/': ['src/'],
 };
 

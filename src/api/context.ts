@@ -2,24 +2,26 @@
 import type { Clock } from '../clock.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import type { GatewaySettings } from '../config/compiled.ts';
-import type { RateLimiter } from '../admission/rate-limit.ts';
+import type { Admission } from '../admission/admission.ts';
+import type { StoreView } from '../admission/store-view.ts';
+import type { WalletBook } from '../admission/wallet-book.ts';
 import type { HealthTracker } from '../routing/health.ts';
 import type { SessionPins } from '../routing/session-pins.ts';
-import type { Store, WalletBook } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
-import type { StoreView } from './store-view.ts';
 
 export interface GatewayContext {
   index: ConfigIndex;
   settings: GatewaySettings;
   store: Store;
-  /** Wallet admission and settlement (in memory, group-committed to the store's ledger). */
+  /** Authentication, rate limit, wallet hold/settle/release: what the inference handler admits with. */
+  admission: Admission;
+  /** The wallet book behind `admission` (in memory, group-committed to the store's ledger). */
   wallets: WalletBook;
   view: StoreView;
   clock: Clock;
   /** Uniform [0, 1) source for weighted routing (injectable for tests). */
   random: () => number;
-  limiter: RateLimiter;
   health: HealthTracker;
   pins: SessionPins;
   client: UpstreamClient;

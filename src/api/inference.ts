@@ -4,14 +4,11 @@
 // modules called here; this file only orders them and makes sure every path releases what it took.
 import type { CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
-import { authError, presentedKey } from '../auth/api-key.ts';
-import { worstCaseHoldNano } from '../billing/hold.ts';
-import { effectivePricing } from '../billing/price.ts';
+import { requestHoldNano } from '../admission/hold-size.ts';
 import { estimatedPromptTokens, settlementFor } from '../billing/settlement.ts';
 import { headerText, sessionIdFrom } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { nanoToDecimal } from '../money.ts';
 import type { ProtocolModule, RoutingFields } from '../protocols/types.ts';
 import type { CommittedOutcome } from '../proxy/attempt.ts';
 import { type FailoverFinal, type PlanItem, runWithFailover } from '../proxy/failover.ts';
@@ -22,7 +19,8 @@ import { planRoute, type RoutePlan } from '../routing/plan.ts';
 import { resolveModel } from '../routing/resolve-model.ts';
 import { pinKey } from '../routing/session-pins.ts';
 import type { GatewayContext } from './context.ts';
-import { type Admitted, newRequestRecord, type RequestRecord, requestLogRow } from './request-record.ts';
+import type { Admitted } from '../admission/admission.ts';
+import { newRequestRecord, type RequestRecord, requestLogRow } from './request-record.ts';
 
 /** The route of one request: the plan, its primary model, and the session pin it reads and writes. */
 interface Route {
@@ -61,7 +59,7 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
       else if (!reply.done) reply.close();
     } finally {
       // Whatever happened, a hold that was not settled is released (idempotent in the store).
-      if (state.holdNano !== null && state.settledCost === null) ctx.wallets.release(state.traceId);
+      if (state.holdNano !== null && state.settledCost === null) ctx.admission.release(state.traceId);
       ctx.store.requestLog.append(requestLogRow(req, state, ctx.clock.now()));
     }
   };
@@ -82,22 +80,11 @@ async function handle(
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
   // 1. Who is calling.
-  const presented = presentedKey(req.headers);
-  if (presented === null) throw authError('missing');
-  const check = ctx.view.verifyKey(presented, now);
-  if (check.status !== 'ok') throw authError(check.status);
-  const workspace = ctx.index.workspaceById.get(check.key.workspace);
-  if (!workspace) throw new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`);
-  const admitted: Admitted = { key: check.key, workspace };
+  const admitted = ctx.admission.authenticate(req.headers, now);
   state.admitted = admitted;
 
   // 2. How fast: checked before anything costs money.
-  const rate = ctx.limiter.take(check.key.id, check.key.rpm ?? workspace.rateLimitRpm);
-  if (!rate.ok) {
-    throw new GatewayError('rate_limited', `rate limit of ${check.key.rpm ?? workspace.rateLimitRpm} requests per minute reached`, {
-      headers: [['Retry-After', String(rate.retryAfterSeconds)]],
-    });
-  }
+  ctx.admission.rateLimit(admitted);
 
   // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
   const asked = await protocol.read(req, endpoint, ctx.settings.limits);
@@ -109,22 +96,8 @@ async function handle(
   const { plan, pin } = route;
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
-  let hold = 0n;
-  for (const p of plan.plans) {
-    const h = worstCaseHoldNano({
-      pricings: p.deployments.map((d) => effectivePricing(p.model, d, now).pricing),
-      promptTokenBound: asked.promptBound,
-      completionTokenBound: asked.outputBound(p.model),
-    });
-    if (h > hold) hold = h;
-  }
-  const held = ctx.wallets.hold(workspace.id, state.traceId, hold);
-  if (!held.ok) {
-    throw new GatewayError(
-      'insufficient_balance',
-      `insufficient balance: this request needs up to $${nanoToDecimal(hold)} held and the wallet has $${nanoToDecimal(held.available < 0n ? 0n : held.available)} available`,
-    );
-  }
+  const hold = requestHoldNano(plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
+  ctx.admission.hold(admitted.workspace.id, state.traceId, hold);
   state.holdNano = hold;
   if (pin) ctx.pins.touch(pin);
 
@@ -222,7 +195,7 @@ function settle(ctx: GatewayContext, state: RequestRecord, item: PlanItem, outco
   }
   // A failed commit never withholds the answer the provider already produced; the wallet book
   // reports it (ledger_write_failed) and the request stays uncharged.
-  return ctx.wallets.settle(state.traceId, s.costNano, s.details).then(
+  return ctx.admission.settle(state.traceId, s.costNano, s.details).then(
     () => undefined,
     () => undefined,
   );

@@ -1,16 +1,11 @@
 // What one inference request records as it goes (who called, what was asked, what answered, what it
 // cost), and the request-log row made of it when the request ends, whatever path it took.
-import type { CompiledWorkspace } from '../config/compiled.ts';
+import type { Admitted } from '../admission/admission.ts';
 import { headerText, originOf, sanitizeTitle } from '../http/header-text.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { RoutingFields } from '../protocols/types.ts';
 import type { FailoverResult } from '../proxy/failover.ts';
-import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
-
-export interface Admitted {
-  key: ApiKeyRecord;
-  workspace: CompiledWorkspace;
-}
+import type { RequestLogRow } from '../store/store.ts';
 
 export interface RequestRecord {
   endpoint: string;

@@ -14,7 +14,6 @@ export { StoreError } from './db.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
 export { Secrets, SecretError, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
-export { WalletBook } from './wallet-book.ts';
 export type * from './types.ts';
 
 export interface StoreOptions {
@@ -39,7 +38,10 @@ export interface Store {
    * `secret set` or `key revoke` from the CLI, and after the same changes made in-process.
    */
   changedSinceLastCheck(): boolean;
-  /** Runs `fn` in one IMMEDIATE transaction (store calls inside nest as savepoints): group commit. */
+  /**
+   * Runs `fn` in one IMMEDIATE transaction (store calls inside nest as savepoints): the group commit
+   * the gateway's wallet book writes its ledger operations with (`wallets.apply`).
+   */
   batch<T>(fn: () => T): T;
   /** Flushes the request log and closes the connection. Idempotent. */
   close(): void;

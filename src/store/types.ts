@@ -43,7 +43,7 @@ export type LedgerKind = 'credit' | 'hold' | 'settle' | 'release';
 
 export interface WalletView {
   workspace: string;
-  /** Credits minus settlements; may be negative after an overdraft (see `Wallets.settle`). */
+  /** Credits minus settlements; may be negative after an overdraft (a settlement above its hold). */
   balance: bigint;
   /** Sum of open holds. */
   held: bigint;
@@ -61,7 +61,15 @@ export interface UsageLine {
   costNano: bigint;
 }
 
-export type HoldResult = { ok: true } | { ok: false; available: bigint };
+/**
+ * One write to the ledger, already decided by admission (which admitted the hold against the
+ * balance and knows every open hold's workspace and amount). `Wallets.apply` writes a batch of them.
+ * `note` is kept on the ledger row (startup releases say why they released).
+ */
+export type LedgerOp =
+  | { kind: 'hold'; workspace: string; traceId: string; amount: bigint }
+  | { kind: 'settle'; workspace: string; traceId: string; amount: bigint; cost: bigint; details: LedgerDetails }
+  | { kind: 'release'; workspace: string; traceId: string; amount: bigint; note?: string };
 
 /** One upstream attempt of a request, as logged. */
 export interface AttemptLogEntry {

@@ -4,27 +4,23 @@
 // (balance = credits − settlements, held = open holds) and `holds` (one per trace) are caches of it,
 // always written in the same transaction as the ledger row. `verify()` recomputes them.
 //
-// Admission: `hold` reads and writes in one IMMEDIATE transaction, which takes SQLite's write lock
-// before reading. Every admission — from any connection or process on the file — is serialised, so
-// `balance − held ≥ amount` can never be raced into an overdraft.
+// Writes: `credit` (the CLI's top-up) and `apply`, the one implementation of hold, settle and
+// release. Admission — whether a hold fits, which holds are open — is decided above the store, by
+// the gateway's wallet book (src/admission/wallet-book.ts), which hands `apply` one batch of
+// decided operations per event-loop turn; the startup clean-up (`releaseOrphanedHolds`) goes
+// through `apply` too. One gateway process takes holds on a database file.
 //
 // Overdraft: a settlement may cost more than its hold (the provider ignored max_tokens, or the
 // estimate was short). The balance may then go negative by at most Σ(cost − hold) over such
-// requests; callers size holds to make that zero when the provider honours max_tokens.
+// requests; admission sizes holds to make that zero when the provider honours max_tokens.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
 import { nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
-import type { HoldResult, LedgerDetails, UsageLine, WalletView } from './types.ts';
+import type { LedgerOp, UsageLine, WalletView } from './types.ts';
 
 export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace';
-
-/** One operation decided by the gateway's wallet book (which tracks every open hold in memory). */
-export type BookOp =
-  | { kind: 'hold'; workspace: string; traceId: string; amount: bigint }
-  | { kind: 'settle'; workspace: string; traceId: string; amount: bigint; cost: bigint; details: LedgerDetails }
-  | { kind: 'release'; workspace: string; traceId: string; amount: bigint };
 
 export class WalletError extends Error {
   readonly code: WalletErrorCode;
@@ -47,11 +43,6 @@ const liveOwners = new Set<string>();
 interface WalletRow {
   balance_nano: bigint;
   held_nano: bigint;
-}
-interface HoldRow {
-  workspace: string;
-  amount_nano: bigint;
-  state: 'open' | 'settled' | 'released';
 }
 
 export class Wallets {
@@ -94,83 +85,14 @@ export class Wallets {
   }
 
   /**
-   * Reserves `amountNano` for one request. Admitted only when balance − held ≥ amount. A trace id
-   * holds once: reusing one is a WalletError (the caller mints one per request).
+   * Writes a batch of ledger operations admission already decided: each hold's row and ledger row,
+   * each close (settle or release) of an open hold with its ledger row, and one wallet update per
+   * workspace — the rows `verify()` checks against each other. Must run inside a transaction
+   * (`Store.batch`, or `releaseOrphanedHolds`'s own). A hold whose trace already has one, or a close
+   * of a hold that is not open, is an inconsistency and throws, so the whole batch rolls back.
    */
-  hold(workspace: string, traceId: string, amountNano: bigint): HoldResult {
-    return this.db.transaction(() => this.holdInTransaction(workspace, traceId, amountNano)).immediate();
-  }
-
-  /** `hold` without its own transaction: for a caller that batches several operations in one. */
-  holdInTransaction(workspace: string, traceId: string, amountNano: bigint): HoldResult {
-    checkWorkspace(workspace);
-    checkTrace(traceId);
-    if (typeof amountNano !== 'bigint' || amountNano < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
-    if (this.holdRow(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
-    const w = this.wallet(workspace);
-    const available = w ? w.balance_nano - w.held_nano : 0n;
-    if (available < amountNano) return { ok: false, available };
-    const now = this.clock.now();
-    if (!w) this.ensureWallet(workspace, now);
-    this.sql.get('UPDATE wallets SET held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
-    this.sql
-      .get(
-        `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
-         VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
-      )
-      .run(traceId, workspace, amountNano, this.owner, process.pid, HOST, now);
-    this.appendLedger(workspace, 'hold', amountNano, traceId, null, null, now);
-    return { ok: true };
-  }
-
-  /**
-   * Charges the final cost and closes the hold: balance −= cost, held −= hold. Idempotent per trace:
-   * a trace already settled or released returns `settled: false` and changes nothing. A trace that
-   * never held is a WalletError, so a lost charge is loud rather than silent.
-   */
-  settle(traceId: string, costNano: bigint, details: LedgerDetails = {}): { settled: boolean } {
-    return this.db.transaction(() => this.settleInTransaction(traceId, costNano, details)).immediate();
-  }
-
-  /** `settle` without its own transaction: for a caller that batches several operations in one. */
-  settleInTransaction(traceId: string, costNano: bigint, details: LedgerDetails = {}): { settled: boolean } {
-    checkTrace(traceId);
-    if (typeof costNano !== 'bigint' || costNano < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
-    const h = this.holdRow(traceId);
-    if (!h) throw new WalletError('unknown_trace', `trace ${traceId} has no hold to settle`);
-    if (h.state !== 'open') return { settled: false };
-    const now = this.clock.now();
-    this.sql.get("UPDATE holds SET state = 'settled', cost_nano = ?, closed_at = ? WHERE trace_id = ?").run(costNano, now, traceId);
-    this.sql
-      .get('UPDATE wallets SET balance_nano = balance_nano - ?, held_nano = held_nano - ?, updated_at = ? WHERE workspace = ?')
-      .run(costNano, h.amount_nano, now, h.workspace);
-    this.appendLedger(h.workspace, 'settle', costNano, traceId, null, JSON.stringify(details), now);
-    return { settled: true };
-  }
-
-  /**
-   * Closes a hold at zero cost (the request failed before anything billable). Idempotent; an unknown
-   * trace is a no-op too, because error paths may release before a hold was taken. The ledger row
-   * records the released hold amount, which changes `held`, never `balance`.
-   */
-  release(traceId: string): { released: boolean } {
-    return this.db.transaction(() => this.releaseInTransaction(traceId)).immediate();
-  }
-
-  /** `release` without its own transaction: for a caller that batches several operations in one. */
-  releaseInTransaction(traceId: string): { released: boolean } {
-    checkTrace(traceId);
-    return { released: this.releaseOpen(traceId, null) };
-  }
-
-  /**
-   * Writes a batch the gateway's wallet book already decided (it admitted each hold against its own
-   * balance and knows every hold's amount), with only the writes: the holds and ledger rows, and one
-   * wallet update per workspace. The same rows `hold`/`settle`/`release` write, so the invariants
-   * `verify()` checks hold. Must run inside a transaction (`Store.batch`). A close of a hold that is
-   * not open here is an inconsistency and throws (the batch rolls back).
-   */
-  applyBook(ops: readonly BookOp[]): void {
+  apply(ops: readonly LedgerOp[]): void {
+    if (!this.db.inTransaction) throw new Error('Wallets.apply must run inside a transaction (Store.batch)');
     const now = this.clock.now();
     const delta = new Map<string, { balance: bigint; held: bigint }>();
     const of = (ws: string) => {
@@ -201,7 +123,7 @@ export class Wallets {
         this.appendLedger(op.workspace, 'settle', op.cost, op.traceId, null, JSON.stringify(op.details), now);
         d.balance -= op.cost;
       } else {
-        this.appendLedger(op.workspace, 'release', op.amount, op.traceId, null, null, now);
+        this.appendLedger(op.workspace, 'release', op.amount, op.traceId, op.note ?? null, null, now);
       }
       d.held -= op.amount;
     }
@@ -212,7 +134,8 @@ export class Wallets {
   /**
    * Startup clean-up: releases holds whose owning process is gone (a crash between hold and settle),
    * and any open hold older than `staleAfterMs`. Releasing charges nothing: a crashed request is
-   * customer-favourable, never double-charged. A late settle of a released trace is then a no-op.
+   * customer-favourable, never double-charged (no process settles these traces any more: a late
+   * close would be refused by `apply`).
    * Holds of other live gateways on the same file are kept; holds taken on another host (e.g. another
    * container sharing the volume, whose pids this process cannot see) are released only when stale.
    */
@@ -220,20 +143,26 @@ export class Wallets {
     const staleAfter = opts.staleAfterMs ?? DEFAULT_STALE_HOLD_MS;
     const run = this.db.transaction((): number => {
       const now = this.clock.now();
-      const open = this.sql.get("SELECT trace_id, owner, owner_pid, owner_host, created_at FROM holds WHERE state = 'open'").all() as {
+      const open = this.sql
+        .get("SELECT trace_id, workspace, amount_nano, owner, owner_pid, owner_host, created_at FROM holds WHERE state = 'open'")
+        .all() as {
         trace_id: string;
+        workspace: string;
+        amount_nano: bigint;
         owner: string;
         owner_pid: bigint;
         owner_host: string;
         created_at: bigint;
       }[];
-      let released = 0;
+      const releases: LedgerOp[] = [];
       for (const h of open) {
         const stale = now - Number(h.created_at) > staleAfter;
         if (!stale && ownerAlive(h.owner, Number(h.owner_pid), h.owner_host)) continue;
-        if (this.releaseOpen(h.trace_id, stale ? 'stale hold released at startup' : 'orphaned hold released at startup')) released++;
+        const note = stale ? 'stale hold released at startup' : 'orphaned hold released at startup';
+        releases.push({ kind: 'release', workspace: h.workspace, traceId: h.trace_id, amount: h.amount_nano, note });
       }
-      return released;
+      this.apply(releases);
+      return releases.length;
     });
     return run.immediate();
   }
@@ -373,23 +302,8 @@ export class Wallets {
     return this.sql.get('SELECT balance_nano, held_nano FROM wallets WHERE workspace = ?').get(workspace) as WalletRow | undefined;
   }
 
-  private holdRow(traceId: string): HoldRow | undefined {
-    return this.sql.get('SELECT workspace, amount_nano, state FROM holds WHERE trace_id = ?').get(traceId) as HoldRow | undefined;
-  }
-
   private ensureWallet(workspace: string, now: number): void {
     this.sql.get('INSERT OR IGNORE INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES (?, 0, 0, ?)').run(workspace, now);
-  }
-
-  /** Inside a transaction: closes an open hold at zero cost. */
-  private releaseOpen(traceId: string, note: string | null): boolean {
-    const h = this.holdRow(traceId);
-    if (!h || h.state !== 'open') return false;
-    const now = this.clock.now();
-    this.sql.get("UPDATE holds SET state = 'released', cost_nano = 0, closed_at = ? WHERE trace_id = ?").run(now, traceId);
-    this.sql.get('UPDATE wallets SET held_nano = held_nano - ?, updated_at = ? WHERE workspace = ?').run(h.amount_nano, now, h.workspace);
-    this.appendLedger(h.workspace, 'release', h.amount_nano, traceId, note, null, now);
-    return true;
   }
 
   private appendLedger(
@@ -426,10 +340,6 @@ function ownerAlive(owner: string, pid: number, host: string): boolean {
 
 function checkWorkspace(workspace: string): void {
   if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
-}
-
-function checkTrace(traceId: string): void {
-  if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
 }
 
 function usd(nano: bigint): string {

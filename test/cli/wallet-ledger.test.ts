@@ -3,6 +3,7 @@
 import t from 'tap';
 import { openDatabase } from '../../src/store/db.ts';
 import { openStore } from '../../src/store/store.ts';
+import { hold, settle, write } from '../store/fixtures/ledger.ts';
 import { tempDbFile } from '../store/fixtures/temp-db.ts';
 import { createInterface } from 'node:readline';
 import type { RequestLogRow } from '../../src/store/store.ts';
@@ -25,9 +26,8 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   t.equal((await cliInProcess(['wallet', 'credit', '--workspace', 'nope', '--usd', '1'], env)).code, 1, 'unknown workspace');
 
   const store = openStore(db);
-  store.wallets.hold(WS, 'tr-1', 2_000_000_000n);
-  store.wallets.settle('tr-1', 1_250_000_000n, { model: 'v/m', provider: 'p1' });
-  store.wallets.hold(WS, 'tr-2', 1_000_000_000n);
+  write(store, hold(WS, 'tr-1', 2_000_000_000n));
+  write(store, settle(WS, 'tr-1', 2_000_000_000n, 1_250_000_000n, { model: 'v/m', provider: 'p1' }), hold(WS, 'tr-2', 1_000_000_000n));
   store.requestLog.append({
     trace_id: 'tr-1', ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: 'key_x', endpoint: 'chat.completions', model_requested: 'v/m',
     model_served: 'v/m', provider: 'p1', deployment: 'p1/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null,

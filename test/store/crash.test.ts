@@ -1,5 +1,6 @@
-// Crash safety: a writer SIGKILLed mid-burst leaves a consistent ledger in which every reported
-// commit is present exactly once; its open holds are released at the next startup.
+// Crash safety: a gateway-like writer (the wallet book's group commits, plus CLI-style credits)
+// SIGKILLed mid-burst leaves a consistent ledger in which every reported commit is present exactly
+// once; its open holds are released at the next startup.
 import t from 'tap';
 import { openDatabase } from '../../src/store/db.ts';
 import { openStore } from '../../src/store/store.ts';

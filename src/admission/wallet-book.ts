@@ -4,9 +4,8 @@
 // CPU as the whole proxy path (each touches ~8 B-tree pages and the WAL checkpoints every few hundred
 // commits). The gateway is the only process that takes holds on its database, so it can keep each
 // wallet's balance and held amount in memory, admit against that, and persist every hold, settlement
-// and release of one event-loop turn in a single transaction — through the same `Wallets` methods
-// (their bodies run inside the batch's transaction), so the ledger, its invariants and `ledger verify`
-// are unchanged.
+// and release of one event-loop turn in a single transaction (`Wallets.apply`, the store's one
+// implementation of those writes), so the ledger, its invariants and `ledger verify` are unchanged.
 //
 // Durability: a settlement's promise resolves only once its transaction committed, and the request
 // path sends the answer's last bytes after that (AttemptInput.beforeComplete). A crash can lose
@@ -16,20 +15,18 @@
 // Other processes: the CLI only adds money (`wallet credit`); `refresh()` — called when another
 // connection committed — writes what is pending, then reloads balances. Two gateways taking holds on
 // one database file is not supported (each would admit against its own memory).
-import type { Store } from './store.ts';
-import type { HoldResult, LedgerDetails } from './types.ts';
-import type { BookOp } from './wallets.ts';
-
+import { type LedgerDetails, type LedgerOp, type Store, WalletError } from '../store/store.ts';
+import type { HoldResult, WalletAdmission } from './admission.ts';
 
 interface Account {
   balance: bigint;
   held: bigint;
 }
 
-export class WalletBook {
+export class WalletBook implements WalletAdmission {
   private readonly accounts = new Map<string, Account>();
   private readonly open = new Map<string, { workspace: string; amount: bigint }>();
-  private queue: BookOp[] = [];
+  private queue: LedgerOp[] = [];
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
   private scheduled = false;
   private closed = false;
@@ -43,8 +40,16 @@ export class WalletBook {
     this.wallets = store.wallets;
   }
 
-  /** Admits when balance − held covers `amount` (in memory); the hold row follows in this turn's batch. */
+  /**
+   * Admits when balance − held covers `amount` (in memory); the hold row follows in this turn's batch.
+   * A trace already open here is a WalletError (a reused trace id that was closed earlier fails its
+   * batch instead: the ledger takes one hold per trace).
+   */
   hold(workspace: string, traceId: string, amount: bigint): HoldResult {
+    if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
+    checkTrace(traceId);
+    if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+    if (this.open.has(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
     const a = this.account(workspace);
     const available = a.balance - a.held;
     if (available < amount) return { ok: false, available };
@@ -56,6 +61,8 @@ export class WalletBook {
 
   /** Charges the final cost. Resolves once committed, to false when the trace was not open (a no-op). */
   settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean> {
+    checkTrace(traceId);
+    if (typeof cost !== 'bigint' || cost < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
     const h = this.open.get(traceId);
     if (!h) return Promise.resolve(false);
     this.open.delete(traceId);
@@ -98,7 +105,7 @@ export class WalletBook {
     this.waiters = [];
     try {
       this.store.batch(() => {
-        this.wallets.applyBook(ops);
+        this.wallets.apply(ops);
       });
     } catch (err) {
       // SQLite rolled the whole batch back. Its holds never reached the database: forget them (those
@@ -142,11 +149,15 @@ export class WalletBook {
     return a;
   }
 
-  private enqueue(op: BookOp): void {
+  private enqueue(op: LedgerOp): void {
     this.queue.push(op);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
   }
+}
+
+function checkTrace(traceId: string): void {
+  if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
 }

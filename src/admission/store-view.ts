@@ -1,13 +1,15 @@
-// The request path's view of the store: verified API keys and unsealed credentials cached in memory,
-// dropped whenever another process commits to the database (a `key revoke` or `secret set` from the
-// CLI takes effect on the next request, without a restart or a polling delay).
+// The request path's view of the store: verified API keys (admission's KeyVerifier) and unsealed
+// credentials (routing's and the upstream call's CredentialView) cached in memory, dropped whenever
+// another process commits to the database (a `key revoke` or `secret set` from the CLI takes effect
+// on the next request, without a restart or a polling delay).
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 import type { CredentialView } from '../availability/serving.ts';
-import type { KeyCheck } from '../auth/api-key.ts';
+import type { KeyVerification, KeyVerifier } from './admission.ts';
+import type { KeyCheck } from './api-key.ts';
 
 const MAX_CACHED_KEYS = 10_000;
 
-export class StoreView implements CredentialView {
+export class StoreView implements CredentialView, KeyVerifier {
   private names: Set<string>;
   private readonly unsealed = new Map<string, string | null>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
@@ -49,7 +51,7 @@ export class StoreView implements CredentialView {
   }
 
   /** Key check with a cache keyed by the presented key; expiry is re-checked against `now` each time. */
-  verifyKey(presented: string, now: number): { status: 'ok'; key: ApiKeyRecord } | { status: Exclude<KeyCheck, 'ok'> } {
+  verifyKey(presented: string, now: number): KeyVerification {
     const hit = this.keys.get(presented);
     if (hit !== undefined) {
       if (typeof hit === 'string') return { status: hit };

@@ -1,0 +1,78 @@
+// The request path's view of the store: verified keys and unsealed credentials cached in memory,
+// expiry re-judged on every request, and both caches dropped when another connection commits (a CLI
+// `key revoke` or `secret set` takes effect on the next request).
+import t from 'tap';
+import { StoreView } from '../../src/admission/store-view.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { openDatabase } from '../../src/store/db.ts';
+import { openStore } from '../../src/store/store.ts';
+import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+
+/** Well formed, never issued. */
+const UNKNOWN = `sk-pi-${'A'.repeat(43)}`;
+
+t.test('keys: definite answers cached, expiry re-judged, another connection seen after sync', async (t) => {
+  const file = tempDbFile(t);
+  const clock = new ManualClock();
+  const gateway = openStore(file, { clock });
+  const cli = openStore(file, { clock });
+  t.teardown(() => {
+    gateway.close();
+    cli.close();
+  });
+  let externalChanges = 0;
+  const view = new StoreView(gateway, undefined, () => externalChanges++);
+  const k = cli.apiKeys.create({ workspace: 'acme', expiresAt: clock.now() + 1000 });
+  let lookups = 0;
+  const verify = gateway.apiKeys.verify.bind(gateway.apiKeys);
+  gateway.apiKeys.verify = (presented, now) => (lookups++, verify(presented, now));
+
+  t.match(view.verifyKey(k.key, clock.now()), { status: 'ok', key: { id: k.id } });
+  t.match(view.verifyKey(k.key, clock.now()), { status: 'ok' });
+  t.equal(lookups, 1, 'the second check is served from memory');
+  t.same(view.verifyKey(k.key, clock.now() + 1000), { status: 'expired' }, 'expiry is judged against each request time');
+  t.same(view.verifyKey(UNKNOWN, clock.now()), { status: 'not_found' });
+  t.same(view.verifyKey(UNKNOWN, clock.now()), { status: 'not_found' });
+  t.same(view.verifyKey('nope', clock.now()), { status: 'invalid' });
+  t.same(view.verifyKey('nope', clock.now()), { status: 'invalid' });
+  t.equal(lookups, 4, 'not_found is cached; invalid costs nothing to decide again');
+
+  cli.apiKeys.revoke(k.id);
+  t.match(view.verifyKey(k.key, clock.now()), { status: 'ok' }, 'cached until the next sync');
+  view.sync();
+  t.equal(externalChanges, 1, 'the commit of another connection was noticed');
+  t.same(view.verifyKey(k.key, clock.now()), { status: 'revoked' });
+  view.sync();
+  t.equal(externalChanges, 1, 'reported once');
+});
+
+t.test('credentials: unsealed once, refused ones reported, names refreshed on sync', async (t) => {
+  const file = tempDbFile(t);
+  const key = masterKey(7);
+  const gateway = openStore(file, { masterKey: key });
+  const cli = openStore(file, { masterKey: key });
+  t.teardown(() => {
+    gateway.close();
+    cli.close();
+  });
+  cli.secrets.set('openai-main', 'sk-upstream-1');
+  const refused: string[] = [];
+  const view = new StoreView(gateway, (name) => refused.push(name));
+  t.ok(view.has('openai-main'));
+  t.notOk(view.has('later'));
+  t.equal(view.reveal('openai-main'), 'sk-upstream-1');
+  cli.secrets.set('openai-main', 'sk-upstream-2');
+  cli.secrets.set('later', 'sk-later');
+  t.equal(view.reveal('openai-main'), 'sk-upstream-1', 'cached until the next sync');
+  view.sync();
+  t.equal(view.reveal('openai-main'), 'sk-upstream-2');
+  t.ok(view.has('later'));
+
+  const raw = openDatabase(file);
+  raw.prepare("UPDATE secrets SET ciphertext = zeroblob(32) WHERE name = 'later'").run();
+  raw.close();
+  view.sync();
+  t.equal(view.reveal('later'), null, 'a tampered row is refused');
+  t.equal(view.reveal('later'), null);
+  t.same(refused, ['later'], 'and reported once');
+});

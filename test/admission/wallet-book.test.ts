@@ -1,0 +1,193 @@
+// The gateway's wallet book: admission in memory (never beyond the balance, one hold per trace,
+// idempotent closes), holds/settlements/releases group-committed to the ledger, a settlement's promise
+// resolving only once it is committed, and recovery from a failed batch.
+import t from 'tap';
+import { WalletBook } from '../../src/admission/wallet-book.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { openStore, type Store, WalletError } from '../../src/store/store.ts';
+
+function fresh(t: { teardown(fn: () => void): void }): { store: Store; book: WalletBook; errors: unknown[] } {
+  const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });
+  const errors: unknown[] = [];
+  const book = new WalletBook(store, (e) => errors.push(e));
+  t.teardown(() => {
+    book.close();
+    store.close();
+  });
+  return { store, book, errors };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+t.test('credit, hold, settle, release', async (t) => {
+  const clock = new ManualClock('2026-01-15T23:59:00Z');
+  const store = openStore(':memory:', { clock });
+  const book = new WalletBook(store);
+  t.teardown(() => {
+    book.close();
+    store.close();
+  });
+  const w = store.wallets;
+  /** The wallet as the ledger has it, once the book wrote what is pending. */
+  const ledger = (at = clock.now()) => {
+    book.flush();
+    return w.show('acme', at);
+  };
+  t.same(ledger(), { workspace: 'acme', balance: 0n, held: 0n, available: 0n, spendToday: 0n, openHolds: 0 });
+  t.same(book.hold('acme', 'r0', 1n), { ok: false, available: 0n }, 'no wallet: nothing available');
+  t.same(book.hold('acme', 'r0b', 0n), { ok: true }, 'a zero hold fits an empty wallet');
+
+  const c = w.credit('acme', 1_000n, 'top-up');
+  t.match(c.traceId, /^credit_[0-9a-f-]{36}$/);
+  t.equal(c.balance, 1_000n);
+  book.refresh(); // what StoreView.sync triggers when it notices the credit
+  t.same(book.hold('acme', 'r1', 600n), { ok: true });
+  t.same(book.hold('acme', 'r2', 401n), { ok: false, available: 400n });
+  t.same(book.hold('acme', 'r2', 400n), { ok: true }, 'a refused trace may try again');
+  t.throws(() => book.hold('acme', 'r1', 1n), WalletError, 'a trace holds once');
+  t.throws(() => book.hold('acme', 'r1', 1n), { code: 'duplicate_trace' });
+  t.same(ledger(), { workspace: 'acme', balance: 1_000n, held: 1_000n, available: 0n, spendToday: 0n, openHolds: 3 });
+
+  t.equal(await book.settle('r1', 550n, { model: 'openai/gpt-4o', provider: 'openai', deployment: 'openai/gpt-4o', promptTokens: 10 }), true);
+  t.equal(await book.settle('r1', 550n, {}), false, 'second settle is a no-op');
+  book.release('r1');
+  t.same([ledger().held, ledger().balance, ledger().openHolds], [400n, 450n, 2], 'release after settle is a no-op');
+  book.release('r2');
+  t.same([ledger().held, ledger().openHolds], [0n, 1], 'release closes the hold at zero cost');
+  book.release('r2');
+  t.same([ledger().held, ledger().balance, ledger().openHolds], [0n, 450n, 1], 'a second release is a no-op');
+  t.equal(await book.settle('r2', 5n, {}), false, 'settle after release is a no-op');
+  book.release('never-held');
+  t.equal(await book.settle('never-held', 5n, {}), false, 'settling a trace that never held charges nothing');
+  t.same(book.view('acme'), { balance: 450n, held: 0n, available: 450n });
+  t.equal(await book.settle('r0b', 0n, { model: 'a/free', provider: 'p' }), true);
+
+  clock.advance(60_000); // next UTC day
+  t.same(book.hold('acme', 'r3', 100n), { ok: true });
+  t.equal(await book.settle('r3', 200n, { model: 'openai/gpt-4o', provider: 'azure' }), true, 'cost above the hold');
+  t.same(ledger(), { workspace: 'acme', balance: 250n, held: 0n, available: 250n, spendToday: 200n, openHolds: 0 });
+  t.equal(ledger(clock.now() - 60_000).spendToday, 550n, 'spend is per UTC day');
+  t.same(book.view('acme'), { balance: 250n, held: 0n, available: 250n }, 'memory = the ledger');
+
+  t.same(w.usage('acme'), [
+    { model: 'openai/gpt-4o', provider: 'openai', requests: 1, costNano: 550n },
+    { model: 'openai/gpt-4o', provider: 'azure', requests: 1, costNano: 200n },
+    { model: 'a/free', provider: 'p', requests: 1, costNano: 0n },
+  ]);
+  t.same(w.verify(), { ok: true, problems: [] });
+
+  t.throws(() => book.hold('acme', 'r9', -1n), RangeError);
+  t.throws(() => book.hold('acme', 'r9', 1 as unknown as bigint), RangeError, 'numbers are refused');
+  t.throws(() => book.hold('', 'r9', 1n), RangeError);
+  t.throws(() => book.hold('acme', '', 1n), RangeError);
+  t.throws(() => book.settle('r3', -1n, {}), RangeError);
+  t.same(w.workspaces(), ['acme']);
+});
+
+t.test('overdraft: holds refused while available is negative', async (t) => {
+  const { store, book } = fresh(t);
+  store.wallets.credit('w', 100n, '');
+  t.same(book.hold('w', 'a', 100n), { ok: true });
+  t.equal(await book.settle('a', 250n, {}), true);
+  t.equal(store.wallets.show('w', 0).balance, -150n);
+  t.same(book.hold('w', 'b', 0n), { ok: false, available: -150n });
+  book.flush();
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a trace id reused after its hold closed fails its batch loudly; the ledger stays exact', async (t) => {
+  const { store, book, errors } = fresh(t);
+  store.wallets.credit('w', 1000n, 'seed');
+  book.hold('w', 'once', 100n);
+  t.equal(await book.settle('once', 10n, {}), true);
+  t.same(book.hold('w', 'once', 100n), { ok: true }, 'the book no longer knows the closed trace');
+  book.hold('w', 'same-turn', 50n);
+  book.flush();
+  t.equal(errors.length, 1, 'the batch failed and was reported');
+  t.same(book.view('w'), { balance: 990n, held: 0n, available: 990n }, 'memory = the ledger again');
+  t.same(store.wallets.show('w', 0).openHolds, 0, 'neither hold of the failed batch was written');
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('admits against memory, never beyond the balance', async (t) => {
+  const { store, book } = fresh(t);
+  store.wallets.credit('w', 1000n, 'seed');
+  const admitted = Array.from({ length: 200 }, (_, i) => book.hold('w', `t${i}`, 300n).ok).filter(Boolean).length;
+  t.equal(admitted, 3, 'floor(1000 / 300) holds');
+  t.same(book.view('w'), { balance: 1000n, held: 900n, available: 100n });
+  t.match(book.hold('w', 'x', 101n), { ok: false, available: 100n });
+});
+
+t.test('one event-loop turn is one transaction; the ledger matches memory', async (t) => {
+  const { store, book } = fresh(t);
+  store.wallets.credit('w', 10_000n, 'seed');
+  let batches = 0;
+  const batch = store.batch.bind(store);
+  store.batch = (fn) => {
+    batches++;
+    return batch(fn);
+  };
+  for (let i = 0; i < 50; i++) book.hold('w', `t${i}`, 100n);
+  t.equal(store.wallets.show('w', 0).held, 0n, 'nothing written yet');
+  await tick();
+  t.equal(batches, 1, 'fifty holds, one transaction');
+  t.equal(store.wallets.show('w', 0).held, 5000n);
+  const settled = Promise.all(Array.from({ length: 25 }, (_, i) => book.settle(`t${i}`, 40n, { model: 'm' })));
+  for (let i = 25; i < 50; i++) book.release(`t${i}`);
+  t.same(await settled, Array(25).fill(true));
+  t.equal(batches, 2, 'twenty-five settlements and releases, one more transaction');
+  const v = store.wallets.show('w', 0);
+  t.equal(v.balance, 10_000n - 25n * 40n);
+  t.equal(v.held, 0n);
+  t.same(book.view('w'), { balance: v.balance, held: 0n, available: v.balance });
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a settlement resolves only after its row is committed', async (t) => {
+  const { store, book } = fresh(t);
+  store.wallets.credit('w', 1000n, 'seed');
+  book.hold('w', 'a', 500n);
+  const p = book.settle('a', 123n, {});
+  t.equal(store.wallets.show('w', 0).balance, 1000n, 'not yet written when settle returns');
+  t.equal(await p, true);
+  t.equal(store.wallets.show('w', 0).balance, 877n, 'written by the time it resolves');
+  t.equal(await book.settle('a', 123n, {}), false, 'a second settle is a no-op');
+  book.release('a');
+  book.release('never-held');
+  await tick();
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('refresh reloads a credit made elsewhere, after writing what is pending', async (t) => {
+  const { store, book } = fresh(t);
+  store.wallets.credit('w', 100n, 'seed');
+  t.equal(book.hold('w', 'a', 100n).ok, true);
+  t.equal(book.hold('w', 'b', 1n).ok, false);
+  store.wallets.credit('w', 50n, 'top-up');
+  book.refresh();
+  t.same(book.view('w'), { balance: 150n, held: 100n, available: 50n });
+  t.equal(store.wallets.show('w', 0).held, 100n, 'the pending hold was written first');
+  t.equal(book.hold('w', 'b', 50n).ok, true);
+});
+
+t.test('a failed batch rejects its settlements, forgets its holds and rebuilds memory', async (t) => {
+  const { store, book, errors } = fresh(t);
+  store.wallets.credit('w', 1000n, 'seed');
+  book.hold('w', 'kept', 100n);
+  book.flush();
+  const batch = store.batch.bind(store);
+  store.batch = () => {
+    throw new Error('disk full');
+  };
+  book.hold('w', 'lost', 200n);
+  const p = book.settle('kept', 50n, {});
+  await t.rejects(p, /disk full/);
+  t.equal(errors.length, 1);
+  store.batch = batch;
+  t.same(book.view('w'), { balance: 1000n, held: 100n, available: 900n }, 'memory = the ledger again');
+  t.equal(await book.settle('lost', 10n, {}), false, 'the lost hold is forgotten');
+  book.release('kept');
+  book.flush();
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+  t.equal(store.wallets.show('w', 0).balance, 1000n);
+});
