@@ -103,6 +103,7 @@ export function linkPlatforms(ctx: LinkContext, v: Vocab, adapters: AdapterCatal
 
 /** A resources or deployments file's `platform`: must match the file name and name a declared platform. */
 export function filePlatform(ctx: LinkContext, platforms: LinkedPlatforms, c: CheckedFile, declared: string): string | null {
+  // `declared` is typed by the schema, but may be anything when the schema rejected it.
   if (typeof declared !== 'string' || !ctx.clean(c, ['platform'])) return null;
   ctx.nameMatches(c, ['platform'], declared, 'platform');
   if (!platforms.ids.has(declared) && !ctx.incomplete.has('platform')) {

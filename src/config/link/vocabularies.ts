@@ -56,7 +56,9 @@ function readLists(ctx: LinkContext, src: Source<'vocabularies'> | undefined) {
   return { protocols, endpoints, modes, capabilities, retention, moderation, parameters, modalities, sampling };
 }
 
-function lookups(l: ReturnType<typeof readLists>): Vocab {
+type Lists = ReturnType<typeof readLists>;
+
+function lookups(l: Lists): Vocab {
   const v: Vocab = {
     protocols: l.protocols && new Set(l.protocols),
     endpoints: l.endpoints && new Map(l.endpoints.map((e) => [e.id, { protocol: e.protocol, modes: e.modes }])),
@@ -77,7 +79,7 @@ function lookups(l: ReturnType<typeof readLists>): Vocab {
 }
 
 /** The lists' references to each other. */
-function crossRules(ctx: LinkContext, c: CheckedFile, l: ReturnType<typeof readLists>, v: Vocab): void {
+function crossRules(ctx: LinkContext, c: CheckedFile, l: Lists, v: Vocab): void {
   if (l.endpoints) {
     const paths = new Map<string, number>();
     l.endpoints.forEach((e, i) => {
