@@ -1,7 +1,8 @@
 // Entry of `npm run codegen` (write src/generated/ and docs/config-reference.md) and
 // `npm run build:check` (`--check`: regenerate in memory, exit 1 listing stale files). `--config DIR`
-// picks the config dir (default config/, env PI_CONFIG).
-import { parseCodegenArgs, runCodegen } from './codegen/run.ts';
+// picks the config dir (default config/, env PI_CONFIG). The codegen library is src/codegen/, shared
+// with `pi-gateway build`.
+import { parseCodegenArgs, runCodegen } from '../src/codegen/run.ts';
 
 try {
   process.exitCode = await runCodegen(parseCodegenArgs(process.argv.slice(2)));

@@ -3,13 +3,14 @@
 import { sourceHashOf } from '../config/config-files.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { startGateway, type Gateway, type GatewayOptions, jsonLog } from '../gateway.ts';
+import { ADAPTERS } from '../platforms/index.ts';
 import { openStore, type Store } from '../store/store.ts';
 
 /** Compiles a config directory; the compiler (ajv, yaml) is loaded only here, so serving from the
  *  generated tables never loads it. */
 export async function loadOrExit(dir: string): Promise<CompiledConfig | null> {
   const { loadConfig, formatIssue } = await import('../config/load-config.ts');
-  const r = loadConfig(dir);
+  const r = loadConfig(dir, { adapters: ADAPTERS });
   if (r.ok) return r.config;
   for (const i of r.issues) process.stderr.write(formatIssue(i) + '\n');
   process.stderr.write(`pi-gateway: the config in ${dir} has ${r.issues.length} problem${r.issues.length === 1 ? '' : 's'}; not starting\n`);

@@ -1,6 +1,7 @@
 // Helpers every store-backed command (secret, key, wallet, ledger, usage, logs) shares: --db and
 // --config handling, the workspace check against the config, and error → exit code mapping.
 import { existsSync } from 'node:fs';
+import { ADAPTERS } from '../platforms/index.ts';
 import { openStore, SecretError, StoreError, WalletError, type Store } from '../store/store.ts';
 import { str, UsageError, type OptionSpec, type Parsed } from './args.ts';
 
@@ -35,7 +36,7 @@ export function openFromArgs(p: Parsed, readonly: boolean): Store {
 export async function requireWorkspace(p: Parsed, id: string): Promise<void> {
   const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
   const { loadConfig } = await import('../config/load-config.ts');
-  const r = loadConfig(dir);
+  const r = loadConfig(dir, { adapters: ADAPTERS });
   if (!r.ok) throw new CliError(`the config in ${dir} has ${r.issues.length} issue(s); run \`pi-gateway check --config ${dir}\``);
   const ids = r.config.workspaces.map((w) => w.id);
   if (!ids.includes(id)) throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);

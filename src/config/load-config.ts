@@ -7,6 +7,7 @@ import { type CheckedFile, link, type LinkOptions } from './link.ts';
 import { loadDir } from './load.ts';
 import { validateFile } from './validate.ts';
 
+export type { AdapterCatalog } from './adapter-catalog.ts';
 export type { ConfigIssue };
 export { formatIssue };
 
@@ -14,9 +15,10 @@ export type LoadConfigResult = { ok: true; config: CompiledConfig } | { ok: fals
 
 /**
  * Loads, validates, links and compiles the config under `dir`. Issue file names are `<dir>/<path>`,
- * spelled with `dir` as given. Issues come sorted by file and position.
+ * spelled with `dir` as given. Issues come sorted by file and position. `opts.adapters` is the
+ * adapter registry platform files are checked against (config/ does not know the adapters itself).
  */
-export function loadConfig(dir: string, opts: LinkOptions = {}): LoadConfigResult {
+export function loadConfig(dir: string, opts: LinkOptions): LoadConfigResult {
   const loaded = loadDir(dir);
   const issues: ConfigIssue[] = [...loaded.issues];
   const checked: CheckedFile[] = loaded.files.map((f) => {
@@ -26,6 +28,6 @@ export function loadConfig(dir: string, opts: LinkOptions = {}): LoadConfigResul
   });
   const linked = link(checked, opts);
   issues.push(...linked.issues);
-  if (issues.length > 0) return { ok: false, issues: sortIssues(issues) };
+  if (issues.length > 0 || linked.config === null) return { ok: false, issues: sortIssues(issues) };
   return { ok: true, config: compile(linked.config, loaded.sourceHash, linked.platformIdFor) };
 }

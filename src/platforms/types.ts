@@ -1,9 +1,10 @@
 // The platform adapter interface: everything that differs between upstream platforms once the
 // inbound protocol module has prepared the body — URL, auth headers and small wire quirks.
 // Adding a platform kind means one module here, its line in ./index.ts, the YAML, and its tests.
+import type { AdapterFacts, AdapterOptions } from '../config/adapter-catalog.ts';
 import type { CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
 
-export type AdapterOptions = Record<string, string | number | boolean>;
+export type { AdapterOptions };
 
 /** Where one attempt goes: the deployment, its resource and platform, and the unsealed credential. */
 export interface UpstreamTarget {
@@ -22,7 +23,8 @@ export interface AdapterRequest {
   clientHeaders: Record<string, string>;
 }
 
-export interface PlatformAdapter {
+/** An adapter is also the facts config linking checks platform files against (see AdapterFacts). */
+export interface PlatformAdapter extends AdapterFacts {
   readonly id: string;
   /** Endpoint ids this adapter knows how to call; config linking rejects a platform declaring others. */
   readonly endpoints: readonly string[];

@@ -5,10 +5,10 @@ import t, { type Test } from 'tap';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generate, type Output, staleOutputs, writeOutputs } from '../../scripts/codegen/generate.ts';
-import { parseCodegenArgs, runCodegen } from '../../scripts/codegen/run.ts';
-import { printTs } from '../../scripts/codegen/emit-tables.ts';
-import { GENERATED_BANNER } from '../../scripts/codegen/banner.ts';
+import { generate, type Output, staleOutputs, writeOutputs } from '../../src/codegen/generate.ts';
+import { parseCodegenArgs, runCodegen } from '../../src/codegen/run.ts';
+import { printTs } from '../../src/codegen/emit-tables.ts';
+import { GENERATED_BANNER } from '../../src/codegen/banner.ts';
 import { FIXTURES, MINI, overlayTree } from '../config/fixture-tree.ts';
 
 function tempDir(t: Test): string {

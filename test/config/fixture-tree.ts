@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatIssue, loadConfig } from '../../src/config/load-config.ts';
+import { ADAPTERS } from '../../src/platforms/index.ts';
 
 export const FIXTURES = fileURLToPath(new URL('../fixtures/config/', import.meta.url));
 export const MINI = join(FIXTURES, 'mini');
@@ -24,7 +25,7 @@ export function overlayTree(overlay: string | null, remove: string[] = []): stri
 
 /** Every issue of a config dir as printed, with the dir spelled `config`; [] when it loads. */
 export function issueLines(dir: string): string[] {
-  const r = loadConfig(dir);
+  const r = loadConfig(dir, { adapters: ADAPTERS });
   if (r.ok) return [];
   return r.issues.map((i) => formatIssue(i).split(dir).join('config'));
 }

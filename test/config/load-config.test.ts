@@ -7,10 +7,11 @@ import { join, relative } from 'node:path';
 import type { CompiledConfig } from '../../src/config/compiled.ts';
 import { formatIssue, loadConfig } from '../../src/config/load-config.ts';
 import { readSchemas } from '../../src/config/validate.ts';
+import { ADAPTERS } from '../../src/platforms/index.ts';
 import { MINI } from './fixture-tree.ts';
 
 function load(dir = MINI): CompiledConfig {
-  const r = loadConfig(dir);
+  const r = loadConfig(dir, { adapters: ADAPTERS });
   if (!r.ok) throw new Error(r.issues.map(formatIssue).join('\n'));
   return r.config;
 }
@@ -209,7 +210,7 @@ t.test('issue file names keep the dir as the caller spelled it', async (t) => {
   cpSync(MINI, tmp, { recursive: true });
   writeFileSync(join(tmp, 'workspaces.yaml'), 'workspaces:\n  - id: Bad\n');
   const spelled = `${tmp}//`;
-  const r = loadConfig(spelled);
+  const r = loadConfig(spelled, { adapters: ADAPTERS });
   t.equal(r.ok, false);
   if (!r.ok) {
     t.strictSame(r.issues.map(formatIssue), [
@@ -219,7 +220,7 @@ t.test('issue file names keep the dir as the caller spelled it', async (t) => {
 });
 
 t.test('a missing config dir is one issue', async (t) => {
-  const r = loadConfig('test/fixtures/config/does-not-exist');
+  const r = loadConfig('test/fixtures/config/does-not-exist', { adapters: ADAPTERS });
   t.strictSame(r.ok ? [] : r.issues.map(formatIssue), ['test/fixtures/config/does-not-exist:1:1: config directory does not exist']);
 });
 

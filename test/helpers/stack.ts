@@ -9,6 +9,7 @@ import type { CompiledConfig, GatewaySettings } from '../../src/config/compiled.
 import { formatIssue, loadConfig } from '../../src/config/load-config.ts';
 import { startGateway, type Gateway } from '../../src/gateway.ts';
 import { decimalToNano } from '../../src/money.ts';
+import { ADAPTERS } from '../../src/platforms/index.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { seededRandom } from './prng.ts';
@@ -23,7 +24,7 @@ export function fixtureConfig(name = 'gateway'): CompiledConfig {
   const cached = configCache.get(name);
   if (cached) return cached;
   const dir = name === 'bundled' ? fileURLToPath(new URL('../../config/', import.meta.url)) : join(FIXTURES, name);
-  const r = loadConfig(dir);
+  const r = loadConfig(dir, { adapters: ADAPTERS });
   if (!r.ok) throw new Error(`fixture config ${name} is invalid:\n${r.issues.map(formatIssue).join('\n')}`);
   configCache.set(name, r.config);
   return r.config;

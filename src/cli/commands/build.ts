@@ -1,7 +1,7 @@
 // `pi-gateway build`: validate the config and regenerate src/generated/ (the same code as `npm run codegen`).
 import type { Command } from '../command.ts';
 import { flag, parse, str } from '../args.ts';
-import { runCodegen } from '../../../scripts/codegen/run.ts';
+import { runCodegen } from '../../codegen/run.ts';
 
 const HELP = `Usage: pi-gateway build [--config DIR] [--check]
 

@@ -3,6 +3,7 @@ import type { Command } from '../command.ts';
 import { flag, parse, str } from '../args.ts';
 import { printJson } from '../output.ts';
 import { formatIssue, loadConfig } from '../../config/load-config.ts';
+import { ADAPTERS } from '../../platforms/index.ts';
 
 const HELP = `Usage: pi-gateway check [--config DIR] [--json]
 
@@ -26,7 +27,7 @@ export const command: Command = {
   async run(argv) {
     const p = parse(argv, { config: { type: 'string' }, json: { type: 'boolean' } }, false);
     const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
-    const r = loadConfig(dir);
+    const r = loadConfig(dir, { adapters: ADAPTERS });
     if (!r.ok) {
       if (flag(p, 'json')) printJson({ ok: false, issues: r.issues });
       else {

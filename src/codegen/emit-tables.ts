@@ -1,6 +1,6 @@
 // src/generated/tables.ts: the compiled config printed as a typed TypeScript literal (bigint prices
 // as `123n`), deterministic so a config change shows up as a reviewable diff.
-import type { CompiledConfig } from '../../src/config/compiled.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
 import { GENERATED_BANNER } from './banner.ts';
 
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;

@@ -1,6 +1,6 @@
 // src/generated/config-types.ts: TypeScript types of every config file kind, from the JSON Schemas
 // (json-schema-to-typescript; type names are the schemas' `title`s, descriptions become JSDoc).
-import type { JsonSchema } from '../../src/config/validate.ts';
+import type { JsonSchema } from '../config/validate.ts';
 import { GENERATED_BANNER } from './banner.ts';
 
 const DEFS_FILE = 'defs.schema.json';
@@ -79,7 +79,8 @@ function omitTitle(s: JsonSchema): JsonSchema {
 
 /** The text of src/generated/config-types.ts. */
 export async function emitTypes(schemas: Map<string, JsonSchema>): Promise<string> {
-  // Imported lazily: a build-time (dev) dependency, not needed by `check` or `serve`.
+  // Imported lazily: only codegen needs it (a runtime dependency for `pi-gateway build`), and it is
+  // heavy (prettier included), so `check` and `serve` never load it.
   const { compile } = await import('json-schema-to-typescript');
   const ts = await compile(bundleSchemas(schemas) as Parameters<typeof compile>[0], 'ConfigFiles', {
     bannerComment: GENERATED_BANNER,

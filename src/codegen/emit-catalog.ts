@@ -1,7 +1,7 @@
 // src/generated/catalog.json: the `GET /v1/models` document for every enabled model, sorted by id.
 // Expiry is time-dependent, so it is applied at request time; this file lists every enabled model.
-import type { CompiledConfig } from '../../src/config/compiled.ts';
-import { toCatalogModel } from '../../src/catalog/catalog-model.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
+import { toCatalogModel } from '../catalog/catalog-model.ts';
 
 /** The text of src/generated/catalog.json: pure JSON (no banner key), 2-space indent, trailing newline. */
 export function emitCatalog(config: CompiledConfig): string {

@@ -3,7 +3,7 @@ import t from 'tap';
 import { rmSync } from 'node:fs';
 import { command as check } from '../../src/cli/commands/check.ts';
 import { command as build } from '../../src/cli/commands/build.ts';
-import { MINI, overlayTree } from './fixture-tree.ts';
+import { MINI, overlayTree } from '../config/fixture-tree.ts';
 
 async function run(cmd: typeof check, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
   let out = '';

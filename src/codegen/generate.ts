@@ -2,10 +2,11 @@
 // them (only those that changed) or compare them with what is on disk (`--check`).
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { renderConfigReference } from '../config-reference.ts';
-import { type ConfigIssue, loadConfig } from '../../src/config/load-config.ts';
-import { readSchemas, schemasDir } from '../../src/config/validate.ts';
-import type { CompiledConfig } from '../../src/config/compiled.ts';
+import { renderConfigReference } from './config-reference.ts';
+import { type ConfigIssue, loadConfig } from '../config/load-config.ts';
+import { readSchemas, schemasDir } from '../config/validate.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
+import { ADAPTERS } from '../platforms/index.ts';
 import { emitCatalog } from './emit-catalog.ts';
 import { emitTables } from './emit-tables.ts';
 import { emitTypes } from './emit-types.ts';
@@ -43,7 +44,7 @@ export type GenerateResult = { ok: true; outputs: Output[]; config: CompiledConf
 
 /** Builds every output in memory. Nothing is written; an invalid config yields its issues. */
 export async function generate(configDir: string): Promise<GenerateResult> {
-  const loaded = loadConfig(configDir);
+  const loaded = loadConfig(configDir, { adapters: ADAPTERS });
   if (!loaded.ok) return loaded;
   const schemas = readSchemas();
   const outputs: Output[] = [

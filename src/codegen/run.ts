@@ -1,6 +1,6 @@
 // `npm run codegen` / `npm run build:check` / `pi-gateway build`: option handling and reporting around
 // the codegen library, shared by scripts/codegen.ts and the CLI so both behave the same.
-import { formatIssue } from '../../src/config/load-config.ts';
+import { formatIssue } from '../config/load-config.ts';
 import { generate, repoRoot, staleOutputs, writeOutputs } from './generate.ts';
 
 export interface CodegenOptions {
