@@ -1,0 +1,190 @@
+// The two phases that read a whole upstream body before answering: a 2xx JSON answer (size-capped,
+// decoded from its content encoding, checked by the protocol, then committed: beforeComplete runs
+// before the body is sent) and a non-2xx error body (its head kept up to a cap, handed to the
+// failover loop as a provider_error, never sent from here).
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import type { ProtocolModule } from '../protocols/types.ts';
+import { findStringValue, readString } from '../stream/json-key.ts';
+import type { AttemptCore, AttemptPhase } from './attempt-core.ts';
+import { type AnswerHead, providerHeaders } from './attempt-head.ts';
+import type { CommittedOutcome } from './attempt-types.ts';
+
+/** An error body is kept up to this many bytes (the rest is dropped, the answer still passed on). */
+export const MAX_ERROR_BODY = 1024 * 1024;
+
+/** A body decoded from its Content-Encoding, or null when it does not decode (or the encoding is unknown). */
+export function decodeBody(body: Buffer, encoding: string | undefined): Buffer | null {
+  if (!encoding || encoding === 'identity') return body;
+  try {
+    if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipSync(body);
+    if (encoding === 'br') return brotliDecompressSync(body);
+    if (encoding === 'deflate') return inflateSync(body);
+  } catch {
+    return null;
+  }
+  return null;
+}
+
+/** Body chunks collected up to a cap. */
+export class BodyBuffer {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(readonly cap: number) {}
+
+  /** Keeps the chunk, or returns false once the body has gone past the cap (that chunk and every
+   *  later one are dropped). */
+  add(chunk: Buffer): boolean {
+    this.size += chunk.length;
+    if (this.size > this.cap) return false;
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+type JsonState =
+  /** Collecting the body. */
+  | { kind: 'reading'; body: BodyBuffer }
+  /** A usable answer is committed: beforeComplete runs, then the body goes out. */
+  | { kind: 'delivering' };
+
+/** A 2xx answer that is not an event stream: read whole, then committed and sent in one piece. */
+export class JsonReader implements AttemptPhase {
+  readonly kind = 'json';
+  private state: JsonState;
+
+  constructor(
+    private readonly core: AttemptCore,
+    private readonly protocol: ProtocolModule,
+    private readonly slugJson: Buffer,
+    private readonly head: AnswerHead,
+  ) {
+    this.state = { kind: 'reading', body: new BodyBuffer(core.limits.maxUpstreamBodyBytes) };
+  }
+
+  onData(chunk: Buffer): void {
+    const s = this.state;
+    if (s.kind !== 'reading') return;
+    const core = this.core;
+    if (core.firstByteMs === null) core.markFirstByte();
+    // A body that stops midway must not hold the request forever.
+    core.armIdle(this);
+    if (!s.body.add(chunk)) core.fail('too_large', `the provider answer exceeded ${s.body.cap} bytes`);
+  }
+
+  onEnd(): void {
+    const s = this.state;
+    if (s.kind !== 'reading') return;
+    const core = this.core;
+    const raw = decodeBody(s.body.bytes(), this.head.headers['content-encoding']);
+    const answer = raw === null ? null : this.protocol.readJson(raw, this.slugJson);
+    if (answer === null) {
+      core.fail('malformed', 'the provider answer was not a usable JSON body');
+      return;
+    }
+    this.state = { kind: 'delivering' };
+    core.clearTimers();
+    const firstByteMs = core.firstByteMs ?? core.elapsed();
+    core.firstByteMs = firstByteMs;
+    const outcome: CommittedOutcome = {
+      kind: 'committed',
+      status: this.head.status,
+      stream: false,
+      upstreamModel: answer.upstreamModel,
+      usage: answer.usage,
+      completed: true,
+      broken: null,
+      clientAborted: core.reply.aborted,
+      firstByteMs,
+      contentEvents: 0,
+      contentBytes: answer.body.length,
+    };
+    core.complete(outcome, () => {
+      core.reply.send(this.head.status, providerHeaders(this.head, answer.upstreamModel, false), answer.body);
+      core.finish(outcome);
+    });
+  }
+
+  onError(err: Error): void {
+    if (this.state.kind === 'reading') this.core.upstreamFailed(err);
+  }
+
+  onIdle(): void {
+    this.core.fail('timeout', `provider went silent for ${this.core.limits.streamIdleTimeoutMs} ms before answering`);
+  }
+
+  onClientAborted(): void {
+    const core = this.core;
+    if (this.state.kind === 'reading') {
+      core.clientGone();
+      return;
+    }
+    // Gone while beforeComplete was pending: the answer is committed but never sent. The outcome
+    // carries only the status (as before issue 9; the settlement has already seen the full one).
+    core.ctrl?.abort(new Error('client went away'));
+    core.finish({
+      kind: 'committed',
+      status: this.head.status,
+      stream: false,
+      upstreamModel: null,
+      usage: null,
+      completed: true,
+      broken: 'client_aborted',
+      clientAborted: true,
+      firstByteMs: core.firstByteMs ?? core.elapsed(),
+      contentEvents: 0,
+      contentBytes: 0,
+    });
+  }
+}
+
+/** A non-2xx answer: its body (head kept up to MAX_ERROR_BODY) becomes a provider_error outcome. */
+export class ErrorReader implements AttemptPhase {
+  readonly kind = 'error';
+  private readonly body = new BodyBuffer(MAX_ERROR_BODY);
+
+  /** The error head is the provider's first byte; the idle limit starts with it, so an error body
+   *  that stops midway cannot hold the request forever. */
+  constructor(
+    private readonly core: AttemptCore,
+    private readonly head: AnswerHead,
+  ) {
+    core.markFirstByte();
+    core.armIdle(this);
+  }
+
+  onData(chunk: Buffer): void {
+    this.core.armIdle(this);
+    // Past the cap the rest is dropped: the head of an oversized error body is what gets passed on.
+    this.body.add(chunk);
+  }
+
+  onEnd(): void {
+    const core = this.core;
+    const body = this.body.bytes();
+    const span = findStringValue(body, 'model', 1);
+    core.finish({
+      kind: 'provider_error',
+      status: this.head.status,
+      headers: providerHeaders(this.head, span ? readString(body, span) : null, true),
+      body,
+      firstByteMs: core.firstByteMs ?? core.elapsed(),
+    });
+  }
+
+  onError(err: Error): void {
+    this.core.upstreamFailed(err);
+  }
+
+  onIdle(): void {
+    this.core.fail('timeout', `provider went silent for ${this.core.limits.streamIdleTimeoutMs} ms before finishing its error answer`);
+  }
+
+  onClientAborted(): void {
+    this.core.clientGone();
+  }
+}

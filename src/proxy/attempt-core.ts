@@ -1,0 +1,138 @@
+// What every phase of one attempt shares: whether the outcome is decided, the upstream control, when
+// the answer began, both timers (first byte, stream idle), and the ways an attempt ends (finish, fail,
+// the beforeComplete hook ahead of the last bytes). The phases themselves (head, JSON body, error
+// body, stream relay) hold their own typed state and call in here.
+import type { Reply } from '../http/reply.ts';
+import type { UpstreamControl } from '../upstream/client.ts';
+import type { AttemptTimer, AttemptTimers } from './attempt-timers.ts';
+import type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason } from './attempt-types.ts';
+
+/** What a silence of `streamIdleTimeoutMs` means depends on the phase that armed the idle timer. */
+export interface IdleWatcher {
+  onIdle(): void;
+}
+
+/** One phase of an attempt: what it does with the upstream's callbacks after the head, a silence
+ *  past the idle limit and a client that went away. `kind` tells the phases apart. */
+export interface AttemptPhase extends IdleWatcher {
+  readonly kind: 'head' | 'json' | 'error' | 'stream';
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+  onError(err: Error): void;
+  onClientAborted(): void;
+}
+
+export function classifyError(err: Error): FailureReason {
+  const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
+  if (/CONNECT|ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN/.test(code)) return 'connect';
+  return 'reset';
+}
+
+export class AttemptCore {
+  /** The outcome is decided: nothing more is written, and every later callback is ignored. */
+  done = false;
+  /** The upstream exchange, once dispatched (before that an abort has nothing to stop). */
+  ctrl: UpstreamControl | null = null;
+  /** When the provider's answer began, in ms since the attempt started; null until then. */
+  firstByteMs: number | null = null;
+  private readonly t0: number;
+  private readonly firstByteTimer: AttemptTimer;
+  private idleTimer: AttemptTimer | null = null;
+  private idleWatcher: IdleWatcher | null = null;
+
+  constructor(
+    readonly reply: Reply,
+    readonly limits: AttemptLimits,
+    readonly timers: AttemptTimers,
+    private readonly resolve: (outcome: AttemptOutcome) => void,
+    private readonly beforeComplete: AttemptInput['beforeComplete'],
+  ) {
+    this.t0 = timers.now();
+    this.firstByteTimer = timers.start(this.onFirstByteTimeout, limits.firstByteTimeoutMs);
+  }
+
+  private readonly onFirstByteTimeout = (): void => {
+    // Every commit point clears this timer, so only a provider that has not answered yet gets here.
+    if (this.done) return;
+    this.fail('timeout', `provider did not start answering within ${this.limits.firstByteTimeoutMs} ms`);
+  };
+
+  private readonly onIdleTimeout = (): void => {
+    if (this.done) return;
+    this.idleWatcher?.onIdle();
+  };
+
+  /** Milliseconds since the attempt started. */
+  elapsed(): number {
+    return this.timers.now() - this.t0;
+  }
+
+  /** The provider's answer began: the first-byte limit no longer applies. */
+  markFirstByte(): number {
+    this.firstByteTimer.close();
+    const ms = this.elapsed();
+    this.firstByteMs = ms;
+    return ms;
+  }
+
+  /** (Re)starts the idle limit; `watcher` decides what a silence means. */
+  armIdle(watcher: IdleWatcher): void {
+    if (this.idleTimer) {
+      this.idleTimer.refresh();
+      return;
+    }
+    this.idleWatcher = watcher;
+    this.idleTimer = this.timers.start(this.onIdleTimeout, this.limits.streamIdleTimeoutMs);
+  }
+
+  /** Drops the idle timer so that the next armIdle() starts a fresh one. Dropping rather than only
+   *  stopping it matters: a stopped Node timer cannot be re-armed by refresh(). */
+  dropIdle(): void {
+    if (this.idleTimer) this.idleTimer.close();
+    this.idleTimer = null;
+  }
+
+  /** Stops both timers (the answer is complete and being delivered, or the attempt is over). The
+   *  idle timer is stopped, not dropped: a later armIdle() refreshes it, which does nothing. */
+  clearTimers(): void {
+    this.firstByteTimer.close();
+    if (this.idleTimer) this.idleTimer.close();
+  }
+
+  finish(outcome: AttemptOutcome): void {
+    if (this.done) return;
+    this.done = true;
+    this.clearTimers();
+    this.resolve(outcome);
+  }
+
+  /** Ends the attempt before its commit point: the upstream exchange is dropped with the reason. */
+  fail(reason: FailureReason, detail: string): void {
+    this.ctrl?.abort(new Error(detail));
+    this.finish({ kind: 'failed', reason, detail, firstByteMs: this.firstByteMs });
+  }
+
+  /** The upstream exchange broke before the commit point (it is over already: nothing to abort). */
+  upstreamFailed(err: Error): void {
+    this.finish({ kind: 'failed', reason: classifyError(err), detail: err.message, firstByteMs: this.firstByteMs });
+  }
+
+  /** The client went away before anything was committed. */
+  clientGone(): void {
+    this.ctrl?.abort(new Error('client went away'));
+    this.finish({ kind: 'failed', reason: 'client_aborted', detail: 'client went away', firstByteMs: this.firstByteMs });
+  }
+
+  /** Runs the beforeComplete hook, then `deliver` (which sends the last bytes and finishes); a
+   *  returned promise delays `deliver` until it settles either way. */
+  complete(outcome: CommittedOutcome, deliver: () => void): void {
+    let r: void | Promise<void> = undefined;
+    try {
+      r = this.beforeComplete?.(outcome);
+    } catch {
+      // The hook owns its failures (it logs them); the answer is still delivered.
+    }
+    if (r && typeof r.then === 'function') r.then(deliver, deliver);
+    else deliver();
+  }
+}

@@ -1,0 +1,243 @@
+// The stream phase of an attempt: preamble events are held (up to preambleMaxBytes) until the first
+// content event commits the attempt; from then on events are relayed as they arrive, with
+// backpressure both ways and the stream-idle limit. A stream that breaks after the commit ends with
+// the protocol's own error event and never with its normal end marker; a stream that completes waits
+// for beforeComplete (the settlement) before its end marker and end go out.
+import type { ProtocolModule, StreamTap, TappedEvent } from '../protocols/types.ts';
+import { isBlankOrComment, SseSplitter } from '../stream/sse-splitter.ts';
+import type { AttemptCore, AttemptPhase } from './attempt-core.ts';
+import { type AnswerHead, providerHeaders } from './attempt-head.ts';
+import type { CommittedOutcome, FailureReason } from './attempt-types.ts';
+
+type RelayState =
+  /** Before the commit point: nothing has reached the client; preamble events wait here. */
+  | { kind: 'preamble'; held: Buffer[]; heldBytes: number }
+  /** Committed: events go to the client as they arrive. */
+  | { kind: 'live' }
+  /** The normal end was seen and is being delivered: later upstream bytes or errors change nothing. */
+  | { kind: 'completing' };
+
+type Preamble = Extract<RelayState, { kind: 'preamble' }>;
+
+const LIVE: RelayState = { kind: 'live' };
+const COMPLETING: RelayState = { kind: 'completing' };
+const NOTHING = Buffer.alloc(0);
+
+export class StreamRelay implements AttemptPhase {
+  readonly kind = 'stream';
+  private state: RelayState = { kind: 'preamble', held: [], heldBytes: 0 };
+  /** The client is not keeping up: the upstream read is paused until the reply is writable again. */
+  private paused = false;
+  private readonly splitter = new SseSplitter();
+
+  constructor(
+    private readonly core: AttemptCore,
+    private readonly protocol: ProtocolModule,
+    private readonly tap: StreamTap,
+    private readonly head: AnswerHead,
+  ) {}
+
+  onData(chunk: Buffer): void {
+    const kind = this.state.kind;
+    if (kind === 'completing') return;
+    if (kind === 'live') this.core.armIdle(this);
+    this.onEvents(this.splitter.push(chunk));
+    if (this.state.kind === 'preamble' && !this.core.done && this.splitter.pendingBytes > this.core.limits.maxUpstreamBodyBytes) {
+      this.core.fail('too_large', 'a provider event exceeded the size limit');
+    }
+  }
+
+  onEnd(): void {
+    const s = this.state;
+    if (s.kind === 'completing') return;
+    const rest = this.splitter.flush();
+    if (rest && !isBlankOrComment(rest)) {
+      // An unterminated last event: treat it as a broken frame rather than guess.
+      if (s.kind === 'live') this.breakStream('malformed', 'the provider stream ended inside an event');
+      else this.core.fail('malformed', 'the provider stream ended inside an event');
+      return;
+    }
+    if (s.kind === 'preamble') this.core.fail('empty', 'the provider stream ended before any content');
+    else if (!this.tap.completed) this.breakStream('reset', 'the provider stream ended before its end marker');
+    else this.completeStream(null);
+  }
+
+  onError(err: Error): void {
+    const kind = this.state.kind;
+    if (kind === 'completing') return;
+    if (kind === 'live') this.breakStream('reset', 'the provider connection broke');
+    else this.core.upstreamFailed(err);
+  }
+
+  onIdle(): void {
+    // Silence while we hold the upstream paused is ours, not a stall.
+    if (this.paused) return;
+    const ms = this.core.limits.streamIdleTimeoutMs;
+    if (this.state.kind === 'preamble') this.core.fail('timeout', `provider went silent for ${ms} ms before answering`);
+    else this.breakStream('timeout', `the provider stream stalled for ${ms} ms`);
+  }
+
+  onClientAborted(): void {
+    if (this.state.kind === 'preamble') {
+      this.core.clientGone();
+      return;
+    }
+    this.core.ctrl?.abort(new Error('client went away'));
+    this.core.finish(this.outcome('client_aborted', true));
+  }
+
+  /** The events one upstream chunk completed, in order. Bytes for the client are gathered into one
+   *  write per chunk; the first content event goes out together with the held preamble. */
+  private onEvents(events: Buffer[]): void {
+    const out: Buffer[] = [];
+    for (const ev of events) {
+      if (this.core.done) return;
+      const s = this.state;
+      if (isBlankOrComment(ev)) {
+        // Comments are keep-alives: relayed once committed, not held as preamble.
+        if (s.kind !== 'preamble') out.push(ev);
+        continue;
+      }
+      const t = this.tap.onEvent(ev);
+      if (s.kind === 'preamble') {
+        if (!this.beforeCommit(s, t)) return;
+      } else if (t.kind === 'content' || t.kind === 'preamble') {
+        out.push(t.out);
+      } else {
+        this.afterCommitEnd(t, out);
+        return;
+      }
+    }
+    this.flush(out);
+  }
+
+  /** One event before the commit point; false when it ended the attempt. */
+  private beforeCommit(s: Preamble, t: TappedEvent): boolean {
+    switch (t.kind) {
+      case 'preamble':
+        s.held.push(t.out);
+        s.heldBytes += t.out.length;
+        // A provider that only talks preamble past the bound gets committed rather than buffered.
+        if (s.heldBytes > this.core.limits.preambleMaxBytes) this.commit(s, NOTHING);
+        return true;
+      case 'content':
+        this.commit(s, t.out);
+        return true;
+      case 'error':
+        this.core.fail('inband_error', 'the provider stream opened with an error event');
+        return false;
+      case 'malformed':
+        this.core.fail('malformed', 'the provider sent a malformed event before any content');
+        return false;
+      case 'terminal':
+        this.core.fail('empty', 'the provider stream ended before any content');
+        return false;
+    }
+  }
+
+  /** A committed stream's last event (terminal, provider error or malformed), after `out`. */
+  private afterCommitEnd(t: TappedEvent, out: Buffer[]): void {
+    if (t.kind === 'terminal') {
+      this.flush(out);
+      this.completeStream(t.out);
+    } else if (t.kind === 'error') {
+      // The provider's own error event after content: pass it on, then end without a normal end.
+      out.push(t.out);
+      this.flush(out);
+      this.core.ctrl?.abort(new Error('provider error event'));
+      if (!this.core.reply.done) this.core.reply.end();
+      this.core.finish(this.outcome('inband_error', false));
+    } else {
+      this.flush(out);
+      this.breakStream('malformed', 'the provider sent a malformed event');
+    }
+  }
+
+  /** The commit point: the client gets the head, the held preamble and `first` in one write. */
+  private commit(s: Preamble, first: Buffer): void {
+    this.state = LIVE;
+    const core = this.core;
+    core.markFirstByte();
+    core.armIdle(this);
+    const head = providerHeaders(this.head, this.tap.upstreamModel, false);
+    const parts = s.held.length > 0 ? Buffer.concat([...s.held, first]) : first;
+    core.reply.cork(() => {
+      core.reply.startStream(this.head.status, head);
+      this.write(parts);
+    });
+  }
+
+  private flush(out: Buffer[]): void {
+    if (out.length > 1) this.write(Buffer.concat(out));
+    else if (out.length === 1) this.write(out[0] ?? NOTHING);
+  }
+
+  private write(buf: Buffer): void {
+    const reply = this.core.reply;
+    if (reply.done) return;
+    if (!reply.write(buf) && !this.paused) {
+      // The client is slower than the provider: stop reading upstream until it drains, and drop
+      // the idle timer (see AttemptCore.dropIdle) until then.
+      this.paused = true;
+      this.core.ctrl?.pause();
+      this.core.dropIdle();
+      reply.onWritable(this.onWritable);
+    }
+  }
+
+  private readonly onWritable = (): void => {
+    this.paused = false;
+    if (this.core.done) return;
+    this.core.armIdle(this);
+    this.core.ctrl?.resume();
+  };
+
+  /** Ends a committed stream that cannot finish properly: the protocol's error event, then the end. */
+  private breakStream(reason: FailureReason, message: string): void {
+    const core = this.core;
+    core.ctrl?.abort(new Error(message));
+    const reply = core.reply;
+    if (!reply.done) {
+      reply.cork(() => {
+        reply.write(this.protocol.streamErrorEvent(`${message}; the answer is incomplete`, 'upstream_stream_error'));
+        reply.end();
+      });
+    }
+    core.finish(this.outcome(reason, false));
+  }
+
+  /** The stream reached its normal end: settle first, then the end marker (if any) and the end. */
+  private completeStream(finalBytes: Buffer | null): void {
+    this.state = COMPLETING;
+    const core = this.core;
+    core.clearTimers();
+    const outcome = this.outcome(null, false);
+    core.complete(outcome, () => {
+      const reply = core.reply;
+      if (!reply.done) {
+        reply.cork(() => {
+          if (finalBytes) reply.write(finalBytes);
+          reply.end();
+        });
+      }
+      core.finish(outcome);
+    });
+  }
+
+  private outcome(broken: FailureReason | null, clientAborted: boolean): CommittedOutcome {
+    const tap = this.tap;
+    return {
+      kind: 'committed',
+      status: this.head.status,
+      stream: true,
+      upstreamModel: tap.upstreamModel,
+      usage: tap.usage(),
+      completed: tap.completed,
+      broken,
+      clientAborted,
+      firstByteMs: this.core.firstByteMs ?? this.core.elapsed(),
+      contentEvents: tap.contentEvents,
+      contentBytes: tap.contentBytes,
+    };
+  }
+}

@@ -1,0 +1,65 @@
+// What one upstream attempt takes and what it ends with. The types live apart from the units that
+// run an attempt (head dispatch, body readers, stream relay) so each unit can name them without an
+// import cycle; src/proxy/attempt.ts re-exports them for callers.
+import type { HeaderList, Reply } from '../http/reply.ts';
+import type { Usage } from '../billing/usage.ts';
+import type { ProtocolModule, TapHints } from '../protocols/types.ts';
+import type { UpstreamCall, UpstreamClient } from '../upstream/client.ts';
+
+export interface AttemptLimits {
+  firstByteTimeoutMs: number;
+  streamIdleTimeoutMs: number;
+  preambleMaxBytes: number;
+  maxUpstreamBodyBytes: number;
+}
+
+export interface AttemptInput {
+  /** Only `call` is used (unit tests hand in a fake client). */
+  client: Pick<UpstreamClient, 'call'>;
+  call: UpstreamCall;
+  protocol: ProtocolModule;
+  /** The slug as a JSON string, spliced into `model` fields. */
+  slugJson: Buffer;
+  reply: Reply;
+  limits: AttemptLimits;
+  /** X-Pi-Provider and X-Pi-Model for this attempt. */
+  identity: HeaderList;
+  /** Estimate basis for a stream whose provider reports no usage. */
+  tapHints?: TapHints;
+  /**
+   * Runs when the answer is complete and before its last bytes go out (the JSON body; a stream's
+   * end marker and end), so that whatever it records (the wallet settlement) is committed before
+   * the client holds a complete answer. A returned promise delays those bytes until it settles.
+   */
+  beforeComplete?: (outcome: CommittedOutcome) => void | Promise<void>;
+}
+
+export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
+
+export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted';
+
+export type AttemptOutcome =
+  | {
+      kind: 'committed';
+      status: number;
+      stream: boolean;
+      upstreamModel: string | null;
+      usage: Usage | null;
+      /** The answer reached its normal end (JSON answers always do). */
+      completed: boolean;
+      /** Set when a committed stream was cut: why. */
+      broken: FailureReason | null;
+      clientAborted: boolean;
+      firstByteMs: number;
+      contentEvents: number;
+      contentBytes: number;
+    }
+  | {
+      /** A non-2xx answer from the provider, not yet sent to the client. */
+      kind: 'provider_error';
+      status: number;
+      headers: HeaderList;
+      body: Buffer;
+      firstByteMs: number;
+    }
+  | { kind: 'failed'; reason: FailureReason; detail: string; firstByteMs: number | null };
