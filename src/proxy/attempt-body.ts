@@ -50,7 +50,7 @@ type JsonState =
   /** Collecting the body. */
   | { kind: 'reading'; body: BodyBuffer }
   /** A usable answer is committed: beforeComplete runs, then the body goes out. */
-  | { kind: 'delivering' };
+  | { kind: 'delivering'; outcome: CommittedOutcome };
 
 /** A 2xx answer that is not an event stream: read whole, then committed and sent in one piece. */
 export class JsonReader implements AttemptPhase {
@@ -86,7 +86,6 @@ export class JsonReader implements AttemptPhase {
       core.fail('malformed', 'the provider answer was not a usable JSON body');
       return;
     }
-    this.state = { kind: 'delivering' };
     core.clearTimers();
     const firstByteMs = core.firstByteMs ?? core.elapsed();
     core.firstByteMs = firstByteMs;
@@ -103,6 +102,7 @@ export class JsonReader implements AttemptPhase {
       contentEvents: 0,
       contentBytes: answer.body.length,
     };
+    this.state = { kind: 'delivering', outcome };
     core.complete(outcome, () => {
       core.reply.send(this.head.status, providerHeaders(this.head, answer.upstreamModel, false), answer.body);
       core.finish(outcome);
@@ -119,26 +119,15 @@ export class JsonReader implements AttemptPhase {
 
   onClientAborted(): void {
     const core = this.core;
-    if (this.state.kind === 'reading') {
+    const s = this.state;
+    if (s.kind === 'reading') {
       core.clientGone();
       return;
     }
-    // Gone while beforeComplete was pending: the answer is committed but never sent. The outcome
-    // carries only the status (as before issue 9; the settlement has already seen the full one).
+    // Gone while beforeComplete was pending: the answer is committed but never sent. The outcome is
+    // the answer's own (usage, model, size), marked as abandoned by the client.
     core.ctrl?.abort(new Error('client went away'));
-    core.finish({
-      kind: 'committed',
-      status: this.head.status,
-      stream: false,
-      upstreamModel: null,
-      usage: null,
-      completed: true,
-      broken: 'client_aborted',
-      clientAborted: true,
-      firstByteMs: core.firstByteMs ?? core.elapsed(),
-      contentEvents: 0,
-      contentBytes: 0,
-    });
+    core.finish({ ...s.outcome, broken: 'client_aborted', clientAborted: true });
   }
 }
 

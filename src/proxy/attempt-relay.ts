@@ -188,6 +188,9 @@ export class StreamRelay implements AttemptPhase {
   private readonly onWritable = (): void => {
     this.paused = false;
     if (this.core.done) return;
+    // Once the end marker was seen (completing: the settlement is being committed), the upstream is
+    // over: a slow commit must not be taken for a stalled provider.
+    if (this.state.kind !== 'live') return;
     this.core.armIdle(this);
     this.core.ctrl?.resume();
   };

@@ -222,3 +222,21 @@ t.test('BodyBuffer keeps chunks up to its cap', async (t) => {
   t.equal(b.add(Buffer.from('')), false, 'past the cap stays past the cap');
   t.equal(b.bytes().toString(), 'abcd');
 });
+
+t.test('a JSON answer abandoned while beforeComplete pends keeps its usage and model in the outcome', async (t) => {
+  let release: () => void = () => undefined;
+  const r = json(undefined, () => new Promise<void>((resolve) => (release = resolve)));
+  r.unit.onData(Buffer.from(ANSWER));
+  r.unit.onEnd();
+  r.reply.abort();
+  const o = r.seen.outcome;
+  if (o?.kind !== 'committed') throw new Error('expected a committed outcome');
+  t.equal(o.broken, 'client_aborted');
+  t.equal(o.clientAborted, true);
+  t.same(o.usage, { promptTokens: 3, completionTokens: 4 }, 'the answer the settlement saw');
+  t.equal(o.upstreamModel, 'small-v1');
+  t.equal(o.contentBytes, REWRITTEN.length);
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(r.reply.wire, [], 'nothing sent to a client that left');
+});

@@ -271,3 +271,22 @@ t.test('a custom preamble bound and size limit come from the limits', async (t) 
   r.data(`data: p${'a'.repeat(5000)}`);
   t.equal(r.seen.outcome, null, 'a 5000-byte partial event is under the 10000-byte limit');
 });
+
+t.test('a client that drains while beforeComplete pends does not turn a complete stream into a stall', async (t) => {
+  // The end marker arrived while the client was not reading; it then drains during a slow commit.
+  // The upstream is over: the idle limit must not fire and end a complete answer with an error event.
+  let release: () => void = () => undefined;
+  const r = relay({ beforeComplete: () => new Promise<void>((resolve) => (release = resolve)) });
+  r.reply.accepting = false;
+  r.data(ev('c1'));
+  r.reply.accepting = true;
+  r.data(DONE);
+  r.reply.drain();
+  t.equal(r.ctrl.resumes, 0, 'nothing to resume: the upstream already ended');
+  r.timers.advance(60_000);
+  t.equal(r.seen.outcome, null, 'no stall while the settlement commits');
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(r.reply.wire.slice(-2), [`write ${DONE}`, 'end']);
+  t.equal(committed(r.seen.outcome).broken, null);
+});
