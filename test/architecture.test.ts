@@ -1,31 +1,36 @@
-// The import rules of docs/ARCHITECTURE.md, checked by scanning import lines: each heavy dependency
-// has one home, handlers never touch uWS, and the request path never reaches into money or storage.
+// The layout rules of docs/ARCHITECTURE.md, checked from the sources with the TypeScript parser (type-only
+// imports count): src/ folders are ranked layers and an import never runs up the ranks; no folder-level
+// or file-level import cycle; nothing in src/ imports from outside it; no hand-written function over
+// 120 lines; each heavy dependency has one home; billing and storage stay beside the request path.
+// docs/ARCHITECTURE.md's folder table must list exactly these layers, in this order.
 import t from 'tap';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const srcDir = join(root, 'src');
 
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...files(p));
-    else if (p.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
-
-function imports(file: string): string[] {
-  const src = readFileSync(file, 'utf8');
-  const out: string[] = [];
-  for (const m of src.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)) out.push(m[1] as string);
-  for (const m of src.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push(m[1] as string);
-  return out;
-}
-
-const srcFiles = files(join(root, 'src')).map((f) => relative(root, f));
+/**
+ * The ranked layers, lowest first. A file may import from its own layer or a lower one; within one
+ * layer the cycle checks keep folders from importing each other both ways. A top-level file of src/
+ * (clock.ts, gateway.ts…) is a layer member named without its extension.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['clock', 'money'],
+  ['errors'],
+  ['http'],
+  ['config', 'generated'],
+  ['availability', 'billing', 'stream', 'store'],
+  ['catalog', 'platforms', 'protocols', 'routing', 'upstream'],
+  ['admission', 'proxy'],
+  ['api'],
+  ['server'],
+  ['simulator', 'codegen'],
+  ['gateway'],
+  ['cli'],
+];
 
 /** A package may be imported only from files under these prefixes. */
 const HOMES: Record<string, string[]> = {
@@ -40,50 +45,209 @@ const HOMES: Record<string, string[]> = {
   'json-schema-to-typescript': ['src/codegen/'],
 };
 
-t.test('each heavy dependency has one home', async (t) => {
-  for (const f of srcFiles) {
-    for (const spec of imports(join(root, f))) {
-      const homes = HOMES[spec];
-      if (!homes) continue;
-      t.ok(homes.some((h) => f.startsWith(h)), `${f} imports ${spec} (allowed only in ${homes.join(', ')})`);
-    }
-  }
-});
-
-/** Folders that must not import from the listed folders. */
-const FORBIDDEN: Record<string, string[]> = {
-  'src/api/': ['src/server/uws', 'uWebSockets.js'],
-  'src/stream/': ['src/store/', 'src/billing/', 'src/routing/', 'src/api/'],
-  'src/protocols/': ['src/store/', 'src/routing/', 'src/api/', 'src/server/'],
-  'src/platforms/': ['src/store/', 'src/billing/', 'src/routing/', 'src/api/', 'src/server/'],
-  'src/routing/': ['src/store/', 'src/api/', 'src/server/', 'src/proxy/'],
-  'src/proxy/': ['src/store/', 'src/api/inference', 'src/server/'],
-  'src/upstream/': ['src/store/', 'src/billing/', 'src/routing/', 'src/server/'],
-  'src/billing/': ['src/store/', 'src/api/', 'src/server/', 'src/routing/', 'src/proxy/'],
-  'src/catalog/': ['src/store/', 'src/api/', 'src/server/'],
-  'src/config/': ['src/store/', 'src/api/', 'src/server/', 'src/routing/', 'src/proxy/'],
-  'src/store/': ['src/api/', 'src/server/', 'src/routing/', 'src/proxy/', 'src/admission/'],
-  'src/generated/': ['src/'],
+/** Beside the path: money and storage reach the request path through callbacks and seams only. */
+const BESIDE: Record<string, string[]> = {
+  stream: ['billing', 'store'],
+  platforms: ['billing', 'store'],
+  upstream: ['billing', 'store'],
+  protocols: ['store'],
+  routing: ['store'],
+  catalog: ['store'],
+  proxy: ['store', 'admission'],
+  billing: ['store'],
+  store: ['billing'],
 };
 
-t.test('the request path never reaches the wrong way', async (t) => {
-  for (const f of srcFiles) {
-    const rules = Object.entries(FORBIDDEN).filter(([dir]) => f.startsWith(dir));
-    for (const spec of imports(join(root, f))) {
-      const target = spec.startsWith('.') ? relative(root, join(root, f, '..', spec)) : spec;
-      for (const [dir, banned] of rules) {
-        for (const b of banned) {
-          if (dir === 'src/generated/' && spec.includes('config/compiled')) continue;
-          t.notOk(target.startsWith(b) || target === b, `${f} (in ${dir}) must not import ${spec}`);
-        }
-      }
+const MAX_FUNCTION_LINES = 120;
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
+    else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+function folderOf(file: string): string {
+  const parts = relative(srcDir, file).split(sep);
+  return parts.length > 1 ? (parts[0] as string) : (parts[0] as string).replace(/\.ts$/, '');
+}
+
+function resolveImport(from: string, spec: string): string | null {
+  const base = resolve(dirname(from), spec);
+  for (const c of [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')]) {
+    if (existsSync(c) && statSync(c).isFile()) return c;
+  }
+  return null;
+}
+
+interface Parsed {
+  file: string;
+  /** Module specifiers: static imports and exports (type-only included) and dynamic import(). */
+  specs: string[];
+  /** Functions longer than the limit, as `file:line (n lines)`. */
+  long: string[];
+}
+
+function parse(file: string): Parsed {
+  const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const specs: string[] = [];
+  const long: string[] = [];
+  const generated = file.includes(`${sep}generated${sep}`);
+  const visit = (n: ts.Node): void => {
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) specs.push(n.moduleSpecifier.text);
+    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const arg = n.arguments[0];
+      if (arg && ts.isStringLiteral(arg)) specs.push(arg.text);
+    }
+    const isFunction = ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n) || ts.isArrowFunction(n) || ts.isFunctionExpression(n) || ts.isConstructorDeclaration(n);
+    if (isFunction && !generated) {
+      const start = sf.getLineAndCharacterOfPosition(n.getStart()).line;
+      const end = sf.getLineAndCharacterOfPosition(n.getEnd()).line;
+      if (end - start + 1 > MAX_FUNCTION_LINES) long.push(`${relative(root, file)}:${start + 1} (${end - start + 1} lines)`);
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return { file, specs, long };
+}
+
+/** Strongly connected components with more than one member (Tarjan). */
+function cycles(edges: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const nodes = new Set<string>([...edges.keys(), ...[...edges.values()].flatMap((s) => [...s])]);
+  const strong = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        strong(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) === index.get(v)) {
+      const c: string[] = [];
+      let w: string | undefined;
+      do {
+        w = stack.pop();
+        if (w === undefined) break;
+        onStack.delete(w);
+        c.push(w);
+      } while (w !== v);
+      if (c.length > 1) out.push(c.sort());
+    }
+  };
+  for (const v of nodes) if (!index.has(v)) strong(v);
+  return out;
+}
+
+const rankOf = new Map<string, number>();
+LAYERS.forEach((layer, rank) => layer.forEach((folder) => rankOf.set(folder, rank)));
+
+const parsed = sourceFiles(srcDir).map(parse);
+const fileEdges = new Map<string, Set<string>>();
+const folderEdges = new Map<string, Set<string>>();
+const upward: string[] = [];
+const outward: string[] = [];
+const besideViolations: string[] = [];
+for (const p of parsed) {
+  const from = folderOf(p.file);
+  for (const spec of p.specs) {
+    if (!spec.startsWith('.')) continue;
+    const target = resolveImport(p.file, spec);
+    if (!target) continue;
+    if (!target.startsWith(srcDir + sep)) {
+      outward.push(`${relative(root, p.file)} -> ${relative(root, target)}`);
+      continue;
+    }
+    const to = folderOf(target);
+    // generated/ holds codegen output that types itself with config's compiled types; config reads
+    // the generated config types. That pair is one layer and is not a cycle of hand-written code.
+    const generatedPair = (from === 'generated' && to === 'config') || (from === 'config' && to === 'generated');
+    if (!generatedPair) {
+      if (!fileEdges.has(p.file)) fileEdges.set(p.file, new Set());
+      fileEdges.get(p.file)?.add(target);
+    }
+    if (from === to) continue;
+    if (!generatedPair) {
+      if (!folderEdges.has(from)) folderEdges.set(from, new Set());
+      folderEdges.get(from)?.add(to);
+    }
+    const rf = rankOf.get(from);
+    const rt = rankOf.get(to);
+    if (rf !== undefined && rt !== undefined && rt > rf) upward.push(`${relative(root, p.file)} (${from}, rank ${rf}) imports ${spec} (${to}, rank ${rt})`);
+    if (BESIDE[from]?.includes(to)) besideViolations.push(`${relative(root, p.file)} (${from}) imports ${spec} (${to})`);
+  }
+}
+
+t.test('every src/ folder and top-level file has a rank', async (t) => {
+  const folders = new Set(parsed.map((p) => folderOf(p.file)));
+  for (const f of folders) t.ok(rankOf.has(f), `${f} is in LAYERS`);
+  for (const f of rankOf.keys()) t.ok(folders.has(f), `LAYERS names ${f}, which exists in src/`);
+});
+
+t.test('no import runs up the ranked layers', async (t) => {
+  t.same(upward, [], upward.join('\n'));
+});
+
+t.test('no folder-level import cycle (type-only imports count)', async (t) => {
+  const found = cycles(folderEdges).map((c) => c.join(' <-> '));
+  t.same(found, [], found.join('\n'));
+});
+
+t.test('no file-level import cycle', async (t) => {
+  const found = cycles(fileEdges).map((c) => c.map((f) => relative(root, f)).join(' <-> '));
+  t.same(found, [], found.join('\n'));
+});
+
+t.test('nothing in src/ imports from outside src/', async (t) => {
+  t.same(outward, [], outward.join('\n'));
+});
+
+t.test(`no hand-written function over ${MAX_FUNCTION_LINES} lines`, async (t) => {
+  const long = parsed.flatMap((p) => p.long);
+  t.same(long, [], long.join('\n'));
+});
+
+t.test('each heavy dependency has one home', async (t) => {
+  const misplaced: string[] = [];
+  for (const p of parsed) {
+    const rel = relative(root, p.file);
+    for (const spec of p.specs) {
+      const homes = HOMES[spec];
+      if (homes && !homes.some((h) => rel.startsWith(h))) misplaced.push(`${rel} imports ${spec} (allowed only in ${homes.join(', ')})`);
     }
   }
+  t.same(misplaced, [], misplaced.join('\n'));
+});
+
+t.test('money and storage stay beside the request path', async (t) => {
+  t.same(besideViolations, [], besideViolations.join('\n'));
 });
 
 t.test('generated files say so in their first line', async (t) => {
-  for (const f of files(join(root, 'src', 'generated'))) {
+  // catalog.json cannot carry a comment; the folder's README says it is generated.
+  for (const f of sourceFiles(join(srcDir, 'generated'))) {
     const first = readFileSync(f, 'utf8').split('\n', 1)[0] ?? '';
     t.match(first, /generated/i, `${relative(root, f)} starts with a generated-file banner`);
   }
+});
+
+t.test("docs/ARCHITECTURE.md's folder table lists exactly these layers, in rank order", async (t) => {
+  const doc = readFileSync(join(root, 'docs', 'ARCHITECTURE.md'), 'utf8');
+  // Rows of the layer table: | rank | `src/folder/` or `src/file.ts` | owns |
+  const rows = [...doc.matchAll(/^\|\s*(\d+)\s*\|\s*`src\/([a-z-]+)(?:\/|\.ts)`\s*\|/gm)].map((m) => ({ rank: Number(m[1]), folder: m[2] as string }));
+  const documented = rows.map((r) => `${r.rank} ${r.folder}`);
+  const expected = LAYERS.flatMap((layer, rank) => layer.map((f) => `${rank} ${f}`));
+  t.same(documented, expected);
 });
