@@ -20,7 +20,7 @@ const srcDir = join(root, 'src');
 const LAYERS: readonly (readonly string[])[] = [
   ['clock', 'money'],
   ['errors'],
-  ['http'],
+  ['http', 'observe'],
   ['config', 'generated'],
   ['availability', 'billing', 'stream', 'store'],
   ['catalog', 'platforms', 'protocols', 'routing', 'upstream'],

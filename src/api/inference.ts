@@ -20,7 +20,7 @@ import { resolveModel } from '../routing/resolve-model.ts';
 import { pinKey } from '../routing/session-pins.ts';
 import type { GatewayContext } from './context.ts';
 import type { Admitted } from '../admission/admission.ts';
-import { newRequestRecord, type RequestRecord, requestLogRow } from './request-record.ts';
+import { newRequestRecord, type RequestRecord, requestEnd, requestLogRow } from './request-record.ts';
 
 /** The route of one request: the plan, its primary model, and the session pin it reads and writes. */
 interface Route {
@@ -51,6 +51,7 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
       if (!(err instanceof GatewayError)) {
         ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
         err = new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting');
+        state.ended = 'failed';
       }
       const ge = err as GatewayError;
       state.errorCode = ge.code;
@@ -159,6 +160,7 @@ function routeFor(ctx: GatewayContext, endpoint: string, fields: RoutingFields, 
  * is settled here.
  */
 function finish(ctx: GatewayContext, state: RequestRecord, final: FailoverFinal, route: Route, basis: SettleBasis): void {
+  state.ended = requestEnd(final);
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
     if (state.settledCost === null) void settle(ctx, state, final.item, final.outcome, basis);

@@ -3,8 +3,10 @@
 import type { Admitted } from '../admission/admission.ts';
 import { headerText, originOf, sanitizeTitle } from '../http/header-text.ts';
 import type { IncomingRequest } from '../http/request.ts';
+import type { RequestEnd } from '../observe/request-end.ts';
 import type { RoutingFields } from '../protocols/types.ts';
-import type { FailoverResult } from '../proxy/failover.ts';
+import type { FailureReason } from '../proxy/attempt.ts';
+import type { FailoverFinal, FailoverResult } from '../proxy/failover.ts';
 import type { RequestLogRow } from '../store/store.ts';
 
 export interface RequestRecord {
@@ -20,6 +22,8 @@ export interface RequestRecord {
   usage: { prompt: number; completion: number; reasoning: number | null; cached: number | null } | null;
   errorCode: string | null;
   status: number;
+  /** How the request ended (see src/observe/request-end.ts); decided when it finishes. */
+  ended: RequestEnd;
 }
 
 /** A record with nothing known yet but the endpoint and the trace id. */
@@ -37,6 +41,8 @@ export function newRequestRecord(endpoint: string, traceId: string): RequestReco
     usage: null,
     errorCode: null,
     status: 0,
+    // Until an attempt says otherwise, a request that stops is one the gateway refused.
+    ended: 'rejected',
   };
 }
 
@@ -70,5 +76,36 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
     app_title: sanitizeTitle(headerText(req.headers['x-title'])),
     app_origin: originOf(headerText(req.headers['http-referer']), headerText(req.headers['referer'])),
     session_id: s.sessionId,
+    ended: s.ended,
   };
+}
+
+/** How a request that reached its attempts ended (src/observe/request-end.ts). */
+export function requestEnd(final: FailoverFinal): RequestEnd {
+  switch (final.kind) {
+    case 'committed':
+      return committedEnd(final.outcome.broken);
+    case 'client_aborted':
+      return 'client_abort';
+    case 'provider_error':
+    case 'gateway_error':
+      return 'failed';
+  }
+}
+
+function committedEnd(broken: FailureReason | null): RequestEnd {
+  if (broken === null) return 'completed';
+  switch (broken) {
+    case 'client_aborted':
+      return 'client_abort';
+    case 'timeout':
+      return 'idle_timeout';
+    case 'reset':
+    case 'malformed':
+    case 'inband_error':
+    case 'empty':
+    case 'too_large':
+    case 'connect':
+      return 'upstream_cut';
+  }
 }

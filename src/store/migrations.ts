@@ -123,4 +123,10 @@ CREATE INDEX request_log_trace ON request_log(trace_id);
     // this column existed, when every process was assumed to share one host.
     sql: `ALTER TABLE holds ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';`,
   },
+  {
+    version: 3,
+    name: 'request-end',
+    // How each request ended (src/observe/request-end.ts). NULL for rows written before this column.
+    sql: `ALTER TABLE request_log ADD COLUMN ended TEXT;`,
+  },
 ];

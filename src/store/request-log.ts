@@ -1,6 +1,7 @@
 // The request log writer: rows queue in memory and are written in batches, one transaction per
 // batch (every `flushIntervalMs`, or at once when `maxBatch` rows are queued), never one per request.
 // Rows still queued when the process dies are lost; `Store.close()` flushes them on shutdown.
+import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
@@ -36,6 +37,7 @@ const COLUMNS = [
   'app_title',
   'app_origin',
   'session_id',
+  'ended',
 ] as const;
 
 type DbRow = Record<(typeof COLUMNS)[number], string | number | bigint | null> & { id: bigint };
@@ -194,9 +196,11 @@ function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
     r.app_title,
     r.app_origin,
     r.session_id,
+    r.ended,
   ];
 }
 
+const endOf = (v: unknown): RequestEnd | null => (typeof v === 'string' && isRequestEnd(v) ? v : null);
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 const text = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
@@ -227,5 +231,6 @@ function fromDb(r: DbRow): RequestLogEntry {
     app_title: text(r.app_title),
     app_origin: text(r.app_origin),
     session_id: text(r.session_id),
+    ended: endOf(r.ended),
   };
 }

@@ -1,5 +1,6 @@
 // Records the store hands out and takes in: API keys, wallet views, ledger details, request-log rows.
 // Money fields are bigint nano-USD; times are epoch milliseconds.
+import type { RequestEnd } from '../observe/request-end.ts';
 
 /** An API key as stored: never the key itself or its hash. */
 export interface ApiKeyRecord {
@@ -112,6 +113,8 @@ export interface RequestLogRow {
   app_title: string | null;
   app_origin: string | null;
   session_id: string | null;
+  /** How the request ended; null only on rows written before this was recorded. */
+  ended: RequestEnd | null;
 }
 
 /** A stored row: the appended row plus its sequence id (ascending in commit order). */

@@ -32,7 +32,7 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
     trace_id: 'tr-1', ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: 'key_x', endpoint: 'chat.completions', model_requested: 'v/m',
     model_served: 'v/m', provider: 'p1', deployment: 'p1/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null,
     latency_ms: 12, ttfb_ms: 5, prompt_tokens: 3, completion_tokens: 4, reasoning_tokens: null, cached_tokens: null,
-    cost_nano: 1_250_000_000n, app_title: 'App', app_origin: null, session_id: null,
+    cost_nano: 1_250_000_000n, app_title: 'App', app_origin: null, session_id: null, ended: 'completed',
   });
   store.close();
 
@@ -100,7 +100,7 @@ t.test('logs --follow prints rows written by another process, stops on SIGINT', 
     trace_id: trace, ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: null, endpoint: 'messages', model_requested: 'v/m', model_served: null,
     provider: null, deployment: null, attempts: 0, attempts_json: [], stream: true, status: 429, error_code: 'rate_limited', latency_ms: 1,
     ttfb_ms: null, prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null, cost_nano: null,
-    app_title: null, app_origin: null, session_id: null,
+    app_title: null, app_origin: null, session_id: null, ended: 'completed',
   });
   writer.requestLog.append(row('before'));
   writer.requestLog.flush();

@@ -33,6 +33,7 @@ function row(i: number, over: Partial<RequestLogRow> = {}): RequestLogRow {
     app_title: 'My App',
     app_origin: 'https://example.com',
     session_id: 'sess-1',
+    ended: 'completed',
     ...over,
   };
 }
@@ -106,7 +107,7 @@ t.test('the table has no column for keys, credentials or prompts', async (t) => 
   raw.close();
   t.same(cols, [
     'app_origin', 'app_title', 'attempts', 'attempts_json', 'cached_tokens', 'completion_tokens', 'cost_nano', 'deployment',
-    'endpoint', 'error_code', 'id', 'key_id', 'latency_ms', 'model_requested', 'model_served', 'prompt_tokens', 'provider',
+    'ended', 'endpoint', 'error_code', 'id', 'key_id', 'latency_ms', 'model_requested', 'model_served', 'prompt_tokens', 'provider',
     'reasoning_tokens', 'session_id', 'status', 'stream', 'trace_id', 'ts', 'ttfb_ms', 'workspace',
   ]);
 });

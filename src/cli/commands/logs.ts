@@ -23,7 +23,7 @@ Options:
 ${DB_HELP}
 ${JSON_HELP}`;
 
-const HEADERS = ['ID', 'TIME', 'TRACE', 'WORKSPACE', 'ENDPOINT', 'MODEL', 'PROVIDER', 'STATUS', 'ERROR', 'MS', 'COST USD'];
+const HEADERS = ['ID', 'TIME', 'TRACE', 'WORKSPACE', 'ENDPOINT', 'MODEL', 'PROVIDER', 'STATUS', 'ENDED', 'ERROR', 'MS', 'COST USD'];
 
 /** Longest cell shown in the table; the full value is in --json. */
 const MAX_CELL = 80;
@@ -50,6 +50,7 @@ function cells(r: RequestLogEntry): string[] {
     r.model_served ?? r.model_requested ?? '-',
     r.provider ?? '-',
     String(r.status),
+    r.ended ?? '',
     r.error_code ?? '',
     r.latency_ms === null ? '' : String(r.latency_ms),
     r.cost_nano === null ? '' : nanoToDecimal(r.cost_nano),
