@@ -1,0 +1,41 @@
+// The Azure OpenAI adapter through the shared adapter suite: the deployment name (the upstream model
+// id) in the path, the required `api_version` option as a query parameter, the key in `api-key` and
+// never a bearer header; bodies left as the protocol wrote them.
+import { azureOpenai } from '../../src/platforms/azure-openai.ts';
+import { runAdapterSuite } from './adapter-suite.ts';
+
+const BASE = 'https://acme.openai.azure.example';
+const DEPLOYMENT = `${BASE}/openai/deployments/small-deployment`;
+const KEY: [string, string] = ['api-key', 'upstream-secret-azure'];
+const NEEDS_VERSION = 'adapter "azure-openai" needs option "api_version" (a string such as "2024-10-21")';
+
+runAdapterSuite({
+  adapter: azureOpenai,
+  id: 'azure-openai',
+  fixture: {
+    adapterOptions: { api_version: '2024-10-21' },
+    baseUrl: BASE,
+    upstreamModel: 'small-deployment',
+    credential: 'upstream-secret-azure',
+  },
+  endpoints: ['chat_completions', 'images_generations', 'images_edits'],
+  calls: [
+    { endpoint: 'chat_completions', url: `${DEPLOYMENT}/chat/completions?api-version=2024-10-21`, headers: [KEY] },
+    {
+      endpoint: 'chat_completions',
+      adapterOptions: { api_version: '2025-01-01 preview' },
+      url: `${DEPLOYMENT}/chat/completions?api-version=2025-01-01%20preview`,
+      headers: [KEY],
+    },
+    { endpoint: 'images_generations', url: `${DEPLOYMENT}/images/generations?api-version=2024-10-21`, headers: [KEY] },
+    { endpoint: 'images_edits', url: `${DEPLOYMENT}/images/edits?api-version=2024-10-21`, headers: [KEY] },
+  ],
+  neverSends: ['authorization', 'x-api-key', 'x-goog-api-key'],
+  bodies: [],
+  options: [
+    { options: {}, problems: [NEEDS_VERSION] },
+    { options: { api_version: '2024-10-21' }, problems: [] },
+    { options: { api_version: 20241021 }, problems: [NEEDS_VERSION] },
+    { options: { api_version: '2024-10-21', region: 'eu' }, problems: ['adapter "azure-openai" has no option "region"'] },
+  ],
+});

@@ -1,0 +1,42 @@
+// The Vertex AI adapter through the shared adapter suite: an OAuth bearer token; Messages go to the
+// Anthropic publisher's rawPredict (streamRawPredict when streaming) with the model in the URL and
+// `anthropic_version` in the body instead of `model`; Chat Completions go to the OpenAI-compatible
+// endpoint with the body untouched.
+import { vertex } from '../../src/platforms/vertex.ts';
+import { runAdapterSuite } from './adapter-suite.ts';
+
+const BASE = 'https://us-east5-aiplatform.example/v1/projects/p/locations/us-east5';
+const AUTH: [string, string] = ['authorization', 'Bearer upstream-secret-gcp'];
+const MODEL = `${BASE}/publishers/anthropic/models/claude-x%4020250101`;
+const TURNS = [{ role: 'user', content: 'hi' }];
+
+runAdapterSuite({
+  adapter: vertex,
+  id: 'vertex',
+  fixture: { adapterOptions: {}, baseUrl: BASE, upstreamModel: 'claude-x@20250101', credential: 'upstream-secret-gcp' },
+  endpoints: ['messages', 'chat_completions'],
+  calls: [
+    { endpoint: 'messages', stream: false, url: `${MODEL}:rawPredict`, headers: [AUTH] },
+    { endpoint: 'messages', stream: true, url: `${MODEL}:streamRawPredict`, headers: [AUTH] },
+    {
+      endpoint: 'messages',
+      stream: true,
+      clientHeaders: { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'prompt-caching-2024-07-31' },
+      url: `${MODEL}:streamRawPredict`,
+      headers: [AUTH, ['anthropic-beta', 'prompt-caching-2024-07-31']],
+    },
+    { endpoint: 'chat_completions', url: `${BASE}/endpoints/openapi/chat/completions`, headers: [AUTH] },
+  ],
+  neverSends: ['x-api-key', 'api-key', 'x-goog-api-key', 'anthropic-version'],
+  bodies: [
+    {
+      endpoint: 'messages',
+      body: { model: 'claude-x@20250101', max_tokens: 10, messages: TURNS },
+      patched: { max_tokens: 10, messages: TURNS, anthropic_version: 'vertex-2023-10-16' },
+    },
+  ],
+  options: [
+    { options: {}, problems: [] },
+    { options: { project: 'p' }, problems: ['adapter "vertex" has no option "project"'] },
+  ],
+});
