@@ -8,8 +8,8 @@ import type { RecordedRequest } from '../../src/simulator/server.ts';
 import type { LedgerDetails, RequestLogEntry } from '../../src/store/types.ts';
 import type { UpstreamCall, UpstreamControl, UpstreamSink } from '../../src/upstream/client.ts';
 import type { Stack } from './stack.ts';
+export { logRow, USER, waitFor } from './admission.ts';
 
-export const USER = [{ role: 'user', content: 'hi' }];
 
 export interface TapLike {
   teardown(fn: () => unknown): void;
@@ -141,16 +141,6 @@ export function spyUpstream(stack: Stack): UpstreamSpy {
   return spy;
 }
 
-/** Polls `cond` every few ms until it holds or `ms` pass; resolves to whether it held. */
-export async function waitFor(cond: () => boolean, ms = 3000): Promise<boolean> {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    if (cond()) return true;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return cond();
-}
-
 export interface RawResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -200,17 +190,6 @@ export async function handUpstream(t: TapLike, handler: (req: IncomingMessage, r
       }),
   );
   return up;
-}
-
-/** The request log row of a trace id, once the handler has written it (it may finish after the client). */
-export async function logRow(stack: Stack, traceId: string | null, ms = 3000): Promise<RequestLogEntry | undefined> {
-  let row: RequestLogEntry | undefined;
-  await waitFor(() => {
-    stack.store.requestLog.flush();
-    row = stack.store.requestLog.query({ limit: 50 }).find((r) => r.trace_id === traceId);
-    return row !== undefined;
-  }, ms);
-  return row;
 }
 
 export interface WalletSpy {
