@@ -55,7 +55,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
   const view = new StoreView(
     opts.store,
-    (name) => log('sealed_secret_refused', { name }),
+    // kept: the master key was rotated under this process; it serves the values it had opened
+    // until it restarts with the new PI_MASTER_KEY.
+    (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
     () => wallets.refresh(),
   );
   const admission = new Admission({

@@ -1,26 +1,39 @@
 // The request path's view of the store: verified API keys (admission's KeyVerifier) and unsealed
 // credentials (routing's and the upstream call's CredentialView) cached in memory, dropped whenever
 // another process commits to the database (a `key revoke` or `secret set` from the CLI takes effect
-// on the next request, without a restart or a polling delay).
-import type { ApiKeyRecord, Store } from '../store/store.ts';
+// on the next request, without a restart or a polling delay). After `secret rotate-master` from the
+// CLI a running server cannot open the re-sealed rows (it holds the old key until it restarts), so it
+// keeps serving the values it had already opened: a rotation needs a restart, never an outage.
+import { type ApiKeyRecord, SecretError, type Store } from '../store/store.ts';
 import type { CredentialView } from '../availability/serving.ts';
 import type { KeyVerification, KeyVerifier } from './admission.ts';
 import type { KeyCheck } from './api-key.ts';
 
 const MAX_CACHED_KEYS = 10_000;
 
+/**
+ * Why a credential was not opened from its row: refused (tampered, unreadable; the resource serves
+ * nothing), or sealed under a master key this process does not hold — a rotation — while the value
+ * opened before it is kept (`kept: true`) until the server restarts with the new key.
+ */
+export type BadSecretHandler = (name: string, err: unknown, kept: boolean) => void;
+
 export class StoreView implements CredentialView, KeyVerifier {
   private names: Set<string>;
   private readonly unsealed = new Map<string, string | null>();
+  /** The last value each name opened to, across syncs: what a rotation under us falls back to. */
+  private readonly opened = new Map<string, string>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
 
   constructor(
     private readonly store: Store,
-    private readonly onBadSecret: (name: string, err: unknown) => void = () => undefined,
+    private readonly onBadSecret: BadSecretHandler = () => undefined,
     /** Another process committed (a credit, a key, a secret): caches beyond this view refresh too. */
     private readonly onExternalChange: () => void = () => undefined,
   ) {
     this.names = store.secrets.names();
+    // Opened at start (a few AES-GCM opens), so every credential survives a later rotation.
+    for (const name of this.names) this.reveal(name);
   }
 
   /** Called once per request: notices commits by other processes (CLI) and drops the caches. */
@@ -28,6 +41,7 @@ export class StoreView implements CredentialView, KeyVerifier {
     if (!this.store.changedSinceLastCheck()) return;
     this.names = this.store.secrets.names();
     this.unsealed.clear();
+    for (const name of this.opened.keys()) if (!this.names.has(name)) this.opened.delete(name);
     this.keys.clear();
     this.onExternalChange();
   }
@@ -36,15 +50,23 @@ export class StoreView implements CredentialView, KeyVerifier {
     return this.names.has(name);
   }
 
-  /** The unsealed credential, or null when absent or refused (tampered row, wrong master key). */
+  /**
+   * The unsealed credential, or null when absent or refused (tampered row, wrong master key). A row
+   * now sealed under another master key (rotated by the CLI) gives the value this name last opened
+   * to, when there is one.
+   */
   reveal(name: string): string | null {
     const cached = this.unsealed.get(name);
     if (cached !== undefined) return cached;
     let value: string | null = null;
     try {
       value = this.store.secrets.reveal(name);
+      if (value === null) this.opened.delete(name);
+      else this.opened.set(name, value);
     } catch (err) {
-      this.onBadSecret(name, err);
+      const previous = err instanceof SecretError && err.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
+      if (previous !== undefined) value = previous;
+      this.onBadSecret(name, err, previous !== undefined);
     }
     this.unsealed.set(name, value);
     return value;

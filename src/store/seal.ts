@@ -13,7 +13,9 @@ export type SecretErrorCode =
   | 'wrong_master_key'
   | 'tampered'
   | 'bad_name'
-  | 'empty_value';
+  | 'empty_value'
+  | 'same_master_key'
+  | 'rotation_failed';
 
 export class SecretError extends Error {
   readonly code: SecretErrorCode;
@@ -30,15 +32,17 @@ export interface MasterKey {
   readonly id: string;
 }
 
-const KEY_HINT = 'PI_MASTER_KEY must be 32 random bytes written as base64 (44 characters) or hex (64 characters); generate one with `openssl rand -base64 32`';
+const keyHint = (what: string) =>
+  `${what} must be 32 random bytes written as base64 (44 characters) or hex (64 characters); generate one with \`openssl rand -base64 32\``;
 
 /**
- * Parses PI_MASTER_KEY: exactly 32 bytes as hex (64 digits) or base64 (standard or URL-safe alphabet,
+ * Parses a master key (PI_MASTER_KEY, or the new key given to `secret rotate-master`, named by
+ * `what` in errors): exactly 32 bytes as hex (64 digits) or base64 (standard or URL-safe alphabet,
  * padding optional). Anything else is refused rather than stretched, so a typo cannot silently
  * become a different key.
  */
-export function parseMasterKey(raw: string | undefined): MasterKey {
-  if (raw === undefined || raw.trim() === '') throw new SecretError('no_master_key', `PI_MASTER_KEY is not set; ${KEY_HINT}`);
+export function parseMasterKey(raw: string | undefined, what = 'PI_MASTER_KEY'): MasterKey {
+  if (raw === undefined || raw.trim() === '') throw new SecretError('no_master_key', `${what} is not set; ${keyHint(what)}`);
   const s = raw.trim();
   let key: Buffer | null = null;
   if (/^[0-9a-fA-F]{64}$/.test(s)) {
@@ -48,7 +52,7 @@ export function parseMasterKey(raw: string | undefined): MasterKey {
     // Node's decoder ignores stray low bits in the last character; re-encoding catches that.
     if (b.length === KEY_BYTES && b.toString('base64url') === s.replace(/=$/, '').replace(/\+/g, '-').replace(/\//g, '_')) key = b;
   }
-  if (!key) throw new SecretError('bad_master_key', `PI_MASTER_KEY is malformed (${s.length} characters); ${KEY_HINT}`);
+  if (!key) throw new SecretError('bad_master_key', `${what} is malformed (${s.length} characters); ${keyHint(what)}`);
   return { key, id: keyFingerprint(key) };
 }
 

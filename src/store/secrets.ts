@@ -1,9 +1,11 @@
 // Sealed upstream credentials: one row per name, values only ever leave through `reveal`.
 import type { Clock } from '../clock.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
+import { type RotationResult, rotateSealedRows, type Sealer } from './rotate-master.ts';
 import { parseMasterKey, seal, SecretError, unseal, type MasterKey } from './seal.ts';
 
 export { SecretError } from './seal.ts';
+export type { RotationResult } from './rotate-master.ts';
 
 export interface SecretInfo {
   name: string;
@@ -24,6 +26,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export class Secrets {
   private readonly sql: Statements;
+  private readonly db: SqliteDatabase;
   private readonly clock: Clock;
   private readonly rawKey: string | undefined;
   private master: MasterKey | SecretError | null = null;
@@ -32,6 +35,7 @@ export class Secrets {
 
   constructor(db: SqliteDatabase, clock: Clock, masterKey: string | undefined, onChange: () => void = () => undefined) {
     this.sql = new Statements(db);
+    this.db = db;
     this.clock = clock;
     this.rawKey = masterKey;
     this.onChange = onChange;
@@ -101,6 +105,19 @@ export class Secrets {
       }
     }
     return { ok, bad };
+  }
+
+  /**
+   * Re-seals every row under `newKey` (32 bytes as base64 or hex) in one transaction, each row
+   * verified under the new key before the commit; any failure leaves every row as it was. Afterwards
+   * this store's own key (the old one) no longer opens anything: open the store again with the new key.
+   * `sealer` is for tests only.
+   */
+  rotateMaster(newKey: string, sealer?: Sealer): RotationResult {
+    const next = parseMasterKey(newKey, 'the new master key');
+    const result = rotateSealedRows(this.db, () => this.key(), next, sealer);
+    if (result.resealed.length > 0) this.onChange();
+    return result;
   }
 
   /**

@@ -12,7 +12,7 @@ import { Wallets } from './wallets.ts';
 export { ApiKeys, keyState, isWellFormedKey, KEY_PREFIX } from './api-keys.ts';
 export { StoreError } from './db.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
-export { Secrets, SecretError, type SecretInfo } from './secrets.ts';
+export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
 export type * from './types.ts';
 

@@ -76,3 +76,52 @@ t.test('credentials: unsealed once, refused ones reported, names refreshed on sy
   t.equal(view.reveal('later'), null);
   t.same(refused, ['later'], 'and reported once');
 });
+
+t.test('credentials across a master-key rotation by another process: opened values are kept', async (t) => {
+  const file = tempDbFile(t);
+  const oldKey = masterKey(7);
+  const newKey = masterKey(8);
+  const cli = openStore(file, { masterKey: oldKey });
+  cli.secrets.set('openai-main', 'sk-upstream-1');
+  cli.secrets.set('azure-main', 'azure-1');
+  cli.secrets.set('spare', 'spare-1');
+  const gateway = openStore(file, { masterKey: oldKey });
+  t.teardown(() => gateway.close());
+  const events: [string, string, boolean][] = [];
+  const view = new StoreView(gateway, (name, err, kept) => events.push([name, (err as { code?: string }).code ?? '', kept]));
+  t.same(events, [], 'every credential opened at start, none refused');
+  // Never revealed through the view before the rotation, yet kept: the view opened it at start.
+  t.equal(view.reveal('openai-main'), 'sk-upstream-1');
+
+  cli.secrets.rotateMaster(newKey);
+  cli.close();
+  const rotated = openStore(file, { masterKey: newKey });
+  t.teardown(() => rotated.close());
+  view.sync();
+  t.equal(view.reveal('openai-main'), 'sk-upstream-1', 'the running view keeps serving what it opened');
+  t.equal(view.reveal('spare'), 'spare-1', 'a credential first used after the rotation too');
+  t.same(events, [
+    ['openai-main', 'wrong_master_key', true],
+    ['spare', 'wrong_master_key', true],
+  ]);
+
+  events.length = 0;
+  rotated.secrets.set('added', 'added-under-new-key');
+  rotated.secrets.remove('azure-main');
+  view.sync();
+  t.equal(view.reveal('added'), null, 'a value it never opened cannot be served until a restart with the new key');
+  t.notOk(view.has('azure-main'), 'a removed credential is gone');
+  t.equal(view.reveal('azure-main'), null);
+  t.same(events, [['added', 'wrong_master_key', false]]);
+
+  const raw = openDatabase(file);
+  raw.prepare("UPDATE secrets SET ciphertext = zeroblob(16) WHERE name = 'spare'").run();
+  raw.close();
+  events.length = 0;
+  view.sync();
+  t.equal(view.reveal('spare'), 'spare-1', 'the row is now under a key the view does not hold: the old value stays');
+  const fresh = new StoreView(rotated, (name, err, kept) => events.push([name, (err as { code?: string }).code ?? '', kept]));
+  t.equal(fresh.reveal('spare'), null, 'a server restarted with the new key refuses the tampered row');
+  t.equal(fresh.reveal('openai-main'), 'sk-upstream-1');
+  t.same(events.at(-1), ['spare', 'tampered', false]);
+});

@@ -41,6 +41,8 @@ export interface StackOptions {
   simulator?: SimulatorOptions;
   /** Use this store instead of a fresh in-memory one. */
   store?: Store;
+  /** Receives the gateway's log events (default: dropped). */
+  log?: (event: string, fields?: Record<string, unknown>) => void;
 }
 
 export interface Stack {
@@ -83,7 +85,7 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
       random: opts.random ?? seededRandom(7),
       upstreamOverride: sim.url,
       ...(opts.limits ? { limits: opts.limits } : {}),
-      log: () => undefined,
+      log: opts.log ?? (() => undefined),
     });
   } catch (err) {
     await sim.close();

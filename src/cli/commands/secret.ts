@@ -1,14 +1,17 @@
-// `pi-gateway secret set|list|rm`: sealed upstream credentials. Values come from stdin, never argv
-// (argv is visible in `ps` and shell history), and are never printed.
+// `pi-gateway secret set|list|rm|rotate-master`: sealed upstream credentials. Values and keys come
+// from stdin, never argv (argv is visible in `ps` and shell history), and are never printed.
 import { flag, parse } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
+import { readSecretInput } from '../read-secret.ts';
+import { ROTATE_HELP, rotateMaster } from '../rotate-master.ts';
 import { CliError, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
 
 const HELP = `Usage:
   pi-gateway secret set NAME [--db FILE] [--json]   < value
   pi-gateway secret list [--db FILE] [--json]
   pi-gateway secret rm NAME [--db FILE] [--json]
+  pi-gateway secret rotate-master [--db FILE] [--json]   < new key
 
 set   Reads the value from stdin (one trailing newline is dropped; typed at a terminal it is not
       echoed), seals it with AES-256-GCM under PI_MASTER_KEY and stores it as NAME, replacing any
@@ -16,6 +19,7 @@ set   Reads the value from stdin (one trailing newline is dropped; typed at a te
         printf %s "$OPENAI_API_KEY" | pi-gateway secret set OPENAI_API_KEY
 list  Names and times only; values are never shown.
 rm    Deletes NAME.
+${ROTATE_HELP}
 
 Options:
 ${DB_HELP}
@@ -26,13 +30,16 @@ Environment:
                    Every secret in one database must be sealed with the same key.`;
 
 export const command: Command = {
-  summary: 'store, list or remove sealed upstream credentials',
+  summary: 'store, list or remove sealed upstream credentials; rotate the master key',
   help: HELP,
   run: (argv) =>
     guarded('secret', async () => {
-      const [sub, rest] = subcommand(argv, ['set', 'list', 'rm']);
+      const [sub, rest] = subcommand(argv, ['set', 'list', 'rm', 'rotate-master']);
+      // Positionals are parsed for every subcommand so a value pasted onto the command line is refused
+      // by our own message, which never echoes it.
       const p = parse(rest, STORE_OPTIONS, sub !== 'list');
       const json = flag(p, 'json');
+      if (sub === 'rotate-master') return rotateMaster(p);
 
       if (sub === 'list') {
         const store = openFromArgs(p, true);
@@ -59,7 +66,7 @@ export const command: Command = {
         }
       }
 
-      const value = stripOneNewline(process.stdin.isTTY ? await readHidden(`value for ${name}: `) : await readAll());
+      const value = await readSecretInput(`value for ${name}: `);
       if (value === '') throw new CliError('refusing an empty value (pipe the value on stdin)');
       const store = openFromArgs(p, false);
       try {
@@ -75,43 +82,3 @@ export const command: Command = {
       }
     }),
 };
-
-function stripOneNewline(s: string): string {
-  if (s.endsWith('\r\n')) return s.slice(0, -2);
-  if (s.endsWith('\n')) return s.slice(0, -1);
-  return s;
-}
-
-async function readAll(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** One line from the terminal without echo (raw mode). Ctrl-C aborts; Enter or Ctrl-D ends. */
-function readHidden(prompt: string): Promise<string> {
-  const input = process.stdin;
-  process.stderr.write(prompt);
-  input.setRawMode(true);
-  input.resume();
-  return new Promise((resolve, reject) => {
-    let value = '';
-    const done = (err: Error | null) => {
-      input.setRawMode(false);
-      input.pause();
-      input.off('data', onData);
-      process.stderr.write('\n');
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const onData = (chunk: Buffer) => {
-      for (const ch of chunk.toString('utf8')) {
-        if (ch === '\u0003') return done(new CliError('cancelled'));
-        if (ch === '\r' || ch === '\n' || ch === '\u0004') return done(null);
-        if (ch === '\u007f' || ch === '\b') value = Array.from(value).slice(0, -1).join('');
-        else value += ch;
-      }
-    };
-    input.on('data', onData);
-  });
-}
