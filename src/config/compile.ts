@@ -62,7 +62,7 @@ function channelPricing(p: RawChannelPricing | undefined): ChannelPricing {
 function vocabularies(v: LinkedConfig['vocabularies']): Vocabularies {
   return {
     protocols: [...v.protocols],
-    endpoints: v.endpoints.map((e) => ({ id: e.id, protocol: e.protocol, path: e.path, modes: [...e.modes] })),
+    endpoints: v.endpoints.map((e) => ({ id: e.id, protocol: e.protocol ?? null, path: e.path, modes: [...e.modes] })),
     modalities: [...v.modalities],
     modes: v.modes.map((m) => ({ id: m.id, outputModality: m.output_modality })),
     parameters: [...v.parameters],
@@ -155,11 +155,11 @@ function model(vocab: Vocabularies, vendor: string, m: LinkedConfig['models'][nu
   };
 }
 
-/** Protocols of a set of endpoints, in vocabulary order. */
+/** Protocols of a set of endpoints, in vocabulary order; an endpoint of no protocol (images) adds none. */
 function protocolsOf(vocab: Vocabularies, endpoints: readonly string[]): string[] {
   return inOrder(
     vocab.protocols,
-    vocab.endpoints.filter((e) => endpoints.includes(e.id)).map((e) => e.protocol),
+    vocab.endpoints.filter((e) => endpoints.includes(e.id)).flatMap((e) => (e.protocol === null ? [] : [e.protocol])),
   );
 }
 

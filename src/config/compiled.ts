@@ -180,7 +180,8 @@ export interface CompiledWorkspace {
 
 export interface Vocabularies {
   protocols: string[];
-  endpoints: { id: string; protocol: string; path: string; modes: string[] }[];
+  /** `protocol` is null for an endpoint of no inference protocol (the image endpoints). */
+  endpoints: { id: string; protocol: string | null; path: string; modes: string[] }[];
   modalities: string[];
   modes: { id: string; outputModality: string }[];
   parameters: string[];

@@ -564,13 +564,13 @@ export interface Resource {
  */
 export interface VocabulariesFile {
   /**
-   * Inbound protocol ids, in catalog order.
+   * Inbound protocol ids, in catalog order: the spec's three inference protocols. The image endpoints belong to none of them; they appear in `supported_endpoints`, never in `protocols`.
    *
    * @minItems 1
    */
-  protocols: VocabId[];
+  protocols: ('chat_completions' | 'responses' | 'messages')[];
   /**
-   * Endpoint ids, in catalog order. Each belongs to one protocol and one inference path; `modes` says which model modes it may serve.
+   * Endpoint ids, in catalog order. Each answers one inference path and belongs to at most one protocol (the image endpoints to none); `modes` says which model modes it may serve.
    *
    * @minItems 1
    */
@@ -621,9 +621,9 @@ export interface VocabulariesFile {
 export interface EndpointVocab {
   id: VocabId;
   /**
-   * A protocol id from `protocols`.
+   * A protocol id from `protocols`. Absent for an endpoint of no inference protocol (the image endpoints): it is listed in `supported_endpoints` but adds nothing to `protocols`.
    */
-  protocol: string;
+  protocol?: string;
   /**
    * The inference path this endpoint answers, for example `/v1/chat/completions`.
    */

@@ -3,9 +3,9 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "6beca5b6c67673b89f20ee8a4349ea1a931819da837d9dead233ae625ef9b6dd",
+  sourceHash: "e1d7b9892a6f8b6f480713d5715c7cb99c105d7d47a981452c7f7b045aff9292",
   vocabularies: {
-    protocols: ["chat_completions", "responses", "messages", "images"],
+    protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
       {
         id: "chat_completions",
@@ -27,13 +27,13 @@ export const tables: CompiledConfig = {
       },
       {
         id: "images_generations",
-        protocol: "images",
+        protocol: null,
         path: "/v1/images/generations",
         modes: ["image"],
       },
       {
         id: "images_edits",
-        protocol: "images",
+        protocol: null,
         path: "/v1/images/edits",
         modes: ["image"],
       },
@@ -1186,7 +1186,7 @@ export const tables: CompiledConfig = {
         api_version: "2024-10-21",
       },
       endpoints: ["chat_completions", "images_generations", "images_edits"],
-      protocols: ["chat_completions", "images"],
+      protocols: ["chat_completions"],
       dataPolicy: {
         promptTraining: false,
         dataRetention: "short",
@@ -1324,7 +1324,7 @@ export const tables: CompiledConfig = {
       adapter: "openai",
       adapterOptions: {},
       endpoints: ["chat_completions", "responses", "messages", "images_generations", "images_edits"],
-      protocols: ["chat_completions", "responses", "messages", "images"],
+      protocols: ["chat_completions", "responses", "messages"],
       dataPolicy: {
         promptTraining: false,
         dataRetention: "zero",
@@ -1370,7 +1370,7 @@ export const tables: CompiledConfig = {
       adapter: "openai",
       adapterOptions: {},
       endpoints: ["chat_completions", "responses", "images_generations", "images_edits"],
-      protocols: ["chat_completions", "responses", "images"],
+      protocols: ["chat_completions", "responses"],
       dataPolicy: {
         promptTraining: false,
         dataRetention: "short",
@@ -1758,7 +1758,7 @@ export const tables: CompiledConfig = {
       maxPromptTokens: null,
       maxCompletionTokens: null,
       endpoints: ["images_generations", "images_edits"],
-      protocols: ["images"],
+      protocols: [],
       capabilities: ["supports_vision"],
       pricing: {
         kind: "list",
@@ -2348,7 +2348,7 @@ export const tables: CompiledConfig = {
       maxPromptTokens: null,
       maxCompletionTokens: null,
       endpoints: ["images_generations", "images_edits"],
-      protocols: ["images"],
+      protocols: [],
       capabilities: ["supports_vision"],
       pricing: {
         kind: "list",
@@ -2566,7 +2566,7 @@ export const tables: CompiledConfig = {
       maxPromptTokens: null,
       maxCompletionTokens: null,
       endpoints: ["images_generations", "images_edits"],
-      protocols: ["images"],
+      protocols: [],
       capabilities: ["supports_vision"],
       pricing: {
         kind: "list",

@@ -165,6 +165,12 @@ const cases: Case[] = [
     ],
   },
   {
+    name: 'vocab-protocols',
+    rule: 'The protocols vocabulary is the spec\'s three inference protocols: image endpoints belong to none (supported_endpoints only).',
+    fixture: 'vocab-protocols',
+    expected: ['config/vocabularies.yaml:1:52 protocols[3]: must be one of: chat_completions, responses, messages'],
+  },
+  {
     name: 'slugs-and-names',
     rule: 'Slug vendor halves; id/alias/canonical_slug collisions (a canonical slug may equal its own id).',
     fixture: 'slugs-and-names',

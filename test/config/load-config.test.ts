@@ -100,7 +100,7 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
   ],
   ['a zero required price is kept', { given: () => model('beta/embed-1').listPricing.base.completion, want: 0n }],
   ['platform endpoints in vocabulary order', { given: () => platform('alpha').endpoints, want: ['chat_completions', 'responses', 'images_generations'] }],
-  ['platform protocols from its endpoints', { given: () => platform('alpha').protocols, want: ['chat_completions', 'responses', 'images'] }],
+  ['platform protocols from its endpoints (an image endpoint adds none)', { given: () => platform('alpha').protocols, want: ['chat_completions', 'responses'] }],
   [
     'data policy defaults (retention unknown, training null)',
     { given: () => platform('bravo').dataPolicy, want: { promptTraining: null, dataRetention: 'unknown', moderation: 'none', reviewed: false } },
@@ -124,7 +124,7 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
   ],
   ['deployment defaults (weight, active, status)', { given: () => { const d = deployment('alpha/chat-1'); return [d.weight, d.active, d.status]; }, want: [100, true, 'up'] }],
   ['declared status and quantization', { given: () => [deployment('bravo/think-1').status, deployment('charlie/chat-1').quantization, deployment('alpha/draw-1').quantization], want: ['down', 'fp8', null] }],
-  ['deployment endpoints and protocols in vocabulary order', { given: () => [deployment('alpha/chat-1').endpoints, deployment('alpha/draw-1').protocols], want: [['chat_completions', 'responses'], ['images']] }],
+  ['deployment endpoints and protocols in vocabulary order; image endpoints belong to no protocol', { given: () => [deployment('alpha/chat-1').endpoints, deployment('alpha/draw-1').endpoints, deployment('alpha/draw-1').protocols], want: [['chat_completions', 'responses'], ['images_generations'], []] }],
   [
     'capabilities narrowed by capabilities_removed',
     { given: () => deployment('bravo/chat-1').capabilities, want: ['supports_tools', 'supports_json_mode', 'supports_vision', 'supports_image_output'] },

@@ -1,5 +1,5 @@
 // vocabularies.yaml: ids unique within each list, endpoint paths unique, and the lists referring to
-// each other (an endpoint's protocol and modes, a capability's parameters, modality and requires).
+// each other (an endpoint's protocol, when it has one, and its modes, a capability's parameters, modality and requires).
 // Returns the lookups every other kind checks its vocabulary ids against.
 import type { CapabilityVocab, VocabulariesFile } from '../../generated/config-types.ts';
 import type { CheckedFile, LinkContext, Source } from './context.ts';
@@ -7,7 +7,7 @@ import type { CheckedFile, LinkContext, Source } from './context.ts';
 /** Vocabulary lists that passed the schema; null when a list is unusable (its checks are skipped). */
 export interface Vocab {
   protocols: Set<string> | null;
-  endpoints: Map<string, { protocol: string; modes: string[] }> | null;
+  endpoints: Map<string, { protocol: string | null; modes: string[] }> | null;
   modalities: Set<string> | null;
   modes: Set<string> | null;
   parameters: Set<string> | null;
@@ -61,7 +61,7 @@ type Lists = ReturnType<typeof readLists>;
 function lookups(l: Lists): Vocab {
   const v: Vocab = {
     protocols: l.protocols && new Set(l.protocols),
-    endpoints: l.endpoints && new Map(l.endpoints.map((e) => [e.id, { protocol: e.protocol, modes: e.modes }])),
+    endpoints: l.endpoints && new Map(l.endpoints.map((e) => [e.id, { protocol: e.protocol ?? null, modes: e.modes }])),
     modalities: l.modalities && new Set(l.modalities),
     modes: l.modes && new Set(l.modes.map((m) => m.id)),
     parameters: l.parameters && new Set(l.parameters),
@@ -83,7 +83,7 @@ function crossRules(ctx: LinkContext, c: CheckedFile, l: Lists, v: Vocab): void 
   if (l.endpoints) {
     const paths = new Map<string, number>();
     l.endpoints.forEach((e, i) => {
-      ctx.member(c, ['endpoints', i, 'protocol'], e.protocol, v.protocols, 'protocol', 'protocols');
+      if (e.protocol !== undefined) ctx.member(c, ['endpoints', i, 'protocol'], e.protocol, v.protocols, 'protocol', 'protocols');
       e.modes.forEach((m, j) => ctx.member(c, ['endpoints', i, 'modes', j], m, v.modes, 'mode', 'modes'));
       const first = paths.get(e.path);
       if (first === undefined) paths.set(e.path, i);

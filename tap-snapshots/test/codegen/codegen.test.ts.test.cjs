@@ -253,9 +253,9 @@ exports[`test/codegen/codegen.test.ts > TAP > golden: catalog.json and tables.ts
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "c0fd87c5d098f9adf85c0065d0f1ae1de44baddc8c12e7ca752cd431ce53f74f",
+  sourceHash: "2c2a4ddd700b9fb2e023517a08288b6380fe0e0232f6531bd8fb11b338503d9d",
   vocabularies: {
-    protocols: ["chat_completions", "responses", "messages", "images"],
+    protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
       {
         id: "chat_completions",
@@ -277,7 +277,7 @@ export const tables: CompiledConfig = {
       },
       {
         id: "images_generations",
-        protocol: "images",
+        protocol: null,
         path: "/v1/images/generations",
         modes: ["image"],
       },
@@ -659,7 +659,7 @@ export const tables: CompiledConfig = {
       adapter: "openai",
       adapterOptions: {},
       endpoints: ["chat_completions", "responses", "images_generations"],
-      protocols: ["chat_completions", "responses", "images"],
+      protocols: ["chat_completions", "responses"],
       dataPolicy: {
         promptTraining: false,
         dataRetention: "short",
@@ -806,7 +806,7 @@ export const tables: CompiledConfig = {
       maxPromptTokens: null,
       maxCompletionTokens: null,
       endpoints: ["images_generations"],
-      protocols: ["images"],
+      protocols: [],
       capabilities: ["supports_vision", "supports_image_output"],
       pricing: {
         kind: "list",

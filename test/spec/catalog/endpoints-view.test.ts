@@ -128,8 +128,12 @@ t.test('acme/chat-small at the pinned clock: every field of every entry', async 
   }, 'zeta: undeclared quantization is null');
 
   const painter = await view(s.url, 'acme/painter');
-  t.strictSame(painter['protocols'], ['images']);
-  t.strictSame(painter['supported_endpoints'], ['images_generations', 'images_edits']);
+  t.strictSame(painter['protocols'], [], 'image endpoints belong to none of the three inference protocols');
+  t.strictSame(painter['supported_endpoints'], ['images_generations', 'images_edits'], 'they are listed as endpoints');
+  for (const e of painter['endpoints'] as Record<string, unknown>[]) {
+    t.strictSame(e['protocols'], [], `${String(e['provider'])}: no protocol for an image-only entry`);
+    t.ok((e['supported_endpoints'] as string[]).length > 0);
+  }
   t.equal(entry(painter, 'alpha')['context_length'], null, 'context_length null when neither deployment nor model declares it');
 });
 
