@@ -113,7 +113,8 @@ function model(vocab: Vocabularies, vendor: string, m: LinkedConfig['models'][nu
   const caps = vocab.capabilities.filter((c) => m.capabilities.includes(c.id));
   const modeOutput = vocab.modes.find((x) => x.id === m.mode)?.outputModality;
   if (modeOutput === undefined) throw new Error(`compile: mode ${m.mode} of ${m.id} not in the vocabulary`);
-  const inputs = ['text', ...caps.flatMap((c) => (c.inputModality === null ? [] : [c.inputModality]))];
+  // Declared input modalities stand on their own; without them, text plus what the capabilities imply.
+  const inputs = m.input_modalities ?? ['text', ...caps.flatMap((c) => (c.inputModality === null ? [] : [c.inputModality]))];
   const outputs = [...new Set([modeOutput, ...caps.flatMap((c) => (c.outputModality === null ? [] : [c.outputModality]))])];
   const params = [...(m.parameters ?? []), ...caps.flatMap((c) => c.parameters)];
   const defaults: Record<string, number | string | boolean> = {};

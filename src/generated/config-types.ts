@@ -355,9 +355,15 @@ export interface Model {
    */
   tokenizer: string;
   /**
-   * Capability ids from the vocabularies. They derive input/output modalities and supported parameters.
+   * Capability ids from the vocabularies. They derive output modalities and supported parameters, and input modalities when `input_modalities` is not declared.
    */
   capabilities: string[];
+  /**
+   * Input modalities the model accepts (ids from `modalities`), declared on their own: when present, the catalog's `architecture.input_modalities` is exactly this list in the fixed order (text, image, file, audio, video), and it must include `text`. It adds or removes no capability: a model may accept images without claiming `supports_vision`, but a declared capability that implies an input modality (`supports_vision` → image, `supports_pdf_input` → file, ...) needs that modality listed. Absent: text plus the input modality of each capability.
+   *
+   * @minItems 1
+   */
+  input_modalities?: string[];
   /**
    * Request parameters accepted besides those implied by capabilities (for example max_tokens, temperature, top_p, stop, seed).
    */

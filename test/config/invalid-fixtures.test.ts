@@ -212,6 +212,18 @@ const cases: Case[] = [
     ],
   },
   {
+    name: 'model-modalities',
+    rule: 'Declared input modalities: vocabulary ids, text always listed, every modality a declared capability implies.',
+    fixture: 'model-modalities',
+    expected: [
+      "config/models/zeta.yaml:11:23 models[0].input_modalities: input_modalities must include \"text\" (the catalog always lists it)",
+      "config/models/zeta.yaml:11:31 models[0].input_modalities[1]: unknown modality \"smell\" (not in vocabularies.yaml modalities)",
+      "config/models/zeta.yaml:19:36 models[1].capabilities[1]: capability \"supports_vision\" implies input modality \"image\", which input_modalities does not list",
+      "config/models/zeta.yaml:19:53 models[1].capabilities[2]: capability \"supports_pdf_input\" implies input modality \"file\", which input_modalities does not list",
+      "config/models/zeta.yaml:29:30 models[2].input_modalities[1]: duplicate entry \"text\" (already at index 0)",
+    ],
+  },
+  {
     name: 'price-rules',
     rule: 'Bracket order, optional classes written as 0, brackets restating classes the base does not price.',
     fixture: 'price-rules',

@@ -227,3 +227,12 @@ t.test('a missing config dir is one issue', async (t) => {
 t.test('loading twice gives equal configs (no shared mutable state)', async (t) => {
   t.strictSame(load(), config);
 });
+
+t.test('declared input modalities stand on their own; without them, capabilities imply them', async (t) => {
+  const { FIXTURES } = await import('./fixture-tree.ts');
+  const select = load(join(FIXTURES, 'catalog-select'));
+  const reader = select.models.find((m) => m.id === 'nova/reader');
+  t.strictSame(reader?.inputModalities, ['text', 'image', 'file', 'video'], 'declared [video, file, text, image], compiled in the fixed order');
+  t.strictSame(reader?.capabilities, ['supports_tools', 'supports_pdf_input'], 'no capability added for image or video');
+  t.strictSame(model('acme/chat-1').inputModalities, ['text', 'image'], 'undeclared: text plus supports_vision → image');
+});

@@ -1,6 +1,7 @@
 // models/<vendor>.yaml: the vendor matches the file name and is unique; model ids, canonical slugs and
 // aliases are unique across every vendor (case-insensitively) and start with the file's vendor; each
-// model's vocabulary ids, capability requirements, reasoning facts, default parameters and prices.
+// model's vocabulary ids, capability requirements, declared input modalities, reasoning facts, default
+// parameters and prices.
 import { REASONING_LEVELS } from '../compiled.ts';
 import type { Model } from '../../generated/config-types.ts';
 import type { PathSegment } from '../issues.ts';
@@ -142,7 +143,26 @@ function reasoningRules(ctx: LinkContext, c: CheckedFile, base: PathSegment[], m
   }
 }
 
-/** One model's own rules: vocabulary ids, capability requirements, reasoning, default parameters, prices. */
+/**
+ * Declared input modalities: vocabulary ids, text among them (the catalog always lists it), and every
+ * modality a declared capability implies (a capability's claim cannot contradict the declared list;
+ * the list may go beyond the capabilities).
+ */
+function inputModalityRules(ctx: LinkContext, v: Vocab, c: CheckedFile, base: PathSegment[], m: Model, caps: string[] | null): void {
+  const at = (...p: PathSegment[]) => [...base, ...p];
+  const declared = m.input_modalities;
+  if (!Array.isArray(declared) || !ctx.clean(c, at('input_modalities'))) return;
+  declared.forEach((x, j) => ctx.member(c, at('input_modalities', j), x, v.modalities, 'modality', 'modalities'));
+  if (!declared.includes('text')) ctx.report(c, at('input_modalities'), 'input_modalities must include "text" (the catalog always lists it)');
+  (caps ?? []).forEach((cap, j) => {
+    const implied = v.capabilities?.get(cap)?.input_modality;
+    if (implied !== undefined && !declared.includes(implied)) {
+      ctx.report(c, at('capabilities', j), `capability "${cap}" implies input modality "${implied}", which input_modalities does not list`);
+    }
+  });
+}
+
+/** One model's own rules: vocabulary ids, capability requirements, input modalities, reasoning, default parameters, prices. */
 function modelRules(ctx: LinkContext, v: Vocab, c: CheckedFile, i: number, m: Model): void {
   const base: PathSegment[] = ['models', i];
   const at = (...p: PathSegment[]) => [...base, ...p];
@@ -170,6 +190,7 @@ function modelRules(ctx: LinkContext, v: Vocab, c: CheckedFile, i: number, m: Mo
     });
   }
 
+  inputModalityRules(ctx, v, c, base, m, caps);
   reasoningRules(ctx, c, base, m, caps);
 
   // default_parameters: only parameters the model supports (its own plus its capabilities').

@@ -205,6 +205,13 @@ t.test('derivations on the catalog-select fixture: every modality, output capabi
   t.strictSame(obj(m.get('nova/ranker')?.['architecture'])['output_modalities'], ['rerank'], 'rerank mode names itself');
   t.equal(obj(m.get('nova/ranker')?.['architecture'])['modality'], 'text->rerank');
   t.strictSame(obj(m.get('nova/drawer')?.['architecture'])['output_modalities'], ['image'], 'image mode plus image output capability: image once');
+
+  const reader = obj(m.get('nova/reader')?.['architecture']);
+  t.strictSame(reader['input_modalities'], ['text', 'image', 'file', 'video'], 'declared input modalities, in the fixed order, beyond what the capabilities imply');
+  t.equal(reader['modality'], 'text+image+file+video->text');
+  t.strictSame(m.get('nova/reader')?.['supported_parameters'], ['tools', 'tool_choice'], 'capabilities still drive the parameters');
+  const view = await getJson(`${s.url}/v1/models/nova/reader/endpoints`);
+  t.strictSame(obj(view.body['data'])['capabilities'], ['supports_tools', 'supports_pdf_input'], 'capabilities stay what the model declares: no supports_vision, no supports_video_input');
 });
 
 t.test('the bundled config obeys the generic rules too', async (t) => {
