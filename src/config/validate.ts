@@ -237,7 +237,7 @@ function message(e: ErrorObject, path: PathSegment[]): Explained {
 }
 
 const CHANNEL_PRICING_MESSAGE =
-  'channel pricing is either "discount_percent" (with optional "ends_at") or "prices" (with optional "ends_at")';
+  'channel pricing is either "discount_percent" (with optional "ends_at") or "prices" (with optional "ends_at" and "above_list")';
 
 function startsWith(path: PathSegment[], prefix: PathSegment[]): boolean {
   return prefix.length <= path.length && prefix.every((s, i) => path[i] === s);

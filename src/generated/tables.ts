@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "e1d7b9892a6f8b6f480713d5715c7cb99c105d7d47a981452c7f7b045aff9292",
+  sourceHash: "a6778c99d62ae9bc1bff41391c7f5920a610727f6222d3fda3ca635258eedc13",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -1909,7 +1909,20 @@ export const tables: CompiledConfig = {
         "supports_web_search",
       ],
       pricing: {
-        kind: "list",
+        kind: "channel",
+        prices: {
+          base: {
+            prompt: 1100000000000n,
+            completion: 5500000000000n,
+            web_search: 10000000000000000n,
+            internal_reasoning: 5500000000000n,
+            input_cache_read: 110000000000n,
+            input_cache_write: 1375000000000n,
+            input_cache_write_1h: 2200000000000n,
+          },
+          overrides: [],
+        },
+        endsAt: null,
       },
     },
     {
@@ -1939,7 +1952,32 @@ export const tables: CompiledConfig = {
         "supports_web_search",
       ],
       pricing: {
-        kind: "list",
+        kind: "channel",
+        prices: {
+          base: {
+            prompt: 3300000000000n,
+            completion: 16500000000000n,
+            web_search: 10000000000000000n,
+            internal_reasoning: 16500000000000n,
+            input_cache_read: 330000000000n,
+            input_cache_write: 4125000000000n,
+            input_cache_write_1h: 6600000000000n,
+          },
+          overrides: [
+            {
+              minPromptTokens: 200001,
+              prices: {
+                prompt: 6600000000000n,
+                completion: 24750000000000n,
+                internal_reasoning: 24750000000000n,
+                input_cache_read: 660000000000n,
+                input_cache_write: 8250000000000n,
+                input_cache_write_1h: 13200000000000n,
+              },
+            },
+          ],
+        },
+        endsAt: null,
       },
     },
     {

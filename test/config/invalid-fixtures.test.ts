@@ -112,8 +112,8 @@ const cases: Case[] = [
     rule: "The ChannelPricing oneOf: one message for both/neither, the chosen branch's own errors otherwise.",
     fixture: 'channel-pricing',
     expected: [
-      "config/deployments/charlie.yaml:9:7 deployments[0].pricing: channel pricing is either \"discount_percent\" (with optional \"ends_at\") or \"prices\" (with optional \"ends_at\"), not both",
-      "config/deployments/charlie.yaml:17:7 deployments[1].pricing: channel pricing is either \"discount_percent\" (with optional \"ends_at\") or \"prices\" (with optional \"ends_at\")",
+      "config/deployments/charlie.yaml:9:7 deployments[0].pricing: channel pricing is either \"discount_percent\" (with optional \"ends_at\") or \"prices\" (with optional \"ends_at\" and \"above_list\"), not both",
+      "config/deployments/charlie.yaml:17:7 deployments[1].pricing: channel pricing is either \"discount_percent\" (with optional \"ends_at\") or \"prices\" (with optional \"ends_at\" and \"above_list\")",
       "config/deployments/charlie.yaml:24:25 deployments[2].pricing.discount_percent: must be <= 100",
       "config/deployments/charlie.yaml:25:16 deployments[2].pricing.ends_at: must be a UTC timestamp ending in \"Z\", such as \"2026-12-01T00:00:00Z\"",
       "config/deployments/charlie.yaml:33:9 deployments[3].pricing.prices: missing required key \"completion\"",
@@ -238,7 +238,7 @@ const cases: Case[] = [
   },
   {
     name: 'deployment-rules',
-    rule: 'Model/resource references, endpoints vs platform and mode, narrowing, channel prices never above list.',
+    rule: 'Model/resource references, endpoints vs platform and mode, narrowing, channel prices above list only with above_list (at every prompt length, list brackets included).',
     fixture: 'deployment-rules',
     expected: [
       "config/deployments/charlie.yaml:4:12 deployments[0].model: unknown model \"acme/nope\"",
@@ -250,10 +250,21 @@ const cases: Case[] = [
       "config/deployments/charlie.yaml:27:35 deployments[4].endpoints[1]: platform \"charlie\" does not serve endpoint \"messages\" (its endpoints: chat_completions)",
       "config/deployments/charlie.yaml:27:45 deployments[4].endpoints[2]: unknown endpoint \"embeddings\" (not in vocabularies.yaml endpoints)",
       "config/deployments/charlie.yaml:33:44 deployments[5].capabilities_removed[1]: model \"acme/chat-1\" does not have capability \"supports_reasoning\"",
-      "config/deployments/charlie.yaml:41:17 deployments[6].pricing.prices.prompt: prompt 0.000003 is above the list price 0.0000025",
+      "config/deployments/charlie.yaml:41:17 deployments[6].pricing.prices.prompt: prompt 0.000003 is above the list price 0.0000025 (set above_list: true if this channel charges more than list)",
       "config/deployments/charlie.yaml:43:16 deployments[6].pricing.prices.audio: the model's list prices do not price \"audio\"",
-      "config/deployments/charlie.yaml:46:21 deployments[6].pricing.prices.overrides[0].prompt: prompt 0.000006 is above the list price 0.000005 at 150000 prompt tokens",
-      "config/deployments/charlie.yaml:50:25 deployments[6].pricing.prices.overrides[1].completion: completion 0.000015 is above the list price 0.00001 at 250000 prompt tokens",
+      "config/deployments/charlie.yaml:46:21 deployments[6].pricing.prices.overrides[0].prompt: prompt 0.000006 is above the list price 0.000005 at 150000 prompt tokens (set above_list: true if this channel charges more than list)",
+      "config/deployments/charlie.yaml:47:25 deployments[6].pricing.prices.overrides[0].completion: completion 0.000015 is above the list price 0.00001 at 200000 prompt tokens (set above_list: true if this channel charges more than list)",
+      "config/deployments/charlie.yaml:50:25 deployments[6].pricing.prices.overrides[1].completion: completion 0.000015 is above the list price 0.00001 at 250000 prompt tokens (set above_list: true if this channel charges more than list)",
+    ],
+  },
+  {
+    name: 'channel-above-list',
+    rule: 'above_list: accepted when a price is above list, refused when none is; never allows an unpriced class; price lists only.',
+    fixture: 'channel-above-list',
+    expected: [
+      "config/deployments/charlie.yaml:29:19 deployments[1].pricing.above_list: above_list is set but no price is above the list price; remove it",
+      "config/deployments/charlie.yaml:39:67 deployments[2].pricing.prices.audio: the model's list prices do not price \"audio\"",
+      "config/deployments/charlie.yaml:48:7 deployments[3].pricing.above_list: unknown key \"above_list\"",
     ],
   },
   {

@@ -1,13 +1,13 @@
 // deployments/<platform>.yaml: the file's platform is declared and matches the file name; deployment
 // ids are unique; each deployment names a model by id and a resource of its own platform, serves only
 // endpoints its platform speaks and its model's mode allows, removes only capabilities the model has,
-// and never prices above the model's list prices.
+// and prices above the model's list prices only when it says `above_list: true`.
 import type { Deployment, Model } from '../../generated/config-types.ts';
 import type { PathSegment } from '../issues.ts';
 import { type CheckedFile, isMapping, type LinkContext, type Ref, where } from './context.ts';
 import type { LinkedModels } from './models.ts';
 import { filePlatform, type LinkedPlatforms } from './platforms.ts';
-import { notAboveList, priceListRules } from './prices.ts';
+import { channelAgainstList, priceListRules } from './prices.ts';
 import type { LinkedResources } from './resources.ts';
 import type { Vocab } from './vocabularies.ts';
 
@@ -78,7 +78,7 @@ function deploymentRules(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile,
   const pricing = d.pricing;
   if (isMapping(pricing) && 'prices' in pricing && isMapping(pricing.prices) && ctx.clean(c, at('pricing'))) {
     priceListRules(ctx, c, at('pricing', 'prices'), pricing.prices);
-    if (model) notAboveList(ctx, c, at('pricing', 'prices'), pricing.prices, model.pricing);
+    if (model) channelAgainstList(ctx, c, at('pricing'), pricing.prices, model.pricing, pricing.above_list === true);
   }
 }
 

@@ -1,5 +1,6 @@
 // Rules of a price list, shared by a model's list prices and a deployment's channel prices: bracket
-// order, no zero optional class, no class a bracket adds; and a channel price never above list.
+// order, no zero optional class, no class a bracket adds; and a channel price above list only when the
+// deployment says so.
 import { PRICE_CLASSES, type PriceClass } from '../compiled.ts';
 import { decimalToAtto } from '../../money.ts';
 import type { PriceBracket, Pricing } from '../../generated/config-types.ts';
@@ -44,21 +45,72 @@ export function priceListRules(ctx: LinkContext, c: CheckedFile, path: PathSegme
   });
 }
 
-/** A channel price list never exceeds list, class by class, at every bracket it declares. */
-export function notAboveList(ctx: LinkContext, c: CheckedFile, path: PathSegment[], ch: Pricing, list: Pricing): void {
-  const compare = (p: PathSegment[], prices: Partial<Record<PriceClass, string>>, listPrices: Partial<Record<PriceClass, string>>, where: string) => {
+/** One class of a channel price list above list: where it is written, and the first length it is above at. */
+interface Above {
+  path: PathSegment[];
+  cls: PriceClass;
+  price: string;
+  listPrice: string;
+  promptTokens: number;
+}
+
+/** Where the channel's price of `cls` at `promptTokens` is written: its bracket there when it restates the class, else its base. */
+function sourceOf(path: PathSegment[], ch: Pricing, cls: PriceClass, promptTokens: number): PathSegment[] {
+  let k = -1;
+  (ch.overrides ?? []).forEach((b, i) => {
+    if (b.min_prompt_tokens <= promptTokens) k = i;
+  });
+  const b = ch.overrides?.[k];
+  return b !== undefined && b[cls] !== undefined ? [...path, 'overrides', k, cls] : [...path, cls];
+}
+
+/**
+ * Every class the channel bills above list, once per place it is written. Prices in effect only change
+ * at a bracket threshold of either list, so comparing at 0 and at each threshold covers every prompt
+ * length (a list bracket that lowers a class counts as much as a channel bracket that raises one).
+ */
+function aboveList(path: PathSegment[], ch: Pricing, list: Pricing): Above[] {
+  const starts = (p: Pricing) => (p.overrides ?? []).map((b) => b.min_prompt_tokens);
+  const thresholds = [...new Set([0, ...starts(list), ...starts(ch)])].sort((a, b) => a - b);
+  const found = new Map<string, Above>();
+  for (const t of thresholds) {
+    const c = effectiveAt(ch, t);
+    const l = effectiveAt(list, t);
     for (const cls of PRICE_CLASSES) {
-      const val = prices[cls];
-      if (val === undefined) continue;
-      const lv = listPrices[cls];
-      if (lv === undefined) ctx.report(c, [...p, cls], `the model's list prices do not price "${cls}"${where}`);
-      else if (decimalToAtto(val) > decimalToAtto(lv)) ctx.report(c, [...p, cls], `${cls} ${val} is above the list price ${lv}${where}`);
+      const price = c[cls];
+      const listPrice = l[cls];
+      if (price === undefined || listPrice === undefined || decimalToAtto(price) <= decimalToAtto(listPrice)) continue;
+      const at = sourceOf(path, ch, cls, t);
+      const key = at.join('.');
+      if (!found.has(key)) found.set(key, { path: at, cls, price, listPrice, promptTokens: t });
+    }
+  }
+  return [...found.values()];
+}
+
+/**
+ * A channel price list against the model's list: it prices only classes the list prices, and it is
+ * above list (anywhere, at any prompt length) exactly when it says `above_list: true` — a dearer
+ * channel is a fact to state, never a typo to bill.
+ */
+export function channelAgainstList(ctx: LinkContext, c: CheckedFile, path: PathSegment[], ch: Pricing, list: Pricing, acknowledged: boolean): void {
+  const pricesPath = [...path, 'prices'];
+  const unpriced = (p: PathSegment[], prices: Partial<Record<PriceClass, string>>) => {
+    for (const cls of PRICE_CLASSES) {
+      if (prices[cls] !== undefined && list[cls] === undefined) ctx.report(c, [...p, cls], `the model's list prices do not price "${cls}"`);
     }
   };
-  compare(path, ch, list, '');
-  (ch.overrides ?? []).forEach((b, k) => {
-    compare([...path, 'overrides', k], b, effectiveAt(list, b.min_prompt_tokens), ` at ${b.min_prompt_tokens} prompt tokens`);
-  });
+  unpriced(pricesPath, ch);
+  (ch.overrides ?? []).forEach((b, k) => unpriced([...pricesPath, 'overrides', k], b));
+  const above = aboveList(pricesPath, ch, list);
+  if (acknowledged && above.length === 0) {
+    ctx.report(c, [...path, 'above_list'], 'above_list is set but no price is above the list price; remove it');
+  }
+  if (acknowledged) return;
+  for (const a of above) {
+    const where = a.promptTokens > 0 ? ` at ${a.promptTokens} prompt tokens` : '';
+    ctx.report(c, a.path, `${a.cls} ${a.price} is above the list price ${a.listPrice}${where} (set above_list: true if this channel charges more than list)`);
+  }
 }
 
 /** List prices in effect at a prompt context length: the base, overlaid by the last bracket at or below it. */

@@ -155,3 +155,24 @@ t.test('beta: 25% off while the discount runs, list price from 2026-02-01', asyn
   await runCase(t, s, w, key, { label: 'months later', path: '/v1/chat/completions', body: chat('acme/chat-small', 'beta'), usage, cost: list });
   t.same(s.store.wallets.verify(), { ok: true, problems: [] });
 });
+
+t.test('a channel above list bills its own price (routing-http acme/regional)', async (t) => {
+  const s = await startStack(t, { config: 'routing-http' });
+  const key = s.key('open');
+  s.credit('open', '100');
+  const w = spyWallet(s);
+  const usage = { prompt: 1000, completion: 500, cached: 200 };
+  const list = 800n * 3000n + 200n * 300n + 500n * 15_000n;
+  const regional = 800n * 3300n + 200n * 330n + 500n * 16_500n;
+  t.equal(regional, (list * 110n) / 100n, 'the hand arithmetic is 110% of list');
+  await runCase(t, s, w, key, { label: 'gcp: 10 % above list', path: '/v1/chat/completions', body: chat('acme/regional', 'gcp'), usage, cost: regional, details: { provider: 'gcp' } });
+  await runCase(t, s, w, key, {
+    label: 'kappa: cheaper input, dearer output',
+    path: '/v1/chat/completions',
+    body: chat('acme/regional', 'kappa'),
+    usage,
+    cost: 800n * 2500n + 200n * 250n + 500n * 18_000n,
+  });
+  await runCase(t, s, w, key, { label: 'aws: list', path: '/v1/chat/completions', body: chat('acme/regional', 'aws'), usage, cost: list });
+  t.same(s.store.wallets.verify(), { ok: true, problems: [] });
+});

@@ -204,6 +204,21 @@ export function checkCatalogModel(t: Assert, m: unknown, vocab: Vocabularies): v
   }
 }
 
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Some class of the base or of a bracket (matched by min_prompt_tokens) is priced above the list's. */
+function someAboveList(pricing: JsonObject, list: JsonObject): boolean {
+  const above = (p: JsonObject, l: JsonObject) => Object.keys(p).some((k) => k !== 'overrides' && k !== 'min_prompt_tokens' && l[k] !== undefined && Number(p[k]) > Number(l[k]));
+  if (above(pricing, list)) return true;
+  const brackets = (x: JsonObject) => (x['overrides'] === undefined ? [] : arr(x['overrides']).map(obj));
+  return brackets(pricing).some((b) => {
+    const l = brackets(list).find((x) => x['min_prompt_tokens'] === b['min_prompt_tokens']);
+    return l !== undefined && above(b, l);
+  });
+}
+
 /** Every rule of the endpoints view that holds for any view alone. */
 export function checkEndpointsView(t: Assert, v: unknown, vocab: Vocabularies, catalogModel: JsonObject): void {
   const o = obj(v);
@@ -242,7 +257,10 @@ export function checkEndpointsView(t: Assert, v: unknown, vocab: Vocabularies, c
     checkPricing(t, e['list_pricing'], `${ew}.list_pricing`);
     t.same(e['list_pricing'], catalogModel['pricing'], `${ew}: list_pricing is the model's list pricing`);
     if (e['discount'] === null) {
-      t.same(e['pricing'], e['list_pricing'], `${ew}: no discount, so pricing equals list`);
+      // No discount: list prices, or a channel that charges more than list somewhere (above list).
+      if (!sameJson(e['pricing'], e['list_pricing'])) {
+        t.ok(someAboveList(obj(e['pricing']), obj(e['list_pricing'])), `${ew}: no discount, so pricing is list or above list somewhere`);
+      }
     } else {
       const d = obj(e['discount']);
       checkKeys(t, d, ['percent_off', 'ends_at'], [], `${ew}.discount`);

@@ -326,3 +326,25 @@ t.test('404 for absent or unlistable models', async (t) => {
     checkModelNotFound(t, await getJson(`${s.url}/v1/models/${slug}/endpoints`), slug);
   }
 });
+
+t.test('channels above list: pricing is the channel price, list_pricing the list, discount null', async (t) => {
+  const s = await startStack(t, { config: 'routing-http' });
+  const models = await getJson(`${s.url}/v1/models`);
+  const model = arr(models.body['data']).map(obj).find((m) => m['id'] === 'acme/regional') as JsonObject;
+  const list = { prompt: '0.000003', completion: '0.000015', input_cache_read: '0.0000003' };
+  t.strictSame(model['pricing'], list, 'the catalog model carries list prices only');
+  const v = await view(s.url, 'acme/regional');
+  checkEndpointsView(t, v, s.config.vocabularies, model);
+  t.strictSame(providers(v), ['gcp', 'kappa', 'aws'], 'entries by weight, whatever the price');
+  const gcp = entry(v, 'gcp');
+  t.strictSame(gcp['pricing'], { prompt: '0.0000033', completion: '0.0000165', input_cache_read: '0.00000033' }, 'gcp: 10 % above list on every class');
+  t.strictSame(gcp['list_pricing'], list);
+  t.equal(gcp['discount'], null, 'a dearer channel is never a discount');
+  const kappa = entry(v, 'kappa');
+  t.strictSame(kappa['pricing'], { prompt: '0.0000025', completion: '0.000018', input_cache_read: '0.00000025' }, 'kappa: cheaper input, dearer output');
+  t.strictSame(kappa['list_pricing'], list);
+  t.equal(kappa['discount'], null, 'below list on some classes but above on one: no discount');
+  const aws = entry(v, 'aws');
+  t.strictSame(aws['pricing'], list);
+  t.equal(aws['discount'], null);
+});

@@ -422,3 +422,13 @@ t.test('preferences apply on every inference endpoint', async (t: Test) => {
   t.same(upstreams(r.s), ['multi-nu', 'multi-lambda']);
   t.notOk('provider' in (r.s.sim.requests[0]?.body as Record<string, unknown>), 'provider is not forwarded');
 });
+
+t.test('sort: price ranks a channel above list at its own price', async (t) => {
+  const r = await routingStack(t);
+  const regional = { model: 'acme/regional' };
+  t.same(await tried(r, regional), ['regional-gcp', 'regional-kappa', 'regional-aws'], 'without sort: by weight');
+  // Unit prices (input + output): aws 0.000018 (list), gcp 0.0000198 (+10 %), kappa 0.0000205. At list
+  // prices all three would tie and weight would put gcp first.
+  t.same(await tried(r, { ...regional, provider: { sort: 'price' } }), ['regional-aws', 'regional-gcp', 'regional-kappa'], 'cheapest channel first');
+  t.same(await tried(r, { ...regional, provider: { sort: { by: 'price' }, only: ['gcp', 'kappa'] } }), ['regional-gcp', 'regional-kappa'], 'the dearer channels in their own order');
+});
