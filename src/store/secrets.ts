@@ -41,14 +41,18 @@ export class Secrets {
     this.onChange = onChange;
   }
 
-  /** Seals and stores (insert or replace). Refuses a key that differs from the one existing rows use. */
+  /**
+   * Seals and stores (insert or replace). Refuses a key that differs from the one existing rows use,
+   * the row being replaced included: a key retired by `rotateMaster` cannot re-seal even a lone
+   * secret (re-keying one on purpose means removing it first).
+   */
   set(name: string, plaintext: string): void {
     checkName(name);
     if (plaintext.length === 0) throw new SecretError('empty_value', `secret "${name}" must not be empty`);
     const master = this.key();
     const other = this.sql
-      .get('SELECT key_id FROM secrets WHERE key_id <> ? AND name <> ? LIMIT 1')
-      .get(master.id, name) as { key_id: string } | undefined;
+      .get('SELECT key_id FROM secrets WHERE key_id <> ? LIMIT 1')
+      .get(master.id) as { key_id: string } | undefined;
     if (other) throw wrongKey(other.key_id, master.id);
     const s = seal(master, name, plaintext);
     const now = this.clock.now();

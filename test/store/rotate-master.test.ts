@@ -177,6 +177,20 @@ t.test('the current key must be the one the rows use; the new key must be well f
   t.same(rows(file), before, 'nothing written by any of them');
 });
 
+t.test('a lone secret cannot be re-sealed under the retired key', async (t) => {
+  const file = tempDbFile(t);
+  const s = openStore(file, { masterKey: OLD });
+  s.secrets.set('only', 'v1');
+  s.secrets.rotateMaster(NEW);
+  const before = rows(file);
+  refused(t, () => s.secrets.set('only', 'v2'), 'wrong_master_key');
+  t.same(rows(file), before, 'the row stays under the new key');
+  t.ok(s.secrets.remove('only'), 'removing it needs no key');
+  s.secrets.set('only', 'v3');
+  t.equal(s.secrets.reveal('only'), 'v3', 'after which a key may start afresh');
+  s.close();
+});
+
 t.test('no sealed rows: nothing to do, and no current key needed', async (t) => {
   const s = openStore(tempDbFile(t), { masterKey: undefined });
   t.same(s.secrets.rotateMaster(NEW), { resealed: [], fromKeyId: null, toKeyId: keyFingerprint(Buffer.alloc(32, 2)), scrubbed: true });
