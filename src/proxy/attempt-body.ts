@@ -95,6 +95,7 @@ export class JsonReader implements AttemptPhase {
       stream: false,
       upstreamModel: answer.upstreamModel,
       usage: answer.usage,
+      inputUsage: null,
       completed: true,
       broken: null,
       clientAborted: core.reply.aborted,

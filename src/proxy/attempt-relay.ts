@@ -235,6 +235,7 @@ export class StreamRelay implements AttemptPhase {
       stream: true,
       upstreamModel: tap.upstreamModel,
       usage: tap.usage(),
+      inputUsage: tap.inputUsage(),
       completed: tap.completed,
       broken,
       clientAborted,

@@ -2,7 +2,7 @@
 // run an attempt (head dispatch, body readers, stream relay) so each unit can name them without an
 // import cycle; src/proxy/attempt.ts re-exports them for callers.
 import type { HeaderList, Reply } from '../http/reply.ts';
-import type { Usage } from '../billing/usage.ts';
+import type { InputUsage, Usage } from '../billing/usage.ts';
 import type { ProtocolModule, TapHints } from '../protocols/types.ts';
 import type { UpstreamCall, UpstreamClient } from '../upstream/client.ts';
 
@@ -44,7 +44,11 @@ export type AttemptOutcome =
       status: number;
       stream: boolean;
       upstreamModel: string | null;
+      /** The provider's count for the whole answer (StreamTap.usage), or null. */
       usage: Usage | null;
+      /** Input counts the provider stated before its end (StreamTap.inputUsage): the prompt side of
+       *  an estimate when `usage` never came. Null for JSON answers. */
+      inputUsage: InputUsage | null;
       /** The answer reached its normal end (JSON answers always do). */
       completed: boolean;
       /** Set when a committed stream was cut: why. */

@@ -235,6 +235,10 @@ class FakeTap implements StreamTap {
     return this.completed ? { promptTokens: 1, completionTokens: this.contentEvents } : null;
   }
 
+  inputUsage() {
+    return null;
+  }
+
   onEvent(ev: Buffer): TappedEvent {
     const text = ev.toString('utf8');
     if (text.startsWith('data: [DONE]')) {

@@ -104,7 +104,7 @@ t.test('after the commit: the terminal event completes the stream', async (t) =>
   r.data(ev('c2'), DONE, ev('c3'));
   t.same(r.reply.wire, ['head 200', `write ${s(ev('c1'))}`, `write ${s(ev('c2'))}`, `write ${DONE}`, 'end'], 'nothing after the end marker');
   const o = committed(r.seen.outcome);
-  t.same(o, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, completed: true, broken: null, clientAborted: false, firstByteMs: 12, contentEvents: 2, contentBytes: 20 });
+  t.same(o, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, inputUsage: null, completed: true, broken: null, clientAborted: false, firstByteMs: 12, contentEvents: 2, contentBytes: 20 });
   t.same(r.ctrl.aborts, [], 'a complete answer leaves the upstream alone');
   t.equal(r.timers.armed, 0);
   t.equal(r.seen.count, 1);
@@ -196,7 +196,7 @@ t.test('settle before the last byte: beforeComplete runs first and its promise d
   r.data(ev('c1'));
   r.data(ev('c2'), DONE);
   t.equal(seenByHook.length, 1, 'the hook ran at the terminal event');
-  t.same(seenByHook[0]?.outcome, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, completed: true, broken: null, clientAborted: false, firstByteMs: 0, contentEvents: 2, contentBytes: 20 });
+  t.same(seenByHook[0]?.outcome, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, inputUsage: null, completed: true, broken: null, clientAborted: false, firstByteMs: 0, contentEvents: 2, contentBytes: 20 });
   t.same(r.reply.wire, ['head 200', `write ${s(ev('c1'))}`, `write ${s(ev('c2'))}`], 'the end marker waits for the hook');
   // While the hook runs: upstream bytes, its end or errors, and any time, change nothing.
   r.data(ev('c9'));

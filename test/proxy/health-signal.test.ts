@@ -12,6 +12,7 @@ function committed(broken: FailureReason | null): AttemptOutcome {
     stream: true,
     upstreamModel: null,
     usage: null,
+    inputUsage: null,
     completed: broken === null,
     broken,
     clientAborted: broken === 'client_aborted',
