@@ -169,7 +169,7 @@ function finish(ctx: GatewayContext, state: RequestRecord, final: FailoverFinal,
   } else if (final.kind === 'provider_error') {
     state.status = final.status;
     state.errorCode = 'provider_error';
-  } else if (final.kind === 'gateway_error') {
+  } else if (final.kind === 'gateway_error' || final.kind === 'drained') {
     state.status = final.error.status;
     state.errorCode = final.error.code;
   } else {

@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "6beca5b6c67673b89f20ee8a4349ea1a931819da837d9dead233ae625ef9b6dd",
+  sourceHash: "f3a2322e98c750bd543bf4b494d2284454fd247bc437edc0c319f8d1ed5bd6c3",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages", "images"],
     endpoints: [
@@ -229,6 +229,8 @@ export const tables: CompiledConfig = {
       streamIdleTimeoutMs: 60000,
       preambleMaxBytes: 65536,
       maxAttempts: 5,
+      writeStallTimeoutMs: 5000,
+      drainTimeoutMs: 30000,
     },
     health: {
       consecutiveFailures: 5,
