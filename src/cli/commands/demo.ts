@@ -8,7 +8,8 @@ import { int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
-import { configForServe, runGateway, untilStopped } from '../runtime.ts';
+import { claimDatabase, type Owner } from '../owner-files.ts';
+import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
 
@@ -47,7 +48,8 @@ export const command: Command = {
       }
       throw err;
     }
-    const loaded = await configForServe(str(p, 'config', 'PI_CONFIG', 'config') as string);
+    const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+    const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;
     const dir = str(p, 'dir', undefined, '.demo') as string;
@@ -61,13 +63,21 @@ export const command: Command = {
     }
 
     mkdirSync(dir, { recursive: true });
+    const dbFile = join(dir, 'pi-gateway.db');
+    let owner: Owner;
+    try {
+      owner = claimDatabase(dbFile);
+    } catch (err) {
+      process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 1;
+    }
     const keyFile = join(dir, 'master.key');
     if (!existsSync(keyFile)) {
       writeFileSync(keyFile, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
       chmodSync(keyFile, 0o600);
     }
     const masterKey = readFileSync(keyFile, 'utf8').trim();
-    const store = openStore(join(dir, 'pi-gateway.db'), { masterKey, requestLog: config.settings.requestLog });
+    const store = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
     const sealed = store.secrets.names();
     for (const r of config.resources) if (!sealed.has(r.credential)) store.secrets.set(r.credential, `sim-demo-${r.credential}`);
     const key = store.apiKeys.create({ workspace, name: 'demo' });
@@ -82,6 +92,7 @@ export const command: Command = {
     } catch (err) {
       await sim.close();
       store.close();
+      owner.release();
       process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
@@ -101,10 +112,20 @@ export const command: Command = {
         '',
       ].join('\n'),
     );
-    return untilStopped(async () => {
-      await running.gateway.close();
-      await sim.close();
-      store.close();
+    const gateway = running.gateway;
+    return untilStopped({
+      // The simulator stays up while the gateway drains: in-flight streams come from it.
+      async stop() {
+        await gateway.drain();
+        await sim.close();
+        store.close();
+        owner.release();
+      },
+      flushNow() {
+        gateway.ctx.wallets.flush();
+        store.requestLog.flush();
+      },
+      reload: () => reloadGateway(gateway, configDir, owner),
     });
   },
 };
