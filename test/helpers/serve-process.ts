@@ -19,7 +19,8 @@ export interface PreparedDb {
   key: string;
 }
 
-/** A database file with every resource credential of fixture `config` sealed, a key and a credit. */
+/** A database file with every resource credential of fixture `config` sealed, a key and a credit (and
+ *  a credited key for each of `extraKeys`' workspaces, which need not be in the config). */
 export function prepareDb(t: Test, config = 'gateway', extraKeys: string[] = []): PreparedDb & { extra: Record<string, string> } {
   const file = join(tempDir(t, 'pi-serve-'), 'gateway.db');
   const masterKey = randomBytes(32).toString('base64');
@@ -30,7 +31,10 @@ export function prepareDb(t: Test, config = 'gateway', extraKeys: string[] = [])
     const key = store.apiKeys.create({ workspace: 'open', name: 'test' }).key;
     store.wallets.credit('open', decimalToNano('100'), 'test credit');
     const extra: Record<string, string> = {};
-    for (const ws of extraKeys) extra[ws] = store.apiKeys.create({ workspace: ws, name: 'test' }).key;
+    for (const ws of extraKeys) {
+      extra[ws] = store.apiKeys.create({ workspace: ws, name: 'test' }).key;
+      store.wallets.credit(ws, decimalToNano('100'), 'test credit');
+    }
     return { file, masterKey, key, extra };
   } finally {
     store.close();
