@@ -16,7 +16,9 @@ const HELP = `Usage: pi-gateway demo [options]
 The offline quick start: runs the upstream simulator and the gateway together on the bundled
 example config. Every resource's base URL is redirected to the simulator, so every model answers
 without network access. State lives in .demo/ (database and a generated master key); each start
-mints a new API key, prints it, and tops the demo wallet up to $10.
+mints a new API key, prints it, and tops the demo wallet up to $10. Like serve, it owns its
+database (one demo per --dir), drains on Ctrl-C/SIGTERM and reloads its config on SIGHUP
+(pi-gateway reload --db .demo/pi-gateway.db).
 
 Options:
   --config DIR      config directory (default config)
