@@ -63,6 +63,8 @@ function writeAtomically(file: string, text: string): void {
  * wallets and overdraw them.
  */
 export function claimDatabase(db: string): Owner {
+  // An in-memory database belongs to its process by nature: nothing to lock or signal.
+  if (db === ':memory:' || db === '') return { db, recordReload: () => undefined, release: () => undefined };
   let lock: OwnerLock | null;
   try {
     lock = acquireOwnerLock(db);
