@@ -32,12 +32,6 @@ export async function loadConfigDir(dir: string): Promise<LoadedConfig> {
   return { ok: false, hash, problems: r.issues.map(formatIssue) };
 }
 
-/** Compiles a config directory, or prints its problems and returns null (a bad config never starts). */
-export async function loadOrExit(dir: string): Promise<CompiledConfig | null> {
-  const r = await configForServe(dir);
-  return r?.config ?? null;
-}
-
 /** The config to serve (see loadConfigDir), or null after printing every problem. */
 export async function configForServe(dir: string): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
   const r = await loadConfigDir(dir);

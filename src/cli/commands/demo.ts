@@ -110,7 +110,7 @@ export const command: Command = {
         `    -H 'Content-Type: application/json' \\`,
         `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
         '',
-        'Ctrl-C stops both.',
+        'Ctrl-C drains the gateway and stops both.',
         '',
       ].join('\n'),
     );
