@@ -1,19 +1,26 @@
 // Composition root: a compiled config and a store in, a listening gateway out. The only place that
-// wires every part together (server, handlers, routing state, upstream client, store).
+// wires every part together (server, handlers, routing state, upstream client, store). It also owns
+// the process lifecycle the CLI drives: the graceful drain (SIGTERM) and the live config reload
+// (SIGHUP), whose steps are in src/api/lifecycle.ts.
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import type { CompiledConfig, GatewaySettings } from './config/compiled.ts';
-import { ConfigIndex } from './config/index.ts';
 import { Admission } from './admission/admission.ts';
 import { FixedWindowRateLimiter } from './admission/rate-limit.ts';
 import { StoreView } from './admission/store-view.ts';
 import { WalletBook } from './admission/wallet-book.ts';
+import { type ConfigSnapshot, configSnapshot, restartNeeded } from './api/config-snapshot.ts';
 import type { GatewayContext } from './api/context.ts';
+import { InFlight } from './api/in-flight.ts';
+import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecycle.ts';
+import { StopSwitch } from './proxy/stop-switch.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import { createApp } from './server/app.ts';
 import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
+
+export type { DrainReport, ReloadResult } from './api/lifecycle.ts';
 
 export interface GatewayOptions {
   config: CompiledConfig;
@@ -24,7 +31,7 @@ export interface GatewayOptions {
   random?: () => number;
   /** Send every upstream request to this origin instead (demo and tests: the simulator). */
   upstreamOverride?: string | null;
-  /** Overrides of `gateway.yaml` limits (tests use short timeouts). */
+  /** Overrides of `gateway.yaml` limits (tests use short timeouts); kept across reloads. */
   limits?: Partial<GatewaySettings['limits']>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
 }
@@ -33,6 +40,30 @@ export interface Gateway {
   port: number;
   url: string;
   ctx: GatewayContext;
+  /**
+   * True from the moment a drain began. Readiness reports not-ready while it is (the admin
+   * listener's lifecycle state reads it until the two are merged into one object).
+   */
+  readonly draining: boolean;
+  /** sha256 of the config files the running config was compiled from. */
+  readonly configHash: string;
+  /** The last reload's result (null until the first SIGHUP / `pi-gateway reload`). */
+  readonly lastReload: ReloadResult | null;
+  /**
+   * Swaps in a validated, compiled config: new requests use it, in-flight ones finish on theirs.
+   * Wallets, rate-limit windows, session pins and breaker state are kept (new health and pin bounds
+   * apply to them). Returns what only a restart would apply.
+   */
+  reload(config: CompiledConfig): { restartNeeded: string[] };
+  /** Keeps a reload's result (`lastReload`) and logs it; every reload attempt ends here. */
+  recordReload(result: ReloadResult): void;
+  /**
+   * Graceful drain: stop accepting connections, let in-flight requests finish for `deadlineMs`
+   * (default `limits.drain_timeout_ms`), end the rest (`drained`), wait for their settlements and log
+   * rows, then close. Idempotent: a second call returns the same drain.
+   */
+  drain(deadlineMs?: number): Promise<DrainReport>;
+  /** Closes at once: connections dropped, pending ledger and log writes flushed. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -44,14 +75,12 @@ export function jsonLog(event: string, fields: Record<string, unknown> = {}): vo
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
-  const settings: GatewaySettings = { ...opts.config.settings, limits: { ...opts.config.settings.limits, ...opts.limits } };
 
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
   opts.store.secrets.assertUsable();
   const released = opts.store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
 
-  const index = new ConfigIndex(opts.config);
   const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
   const view = new StoreView(
     opts.store,
@@ -60,39 +89,87 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
     () => wallets.refresh(),
   );
+  const sources = {
+    limits: opts.limits,
+    reveal: (credential: string) => view.reveal(credential),
+    upstreamOverride: () => ctx.upstreamOverride,
+  };
+  // The one mutable reference to the config: a reload replaces it in a single assignment.
+  let snapshot: ConfigSnapshot = configSnapshot(opts.config, sources);
   const admission = new Admission({
     keys: view,
-    workspaceOf: (id) => index.workspaceById.get(id),
+    // The current config: a workspace added by a reload admits its keys from then on.
+    workspaceOf: (id) => snapshot.index.workspaceById.get(id),
     limiter: new FixedWindowRateLimiter(clock),
     wallets,
   });
   const ctx: GatewayContext = {
-    index,
-    settings,
+    get current() {
+      return snapshot;
+    },
+    get index() {
+      return snapshot.index;
+    },
+    get settings() {
+      return snapshot.settings;
+    },
     store: opts.store,
     admission,
     wallets,
     view,
     clock,
     random: opts.random ?? Math.random,
-    health: new HealthTracker(settings.health, clock),
-    pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }),
+    health: new HealthTracker(snapshot.settings.health, clock),
+    pins: new SessionPins({ clock, maxPins: snapshot.settings.sessions.maxPins }),
     client: new UpstreamClient(),
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
+    inFlight: new InFlight(),
+    stop: new StopSwitch(),
     log,
   };
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await server.listen(host, opts.port ?? 0);
-  return {
-    port,
-    url: `http://${host}:${port}`,
-    ctx,
-    async close() {
+
+  let closed: Promise<void> | null = null;
+  let drain: Promise<DrainReport> | null = null;
+  let lastReload: ReloadResult | null = null;
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
       server.close();
       await ctx.client.destroy();
       wallets.close();
       opts.store.requestLog.flush();
+    })());
+
+  return {
+    port,
+    url: `http://${host}:${port}`,
+    ctx,
+    get draining() {
+      return drain !== null;
     },
+    get configHash() {
+      return snapshot.hash;
+    },
+    get lastReload() {
+      return lastReload;
+    },
+    reload(config) {
+      const next = configSnapshot(config, sources);
+      const needed = restartNeeded(snapshot, next);
+      ctx.health.reconfigure(next.settings.health);
+      ctx.pins.resize(next.settings.sessions.maxPins);
+      snapshot = next;
+      return { restartNeeded: needed };
+    },
+    recordReload(result) {
+      lastReload = result;
+      log('config_reload', { ok: result.ok, hash: result.hash, problems: result.problems.length, restart_needed: result.restartNeeded });
+    },
+    drain(deadlineMs) {
+      return (drain ??= drainGateway({ ctx, stopAccepting: () => server.stopAccepting(), close, log, deadlineMs: deadlineMs ?? snapshot.settings.limits.drainTimeoutMs }));
+    },
+    close,
   };
 }

@@ -1,8 +1,9 @@
 // The public catalog (no key is read): GET /v1/models, /v1/models/{vendor}/{model} and its
-// /endpoints view. Model objects are serialised once at start; the list is cached until the next
-// instant a model's listing changes; the endpoints view depends on credentials, health and time, so
-// it is built per request (a handful of deployments per model).
+// /endpoints view. Model objects are serialised once per config (at start and after each reload);
+// the list is cached until the next instant a model's listing changes; the endpoints view depends on
+// credentials, health and time, so it is built per request (a handful of deployments per model).
 import type { CompiledModel } from '../config/compiled.ts';
+import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
 import { toCatalogModel } from '../catalog/catalog-model.ts';
 import { endpointsView } from '../catalog/endpoints-view.ts';
@@ -27,40 +28,58 @@ function decodeParam(p: string): string | null {
   }
 }
 
+/** The catalog of one config: its models serialised once, and the cached list body. */
+class CatalogCache {
+  readonly models: readonly CompiledModel[];
+  readonly objects = new Map<string, string>();
+  private listBody: Buffer | null = null;
+  private listValidUntil = -Infinity;
+  private listValidFrom = Infinity;
+
+  constructor(readonly index: ConfigIndex) {
+    this.models = index.config.models;
+    for (const m of this.models) if (m.enabled) this.objects.set(m.id, JSON.stringify(toCatalogModel(m)));
+  }
+
+  list(now: number): Buffer {
+    if (this.listBody === null || now >= this.listValidUntil || now < this.listValidFrom) {
+      const parts: string[] = [];
+      for (const m of this.models) if (isListed(m, now)) parts.push(this.objects.get(m.id) as string);
+      this.listBody = Buffer.from(`{"data":[${parts.join(',')}]}`);
+      this.listValidFrom = now;
+      this.listValidUntil = nextListingChange(this.models, now);
+    }
+    return this.listBody;
+  }
+}
+
 export function catalogHandlers(ctx: GatewayContext) {
-  const models = ctx.index.config.models;
-  const objects = new Map<string, string>();
-  for (const m of models) if (m.enabled) objects.set(m.id, JSON.stringify(toCatalogModel(m)));
+  let cache = new CatalogCache(ctx.index);
+  /** The cache of the current config, rebuilt the first time it is read after a reload. */
+  const current = (): CatalogCache => {
+    const index = ctx.index;
+    if (cache.index !== index) cache = new CatalogCache(index);
+    return cache;
+  };
 
-  let listBody: Buffer | null = null;
-  let listValidUntil = -Infinity;
-  let listValidFrom = Infinity;
-
-  const listedModel = (req: IncomingRequest): CompiledModel => {
+  const listedModel = (c: CatalogCache, req: IncomingRequest): CompiledModel => {
     const vendor = decodeParam(req.params[0] ?? '');
     const name = decodeParam(req.params[1] ?? '');
     const slug = `${vendor ?? req.params[0]}/${name ?? req.params[1]}`;
-    const model = vendor !== null && name !== null ? ctx.index.modelById.get(`${vendor}/${name}`) : undefined;
+    const model = vendor !== null && name !== null ? c.index.modelById.get(`${vendor}/${name}`) : undefined;
     if (!model || !isListed(model, ctx.clock.now())) throw notFound(slug);
     return model;
   };
 
   return {
     list(_req: IncomingRequest, reply: Reply): void {
-      const now = ctx.clock.now();
-      if (listBody === null || now >= listValidUntil || now < listValidFrom) {
-        const parts: string[] = [];
-        for (const m of models) if (isListed(m, now)) parts.push(objects.get(m.id) as string);
-        listBody = Buffer.from(`{"data":[${parts.join(',')}]}`);
-        listValidFrom = now;
-        listValidUntil = nextListingChange(models, now);
-      }
-      reply.send(200, JSON_HEADERS, listBody);
+      reply.send(200, JSON_HEADERS, current().list(ctx.clock.now()));
     },
 
     model(req: IncomingRequest, reply: Reply): void {
-      const model = listedModel(req);
-      reply.send(200, JSON_HEADERS, `{"data":${objects.get(model.id) as string}}`);
+      const c = current();
+      const model = listedModel(c, req);
+      reply.send(200, JSON_HEADERS, `{"data":${c.objects.get(model.id) as string}}`);
     },
 
     /** A GET under /v1/models/ that is not `{vendor}/{model}[/endpoints]`: no slug can match it. */
@@ -70,9 +89,10 @@ export function catalogHandlers(ctx: GatewayContext) {
     },
 
     endpoints(req: IncomingRequest, reply: Reply): void {
-      const model = listedModel(req);
+      const c = current();
+      const model = listedModel(c, req);
       ctx.view.sync();
-      const data = endpointsView(ctx.index, model, ctx.view, ctx.health.passive, ctx.clock.now());
+      const data = endpointsView(c.index, model, ctx.view, ctx.health.passive, ctx.clock.now());
       reply.sendJson(200, { data });
     },
   };

@@ -7,12 +7,19 @@ import type { StoreView } from '../admission/store-view.ts';
 import type { WalletBook } from '../admission/wallet-book.ts';
 import type { HealthTracker } from '../routing/health.ts';
 import type { SessionPins } from '../routing/session-pins.ts';
+import type { StopSwitch } from '../proxy/stop-switch.ts';
 import type { Store } from '../store/store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import type { ConfigSnapshot } from './config-snapshot.ts';
+import type { InFlight } from './in-flight.ts';
 
 export interface GatewayContext {
-  index: ConfigIndex;
-  settings: GatewaySettings;
+  /** The config new requests start on; a reload swaps it whole. A request reads it once, at its
+   *  start, and keeps that snapshot to its end. */
+  readonly current: ConfigSnapshot;
+  /** `current.index` and `current.settings` at the moment of reading. */
+  readonly index: ConfigIndex;
+  readonly settings: GatewaySettings;
   store: Store;
   /** Authentication, rate limit, wallet hold/settle/release: what the inference handler admits with. */
   admission: Admission;
@@ -27,6 +34,10 @@ export interface GatewayContext {
   client: UpstreamClient;
   /** Replaces scheme, host and port of every resource base URL (demo/testing: route all to the simulator). */
   upstreamOverride: URL | null;
+  /** Inference requests being answered (a graceful drain waits for them). */
+  inFlight: InFlight;
+  /** Thrown at the drain deadline: ends every running attempt (`drained`), starts no new one. */
+  stop: StopSwitch;
   /** Operational log (never secrets, keys or prompt text). */
   log(event: string, fields?: Record<string, unknown>): void;
 }

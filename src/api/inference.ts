@@ -3,6 +3,7 @@
 // on the wallet, run the attempts, then settle (or release) and log. Business rules live in the
 // modules called here; this file only orders them and makes sure every path releases what it took.
 import type { CompiledModel } from '../config/compiled.ts';
+import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
 import { requestHoldNano } from '../admission/hold-size.ts';
 import { estimatedPromptTokens, settlementFor } from '../billing/settlement.ts';
@@ -12,12 +13,11 @@ import type { IncomingRequest } from '../http/request.ts';
 import type { ProtocolModule, RoutingFields } from '../protocols/types.ts';
 import type { CommittedOutcome } from '../proxy/attempt.ts';
 import { type FailoverFinal, type PlanItem, runWithFailover } from '../proxy/failover.ts';
-import { configuredTargets } from '../proxy/targets.ts';
-import type { CallResolver } from '../proxy/upstream-call.ts';
 import { mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
 import { planRoute, type RoutePlan } from '../routing/plan.ts';
 import { resolveModel } from '../routing/resolve-model.ts';
 import { pinKey } from '../routing/session-pins.ts';
+import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
 import type { Admitted } from '../admission/admission.ts';
 import { newRequestRecord, type RequestRecord, requestEnd, requestLogRow } from './request-record.ts';
@@ -37,16 +37,14 @@ interface SettleBasis {
 }
 
 export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol: ProtocolModule) {
-  // The one view of the gateway the attempts build their upstream calls from.
-  const targets = configuredTargets({
-    index: ctx.index,
-    reveal: (credential) => ctx.view.reveal(credential),
-    upstreamOverride: () => ctx.upstreamOverride,
-  });
   return async (req: IncomingRequest, reply: Reply): Promise<void> => {
     const state = newRequestRecord(endpoint, reply.traceId);
+    // Read once: a reload during this request changes nothing for it (its routing, limits, upstream
+    // calls and prices all come from this snapshot).
+    const cfg = ctx.current;
+    ctx.inFlight.enter();
     try {
-      await handle(ctx, targets, protocol, req, reply, state);
+      await handle(ctx, cfg, protocol, req, reply, state);
     } catch (err) {
       if (!(err instanceof GatewayError)) {
         ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
@@ -59,16 +57,20 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
       if (!reply.started && !reply.done) reply.sendError(ge);
       else if (!reply.done) reply.close();
     } finally {
-      // Whatever happened, a hold that was not settled is released (idempotent in the store).
-      if (state.holdNano !== null && state.settledCost === null) ctx.admission.release(state.traceId);
-      ctx.store.requestLog.append(requestLogRow(req, state, ctx.clock.now()));
+      try {
+        // Whatever happened, a hold that was not settled is released (idempotent in the store).
+        if (state.holdNano !== null && state.settledCost === null) ctx.admission.release(state.traceId);
+        ctx.store.requestLog.append(requestLogRow(req, state, ctx.clock.now()));
+      } finally {
+        ctx.inFlight.leave();
+      }
     }
   };
 }
 
 async function handle(
   ctx: GatewayContext,
-  targets: CallResolver,
+  cfg: ConfigSnapshot,
   protocol: ProtocolModule,
   req: IncomingRequest,
   reply: Reply,
@@ -80,7 +82,8 @@ async function handle(
   // Known before anything can be refused, so every log row of the session carries it.
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
-  // 1. Who is calling.
+  // 1. Who is calling. (Admission reads the workspace from ctx.current: the same snapshot as `cfg`,
+  // since no await separates them.)
   const admitted = ctx.admission.authenticate(req.headers, now);
   state.admitted = admitted;
 
@@ -88,12 +91,12 @@ async function handle(
   ctx.admission.rateLimit(admitted);
 
   // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
-  const asked = await protocol.read(req, endpoint, ctx.settings.limits);
+  const asked = await protocol.read(req, endpoint, cfg.settings.limits);
   state.fields = asked.fields;
   state.stream = asked.stream;
 
   // 4. Which models, under which policy, on which deployments.
-  const route = routeFor(ctx, endpoint, asked.fields, admitted, state.sessionId, now);
+  const route = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
   const { plan, pin } = route;
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
@@ -108,15 +111,16 @@ async function handle(
     client: ctx.client,
     protocol,
     reply,
-    limits: ctx.settings.limits,
+    limits: cfg.settings.limits,
     tapHints: { promptTokensEstimate: estimatedPromptTokens(asked.requestBytes) },
     items: plan.plans.flatMap((p) => p.deployments.map((deployment) => ({ model: p.model, deployment }))),
-    maxAttempts: ctx.settings.limits.maxAttempts,
+    maxAttempts: cfg.settings.limits.maxAttempts,
     request: { endpoint, stream: state.stream, clientHeaders: req.headers, body: asked.body },
-    targets,
+    targets: cfg.targets,
     health: ctx.health,
+    stop: ctx.stop,
     // A crash can never leave a client holding a complete answer that was not charged.
-    beforeComplete: (item, outcome) => settle(ctx, state, item, outcome, basis),
+    beforeComplete: (item, outcome) => settle(ctx, cfg.index, state, item, outcome, basis),
   });
   state.result = result;
   // Half-open probes this request claimed while ordering but never reached go back at once, so the
@@ -125,22 +129,22 @@ async function handle(
   for (const id of plan.probes) if (!attempted.has(id)) ctx.health.releaseProbe(id);
 
   // 7. Settle what was answered; everything else releases the hold (finally block).
-  finish(ctx, state, result.final, route, basis);
+  finish(ctx, cfg.index, state, result.final, route, basis);
 }
 
 /** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan. */
-function routeFor(ctx: GatewayContext, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Route {
-  const models = [resolveModel(ctx.index, fields.model, endpoint, now)];
+function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Route {
+  const models = [resolveModel(index, fields.model, endpoint, now)];
   for (const name of fields.fallbacks) {
-    const m = resolveModel(ctx.index, name, endpoint, now);
+    const m = resolveModel(index, name, endpoint, now);
     if (!models.some((x) => x.id === m.id)) models.push(m);
   }
-  const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, ctx.index);
+  const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, index);
   const policy = mergePreferences(admitted.workspace.routing, prefs);
   const primary = models[0] as CompiledModel;
   const pin = sessionId ? pinKey(admitted.workspace.id, admitted.key.id, primary.id, sessionId) : null;
   const plan = planRoute({
-    index: ctx.index,
+    index,
     endpoint,
     models,
     policy,
@@ -159,17 +163,17 @@ function routeFor(ctx: GatewayContext, endpoint: string, fields: RoutingFields, 
  * before its last bytes went out; a stream cut after its commit point (or abandoned by the client)
  * is settled here.
  */
-function finish(ctx: GatewayContext, state: RequestRecord, final: FailoverFinal, route: Route, basis: SettleBasis): void {
+function finish(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, final: FailoverFinal, route: Route, basis: SettleBasis): void {
   state.ended = requestEnd(final);
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
-    if (state.settledCost === null) void settle(ctx, state, final.item, final.outcome, basis);
+    if (state.settledCost === null) void settle(ctx, index, state, final.item, final.outcome, basis);
     if (route.pin && final.item.model.id === route.primary.id) ctx.pins.set(route.pin, final.item.deployment.id);
     if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
   } else if (final.kind === 'provider_error') {
     state.status = final.status;
     state.errorCode = 'provider_error';
-  } else if (final.kind === 'gateway_error') {
+  } else if (final.kind === 'gateway_error' || final.kind === 'drained') {
     state.status = final.error.status;
     state.errorCode = final.error.code;
   } else {
@@ -182,8 +186,8 @@ function finish(ctx: GatewayContext, state: RequestRecord, final: FailoverFinal,
  * Charges the answering attempt (exact usage, or the documented estimate) and records it for the log.
  * Resolves when the charge is committed: the answer's last bytes wait for it (beforeComplete).
  */
-function settle(ctx: GatewayContext, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<void> | undefined {
-  const platform = ctx.index.platformById.get(item.deployment.platform);
+function settle(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<void> | undefined {
+  const platform = index.platformById.get(item.deployment.platform);
   if (!platform || state.settledCost !== null) return undefined;
   const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, ...basis });
   state.settledCost = s.costNano;

@@ -90,6 +90,8 @@ export function requestEnd(final: FailoverFinal): RequestEnd {
     case 'provider_error':
     case 'gateway_error':
       return 'failed';
+    case 'drained':
+      return 'drained';
   }
 }
 
@@ -100,6 +102,10 @@ function committedEnd(broken: FailureReason | null): RequestEnd {
       return 'client_abort';
     case 'timeout':
       return 'idle_timeout';
+    case 'write_stall':
+      return 'write_stall';
+    case 'drained':
+      return 'drained';
     case 'reset':
     case 'malformed':
     case 'inband_error':

@@ -1,13 +1,20 @@
 // What a finished request costs, from the attempt that answered. Only a committed attempt is billed.
-//   usage reported              → exact cost at the channel's effective price when the answer began
-//   stream cut, no usage        → estimated usage (prompt ≈ request bytes / 4, completion ≈ one token
-//                                 per relayed content event), flagged `estimated` in the ledger
-//   client abort on a platform without stream cancellation → the hold (the provider keeps generating
-//                                 and billing us for up to the worst case the hold was sized for)
+//   final usage reported        → exact cost at the channel's effective price when the answer began
+//   no final usage (a stream cut by the provider, the client, a write stall or the drain deadline;
+//   a provider that reports none) → an estimate, flagged `estimated` in the ledger: input = the
+//                                 provider's own input counts when it stated them before its end
+//                                 (Messages' message_start), else request bytes / 4; output = one token
+//                                 per content event (a JSON answer: its bytes / 4). A provisional
+//                                 output figure (message_start's `output_tokens: 1`) is never used.
+//   the client side ended a stream (went away, or stopped reading: write stall) on a platform without
+//   stream cancellation → the hold (the provider keeps generating and billing us for up to the worst
+//                                 case the hold was sized for)
+//   drained (the gateway ended the stream at its drain deadline) → the estimate on every platform:
+//                                 the client did not choose to stop
 //   no committed attempt        → the hold is released: nothing is charged
 import { computeCharge } from './charge.ts';
 import { effectivePricing } from './price.ts';
-import type { Usage } from './usage.ts';
+import type { InputUsage, Usage } from './usage.ts';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform } from '../config/compiled.ts';
 
 /** Prompt tokens estimated from the request size when the provider reports none (≈ 4 bytes a token). */
@@ -17,11 +24,15 @@ export function estimatedPromptTokens(requestBytes: number): number {
 
 /** What settlement reads of the answering attempt (a committed attempt outcome). */
 export interface SettledAnswer {
+  /** The provider's count for the whole answer, or null. */
   usage: Usage | null;
+  /** Input counts the provider stated before its end (null when none). */
+  inputUsage: InputUsage | null;
   /** A stream (estimates count content events) rather than a JSON answer (content bytes). */
   stream: boolean;
   /** The answer reached its normal end. */
   completed: boolean;
+  /** The client side ended the answer: it went away, or stopped reading (a write stall). */
   clientAborted: boolean;
   contentEvents: number;
   contentBytes: number;
@@ -68,7 +79,7 @@ export function settlementFor(args: {
   if (usage === null) {
     estimated = true;
     usage = {
-      promptTokens: estimatedPromptTokens(args.requestBytes),
+      ...(outcome.inputUsage ?? { promptTokens: estimatedPromptTokens(args.requestBytes) }),
       completionTokens: outcome.stream ? outcome.contentEvents : Math.ceil(outcome.contentBytes / 4),
     };
   }

@@ -90,6 +90,23 @@ export interface Usage {
   webSearchCalls?: number;
 }
 
+/** Output-side fields of a Usage: a provider knows them only when its answer ends. */
+const OUTPUT_FIELDS = ['completionTokens', 'reasoningTokens', 'audioOutputTokens', 'imageOutputTokens', 'webSearchCalls'] as const;
+
+/**
+ * The input side of a usage record: what a provider can state exactly before its answer ends (the
+ * whole prompt and its cached/written parts, as in Messages' message_start). A stream cut before its
+ * final usage is billed on this plus an estimated output (src/billing/settlement.ts).
+ */
+export type InputUsage = Omit<Usage, (typeof OUTPUT_FIELDS)[number]>;
+
+/** The input side of `u` (every output count dropped). */
+export function inputSide(u: Usage): InputUsage {
+  const out: Partial<Usage> = { ...u };
+  for (const k of OUTPUT_FIELDS) Reflect.deleteProperty(out, k);
+  return out as InputUsage;
+}
+
 type Json = Record<string, unknown>;
 
 function isObject(v: unknown): v is Json {

@@ -6,6 +6,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   check: () => import('./commands/check.ts'),
   build: () => import('./commands/build.ts'),
   serve: () => import('./commands/serve.ts'),
+  reload: () => import('./commands/reload.ts'),
   demo: () => import('./commands/demo.ts'),
   simulator: () => import('./commands/simulator.ts'),
   secret: () => import('./commands/secret.ts'),

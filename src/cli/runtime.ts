@@ -1,39 +1,44 @@
 // Shared start-up for `serve` and `demo`: load and validate the config (a bad config never starts a
-// server), open the store, start the gateway, and shut everything down cleanly on SIGINT/SIGTERM.
+// server), open the store, start the gateway, and run it until a signal: SIGTERM/SIGINT drain it
+// (a second one exits at once), SIGHUP reloads the config directory.
 import { sourceHashOf } from '../config/config-files.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
-import { startGateway, type Gateway, type GatewayOptions, jsonLog } from '../gateway.ts';
+import { startGateway, type Gateway, type GatewayOptions, jsonLog, type ReloadResult } from '../gateway.ts';
 import { ADAPTERS } from '../platforms/index.ts';
 import { openStore, type Store } from '../store/store.ts';
+import type { Owner } from './owner-files.ts';
 
-/** Compiles a config directory; the compiler (ajv, yaml) is loaded only here, so serving from the
- *  generated tables never loads it. */
-export async function loadOrExit(dir: string): Promise<CompiledConfig | null> {
-  const { loadConfig, formatIssue } = await import('../config/load-config.ts');
-  const r = loadConfig(dir, { adapters: ADAPTERS });
-  if (r.ok) return r.config;
-  for (const i of r.issues) process.stderr.write(formatIssue(i) + '\n');
-  process.stderr.write(`pi-gateway: the config in ${dir} has ${r.issues.length} problem${r.issues.length === 1 ? '' : 's'}; not starting\n`);
-  return null;
-}
+export type LoadedConfig = { ok: true; config: CompiledConfig; source: 'generated tables' | 'compiled' } | { ok: false; hash: string | null; problems: string[] };
 
 /**
- * The config to serve: the generated tables (src/generated/tables.ts, built and reviewed from the same
+ * The config in `dir`: the generated tables (src/generated/tables.ts, built and reviewed from the same
  * YAML) when the directory's files hash to the tables' `sourceHash`, so the server parses no YAML;
- * otherwise the directory compiled in memory by the same pipeline codegen uses.
+ * otherwise the directory compiled in memory by the same pipeline codegen uses (the compiler — ajv,
+ * yaml — is loaded only then). Problems come as `file:line:col path: message`.
  */
-export async function configForServe(dir: string): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
+export async function loadConfigDir(dir: string): Promise<LoadedConfig> {
   const hash = sourceHashOf(dir);
   if (hash !== null) {
     try {
       const { tables } = await import('../generated/tables.ts');
-      if (tables.sourceHash === hash) return { config: tables, source: 'generated tables' };
+      if (tables.sourceHash === hash) return { ok: true, config: tables, source: 'generated tables' };
     } catch {
       // No generated tables in this build: compile.
     }
   }
-  const config = await loadOrExit(dir);
-  return config ? { config, source: 'compiled' } : null;
+  const { loadConfig, formatIssue } = await import('../config/load-config.ts');
+  const r = loadConfig(dir, { adapters: ADAPTERS });
+  if (r.ok) return { ok: true, config: r.config, source: 'compiled' };
+  return { ok: false, hash, problems: r.issues.map(formatIssue) };
+}
+
+/** The config to serve (see loadConfigDir), or null after printing every problem. */
+export async function configForServe(dir: string): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
+  const r = await loadConfigDir(dir);
+  if (r.ok) return { config: r.config, source: r.source };
+  for (const p of r.problems) process.stderr.write(p + '\n');
+  process.stderr.write(`pi-gateway: the config in ${dir} has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; not starting\n`);
+  return null;
 }
 
 export interface Running {
@@ -54,23 +59,80 @@ export async function runGateway(opts: { config: CompiledConfig; db: string; hos
   return { gateway, store };
 }
 
-/** Resolves when SIGINT or SIGTERM arrives, after closing what `onStop` closes. */
-export function untilStopped(onStop: () => Promise<void>): Promise<number> {
+/**
+ * Re-reads, validates and compiles `dir` and swaps it in (Gateway.reload); a config with problems is
+ * refused, the running one stays, and every problem is logged as `file:line:col path: message`. The
+ * result is kept on the gateway (`lastReload`) and, when the process owns a database, written for
+ * `pi-gateway reload`.
+ */
+export async function reloadGateway(gateway: Gateway, dir: string, owner: Owner | null): Promise<ReloadResult> {
+  const r = await loadConfigDir(dir);
+  let result: ReloadResult;
+  if (r.ok) {
+    const { restartNeeded } = gateway.reload(r.config);
+    result = { ok: true, hash: r.config.sourceHash, problems: [], restartNeeded, at: Date.now() };
+  } else {
+    for (const problem of r.problems) jsonLog('reload_problem', { problem });
+    result = { ok: false, hash: r.hash, problems: r.problems, restartNeeded: [], at: Date.now() };
+  }
+  gateway.recordReload(result);
+  owner?.recordReload(result);
+  return result;
+}
+
+export interface Supervised {
+  /** First SIGTERM/SIGINT: drain and close everything. */
+  stop(): Promise<void>;
+  /** Second SIGTERM/SIGINT, before exiting at once: write what is pending, synchronously. */
+  flushNow?(): void;
+  /** SIGHUP. */
+  reload?(): Promise<unknown>;
+}
+
+/**
+ * Resolves to the exit code once the process stopped: 0 after a drain (streams ended at the drain
+ * deadline included: they were ended properly), 1 when stopping failed. A second SIGTERM/SIGINT
+ * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
+ * reloads, one reload at a time.
+ */
+export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
     let stopping = false;
+    let reloading: Promise<unknown> = Promise.resolve();
+    const onHup = () => {
+      if (stopping || !s.reload) return;
+      const reload = s.reload;
+      reloading = reloading.then(reload, reload).catch((err: unknown) => jsonLog('reload_failed', { error: err instanceof Error ? err.message : String(err) }));
+    };
     const stop = (signal: string) => {
-      if (stopping) return;
+      if (stopping) {
+        jsonLog('stopping_now', { signal });
+        try {
+          s.flushNow?.();
+        } finally {
+          process.exit(1);
+        }
+      }
       stopping = true;
       jsonLog('stopping', { signal });
-      onStop().then(
-        () => resolve(0),
+      s.stop().then(
+        () => finish(0),
         (err: unknown) => {
           process.stderr.write(`pi-gateway: error while stopping: ${err instanceof Error ? err.message : String(err)}\n`);
-          resolve(1);
+          finish(1);
         },
       );
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    const onInt = () => stop('SIGINT');
+    const onTerm = () => stop('SIGTERM');
+    const finish = (code: number) => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      process.off('SIGHUP', onHup);
+      resolve(code);
+    };
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+    process.on('SIGHUP', onHup);
   });
 }

@@ -94,6 +94,8 @@ function settings(g: LinkedConfig['gateway']): GatewaySettings {
       streamIdleTimeoutMs: get('limits', 'stream_idle_timeout_ms'),
       preambleMaxBytes: get('limits', 'preamble_max_bytes'),
       maxAttempts: get('limits', 'max_attempts'),
+      writeStallTimeoutMs: get('limits', 'write_stall_timeout_ms'),
+      drainTimeoutMs: get('limits', 'drain_timeout_ms'),
     },
     health: {
       consecutiveFailures: get('health', 'consecutive_failures'),

@@ -207,6 +207,10 @@ export interface GatewaySettings {
     streamIdleTimeoutMs: number;
     preambleMaxBytes: number;
     maxAttempts: number;
+    /** A client that takes no stream bytes this long is cut (request end `write_stall`). */
+    writeStallTimeoutMs: number;
+    /** How long in-flight requests may finish after SIGTERM before they are ended (`drained`). */
+    drainTimeoutMs: number;
   };
   health: {
     consecutiveFailures: number;

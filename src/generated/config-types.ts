@@ -252,6 +252,14 @@ export interface Limits {
    * Provider attempts per request, across fallback models.
    */
   max_attempts?: number;
+  /**
+   * A client that takes no bytes of a committed stream for this long is cut: the protocol's error event is queued behind what it has not read, the upstream is cancelled, and the request is logged as `write_stall`. At most 7 s: the HTTP server library closes a connection that accepts no bytes for 8 to 12 s on its own.
+   */
+  write_stall_timeout_ms?: number;
+  /**
+   * On SIGTERM/SIGINT, in-flight requests and streams may finish for this long; then the rest end with the protocol's error event (logged as `drained`) and the process exits 0.
+   */
+  drain_timeout_ms?: number;
 }
 export interface HealthSettings {
   /**

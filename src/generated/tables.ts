@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "a6778c99d62ae9bc1bff41391c7f5920a610727f6222d3fda3ca635258eedc13",
+  sourceHash: "a867ae0e58938bbdac1e1ea5e067049fa44c10e66235951b0bc80cf33930b6e0",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -229,6 +229,8 @@ export const tables: CompiledConfig = {
       streamIdleTimeoutMs: 60000,
       preambleMaxBytes: 65536,
       maxAttempts: 5,
+      writeStallTimeoutMs: 5000,
+      drainTimeoutMs: 30000,
     },
     health: {
       consecutiveFailures: 5,

@@ -168,6 +168,11 @@ class ChatTap implements StreamTap {
     return this.lastUsage;
   }
 
+  /** This wire reports usage only at the end of a stream. */
+  inputUsage(): null {
+    return null;
+  }
+
   /** `"model":"<upstream id>"` once the upstream id is known: most chunks then take one indexOf. */
   private knownModelField: Buffer | null = null;
 

@@ -22,6 +22,11 @@ class ImagesTap implements StreamTap {
     return this.lastUsage;
   }
 
+  /** This wire reports usage only at the end of a stream. */
+  inputUsage(): null {
+    return null;
+  }
+
   onEvent(ev: Buffer): TappedEvent {
     const name = sseEventName(ev);
     if (name === 'error' || (name === null && hasNonNullKey(ev, 'error', 1))) return { kind: 'error', out: ev };

@@ -1,7 +1,7 @@
 // Messages (POST /v1/messages): forwarded unchanged but for `model` (routing fields were removed
 // before); the answer stays in Messages shape, with `model` set to the slug in the body and in
 // message_start so that X-Pi-Model equals the body's model.
-import { usageFromMessages, type Usage } from '../billing/usage.ts';
+import { inputSide, type InputUsage, usageFromMessages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
@@ -21,8 +21,16 @@ class MessagesTap implements StreamTap {
   private deltaUsage: unknown = undefined;
   constructor(private readonly slugJson: Buffer) {}
 
+  /** Final once message_delta brought its usage (cumulative, the answer's own count); message_start's
+   *  `output_tokens` (1) is provisional and never billed as the answer's output. */
   usage(): Usage | null {
-    return this.startUsage === undefined ? null : usageFromMessages(this.startUsage, this.deltaUsage);
+    return this.deltaUsage === undefined ? null : usageFromMessages(this.startUsage, this.deltaUsage);
+  }
+
+  inputUsage(): InputUsage | null {
+    if (this.startUsage === undefined) return null;
+    const u = usageFromMessages(this.startUsage, undefined);
+    return u === null ? null : inputSide(u);
   }
 
   private dataOf(ev: Buffer): JsonObject | null {

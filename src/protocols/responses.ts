@@ -1,7 +1,7 @@
 // Responses (POST /v1/responses): the body is forwarded as sent except `model` (no forced usage
 // option on streams, spec); `model` is rewritten to the slug in the body and in every streamed
 // event that carries the response object.
-import { usageFromResponses, type Usage } from '../billing/usage.ts';
+import { inputSide, type InputUsage, usageFromResponses, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
@@ -28,9 +28,18 @@ class ResponsesTap implements StreamTap {
   private lastUsage: Usage | null = null;
   constructor(private readonly slugJson: Buffer) {}
 
+  /** Only response.completed/incomplete carry the answer's count; a usage on an earlier event is
+   *  provisional (see inputUsage). */
   usage(): Usage | null {
     return this.lastUsage;
   }
+
+  inputUsage(): InputUsage | null {
+    return this.startInput;
+  }
+
+  /** Input counts from a usage on response.created/in_progress (providers normally send null there). */
+  private startInput: InputUsage | null = null;
 
   onEvent(ev: Buffer): TappedEvent {
     // Only events carrying the response object have a model (at depth 2); deltas skip the scan.
@@ -65,11 +74,20 @@ class ResponsesTap implements StreamTap {
       this.committed = true;
       return { kind: wasCommitted ? 'terminal' : 'content', out };
     }
-    if (!this.committed && PREAMBLE.has(type)) return { kind: 'preamble', out };
+    if (!this.committed && PREAMBLE.has(type)) {
+      if (obj !== null && (type === 'response.created' || type === 'response.in_progress')) this.readStartUsage(obj);
+      return { kind: 'preamble', out };
+    }
     this.committed = true;
     this.contentEvents++;
     this.contentBytes += ev.length;
     return { kind: 'content', out };
+  }
+
+  private readStartUsage(obj: JsonObject): void {
+    const resp = isObject(obj['response']) ? obj['response'] : null;
+    const u = resp && isObject(resp['usage']) ? usageFromResponses(resp['usage']) : null;
+    if (u !== null) this.startInput = inputSide(u);
   }
 
   private parse(ev: Buffer): JsonObject | null {

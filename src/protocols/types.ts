@@ -4,7 +4,7 @@
 // attempt and is not shared.
 import type { Readable } from 'node:stream';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies } from '../config/compiled.ts';
-import type { Usage } from '../billing/usage.ts';
+import type { InputUsage, Usage } from '../billing/usage.ts';
 import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
 
 export type JsonObject = Record<string, unknown>;
@@ -108,8 +108,19 @@ export interface StreamTap {
   onEvent(ev: Buffer): TappedEvent;
   /** The model id the provider reported first (for X-Pi-Upstream-Model), or null. */
   readonly upstreamModel: string | null;
-  /** Usage reported so far (null until a usage frame arrived). */
+  /**
+   * The provider's own count for the whole answer, once it reported one (Chat's usage frame,
+   * Messages' message_delta usage, Responses' response.completed/incomplete); null until then. A
+   * provisional figure from a stream's first event (Messages' message_start `output_tokens: 1`, a
+   * usage on Responses' response.created) is never returned here: it is not the answer's count.
+   */
   usage(): Usage | null;
+  /**
+   * The input counts the provider reported before its end (Messages' message_start; a usage on
+   * Responses' response.created/in_progress), or null. Exact for the input only: a stream cut before
+   * its final usage is billed on these plus one output token per content event.
+   */
+  inputUsage(): InputUsage | null;
   /** The protocol's normal end was seen ([DONE], message_stop, response.completed…): an upstream
    *  close after this is a complete answer; before it, a truncated one. */
   readonly completed: boolean;

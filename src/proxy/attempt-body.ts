@@ -5,7 +5,7 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { ProtocolModule } from '../protocols/types.ts';
 import { findStringValue, readString } from '../stream/json-key.ts';
-import type { AttemptCore, AttemptPhase } from './attempt-core.ts';
+import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, providerHeaders } from './attempt-head.ts';
 import type { CommittedOutcome } from './attempt-types.ts';
 
@@ -95,6 +95,7 @@ export class JsonReader implements AttemptPhase {
       stream: false,
       upstreamModel: answer.upstreamModel,
       usage: answer.usage,
+      inputUsage: null,
       completed: true,
       broken: null,
       clientAborted: core.reply.aborted,
@@ -128,6 +129,11 @@ export class JsonReader implements AttemptPhase {
     // the answer's own (usage, model, size), marked as abandoned by the client.
     core.ctrl?.abort(new Error('client went away'));
     core.finish({ ...s.outcome, broken: 'client_aborted', clientAborted: true });
+  }
+
+  onDrained(): void {
+    // Delivering: the answer is whole and goes out once settled; only a body still coming is cut.
+    if (this.state.kind === 'reading') this.core.fail('drained', DRAINED_DETAIL);
   }
 }
 
@@ -175,5 +181,9 @@ export class ErrorReader implements AttemptPhase {
 
   onClientAborted(): void {
     this.core.clientGone();
+  }
+
+  onDrained(): void {
+    this.core.fail('drained', DRAINED_DETAIL);
   }
 }

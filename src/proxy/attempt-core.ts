@@ -1,6 +1,6 @@
 // What every phase of one attempt shares: whether the outcome is decided, the upstream control, when
-// the answer began, both timers (first byte, stream idle), and the ways an attempt ends (finish, fail,
-// the beforeComplete hook ahead of the last bytes). The phases themselves (head, JSON body, error
+// the answer began, its timers (first byte, stream idle, client write stall), and the ways an attempt
+// ends (finish, fail, the beforeComplete hook ahead of the last bytes). The phases themselves (head, JSON body, error
 // body, stream relay) hold their own typed state and call in here.
 import type { Reply } from '../http/reply.ts';
 import type { UpstreamControl } from '../upstream/client.ts';
@@ -13,14 +13,19 @@ export interface IdleWatcher {
 }
 
 /** One phase of an attempt: what it does with the upstream's callbacks after the head, a silence
- *  past the idle limit and a client that went away. `kind` tells the phases apart. */
+ *  past the idle limit, a client that went away, and the gateway ending it from outside (the drain
+ *  deadline). `kind` tells the phases apart. */
 export interface AttemptPhase extends IdleWatcher {
   readonly kind: 'head' | 'json' | 'error' | 'stream';
   onData(chunk: Buffer): void;
   onEnd(): void;
   onError(err: Error): void;
   onClientAborted(): void;
+  onDrained(): void;
 }
+
+/** What a phase says when the gateway ends an attempt at its drain deadline. */
+export const DRAINED_DETAIL = 'the gateway is shutting down';
 
 export function classifyError(err: Error): FailureReason {
   const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
@@ -39,6 +44,7 @@ export class AttemptCore {
   private readonly firstByteTimer: AttemptTimer;
   private idleTimer: AttemptTimer | null = null;
   private idleWatcher: IdleWatcher | null = null;
+  private stallTimer: AttemptTimer | null = null;
 
   constructor(
     readonly reply: Reply,
@@ -92,11 +98,28 @@ export class AttemptCore {
     this.idleTimer = null;
   }
 
-  /** Stops both timers (the answer is complete and being delivered, or the attempt is over). The
+  /** The client stopped taking bytes: `onStall` runs unless it drains within `writeStallTimeoutMs`
+   *  (clearWriteStall). One stall timer at a time; arming again while one runs changes nothing. */
+  armWriteStall(onStall: () => void): void {
+    if (this.stallTimer) return;
+    this.stallTimer = this.timers.start(() => {
+      this.stallTimer = null;
+      if (!this.done) onStall();
+    }, this.limits.writeStallTimeoutMs);
+  }
+
+  /** The client took bytes again. */
+  clearWriteStall(): void {
+    if (this.stallTimer) this.stallTimer.close();
+    this.stallTimer = null;
+  }
+
+  /** Stops every timer (the answer is complete and being delivered, or the attempt is over). The
    *  idle timer is stopped, not dropped: a later armIdle() refreshes it, which does nothing. */
   clearTimers(): void {
     this.firstByteTimer.close();
     if (this.idleTimer) this.idleTimer.close();
+    this.clearWriteStall();
   }
 
   finish(outcome: AttemptOutcome): void {

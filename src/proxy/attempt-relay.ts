@@ -3,9 +3,14 @@
 // backpressure both ways and the stream-idle limit. A stream that breaks after the commit ends with
 // the protocol's own error event and never with its normal end marker; a stream that completes waits
 // for beforeComplete (the settlement) before its end marker and end go out.
+//
+// A client that takes no bytes for the write-stall limit while the relay waits on it (backpressure)
+// is cut: the error event is queued behind what it has not read (it gets it if it reads again before
+// the server library drops the connection), the upstream is cancelled, the outcome is `write_stall`.
+// The drain deadline ends a live stream the same way, as `drained`.
 import type { ProtocolModule, StreamTap, TappedEvent } from '../protocols/types.ts';
 import { isBlankOrComment, SseSplitter } from '../stream/sse-splitter.ts';
-import type { AttemptCore, AttemptPhase } from './attempt-core.ts';
+import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, providerHeaders } from './attempt-head.ts';
 import type { CommittedOutcome, FailureReason } from './attempt-types.ts';
 
@@ -83,7 +88,14 @@ export class StreamRelay implements AttemptPhase {
       return;
     }
     this.core.ctrl?.abort(new Error('client went away'));
-    this.core.finish(this.outcome('client_aborted', true));
+    this.core.finish(this.outcome('client_aborted'));
+  }
+
+  onDrained(): void {
+    const kind = this.state.kind;
+    // Completing: the end marker was seen and goes out once settled; nothing to cut.
+    if (kind === 'preamble') this.core.fail('drained', DRAINED_DETAIL);
+    else if (kind === 'live') this.breakStream('drained', DRAINED_DETAIL, 'gateway_shutdown');
   }
 
   /** The events one upstream chunk completed, in order. Bytes for the client are gathered into one
@@ -146,7 +158,7 @@ export class StreamRelay implements AttemptPhase {
       this.flush(out);
       this.core.ctrl?.abort(new Error('provider error event'));
       if (!this.core.reply.done) this.core.reply.end();
-      this.core.finish(this.outcome('inband_error', false));
+      this.core.finish(this.outcome('inband_error'));
     } else {
       this.flush(out);
       this.breakStream('malformed', 'the provider sent a malformed event');
@@ -177,16 +189,24 @@ export class StreamRelay implements AttemptPhase {
     if (reply.done) return;
     if (!reply.write(buf) && !this.paused) {
       // The client is slower than the provider: stop reading upstream until it drains, and drop
-      // the idle timer (see AttemptCore.dropIdle) until then.
+      // the idle timer (see AttemptCore.dropIdle) until then; a client that takes nothing for the
+      // write-stall limit is cut.
       this.paused = true;
       this.core.ctrl?.pause();
       this.core.dropIdle();
+      if (this.state.kind === 'live') this.core.armWriteStall(this.onWriteStall);
       reply.onWritable(this.onWritable);
     }
   }
 
+  private readonly onWriteStall = (): void => {
+    if (!this.paused || this.state.kind !== 'live') return;
+    this.breakStream('write_stall', `the client took no bytes for ${this.core.limits.writeStallTimeoutMs} ms`, 'write_stall');
+  };
+
   private readonly onWritable = (): void => {
     this.paused = false;
+    this.core.clearWriteStall();
     if (this.core.done) return;
     // Once the end marker was seen (completing: the settlement is being committed), the upstream is
     // over: a slow commit must not be taken for a stalled provider.
@@ -196,17 +216,17 @@ export class StreamRelay implements AttemptPhase {
   };
 
   /** Ends a committed stream that cannot finish properly: the protocol's error event, then the end. */
-  private breakStream(reason: FailureReason, message: string): void {
+  private breakStream(reason: FailureReason, message: string, code = 'upstream_stream_error'): void {
     const core = this.core;
     core.ctrl?.abort(new Error(message));
     const reply = core.reply;
     if (!reply.done) {
       reply.cork(() => {
-        reply.write(this.protocol.streamErrorEvent(`${message}; the answer is incomplete`, 'upstream_stream_error'));
+        reply.write(this.protocol.streamErrorEvent(`${message}; the answer is incomplete`, code));
         reply.end();
       });
     }
-    core.finish(this.outcome(reason, false));
+    core.finish(this.outcome(reason));
   }
 
   /** The stream reached its normal end: settle first, then the end marker (if any) and the end. */
@@ -214,7 +234,7 @@ export class StreamRelay implements AttemptPhase {
     this.state = COMPLETING;
     const core = this.core;
     core.clearTimers();
-    const outcome = this.outcome(null, false);
+    const outcome = this.outcome(null);
     core.complete(outcome, () => {
       const reply = core.reply;
       if (!reply.done) {
@@ -227,7 +247,9 @@ export class StreamRelay implements AttemptPhase {
     });
   }
 
-  private outcome(broken: FailureReason | null, clientAborted: boolean): CommittedOutcome {
+  /** The committed outcome so far; the client side ended it when it went away or stopped reading. */
+  private outcome(broken: FailureReason | null): CommittedOutcome {
+    const clientAborted = broken === 'client_aborted' || broken === 'write_stall';
     const tap = this.tap;
     return {
       kind: 'committed',
@@ -235,6 +257,7 @@ export class StreamRelay implements AttemptPhase {
       stream: true,
       upstreamModel: tap.upstreamModel,
       usage: tap.usage(),
+      inputUsage: tap.inputUsage(),
       completed: tap.completed,
       broken,
       clientAborted,

@@ -2,15 +2,18 @@
 // run an attempt (head dispatch, body readers, stream relay) so each unit can name them without an
 // import cycle; src/proxy/attempt.ts re-exports them for callers.
 import type { HeaderList, Reply } from '../http/reply.ts';
-import type { Usage } from '../billing/usage.ts';
+import type { InputUsage, Usage } from '../billing/usage.ts';
 import type { ProtocolModule, TapHints } from '../protocols/types.ts';
 import type { UpstreamCall, UpstreamClient } from '../upstream/client.ts';
+import type { StopSwitch } from './stop-switch.ts';
 
 export interface AttemptLimits {
   firstByteTimeoutMs: number;
   streamIdleTimeoutMs: number;
   preambleMaxBytes: number;
   maxUpstreamBodyBytes: number;
+  /** A committed stream whose client takes no bytes this long is cut (`write_stall`). */
+  writeStallTimeoutMs: number;
 }
 
 export interface AttemptInput {
@@ -32,11 +35,18 @@ export interface AttemptInput {
    * the client holds a complete answer. A returned promise delays those bytes until it settles.
    */
   beforeComplete?: (outcome: CommittedOutcome) => void | Promise<void>;
+  /** Ends the attempt from outside when thrown (the gateway's drain deadline): outcome `drained`. */
+  stop?: StopSwitch;
 }
 
 export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
 
-export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted';
+/**
+ * Why an attempt ended without a normal answer. `write_stall`: the client took no bytes of a committed
+ * stream for the write-stall limit. `drained`: the gateway ended the attempt from outside (its drain
+ * deadline passed, see ./stop-switch.ts).
+ */
+export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted' | 'write_stall' | 'drained';
 
 export type AttemptOutcome =
   | {
@@ -44,11 +54,16 @@ export type AttemptOutcome =
       status: number;
       stream: boolean;
       upstreamModel: string | null;
+      /** The provider's count for the whole answer (StreamTap.usage), or null. */
       usage: Usage | null;
+      /** Input counts the provider stated before its end (StreamTap.inputUsage): the prompt side of
+       *  an estimate when `usage` never came. Null for JSON answers. */
+      inputUsage: InputUsage | null;
       /** The answer reached its normal end (JSON answers always do). */
       completed: boolean;
       /** Set when a committed stream was cut: why. */
       broken: FailureReason | null;
+      /** The client side ended the answer: it went away, or stopped reading (`write_stall`). */
       clientAborted: boolean;
       firstByteMs: number;
       contentEvents: number;

@@ -11,7 +11,7 @@
 // the AttemptCore (attempt-core.ts).
 import type { UpstreamSink } from '../upstream/client.ts';
 import { ErrorReader, JsonReader } from './attempt-body.ts';
-import { AttemptCore, type AttemptPhase } from './attempt-core.ts';
+import { AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, routeHead } from './attempt-head.ts';
 import { StreamRelay } from './attempt-relay.ts';
 import { type AttemptTimers, systemTimers } from './attempt-timers.ts';
@@ -43,6 +43,10 @@ class AwaitingHead implements AttemptPhase {
 
   onClientAborted(): void {
     this.core.clientGone();
+  }
+
+  onDrained(): void {
+    this.core.fail('drained', DRAINED_DETAIL);
   }
 }
 
@@ -99,14 +103,26 @@ export class AttemptSink implements UpstreamSink {
   readonly onClientAborted = (): void => {
     if (!this.core.done) this.phase.onClientAborted();
   };
+
+  /** The gateway ends the attempt from outside (its drain deadline passed). */
+  readonly onDrained = (): void => {
+    if (!this.core.done) this.phase.onDrained();
+  };
 }
 
 /** Runs one attempt to its outcome. `timers` is for tests; production uses Node's. */
 export function runAttempt(input: AttemptInput, timers: AttemptTimers = systemTimers): Promise<AttemptOutcome> {
   return new Promise<AttemptOutcome>((resolve) => {
-    const core = new AttemptCore(input.reply, input.limits, timers, resolve, input.beforeComplete);
+    let unwatch: (() => void) | null = null;
+    const done = (outcome: AttemptOutcome): void => {
+      unwatch?.();
+      resolve(outcome);
+    };
+    const core = new AttemptCore(input.reply, input.limits, timers, done, input.beforeComplete);
     const sink = new AttemptSink(core, input);
     input.reply.onAborted(sink.onClientAborted);
     core.ctrl = input.client.call(input.call, sink);
+    // Watched after the call is made, so a drain always has an upstream exchange to cancel.
+    if (input.stop && !core.done) unwatch = input.stop.watch(sink.onDrained);
   });
 }

@@ -12,7 +12,9 @@
 // No answer at all (connect error, reset, first-byte timeout, malformed or in-band-error stream,
 // preamble-only stream) → next provider. When all attempts fail, the last attempt decides: an error
 // answer from a provider is passed through with its status and provider headers; no answer → 503
-// provider_unavailable with the gateway's headers only.
+// provider_unavailable with the gateway's headers only. Once the gateway's stop switch is thrown (its
+// drain deadline passed), no attempt starts and a running one ends: a request with nothing committed
+// gets 503 provider_unavailable saying the gateway is shutting down (final `drained`).
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
@@ -40,7 +42,9 @@ export type FailoverFinal =
   | { kind: 'committed'; item: PlanItem; outcome: Extract<AttemptOutcome, { kind: 'committed' }> }
   | { kind: 'provider_error'; item: PlanItem; status: number }
   | { kind: 'gateway_error'; error: GatewayError }
-  | { kind: 'client_aborted' };
+  | { kind: 'client_aborted' }
+  /** The drain deadline passed before anything was committed; `error` was sent. */
+  | { kind: 'drained'; error: GatewayError };
 
 export interface FailoverResult {
   attempts: AttemptRecord[];
@@ -89,6 +93,13 @@ function credentialRefused(item: PlanItem): GatewayError {
   return new GatewayError('provider_unavailable', `provider "${item.deployment.platform}" refused the gateway's credential and no other provider could take over`, { headers });
 }
 
+/** The answer to a request whose attempts the drain deadline ended before any commit. */
+function drained(reply: Reply): FailoverFinal {
+  const error = new GatewayError('provider_unavailable', 'the gateway is shutting down and ended this request before any answer; retry it');
+  reply.sendError(error);
+  return { kind: 'drained', error };
+}
+
 export async function runWithFailover(input: FailoverInput): Promise<FailoverResult> {
   const attempts: AttemptRecord[] = [];
   let last: { item: PlanItem; outcome: AttemptOutcome } | null = null;
@@ -97,6 +108,7 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
   for (const item of input.items) {
     if (attempts.length >= input.maxAttempts) break;
     if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
+    if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
     if (attempts.length > 0 && !canResend(input.request)) break;
     const call = buildCall(input.targets, input.protocol, input.request, item.model, item.deployment);
     if (call === null) continue;
@@ -130,6 +142,7 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
 
     if (outcome.kind === 'committed') return { attempts, final: { kind: 'committed', item, outcome } };
     if (outcome.kind === 'failed' && outcome.reason === 'client_aborted') return { attempts, final: { kind: 'client_aborted' } };
+    if (outcome.kind === 'failed' && outcome.reason === 'drained') return { attempts, final: input.reply.aborted ? { kind: 'client_aborted' } : drained(input.reply) };
     if (outcome.kind === 'provider_error' && !isRetryableStatus(outcome.status)) {
       sendProviderError(input.reply, outcome);
       return { attempts, final: { kind: 'provider_error', item, status: outcome.status } };
@@ -137,6 +150,7 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
   }
 
   if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
+  if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
   if (last && last.outcome.kind === 'provider_error') {
     if (last.outcome.status === 401 || last.outcome.status === 403) {
       const error = credentialRefused(last.item);

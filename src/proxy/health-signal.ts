@@ -38,10 +38,13 @@ function statusSignal(status: number): FailureSignal | null {
   return null;
 }
 
-/** Why a committed stream was cut; null when that is no failure of the deployment (the client left). */
+/** Why a committed stream was cut; null when that is no failure of the deployment (the client left
+ *  or stopped reading, or the gateway ended it at its drain deadline). */
 function cutStreamSignal(broken: FailureReason): FailureSignal | null {
   switch (broken) {
     case 'client_aborted':
+    case 'write_stall':
+    case 'drained':
       return null;
     case 'timeout':
     case 'malformed':
@@ -57,10 +60,13 @@ function cutStreamSignal(broken: FailureReason): FailureSignal | null {
   }
 }
 
-/** Why an attempt got no usable answer before the commit point. A client abort says nothing. */
+/** Why an attempt got no usable answer before the commit point. A client abort, or the gateway's own
+ *  drain, says nothing about the deployment. */
 function failureSignal(reason: FailureReason): FailureSignal | null {
   switch (reason) {
     case 'client_aborted':
+    case 'write_stall':
+    case 'drained':
       return null;
     case 'connect':
     case 'timeout':

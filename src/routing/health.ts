@@ -59,7 +59,7 @@ interface Breaker {
  * a window of at most `window` flags.
  */
 export class HealthTracker implements HealthView {
-  private readonly settings: GatewaySettings['health'];
+  private settings: GatewaySettings['health'];
   private readonly clock: Clock;
   private readonly probeLeaseMs: number;
   private readonly breakers = new Map<string, Breaker>();
@@ -75,6 +75,12 @@ export class HealthTracker implements HealthView {
     this.passive = {
       isDown: (d, nowMs) => d.status === 'down' || this.breakers.get(d.id)?.openUntil != null,
     };
+  }
+
+  /** New thresholds from a config reload: every breaker keeps its state (open stays open until its
+   *  cool-down ends) and later outcomes are judged by the new thresholds. */
+  reconfigure(settings: GatewaySettings['health']): void {
+    this.settings = settings;
   }
 
   /** Declared down, or breaker open; after the cool-down, false for the one caller that claims the probe. */

@@ -24,7 +24,7 @@ interface Pin {
  */
 export class SessionPins {
   private readonly clock: Clock;
-  private readonly maxPins: number;
+  private maxPins: number;
   private readonly ttlMs: number;
   private readonly pins = new Map<string, Pin>();
 
@@ -61,6 +61,10 @@ export class SessionPins {
     this.pins.delete(key);
     this.pins.set(key, { deploymentId, expiresAt: this.clock.now() + this.ttlMs });
     this.sweep();
+    this.evictOverflow();
+  }
+
+  private evictOverflow(): void {
     while (this.pins.size > this.maxPins) {
       const oldest = this.pins.keys().next();
       if (oldest.done) break;
@@ -70,6 +74,12 @@ export class SessionPins {
 
   drop(key: string): void {
     this.pins.delete(key);
+  }
+
+  /** A new bound from a config reload: pins are kept, the least recently used beyond it evicted. */
+  resize(maxPins: number): void {
+    this.maxPins = Math.max(1, Math.floor(maxPins));
+    this.evictOverflow();
   }
 
   /** Live pins (expired ones are swept first). */

@@ -11,7 +11,6 @@ import { preflight } from './preflight.ts';
 
 export function createApp(ctx: GatewayContext): HttpServer {
   const catalog = catalogHandlers(ctx);
-  const limits = ctx.settings.limits;
   const routes: RouteDef[] = [
     { method: 'get', pattern: '/v1/models', handler: catalog.list },
     { method: 'get', pattern: '/v1/models/:vendor/:model', handler: catalog.model },
@@ -30,7 +29,8 @@ export function createApp(ctx: GatewayContext): HttpServer {
       method: 'post',
       pattern: e.path,
       body: delivery,
-      maxBodyBytes: delivery === 'stream' ? limits.maxUploadBytes : limits.maxBodyBytes,
+      // Read per request: a reload may change the caps (the route table itself is fixed at start).
+      maxBodyBytes: delivery === 'stream' ? () => ctx.settings.limits.maxUploadBytes : () => ctx.settings.limits.maxBodyBytes,
       handler: inferenceHandler(ctx, e.id, protocol),
     });
   }

@@ -9,20 +9,28 @@ import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts'
 import { GatewayError } from '../errors.ts';
 import { readBody } from './read-body.ts';
 import { newTraceId } from './trace-id.ts';
-import { UwsReply } from './uws-reply.ts';
+import { type ReplyDrainState, UwsReply } from './uws-reply.ts';
 
 export interface RouteDef {
   method: 'get' | 'post' | 'options' | 'del' | 'put' | 'patch' | 'head' | 'any';
   pattern: string;
   /** How the body is delivered; default 'none' (not read). */
   body?: BodyDelivery;
-  /** Cap for 'buffer' and 'stream' bodies; exceeding it answers 413 `request_too_large`. */
-  maxBodyBytes?: number;
+  /** Cap for 'buffer' and 'stream' bodies, read per request; exceeding it answers 413 `request_too_large`. */
+  maxBodyBytes?: number | (() => number);
   handler: Handler;
 }
 
 export interface HttpServer {
+  /** Binds exclusively: a port another process (or another gateway) listens on is refused, not shared. */
   listen(host: string, port: number): Promise<number>;
+  /**
+   * The start of a graceful drain: the listening socket closes (new connections are refused by the
+   * kernel), open connections stay, and every answer from now on carries `Connection: close`, so a
+   * client that sends another request on a kept-alive connection is answered and then disconnected.
+   */
+  stopAccepting(): void;
+  /** Closes the listening socket and every connection. */
   close(): void;
 }
 
@@ -31,25 +39,39 @@ export interface HttpServerOptions {
   onUnexpectedError?: (err: unknown, traceId: string) => void;
 }
 
+/** uWS's listen with options; this build takes (host, port, options, cb), which its types omit. */
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+
+/** Its value is exported at run time (1); the types declare only the enum. */
+const LISTEN_EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
+
 export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {}): HttpServer {
   const app: TemplatedApp = uWS.App();
+  // Shared with every reply: once draining, answers carry Connection: close.
+  const drain: ReplyDrainState = { closing: false };
   for (const route of routes) {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = newTraceId();
       const incoming = copyRequest(req, paramCount);
-      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD' });
+      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain });
       dispatch(route, incoming, res, reply, opts);
     });
   }
 
   let listenSocket: us_listen_socket | null = null;
+  const closeListener = (): void => {
+    if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+    listenSocket = null;
+  };
   return {
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
+        // Exclusive: without it this uWS build binds a port another process already listens on
+        // (SO_REUSEPORT), and the kernel splits the traffic between the two.
+        (app.listen.bind(app) as unknown as ListenWithOptions)(host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
           if (!socket) {
-            reject(new Error(`cannot listen on ${host}:${port}`));
+            reject(new Error(`cannot listen on ${host}:${port}: the port is in use (by another process or another gateway) or the address is not available`));
             return;
           }
           listenSocket = socket;
@@ -57,9 +79,13 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
         });
       });
     },
+    stopAccepting() {
+      drain.closing = true;
+      closeListener();
+    },
     close() {
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
-      listenSocket = null;
+      drain.closing = true;
+      closeListener();
       (app as TemplatedApp & { close?: () => void }).close?.();
     },
   };
@@ -99,7 +125,7 @@ const EMPTY = Buffer.alloc(0);
 
 function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
   const mode = route.body ?? 'none';
-  const cap = route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
+  const cap = typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
   if (mode !== 'none') {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > cap) {

@@ -9,6 +9,13 @@ import { FIXED_HEADERS } from './gateway-headers.ts';
 /** Bodies above this are sent with tryEnd + onWritable rather than copied whole into backpressure. */
 const LARGE_BODY = 64 * 1024;
 
+/** Whether the server is draining: every answer then asks the client to close the connection. */
+export interface ReplyDrainState {
+  closing: boolean;
+}
+
+const NOT_DRAINING: ReplyDrainState = { closing: false };
+
 export class UwsReply implements Reply {
   readonly traceId: string;
   aborted = false;
@@ -21,11 +28,13 @@ export class UwsReply implements Reply {
 
   /** A HEAD request: the answer's headers (Content-Length included) go out, its body never does. */
   private readonly headOnly: boolean;
+  private readonly drain: ReplyDrainState;
 
-  constructor(res: HttpResponse, traceId: string, opts: { headOnly?: boolean } = {}) {
+  constructor(res: HttpResponse, traceId: string, opts: { headOnly?: boolean; drain?: ReplyDrainState } = {}) {
     this.res = res;
     this.traceId = traceId;
     this.headOnly = opts.headOnly ?? false;
+    this.drain = opts.drain ?? NOT_DRAINING;
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -51,6 +60,8 @@ export class UwsReply implements Reply {
     res.writeHeader('X-Pi-Trace-Id', this.traceId);
     for (const [k, v] of FIXED_HEADERS) res.writeHeader(k, v);
     for (const [k, v] of headers) res.writeHeader(k, v);
+    // Draining: answered, then disconnected (uWS closes after a response that says so).
+    if (this.drain.closing && !headers.some(([k]) => k.toLowerCase() === 'connection')) res.writeHeader('Connection', 'close');
     this.started = true;
   }
 

@@ -11,6 +11,7 @@ import { Wallets } from './wallets.ts';
 
 export { ApiKeys, keyState, isWellFormedKey, KEY_PREFIX } from './api-keys.ts';
 export { StoreError } from './db.ts';
+export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type OwnerLock } from './owner-lock.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
 export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';

@@ -8,7 +8,7 @@ import { GatewayError } from '../../src/errors.ts';
 
 const item = {} as PlanItem; // requestEnd never reads the item
 function committed(broken: CommittedOutcome['broken']): FailoverFinal {
-  const outcome: CommittedOutcome = { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: null, completed: broken === null, broken, clientAborted: broken === 'client_aborted', firstByteMs: 1, contentEvents: 1, contentBytes: 1 };
+  const outcome: CommittedOutcome = { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: null, inputUsage: null, completed: broken === null, broken, clientAborted: broken === 'client_aborted', firstByteMs: 1, contentEvents: 1, contentBytes: 1 };
   return { kind: 'committed', item, outcome };
 }
 

@@ -218,3 +218,34 @@ t.test('chat tap: after the first chunk the model is found by its exact bytes (f
   t.match(nested, /"meta":\{"model":"up-1"\}/, 'a nested model field is not the chunk\'s model');
   t.equal(tap.upstreamModel, 'up-1');
 });
+
+t.test('a provisional usage from a stream’s first event is never the answer’s count', async (t) => {
+  // Messages cut after content: message_start said output_tokens 1; only its input side is kept.
+  const cut = MESSAGES.split('\n\n').slice(0, 4).join('\n\n') + '\n\n';
+  const tap = messages.tap(SLUG);
+  const splitter = new SseSplitter();
+  for (const e of splitter.push(Buffer.from(cut))) tap.onEvent(e);
+  t.equal(tap.usage(), null, 'no final usage before message_delta');
+  t.same(tap.inputUsage(), { promptTokens: 14, cacheReadTokens: 4 }, 'the input message_start stated, without any output count');
+  // The whole stream: message_delta's count is final.
+  const whole = messages.tap(SLUG);
+  for (const e of new SseSplitter().push(Buffer.from(MESSAGES))) whole.onEvent(e);
+  t.match(whole.usage(), { promptTokens: 14, completionTokens: 9 });
+  // A complete stream whose message_delta carries no usage: still no final count.
+  const noDeltaUsage = messages.tap(SLUG);
+  for (const e of new SseSplitter().push(Buffer.from(MESSAGES.replace(',"usage":{"output_tokens":9}', '')))) noDeltaUsage.onEvent(e);
+  t.ok(noDeltaUsage.completed);
+  t.equal(noDeltaUsage.usage(), null, 'message_start’s output_tokens: 1 is not taken as final');
+
+  // Responses: a usage on response.created is provisional; response.completed's is final.
+  const created = RESPONSES.replace('"output":[],"usage":null', '"output":[],"usage":{"input_tokens":6,"output_tokens":0}');
+  const resp = responses.tap(SLUG);
+  const events = new SseSplitter().push(Buffer.from(created));
+  for (const e of events.slice(0, 3)) resp.onEvent(e);
+  t.equal(resp.usage(), null, 'cut after content: no final usage');
+  t.same(resp.inputUsage(), { promptTokens: 6 }, 'the input response.created stated');
+  for (const e of events.slice(3)) resp.onEvent(e);
+  t.match(resp.usage(), { promptTokens: 6, completionTokens: 8 });
+  // Chat reports usage only at the end.
+  t.equal(chatCompletions.tap(SLUG).inputUsage(), null);
+});

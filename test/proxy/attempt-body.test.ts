@@ -30,7 +30,7 @@ t.test('a JSON answer: beforeComplete sees the committed outcome before the body
   r.unit.onData(Buffer.from(ANSWER.slice(10)));
   t.same(r.reply.wire, [], 'nothing goes out while the body is read');
   r.unit.onEnd();
-  const expected = { kind: 'committed', status: 200, stream: false, upstreamModel: 'small-v1', usage: { promptTokens: 3, completionTokens: 4 }, completed: true, broken: null, clientAborted: false, firstByteMs: 25, contentEvents: 0, contentBytes: REWRITTEN.length };
+  const expected = { kind: 'committed', status: 200, stream: false, upstreamModel: 'small-v1', usage: { promptTokens: 3, completionTokens: 4 }, inputUsage: null, completed: true, broken: null, clientAborted: false, firstByteMs: 25, contentEvents: 0, contentBytes: REWRITTEN.length };
   t.same(hook, [{ outcome: expected, wire: 0 }], 'the hook ran before anything was sent');
   t.same(r.reply.wire, [`send 200 ${REWRITTEN}`]);
   t.same(r.reply.headers, [...IDENTITY, ['X-Pi-Upstream-Model', 'small-v1'], ['X-Pi-Upstream-Request-Id', 'req-7'], ['Content-Type', 'application/json']]);

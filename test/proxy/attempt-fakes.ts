@@ -235,6 +235,10 @@ class FakeTap implements StreamTap {
     return this.completed ? { promptTokens: 1, completionTokens: this.contentEvents } : null;
   }
 
+  inputUsage() {
+    return null;
+  }
+
   onEvent(ev: Buffer): TappedEvent {
     const text = ev.toString('utf8');
     if (text.startsWith('data: [DONE]')) {
@@ -256,7 +260,9 @@ class FakeTap implements StreamTap {
   }
 }
 
-export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256 };
+// The write-stall limit is long here so the backpressure tests can hold a client paused for 20 s of
+// fake time; the write-stall tests set their own.
+export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256, writeStallTimeoutMs: 30_000 };
 
 export const IDENTITY: HeaderList = [
   ['X-Pi-Provider', 'alpha'],
@@ -301,7 +307,7 @@ export function answerHead(status: number, headers: Record<string, string> = {})
 }
 
 /** runAttempt over a fake client: the test plays the upstream through `sink`. */
-export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete'] } = {}) {
+export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop'] } = {}) {
   const reply = new FakeReply();
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
@@ -323,6 +329,7 @@ export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: 
       limits: opts.limits ?? LIMITS,
       identity: IDENTITY,
       ...(opts.beforeComplete ? { beforeComplete: opts.beforeComplete } : {}),
+      ...(opts.stop ? { stop: opts.stop } : {}),
     },
     timers,
   ).then((o) => (outcome = o));

@@ -104,7 +104,7 @@ t.test('after the commit: the terminal event completes the stream', async (t) =>
   r.data(ev('c2'), DONE, ev('c3'));
   t.same(r.reply.wire, ['head 200', `write ${s(ev('c1'))}`, `write ${s(ev('c2'))}`, `write ${DONE}`, 'end'], 'nothing after the end marker');
   const o = committed(r.seen.outcome);
-  t.same(o, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, completed: true, broken: null, clientAborted: false, firstByteMs: 12, contentEvents: 2, contentBytes: 20 });
+  t.same(o, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, inputUsage: null, completed: true, broken: null, clientAborted: false, firstByteMs: 12, contentEvents: 2, contentBytes: 20 });
   t.same(r.ctrl.aborts, [], 'a complete answer leaves the upstream alone');
   t.equal(r.timers.armed, 0);
   t.equal(r.seen.count, 1);
@@ -196,7 +196,7 @@ t.test('settle before the last byte: beforeComplete runs first and its promise d
   r.data(ev('c1'));
   r.data(ev('c2'), DONE);
   t.equal(seenByHook.length, 1, 'the hook ran at the terminal event');
-  t.same(seenByHook[0]?.outcome, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, completed: true, broken: null, clientAborted: false, firstByteMs: 0, contentEvents: 2, contentBytes: 20 });
+  t.same(seenByHook[0]?.outcome, { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: { promptTokens: 1, completionTokens: 2 }, inputUsage: null, completed: true, broken: null, clientAborted: false, firstByteMs: 0, contentEvents: 2, contentBytes: 20 });
   t.same(r.reply.wire, ['head 200', `write ${s(ev('c1'))}`, `write ${s(ev('c2'))}`], 'the end marker waits for the hook');
   // While the hook runs: upstream bytes, its end or errors, and any time, change nothing.
   r.data(ev('c9'));
@@ -289,4 +289,72 @@ t.test('a client that drains while beforeComplete pends does not turn a complete
   await new Promise((resolve) => setImmediate(resolve));
   t.same(r.reply.wire.slice(-2), [`write ${DONE}`, 'end']);
   t.equal(committed(r.seen.outcome).broken, null);
+});
+
+t.test('write stall: a client that takes nothing for the limit is cut, with the error event queued', async (t) => {
+  const r = relay({ limits: { ...LIMITS, writeStallTimeoutMs: 3000 } });
+  r.data(ev('c1'));
+  r.reply.accepting = false;
+  r.data(ev('c2'));
+  t.equal(r.ctrl.pauses, 1, 'paused on backpressure');
+  r.timers.advance(2999);
+  t.equal(r.seen.outcome, null, 'within the limit');
+  r.timers.advance(1);
+  const o = committed(r.seen.outcome);
+  t.equal(o.broken, 'write_stall');
+  t.equal(o.clientAborted, true, 'the client side ended it (billed like an abort)');
+  t.equal(o.completed, false);
+  t.same(r.ctrl.aborts, ['the client took no bytes for 3000 ms'], 'the upstream is cancelled');
+  t.same(r.reply.wire.slice(-2), [`write ${s(fakeProtocol.streamErrorEvent('the client took no bytes for 3000 ms; the answer is incomplete', 'write_stall'))}`, 'end'], 'the error event and the end go behind the unread bytes');
+  t.notMatch(r.reply.body, '[DONE]');
+  t.equal(r.timers.armed, 0);
+});
+
+t.test('write stall: a client that drains in time is not cut, and a later stall gets a full limit', async (t) => {
+  const r = relay({ limits: { ...LIMITS, writeStallTimeoutMs: 3000, streamIdleTimeoutMs: 100_000 } });
+  r.data(ev('c1'));
+  r.reply.accepting = false;
+  r.data(ev('c2'));
+  r.timers.advance(2500);
+  r.reply.drain();
+  r.timers.advance(2500);
+  t.equal(r.seen.outcome, null, 'the drain cleared the stall timer');
+  r.reply.accepting = false;
+  r.data(ev('c3'));
+  r.timers.advance(2999);
+  t.equal(r.seen.outcome, null);
+  r.timers.advance(1);
+  t.equal(committed(r.seen.outcome).broken, 'write_stall');
+});
+
+t.test('write stall: not armed before the commit or once the end marker is being delivered', async (t) => {
+  const r = relay({ limits: { ...LIMITS, writeStallTimeoutMs: 3000 }, beforeComplete: () => new Promise<void>(() => undefined) });
+  r.data(ev('c1'));
+  r.reply.accepting = false;
+  r.data(ev('c2'), DONE);
+  r.timers.advance(10_000);
+  t.equal(r.seen.outcome, null, 'completing: the settlement is pending, no stall cut');
+});
+
+t.test('drained: a live stream ends with the error event, a preamble fails, a completing one is left alone', async (t) => {
+  const live = relay();
+  live.data(ev('c1'));
+  live.unit.onDrained();
+  const o = committed(live.seen.outcome);
+  t.equal(o.broken, 'drained');
+  t.equal(o.clientAborted, false, 'the gateway ended it, not the client');
+  t.same(live.reply.wire.slice(-2), [`write ${s(fakeProtocol.streamErrorEvent('the gateway is shutting down; the answer is incomplete', 'gateway_shutdown'))}`, 'end']);
+  t.same(live.ctrl.aborts, ['the gateway is shutting down']);
+  t.equal(live.timers.armed, 0);
+
+  const pre = relay();
+  pre.data(ev('p1'));
+  pre.unit.onDrained();
+  t.same(pre.seen.outcome, { kind: 'failed', reason: 'drained', detail: 'the gateway is shutting down', firstByteMs: null });
+  t.same(pre.reply.wire, [], 'nothing reached the client');
+
+  const completing = relay({ beforeComplete: () => new Promise<void>(() => undefined) });
+  completing.data(ev('c1'), DONE);
+  completing.unit.onDrained();
+  t.equal(completing.seen.outcome, null, 'the settlement and end marker go ahead');
 });

@@ -12,6 +12,7 @@ function committed(broken: FailureReason | null): AttemptOutcome {
     stream: true,
     upstreamModel: null,
     usage: null,
+    inputUsage: null,
     completed: broken === null,
     broken,
     clientAborted: broken === 'client_aborted',
@@ -27,11 +28,13 @@ const failed = (reason: FailureReason): AttemptOutcome => ({ kind: 'failed', rea
 const OK: Outcome = { ok: true, firstByteMs: 12 };
 const fail = (reason: Extract<Outcome, { ok: false }>['reason']): Outcome => ({ ok: false, reason });
 
-const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted'];
+const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted', 'write_stall', 'drained'];
 
 t.test('a committed answer is a success unless its stream was cut by the provider', async (t) => {
   const expected: Record<FailureReason, Outcome> = {
     client_aborted: OK,
+    write_stall: OK,
+    drained: OK,
     timeout: fail('timeout'),
     malformed: fail('malformed'),
     inband_error: fail('inband_error'),
@@ -63,6 +66,8 @@ t.test('a provider error counts for 5xx, 429 and a refused credential only', asy
 t.test('a failed attempt names its reason; a client abort says nothing', async (t) => {
   const expected: Record<FailureReason, Outcome | null> = {
     client_aborted: null,
+    write_stall: null,
+    drained: null,
     connect: fail('connect'),
     timeout: fail('timeout'),
     reset: fail('reset'),

@@ -176,6 +176,8 @@ export function buildIndex(parts: {
         streamIdleTimeoutMs: 90_000,
         preambleMaxBytes: 65536,
         maxAttempts: 5,
+        writeStallTimeoutMs: 5000,
+        drainTimeoutMs: 30_000,
       },
       health: HEALTH,
       sessions: { maxPins: 1000 },

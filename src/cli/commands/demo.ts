@@ -8,14 +8,17 @@ import { int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
-import { configForServe, runGateway, untilStopped } from '../runtime.ts';
+import { claimDatabase, type Owner } from '../owner-files.ts';
+import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
 
 The offline quick start: runs the upstream simulator and the gateway together on the bundled
 example config. Every resource's base URL is redirected to the simulator, so every model answers
 without network access. State lives in .demo/ (database and a generated master key); each start
-mints a new API key, prints it, and tops the demo wallet up to $10.
+mints a new API key, prints it, and tops the demo wallet up to $10. Like serve, it owns its
+database (one demo per --dir), drains on Ctrl-C/SIGTERM and reloads its config on SIGHUP
+(pi-gateway reload --db .demo/pi-gateway.db).
 
 Options:
   --config DIR      config directory (default config)
@@ -47,7 +50,8 @@ export const command: Command = {
       }
       throw err;
     }
-    const loaded = await configForServe(str(p, 'config', 'PI_CONFIG', 'config') as string);
+    const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+    const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;
     const dir = str(p, 'dir', undefined, '.demo') as string;
@@ -61,13 +65,21 @@ export const command: Command = {
     }
 
     mkdirSync(dir, { recursive: true });
+    const dbFile = join(dir, 'pi-gateway.db');
+    let owner: Owner;
+    try {
+      owner = claimDatabase(dbFile);
+    } catch (err) {
+      process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 1;
+    }
     const keyFile = join(dir, 'master.key');
     if (!existsSync(keyFile)) {
       writeFileSync(keyFile, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
       chmodSync(keyFile, 0o600);
     }
     const masterKey = readFileSync(keyFile, 'utf8').trim();
-    const store = openStore(join(dir, 'pi-gateway.db'), { masterKey, requestLog: config.settings.requestLog });
+    const store = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
     const sealed = store.secrets.names();
     for (const r of config.resources) if (!sealed.has(r.credential)) store.secrets.set(r.credential, `sim-demo-${r.credential}`);
     const key = store.apiKeys.create({ workspace, name: 'demo' });
@@ -82,6 +94,7 @@ export const command: Command = {
     } catch (err) {
       await sim.close();
       store.close();
+      owner.release();
       process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
@@ -97,14 +110,24 @@ export const command: Command = {
         `    -H 'Content-Type: application/json' \\`,
         `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
         '',
-        'Ctrl-C stops both.',
+        'Ctrl-C drains the gateway and stops both.',
         '',
       ].join('\n'),
     );
-    return untilStopped(async () => {
-      await running.gateway.close();
-      await sim.close();
-      store.close();
+    const gateway = running.gateway;
+    return untilStopped({
+      // The simulator stays up while the gateway drains: in-flight streams come from it.
+      async stop() {
+        await gateway.drain();
+        await sim.close();
+        store.close();
+        owner.release();
+      },
+      flushNow() {
+        gateway.ctx.wallets.flush();
+        store.requestLog.flush();
+      },
+      reload: () => reloadGateway(gateway, configDir, owner),
     });
   },
 };

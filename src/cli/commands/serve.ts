@@ -2,12 +2,25 @@
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
-import { configForServe, runGateway, untilStopped } from '../runtime.ts';
+import { claimDatabase, type Owner } from '../owner-files.ts';
+import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
 
 Runs the gateway: validates and compiles the config directory, opens (and migrates) the SQLite
-database, and listens for the API of SPEC.md. Stops cleanly on SIGINT/SIGTERM.
+database, and listens for the API of SPEC.md.
+
+One server per database file and per port: a second serve on the same database refuses to start,
+naming the file and the pid that holds it (an OS lock on FILE.lock, dropped when the process dies);
+a port already in use is refused. The pid is written to FILE.pid.
+
+Signals:
+  SIGTERM, SIGINT   graceful drain: stop accepting connections, let in-flight requests finish for
+                    limits.drain_timeout_ms (config/gateway.yaml, default 30 s), end the rest with
+                    the protocol's error event, settle, write the log, exit 0. A second signal
+                    exits at once (exit 1).
+  SIGHUP            reload the config directory (also: pi-gateway reload --db FILE); a config with
+                    problems is refused and the running one kept.
 
 Options:
   --config DIR              config directory (env PI_CONFIG, default config)
@@ -52,17 +65,35 @@ export const command: Command = {
     const port = int(p, 'port', 'PI_PORT', 8080) as number;
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
-    let running;
+    let owner: Owner;
+    let running: Running;
     try {
-      running = await runGateway({ config, db, host, port, upstreamOverride: override });
+      // The database first: a second server must not even migrate or touch holds on it.
+      owner = claimDatabase(db);
     } catch (err) {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
-    jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, models: config.models.length, upstream_override: override });
-    return untilStopped(async () => {
-      await running.gateway.close();
-      running.store.close();
+    try {
+      running = await runGateway({ config, db, host, port, upstreamOverride: override });
+    } catch (err) {
+      owner.release();
+      process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 1;
+    }
+    jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, pid: process.pid, models: config.models.length, upstream_override: override });
+    const { gateway, store } = running;
+    return untilStopped({
+      async stop() {
+        await gateway.drain();
+        store.close();
+        owner.release();
+      },
+      flushNow() {
+        gateway.ctx.wallets.flush();
+        store.requestLog.flush();
+      },
+      reload: () => reloadGateway(gateway, configDir, owner),
     });
   },
 };

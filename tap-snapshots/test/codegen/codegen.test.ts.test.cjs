@@ -398,6 +398,8 @@ export const tables: CompiledConfig = {
       streamIdleTimeoutMs: 60000,
       preambleMaxBytes: 65536,
       maxAttempts: 3,
+      writeStallTimeoutMs: 5000,
+      drainTimeoutMs: 30000,
     },
     health: {
       consecutiveFailures: 5,
