@@ -80,16 +80,19 @@ t.test('a write stall on a platform that cannot cancel streams is billed at the 
 });
 
 t.test('a slow reader that keeps draining within the limit is never cut', async (t) => {
-  const s = await startStack(t, { config: 'proxy', limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 400 } });
+  const s = await startStack(t, { config: 'proxy', limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 1500 } });
   const key = s.key('open');
   s.credit('open', '100');
   const spy = spyUpstream(s);
-  s.sim.script('small-v1', { chunks: 2500, text: Array.from({ length: 2500 }, (_, i) => `${i}${WORD}`).join(' ') }, 1);
+  // About 12 MB: more than loopback's socket buffers can absorb (send buffers grow to 4 MB, receive
+  // buffers further), so the gateway's writes really wait on this reader.
+  s.sim.script('small-v1', { chunks: 6000, text: Array.from({ length: 6000 }, (_, i) => `${i}${WORD}`).join(' ') }, 1);
   const raw = await rawPost(`${s.url}/v1/chat/completions`, JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }), {
     authorization: `Bearer ${key}`,
     'content-type': 'application/json',
   });
-  // Stop reading for 250 ms (under the limit) after every megabyte.
+  // Stop reading for 250 ms (under the limit) at the start, before the receive buffer has grown, and
+  // after every megabyte.
   const chunks: Buffer[] = [];
   let sincePause = 0;
   let pauses = 0;
@@ -97,7 +100,7 @@ t.test('a slow reader that keeps draining within the limit is never cut', async 
     raw.res.on('data', (c: Buffer) => {
       chunks.push(c);
       sincePause += c.length;
-      if (sincePause > 1 << 20) {
+      if (pauses === 0 || sincePause > 1 << 20) {
         sincePause = 0;
         pauses++;
         raw.res.pause();
