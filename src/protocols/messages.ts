@@ -8,6 +8,7 @@ import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-split
 import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
+import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -89,7 +90,7 @@ export const messages: ProtocolModule = {
     if (!Array.isArray(msgs)) throw validationFailed('messages must be an array');
     const mt = body['max_tokens'];
     if (mt === undefined || mt === null) throw missingField('max_tokens');
-    if (!Number.isInteger(mt) || (mt as number) < 1) throw validationFailed('max_tokens must be a positive integer');
+    checkPositiveInt(body, 'max_tokens');
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
