@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies } from '../config/compiled.ts';
 import type { Usage } from '../billing/usage.ts';
+import type { GatewayError } from '../errors.ts';
 import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
 
 export type JsonObject = Record<string, unknown>;
@@ -164,4 +165,7 @@ export interface ProtocolModule {
   readJson(body: Buffer, slugJson: Buffer): JsonAnswer | null;
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */
   streamErrorEvent(message: string, code: string): Buffer;
+  /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs
+   *  need more than the spec's error object (absent: `err.toBody()` as is). */
+  errorBody?(err: GatewayError): object;
 }

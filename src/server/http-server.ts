@@ -18,6 +18,8 @@ export interface RouteDef {
   body?: BodyDelivery;
   /** Cap for 'buffer' and 'stream' bodies; exceeding it answers 413 `request_too_large`. */
   maxBodyBytes?: number;
+  /** The JSON body of a gateway-raised error on this route (default: the spec's error object). */
+  errorBody?: (err: GatewayError) => unknown;
   handler: Handler;
 }
 
@@ -38,7 +40,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = newTraceId();
       const incoming = copyRequest(req, paramCount);
-      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD' });
+      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', ...(route.errorBody ? { errorBody: route.errorBody } : {}) });
       dispatch(route, incoming, res, reply, opts);
     });
   }
@@ -147,9 +149,8 @@ function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: Http
 }
 
 function tooLarge(reply: UwsReply, cap: number): void {
-  const err = new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`);
   // Close the connection after answering: the rest of the body is not worth reading.
-  reply.sendJson(err.status, err.toBody(), [['Connection', 'close']]);
+  reply.sendError(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`, { headers: [['Connection', 'close']] }));
 }
 
 /** The body as a Readable: uWS is paused while the consumer's buffer is full, resumed on read. */

@@ -21,11 +21,14 @@ export class UwsReply implements Reply {
 
   /** A HEAD request: the answer's headers (Content-Length included) go out, its body never does. */
   private readonly headOnly: boolean;
+  /** The route's shape of a gateway-raised error (the Messages protocol adds a top-level type). */
+  private readonly errorBody: (err: GatewayError) => unknown;
 
-  constructor(res: HttpResponse, traceId: string, opts: { headOnly?: boolean } = {}) {
+  constructor(res: HttpResponse, traceId: string, opts: { headOnly?: boolean; errorBody?: (err: GatewayError) => unknown } = {}) {
     this.res = res;
     this.traceId = traceId;
     this.headOnly = opts.headOnly ?? false;
+    this.errorBody = opts.errorBody ?? ((err) => err.toBody());
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -107,7 +110,7 @@ export class UwsReply implements Reply {
   }
 
   sendError(err: GatewayError): void {
-    this.sendJson(err.status, err.toBody(), err.headers);
+    this.sendJson(err.status, this.errorBody(err), err.headers);
   }
 
   startStream(status: number, headers: HeaderList): void {
