@@ -13,6 +13,8 @@ export class StoreView implements CredentialView, KeyVerifier {
   private names: Set<string>;
   private readonly unsealed = new Map<string, string | null>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+  /** Records of refused (revoked, expired) keys, for the request log; dropped with `keys`. */
+  private readonly refused = new Map<string, ApiKeyRecord | null>();
 
   constructor(
     private readonly store: Store,
@@ -29,6 +31,7 @@ export class StoreView implements CredentialView, KeyVerifier {
     this.names = this.store.secrets.names();
     this.unsealed.clear();
     this.keys.clear();
+    this.refused.clear();
     this.onExternalChange();
   }
 
@@ -48,6 +51,16 @@ export class StoreView implements CredentialView, KeyVerifier {
     }
     this.unsealed.set(name, value);
     return value;
+  }
+
+  /** The record of a refused key, for the request log (one query per distinct key until the next sync). */
+  keyRecord(presented: string): ApiKeyRecord | null {
+    const hit = this.refused.get(presented);
+    if (hit !== undefined) return hit;
+    const found = this.store.apiKeys.find(presented);
+    if (this.refused.size >= MAX_CACHED_KEYS) this.refused.clear();
+    this.refused.set(presented, found);
+    return found;
   }
 
   /** Key check with a cache keyed by the presented key; expiry is re-checked against `now` each time. */
