@@ -1,5 +1,5 @@
 // `pi-gateway serve`: run the gateway on a config directory and a database file.
-import { flag, int, parse, str, UsageError } from '../args.ts';
+import { flag, int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { configForServe, runGateway, untilStopped } from '../runtime.ts';
@@ -49,7 +49,7 @@ export const command: Command = {
     if (!loaded) return 1;
     const config = loaded.config;
     const host = str(p, 'host', 'PI_HOST', '127.0.0.1') as string;
-    const port = int(p, 'port', 'PI_PORT', 8080) as number;
+    const port = int(p, 'port', 'PI_PORT', 8080, PORT_RANGE) as number;
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
     let running;
