@@ -51,11 +51,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(rest);
   } catch (err) {
-    // An option value refused after parsing (serve's --port, demo's --sim-port…): a usage error like
-    // the ones each command reports itself, never an unexplained exit 1.
+    // An option value refused after parsing by a command that does not map its own usage errors
+    // (serve's --port, demo's --sim-port…): named after the command, with the hint; exit 1 as before.
     if (!(err instanceof UsageError)) throw err;
     process.stderr.write(`pi-gateway ${name}: ${err.message}\nRun \`pi-gateway ${name} --help\` for usage.\n`);
-    return 2;
+    return 1;
   }
 }
 
