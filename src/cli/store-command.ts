@@ -42,6 +42,18 @@ export async function requireWorkspace(p: Parsed, id: string): Promise<void> {
   if (!ids.includes(id)) throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);
 }
 
+/**
+ * The credential names the resources of the config directory (--config / PI_CONFIG) use, or null when
+ * that config does not load (then nothing can be said about names).
+ */
+export async function configCredentials(p: Parsed): Promise<{ dir: string; names: string[] } | null> {
+  const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+  const { loadConfig } = await import('../config/load-config.ts');
+  const r = loadConfig(dir, { adapters: ADAPTERS });
+  if (!r.ok) return null;
+  return { dir, names: [...new Set(r.config.resources.map((x) => x.credential))].sort() };
+}
+
 /** Runs a command body: usage mistakes exit 2 with a hint, known store/operator errors exit 1. */
 export async function guarded(name: string, body: () => Promise<number> | number): Promise<number> {
   try {

@@ -2,6 +2,8 @@
 import { flag, int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
+import { systemClock } from '../../clock.ts';
+import { logCredentialWarnings } from '../credential-warnings.ts';
 import { configForServe, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
@@ -60,6 +62,7 @@ export const command: Command = {
       return 1;
     }
     jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, models: config.models.length, upstream_override: override });
+    logCredentialWarnings(config, running.store.secrets.names(), systemClock.now(), jsonLog);
     return untilStopped(async () => {
       await running.gateway.close();
       running.store.close();
