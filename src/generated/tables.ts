@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "6beca5b6c67673b89f20ee8a4349ea1a931819da837d9dead233ae625ef9b6dd",
+  sourceHash: "07f65230039b8bfc6175dc86e3719bba84658e4b98c6f752b68570ab3a32537d",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages", "images"],
     endpoints: [
@@ -363,7 +363,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 64000,
       knowledgeCutoff: "2025-01-01",
       releaseDate: "2025-09-29",
-      expirationDate: "2026-11-30",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://www.anthropic.com/claude/sonnet",
       enabled: true,
@@ -499,7 +499,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 65536,
       knowledgeCutoff: "2025-01-01",
       releaseDate: "2025-06-17",
-      expirationDate: "2026-11-12",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://deepmind.google/models/gemini/flash/",
       enabled: true,
@@ -570,7 +570,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 65536,
       knowledgeCutoff: "2025-01-01",
       releaseDate: "2025-06-17",
-      expirationDate: "2026-12-01",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://deepmind.google/models/gemini/pro/",
       enabled: true,
@@ -910,7 +910,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: null,
       knowledgeCutoff: null,
       releaseDate: "2025-10-06",
-      expirationDate: "2026-12-01",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://platform.openai.com/docs/models/gpt-image-1-mini",
       enabled: true,
@@ -1022,7 +1022,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 100000,
       knowledgeCutoff: "2024-06-01",
       releaseDate: "2025-04-16",
-      expirationDate: "2026-12-11",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://platform.openai.com/docs/models/o3",
       enabled: true,
