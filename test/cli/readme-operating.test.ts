@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSimulator } from '../../src/simulator/server.ts';
+import { fixtureConfig } from '../helpers/stack.ts';
 import { REPO } from './fixtures/run-cli.ts';
 
 const README = readFileSync(join(REPO, 'README.md'), 'utf8');
@@ -94,6 +95,15 @@ t.test('"Operating it", as written', async (t) => {
   t.match(r.stderr, /"event":"credential_missing".*"credential":"anthropic-prod"/, 'the credentials it did not store are named');
   t.notMatch(r.stderr, /secret_unused/, 'the stored secret is one a resource uses');
   t.match(r.stderr, /"event":"stopping","signal":"SIGTERM"/, 'kill %1 stopped serve cleanly');
+});
+
+t.test('the README lists exactly the credential names the bundled active resources use', async (t) => {
+  const at = README.indexOf('Credentials are stored under the `credential` names');
+  const para = README.slice(at, README.indexOf('`secret set` warns', at));
+  const listed = [...para.matchAll(/`([a-z0-9-]+)`/g)].map((m) => m[1] as string).filter((n) => n !== 'credential' && n !== 'openai-us');
+  const config = fixtureConfig('bundled');
+  const active = [...new Set(config.resources.filter((r) => r.active).map((r) => r.credential))].sort();
+  t.same([...listed].sort(), active);
 });
 
 t.test('the CLI on the demo’s state, as written', async (t) => {
