@@ -6,6 +6,9 @@
 export const ATTO_PER_USD = 10n ** 18n;
 export const NANO_PER_USD = 10n ** 9n;
 export const ATTO_PER_NANO = 10n ** 9n;
+/** The most a wallet can hold, nano-USD: SQLite's INTEGER is a signed 64-bit number (2^63 − 1 nano-USD
+ *  is 9,223,372,036.854775807 USD). Amounts above it are refused, never rounded or stored as REAL. */
+export const MAX_WALLET_NANO = 2n ** 63n - 1n;
 
 const DECIMAL = /^(0|[1-9][0-9]*)(?:\.([0-9]{1,18}))?$/;
 

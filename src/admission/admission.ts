@@ -29,7 +29,14 @@ export type KeyVerification = { status: 'ok'; key: ApiKeyRecord } | { status: Ex
 export interface KeyVerifier {
   /** The key's record, or why it is refused; expiry is judged against `now`. */
   verifyKey(presented: string, now: number): KeyVerification;
+  /** The record of an issued key whatever its state (a revoked or expired key is still someone's),
+   *  or null: lets a refused request be logged against its workspace. */
+  keyRecord?(presented: string): ApiKeyRecord | null;
 }
+
+/** Who is calling: admitted, or refused with the spec's 401 — and, when the refused key is one we
+ *  issued (revoked, expired), its record, so the request log names its key and workspace. */
+export type Identified = { ok: true; admitted: Admitted } | { ok: false; error: GatewayError; key: ApiKeyRecord | null };
 
 export type HoldResult = { ok: true } | { ok: false; available: bigint };
 
@@ -61,13 +68,26 @@ export class Admission {
 
   /** The caller's key and workspace, or the spec's 401 (spec: Authentication). */
   authenticate(headers: Record<string, string>, now: number): Admitted {
+    const who = this.identify(headers, now);
+    if (!who.ok) throw who.error;
+    return who.admitted;
+  }
+
+  /** `authenticate` without throwing: a refusal also carries the refused key's record when known. */
+  identify(headers: Record<string, string>, now: number): Identified {
     const presented = presentedKey(headers);
-    if (presented === null) throw authError('missing');
+    if (presented === null) return { ok: false, error: authError('missing'), key: null };
     const check = this.parts.keys.verifyKey(presented, now);
-    if (check.status !== 'ok') throw authError(check.status);
+    if (check.status === 'invalid') return { ok: false, error: authError('invalid', presented), key: null };
+    if (check.status !== 'ok') {
+      const known = check.status === 'not_found' ? null : (this.parts.keys.keyRecord?.(presented) ?? null);
+      return { ok: false, error: authError(check.status), key: known };
+    }
     const workspace = this.parts.workspaceOf(check.key.workspace);
-    if (!workspace) throw new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`);
-    return { key: check.key, workspace };
+    if (!workspace) {
+      return { ok: false, error: new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`), key: check.key };
+    }
+    return { ok: true, admitted: { key: check.key, workspace } };
   }
 
   /** Counts the request against its key's limit (the key's own, else the workspace's), or 429 with Retry-After. */

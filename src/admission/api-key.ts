@@ -13,13 +13,36 @@ export function presentedKey(headers: Record<string, string>): string | null {
 
 export type KeyCheck = 'ok' | 'invalid' | 'not_found' | 'revoked' | 'expired';
 
-/** The spec's 401 for a failed check. */
-export function authError(result: Exclude<KeyCheck, 'ok'> | 'missing'): GatewayError {
+const KEY_PREFIX = 'sk-pi-';
+/** Length of the random part of a key: 32 bytes as unpadded base64url. */
+const KEY_BODY_CHARS = 43;
+
+/**
+ * Why a presented key is malformed, never echoing it: a key without the prefix is told the prefix; a
+ * key with the prefix is told the shape after it (a truncated paste, a stray quote or space), which
+ * the prefix message alone would leave a puzzle ("it does start with sk-pi-").
+ */
+function malformedKeyMessage(presented: string): string {
+  if (!presented.startsWith(KEY_PREFIX)) return `malformed API key: pi-gateway keys start with "${KEY_PREFIX}"`;
+  const body = presented.slice(KEY_PREFIX.length);
+  const stray = /[^A-Za-z0-9_-]/.test(body);
+  const what = [
+    body.length !== KEY_BODY_CHARS ? `${body.length} characters after it` : null,
+    stray ? 'characters outside A-Z a-z 0-9 _ -' : null,
+  ].filter((x) => x !== null);
+  return (
+    `malformed API key: it starts with "${KEY_PREFIX}" but a pi-gateway key is "${KEY_PREFIX}" followed by exactly ` +
+    `${KEY_BODY_CHARS} characters of A-Z a-z 0-9 _ -, and this one has ${what.join(' and ')}; check that the whole key was copied`
+  );
+}
+
+/** The spec's 401 for a failed check; `presented` lets a malformed key be told what is wrong with it. */
+export function authError(result: Exclude<KeyCheck, 'ok'> | 'missing', presented = ''): GatewayError {
   switch (result) {
     case 'missing':
       return new GatewayError('invalid_api_key', 'missing API key: send it as "Authorization: Bearer <key>" or in the X-Api-Key header');
     case 'invalid':
-      return new GatewayError('invalid_api_key', 'malformed API key: pi-gateway keys start with "sk-pi-"');
+      return new GatewayError('invalid_api_key', malformedKeyMessage(presented));
     case 'not_found':
       return new GatewayError('api_key_not_found', 'unknown API key');
     case 'revoked':

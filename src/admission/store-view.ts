@@ -24,6 +24,8 @@ export class StoreView implements CredentialView, KeyVerifier {
   /** The last value each name opened to, across syncs: what a rotation under us falls back to. */
   private readonly opened = new Map<string, string>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+  /** Records of refused (revoked, expired) keys, for the request log; dropped with `keys`. */
+  private readonly refused = new Map<string, ApiKeyRecord | null>();
 
   constructor(
     private readonly store: Store,
@@ -43,6 +45,7 @@ export class StoreView implements CredentialView, KeyVerifier {
     this.unsealed.clear();
     for (const name of this.opened.keys()) if (!this.names.has(name)) this.opened.delete(name);
     this.keys.clear();
+    this.refused.clear();
     this.onExternalChange();
   }
 
@@ -70,6 +73,16 @@ export class StoreView implements CredentialView, KeyVerifier {
     }
     this.unsealed.set(name, value);
     return value;
+  }
+
+  /** The record of a refused key, for the request log (one query per distinct key until the next sync). */
+  keyRecord(presented: string): ApiKeyRecord | null {
+    const hit = this.refused.get(presented);
+    if (hit !== undefined) return hit;
+    const found = this.store.apiKeys.find(presented);
+    if (this.refused.size >= MAX_CACHED_KEYS) this.refused.clear();
+    this.refused.set(presented, found);
+    return found;
   }
 
   /** Key check with a cache keyed by the presented key; expiry is re-checked against `now` each time. */

@@ -2,6 +2,11 @@
 // /endpoints view. Model objects are serialised once per config (at start and after each reload);
 // the list is cached until the next instant a model's listing changes; the endpoints view depends on
 // credentials, health and time, so it is built per request (a handful of deployments per model).
+//
+// The single-model body is the catalog model object itself, byte for byte its list entry (the spec
+// leaves the shape open): OpenAI's `GET /v1/models/{model}` answers the model object at the top
+// level, and openai-node's `models.retrieve(id)` returns that body as the model. The same SDK sends
+// the slug as one percent-encoded segment (`/v1/models/openai%2Fgpt-4o`), which is answered too.
 import type { CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
@@ -79,13 +84,29 @@ export function catalogHandlers(ctx: GatewayContext) {
     model(req: IncomingRequest, reply: Reply): void {
       const c = current();
       const model = listedModel(c, req);
-      reply.send(200, JSON_HEADERS, `{"data":${c.objects.get(model.id) as string}}`);
+      reply.send(200, JSON_HEADERS, c.objects.get(model.id) as string);
     },
 
-    /** A GET under /v1/models/ that is not `{vendor}/{model}[/endpoints]`: no slug can match it. */
-    unknown(req: IncomingRequest): void {
-      // The path as sent: decoding it could print a real slug (`acme%2Fchat-small`) as "not found".
-      throw notFound(req.path.slice(MODELS_PREFIX.length));
+    /**
+     * A GET under /v1/models/ that is not `{vendor}/{model}[/endpoints]`: the slug sent as one
+     * percent-encoded segment (`openai%2Fgpt-4o`, what openai-node's `models.retrieve` sends) is the
+     * single-model endpoint; nothing else can match a slug.
+     */
+    unknown(req: IncomingRequest, reply: Reply): void {
+      const rest = req.path.slice(MODELS_PREFIX.length);
+      const slug = rest.includes('/') ? null : decodeParam(rest);
+      const halves = slug?.split('/') ?? [];
+      if (slug && halves.length === 2 && halves.every((h) => h !== '')) {
+        const c = current();
+        const model = c.index.modelById.get(slug);
+        if (model && isListed(model, ctx.clock.now())) {
+          reply.send(200, JSON_HEADERS, c.objects.get(model.id) as string);
+          return;
+        }
+        throw notFound(slug);
+      }
+      // The path as sent: nothing here decodes to a `vendor/model` slug.
+      throw notFound(rest);
     },
 
     endpoints(req: IncomingRequest, reply: Reply): void {

@@ -82,9 +82,15 @@ async function handle(
   // Known before anything can be refused, so every log row of the session carries it.
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
-  // 1. Who is calling. (Admission reads the workspace from ctx.current: the same snapshot as `cfg`,
-  // since no await separates them.)
-  const admitted = ctx.admission.authenticate(req.headers, now);
+  // 1. Who is calling (a refused key we issued — revoked, expired — is still logged as its workspace's).
+  // Admission reads the workspace from ctx.current: the same snapshot as `cfg`, since no await
+  // separates them.
+  const who = ctx.admission.identify(req.headers, now);
+  if (!who.ok) {
+    state.refusedKey = who.key;
+    throw who.error;
+  }
+  const admitted = who.admitted;
   state.admitted = admitted;
 
   // 2. How fast: checked before anything costs money.

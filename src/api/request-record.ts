@@ -7,12 +7,14 @@ import type { RequestEnd } from '../observe/request-end.ts';
 import type { RoutingFields } from '../protocols/types.ts';
 import type { FailureReason } from '../proxy/attempt.ts';
 import type { FailoverFinal, FailoverResult } from '../proxy/failover.ts';
-import type { RequestLogRow } from '../store/store.ts';
+import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
 
 export interface RequestRecord {
   endpoint: string;
   traceId: string;
   admitted: Admitted | null;
+  /** The key a refused request presented, when it is one the gateway issued (revoked, expired). */
+  refusedKey: ApiKeyRecord | null;
   fields: RoutingFields | null;
   stream: boolean;
   sessionId: string | null;
@@ -32,6 +34,7 @@ export function newRequestRecord(endpoint: string, traceId: string): RequestReco
     endpoint,
     traceId,
     admitted: null,
+    refusedKey: null,
     fields: null,
     stream: false,
     sessionId: null,
@@ -54,8 +57,8 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
   return {
     trace_id: s.traceId,
     ts: nowMs,
-    workspace: s.admitted?.workspace.id ?? null,
-    key_id: s.admitted?.key.id ?? null,
+    workspace: s.admitted?.workspace.id ?? s.refusedKey?.workspace ?? null,
+    key_id: s.admitted?.key.id ?? s.refusedKey?.id ?? null,
     endpoint: s.endpoint,
     model_requested: s.fields?.model ?? null,
     model_served: served?.model.id ?? null,

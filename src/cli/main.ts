@@ -1,4 +1,5 @@
 // `pi-gateway <command> [options]`: dispatches to one module per command under ./commands/.
+import { UsageError } from './args.ts';
 import type { Command } from './command.ts';
 
 /** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
@@ -48,7 +49,15 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(command.help.trimEnd() + '\n');
     return 0;
   }
-  return command.run(rest);
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    // An option value refused after parsing by a command that does not map its own usage errors
+    // (serve's --port, demo's --sim-port…): named after the command, with the hint; exit 1 as before.
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`pi-gateway ${name}: ${err.message}\nRun \`pi-gateway ${name} --help\` for usage.\n`);
+    return 1;
+  }
 }
 
 const isEntry = process.argv[1] !== undefined && /pi-gateway(\.js)?$|cli[\\/]main\.(ts|js)$/.test(process.argv[1]);

@@ -42,6 +42,18 @@ export async function requireWorkspace(p: Parsed, id: string): Promise<void> {
   if (!ids.includes(id)) throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);
 }
 
+/**
+ * The credential names the resources of the config directory (--config / PI_CONFIG) use, or null when
+ * that config does not load (then nothing can be said about names).
+ */
+export async function configCredentials(p: Parsed): Promise<{ dir: string; names: string[] } | null> {
+  const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+  const { loadConfig } = await import('../config/load-config.ts');
+  const r = loadConfig(dir, { adapters: ADAPTERS });
+  if (!r.ok) return null;
+  return { dir, names: [...new Set(r.config.resources.map((x) => x.credential))].sort() };
+}
+
 /** Runs a command body: usage mistakes exit 2 with a hint, known store/operator errors exit 1. */
 export async function guarded(name: string, body: () => Promise<number> | number): Promise<number> {
   try {
@@ -81,11 +93,42 @@ export function required(p: Parsed, name: string): string {
   return v;
 }
 
-/** `2026-02-01` or `2026-02-01T12:00:00Z` → epoch ms (a date alone is UTC midnight). */
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/**
+ * `2026-02-01`, `2026-02-01T12:00`, `2026-02-01T12:00:00.5Z` or `…+02:00` → epoch ms. A date alone is
+ * 00:00 UTC and a time without an offset is UTC too (never the machine's zone). Each field is checked
+ * against the calendar: `2026-02-30` is refused, not read as March 2 (what Date.parse does).
+ */
 export function parseIsoTime(raw: string, name: string): number {
-  const ms = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) ? Date.parse(raw) : Number.NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`--${name} must be an ISO date or date-time such as 2026-02-01 or 2026-02-01T12:00:00Z, got "${raw}"`);
-  return ms;
+  const m = ISO_TIME.exec(raw);
+  if (!m) throw new UsageError(`--${name} must be an ISO date or date-time such as 2026-02-01 or 2026-02-01T12:00:00Z, got "${raw}"`);
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? '0')) as [number, number, number, number, number, number];
+  const bad = (what: string) => new UsageError(`--${name} ${raw} is not a valid time: ${what}`);
+  if (month < 1 || month > 12) throw bad(`month ${m[2]} is not 01-12`);
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day < 1 || day > days) throw bad(`${MONTHS[month - 1]} ${year} has days 01-${days}`);
+  if (hour > 23) throw bad(`hour ${m[4]} is not 00-23`);
+  if (minute > 59) throw bad(`minute ${m[5]} is not 00-59`);
+  if (second > 59) throw bad(`second ${m[6]} is not 00-59`);
+  const offset = offsetMinutes(m[8]);
+  if (offset === null) throw bad(`offset ${m[8]} is not between -14:00 and +14:00`);
+  const fraction = Math.floor(Number(`0.${m[7] ?? '0'}`) * 1000);
+  const utc = new Date(0);
+  utc.setUTCFullYear(year, month - 1, day);
+  utc.setUTCHours(hour, minute, second, fraction);
+  return utc.getTime() - offset * 60_000;
+}
+
+/** Minutes east of UTC for `Z`, `+02:00`, `-0530`, or null when out of range. */
+function offsetMinutes(raw: string | undefined): number | null {
+  if (raw === undefined || raw === 'Z') return 0;
+  const digits = raw.slice(1).replace(':', '');
+  const hours = Number(digits.slice(0, 2));
+  const minutes = Number(digits.slice(2));
+  if (hours > 14 || minutes > 59 || (hours === 14 && minutes > 0)) return null;
+  return (raw.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
 }
 
 export function iso(ms: number | null): string | null {

@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "a867ae0e58938bbdac1e1ea5e067049fa44c10e66235951b0bc80cf33930b6e0",
+  sourceHash: "a725c3abe24c2d7944e5d1d93b14d2d473dc5b18989843a317d86272da200467",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -365,7 +365,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 64000,
       knowledgeCutoff: "2025-01-01",
       releaseDate: "2025-09-29",
-      expirationDate: "2026-11-30",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://www.anthropic.com/claude/sonnet",
       enabled: true,
@@ -501,7 +501,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 65536,
       knowledgeCutoff: "2025-01-01",
       releaseDate: "2025-06-17",
-      expirationDate: "2026-11-12",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://deepmind.google/models/gemini/flash/",
       enabled: true,
@@ -572,7 +572,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 65536,
       knowledgeCutoff: "2025-01-01",
       releaseDate: "2025-06-17",
-      expirationDate: "2026-12-01",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://deepmind.google/models/gemini/pro/",
       enabled: true,
@@ -912,7 +912,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: null,
       knowledgeCutoff: null,
       releaseDate: "2025-10-06",
-      expirationDate: "2026-12-01",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://platform.openai.com/docs/models/gpt-image-1-mini",
       enabled: true,
@@ -1024,7 +1024,7 @@ export const tables: CompiledConfig = {
       maxCompletionTokens: 100000,
       knowledgeCutoff: "2024-06-01",
       releaseDate: "2025-04-16",
-      expirationDate: "2026-12-11",
+      expirationDate: "2027-06-30",
       openness: "proprietary",
       modelPageUrl: "https://platform.openai.com/docs/models/o3",
       enabled: true,

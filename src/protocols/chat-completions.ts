@@ -10,6 +10,7 @@ import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
+import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type PrepareTarget, type ProtocolModule, type StreamTap, type TappedEvent, type TapHints } from './types.ts';
 import type { Usage } from '../billing/usage.ts';
@@ -17,13 +18,6 @@ import type { Usage } from '../billing/usage.ts';
 const LEVELS = new Set<string>(REASONING_LEVELS);
 /** Where a request sets its output limit, the first one set winning. */
 const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'];
-
-function checkPositiveInt(body: JsonObject, field: string): void {
-  const v = body[field];
-  if (v !== undefined && v !== null && !(Number.isInteger(v) && (v as number) >= 1)) {
-    throw validationFailed(`${field} must be a positive integer`);
-  }
-}
 
 function checkNumber(body: JsonObject, field: string): void {
   const v = body[field];

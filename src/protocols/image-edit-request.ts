@@ -4,7 +4,8 @@
 import { GatewayError } from '../errors.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import { boundaryOf, MultipartUpload } from './multipart-upload.ts';
-import { DEFAULT_OUTPUT_BOUND, imageCount } from './output-bound.ts';
+import { DEFAULT_OUTPUT_BOUND, timesBound } from './output-bound.ts';
+import { isPositiveInt, positiveIntRequired } from './positive-int.ts';
 import type { InboundRequest, ReadLimits } from './types.ts';
 
 /** Input-token bound per uploaded image, and the most images an edit may carry. */
@@ -31,7 +32,7 @@ export async function readImageEditRequest(req: IncomingRequest, limits: ReadLim
   if (upload.ended && !upload.fields.get('prompt')) throw new GatewayError('invalid_request', 'prompt is required');
   const images = upload.fields.has('model') && upload.filesInPrefix > 0 ? upload.filesInPrefix : MAX_EDIT_IMAGES;
   const prompt = upload.fields.get('prompt');
-  const n = Number(upload.fields.get('n') ?? '1');
+  const n = imageCountField(upload.fields.get('n'));
   return {
     fields: { model: upload.model as string, fallbacks: [], provider: undefined },
     stream: upload.fields.get('stream') === 'true',
@@ -47,6 +48,15 @@ export async function readImageEditRequest(req: IncomingRequest, limits: ReadLim
     },
     requestBytes: Number(req.headers['content-length']) || 0,
     promptBound: (prompt !== undefined ? Buffer.byteLength(prompt) : MAX_EDIT_PROMPT_TOKENS) + images * TOKENS_PER_INPUT_IMAGE,
-    outputBound: (m) => imageCount(n) * (m.maxCompletionTokens ?? DEFAULT_OUTPUT_BOUND),
+    outputBound: (m, d) => timesBound(n, (d ?? m).maxCompletionTokens ?? DEFAULT_OUTPUT_BOUND),
   };
+}
+
+/** The `n` form field read before `model`: absent is one image; anything but a positive integer in
+ *  the safe range is refused (it would size the hold), as on the JSON endpoint. */
+function imageCountField(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const n = /^\s*[0-9]+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!isPositiveInt(n)) throw positiveIntRequired('n');
+  return n;
 }

@@ -7,7 +7,8 @@ import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readImageEditRequest } from './image-edit-request.ts';
 import { readJsonRequest } from './json-request.ts';
-import { imageCount, modelOutputBound } from './output-bound.ts';
+import { imageCount, modelOutputBound, timesBound } from './output-bound.ts';
+import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
 import { jsonObjectOf, type JsonAnswer, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -61,13 +62,12 @@ export const images: ProtocolModule = {
     const prompt = body['prompt'];
     if (prompt === undefined || prompt === null) throw missingField('prompt');
     if (typeof prompt !== 'string') throw validationFailed('prompt must be a string');
-    const n = body['n'];
-    if (n !== undefined && n !== null && !(Number.isInteger(n) && (n as number) >= 1)) throw validationFailed('n must be a positive integer');
+    checkPositiveInt(body, 'n');
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
   // Image requests set no output limit: each of the `n` images may take the model's whole bound.
-  outputBound: (body, _endpoint, model) => imageCount(body['n']) * modelOutputBound(model),
+  outputBound: (body, _endpoint, limits) => timesBound(imageCount(body['n']), modelOutputBound(limits)),
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: () => new ImagesTap(),
   readJson(body, slugJson): JsonAnswer | null {

@@ -8,6 +8,7 @@ import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-split
 import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
+import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -97,7 +98,7 @@ export const messages: ProtocolModule = {
     if (!Array.isArray(msgs)) throw validationFailed('messages must be an array');
     const mt = body['max_tokens'];
     if (mt === undefined || mt === null) throw missingField('max_tokens');
-    if (!Number.isInteger(mt) || (mt as number) < 1) throw validationFailed('max_tokens must be a positive integer');
+    checkPositiveInt(body, 'max_tokens');
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
@@ -120,6 +121,10 @@ export const messages: ProtocolModule = {
       usage: usageBytes ? usageFromMessages(JSON.parse(usageBytes.toString('utf8')), undefined) : null,
     };
   },
+  // The Messages protocol's error body is `{"type":"error","error":{type, message}}`; its SDKs check
+  // the top-level type (@ai-sdk/anthropic's schema requires it, else it shows only the status text).
+  // The spec's error object stays whole beside it (code included).
+  errorBody: (err) => ({ type: 'error', ...err.toBody() }),
   streamErrorEvent(message) {
     return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message } })}\n\n`);
   },

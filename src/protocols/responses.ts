@@ -9,6 +9,7 @@ import { readJsonBody } from './chat-completions.ts';
 import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
+import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
 import { isObject, jsonObjectOf, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
@@ -103,6 +104,7 @@ export const responses: ProtocolModule = {
     const input = body['input'];
     if (input === undefined || input === null) throw missingField('input');
     if (typeof input !== 'string' && !Array.isArray(input)) throw validationFailed('input must be a string or an array of input items');
+    checkPositiveInt(body, 'max_output_tokens');
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
     const r = body['reasoning'];
     if (r !== undefined && r !== null && !isObject(r)) throw validationFailed('reasoning must be an object');

@@ -5,9 +5,13 @@
 import type { Readable } from 'node:stream';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies } from '../config/compiled.ts';
 import type { InputUsage, Usage } from '../billing/usage.ts';
+import type { GatewayError } from '../errors.ts';
 import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
 
 export type JsonObject = Record<string, unknown>;
+
+/** The output ceilings of a model, or of one of its deployments (whose limits default to the model's). */
+export type OutputLimits = Pick<CompiledModel, 'maxCompletionTokens' | 'contextLength'>;
 
 /** A JSON object (not null, not an array). */
 export function isObject(v: unknown): v is JsonObject {
@@ -61,8 +65,9 @@ export interface InboundRequest {
   requestBytes: number;
   /** Most prompt tokens the request can be billed for. */
   promptBound: number;
-  /** Most output tokens the request can be billed for on one model. */
-  outputBound(model: CompiledModel): number;
+  /** Most output tokens the request can be billed for on one model; with a deployment, within that
+   *  deployment's limits (which default to the model's). */
+  outputBound(model: CompiledModel, deployment?: OutputLimits): number;
 }
 
 /** Limits a request reader works within (from gateway.yaml `limits`). */
@@ -158,9 +163,10 @@ export interface ProtocolModule {
   validate(body: JsonObject, endpoint: string): void;
   /** Whether the client asked for a stream. */
   wantsStream(body: JsonObject): boolean;
-  /** The output-token bound of a JSON request on one model: the limit the request sets (in this
-   *  protocol's own fields), else the model's, else a documented default (./output-bound.ts). */
-  outputBound(body: JsonObject, endpoint: string, model: CompiledModel): number;
+  /** The output-token bound of a JSON request on one model (or deployment): the limit the request
+   *  sets (in this protocol's own fields) capped at the model's, else the model's, else a documented
+   *  default (./output-bound.ts). */
+  outputBound(body: JsonObject, endpoint: string, limits: OutputLimits): number;
   /** The upstream body for one attempt, built from the untouched original (routing fields already
    *  removed). Must not mutate `original`: every attempt starts from it. */
   prepare(original: JsonObject, target: PrepareTarget, endpoint: string): JsonObject;
@@ -170,4 +176,7 @@ export interface ProtocolModule {
   readJson(body: Buffer, slugJson: Buffer): JsonAnswer | null;
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */
   streamErrorEvent(message: string, code: string): Buffer;
+  /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs
+   *  need more than the spec's error object (absent: `err.toBody()` as is). */
+  errorBody?(err: GatewayError): object;
 }

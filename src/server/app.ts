@@ -4,7 +4,7 @@
 import type { GatewayContext } from '../api/context.ts';
 import { catalogHandlers } from '../api/catalog.ts';
 import { inferenceHandler } from '../api/inference.ts';
-import { modelRequired } from '../errors.ts';
+import { type GatewayError, modelRequired } from '../errors.ts';
 import { protocolFor } from '../protocols/index.ts';
 import { createHttpServer, type HttpServer, type RouteDef } from './http-server.ts';
 import { preflight } from './preflight.ts';
@@ -31,6 +31,7 @@ export function createApp(ctx: GatewayContext): HttpServer {
       body: delivery,
       // Read per request: a reload may change the caps (the route table itself is fixed at start).
       maxBodyBytes: delivery === 'stream' ? () => ctx.settings.limits.maxUploadBytes : () => ctx.settings.limits.maxBodyBytes,
+      ...(protocol.errorBody ? { errorBody: (err: GatewayError) => protocol.errorBody?.(err) ?? err.toBody() } : {}),
       handler: inferenceHandler(ctx, e.id, protocol),
     });
   }

@@ -18,6 +18,8 @@ export interface RouteDef {
   body?: BodyDelivery;
   /** Cap for 'buffer' and 'stream' bodies, read per request; exceeding it answers 413 `request_too_large`. */
   maxBodyBytes?: number | (() => number);
+  /** The JSON body of a gateway-raised error on this route (default: the spec's error object). */
+  errorBody?: (err: GatewayError) => unknown;
   handler: Handler;
 }
 
@@ -54,7 +56,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = newTraceId();
       const incoming = copyRequest(req, paramCount);
-      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain });
+      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain, ...(route.errorBody ? { errorBody: route.errorBody } : {}) });
       dispatch(route, incoming, res, reply, opts);
     });
   }
@@ -173,9 +175,8 @@ function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: Http
 }
 
 function tooLarge(reply: UwsReply, cap: number): void {
-  const err = new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`);
   // Close the connection after answering: the rest of the body is not worth reading.
-  reply.sendJson(err.status, err.toBody(), [['Connection', 'close']]);
+  reply.sendError(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`, { headers: [['Connection', 'close']] }));
 }
 
 /** The body as a Readable: uWS is paused while the consumer's buffer is full, resumed on read. */

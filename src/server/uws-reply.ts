@@ -29,12 +29,19 @@ export class UwsReply implements Reply {
   /** A HEAD request: the answer's headers (Content-Length included) go out, its body never does. */
   private readonly headOnly: boolean;
   private readonly drain: ReplyDrainState;
+  /** The route's shape of a gateway-raised error (the Messages protocol adds a top-level type). */
+  private readonly errorBody: (err: GatewayError) => unknown;
 
-  constructor(res: HttpResponse, traceId: string, opts: { headOnly?: boolean; drain?: ReplyDrainState } = {}) {
+  constructor(
+    res: HttpResponse,
+    traceId: string,
+    opts: { headOnly?: boolean; drain?: ReplyDrainState; errorBody?: (err: GatewayError) => unknown } = {},
+  ) {
     this.res = res;
     this.traceId = traceId;
     this.headOnly = opts.headOnly ?? false;
     this.drain = opts.drain ?? NOT_DRAINING;
+    this.errorBody = opts.errorBody ?? ((err) => err.toBody());
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -118,7 +125,7 @@ export class UwsReply implements Reply {
   }
 
   sendError(err: GatewayError): void {
-    this.sendJson(err.status, err.toBody(), err.headers);
+    this.sendJson(err.status, this.errorBody(err), err.headers);
   }
 
   startStream(status: number, headers: HeaderList): void {

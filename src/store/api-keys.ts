@@ -94,6 +94,20 @@ export class ApiKeys {
    */
   verify(presented: string, now: number): VerifyResult {
     if (!isWellFormedKey(presented)) return { status: 'invalid' };
+    const key = this.find(presented);
+    if (!key) return { status: 'not_found' };
+    const state = keyState(key, now);
+    if (state === 'revoked') return { status: 'revoked' };
+    if (state === 'expired') return { status: 'expired' };
+    return { status: 'ok', key };
+  }
+
+  /**
+   * The record of a presented key whatever its state (active, revoked, expired), or null when it is
+   * malformed or was never issued: a refused request is still logged against its key's workspace.
+   */
+  find(presented: string): ApiKeyRecord | null {
+    if (!isWellFormedKey(presented)) return null;
     const hash = hashKey(presented);
     const rows = this.sql
       .get(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = ?`)
@@ -102,12 +116,7 @@ export class ApiKeys {
     for (const row of rows) {
       if (row.hash.length === hash.length && timingSafeEqual(row.hash, hash)) match = row;
     }
-    if (!match) return { status: 'not_found' };
-    const key = toRecord(match);
-    const state = keyState(key, now);
-    if (state === 'revoked') return { status: 'revoked' };
-    if (state === 'expired') return { status: 'expired' };
-    return { status: 'ok', key };
+    return match ? toRecord(match) : null;
   }
 
   get(id: string): ApiKeyRecord | null {

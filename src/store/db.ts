@@ -5,6 +5,8 @@
 // power loss or kernel crash may be lost; the database itself stays consistent either way.
 // WAL needs shared memory, so every process using the file must run on the same host
 // (no network file systems).
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
@@ -52,7 +54,7 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
     return db;
   }
 
-  const db = new Database(file);
+  const db = openWritable(file);
   try {
     // busy_timeout first: switching to WAL and migrating may have to wait for another process.
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -68,6 +70,17 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
     throw err;
   }
   return db;
+}
+
+/** A writable connection, or a StoreError naming the file (and the missing directory, the usual cause). */
+function openWritable(file: string): SqliteDatabase {
+  try {
+    return new Database(file);
+  } catch (err) {
+    const dir = dirname(resolve(file));
+    const why = existsSync(dir) ? (err instanceof Error ? err.message : String(err)) : `the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`;
+    throw new StoreError(`cannot open database ${file}: ${why}`);
+  }
 }
 
 function latestVersion(migrations: readonly Migration[]): number {

@@ -16,11 +16,11 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
-import { nanoToDecimal } from '../money.ts';
+import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
 import type { LedgerOp, UsageLine, WalletView } from './types.ts';
 
-export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace';
+export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow';
 
 export class WalletError extends Error {
   readonly code: WalletErrorCode;
@@ -75,6 +75,16 @@ export class Wallets {
     const run = this.db.transaction((): bigint => {
       const now = this.clock.now();
       this.ensureWallet(workspace, now);
+      // Checked inside the transaction, against the balance it will add to (another credit may have
+      // landed since the caller looked): SQLite would otherwise turn the sum into a REAL and refuse it.
+      const before = (this.wallet(workspace) as WalletRow).balance_nano;
+      if (amountNano > MAX_WALLET_NANO - before) {
+        throw new WalletError(
+          'balance_overflow',
+          `crediting ${nanoToDecimal(amountNano)} USD to ${workspace} would take its balance from ${nanoToDecimal(before)} to ` +
+            `${nanoToDecimal(before + amountNano)} USD, above the most a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD); nothing was credited`,
+        );
+      }
       this.sql.get('UPDATE wallets SET balance_nano = balance_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
       this.appendLedger(workspace, 'credit', amountNano, traceId, note === '' ? null : note, null, now);
       return (this.wallet(workspace) as WalletRow).balance_nano;

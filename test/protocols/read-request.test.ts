@@ -97,6 +97,41 @@ t.test('each protocol bounds the output from its own fields, else the model, els
   t.equal(chat.outputBound(bare), DEFAULT_OUTPUT_BOUND, 'neither: the default');
 });
 
+t.test('a requested output limit is capped at what the model, or the deployment, can write', async (t) => {
+  const m = model('acme/m1', { maxCompletionTokens: 4096, contextLength: 128000 });
+  const ctxOnly = model('acme/m2', { maxCompletionTokens: null, contextLength: 8000 });
+  const bare = model('acme/m3', { maxCompletionTokens: null, contextLength: null });
+  const messages = [{ role: 'user', content: 'hi' }];
+  const rows: [string, object, number][] = [
+    ['chat_completions', { messages, max_tokens: 1_000_000 }, 4096],
+    ['chat_completions', { messages, max_completion_tokens: 5000, max_tokens: 10 }, 4096],
+    ['responses', { input: 'hi', max_output_tokens: Number.MAX_SAFE_INTEGER }, 4096],
+    ['messages', { messages, max_tokens: 64_000 }, 4096],
+  ];
+  for (const [endpoint, body, bound] of rows) {
+    const asked = await read(endpoint, jsonRequest({ model: 'acme/m1', ...body }));
+    t.equal(asked.outputBound(m), bound, `${endpoint} ${JSON.stringify(body)}`);
+    t.equal(asked.outputBound(m, { maxCompletionTokens: 1000, contextLength: 128000 }), 1000, `${endpoint}: a deployment's lower limit`);
+  }
+  const chat = await read('chat_completions', jsonRequest({ model: 'acme/m1', messages, max_tokens: 20_000 }));
+  t.equal(chat.outputBound(ctxOnly), 8000, 'no completion limit: capped at the context length');
+  t.equal(chat.outputBound(bare), 20_000, 'no limit declared at all: the request’s own');
+  const images = await read('images_generations', jsonRequest({ model: 'acme/m1', prompt: 'a cat', n: 3 }));
+  t.equal(images.outputBound(m, { maxCompletionTokens: 100, contextLength: null }), 300, 'images: n × the deployment’s limit');
+  const many = await read('images_generations', jsonRequest({ model: 'acme/m1', prompt: 'a cat', n: Number.MAX_SAFE_INTEGER }));
+  t.equal(many.outputBound(m), Number.MAX_SAFE_INTEGER, 'images: the product saturates at 2^53 − 1 instead of losing exactness');
+});
+
+t.test('integer fields beyond 2^53 − 1 and nesting beyond the limit are refused while reading', async (t) => {
+  const messages = [{ role: 'user', content: 'hi' }];
+  const raw = (text: string) => request({ headers: { 'content-type': 'application/json' }, body: Buffer.from(text) });
+  t.match(await failureOf(read('chat_completions', raw(`{"model":"acme/m1","messages":${JSON.stringify(messages)},"max_tokens":1e300}`))), { code: 'validation_failed', message: /^max_tokens must be a positive integer no larger than 9007199254740991$/ });
+  t.match(await failureOf(read('responses', raw('{"model":"acme/m1","input":"hi","max_output_tokens":99999999999999999999}'))), { code: 'validation_failed', message: /^max_output_tokens/ });
+  t.match(await failureOf(read('messages', raw(`{"model":"acme/m1","messages":[],"max_tokens":9007199254740992}`))), { code: 'validation_failed', message: /^max_tokens/ });
+  t.match(await failureOf(read('images_generations', raw('{"model":"acme/m1","prompt":"x","n":1e20}'))), { code: 'validation_failed', message: /^n must/ });
+  t.match(await failureOf(read('chat_completions', raw(`{"model":"acme/m1","x":${'['.repeat(200)}${']'.repeat(200)}}`))), { code: 'invalid_request', message: /more than 128 levels deep/ });
+});
+
 function multipart(parts: [string, string, string | null][]): { body: Buffer; contentType: string } {
   const b = 'XyZ';
   let s = '';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { int, parse, str, UsageError } from '../args.ts';
+import { int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
@@ -56,8 +56,8 @@ export const command: Command = {
     const config = loaded.config;
     const dir = str(p, 'dir', undefined, '.demo') as string;
     const host = str(p, 'host', undefined, '127.0.0.1') as string;
-    const port = int(p, 'port', undefined, 8080) as number;
-    const simPort = int(p, 'sim-port', undefined, 4010) as number;
+    const port = int(p, 'port', undefined, 8080, PORT_RANGE) as number;
+    const simPort = int(p, 'sim-port', undefined, 4010, PORT_RANGE) as number;
     const workspace = str(p, 'workspace', undefined, 'acme') as string;
     if (!config.workspaces.some((w) => w.id === workspace)) {
       process.stderr.write(`pi-gateway demo: workspace "${workspace}" is not in the config\n`);
@@ -109,6 +109,10 @@ export const command: Command = {
         `  curl -s ${base}/v1/chat/completions -H "Authorization: Bearer ${key.key}" \\`,
         `    -H 'Content-Type: application/json' \\`,
         `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
+        '',
+        'CLI commands on this state (logs, wallet, key, ledger), from this directory:',
+        `  export PI_DB=${join(dir, 'pi-gateway.db')} PI_MASTER_KEY=$(cat ${keyFile})`,
+        '  npx pi-gateway logs --limit 5',
         '',
         'Ctrl-C drains the gateway and stops both.',
         '',

@@ -29,7 +29,8 @@ const HELP = `Usage:
 
 create  Issues a key for workspace W (checked against the config). The key (sk-pi-…) is printed
         once on stdout — store it then; only its hash is kept. --expires-at takes an ISO date or
-        date-time (a date alone is 00:00 UTC); --rpm sets a per-key requests-per-minute limit.
+        date-time in the future (a date alone is 00:00 UTC, a time without an offset is UTC);
+        --rpm sets a per-key requests-per-minute limit (a whole number, at least 1).
 list    id, prefix, name, workspace, state (active, revoked, expired), created, expires, rpm.
         Never the key or its hash.
 revoke  Revokes key ID; a running gateway refuses it from its next request.
@@ -55,8 +56,7 @@ export const command: Command = {
         const rawExpiry = str(p, 'expires-at');
         const expiresAt = rawExpiry === undefined ? undefined : parseIsoTime(rawExpiry, 'expires-at');
         if (expiresAt !== undefined && expiresAt <= systemClock.now()) throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
-        const rpm = int(p, 'rpm');
-        if (rpm !== undefined && rpm <= 0) throw new UsageError('--rpm must be a positive integer');
+        const rpm = int(p, 'rpm', undefined, undefined, { min: 1, max: Number.MAX_SAFE_INTEGER });
         await requireWorkspace(p, workspace);
         const store = openFromArgs(p, false);
         try {

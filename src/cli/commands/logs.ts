@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { nanoToDecimal } from '../../money.ts';
 import type { RequestLogEntry } from '../../store/store.ts';
-import { flag, int, parse, str, UsageError } from '../args.ts';
+import { flag, int, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
 import { DB_HELP, guarded, iso, JSON_HELP, openFromArgs, STORE_OPTIONS } from '../store-command.ts';
@@ -69,8 +69,7 @@ export const command: Command = {
   run: (argv) =>
     guarded('logs', async () => {
       const p = parse(argv, { ...STORE_OPTIONS, workspace: { type: 'string' }, limit: { type: 'string' }, follow: { type: 'boolean' } }, false);
-      const limit = int(p, 'limit', undefined, 50) as number;
-      if (limit < 1 || limit > 10_000) throw new UsageError('--limit must be between 1 and 10000');
+      const limit = int(p, 'limit', undefined, 50, { min: 1, max: 10_000 }) as number;
       const workspace = str(p, 'workspace');
       const json = flag(p, 'json');
       const follow = flag(p, 'follow');

@@ -1,28 +1,31 @@
 // `pi-gateway secret set|list|rm|rotate-master`: sealed upstream credentials. Values and keys come
 // from stdin, never argv (argv is visible in `ps` and shell history), and are never printed.
-import { flag, parse } from '../args.ts';
+import { flag, parse, type Parsed } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
 import { readSecretInput } from '../read-secret.ts';
 import { ROTATE_HELP, rotateMaster } from '../rotate-master.ts';
-import { CliError, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
+import { CliError, CONFIG_OPTION, configCredentials, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
 
 const HELP = `Usage:
-  pi-gateway secret set NAME [--db FILE] [--json]   < value
+  pi-gateway secret set NAME [--db FILE] [--config DIR] [--json]   < value
   pi-gateway secret list [--db FILE] [--json]
   pi-gateway secret rm NAME [--db FILE] [--json]
   pi-gateway secret rotate-master [--db FILE] [--json]   < new key
 
 set   Reads the value from stdin (one trailing newline is dropped; typed at a terminal it is not
       echoed), seals it with AES-256-GCM under PI_MASTER_KEY and stores it as NAME, replacing any
-      previous value. An empty value is refused.
-        printf %s "$OPENAI_API_KEY" | pi-gateway secret set OPENAI_API_KEY
+      previous value. An empty value is refused. NAME is a resource's \`credential\` (see
+      config/resources/*.yaml); a name no resource of --config uses is stored with a warning.
+        printf %s "$OPENAI_API_KEY" | pi-gateway secret set openai-prod
 list  Names and times only; values are never shown.
 rm    Deletes NAME.
 ${ROTATE_HELP}
 
 Options:
 ${DB_HELP}
+  --config DIR     (set) config directory whose resources name the credentials (env PI_CONFIG,
+                   default config)
 ${JSON_HELP}
 
 Environment:
@@ -37,7 +40,7 @@ export const command: Command = {
       const [sub, rest] = subcommand(argv, ['set', 'list', 'rm', 'rotate-master']);
       // Positionals are parsed for every subcommand so a value pasted onto the command line is refused
       // by our own message, which never echoes it.
-      const p = parse(rest, STORE_OPTIONS, sub !== 'list');
+      const p = parse(rest, sub === 'set' ? { ...STORE_OPTIONS, ...CONFIG_OPTION } : STORE_OPTIONS, sub !== 'list');
       const json = flag(p, 'json');
       if (sub === 'rotate-master') return rotateMaster(p);
 
@@ -76,9 +79,21 @@ export const command: Command = {
         const row = store.secrets.list().find((s) => s.name === name);
         if (json) printJson({ name, createdAt: iso(row?.createdAt ?? null), updatedAt: iso(row?.updatedAt ?? null) });
         else process.stdout.write(`secret ${name} stored\n`);
+        await warnIfUnnamed(p, name);
         return 0;
       } finally {
         store.close();
       }
     }),
 };
+
+/** A stored name no resource uses is almost always a typo (the resource id instead of its credential). */
+async function warnIfUnnamed(p: Parsed, name: string): Promise<void> {
+  const config = await configCredentials(p);
+  if (!config || config.names.includes(name)) return;
+  process.stderr.write(
+    `warning: no resource in ${config.dir} names the credential "${name}", so it serves nothing. ` +
+      `The credentials its resources use are: ${config.names.join(', ') || 'none'}. ` +
+      `(Resource ids are not credential names: see \`credential:\` in config/resources/*.yaml.)\n`,
+  );
+}

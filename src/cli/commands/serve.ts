@@ -1,9 +1,11 @@
 // `pi-gateway serve`: run the gateway on a config directory and a database file.
-import { flag, int, parse, str, UsageError } from '../args.ts';
+import { flag, int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
 import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../runtime.ts';
+import { systemClock } from '../../clock.ts';
+import { logCredentialWarnings } from '../credential-warnings.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
 
@@ -62,7 +64,7 @@ export const command: Command = {
     if (!loaded) return 1;
     const config = loaded.config;
     const host = str(p, 'host', 'PI_HOST', '127.0.0.1') as string;
-    const port = int(p, 'port', 'PI_PORT', 8080) as number;
+    const port = int(p, 'port', 'PI_PORT', 8080, PORT_RANGE) as number;
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
     let owner: Owner;
@@ -82,6 +84,7 @@ export const command: Command = {
       return 1;
     }
     jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, pid: process.pid, models: config.models.length, upstream_override: override });
+    logCredentialWarnings(config, running.store.secrets.names(), systemClock.now(), jsonLog);
     const { gateway, store } = running;
     return untilStopped({
       async stop() {

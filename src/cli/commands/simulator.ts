@@ -1,6 +1,6 @@
 // `pi-gateway simulator`: runs the built-in upstream simulator until SIGINT/SIGTERM.
 import type { Command } from '../command.ts';
-import { flag, int, parse, str } from '../args.ts';
+import { flag, int, parse, PORT_RANGE, str } from '../args.ts';
 
 const HELP = `Usage: pi-gateway simulator [--host 127.0.0.1] [--port 4010] [--api-key KEY] [--no-record] [--max-recorded N]
 
@@ -36,7 +36,7 @@ export const command: Command = {
       false,
     );
     const host = str(p, 'host', undefined, '127.0.0.1') as string;
-    const port = int(p, 'port', 'PI_SIM_PORT', 4010) as number;
+    const port = int(p, 'port', 'PI_SIM_PORT', 4010, PORT_RANGE) as number;
     const apiKey = str(p, 'api-key', 'PI_SIM_API_KEY');
     const maxRecorded = int(p, 'max-recorded', undefined, 1000) as number;
     // Loaded here so `pi-gateway --help` never loads the native uWS module.

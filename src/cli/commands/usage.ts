@@ -8,7 +8,8 @@ import { CONFIG_HELP, CONFIG_OPTION, DB_HELP, guarded, iso, JSON_HELP, openFromA
 const HELP = `Usage: pi-gateway usage --workspace W [--since ISO] [options]
 
 Settled spend of workspace W grouped by model and provider (from the ledger), largest first, with a
-total. --since takes an ISO date or date-time (a date alone is 00:00 UTC); default: all time.
+total. --since takes an ISO date or date-time (a date alone is 00:00 UTC, a time without an offset
+is UTC); default: all time.
 
 Options:
 ${DB_HELP}

@@ -1,6 +1,6 @@
 // `pi-gateway wallet credit|show`: top up a workspace wallet and read its balance.
 import { systemClock } from '../../clock.ts';
-import { decimalToNano, nanoToDecimal } from '../../money.ts';
+import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../../money.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
@@ -23,7 +23,8 @@ const HELP = `Usage:
   pi-gateway wallet show W [options]
 
 credit  Adds AMOUNT US dollars (a decimal with at most 9 places, e.g. 25 or 0.5) to the workspace
-        wallet, as one ledger row. Prints the new balance.
+        wallet, as one ledger row, exactly. Prints the new balance. A wallet holds at most
+        9223372036.854775807 USD; a credit that would go past it is refused and changes nothing.
 show    Prints balance (credits − settled spend), held (open request holds), available
         (balance − held), spend today (UTC) and the number of open holds.
 
@@ -49,6 +50,9 @@ export const command: Command = {
           throw new UsageError(`--usd must be a positive decimal amount with at most 9 decimals, got "${raw}"`);
         }
         if (nano <= 0n) throw new UsageError(`--usd must be positive, got "${raw}"`);
+        if (nano > MAX_WALLET_NANO) {
+          throw new UsageError(`--usd ${raw} is more than a wallet can hold: at most ${nanoToDecimal(MAX_WALLET_NANO)} USD (SQLite's 64-bit integer in nano-USD)`);
+        }
         await requireWorkspace(p, workspace);
         const store = openFromArgs(p, false);
         try {

@@ -167,3 +167,23 @@ t.test('a stream broken after it started surfaces as an error, not a normal end'
   const final = await rs.finalResponse().catch((e: unknown) => e);
   t.not(final instanceof Error ? 'error' : (final as OpenAI.Responses.Response).status, 'completed', 'responses: no completed response');
 });
+
+t.test('models.list and models.retrieve: the catalog through the SDK', async (t) => {
+  const { s, client } = await setup(t);
+  const page = await client.models.list();
+  const ids = page.data.map((m) => m.id);
+  t.ok(ids.includes('acme/chat-small'), 'models.list reads {data: [...]}');
+  // retrieve('acme/chat-small') sends GET /v1/models/acme%2Fchat-small and returns the body as the model.
+  const { data: model, response } = await client.models.retrieve('acme/chat-small').withResponse();
+  t.equal(new URL(response.url).pathname, '/v1/models/acme%2Fchat-small', 'the SDK sends the slug as one encoded segment');
+  t.equal(model.id, 'acme/chat-small', 'id at the top level');
+  t.equal((model as unknown as Record<string, unknown>)['name'], 'Acme: Chat Small', 'the catalog model’s own fields');
+  const listed = (await (await fetch(`${s.v1}/models`)).json()) as { data: Record<string, unknown>[] };
+  t.strictSame(model, listed.data.find((m) => m['id'] === 'acme/chat-small'), 'the same object the list carries');
+  const missing = await client.models.retrieve('acme/nope').then(
+    () => null,
+    (e: unknown) => e,
+  );
+  t.ok(missing instanceof APIError && missing.status === 404, 'an unknown slug is the catalog 404');
+  t.match((missing as APIError).error, { code: 'model_not_found' });
+});
