@@ -37,7 +37,8 @@ export function ownerLockFile(dbFile: string): string {
 export function acquireOwnerLock(dbFile: string): OwnerLock | null {
   const file = ownerLockFile(dbFile);
   const dir = dirname(resolve(file));
-  if (!existsSync(dir)) throw new OwnerLockError(`the directory ${dir} of the database ${dbFile} does not exist`);
+  // The same words as opening the database itself would use (db.ts): the lock is only taken first.
+  if (!existsSync(dir)) throw new OwnerLockError(`cannot open database ${dbFile}: the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`);
   let db: Database.Database;
   try {
     db = new Database(file);

@@ -59,8 +59,8 @@ t.test('an in-flight stream finishes on the old config; the next request uses th
   const newTrace = next.headers.get('x-pi-trace-id') ?? '';
   await logRow(s, newTrace);
   t.equal(w.settles.get(newTrace)?.cost, 1000n * 3000n + 10n * 2000n, 'a new request pays the new price');
-  const catalog = (await (await fetch(`${s.url}/v1/models/acme/chat-small`)).json()) as { data: { pricing: { prompt: string } } };
-  t.equal(catalog.data.pricing.prompt, '0.000003', 'the catalog shows the new config');
+  const catalog = (await (await fetch(`${s.url}/v1/models/acme/chat-small`)).json()) as { pricing: { prompt: string } };
+  t.equal(catalog.pricing.prompt, '0.000003', 'the catalog shows the new config');
 });
 
 t.test('rate-limit windows, breaker state, session pins and wallets survive a reload', async (t) => {
