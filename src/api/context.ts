@@ -5,6 +5,7 @@ import type { GatewaySettings } from '../config/compiled.ts';
 import type { Admission } from '../admission/admission.ts';
 import type { StoreView } from '../admission/store-view.ts';
 import type { WalletBook } from '../admission/wallet-book.ts';
+import type { RequestObserver } from '../observe/observer.ts';
 import type { HealthTracker } from '../routing/health.ts';
 import type { SessionPins } from '../routing/session-pins.ts';
 import type { Store } from '../store/store.ts';
@@ -27,6 +28,9 @@ export interface GatewayContext {
   client: UpstreamClient;
   /** Replaces scheme, host and port of every resource base URL (demo/testing: route all to the simulator). */
   upstreamOverride: URL | null;
+  /** Follows every inference request: the request-log writer, and the access log, metrics and
+   *  traces when they are on (src/telemetry/). */
+  observer: RequestObserver;
   /** Operational log (never secrets, keys or prompt text). */
   log(event: string, fields?: Record<string, unknown>): void;
 }
