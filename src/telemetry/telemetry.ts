@@ -15,7 +15,9 @@ export interface TelemetryOptions {
   accessLog?: LineSink | null;
   /** OTLP/HTTP traces; absent or null: none. `url` is the full …/v1/traces URL, or null to let the
    *  exporter read the OTEL_EXPORTER_OTLP_* environment. */
-  traces?: { url: string | null; serviceName?: string; scheduledDelayMillis?: number } | null;
+  traces?: { url: string | null; serviceName?: string; scheduledDelayMillis?: number; flushTimeoutMs?: number; exportTimeoutMs?: number } | null;
+  /** Operational events (a failing trace export); never secrets. */
+  log?: (event: string, fields?: Record<string, unknown>) => void;
 }
 
 export interface Telemetry {
@@ -29,7 +31,8 @@ export interface Telemetry {
   bind(binding: MetricsBinding): void;
   /** Writes buffered access-log lines and exports ended spans now. */
   flush(): Promise<void>;
-  /** Flushes, then stops the trace exporter. Idempotent. */
+  /** Flushes, then stops the trace exporter (bounded: a collector that is down never holds up a
+   *  shutdown; never rejects). Idempotent. */
   close(): Promise<void>;
 }
 
@@ -56,6 +59,9 @@ export async function startTelemetry(opts: TelemetryOptions = {}): Promise<Telem
       serviceName: opts.traces.serviceName ?? 'pi-gateway',
       serviceVersion: SERVICE_VERSION,
       ...(opts.traces.scheduledDelayMillis === undefined ? {} : { scheduledDelayMillis: opts.traces.scheduledDelayMillis }),
+      ...(opts.traces.flushTimeoutMs === undefined ? {} : { flushTimeoutMs: opts.traces.flushTimeoutMs }),
+      ...(opts.traces.exportTimeoutMs === undefined ? {} : { exportTimeoutMs: opts.traces.exportTimeoutMs }),
+      onExportError: (error) => opts.log?.('trace_export_failed', { error }),
     });
     tracing = t;
     observers.push(t);

@@ -12,7 +12,7 @@
 // OTEL_* environment variables (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG,
 // OTEL_EXPORTER_OTLP_HEADERS…); the default is parent-based, always on.
 import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, defaultTextMapGetter, defaultTextMapSetter, trace } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { setGlobalErrorHandler, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type IdGenerator, RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
@@ -29,7 +29,18 @@ export interface TracingOptions {
   serviceVersion: string;
   /** Export delay of the batch processor (ms); the SDK default is 5000. */
   scheduledDelayMillis?: number;
+  /** How long flush() and close() wait for the exporter before giving up (ms; default 2000): a
+   *  collector that is down never holds up a shutdown. */
+  flushTimeoutMs?: number;
+  /** Timeout of one export request including its retries (ms); default: the exporter's own
+   *  (OTEL_EXPORTER_OTLP_TIMEOUT, else 10 s). */
+  exportTimeoutMs?: number;
+  /** Export failures (at most one report a minute while they last). */
+  onExportError?: (message: string) => void;
 }
+
+const DEFAULT_FLUSH_TIMEOUT_MS = 2000;
+const EXPORT_ERROR_EVERY_MS = 60_000;
 
 /** gen_ai.operation.name per endpoint id: the text protocols are chat; images generate content. */
 const OPERATION: Record<string, string> = {
@@ -66,9 +77,19 @@ export class Tracing implements RequestObserver {
   readonly propagator = new W3CTraceContextPropagator();
   readonly ids = new RequestTraceIds();
   private readonly provider: BasicTracerProvider;
+  private readonly flushTimeoutMs: number;
+  private readonly onExportError: (message: string) => void;
+  private lastErrorAt = -Infinity;
 
   constructor(opts: TracingOptions) {
-    const exporter = new OTLPTraceExporter(opts.url ? { url: opts.url } : {});
+    this.flushTimeoutMs = opts.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
+    this.onExportError = opts.onExportError ?? (() => undefined);
+    // The SDK reports failed exports here (one gateway per process owns this handler).
+    setGlobalErrorHandler((err) => this.exportFailed(err));
+    const exporter = new OTLPTraceExporter({
+      ...(opts.url ? { url: opts.url } : {}),
+      ...(opts.exportTimeoutMs === undefined ? {} : { timeoutMillis: opts.exportTimeoutMs }),
+    });
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.version': opts.serviceVersion }),
       idGenerator: this.ids,
@@ -81,14 +102,31 @@ export class Tracing implements RequestObserver {
     return new RequestSpan(this, endpoint, traceId, req);
   }
 
-  /** Exports every ended span now. */
+  /** Exports every ended span now; gives up after the flush timeout, never rejects. */
   flush(): Promise<void> {
-    return this.provider.forceFlush();
+    return this.bounded(this.provider.forceFlush());
   }
 
-  /** Exports what is left and stops the exporter. */
+  /** Exports what is left and stops the exporter; gives up after the flush timeout, never rejects. */
   close(): Promise<void> {
-    return this.provider.shutdown();
+    return this.bounded(this.provider.shutdown());
+  }
+
+  private async bounded(work: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.flushTimeoutMs);
+      timer.unref();
+    });
+    await Promise.race([work.catch((err: unknown) => this.exportFailed(err, true)), deadline]);
+    clearTimeout(timer);
+  }
+
+  private exportFailed(err: unknown, always = false): void {
+    const now = Date.now();
+    if (!always && now - this.lastErrorAt < EXPORT_ERROR_EVERY_MS) return;
+    this.lastErrorAt = now;
+    this.onExportError(err instanceof Error ? err.message : String(err));
   }
 }
 

@@ -3,7 +3,11 @@
 // traceparent gets a trace named after its X-Pi-Trace-Id; a client's traceparent (and tracestate)
 // is continued; each attempt sends the simulator a traceparent naming its own span; a client's
 // unsampled trace is propagated but not exported.
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
+import type { RequestObserver } from '../../src/observe/observer.ts';
+import { startTelemetry } from '../../src/telemetry/telemetry.ts';
 import { USER } from '../helpers/admission.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
@@ -131,3 +135,57 @@ t.test('refused requests: a span with error.type; the span is an error only for 
   t.match(server?.attributes, { 'error.type': 'provider_error', 'http.response.status_code': 503, 'pi.ended': 'failed' });
   t.equal(server?.statusCode, ERROR, 'a 5xx is an error');
 });
+
+t.test('a collector that refuses or hangs never holds up a shutdown; failures are reported', async (t) => {
+  // One collector answers 400 (not retried), one accepts and never answers.
+  const held: ServerResponse[] = [];
+  const refusing = createServer((_req, res) => res.writeHead(400).end('{}'));
+  const hanging = createServer((_req, res) => void held.push(res));
+  for (const srv of [refusing, hanging]) await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    for (const srv of [refusing, hanging]) {
+      srv.closeAllConnections();
+      srv.close();
+    }
+  });
+  const port = (srv: Server) => (srv.address() as AddressInfo).port;
+  for (const [label, srv] of [['refusing', refusing], ['hanging', hanging]] as const) {
+    const events: [string, Record<string, unknown> | undefined][] = [];
+    const tel = await startTelemetry({ traces: { url: `http://127.0.0.1:${port(srv)}/v1/traces`, flushTimeoutMs: 300, exportTimeoutMs: 500 }, log: (e, f) => events.push([e, f]) });
+    const watch = (tel.observers[0] as RequestObserver).begin('chat_completions', '0190f0c2-8d8e-7c4b-9a7e-0123456789ab', { method: 'POST', path: CHAT, query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: performance.now() });
+    watch.end({ row: { ...EMPTY_ROW, ts: Date.now() }, durationMs: 1, routedModel: null, upstreamModel: null });
+    const t0 = performance.now();
+    await tel.close();
+    const ms = performance.now() - t0;
+    t.ok(ms < 1500, `${label}: close returned in ${Math.round(ms)} ms`);
+    if (label === 'refusing') t.equal(events[0]?.[0], 'trace_export_failed', 'the failed export is reported');
+  }
+});
+
+const EMPTY_ROW = {
+  trace_id: '0190f0c2-8d8e-7c4b-9a7e-0123456789ab',
+  ts: 0,
+  workspace: null,
+  key_id: null,
+  endpoint: 'chat_completions',
+  model_requested: null,
+  model_served: null,
+  provider: null,
+  deployment: null,
+  attempts: 0,
+  attempts_json: [],
+  stream: false,
+  status: 401,
+  error_code: 'api_key_not_found',
+  latency_ms: 1,
+  ttfb_ms: null,
+  prompt_tokens: null,
+  completion_tokens: null,
+  reasoning_tokens: null,
+  cached_tokens: null,
+  cost_nano: null,
+  app_title: null,
+  app_origin: null,
+  session_id: null,
+  ended: 'rejected' as const,
+};
