@@ -8,6 +8,7 @@ import { int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
+import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
@@ -24,13 +25,16 @@ Options:
   --port N          gateway port (default 8080)
   --sim-port N      simulator port (default 4010)
   --workspace W     workspace of the demo key (default acme)
-  -h, --help        this text`;
+  -h, --help        this text
+
+${OBSERVABILITY_HELP}`;
 
 export const command: Command = {
   summary: 'run the gateway and the simulator together (offline quick start)',
   help: HELP,
   async run(argv) {
     let p;
+    let observability;
     try {
       p = parse(argv, {
         config: { type: 'string' },
@@ -39,7 +43,9 @@ export const command: Command = {
         port: { type: 'string' },
         'sim-port': { type: 'string' },
         workspace: { type: 'string' },
+        ...OBSERVABILITY_OPTIONS,
       }, false);
+      observability = observabilityOptions(p);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway demo: ${err.message}\n`);
@@ -78,7 +84,7 @@ export const command: Command = {
     const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false });
     let running;
     try {
-      running = await runGateway({ config, db: '', host, port, upstreamOverride: sim.url, store });
+      running = await runGateway({ config, db: '', host, port, upstreamOverride: sim.url, store, observability });
     } catch (err) {
       await sim.close();
       store.close();
@@ -88,7 +94,7 @@ export const command: Command = {
     const base = running.gateway.url;
     process.stdout.write(
       [
-        `pi-gateway demo: gateway on ${base}, simulator on ${sim.url}`,
+        `pi-gateway demo: gateway on ${base}, simulator on ${sim.url}${running.gateway.admin ? `, admin on ${running.gateway.admin.url}` : ''}`,
         `API key (workspace ${workspace}): ${key.key}`,
         '',
         'Try:',

@@ -2,6 +2,7 @@
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
+import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
@@ -19,6 +20,8 @@ Options:
                             against the simulator only)
   -h, --help                this text
 
+${OBSERVABILITY_HELP}
+
 Environment:
   PI_MASTER_KEY             32-byte key (base64 or hex) that unseals upstream credentials.
                             Required when the database holds sealed credentials.`;
@@ -28,6 +31,7 @@ export const command: Command = {
   help: HELP,
   async run(argv) {
     let p;
+    let observability;
     try {
       p = parse(argv, {
         config: { type: 'string' },
@@ -35,7 +39,9 @@ export const command: Command = {
         host: { type: 'string' },
         port: { type: 'string' },
         'upstream-override': { type: 'string' },
+        ...OBSERVABILITY_OPTIONS,
       }, false);
+      observability = observabilityOptions(p);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway serve: ${err.message}\n`);
@@ -54,12 +60,12 @@ export const command: Command = {
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
     let running;
     try {
-      running = await runGateway({ config, db, host, port, upstreamOverride: override });
+      running = await runGateway({ config, db, host, port, upstreamOverride: override, observability });
     } catch (err) {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
-    jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, models: config.models.length, upstream_override: override });
+    jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, models: config.models.length, upstream_override: override, admin: running.gateway.admin?.url ?? null, metrics: (running.gateway.telemetry?.metrics ?? null) !== null, access_log: observability.accessLog, traces: observability.tracesUrl });
     return untilStopped(async () => {
       await running.gateway.close();
       running.store.close();
