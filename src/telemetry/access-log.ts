@@ -35,32 +35,42 @@ export function accessLogObserver(sink: LineSink, opts: AccessLogOptions): Reque
   };
 }
 
-/** The JSON line of one request (fixed key order; no newline). */
+/** The JSON line of one request (fixed key order; no newline). Written out by hand: JSON.stringify
+ *  of the same object, and Date#toISOString, cost about twice as much per request. */
 export function accessLine(s: RequestSummary, otelTraceId: string | null): string {
   const r = s.row;
   const model = r.model_requested;
-  return JSON.stringify({
-    ts: new Date(r.ts).toISOString(),
-    trace_id: r.trace_id,
-    ...(otelTraceId ? { otel_trace_id: otelTraceId } : {}),
-    workspace: r.workspace,
-    key_id: r.key_id,
-    endpoint: r.endpoint,
-    model_requested: model !== null && model.length > MAX_MODEL_CHARS ? model.slice(0, MAX_MODEL_CHARS) : model,
-    model_served: r.model_served,
-    provider: r.provider,
-    deployment: r.deployment,
-    attempts: r.attempts,
-    stream: r.stream,
-    status: r.status,
-    error_code: r.error_code,
-    ended: r.ended,
-    latency_ms: r.latency_ms,
-    ttfb_ms: r.ttfb_ms,
-    prompt_tokens: r.prompt_tokens,
-    completion_tokens: r.completion_tokens,
-    reasoning_tokens: r.reasoning_tokens,
-    cached_tokens: r.cached_tokens,
-    cost_usd: r.cost_nano === null ? null : nanoToDecimal(r.cost_nano),
-  });
+  return (
+    `{"ts":"${isoTime(r.ts)}","trace_id":${str(r.trace_id)}` +
+    (otelTraceId ? `,"otel_trace_id":${str(otelTraceId)}` : '') +
+    `,"workspace":${str(r.workspace)},"key_id":${str(r.key_id)},"endpoint":${str(r.endpoint)}` +
+    `,"model_requested":${str(model !== null && model.length > MAX_MODEL_CHARS ? model.slice(0, MAX_MODEL_CHARS) : model)}` +
+    `,"model_served":${str(r.model_served)},"provider":${str(r.provider)},"deployment":${str(r.deployment)}` +
+    `,"attempts":${r.attempts},"stream":${r.stream},"status":${r.status},"error_code":${str(r.error_code)},"ended":${str(r.ended)}` +
+    `,"latency_ms":${num(r.latency_ms)},"ttfb_ms":${num(r.ttfb_ms)}` +
+    `,"prompt_tokens":${num(r.prompt_tokens)},"completion_tokens":${num(r.completion_tokens)}` +
+    `,"reasoning_tokens":${num(r.reasoning_tokens)},"cached_tokens":${num(r.cached_tokens)}` +
+    `,"cost_usd":${r.cost_nano === null ? 'null' : `"${nanoToDecimal(r.cost_nano)}"`}}`
+  );
+}
+
+function str(v: string | null): string {
+  return v === null ? 'null' : JSON.stringify(v);
+}
+
+function num(v: number | null): string {
+  return v === null ? 'null' : String(v);
+}
+
+/** ISO 8601 UTC with milliseconds; the part up to the second is formatted once per second. */
+let isoSecond = NaN;
+let isoPrefix = '';
+function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    isoSecond = second;
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, 19);
+  }
+  const frac = ms - second * 1000;
+  return `${isoPrefix}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}Z`;
 }

@@ -6,12 +6,14 @@
 // model and deployment ids from the config, platform ids, workspace ids, HTTP statuses and the
 // fixed outcome vocabularies — never the model string a client sent.
 //
-// Cost on the request path: counters and gauges are plain numbers in SeriesTables (one Map lookup
-// each); only the three histograms go through prom-client per observation, on cached children.
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+// Cost on the request path: counters, gauges and histograms are plain numbers in tables (one Map
+// lookup each, src/telemetry/series-table.ts and histogram-table.ts); prom-client reads them when
+// /metrics is scraped and formats the exposition.
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { IncomingRequest } from '../http/request.ts';
 import type { Lifecycle, ReloadRecord } from '../observe/lifecycle.ts';
 import type { AttemptEnd, AttemptStart, AttemptWatch, RequestObserver, RequestSummary, RequestWatch } from '../observe/observer.ts';
+import { HistogramTable, TableHistogram } from './histogram-table.ts';
 import { SeriesTable } from './series-table.ts';
 
 /** One deployment's breaker as the scrape reads it. */
@@ -54,16 +56,16 @@ export class GatewayMetrics implements RequestObserver {
   /** Exact nano-USD per workspace; converted to USD once, when scraped. */
   readonly costNano = new Map<string, bigint>();
 
-  private readonly duration: CachedHistogram;
-  private readonly overhead: CachedHistogram;
-  private readonly ttfb: CachedHistogram;
+  readonly duration = new HistogramTable('endpoint', LATENCY_BUCKETS);
+  readonly overhead = new HistogramTable('endpoint', OVERHEAD_BUCKETS);
+  readonly ttfb = new HistogramTable('provider', LATENCY_BUCKETS);
   private binding: MetricsBinding | null = null;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    this.duration = new CachedHistogram({ name: 'pi_gateway_request_duration_seconds', help: 'Inference requests: arrival to the end of the answer, by endpoint.', labelNames: ['endpoint'], buckets: LATENCY_BUCKETS, registers });
-    this.overhead = new CachedHistogram({ name: 'pi_gateway_overhead_seconds', help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.', labelNames: ['endpoint'], buckets: OVERHEAD_BUCKETS, registers });
-    this.ttfb = new CachedHistogram({ name: 'pi_gateway_upstream_ttfb_seconds', help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.", labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers });
+    new TableHistogram({ name: 'pi_gateway_request_duration_seconds', help: 'Inference requests: arrival to the end of the answer, by endpoint.', registers }, this.duration);
+    new TableHistogram({ name: 'pi_gateway_overhead_seconds', help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.', registers }, this.overhead);
+    new TableHistogram({ name: 'pi_gateway_upstream_ttfb_seconds', help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.", registers }, this.ttfb);
     this.registerTables();
     this.registerScrapeGauges();
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
@@ -192,22 +194,6 @@ export class GatewayMetrics implements RequestObserver {
         this.set(metrics.binding?.lifecycle.state === 'ready' ? 1 : 0);
       },
     });
-  }
-}
-
-/** A one-label prom-client histogram whose children are made once per label value (labels() allocates). */
-class CachedHistogram {
-  private readonly h: Histogram<string>;
-  private readonly children = new Map<string, Histogram.Internal<string>>();
-
-  constructor(config: ConstructorParameters<typeof Histogram<string>>[0]) {
-    this.h = new Histogram(config);
-  }
-
-  observe(label: string, value: number): void {
-    let child = this.children.get(label);
-    if (!child) this.children.set(label, (child = this.h.labels(label)));
-    child.observe(value);
   }
 }
 
