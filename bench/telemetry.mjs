@@ -3,14 +3,15 @@
 //   off          the compiled gateway as the other benchmarks run it (no admin listener, no
 //                metrics, no access log; the request-log writer is on, as always)
 //   on           the same with the admin listener + Prometheus metrics and the access log written
-//                to a file (one synchronous write per event-loop turn, as `serve` writes stdout)
+//                to a file (synchronous writes of 100 ms of lines, as `serve` writes stdout)
+//   metrics, access-log   (--split) each part alone
 //   +traces      (--traces) the same as `on`, plus OTLP/HTTP traces to a sink in this process
 // (a) bench/telemetry-micro.mjs on core 0: the observers' own CPU per request, in process.
 // (b) HTTP, per round and contender: closed-loop non-streamed throughput (CPU µs/request of the
 // gateway process) and concurrent streams (CPU µs/event). The extra CPU of `on` is taken per round
 // (on − off, and on / off), then the median. Target: at most 5 % extra CPU per request.
 //
-//   node bench/run.js telemetry [--quick] [--rounds N] [--traces]
+//   node bench/run.js telemetry [--quick] [--rounds N] [--split] [--traces]
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { once } from './lib/load.mjs';
@@ -20,6 +21,7 @@ import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, 
 
 const flags = parseFlags(process.argv.slice(2));
 const withTraces = process.argv.includes('--traces');
+const split = process.argv.includes('--split');
 const P = flags.quick
   ? { rounds: 3, conns: 64, tpWarm: 500, tpDur: 1500, streams: 100, chunks: 20, chunkDelayMs: 20, stWarm: 500, stDur: 1500 }
   : { rounds: 7, conns: 64, tpWarm: 1000, tpDur: 5000, streams: 200, chunks: 50, chunkDelayMs: 20, stWarm: 1000, stDur: 4000 };
@@ -58,6 +60,8 @@ await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDela
 const sink = withTraces ? await startSink() : null;
 const off = await startGateway('gateway-telemetry-off', { upstream: sim.url });
 const on = await startGateway('gateway-telemetry-on', { upstream: sim.url, args: ['--metrics', 'on', '--access-log', 'on'] });
+const metricsOnly = split ? await startGateway('gateway-telemetry-metrics', { upstream: sim.url, args: ['--metrics', 'on'] }) : null;
+const logOnly = split ? await startGateway('gateway-telemetry-access-log', { upstream: sim.url, args: ['--access-log', 'on'] }) : null;
 const traced = sink ? await startGateway('gateway-telemetry-traces', { upstream: sim.url, args: ['--metrics', 'on', '--access-log', 'on', '--traces', sink.url] }) : null;
 
 const mk = (name, proc) => {
@@ -65,7 +69,13 @@ const mk = (name, proc) => {
   const headers = { Authorization: `Bearer ${proc.key}` };
   return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, headers, NS_BODY), streamReq: chatRequest(t, headers, ST_BODY) };
 };
-const contenders = [mk('off', off), mk('on', on), ...(traced ? [mk('+traces', traced)] : [])];
+const contenders = [
+  mk('off', off),
+  mk('on', on),
+  ...(metricsOnly ? [mk('metrics', metricsOnly)] : []),
+  ...(logOnly ? [mk('access-log', logOnly)] : []),
+  ...(traced ? [mk('+traces', traced)] : []),
+];
 
 let expectEvents = null;
 for (const c of contenders) {
@@ -74,7 +84,7 @@ for (const c of contenders) {
   if (a.status !== 200 || s.status !== 200 || !s.text.includes('[DONE]')) throw new Error(`${c.name}: sanity check failed: ${a.status} ${s.status}`);
   if (expectEvents === null) expectEvents = s.events;
 }
-const place = placement({ simulator: sim, off, on, traced });
+const place = placement({ simulator: sim, off, on, metricsOnly, logOnly, traced });
 log(`placement: ${JSON.stringify(place)}`);
 
 const rounds = [];
@@ -122,7 +132,7 @@ const out = [];
 out.push(`## telemetry (${flags.quick ? 'quick' : 'full'}; ${P.rounds} rounds, medians)`);
 out.push('');
 const base = m.usPerRequest['request log only'];
-out.push(`(a) In process, core 0: CPU µs per request of the observers' own work (median of ${m.batches} batches of ${fmtInt(m.perBatch)}; the access log flushed every ${m.perTurn} requests):`);
+out.push(`(a) In process, core 0: CPU µs per request of the observers' own work (median of ${m.batches} batches of ${fmtInt(m.perBatch)}; the access log written once per ${m.perFlush} requests):`);
 out.push('');
 out.push(table(['observers', 'µs/request', 'added to the request log alone'], Object.entries(m.usPerRequest).map(([k, v]) => [k, fmt(v, 2), k === 'request log only' ? '—' : fmt(v - base, 2)])));
 out.push('');
@@ -149,5 +159,5 @@ process.stdout.write(out.join('\n') + '\n');
 
 const file = saveResult('telemetry', { bench: 'telemetry', params: P, quick: flags.quick, traces: withTraces, machine: machineInfo(), placement: place, micro: m, rounds, summary, counted, accessLines, scrapeMs });
 log(`saved ${file}`);
-for (const p of [traced, on, off, sim]) if (p) await stopProcess(p);
+for (const p of [traced, logOnly, metricsOnly, on, off, sim]) if (p) await stopProcess(p);
 await sink?.close();

@@ -10,8 +10,8 @@
 //
 // --metrics on starts the admin listener (its URL is in the ready line) with Prometheus metrics;
 // --access-log on writes one JSON line per request to access.log in the temp directory, through
-// the same per-turn batching as stdout in `serve` (one synchronous write per event-loop turn, as a
-// pipe or file stdout is); --traces URL exports OTLP/HTTP spans to URL/v1/traces. All off by
+// the same batching as stdout in `serve` (synchronous writes, as to a pipe or file stdout, of
+// 100 ms or 64 KiB of lines at a time); --traces URL exports OTLP/HTTP spans to URL/v1/traces. All off by
 // default, which is the gateway the other benchmarks measure.
 //
 // --store stub keeps the same code path but replaces the store calls of the request path (wallet

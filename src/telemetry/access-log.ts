@@ -50,12 +50,31 @@ export function accessLine(s: RequestSummary, otelTraceId: string | null): strin
     `,"latency_ms":${num(r.latency_ms)},"ttfb_ms":${num(r.ttfb_ms)}` +
     `,"prompt_tokens":${num(r.prompt_tokens)},"completion_tokens":${num(r.completion_tokens)}` +
     `,"reasoning_tokens":${num(r.reasoning_tokens)},"cached_tokens":${num(r.cached_tokens)}` +
-    `,"cost_usd":${r.cost_nano === null ? 'null' : `"${nanoToDecimal(r.cost_nano)}"`}}`
+    `,"cost_usd":${r.cost_nano === null ? 'null' : `"${usd(r.cost_nano)}"`}}`
   );
 }
 
+/** Characters JSON.stringify would escape (quote, backslash, controls, lone surrogate halves). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 function str(v: string | null): string {
-  return v === null ? 'null' : JSON.stringify(v);
+  if (v === null) return 'null';
+  // Ids, slugs and codes need no escaping: skip JSON.stringify's scan-and-copy for them.
+  return NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`;
+}
+
+/** nanoToDecimal with a number fast path (every realistic cost is far below 2^53 nano-USD). */
+function usd(nano: bigint): string {
+  if (nano < 0n || nano > 9_007_199_254_740_991n) return nanoToDecimal(nano);
+  const n = Number(nano);
+  const whole = Math.floor(n / 1e9);
+  const frac = n - whole * 1e9;
+  if (frac === 0) return String(whole);
+  let digits = String(frac).padStart(9, '0');
+  let end = digits.length;
+  while (digits.charCodeAt(end - 1) === 48) end--;
+  digits = digits.slice(0, end);
+  return `${whole}.${digits}`;
 }
 
 function num(v: number | null): string {

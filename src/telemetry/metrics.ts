@@ -40,6 +40,14 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 const NANO_PER_USD = 1e9;
 
+/** HTTP statuses as label text, made once each. */
+const STATUS_TEXT = new Map<number, string>();
+function statusLabel(status: number): string {
+  let t = STATUS_TEXT.get(status);
+  if (t === undefined) STATUS_TEXT.set(status, (t = String(status)));
+  return t;
+}
+
 export class GatewayMetrics implements RequestObserver {
   readonly registry = new Registry();
   // Request-path tables (read by the prom-client counters and gauges below when scraped).
@@ -83,7 +91,7 @@ export class GatewayMetrics implements RequestObserver {
   /** Connects the gauges that read the running gateway, and counts its config reloads. */
   bind(binding: MetricsBinding): void {
     this.binding = binding;
-    binding.lifecycle.onReload((r: ReloadRecord) => this.reloads.add(1, r.ok ? 'ok' : 'failed'));
+    binding.lifecycle.onReload((r: ReloadRecord) => void this.reloads.series(r.ok ? 'ok' : 'failed').value++);
   }
 
   begin(endpoint: string, _traceId: string, _req: IncomingRequest): RequestWatch {
@@ -92,7 +100,7 @@ export class GatewayMetrics implements RequestObserver {
 
   /** Request-path hooks used by MetricsWatch. */
   recordAttempt(end: AttemptEnd, provider: string): void {
-    this.attempts.add(1, provider, end.outcome);
+    this.attempts.series(provider, end.outcome).value++;
     if (end.firstByteMs !== null) this.ttfb.observe(provider, end.firstByteMs / 1000);
   }
 
@@ -100,18 +108,18 @@ export class GatewayMetrics implements RequestObserver {
     const row = s.row;
     const model = row.model_served ?? s.routedModel ?? '';
     const provider = row.provider ?? '';
-    this.requests.add(1, endpoint, model, provider, String(row.status));
-    this.ends.add(1, endpoint, row.ended ?? 'rejected');
+    this.requests.series(endpoint, model, provider, statusLabel(row.status)).value++;
+    this.ends.series(endpoint, row.ended ?? 'rejected').value++;
     this.duration.observe(endpoint, s.durationMs / 1000);
     this.overhead.observe(endpoint, Math.max(0, s.durationMs - upstreamMs) / 1000);
     const attempts = row.attempts_json;
-    for (let i = 0; i < attempts.length - 1; i++) this.failovers.add(1, (attempts[i] as { provider: string }).provider);
-    if (row.prompt_tokens !== null) this.tokens.add(row.prompt_tokens, 'input', model, provider);
-    if (row.completion_tokens !== null) this.tokens.add(row.completion_tokens, 'output', model, provider);
+    for (let i = 0; i < attempts.length - 1; i++) this.failovers.series((attempts[i] as { provider: string }).provider).value++;
+    if (row.prompt_tokens !== null) this.tokens.series('input', model, provider).value += row.prompt_tokens;
+    if (row.completion_tokens !== null) this.tokens.series('output', model, provider).value += row.completion_tokens;
     const workspace = row.workspace ?? '';
     if (row.cost_nano !== null && row.cost_nano > 0n) this.costNano.set(workspace, (this.costNano.get(workspace) ?? 0n) + row.cost_nano);
-    if (row.error_code === 'insufficient_balance') this.walletRefusals.add(1, workspace);
-    else if (row.error_code === 'rate_limited') this.rateLimited.add(1, workspace);
+    if (row.error_code === 'insufficient_balance') this.walletRefusals.series(workspace).value++;
+    else if (row.error_code === 'rate_limited') this.rateLimited.series(workspace).value++;
   }
 
   /** Counters and gauges over the request-path tables, filled from them when scraped. */

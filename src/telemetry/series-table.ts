@@ -10,16 +10,20 @@ export interface Series {
   value: number;
 }
 
+/** Up to four label values, passed as arguments (no array per call). */
 export class SeriesTable {
   private readonly rows = new Map<string, Series>();
 
-  constructor(readonly labelNames: readonly string[]) {}
+  constructor(readonly labelNames: readonly [string, ...string[]]) {
+    if (labelNames.length > 4) throw new RangeError('a SeriesTable takes at most four labels');
+  }
 
   /** The series of these label values, in `labelNames` order (created at 0 on first use). */
-  series(...values: string[]): Series {
-    const key = values.length === 1 ? (values[0] as string) : values.join('\u0001');
+  series(a: string, b?: string, c?: string, d?: string): Series {
+    const key = b === undefined ? a : c === undefined ? `${a}\u0001${b}` : d === undefined ? `${a}\u0001${b}\u0001${c}` : `${a}\u0001${b}\u0001${c}\u0001${d}`;
     let s = this.rows.get(key);
     if (!s) {
+      const values = [a, b, c, d];
       const labels: Record<string, string> = {};
       this.labelNames.forEach((name, i) => {
         labels[name] = values[i] ?? '';
@@ -28,10 +32,6 @@ export class SeriesTable {
       this.rows.set(key, s);
     }
     return s;
-  }
-
-  add(n: number, ...values: string[]): void {
-    this.series(...values).value += n;
   }
 
   all(): IterableIterator<Series> {

@@ -4,6 +4,8 @@
 // key, upstream credential, header value or prompt text in it. Also the sink that batches a turn's
 // lines into one write.
 import t from 'tap';
+import { nanoToDecimal } from '../../src/money.ts';
+import { accessLine } from '../../src/telemetry/access-log.ts';
 import { BufferedLines, type LineSink } from '../../src/telemetry/line-sink.ts';
 import { startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { startStack } from '../helpers/stack.ts';
@@ -105,21 +107,49 @@ t.test('with traces on, each line carries the W3C trace id; long model strings a
   t.equal((c?.model_requested as string).length, 200, 'model_requested cut to 200 characters');
 });
 
-t.test("BufferedLines: one write per event-loop turn, and what is left on flush", async (t) => {
+t.test('BufferedLines: one write per interval, at once near 64 KiB, and what is left on flush', async (t) => {
   const writes: string[] = [];
-  const sink = new BufferedLines({ write: (s: string) => writes.push(s) });
+  const sink = new BufferedLines({ write: (b: Uint8Array) => writes.push(Buffer.from(b).toString('utf8')) }, 30);
   sink.write('{"a":1}');
-  sink.write('{"a":2}');
-  sink.write('{"a":3}');
-  t.same(writes, [], 'nothing written within the turn');
+  sink.write('{"a":"é ✓ 😀"}');
   await new Promise((r) => setImmediate(r));
-  t.same(writes, ['{"a":1}\n{"a":2}\n{"a":3}\n'], 'one write at the end of the turn');
+  sink.write('{"a":3}');
+  t.same(writes, [], 'nothing written before the interval');
+  await new Promise((r) => setTimeout(r, 60));
+  t.same(writes, ['{"a":1}\n{"a":"é ✓ 😀"}\n{"a":3}\n'], 'one write for the interval, UTF-8 intact');
   sink.write('{"a":4}');
   sink.flush();
   t.same(writes.at(-1), '{"a":4}\n', 'flush writes what is buffered');
-  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setTimeout(r, 60));
   t.equal(writes.length, 2, 'nothing written twice');
-  const big = 'x'.repeat(70 * 1024);
-  sink.write(big);
-  t.equal(writes.length, 3, 'a turn past 64 KiB is written at once');
+  // Room is reserved for 3 bytes per character: four 10,000-character lines fit in 64 KiB, a fifth
+  // flushes them first.
+  const line = 'x'.repeat(10_000);
+  for (let i = 0; i < 7; i++) sink.write(line);
+  t.equal(writes.length, 3, 'a batch is written before it could pass 64 KiB');
+  t.equal(writes.at(-1)?.length, 4 * 10_001, 'four lines in it');
+  sink.write('y'.repeat(30_000));
+  t.equal(writes.length, 5, 'a line too long for the buffer: the waiting ones first, then it on its own');
+  t.equal(writes[3]?.length, 3 * 10_001);
+  t.ok(writes[4] === 'y'.repeat(30_000) + '\n', 'the long line whole');
+  sink.flush();
+  t.equal(writes.length, 5, 'nothing left');
+});
+
+t.test('accessLine: strings escaped as JSON.stringify would, costs as nanoToDecimal', async (t) => {
+  const row = {
+    trace_id: 't', ts: Date.UTC(2026, 10, 23, 10, 0, 0, 7), workspace: 'w', key_id: 'k', endpoint: 'chat_completions', model_requested: '', model_served: null, provider: null, deployment: null,
+    attempts: 0, attempts_json: [], stream: false, status: 404, error_code: 'model_not_found', latency_ms: 1, ttfb_ms: null, prompt_tokens: null, completion_tokens: null, reasoning_tokens: null,
+    cached_tokens: null, cost_nano: null as bigint | null, app_title: null, app_origin: null, session_id: null, ended: 'rejected' as const,
+  };
+  const line = (over: Partial<typeof row>) => JSON.parse(accessLine({ row: { ...row, ...over }, durationMs: 1, routedModel: null, upstreamModel: null }, null)) as Record<string, unknown>;
+  for (const model of ['plain/model', 'quote"d', 'back\\slash', 'new\nline\ttab', 'ctl\u0001', 'emoji 😀', 'lone \ud800 half', 'ünïcödé', 'line\u2028sep']) {
+    // The message is escaped by hand: a raw U+2028 would split tap's own output line.
+    t.equal(line({ model_requested: model }).model_requested, model, JSON.stringify(model).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`));
+  }
+  t.equal(line({}).ts, '2026-11-23T10:00:00.007Z');
+  t.equal(line({ ts: Date.UTC(2026, 10, 23, 10, 0, 1, 250) }).ts, '2026-11-23T10:00:01.250Z');
+  for (const nano of [0n, 1n, 10n, 673_000n, 1_000_000_000n, 1_500_000_000n, 123_456_789_012n, 9_007_199_254_740_991n, 9_007_199_254_740_993n, 10n ** 20n + 7n]) {
+    t.equal(line({ cost_nano: nano }).cost_usd, nanoToDecimal(nano), `${nano} nano-USD`);
+  }
 });
