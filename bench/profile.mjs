@@ -8,8 +8,11 @@
 //
 // With --with-passthrough the bare passthrough is profiled under the same two loads too, and a
 // side-by-side table of self time per folder/package (µs per request / per event) is printed.
+// With --telemetry the gateway runs with metrics and the access log on, and the time of every sample
+// inside telemetry code (src/telemetry/ but the request-log writer, prom-client, @opentelemetry/*,
+// and all they call, e.g. the access log's write) is reported per request / per event.
 //
-//   node bench/run.js profile [--quick] [--with-passthrough]
+//   node bench/run.js profile [--quick] [--with-passthrough] [--telemetry]
 import { mkdirSync } from 'node:fs';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,13 +37,17 @@ const sim = await startSimulator();
 await scriptSim(sim.url, 'openai/gpt-4.1', { chunks: 50, chunkDelayMs: 20 });
 
 const withPassthrough = process.argv.includes('--with-passthrough');
+const withTelemetry = process.argv.includes('--telemetry');
+const UNDER = {
+  telemetry: (file) => (file.startsWith('src/telemetry/') && file !== 'src/telemetry/request-log-observer.ts') || file.startsWith('node_modules/prom-client/') || file.startsWith('node_modules/@opentelemetry/'),
+};
 const results = {};
 const passthrough = {};
 for (const [who, phase] of [['gateway', 'json'], ['gateway', 'stream'], ...(withPassthrough ? [['passthrough', 'json'], ['passthrough', 'stream']] : [])]) {
   const profArgs = ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `${who}-${phase}.cpuprofile`];
   const gw =
     who === 'gateway'
-      ? await startGateway(`gateway-prof-${phase}`, { upstream: sim.url, nodeArgs: profArgs })
+      ? await startGateway(`gateway-prof-${phase}`, { upstream: sim.url, nodeArgs: profArgs, args: withTelemetry ? ['--metrics', 'on', '--access-log', 'on'] : [] })
       : await startNode(`passthrough-prof-${phase}`, { core: 0, nodeArgs: profArgs, args: ['bench/passthrough.mjs', '--upstream', sim.url] });
   const t = target(gw.url);
   const auth = { Authorization: `Bearer ${gw.key ?? 'sk-bench-upstream'}` };
@@ -65,7 +72,7 @@ for (const [who, phase] of [['gateway', 'json'], ['gateway', 'stream'], ...(with
   const file = readdirSync(dir).find((f) => f === `${who}-${phase}.cpuprofile`);
   if (!file) throw new Error(`profile ${phase}: no profile written in ${dir}`);
   const units = phase === 'json' ? r.ok : r.events;
-  const s = summarise(join(dir, file), { window: win });
+  const s = summarise(join(dir, file), { window: win, under: UNDER });
   const entry = { load: r, units, unit: phase === 'json' ? 'request' : 'event', summary: s };
   if (who === 'gateway') results[phase] = entry;
   else passthrough[phase] = entry;
@@ -79,6 +86,10 @@ for (const [phase, x] of Object.entries(results)) {
   const perUnit = (ms) => fmt((ms * 1000) / x.units, 2);
   out.push(`### ${phase}: ${fmtInt(x.units)} ${x.unit}s measured (${phase === 'json' ? `${fmtInt(x.load.rps)} req/s` : `${fmtInt(x.load.eventsPerSec)} events/s`}); profile busy ${fmt(s.busyMs)} ms of ${fmt(s.durationMs)} ms in the window`);
   out.push('');
+  if (withTelemetry) {
+    out.push(`Telemetry (metrics + access log on): ${perUnit(s.underMs.telemetry)} µs/${x.unit} inside telemetry code, of ${perUnit(s.busyMs)} µs/${x.unit} busy: ${fmt((100 * s.underMs.telemetry) / s.busyMs, 2)} % (${fmt((100 * s.underMs.telemetry) / (s.busyMs - s.underMs.telemetry), 2)} % added to the rest).`);
+    out.push('');
+  }
   out.push('Top self time:');
   out.push('');
   out.push(table(['function', 'where', 'self ms', '% busy', `µs/${x.unit}`], s.topSelf.map((e) => {
@@ -116,5 +127,5 @@ if (withPassthrough) {
 }
 out.push(`Profiles: ${dir}`);
 process.stdout.write(out.join('\n') + '\n');
-const file = saveResult('profile', { bench: 'profile', params: P, machine: machineInfo(), results, passthrough });
+const file = saveResult('profile', { bench: 'profile', params: P, telemetry: withTelemetry, machine: machineInfo(), results, passthrough });
 log(`saved ${file}`);

@@ -14,10 +14,15 @@ import type { GatewayContext } from './api/context.ts';
 import { InFlight } from './api/in-flight.ts';
 import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecycle.ts';
 import { StopSwitch } from './proxy/stop-switch.ts';
+import { Lifecycle } from './observe/lifecycle.ts';
+import { combineObservers } from './observe/observer.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
+import type { AdminListener } from './server/admin-app.ts';
 import { createApp } from './server/app.ts';
 import type { Store } from './store/store.ts';
+import { requestLogObserver } from './telemetry/request-log-observer.ts';
+import type { Telemetry } from './telemetry/telemetry.ts';
 import { UpstreamClient } from './upstream/client.ts';
 
 export type { DrainReport, ReloadResult } from './api/lifecycle.ts';
@@ -34,16 +39,22 @@ export interface GatewayOptions {
   /** Overrides of `gateway.yaml` limits (tests use short timeouts); kept across reloads. */
   limits?: Partial<GatewaySettings['limits']>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
+  /** Metrics, traces and the access log (src/telemetry/telemetry.ts startTelemetry); none when
+   *  absent. Closed with the gateway. */
+  telemetry?: Telemetry;
+  /** An admin listener the caller started (src/server/admin-app.ts startAdminListener), possibly
+   *  before this gateway, so readiness reports the start; attached once the gateway is built and
+   *  closed with it. Its lifecycle is the gateway's. */
+  admin?: AdminListener;
+  /** Where the gateway is in its life, when there is no admin listener to take it from. */
+  lifecycle?: Lifecycle;
 }
 
 export interface Gateway {
   port: number;
   url: string;
   ctx: GatewayContext;
-  /**
-   * True from the moment a drain began. Readiness reports not-ready while it is (the admin
-   * listener's lifecycle state reads it until the two are merged into one object).
-   */
+  /** True from the moment a drain began (`lifecycle.draining`; readiness reports not-ready). */
   readonly draining: boolean;
   /** sha256 of the config files the running config was compiled from. */
   readonly configHash: string;
@@ -63,6 +74,11 @@ export interface Gateway {
    * rows, then close. Idempotent: a second call returns the same drain.
    */
   drain(deadlineMs?: number): Promise<DrainReport>;
+  /** starting → ready (listening) → draining (set by the shutdown path) → stopped (closed). */
+  lifecycle: Lifecycle;
+  /** The admin listener (health, readiness, metrics), when there is one. */
+  admin: AdminListener | null;
+  telemetry: Telemetry | null;
   /** Closes at once: connections dropped, pending ledger and log writes flushed. Idempotent. */
   close(): Promise<void>;
 }
@@ -81,6 +97,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const released = opts.store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
 
+  const lifecycle = opts.admin?.lifecycle ?? opts.lifecycle ?? new Lifecycle(clock);
   const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
   const view = new StoreView(
     opts.store,
@@ -125,29 +142,46 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
     stop: new StopSwitch(),
+    // The request-log writer first: it is the record of money and must not wait on the others.
+    observer: combineObservers([requestLogObserver(opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
+      log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
+    ),
     log,
   };
+  opts.telemetry?.bind({
+    breakers: () => ctx.index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: ctx.health.state(d.id).state })),
+    configHash: () => ctx.index.config.sourceHash,
+    lifecycle,
+  });
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await server.listen(host, opts.port ?? 0);
+  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => opts.store.secrets.names() });
+  lifecycle.markReady();
 
   let closed: Promise<void> | null = null;
   let drain: Promise<DrainReport> | null = null;
   let lastReload: ReloadResult | null = null;
   const close = (): Promise<void> =>
     (closed ??= (async () => {
+      lifecycle.markStopped();
       server.close();
       await ctx.client.destroy();
       wallets.close();
       opts.store.requestLog.flush();
+      await opts.telemetry?.close();
+      opts.admin?.close();
     })());
 
   return {
     port,
     url: `http://${host}:${port}`,
     ctx,
+    lifecycle,
+    admin: opts.admin ?? null,
+    telemetry: opts.telemetry ?? null,
     get draining() {
-      return drain !== null;
+      return lifecycle.draining;
     },
     get configHash() {
       return snapshot.hash;
@@ -165,9 +199,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     recordReload(result) {
       lastReload = result;
+      lifecycle.recordReload(result);
       log('config_reload', { ok: result.ok, hash: result.hash, problems: result.problems.length, restart_needed: result.restartNeeded });
     },
     drain(deadlineMs) {
+      lifecycle.draining = true;
       return (drain ??= drainGateway({ ctx, stopAccepting: () => server.stopAccepting(), close, log, deadlineMs: deadlineMs ?? snapshot.settings.limits.drainTimeoutMs }));
     },
     close,

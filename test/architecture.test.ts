@@ -23,9 +23,9 @@ const LAYERS: readonly (readonly string[])[] = [
   ['http', 'observe'],
   ['config', 'generated'],
   ['availability', 'billing', 'stream', 'store'],
-  ['catalog', 'platforms', 'protocols', 'routing', 'upstream'],
+  ['catalog', 'platforms', 'protocols', 'routing', 'telemetry', 'upstream'],
   ['admission', 'proxy'],
-  ['api'],
+  ['admin', 'api'],
   ['server'],
   ['simulator', 'codegen'],
   ['gateway'],
@@ -43,19 +43,28 @@ const HOMES: Record<string, string[]> = {
   'ajv/dist/2020.js': ['src/config/'],
   'ajv-formats': ['src/config/'],
   'json-schema-to-typescript': ['src/codegen/'],
+  'prom-client': ['src/telemetry/'],
+  '@opentelemetry/api': ['src/telemetry/'],
+  '@opentelemetry/core': ['src/telemetry/'],
+  '@opentelemetry/exporter-trace-otlp-http': ['src/telemetry/'],
+  '@opentelemetry/resources': ['src/telemetry/'],
+  '@opentelemetry/sdk-trace-base': ['src/telemetry/'],
 };
 
-/** Beside the path: money and storage reach the request path through callbacks and seams only. */
+/** Beside the path: money, storage and telemetry reach the request path through callbacks and seams only. */
 const BESIDE: Record<string, string[]> = {
   stream: ['billing', 'store'],
   platforms: ['billing', 'store'],
   upstream: ['billing', 'store'],
-  protocols: ['store'],
-  routing: ['store'],
+  protocols: ['store', 'telemetry'],
+  routing: ['store', 'telemetry'],
   catalog: ['store'],
-  proxy: ['store', 'admission'],
+  proxy: ['store', 'admission', 'telemetry'],
   billing: ['store'],
   store: ['billing'],
+  // Observers (src/telemetry/) reach the request path through src/observe/'s interfaces, never by import.
+  api: ['telemetry'],
+  admission: ['telemetry'],
 };
 
 const MAX_FUNCTION_LINES = 120;

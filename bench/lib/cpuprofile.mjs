@@ -68,8 +68,10 @@ export function bucketOf(file, functionName) {
 /**
  * `window` = {fromUs, toUs} on the monotonic clock (process.hrtime, which V8's profiler timestamps
  * share on Linux): only samples inside it count, so start-up and warm-up are left out.
+ * `under` = {name: (file) => boolean}: for each name, the time of samples with at least one frame
+ * whose file matches (everything that code did, including what it called), counted once per sample.
  */
-export function summarise(profilePath, { top = 25, window = null } = {}) {
+export function summarise(profilePath, { top = 25, window = null, under = {} } = {}) {
   const prof = JSON.parse(readFileSync(profilePath, 'utf8'));
   const byId = new Map();
   const parent = new Map();
@@ -98,6 +100,7 @@ export function summarise(profilePath, { top = 25, window = null } = {}) {
   const fn = new Map();
   const bucket = new Map();
   const incl = new Map();
+  const underMs = Object.fromEntries(Object.keys(under).map((k) => [k, 0]));
   const locCache = new Map();
   const loc = (n) => {
     let l = locCache.get(n.id);
@@ -122,9 +125,16 @@ export function summarise(profilePath, { top = 25, window = null } = {}) {
     bucket.set(b, (bucket.get(b) ?? 0) + us);
     // Inclusive: every distinct function on the stack gets this sample's time once.
     const seen = new Set();
+    const hit = new Set();
     for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
       const cn = byId.get(cur);
       const cl = loc(cn);
+      for (const [name, test] of Object.entries(under)) {
+        if (!hit.has(name) && test(cl.file)) {
+          hit.add(name);
+          underMs[name] += us / 1000;
+        }
+      }
       if (!cl.file.startsWith('src/')) continue;
       const k = `${cl.name} ${cl.file}`;
       if (seen.has(k)) continue;
@@ -147,5 +157,6 @@ export function summarise(profilePath, { top = 25, window = null } = {}) {
     topSelf: rank(fn),
     byBucket: rank(bucket),
     topInclusiveSrc: rank(incl),
+    underMs,
   };
 }

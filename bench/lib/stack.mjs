@@ -17,8 +17,8 @@ export function startSimulator(name = 'simulator') {
   return startNode(name, { core: GEN_CORE, args: ['bench/servers/simulator.mjs'] });
 }
 
-export function startGateway(name, { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {} }) {
-  return startNode(name, { core: SUT_CORE, nodeArgs, env, args: ['bench/servers/gateway.mjs', '--upstream', upstream, '--seal', seal, '--store', store] });
+export function startGateway(name, { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {}, args = [] }) {
+  return startNode(name, { core: SUT_CORE, nodeArgs, env, args: ['bench/servers/gateway.mjs', '--upstream', upstream, '--seal', seal, '--store', store, ...args] });
 }
 
 export function startPassthrough(upstream, name = 'passthrough') {

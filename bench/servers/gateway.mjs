@@ -6,11 +6,18 @@
 //
 //   node bench/servers/gateway.mjs --upstream http://127.0.0.1:PORT [--config DIR]
 //        [--seal local-sim,openai-prod | --seal all | --seal none] [--store wal|stub] [--workspace acme]
+//        [--metrics on|off] [--access-log on|off] [--traces URL]
+//
+// --metrics on starts the admin listener (its URL is in the ready line) with Prometheus metrics;
+// --access-log on writes one JSON line per request to access.log in the temp directory, through
+// the same batching as stdout in `serve` (synchronous writes, as to a pipe or file stdout, of
+// 100 ms or 64 KiB of lines at a time); --traces URL exports OTLP/HTTP spans to URL/v1/traces. All off by
+// default, which is the gateway the other benchmarks measure.
 //
 // --store stub keeps the same code path but replaces the store calls of the request path (wallet
 // hold/settle/release, request-log append, the data_version check) with no-ops: the admission
 // benchmark compares it with the real store to isolate what the store costs per request.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -28,12 +35,19 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'wal' },
     workspace: { type: 'string', default: 'acme' },
     port: { type: 'string', default: '0' },
+    metrics: { type: 'string', default: 'off' },
+    'access-log': { type: 'string', default: 'off' },
+    traces: { type: 'string' },
   },
 });
 
 const { configForServe } = await dist('cli/runtime.js');
 const { openStore } = await dist('store/store.js');
 const { startGateway } = await dist('gateway.js');
+const { startTelemetry, tracesUrl } = await dist('telemetry/telemetry.js');
+const { BufferedLines } = await dist('telemetry/line-sink.js');
+const { startAdminListener } = await dist('server/admin-app.js');
+const { Lifecycle } = await dist('observe/lifecycle.js');
 
 // The same start-up as `pi-gateway serve`: the generated tables when the config dir hashes to them
 // (the YAML compiler is then never loaded), else the directory compiled in memory.
@@ -56,6 +70,20 @@ if (values.store !== 'stub' && values.store !== 'wal') {
   process.exit(2);
 }
 
+for (const opt of ['metrics', 'access-log']) {
+  if (values[opt] !== 'on' && values[opt] !== 'off') {
+    process.stderr.write(`--${opt} must be on or off\n`);
+    process.exit(2);
+  }
+}
+const accessFd = values['access-log'] === 'on' ? openSync(join(dir, 'access.log'), 'a') : null;
+const telemetry = await startTelemetry({
+  metrics: values.metrics === 'on',
+  accessLog: accessFd === null ? null : new BufferedLines({ write: (text) => writeSync(accessFd, text) }),
+  traces: values.traces ? { url: tracesUrl(values.traces) } : null,
+});
+const admin = values.metrics === 'on' ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(), metrics: telemetry.metrics }) : null;
+
 const events = [];
 const gw = await startGateway({
   config,
@@ -63,6 +91,8 @@ const gw = await startGateway({
   host: '127.0.0.1',
   port: Number(values.port),
   upstreamOverride: values.upstream ?? null,
+  telemetry,
+  ...(admin ? { admin } : {}),
   log: (event, fields) => {
     if (events.length < 50) events.push(event);
     process.stderr.write(JSON.stringify({ event, ...fields }) + '\n');
@@ -80,7 +110,21 @@ if (values.store === 'stub') {
   store.changedSinceLastCheck = () => false;
 }
 
-process.stdout.write(JSON.stringify({ ready: true, url: gw.url, port: gw.port, key: key.key, workspace: values.workspace, store: values.store, db: join(dir, 'bench.db'), models: config.models.length }) + '\n');
+process.stdout.write(
+  JSON.stringify({
+    ready: true,
+    url: gw.url,
+    port: gw.port,
+    key: key.key,
+    workspace: values.workspace,
+    store: values.store,
+    db: join(dir, 'bench.db'),
+    models: config.models.length,
+    admin: admin?.url ?? null,
+    accessLog: accessFd === null ? null : join(dir, 'access.log'),
+    traces: values.traces ?? null,
+  }) + '\n',
+);
 
 let stopping = false;
 const stop = async () => {
@@ -89,6 +133,7 @@ const stop = async () => {
   try {
     await gw.close();
     store.close();
+    if (accessFd !== null) closeSync(accessFd);
   } finally {
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);

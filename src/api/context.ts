@@ -5,6 +5,7 @@ import type { GatewaySettings } from '../config/compiled.ts';
 import type { Admission } from '../admission/admission.ts';
 import type { StoreView } from '../admission/store-view.ts';
 import type { WalletBook } from '../admission/wallet-book.ts';
+import type { RequestObserver } from '../observe/observer.ts';
 import type { HealthTracker } from '../routing/health.ts';
 import type { SessionPins } from '../routing/session-pins.ts';
 import type { StopSwitch } from '../proxy/stop-switch.ts';
@@ -38,6 +39,9 @@ export interface GatewayContext {
   inFlight: InFlight;
   /** Thrown at the drain deadline: ends every running attempt (`drained`), starts no new one. */
   stop: StopSwitch;
+  /** Follows every inference request: the request-log writer, and the access log, metrics and
+   *  traces when they are on (src/telemetry/). */
+  observer: RequestObserver;
   /** Operational log (never secrets, keys or prompt text). */
   log(event: string, fields?: Record<string, unknown>): void;
 }

@@ -20,7 +20,8 @@ import { pinKey } from '../routing/session-pins.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
 import type { Admitted } from '../admission/admission.ts';
-import { newRequestRecord, type RequestRecord, requestEnd, requestLogRow } from './request-record.ts';
+import type { RequestWatch } from '../observe/observer.ts';
+import { newRequestRecord, type RequestRecord, requestEnd, requestSummary } from './request-record.ts';
 
 /** The route of one request: the plan, its primary model, and the session pin it reads and writes. */
 interface Route {
@@ -43,8 +44,10 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
     // calls and prices all come from this snapshot).
     const cfg = ctx.current;
     ctx.inFlight.enter();
+    // Every observer (request log, access log, metrics, traces) follows the request from here.
+    const watch = ctx.observer.begin(endpoint, reply.traceId, req);
     try {
-      await handle(ctx, cfg, protocol, req, reply, state);
+      await handle(ctx, cfg, protocol, req, reply, state, watch);
     } catch (err) {
       if (!(err instanceof GatewayError)) {
         ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
@@ -60,7 +63,7 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
       try {
         // Whatever happened, a hold that was not settled is released (idempotent in the store).
         if (state.holdNano !== null && state.settledCost === null) ctx.admission.release(state.traceId);
-        ctx.store.requestLog.append(requestLogRow(req, state, ctx.clock.now()));
+        watch.end(requestSummary(req, state, ctx.clock.now()));
       } finally {
         ctx.inFlight.leave();
       }
@@ -75,6 +78,7 @@ async function handle(
   req: IncomingRequest,
   reply: Reply,
   state: RequestRecord,
+  watch: RequestWatch,
 ): Promise<void> {
   const endpoint = state.endpoint;
   const now = ctx.clock.now();
@@ -100,10 +104,12 @@ async function handle(
   const asked = await protocol.read(req, endpoint, cfg.settings.limits);
   state.fields = asked.fields;
   state.stream = asked.stream;
+  watch.read(asked.stream, asked.fields.model);
 
   // 4. Which models, under which policy, on which deployments.
   const route = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
   const { plan, pin } = route;
+  state.routedModel = route.primary.id;
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
   const hold = requestHoldNano(plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
@@ -127,6 +133,7 @@ async function handle(
     stop: ctx.stop,
     // A crash can never leave a client holding a complete answer that was not charged.
     beforeComplete: (item, outcome) => settle(ctx, cfg.index, state, item, outcome, basis),
+    observe: watch,
   });
   state.result = result;
   // Half-open probes this request claimed while ordering but never reached go back at once, so the

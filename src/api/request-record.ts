@@ -3,6 +3,7 @@
 import type { Admitted } from '../admission/admission.ts';
 import { headerText, originOf, sanitizeTitle } from '../http/header-text.ts';
 import type { IncomingRequest } from '../http/request.ts';
+import type { RequestSummary } from '../observe/observer.ts';
 import type { RequestEnd } from '../observe/request-end.ts';
 import type { RoutingFields } from '../protocols/types.ts';
 import type { FailureReason } from '../proxy/attempt.ts';
@@ -26,6 +27,8 @@ export interface RequestRecord {
   status: number;
   /** How the request ended (see src/observe/request-end.ts); decided when it finishes. */
   ended: RequestEnd;
+  /** The primary model id routing resolved (a config id, unlike the client's `fields.model`). */
+  routedModel: string | null;
 }
 
 /** A record with nothing known yet but the endpoint and the trace id. */
@@ -46,6 +49,7 @@ export function newRequestRecord(endpoint: string, traceId: string): RequestReco
     status: 0,
     // Until an attempt says otherwise, a request that stops is one the gateway refused.
     ended: 'rejected',
+    routedModel: null,
   };
 }
 
@@ -80,6 +84,18 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
     app_origin: originOf(headerText(req.headers['http-referer']), headerText(req.headers['referer'])),
     session_id: s.sessionId,
     ended: s.ended,
+  };
+}
+
+/** What the request's observers hear when it is over: its log row, and what only they need. */
+export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: number): RequestSummary {
+  const row = requestLogRow(req, s, nowMs);
+  const final = s.result?.final;
+  return {
+    row,
+    durationMs: performance.now() - req.startedAt,
+    routedModel: s.routedModel,
+    upstreamModel: final?.kind === 'committed' ? final.outcome.upstreamModel : null,
   };
 }
 

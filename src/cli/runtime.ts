@@ -4,9 +4,14 @@
 import { sourceHashOf } from '../config/config-files.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { startGateway, type Gateway, type GatewayOptions, jsonLog, type ReloadResult } from '../gateway.ts';
+import { Lifecycle } from '../observe/lifecycle.ts';
 import { ADAPTERS } from '../platforms/index.ts';
+import { type AdminListener, startAdminListener } from '../server/admin-app.ts';
 import { openStore, type Store } from '../store/store.ts';
 import type { Owner } from './owner-files.ts';
+import { BufferedLines } from '../telemetry/line-sink.ts';
+import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
+import type { ObservabilityOptions } from './observability-options.ts';
 
 export type LoadedConfig = { ok: true; config: CompiledConfig; source: 'generated tables' | 'compiled' } | { ok: false; hash: string | null; problems: string[] };
 
@@ -46,17 +51,54 @@ export interface Running {
   store: Store;
 }
 
-export async function runGateway(opts: { config: CompiledConfig; db: string; host: string; port: number; upstreamOverride?: string | null; store?: Store }): Promise<Running> {
-  const store = opts.store ?? openStore(opts.db, { requestLog: opts.config.settings.requestLog });
+export async function runGateway(opts: {
+  config: CompiledConfig;
+  db: string;
+  host: string;
+  port: number;
+  upstreamOverride?: string | null;
+  store?: Store;
+  observability?: ObservabilityOptions;
+}): Promise<Running> {
+  // The admin listener comes up first, so readiness answers "starting" while the store opens.
+  const { telemetry, admin } = await startObservability(opts.observability);
+  let store: Store | undefined = opts.store;
   let gateway: Gateway;
   try {
-    const gwOpts: GatewayOptions = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null };
+    store ??= openStore(opts.db, { requestLog: opts.config.settings.requestLog });
+    const gwOpts: GatewayOptions = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
+    if (admin) gwOpts.admin = admin;
     gateway = await startGateway(gwOpts);
   } catch (err) {
-    store.close();
+    admin?.close();
+    await telemetry.close();
+    store?.close();
     throw err;
   }
   return { gateway, store };
+}
+
+/** Telemetry and the admin listener as the options say (nothing on without them). */
+async function startObservability(o: ObservabilityOptions | undefined): Promise<{ telemetry: Telemetry; admin: AdminListener | null }> {
+  const telemetry = await startTelemetry({
+    metrics: o?.admin !== null && o?.admin !== undefined && o.metrics,
+    accessLog: o?.accessLog ? new BufferedLines(process.stdout) : null,
+    traces: o?.tracesUrl ? { url: o.tracesUrl, serviceName: o.serviceName } : null,
+    log: jsonLog,
+  });
+  if (!o?.admin) return { telemetry, admin: null };
+  try {
+    const admin = await startAdminListener({
+      ...o.admin,
+      lifecycle: new Lifecycle(),
+      metrics: telemetry.metrics,
+      onUnexpectedError: (err) => jsonLog('admin_error', { error: err instanceof Error ? err.message : String(err) }),
+    });
+    return { telemetry, admin };
+  } catch (err) {
+    await telemetry.close();
+    throw new Error(`admin listener: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 /**

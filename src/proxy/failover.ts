@@ -19,8 +19,9 @@ import type { HeaderList, Reply } from '../http/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt } from './attempt.ts';
+import type { AttemptEnd, AttemptObserver } from '../observe/observer.ts';
 import { type HealthRecorder, healthSignal } from './health-signal.ts';
-import { buildCall, type CallInput, type CallResolver } from './upstream-call.ts';
+import { addAttemptHeaders, buildCall, type CallInput, type CallResolver } from './upstream-call.ts';
 
 export interface PlanItem {
   model: CompiledModel;
@@ -63,10 +64,26 @@ export interface FailoverInput extends Omit<AttemptInput, 'call' | 'identity' | 
   health: HealthRecorder;
   /** Runs before the answering attempt's last bytes go out (see AttemptInput.beforeComplete). */
   beforeComplete?(item: PlanItem, outcome: CommittedOutcome): void | Promise<void>;
+  /** Hears each attempt's start and end (metrics, spans) and adds its headers (trace context). */
+  observe?: AttemptObserver;
 }
 
 export function isRetryableStatus(status: number): boolean {
   return status === 401 || status === 403 || status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/** What an attempt's observers hear when it ends. */
+function attemptEnd(outcome: AttemptOutcome, ms: number): AttemptEnd {
+  const committed = outcome.kind === 'committed' ? outcome : null;
+  return {
+    outcome: describe(outcome),
+    status: outcome.kind === 'failed' ? null : outcome.status,
+    ms,
+    firstByteMs: outcome.firstByteMs,
+    responseModel: committed?.upstreamModel ?? null,
+    inputTokens: committed?.usage?.promptTokens ?? null,
+    outputTokens: committed?.usage?.completionTokens ?? null,
+  };
 }
 
 function describe(outcome: AttemptOutcome): string {
@@ -115,8 +132,17 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
     let slugJson = slugCache.get(item.model.id);
     if (!slugJson) slugCache.set(item.model.id, (slugJson = Buffer.from(JSON.stringify(item.model.id))));
 
+    const watch = input.observe?.attempt({
+      index: attempts.length,
+      provider: item.deployment.platform,
+      model: item.model.id,
+      deployment: item.deployment.id,
+      upstreamModel: item.deployment.upstreamModel,
+    });
+    if (watch) addAttemptHeaders(call, watch.headers);
+
     const started = performance.now();
-    const { beforeComplete: hook, ...shared } = input;
+    const { beforeComplete: hook, observe: _observe, ...shared } = input;
     const outcome = await runAttempt({
       ...shared,
       call,
@@ -127,15 +153,17 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
         ['X-Pi-Model', item.model.id],
       ],
     });
+    const ms = performance.now() - started;
     attempts.push({
       provider: item.deployment.platform,
       model: item.model.id,
       deployment: item.deployment.id,
       outcome: describe(outcome),
       status: outcome.kind === 'failed' ? null : outcome.status,
-      ms: Math.round(performance.now() - started),
+      ms: Math.round(ms),
       firstByteMs: outcome.firstByteMs === null ? null : Math.round(outcome.firstByteMs),
     });
+    watch?.finish(attemptEnd(outcome, ms));
     const signal = healthSignal(outcome);
     if (signal) input.health.record(item.deployment.id, signal);
     last = { item, outcome };

@@ -75,3 +75,10 @@ export function buildCall(
   headers['content-type'] = 'application/json';
   return { url, headers, body: JSON.stringify(body) };
 }
+
+/** Adds one attempt's own headers (the W3C `traceparent` of its span) to its built call. They never
+ *  replace a header the call already has (authentication, content type). */
+export function addAttemptHeaders(call: UpstreamCall, headers: Readonly<Record<string, string>> | null): void {
+  if (!headers) return;
+  for (const [k, v] of Object.entries(headers)) if (!(k in call.headers)) call.headers[k] = v;
+}

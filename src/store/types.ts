@@ -1,6 +1,5 @@
 // Records the store hands out and takes in: API keys, wallet views, ledger details, request-log rows.
 // Money fields are bigint nano-USD; times are epoch milliseconds.
-import type { RequestEnd } from '../observe/request-end.ts';
 
 /** An API key as stored: never the key itself or its hash. */
 export interface ApiKeyRecord {
@@ -72,50 +71,10 @@ export type LedgerOp =
   | { kind: 'settle'; workspace: string; traceId: string; amount: bigint; cost: bigint; details: LedgerDetails }
   | { kind: 'release'; workspace: string; traceId: string; amount: bigint; note?: string };
 
-/** One upstream attempt of a request, as logged. */
-export interface AttemptLogEntry {
-  provider: string;
-  model: string;
-  deployment: string;
-  /** As the failover loop describes it: `ok`, `status_<code>`, `committed_<why>`, or the failure reason. */
-  outcome: string;
-  /** Upstream HTTP status; null when none was received. */
-  status: number | null;
-  ms: number;
-}
-
-/**
- * One request-log row. Nothing secret goes here: no API key, credential or prompt text — only ids,
- * routing outcome, timings, token counts and the sanitised attribution headers.
- */
-export interface RequestLogRow {
-  trace_id: string;
-  ts: number;
-  workspace: string | null;
-  key_id: string | null;
-  endpoint: string;
-  model_requested: string | null;
-  model_served: string | null;
-  provider: string | null;
-  deployment: string | null;
-  attempts: number;
-  attempts_json: AttemptLogEntry[];
-  stream: boolean;
-  status: number;
-  error_code: string | null;
-  latency_ms: number | null;
-  ttfb_ms: number | null;
-  prompt_tokens: number | null;
-  completion_tokens: number | null;
-  reasoning_tokens: number | null;
-  cached_tokens: number | null;
-  cost_nano: bigint | null;
-  app_title: string | null;
-  app_origin: string | null;
-  session_id: string | null;
-  /** How the request ended; null only on rows written before this was recorded. */
-  ended: RequestEnd | null;
-}
+// The request-log row is what every request observer receives (src/observe/request-row.ts); the
+// store writes it as is.
+export type { AttemptLogEntry, RequestLogRow } from '../observe/request-row.ts';
+import type { RequestLogRow } from '../observe/request-row.ts';
 
 /** A stored row: the appended row plus its sequence id (ascending in commit order). */
 export interface RequestLogEntry extends RequestLogRow {

@@ -10,8 +10,11 @@ import { formatIssue, loadConfig } from '../../src/config/load-config.ts';
 import { startGateway, type Gateway } from '../../src/gateway.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { ADAPTERS } from '../../src/platforms/index.ts';
+import { Lifecycle } from '../../src/observe/lifecycle.ts';
+import { type AdminListener, startAdminListener } from '../../src/server/admin-app.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
+import { startTelemetry, type TelemetryOptions } from '../../src/telemetry/telemetry.ts';
 import { seededRandom } from './prng.ts';
 
 export const FIXTURES = fileURLToPath(new URL('../fixtures/config/', import.meta.url));
@@ -43,6 +46,10 @@ export interface StackOptions {
   store?: Store;
   /** Receives the gateway's log events (default: dropped). */
   log?: (event: string, fields?: Record<string, unknown>) => void;
+  /** Metrics, traces and the access log to start with the gateway (none by default). */
+  telemetry?: TelemetryOptions;
+  /** Start an admin listener on 127.0.0.1 port 0 (Stack.admin). */
+  admin?: boolean;
 }
 
 export interface Stack {
@@ -55,6 +62,8 @@ export interface Stack {
   url: string;
   /** {base_url}/v1 (what the OpenAI SDK takes). */
   v1: string;
+  /** The admin listener, when asked for (StackOptions.admin). */
+  admin: AdminListener | null;
   /** Creates an API key in the workspace and returns the plaintext. */
   key(workspace?: string, opts?: { rpm?: number; expiresAt?: number; name?: string }): string;
   /** Credits the workspace wallet (decimal USD string). */
@@ -77,6 +86,8 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
   const seal = opts.seal ?? ((name: string) => !name.endsWith('-unsealed-key'));
   for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
   let gw: Gateway;
+  const telemetry = opts.telemetry ? await startTelemetry(opts.telemetry) : null;
+  const admin = opts.admin ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(clock), metrics: telemetry?.metrics ?? null }) : null;
   try {
     gw = await startGateway({
       config,
@@ -85,9 +96,13 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
       random: opts.random ?? seededRandom(7),
       upstreamOverride: sim.url,
       ...(opts.limits ? { limits: opts.limits } : {}),
+      ...(telemetry ? { telemetry } : {}),
+      ...(admin ? { admin } : {}),
       log: opts.log ?? (() => undefined),
     });
   } catch (err) {
+    admin?.close();
+    await telemetry?.close();
     await sim.close();
     throw err;
   }
@@ -100,6 +115,7 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
     config,
     url: gw.url,
     v1: `${gw.url}/v1`,
+    admin,
     key(workspace = 'open', o = {}) {
       return store.apiKeys.create({ workspace, ...o }).key;
     },

@@ -9,6 +9,7 @@ import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
+import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
@@ -27,13 +28,16 @@ Options:
   --port N          gateway port (default 8080)
   --sim-port N      simulator port (default 4010)
   --workspace W     workspace of the demo key (default acme)
-  -h, --help        this text`;
+  -h, --help        this text
+
+${OBSERVABILITY_HELP}`;
 
 export const command: Command = {
   summary: 'run the gateway and the simulator together (offline quick start)',
   help: HELP,
   async run(argv) {
     let p;
+    let observability;
     try {
       p = parse(argv, {
         config: { type: 'string' },
@@ -42,7 +46,9 @@ export const command: Command = {
         port: { type: 'string' },
         'sim-port': { type: 'string' },
         workspace: { type: 'string' },
+        ...OBSERVABILITY_OPTIONS,
       }, false);
+      observability = observabilityOptions(p);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway demo: ${err.message}\n`);
@@ -90,7 +96,7 @@ export const command: Command = {
     const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false });
     let running;
     try {
-      running = await runGateway({ config, db: '', host, port, upstreamOverride: sim.url, store });
+      running = await runGateway({ config, db: '', host, port, upstreamOverride: sim.url, store, observability });
     } catch (err) {
       await sim.close();
       store.close();
@@ -101,7 +107,7 @@ export const command: Command = {
     const base = running.gateway.url;
     process.stdout.write(
       [
-        `pi-gateway demo: gateway on ${base}, simulator on ${sim.url}`,
+        `pi-gateway demo: gateway on ${base}, simulator on ${sim.url}${running.gateway.admin ? `, admin on ${running.gateway.admin.url}` : ''}`,
         `API key (workspace ${workspace}): ${key.key}`,
         '',
         'Try:',

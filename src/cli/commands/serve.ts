@@ -3,6 +3,7 @@ import { flag, int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
+import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../runtime.ts';
 import { systemClock } from '../../clock.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
@@ -34,6 +35,8 @@ Options:
                             against the simulator only)
   -h, --help                this text
 
+${OBSERVABILITY_HELP}
+
 Environment:
   PI_MASTER_KEY             32-byte key (base64 or hex) that unseals upstream credentials.
                             Required when the database holds sealed credentials.`;
@@ -43,6 +46,7 @@ export const command: Command = {
   help: HELP,
   async run(argv) {
     let p;
+    let observability;
     try {
       p = parse(argv, {
         config: { type: 'string' },
@@ -50,7 +54,9 @@ export const command: Command = {
         host: { type: 'string' },
         port: { type: 'string' },
         'upstream-override': { type: 'string' },
+        ...OBSERVABILITY_OPTIONS,
       }, false);
+      observability = observabilityOptions(p);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway serve: ${err.message}\n`);
@@ -77,13 +83,25 @@ export const command: Command = {
       return 1;
     }
     try {
-      running = await runGateway({ config, db, host, port, upstreamOverride: override });
+      running = await runGateway({ config, db, host, port, upstreamOverride: override, observability });
     } catch (err) {
       owner.release();
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
-    jsonLog('listening', { url: running.gateway.url, config: configDir, config_source: loaded.source, db, pid: process.pid, models: config.models.length, upstream_override: override });
+    jsonLog('listening', {
+      url: running.gateway.url,
+      config: configDir,
+      config_source: loaded.source,
+      db,
+      pid: process.pid,
+      models: config.models.length,
+      upstream_override: override,
+      admin: running.gateway.admin?.url ?? null,
+      metrics: (running.gateway.telemetry?.metrics ?? null) !== null,
+      access_log: observability.accessLog,
+      traces: observability.tracesUrl,
+    });
     logCredentialWarnings(config, running.store.secrets.names(), systemClock.now(), jsonLog);
     const { gateway, store } = running;
     return untilStopped({

@@ -1,0 +1,69 @@
+// Whether the gateway should receive traffic now, and why not: the lifecycle is `ready` (not
+// starting, draining or stopped), a config is loaded, the store answers, and at least one deployment
+// can be called (active, on an active resource, with its upstream credential stored). Also reports
+// the serving config's hash and the last reload's result.
+import { unservableReason } from '../availability/serving.ts';
+import type { ConfigIndex } from '../config/index.ts';
+import type { Lifecycle, LifecycleState } from '../observe/lifecycle.ts';
+
+/** What readiness reads of the running gateway. */
+export interface ServingView {
+  /** The config serving now (after a reload, the new one). */
+  index(): ConfigIndex;
+  /** Names of the stored upstream credentials; throws when the store does not answer. */
+  credentialNames(): ReadonlySet<string>;
+}
+
+export interface ReadinessReport {
+  status: 'ready' | 'not_ready';
+  state: LifecycleState;
+  /** Why not ready, one sentence each; empty when ready. */
+  reasons: string[];
+  config: { loaded: boolean; hash: string | null };
+  store: { ok: boolean; error?: string };
+  deployments: { total: number; callable: number };
+  last_reload: { ok: boolean; hash: string | null; problems: string[]; restart_needed: string[]; at: string } | null;
+}
+
+const STATE_REASON: Record<Exclude<LifecycleState, 'ready'>, string> = {
+  starting: 'starting: the public listener is not up yet',
+  draining: 'draining: shutting down, in-flight requests are finishing',
+  stopped: 'stopped: the public listener is closed',
+};
+
+export function readiness(lifecycle: Lifecycle, view: ServingView | null): ReadinessReport {
+  const state = lifecycle.state;
+  const reasons: string[] = state === 'ready' ? [] : [STATE_REASON[state]];
+  const last = lifecycle.lastReload;
+  const report: ReadinessReport = {
+    status: 'not_ready',
+    state,
+    reasons,
+    config: { loaded: false, hash: null },
+    store: { ok: false },
+    deployments: { total: 0, callable: 0 },
+    last_reload: last && { ok: last.ok, hash: last.hash, problems: [...last.problems], restart_needed: [...(last.restartNeeded ?? [])], at: new Date(last.at).toISOString() },
+  };
+  if (!view) {
+    reasons.push('no config is loaded yet');
+    return report;
+  }
+  const index = view.index();
+  report.config = { loaded: true, hash: index.config.sourceHash };
+  let names: ReadonlySet<string>;
+  try {
+    names = view.credentialNames();
+    report.store = { ok: true };
+  } catch (err) {
+    report.store = { ok: false, error: err instanceof Error ? err.message : String(err) };
+    reasons.push('the store does not answer');
+    return report;
+  }
+  const creds = { has: (name: string) => names.has(name) };
+  const deployments = index.config.deployments;
+  const callable = deployments.filter((d) => unservableReason(index, d, creds) === null).length;
+  report.deployments = { total: deployments.length, callable };
+  if (callable === 0) reasons.push('no deployment can be called: none is active with its upstream credential stored (pi-gateway secret set NAME)');
+  if (reasons.length === 0) report.status = 'ready';
+  return report;
+}

@@ -1,0 +1,52 @@
+// The admin listener: health, readiness and metrics on their own port (127.0.0.1 unless told
+// otherwise), so the public API's paths and answers stay exactly as the spec says and the operator's
+// endpoints are never exposed where clients reach. It can start before the gateway it reports on
+// (readiness then says "starting"); the gateway attaches itself once it is built.
+import { adminRoutes, type MetricsSource } from '../admin/routes.ts';
+import type { ServingView } from '../admin/readiness.ts';
+import type { Lifecycle } from '../observe/lifecycle.ts';
+import { createHttpServer } from './http-server.ts';
+
+export interface AdminListenerOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  lifecycle: Lifecycle;
+  metrics: MetricsSource | null;
+  onUnexpectedError?: (err: unknown) => void;
+}
+
+export interface AdminListener {
+  readonly port: number;
+  readonly url: string;
+  readonly lifecycle: Lifecycle;
+  readonly metrics: MetricsSource | null;
+  /** Readiness reads this gateway from now on. */
+  attach(view: ServingView): void;
+  /** Stops listening. Idempotent. */
+  close(): void;
+}
+
+export async function startAdminListener(opts: AdminListenerOptions): Promise<AdminListener> {
+  let view: ServingView | null = null;
+  const server = createHttpServer(
+    adminRoutes({ lifecycle: opts.lifecycle, serving: () => view, metrics: opts.metrics }),
+    opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {},
+  );
+  const port = await server.listen(opts.host, opts.port);
+  let closed = false;
+  return {
+    port,
+    url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`,
+    lifecycle: opts.lifecycle,
+    metrics: opts.metrics,
+    attach(v) {
+      view = v;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      server.close();
+    },
+  };
+}

@@ -1,0 +1,244 @@
+// The gateway's Prometheus metrics: a request observer that counts what every inference request did
+// (requests, how they ended, attempts, failovers, tokens, cost, refusals, in-flight requests and
+// streams, time added by the gateway, upstream time to first byte), gauges read at scrape time
+// (breaker state per deployment, config hash, readiness), config reloads by result, and prom-client's
+// process metrics (RSS, event-loop delay, GC, heap). Labels stay low-cardinality: endpoint ids,
+// model and deployment ids from the config, platform ids, workspace ids, HTTP statuses and the
+// fixed outcome vocabularies — never the model string a client sent.
+//
+// Cost on the request path: counters, gauges and histograms are plain numbers in tables (one Map
+// lookup each, src/telemetry/series-table.ts and histogram-table.ts); prom-client reads them when
+// /metrics is scraped and formats the exposition.
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { IncomingRequest } from '../http/request.ts';
+import type { Lifecycle, ReloadRecord } from '../observe/lifecycle.ts';
+import type { AttemptEnd, AttemptStart, AttemptWatch, RequestObserver, RequestSummary, RequestWatch } from '../observe/observer.ts';
+import { HistogramTable, TableHistogram } from './histogram-table.ts';
+import { SeriesTable } from './series-table.ts';
+
+/** One deployment's breaker as the scrape reads it. */
+export interface BreakerSample {
+  deployment: string;
+  provider: string;
+  state: 'closed' | 'half_open' | 'open';
+}
+
+/** What the gauges read from the running gateway at scrape time. */
+export interface MetricsBinding {
+  breakers(): BreakerSample[];
+  /** sourceHash of the config serving now. */
+  configHash(): string;
+  lifecycle: Lifecycle;
+}
+
+const BREAKER_VALUE: Record<BreakerSample['state'], number> = { closed: 0, half_open: 1, open: 2 };
+
+/** Seconds; the gateway's own work is sub-millisecond to a few milliseconds. */
+const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+/** Seconds; whole requests and provider first bytes: tens of ms to the 90-s start-of-answer limit. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+const NANO_PER_USD = 1e9;
+
+/** HTTP statuses as label text, made once each. */
+const STATUS_TEXT = new Map<number, string>();
+function statusLabel(status: number): string {
+  let t = STATUS_TEXT.get(status);
+  if (t === undefined) STATUS_TEXT.set(status, (t = String(status)));
+  return t;
+}
+
+export class GatewayMetrics implements RequestObserver {
+  readonly registry = new Registry();
+  // Request-path tables (read by the prom-client counters and gauges below when scraped).
+  readonly requests = new SeriesTable(['endpoint', 'model', 'provider', 'status']);
+  readonly ends = new SeriesTable(['endpoint', 'ended']);
+  readonly attempts = new SeriesTable(['provider', 'outcome']);
+  readonly failovers = new SeriesTable(['provider']);
+  readonly tokens = new SeriesTable(['direction', 'model', 'provider']);
+  readonly walletRefusals = new SeriesTable(['workspace']);
+  readonly rateLimited = new SeriesTable(['workspace']);
+  readonly inFlight = new SeriesTable(['endpoint']);
+  readonly inFlightStreams = new SeriesTable(['endpoint']);
+  readonly reloads = new SeriesTable(['result']);
+  /** Exact nano-USD per workspace; converted to USD once, when scraped. */
+  readonly costNano = new Map<string, bigint>();
+
+  readonly duration = new HistogramTable('endpoint', LATENCY_BUCKETS);
+  readonly overhead = new HistogramTable('endpoint', OVERHEAD_BUCKETS);
+  readonly ttfb = new HistogramTable('provider', LATENCY_BUCKETS);
+  private binding: MetricsBinding | null = null;
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    new TableHistogram({ name: 'pi_gateway_request_duration_seconds', help: 'Inference requests: arrival to the end of the answer, by endpoint.', registers }, this.duration);
+    new TableHistogram({ name: 'pi_gateway_overhead_seconds', help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.', registers }, this.overhead);
+    new TableHistogram({ name: 'pi_gateway_upstream_ttfb_seconds', help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.", registers }, this.ttfb);
+    this.registerTables();
+    this.registerScrapeGauges();
+    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Connects the gauges that read the running gateway, and counts its config reloads. */
+  bind(binding: MetricsBinding): void {
+    this.binding = binding;
+    binding.lifecycle.onReload((r: ReloadRecord) => void this.reloads.series(r.ok ? 'ok' : 'failed').value++);
+  }
+
+  begin(endpoint: string, _traceId: string, _req: IncomingRequest): RequestWatch {
+    return new MetricsWatch(this, endpoint);
+  }
+
+  /** Request-path hooks used by MetricsWatch. */
+  recordAttempt(end: AttemptEnd, provider: string): void {
+    this.attempts.series(provider, end.outcome).value++;
+    if (end.firstByteMs !== null) this.ttfb.observe(provider, end.firstByteMs / 1000);
+  }
+
+  recordEnd(endpoint: string, s: RequestSummary, upstreamMs: number): void {
+    const row = s.row;
+    const model = row.model_served ?? s.routedModel ?? '';
+    const provider = row.provider ?? '';
+    this.requests.series(endpoint, model, provider, statusLabel(row.status)).value++;
+    this.ends.series(endpoint, row.ended ?? 'rejected').value++;
+    this.duration.observe(endpoint, s.durationMs / 1000);
+    this.overhead.observe(endpoint, Math.max(0, s.durationMs - upstreamMs) / 1000);
+    const attempts = row.attempts_json;
+    for (let i = 0; i < attempts.length - 1; i++) this.failovers.series((attempts[i] as { provider: string }).provider).value++;
+    if (row.prompt_tokens !== null) this.tokens.series('input', model, provider).value += row.prompt_tokens;
+    if (row.completion_tokens !== null) this.tokens.series('output', model, provider).value += row.completion_tokens;
+    const workspace = row.workspace ?? '';
+    if (row.cost_nano !== null && row.cost_nano > 0n) this.costNano.set(workspace, (this.costNano.get(workspace) ?? 0n) + row.cost_nano);
+    if (row.error_code === 'insufficient_balance') this.walletRefusals.series(workspace).value++;
+    else if (row.error_code === 'rate_limited') this.rateLimited.series(workspace).value++;
+  }
+
+  /** Counters and gauges over the request-path tables, filled from them when scraped. */
+  private registerTables(): void {
+    const registers = [this.registry];
+    const counter = (name: string, help: string, table: SeriesTable) =>
+      new Counter({
+        name,
+        help,
+        labelNames: table.labelNames,
+        registers,
+        collect() {
+          this.reset();
+          for (const s of table.all()) this.inc(s.labels, s.value);
+        },
+      });
+    const gauge = (name: string, help: string, table: SeriesTable) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: table.labelNames,
+        registers,
+        collect() {
+          this.reset();
+          for (const s of table.all()) this.set(s.labels, s.value);
+        },
+      });
+    counter('pi_gateway_requests_total', 'Inference requests by endpoint, model served (else routed; empty when unresolved), provider that answered (empty when none) and HTTP status.', this.requests);
+    counter('pi_gateway_request_ends_total', 'Inference requests by endpoint and how they ended (completed, client_abort, upstream_cut, idle_timeout, write_stall, drained, failed, rejected).', this.ends);
+    counter('pi_gateway_upstream_attempts_total', 'Upstream attempts by provider and outcome (ok, status_<code>, committed_<why>, or the failure reason).', this.attempts);
+    counter('pi_gateway_failovers_total', 'Failovers: an attempt followed by another attempt of the same request, by the provider failed over from.', this.failovers);
+    counter('pi_gateway_tokens_total', 'Billed tokens (settled usage, or the documented estimate) by direction (input, output), model served and provider.', this.tokens);
+    counter('pi_gateway_wallet_refusals_total', 'Requests refused 402 insufficient_balance, by workspace.', this.walletRefusals);
+    counter('pi_gateway_rate_limited_total', "Requests refused 429 rate_limited by the gateway's own rate limit, by workspace.", this.rateLimited);
+    counter('pi_gateway_config_reloads_total', 'Config reloads by result (ok, failed).', this.reloads);
+    gauge('pi_gateway_in_flight_requests', 'Inference requests in progress, by endpoint.', this.inFlight);
+    gauge('pi_gateway_in_flight_streams', 'Streamed inference requests (stream: true) in progress, from the body read to the end, by endpoint.', this.inFlightStreams);
+    const costNano = this.costNano;
+    new Counter({
+      name: 'pi_gateway_cost_usd_total',
+      help: 'Settled cost charged to wallets in USD, by workspace (summed exactly in nano-USD).',
+      labelNames: ['workspace'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [workspace, nano] of costNano) this.inc({ workspace }, Number(nano) / NANO_PER_USD);
+      },
+    });
+  }
+
+  /** Gauges read from the running gateway when scraped. */
+  private registerScrapeGauges(): void {
+    const registers = [this.registry];
+    const metrics = this;
+    new Gauge({
+      name: 'pi_gateway_breaker_state',
+      help: 'Circuit breaker per deployment: 0 closed, 1 half-open (cool-down over, probe allowed), 2 open.',
+      labelNames: ['deployment', 'provider'],
+      registers,
+      collect() {
+        this.reset();
+        for (const b of metrics.binding?.breakers() ?? []) this.set({ deployment: b.deployment, provider: b.provider }, BREAKER_VALUE[b.state]);
+      },
+    });
+    new Gauge({
+      name: 'pi_gateway_config_info',
+      help: 'The config serving now: 1, labelled with its source hash.',
+      labelNames: ['hash'],
+      registers,
+      collect() {
+        this.reset();
+        if (metrics.binding) this.set({ hash: metrics.binding.configHash() }, 1);
+      },
+    });
+    new Gauge({
+      name: 'pi_gateway_ready',
+      help: '1 while the public listener accepts requests (lifecycle ready), 0 while starting, draining or stopped.',
+      registers,
+      collect() {
+        this.set(metrics.binding?.lifecycle.state === 'ready' ? 1 : 0);
+      },
+    });
+  }
+}
+
+/** One request as the metrics follow it; also its attempts' watch (no per-attempt allocation). */
+class MetricsWatch implements RequestWatch, AttemptWatch {
+  readonly headers = null;
+  private stream = false;
+  private upstreamMs = 0;
+  private provider = '';
+
+  constructor(
+    private readonly m: GatewayMetrics,
+    private readonly endpoint: string,
+  ) {
+    m.inFlight.series(endpoint).value++;
+  }
+
+  read(stream: boolean): void {
+    if (stream && !this.stream) {
+      this.stream = true;
+      this.m.inFlightStreams.series(this.endpoint).value++;
+    }
+  }
+
+  attempt(start: AttemptStart): AttemptWatch {
+    this.provider = start.provider;
+    return this;
+  }
+
+  finish(end: AttemptEnd): void {
+    this.upstreamMs += end.ms;
+    this.m.recordAttempt(end, this.provider);
+  }
+
+  end(summary: RequestSummary): void {
+    this.m.inFlight.series(this.endpoint).value--;
+    if (this.stream) this.m.inFlightStreams.series(this.endpoint).value--;
+    this.m.recordEnd(this.endpoint, summary, this.upstreamMs);
+  }
+}
