@@ -15,7 +15,7 @@ import { InFlight } from './api/in-flight.ts';
 import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecycle.ts';
 import { StopSwitch } from './proxy/stop-switch.ts';
 import { Lifecycle } from './observe/lifecycle.ts';
-import { combineObservers } from './observe/observer.ts';
+import { combineObservers, type RequestObserver } from './observe/observer.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
@@ -88,6 +88,13 @@ export function jsonLog(event: string, fields: Record<string, unknown> = {}): vo
   process.stderr.write(JSON.stringify({ t: new Date().toISOString(), event, ...fields }) + '\n');
 }
 
+/** The request-log writer first: it is the record of money and must not wait on the others. */
+function requestObserver(opts: GatewayOptions, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
+  return combineObservers([requestLogObserver(opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
+    log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
+  );
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
@@ -142,10 +149,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
     stop: new StopSwitch(),
-    // The request-log writer first: it is the record of money and must not wait on the others.
-    observer: combineObservers([requestLogObserver(opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
-      log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
-    ),
+    observer: requestObserver(opts, log),
     log,
   };
   opts.telemetry?.bind({

@@ -18,7 +18,7 @@ interface Report {
   config: { loaded: boolean; hash: string | null };
   store: { ok: boolean; error?: string };
   deployments: { total: number; callable: number };
-  last_reload: { ok: boolean; hash: string | null; problems: string[]; at: string } | null;
+  last_reload: { ok: boolean; hash: string | null; problems: string[]; restart_needed: string[]; at: string } | null;
 }
 
 async function get(url: string): Promise<{ status: number; body: Report; headers: Headers }> {
@@ -131,11 +131,11 @@ t.test('reload results: readiness reports the last one; metrics count them by re
   s.gw.lifecycle.recordReload({ ok: false, hash, problems: ['models/acme.yaml:3:7 /models/0/id: must match pattern'] });
   const failed = await get(`${admin.url}/health/ready`);
   t.equal(failed.status, 200, 'a failed reload keeps the running config: still ready');
-  t.same(failed.body.last_reload, { ok: false, hash, problems: ['models/acme.yaml:3:7 /models/0/id: must match pattern'], at: new Date(s.clock.now()).toISOString() });
+  t.same(failed.body.last_reload, { ok: false, hash, problems: ['models/acme.yaml:3:7 /models/0/id: must match pattern'], restart_needed: [], at: new Date(s.clock.now()).toISOString() });
   s.clock.advance(1000);
   s.gw.lifecycle.recordReload({ ok: true, hash, problems: [] });
   const ok = await get(`${admin.url}/health/ready`);
-  t.same(ok.body.last_reload, { ok: true, hash, problems: [], at: new Date(s.clock.now()).toISOString() });
+  t.same(ok.body.last_reload, { ok: true, hash, problems: [], restart_needed: [], at: new Date(s.clock.now()).toISOString() });
   const text = await (await fetch(`${admin.url}/metrics`)).text();
   t.match(text, /pi_gateway_config_reloads_total\{result="failed"\} 1\n/);
   t.match(text, /pi_gateway_config_reloads_total\{result="ok"\} 1\n/);
@@ -147,4 +147,32 @@ t.test('/metrics is 404 when metrics are off', async (t) => {
   const res = await fetch(`${(s.admin as NonNullable<typeof s.admin>).url}/metrics`);
   t.equal(res.status, 404);
   t.same(await res.json(), { error: 'metrics are off on this gateway' });
+});
+
+t.test('the real drain and reload reach readiness: Gateway.drain turns it 503, Gateway.recordReload shows there', async (t) => {
+  const s = await startStack(t, { admin: true, limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000 } });
+  const admin = s.admin as NonNullable<typeof s.admin>;
+  const url = `${admin.url}/health/ready`;
+
+  // A reload as SIGHUP / `pi-gateway reload` records it (src/cli/runtime.ts reloadGateway).
+  const { restartNeeded } = s.gw.reload(s.config);
+  s.gw.recordReload({ ok: true, hash: s.config.sourceHash, problems: [], restartNeeded: ['limits.demo'], at: s.clock.now() });
+  const reloaded = await get(url);
+  t.equal(reloaded.status, 200, 'ready after a reload');
+  t.same(restartNeeded, [], 'the same config needs no restart');
+  t.same(reloaded.body.last_reload, { ok: true, hash: s.config.sourceHash, problems: [], restart_needed: ['limits.demo'], at: new Date(s.clock.now()).toISOString() }, "the gateway's reload record, with what needs a restart");
+
+  // A stream in flight keeps the drain open long enough to ask readiness during it.
+  const key = s.key('open');
+  s.credit('open', '100');
+  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], stream: true, provider: { only: ['alpha'] }, sim: { chunks: 10, chunkDelayMs: 40 } }, { key });
+  const body = res.text();
+  const drained = s.gw.drain(10_000);
+  const during = await get(url);
+  t.equal(during.status, 503, 'not ready while the gateway drains');
+  t.equal(during.body.state, 'draining');
+  t.same(during.body.reasons, ['draining: shutting down, in-flight requests are finishing']);
+  t.match(await body, /\[DONE\]/, 'the stream in flight still completes');
+  await drained;
+  t.equal(s.gw.lifecycle.state, 'stopped', 'stopped once the drain closed the gateway');
 });
