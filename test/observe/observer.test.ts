@@ -138,7 +138,7 @@ t.test('lifecycle: starting → ready → draining → stopped; reload records',
   const problems = ['models/a.yaml:1:1 /id: bad'];
   const r = l.recordReload({ ok: false, hash: 'h1', problems });
   problems.push('mutated later');
-  t.same(r, { ok: false, hash: 'h1', problems: ['models/a.yaml:1:1 /id: bad'], at: Date.parse('2026-03-01T00:00:00Z') });
+  t.same(r, { ok: false, hash: 'h1', problems: ['models/a.yaml:1:1 /id: bad'], restartNeeded: [], at: Date.parse('2026-03-01T00:00:00Z') });
   t.same(l.lastReload, r);
   t.same(seen, [r]);
 });
