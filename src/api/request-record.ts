@@ -112,6 +112,7 @@ function committedEnd(broken: FailureReason | null): RequestEnd {
     case 'empty':
     case 'too_large':
     case 'connect':
+    case 'credential':
       return 'upstream_cut';
   }
 }

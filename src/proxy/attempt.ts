@@ -56,7 +56,7 @@ export class AttemptSink implements UpstreamSink {
 
   constructor(
     private readonly core: AttemptCore,
-    private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints'>,
+    private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>,
   ) {
     this.phase = new AwaitingHead(core);
   }
@@ -70,7 +70,7 @@ export class AttemptSink implements UpstreamSink {
     const core = this.core;
     if (core.done) return;
     const { protocol, slugJson } = this.input;
-    const route = routeHead(status, headers);
+    const route = routeHead(status, headers, this.input.decoding ?? null);
     const head: AnswerHead = { status, headers, identity: this.input.identity };
     switch (route.kind) {
       case 'refused':
@@ -79,11 +79,14 @@ export class AttemptSink implements UpstreamSink {
       case 'stream':
         this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), head);
         return;
+      case 'decoded':
+        this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), head, route.decoding.decoder());
+        return;
       case 'json':
         this.phase = new JsonReader(core, protocol, slugJson, head);
         return;
       case 'error':
-        this.phase = new ErrorReader(core, head);
+        this.phase = new ErrorReader(core, head, this.input.decoding?.errorBody);
         return;
     }
   }
