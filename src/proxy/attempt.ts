@@ -50,6 +50,9 @@ class AwaitingHead implements AttemptPhase {
   }
 }
 
+/** The Content-Type of a stream decoded from a platform's own format into SSE. */
+const DECODED_STREAM_TYPE = 'text/event-stream; charset=utf-8';
+
 /** Receives the upstream exchange and hands each callback to the current phase. */
 export class AttemptSink implements UpstreamSink {
   private phase: AttemptPhase;
@@ -79,9 +82,12 @@ export class AttemptSink implements UpstreamSink {
       case 'stream':
         this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), head);
         return;
-      case 'decoded':
-        this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), head, route.decoding.decoder());
+      case 'decoded': {
+        // The client gets SSE, whatever the platform's own stream type was.
+        const sseHead = { ...head, headers: { ...headers, 'content-type': DECODED_STREAM_TYPE } };
+        this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), sseHead, route.decoding.decoder());
         return;
+      }
       case 'json':
         this.phase = new JsonReader(core, protocol, slugJson, head);
         return;

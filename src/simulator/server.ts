@@ -6,6 +6,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_sock
 import { type Clock, systemClock } from '../clock.ts';
 import { type Behaviour, parseBehaviour } from './behaviour.ts';
 import { readBody } from '../server/read-body.ts';
+import { handleBedrock } from './bedrock.ts';
 import { controlNeedsBody, controlReply } from './control.ts';
 import { Exchange } from './exchange.ts';
 import { organizationId } from './ids.ts';
@@ -13,12 +14,14 @@ import { familyOf, handleInference } from './inference.ts';
 import { type RecordedRequest, Recorder } from './recorder.ts';
 import { classify } from './routes.ts';
 import { ScriptBook } from './script-book.ts';
+import type { AwsSimKey } from './sigv4-verify.ts';
 import type { RequestCopy, SimState } from './state.ts';
 import { errorBody } from './wire-errors.ts';
 import { JSON_TYPE, providerHeaders, statusLine } from './wire-headers.ts';
 
 export type { Behaviour } from './behaviour.ts';
 export type { RecordedRequest } from './recorder.ts';
+export type { AwsSimKey } from './sigv4-verify.ts';
 
 export interface SimulatorOptions {
   /** Default 127.0.0.1. */
@@ -35,6 +38,8 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** Largest request body accepted (413 beyond). Default 64 MiB. */
   maxBodyBytes?: number;
+  /** AWS keys (access key id → secret, optional session token) Bedrock requests may be signed with. */
+  awsKeys?: Record<string, AwsSimKey>;
 }
 
 export interface Simulator {
@@ -106,7 +111,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     res,
     state.maxBodyBytes,
     () => ex.done,
-    (raw) => handleInference(state, ex, route, copy, raw),
+    (raw) => (route.form === 'bedrock' ? handleBedrock(state, ex, route, copy, raw) : handleInference(state, ex, route, copy, raw)),
     () => {
       const family = familyOf(route);
       const headers = providerHeaders(family, JSON_TYPE, null, 0, state.organizationId);
@@ -126,6 +131,7 @@ export function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> 
     organizationId: organizationId(),
     live: new Set(),
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024 * 1024,
+    awsKeys: new Map(Object.entries(opts.awsKeys ?? {})),
   };
   const app: TemplatedApp = uWS.App();
   app.any('/*', (res, req) => onRequest(state, res, req));

@@ -38,6 +38,8 @@ export interface StackOptions {
   limits?: Partial<GatewaySettings['limits']>;
   /** Which credentials get sealed: default every resource's except names ending in "-unsealed-key". */
   seal?: (credential: string) => boolean;
+  /** Sealed values by credential name (AWS keys, a service account); the rest get `upstream-secret-<name>`. */
+  secrets?: Record<string, string>;
   simulator?: SimulatorOptions;
   /** Use this store instead of a fresh in-memory one. */
   store?: Store;
@@ -75,7 +77,7 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
   const masterKey = randomBytes(32).toString('base64');
   const store = opts.store ?? openStore(':memory:', { clock, masterKey, requestLog: { flushIntervalMs: 10 } });
   const seal = opts.seal ?? ((name: string) => !name.endsWith('-unsealed-key'));
-  for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
+  for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, opts.secrets?.[r.credential] ?? `upstream-secret-${r.credential}`);
   let gw: Gateway;
   try {
     gw = await startGateway({
