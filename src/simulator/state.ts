@@ -18,6 +18,17 @@ export interface SimState {
   maxBodyBytes: number;
   /** AWS access key id → secret (and session token): what SigV4-signed Bedrock requests may use. */
   awsKeys: ReadonlyMap<string, AwsSimKey>;
+  tokens: TokenState;
+}
+
+/** The token endpoints' state: who may get tokens, and the tokens issued (token → expiry, ms). */
+export interface TokenState {
+  /** Service account client_email → public key (PEM). */
+  serviceAccounts: ReadonlyMap<string, string>;
+  /** Entra client id → client secret. */
+  entraClients: ReadonlyMap<string, string>;
+  lifetimeSec: number;
+  issued: Map<string, number>;
 }
 
 /** The parts of a uWS HttpRequest copied synchronously in the route callback. */
