@@ -43,6 +43,10 @@ const HOMES: Record<string, string[]> = {
   'ajv/dist/2020.js': ['src/config/'],
   'ajv-formats': ['src/config/'],
   'json-schema-to-typescript': ['src/codegen/'],
+  // The AWS SDK pieces serve the Bedrock adapter only (the simulator checks them by hand).
+  '@smithy/signature-v4': ['src/platforms/'],
+  '@smithy/core/serde': ['src/platforms/'],
+  '@smithy/core/event-streams': ['src/platforms/'],
 };
 
 /** Beside the path: money and storage reach the request path through callbacks and seams only. */
