@@ -13,6 +13,7 @@ import { type ConfigSnapshot, configSnapshot, restartNeeded } from './api/config
 import type { GatewayContext } from './api/context.ts';
 import { InFlight } from './api/in-flight.ts';
 import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecycle.ts';
+import { adapterContext } from './proxy/adapter-context.ts';
 import { StopSwitch } from './proxy/stop-switch.ts';
 import { Lifecycle } from './observe/lifecycle.ts';
 import { combineObservers, type RequestObserver } from './observe/observer.ts';
@@ -113,10 +114,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
     () => wallets.refresh(),
   );
+  const client = new UpstreamClient();
   const sources = {
     limits: opts.limits,
     reveal: (credential: string) => view.reveal(credential),
     upstreamOverride: () => ctx.upstreamOverride,
+    // One for the process: token caches live as long as the gateway, across reloads.
+    adapters: adapterContext({ clock, postForm: (url, form) => client.postForm(url, form), upstreamOverride: () => ctx.upstreamOverride }),
   };
   // The one mutable reference to the config: a reload replaces it in a single assignment.
   let snapshot: ConfigSnapshot = configSnapshot(opts.config, sources);
@@ -145,7 +149,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     random: opts.random ?? Math.random,
     health: new HealthTracker(snapshot.settings.health, clock),
     pins: new SessionPins({ clock, maxPins: snapshot.settings.sessions.maxPins }),
-    client: new UpstreamClient(),
+    client,
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
     stop: new StopSwitch(),

@@ -49,6 +49,10 @@ const HOMES: Record<string, string[]> = {
   '@opentelemetry/exporter-trace-otlp-http': ['src/telemetry/'],
   '@opentelemetry/resources': ['src/telemetry/'],
   '@opentelemetry/sdk-trace-base': ['src/telemetry/'],
+  // The AWS SDK pieces serve the Bedrock adapter only (the simulator checks them by hand).
+  '@smithy/signature-v4': ['src/platforms/'],
+  '@smithy/core/serde': ['src/platforms/'],
+  '@smithy/core/event-streams': ['src/platforms/'],
 };
 
 /** Beside the path: money, storage and telemetry reach the request path through callbacks and seams only. */

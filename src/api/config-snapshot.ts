@@ -4,6 +4,7 @@
 // its end, so in-flight requests finish on the config they started with.
 import type { CompiledConfig, GatewaySettings } from '../config/compiled.ts';
 import { ConfigIndex } from '../config/index.ts';
+import type { AdapterContext } from '../platforms/types.ts';
 import { configuredTargets } from '../proxy/targets.ts';
 import type { CallResolver } from '../proxy/upstream-call.ts';
 
@@ -23,12 +24,14 @@ export interface SnapshotSources {
   reveal(credential: string): string | null;
   /** Replaces scheme, host and port of every resource base URL; read per call. */
   upstreamOverride(): URL | null;
+  /** Lent to platform adapters; the same one across reloads, so cached tokens are kept. */
+  adapters: AdapterContext;
 }
 
 export function configSnapshot(config: CompiledConfig, sources: SnapshotSources): ConfigSnapshot {
   const index = new ConfigIndex(config);
   const settings: GatewaySettings = { ...config.settings, limits: { ...config.settings.limits, ...sources.limits } };
-  const targets = configuredTargets({ index, reveal: sources.reveal, upstreamOverride: sources.upstreamOverride });
+  const targets = configuredTargets({ index, reveal: sources.reveal, upstreamOverride: sources.upstreamOverride, context: sources.adapters });
   return { index, settings, targets, hash: config.sourceHash };
 }
 

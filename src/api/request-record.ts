@@ -131,6 +131,7 @@ function committedEnd(broken: FailureReason | null): RequestEnd {
     case 'empty':
     case 'too_large':
     case 'connect':
+    case 'credential':
       return 'upstream_cut';
   }
 }

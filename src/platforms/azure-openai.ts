@@ -1,26 +1,62 @@
 // Azure OpenAI: the deployment name (our upstream model id) is part of the path, the API version is a
-// query parameter, and the key goes in `api-key`.
-import { type PlatformAdapter, joinUrl } from './types.ts';
+// query parameter. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
+// `{"tenant_id", "client_id", "client_secret"}` exchanged for bearer tokens that refresh themselves
+// (./entra-token.ts; `entra_authority` names a sovereign cloud's login host).
+import { credentialObject } from './credential-json.ts';
+import { DEFAULT_AUTHORITY, dropEntraToken, entraToken } from './entra-token.ts';
+import { type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
 const PATHS: Record<string, string> = {
   chat_completions: '/chat/completions',
   images_generations: '/images/generations',
   images_edits: '/images/edits',
 };
+const OPTIONS = new Set(['api_version', 'entra_authority']);
+
+function authorityOf(target: UpstreamTarget): string {
+  const a = target.platform.adapterOptions['entra_authority'];
+  return typeof a === 'string' ? a : DEFAULT_AUTHORITY;
+}
+
+function isJson(credential: string): boolean {
+  return credential.trimStart().startsWith('{');
+}
 
 export const azureOpenai: PlatformAdapter = {
   id: 'azure-openai',
   endpoints: Object.keys(PATHS),
   validateOptions(options) {
     const problems: string[] = [];
-    for (const k of Object.keys(options)) if (k !== 'api_version') problems.push(`adapter "azure-openai" has no option "${k}"`);
+    for (const k of Object.keys(options)) if (!OPTIONS.has(k)) problems.push(`adapter "azure-openai" has no option "${k}"`);
     if (typeof options['api_version'] !== 'string') problems.push('adapter "azure-openai" needs option "api_version" (a string such as "2024-10-21")');
+    const authority = options['entra_authority'];
+    if (authority !== undefined && (typeof authority !== 'string' || !/^https:\/\/[^/]+\/?$/.test(authority))) {
+      problems.push('adapter "azure-openai" option "entra_authority" must be an https origin such as "https://login.microsoftonline.us"');
+    }
     return problems;
   },
   request(target, req) {
     const version = encodeURIComponent(String(target.platform.adapterOptions['api_version']));
     const deployment = encodeURIComponent(target.deployment.upstreamModel);
     const path = `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
-    return { url: joinUrl(target.resource.baseUrl, path), headers: [['api-key', target.credential]] };
+    const headers: [string, string][] = isJson(target.credential) ? [] : [['api-key', target.credential]];
+    return { url: joinUrl(target.resource.baseUrl, path), headers };
+  },
+  authorize(out, target, _req, ctx) {
+    const obj = credentialObject(target.credential, target.platform.id);
+    if (obj === null) return;
+    const token = entraToken(obj, target.credential, authorityOf(target), target.platform.id, ctx);
+    if (typeof token === 'string') {
+      out.headers['authorization'] = `Bearer ${token}`;
+      return;
+    }
+    return token.then((t) => {
+      out.headers['authorization'] = `Bearer ${t}`;
+    });
+  },
+  refused(out, target, ctx) {
+    if (!isJson(target.credential)) return false;
+    dropEntraToken(target.credential, authorityOf(target), (out.headers['authorization'] ?? '').replace(/^Bearer /, ''), ctx);
+    return true;
   },
 };

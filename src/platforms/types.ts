@@ -1,6 +1,11 @@
 // The platform adapter interface: everything that differs between upstream platforms once the
-// inbound protocol module has prepared the body — URL, auth headers and small wire quirks.
-// Adding a platform kind means one module here, its line in ./index.ts, the YAML, and its tests.
+// inbound protocol module has prepared the body — URL, auth, small wire quirks, and (for clouds whose
+// wire is not the protocol's own) how their answers are read. One attempt's call is built in this
+// order (src/proxy/upstream-call.ts): request() → protocol rewrite → patchBody() → serialise →
+// authorize() over the exact bytes → send; decoding() reads the answer. Adding a platform kind means
+// one module here, its line in ./index.ts, the YAML, and its tests (test/platforms/adapter-suite.ts).
+import type { Readable } from 'node:stream';
+import type { Clock } from '../clock.ts';
 import type { AdapterFacts, AdapterOptions } from '../config/adapter-catalog.ts';
 import type { CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
 
@@ -23,6 +28,69 @@ export interface AdapterRequest {
   clientHeaders: Record<string, string>;
 }
 
+/** A token endpoint's answer (status and body; the body is capped by the caller). */
+export interface FormAnswer {
+  status: number;
+  body: Buffer;
+}
+
+/**
+ * What the gateway lends adapters beyond the target, one per gateway process (token caches keyed by
+ * it survive config reloads): the clock every expiry is read from, the HTTP call to token endpoints
+ * (undici lives in src/upstream/, never here), and where token endpoints really are.
+ */
+export interface AdapterContext {
+  readonly clock: Clock;
+  /** POSTs an `application/x-www-form-urlencoded` form; rejects on a network failure or timeout. */
+  postForm(url: string, form: Record<string, string>): Promise<FormAnswer>;
+  /** The URL a token endpoint is reached at: `url`, or re-pointed to the origin every resource base
+   *  URL is sent to when the gateway runs against the simulator (demo, tests). */
+  endpointUrl(url: string): string;
+}
+
+/** The request of one attempt as it will be sent: authorize() reads it and adds its headers. */
+export interface OutgoingRequest {
+  readonly url: string;
+  /** Lowercase names; content-type is already set. authorize() adds or replaces its own. */
+  readonly headers: Record<string, string>;
+  /** The exact bytes sent (a streamed upload is a Readable: only header-based auth can cover it). */
+  readonly body: string | Buffer | Readable;
+}
+
+/**
+ * The adapter cannot authenticate this attempt: the sealed credential does not fit the platform's
+ * `auth` option (not the JSON it needs, a missing field), or a token endpoint refused or failed.
+ * The attempt fails (`credential`) and the next deployment is tried. The message reaches the client
+ * in the final 503 when no deployment answers, so it never quotes the credential or the endpoint's
+ * error text.
+ */
+export class CredentialError extends Error {}
+
+/**
+ * Turns a platform's streamed answer (e.g. Bedrock's binary event stream) into SSE event bytes.
+ * Frames may arrive split at any byte boundary; a frame that cannot be read (bad length, checksum,
+ * headers) stops the decoder: the events completed before it are still returned, `failure` says why.
+ */
+export interface StreamDecoder {
+  /** The SSE bytes of the events `chunk` completed (possibly none); nothing once `failure` is set. */
+  push(chunk: Buffer): Buffer;
+  /** Bytes held of a frame not yet complete: an upstream end now would cut it. */
+  readonly pendingBytes: number;
+  /** Why a frame could not be read; null while every frame could. */
+  readonly failure: string | null;
+}
+
+/** How to read a platform's answers when they are not the inbound protocol's own wire. */
+export interface AnswerDecoding {
+  /** The media type (lowercase, no parameters) of a 2xx streamed answer `decoder` reads. */
+  readonly streamType: string;
+  /** A fresh decoder for one attempt. */
+  decoder(): StreamDecoder;
+  /** A non-2xx answer's body in the inbound protocol's error shape (the body as received, up to the
+   *  error cap), so a client reading a passed-on provider error sees its own protocol's error. */
+  errorBody?(status: number, headers: Record<string, string>, body: Buffer): Buffer;
+}
+
 /** An adapter is also the facts config linking checks platform files against (see AdapterFacts). */
 export interface PlatformAdapter extends AdapterFacts {
   readonly id: string;
@@ -30,10 +98,26 @@ export interface PlatformAdapter extends AdapterFacts {
   readonly endpoints: readonly string[];
   /** Problems with a platform's `adapter_options` (empty when fine). Run at config load. */
   validateOptions(options: AdapterOptions): string[];
-  /** Absolute URL and auth/wire headers for one attempt (content-type is added by the caller). */
+  /** Absolute URL and the headers that do not depend on the body or on a token (content-type is
+   *  added by the caller). Static credentials (an API key) go here. Never throws. */
   request(target: UpstreamTarget, req: AdapterRequest): { url: string; headers: [string, string][] };
   /** Body changes the wire needs after the protocol rewrite (e.g. model moved into the URL). Mutates. */
   patchBody?(body: Record<string, unknown>, target: UpstreamTarget, req: AdapterRequest): void;
+  /**
+   * Authenticates the request exactly as sent: a signature over the final bytes (SigV4) or a bearer
+   * token from a cached token source. Returns nothing when it could do so at once, a promise when it
+   * must wait (a token fetch, an async signer). Throws (or rejects with) CredentialError when it
+   * cannot. Absent: request() carried the credential.
+   */
+  authorize?(out: OutgoingRequest, target: UpstreamTarget, req: AdapterRequest, ctx: AdapterContext): void | Promise<void>;
+  /**
+   * The platform answered 401 to `out`: drop whatever authorize() cached for this credential (the
+   * token `out` carried). True when a new attempt on the same deployment may succeed (it will fetch a
+   * fresh token) — the failover loop then retries that deployment once before moving on.
+   */
+  refused?(out: OutgoingRequest, target: UpstreamTarget, ctx: AdapterContext): boolean;
+  /** How this call's answers are read when they are not the protocol's own wire; null when they are. */
+  decoding?(target: UpstreamTarget, req: AdapterRequest): AnswerDecoding | null;
 }
 
 /** Appends a path to a base URL without doubling or dropping the slash. */

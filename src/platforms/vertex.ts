@@ -1,8 +1,17 @@
 // Google Vertex AI. Messages go to the Anthropic publisher's rawPredict/streamRawPredict with the model
 // in the URL and `anthropic_version` in the body; Chat Completions go to Vertex's OpenAI-compatible
-// endpoint. The credential is an OAuth access token sent as a bearer token. The resource base URL is
+// endpoint. The resource base URL is
 // `https://{region}-aiplatform.googleapis.com/v1/projects/{project}/locations/{region}`.
+// Credentials: a service-account JSON key (the gateway mints its own access tokens and refreshes them,
+// ./google-service-account.ts), or a plain OAuth access token sent as it is (which expires: an
+// operator would re-seal it by hand).
+import { credentialObject } from './credential-json.ts';
+import { dropServiceAccountToken, serviceAccountToken } from './google-service-account.ts';
 import { type PlatformAdapter, joinUrl } from './types.ts';
+
+function isJson(credential: string): boolean {
+  return credential.trimStart().startsWith('{');
+}
 
 export const vertex: PlatformAdapter = {
   id: 'vertex',
@@ -11,7 +20,7 @@ export const vertex: PlatformAdapter = {
     return Object.keys(options).map((k) => `adapter "vertex" has no option "${k}"`);
   },
   request(target, req) {
-    const headers: [string, string][] = [['authorization', `Bearer ${target.credential}`]];
+    const headers: [string, string][] = isJson(target.credential) ? [] : [['authorization', `Bearer ${target.credential}`]];
     if (req.endpoint === 'messages') {
       const verb = req.stream ? 'streamRawPredict' : 'rawPredict';
       const model = encodeURIComponent(target.deployment.upstreamModel);
@@ -25,5 +34,22 @@ export const vertex: PlatformAdapter = {
     if (req.endpoint !== 'messages') return;
     delete body['model'];
     body['anthropic_version'] = 'vertex-2023-10-16';
+  },
+  authorize(out, target, _req, ctx) {
+    const obj = credentialObject(target.credential, target.platform.id);
+    if (obj === null) return;
+    const token = serviceAccountToken(obj, target.credential, target.platform.id, ctx);
+    if (typeof token === 'string') {
+      out.headers['authorization'] = `Bearer ${token}`;
+      return;
+    }
+    return token.then((t) => {
+      out.headers['authorization'] = `Bearer ${t}`;
+    });
+  },
+  refused(out, target, ctx) {
+    if (!isJson(target.credential)) return false;
+    dropServiceAccountToken(target.credential, (out.headers['authorization'] ?? '').replace(/^Bearer /, ''), ctx);
+    return true;
   },
 };

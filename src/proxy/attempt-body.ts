@@ -3,6 +3,7 @@
 // before the body is sent) and a non-2xx error body (its head kept up to a cap, handed to the
 // failover loop as a provider_error, never sent from here).
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import type { AnswerDecoding } from '../platforms/types.ts';
 import type { ProtocolModule } from '../protocols/types.ts';
 import { findStringValue, readString } from '../stream/json-key.ts';
 import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
@@ -147,6 +148,8 @@ export class ErrorReader implements AttemptPhase {
   constructor(
     private readonly core: AttemptCore,
     private readonly head: AnswerHead,
+    /** The adapter's rewrite of a platform error into the protocol's error shape, if it has one. */
+    private readonly errorBody?: AnswerDecoding['errorBody'],
   ) {
     core.markFirstByte();
     core.armIdle(this);
@@ -160,7 +163,11 @@ export class ErrorReader implements AttemptPhase {
 
   onEnd(): void {
     const core = this.core;
-    const body = this.body.bytes();
+    const { status, headers } = this.head;
+    const encoding = headers['content-encoding'];
+    // A compressed body passes through byte for byte: the adapter's rewrite reads plain bytes only.
+    const plain = !encoding || encoding === 'identity';
+    const body = this.errorBody && plain ? this.errorBody(status, headers, this.body.bytes()) : this.body.bytes();
     const span = findStringValue(body, 'model', 1);
     core.finish({
       kind: 'provider_error',

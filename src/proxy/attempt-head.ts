@@ -3,11 +3,15 @@
 // Also the headers a provider's answer goes out with (identity, upstream model and request id, the
 // provider headers the spec lets through).
 import type { HeaderList } from '../http/reply.ts';
+import type { AnswerDecoding } from '../platforms/types.ts';
 import { forwardedHeaders, upstreamRequestId } from '../upstream/response-headers.ts';
 
 export type HeadRoute =
   /** 2xx text/event-stream, not compressed: relayed event by event after the commit point. */
   | { kind: 'stream' }
+  /** 2xx in the platform's own stream format (Bedrock's event stream), not compressed: decoded to
+   *  SSE events by the adapter's decoder, then relayed like a stream. */
+  | { kind: 'decoded'; decoding: AnswerDecoding }
   /** Any other 2xx: a whole JSON answer. */
   | { kind: 'json' }
   /** Non-2xx: an error body, kept (up to a cap) for the failover loop to pass on or retry. */
@@ -19,12 +23,20 @@ function isEventStream(contentType: string | undefined): boolean {
   return contentType !== undefined && contentType.toLowerCase().startsWith('text/event-stream');
 }
 
-export function routeHead(status: number, headers: Record<string, string>): HeadRoute {
+/** The media type of a Content-Type value: lowercase, parameters dropped. */
+function mediaType(contentType: string | undefined): string {
+  if (contentType === undefined) return '';
+  const semi = contentType.indexOf(';');
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+}
+
+export function routeHead(status: number, headers: Record<string, string>, decoding: AnswerDecoding | null = null): HeadRoute {
   if (status < 200 || status >= 300) return { kind: 'error' };
-  if (!isEventStream(headers['content-type'])) return { kind: 'json' };
+  const decoded = decoding !== null && mediaType(headers['content-type']) === decoding.streamType;
+  if (!decoded && !isEventStream(headers['content-type'])) return { kind: 'json' };
   const encoding = headers['content-encoding'];
   if (encoding && encoding !== 'identity') return { kind: 'refused', detail: `compressed event streams (${encoding}) are not supported` };
-  return { kind: 'stream' };
+  return decoded ? { kind: 'decoded', decoding } : { kind: 'stream' };
 }
 
 /** The provider's head as the phases need it to answer the client. */

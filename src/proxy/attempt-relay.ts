@@ -8,6 +8,11 @@
 // is cut: the error event is queued behind what it has not read (it gets it if it reads again before
 // the server library drops the connection), the upstream is cancelled, the outcome is `write_stall`.
 // The drain deadline ends a live stream the same way, as `drained`.
+//
+// A platform whose stream is not SSE (Bedrock's binary event stream) hands a decoder: upstream bytes
+// go through it first and come out as SSE events, which the protocol's tap reads as any other; a frame
+// the decoder cannot read is a malformed event (before the commit: fail over; after: broken stream).
+import type { StreamDecoder } from '../platforms/types.ts';
 import type { ProtocolModule, StreamTap, TappedEvent } from '../protocols/types.ts';
 import { isBlankOrComment, SseSplitter } from '../stream/sse-splitter.ts';
 import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
@@ -40,21 +45,53 @@ export class StreamRelay implements AttemptPhase {
     private readonly protocol: ProtocolModule,
     private readonly tap: StreamTap,
     private readonly head: AnswerHead,
+    /** Turns the platform's own stream format into SSE first; null for an SSE answer. */
+    private readonly decoder: StreamDecoder | null = null,
   ) {}
 
   onData(chunk: Buffer): void {
     const kind = this.state.kind;
     if (kind === 'completing') return;
     if (kind === 'live') this.core.armIdle(this);
-    this.onEvents(this.splitter.push(chunk));
-    if (this.state.kind === 'preamble' && !this.core.done && this.splitter.pendingBytes > this.core.limits.maxUpstreamBodyBytes) {
+    const decoder = this.decoder;
+    const sse = decoder ? this.decode(decoder, chunk) : chunk;
+    if (sse === null) return;
+    this.onEvents(this.splitter.push(sse));
+    // The events before an unreadable frame went their way first; the frame itself ends the attempt.
+    if (decoder?.failure && !this.core.done) return this.unreadable(decoder.failure);
+    const pending = this.splitter.pendingBytes + (this.decoder ? this.decoder.pendingBytes : 0);
+    if (this.state.kind === 'preamble' && !this.core.done && pending > this.core.limits.maxUpstreamBodyBytes) {
       this.core.fail('too_large', 'a provider event exceeded the size limit');
     }
+  }
+
+  /** SSE bytes of a decoded chunk, or null when the decoder threw (the attempt is ended). */
+  private decode(decoder: StreamDecoder, chunk: Buffer): Buffer | null {
+    try {
+      return decoder.push(chunk);
+    } catch (err) {
+      // A decoder that throws is a bug; it ends this attempt, never the process.
+      this.unreadable(err instanceof Error ? err.message : String(err));
+      return null;
+    }
+  }
+
+  /** A frame of the platform's format could not be read: malformed, before or after the commit. */
+  private unreadable(why: string): void {
+    const detail = `the provider sent an unreadable stream frame (${why})`;
+    if (this.state.kind === 'live') this.breakStream('malformed', detail);
+    else this.core.fail('malformed', detail);
   }
 
   onEnd(): void {
     const s = this.state;
     if (s.kind === 'completing') return;
+    if (this.decoder && this.decoder.pendingBytes > 0) {
+      // The upstream ended inside a frame of its own format.
+      if (s.kind === 'live') this.breakStream('malformed', 'the provider stream ended inside a frame');
+      else this.core.fail('malformed', 'the provider stream ended inside a frame');
+      return;
+    }
     const rest = this.splitter.flush();
     if (rest && !isBlankOrComment(rest)) {
       // An unterminated last event: treat it as a broken frame rather than guess.

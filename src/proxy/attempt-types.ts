@@ -3,6 +3,7 @@
 // import cycle; src/proxy/attempt.ts re-exports them for callers.
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { InputUsage, Usage } from '../billing/usage.ts';
+import type { AnswerDecoding } from '../platforms/types.ts';
 import type { ProtocolModule, TapHints } from '../protocols/types.ts';
 import type { UpstreamCall, UpstreamClient } from '../upstream/client.ts';
 import type { StopSwitch } from './stop-switch.ts';
@@ -20,6 +21,9 @@ export interface AttemptInput {
   /** Only `call` is used (unit tests hand in a fake client). */
   client: Pick<UpstreamClient, 'call'>;
   call: UpstreamCall;
+  /** How the platform's answers are read when they are not the protocol's own wire (Bedrock's
+   *  event stream and error bodies); absent or null: they are. */
+  decoding?: AnswerDecoding | null;
   protocol: ProtocolModule;
   /** The slug as a JSON string, spliced into `model` fields. */
   slugJson: Buffer;
@@ -44,9 +48,10 @@ export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
 /**
  * Why an attempt ended without a normal answer. `write_stall`: the client took no bytes of a committed
  * stream for the write-stall limit. `drained`: the gateway ended the attempt from outside (its drain
- * deadline passed, see ./stop-switch.ts).
+ * deadline passed, see ./stop-switch.ts). `credential`: the platform adapter could not authenticate
+ * the call (an unusable sealed credential, a token endpoint that refused or failed); nothing was sent.
  */
-export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted' | 'write_stall' | 'drained';
+export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted' | 'write_stall' | 'drained' | 'credential';
 
 export type AttemptOutcome =
   | {

@@ -50,13 +50,16 @@ class AwaitingHead implements AttemptPhase {
   }
 }
 
+/** The Content-Type of a stream decoded from a platform's own format into SSE. */
+const DECODED_STREAM_TYPE = 'text/event-stream; charset=utf-8';
+
 /** Receives the upstream exchange and hands each callback to the current phase. */
 export class AttemptSink implements UpstreamSink {
   private phase: AttemptPhase;
 
   constructor(
     private readonly core: AttemptCore,
-    private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints'>,
+    private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>,
   ) {
     this.phase = new AwaitingHead(core);
   }
@@ -70,7 +73,7 @@ export class AttemptSink implements UpstreamSink {
     const core = this.core;
     if (core.done) return;
     const { protocol, slugJson } = this.input;
-    const route = routeHead(status, headers);
+    const route = routeHead(status, headers, this.input.decoding ?? null);
     const head: AnswerHead = { status, headers, identity: this.input.identity };
     switch (route.kind) {
       case 'refused':
@@ -79,11 +82,17 @@ export class AttemptSink implements UpstreamSink {
       case 'stream':
         this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), head);
         return;
+      case 'decoded': {
+        // The client gets SSE, whatever the platform's own stream type was.
+        const sseHead = { ...head, headers: { ...headers, 'content-type': DECODED_STREAM_TYPE } };
+        this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), sseHead, route.decoding.decoder());
+        return;
+      }
       case 'json':
         this.phase = new JsonReader(core, protocol, slugJson, head);
         return;
       case 'error':
-        this.phase = new ErrorReader(core, head);
+        this.phase = new ErrorReader(core, head, this.input.decoding?.errorBody);
         return;
     }
   }

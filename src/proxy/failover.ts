@@ -10,7 +10,12 @@
 //   5xx               provider failure → next provider
 //   other 4xx         the client's fault → returned as is, not retried
 // No answer at all (connect error, reset, first-byte timeout, malformed or in-band-error stream,
-// preamble-only stream) → next provider. When all attempts fail, the last attempt decides: an error
+// preamble-only stream) → next provider. An adapter that cannot authenticate (an unusable sealed
+// credential, a token endpoint that refuses or fails) fails that attempt as `credential` → next
+// provider; if none takes over, 503 provider_unavailable naming it, as for a refused credential.
+// A 401 from a platform whose adapter caches tokens drops that token and retries the SAME deployment
+// once with a fresh one (an expired or revoked token is not the deployment's fault: that first 401 is
+// not a health signal) before moving on. When all attempts fail, the last attempt decides: an error
 // answer from a provider is passed through with its status and provider headers; no answer → 503
 // provider_unavailable with the gateway's headers only. Once the gateway's stop switch is thrown (its
 // drain deadline passed), no attempt starts and a running one ends: a request with nothing committed
@@ -19,9 +24,9 @@ import type { HeaderList, Reply } from '../http/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt } from './attempt.ts';
-import type { AttemptEnd, AttemptObserver } from '../observe/observer.ts';
+import type { AttemptEnd, AttemptObserver, AttemptWatch } from '../observe/observer.ts';
 import { type HealthRecorder, healthSignal } from './health-signal.ts';
-import { addAttemptHeaders, buildCall, type CallInput, type CallResolver } from './upstream-call.ts';
+import { addAttemptHeaders, buildCall, type CallBuild, type CallInput, type CallResolver, type ReadyCall } from './upstream-call.ts';
 
 export interface PlanItem {
   model: CompiledModel;
@@ -52,7 +57,7 @@ export interface FailoverResult {
   final: FailoverFinal;
 }
 
-export interface FailoverInput extends Omit<AttemptInput, 'call' | 'identity' | 'slugJson' | 'beforeComplete'> {
+export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 'identity' | 'slugJson' | 'beforeComplete'> {
   items: PlanItem[];
   maxAttempts: number;
   /** What every attempt sends; an item whose call cannot be built now (say, an unreadable
@@ -117,76 +122,130 @@ function drained(reply: Reply): FailoverFinal {
   return { kind: 'drained', error };
 }
 
+/** What the loop keeps between attempts. */
+interface LoopState {
+  attempts: AttemptRecord[];
+  last: { item: PlanItem; outcome: AttemptOutcome } | null;
+  slugCache: Map<string, Buffer>;
+}
+
+/** How one attempt on an item ended, for the loop: stop with a final answer, retry the same item
+ *  (a refused token was dropped), or go on to the next item. */
+type Step = { kind: 'final'; final: FailoverFinal } | { kind: 'retry' } | { kind: 'next' };
+
 export async function runWithFailover(input: FailoverInput): Promise<FailoverResult> {
-  const attempts: AttemptRecord[] = [];
-  let last: { item: PlanItem; outcome: AttemptOutcome } | null = null;
-  const slugCache = new Map<string, Buffer>();
+  const state: LoopState = { attempts: [], last: null, slugCache: new Map() };
+  const { attempts } = state;
 
-  for (const item of input.items) {
-    if (attempts.length >= input.maxAttempts) break;
-    if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
-    if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
-    if (attempts.length > 0 && !canResend(input.request)) break;
-    const call = buildCall(input.targets, input.protocol, input.request, item.model, item.deployment);
-    if (call === null) continue;
-    let slugJson = slugCache.get(item.model.id);
-    if (!slugJson) slugCache.set(item.model.id, (slugJson = Buffer.from(JSON.stringify(item.model.id))));
-
-    const watch = input.observe?.attempt({
-      index: attempts.length,
-      provider: item.deployment.platform,
-      model: item.model.id,
-      deployment: item.deployment.id,
-      upstreamModel: item.deployment.upstreamModel,
-    });
-    if (watch) addAttemptHeaders(call, watch.headers);
-
-    const started = performance.now();
-    const { beforeComplete: hook, observe: _observe, ...shared } = input;
-    const outcome = await runAttempt({
-      ...shared,
-      call,
-      slugJson,
-      ...(hook ? { beforeComplete: (o: CommittedOutcome) => hook(item, o) } : {}),
-      identity: [
-        ['X-Pi-Provider', item.deployment.platform],
-        ['X-Pi-Model', item.model.id],
-      ],
-    });
-    const ms = performance.now() - started;
-    attempts.push({
-      provider: item.deployment.platform,
-      model: item.model.id,
-      deployment: item.deployment.id,
-      outcome: describe(outcome),
-      status: outcome.kind === 'failed' ? null : outcome.status,
-      ms: Math.round(ms),
-      firstByteMs: outcome.firstByteMs === null ? null : Math.round(outcome.firstByteMs),
-    });
-    watch?.finish(attemptEnd(outcome, ms));
-    const signal = healthSignal(outcome);
-    if (signal) input.health.record(item.deployment.id, signal);
-    last = { item, outcome };
-
-    if (outcome.kind === 'committed') return { attempts, final: { kind: 'committed', item, outcome } };
-    if (outcome.kind === 'failed' && outcome.reason === 'client_aborted') return { attempts, final: { kind: 'client_aborted' } };
-    if (outcome.kind === 'failed' && outcome.reason === 'drained') return { attempts, final: input.reply.aborted ? { kind: 'client_aborted' } : drained(input.reply) };
-    if (outcome.kind === 'provider_error' && !isRetryableStatus(outcome.status)) {
-      sendProviderError(input.reply, outcome);
-      return { attempts, final: { kind: 'provider_error', item, status: outcome.status } };
+  items: for (const item of input.items) {
+    for (let pass = 0; pass < 2; pass++) {
+      if (attempts.length >= input.maxAttempts) break items;
+      if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
+      if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
+      if (attempts.length > 0 && !canResend(input.request)) break items;
+      const started = performance.now();
+      let built: CallBuild | Promise<CallBuild> = buildCall(input.targets, input.protocol, input.request, item.model, item.deployment);
+      if (built instanceof Promise) {
+        built = await built;
+        // The adapter waited (a token fetch): the client or the drain may have ended the request.
+        if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
+        if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
+      }
+      if (built.kind === 'skip') continue items;
+      const step = built.kind === 'unauthorized' ? credentialFailed(input, state, item, built.detail, started) : await attempt(input, state, item, built, pass, started);
+      if (step.kind === 'final') return { attempts, final: step.final };
+      if (step.kind === 'next') continue items;
     }
   }
+  return { attempts, final: allFailed(input, state) };
+}
 
-  if (input.reply.aborted) return { attempts, final: { kind: 'client_aborted' } };
-  if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
+/** The adapter could not authenticate: a failed attempt (`credential`, an `auth` health signal). */
+function credentialFailed(input: FailoverInput, state: LoopState, item: PlanItem, detail: string, started: number): Step {
+  const outcome: AttemptOutcome = { kind: 'failed', reason: 'credential', detail, firstByteMs: null };
+  const watch = watchAttempt(input, state, item);
+  state.attempts.push(record(item, outcome, started));
+  watch?.finish(attemptEnd(outcome, performance.now() - started));
+  const signal = healthSignal(outcome);
+  if (signal) input.health.record(item.deployment.id, signal);
+  state.last = { item, outcome };
+  return { kind: 'next' };
+}
+
+/** Runs one attempt on a ready call and says what the loop does next. */
+async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, built: ReadyCall, pass: number, started: number): Promise<Step> {
+  let slugJson = state.slugCache.get(item.model.id);
+  if (!slugJson) state.slugCache.set(item.model.id, (slugJson = Buffer.from(JSON.stringify(item.model.id))));
+  const watch = watchAttempt(input, state, item);
+  if (watch) addAttemptHeaders(built.call, watch.headers);
+  const { beforeComplete: hook, observe: _observe, ...shared } = input;
+  const outcome = await runAttempt({
+    ...shared,
+    call: built.call,
+    decoding: built.decoding,
+    slugJson,
+    ...(hook ? { beforeComplete: (o: CommittedOutcome) => hook(item, o) } : {}),
+    identity: [
+      ['X-Pi-Provider', item.deployment.platform],
+      ['X-Pi-Model', item.model.id],
+    ],
+  });
+  state.attempts.push(record(item, outcome, started));
+  watch?.finish(attemptEnd(outcome, performance.now() - started));
+  state.last = { item, outcome };
+  // A refused token, dropped by its adapter: one more try on this deployment with a fresh one. The
+  // 401 says the token was stale, not that the deployment is unwell.
+  if (outcome.kind === 'provider_error' && outcome.status === 401 && pass === 0 && built.refused?.()) return { kind: 'retry' };
+  const signal = healthSignal(outcome);
+  if (signal) input.health.record(item.deployment.id, signal);
+
+  if (outcome.kind === 'committed') return { kind: 'final', final: { kind: 'committed', item, outcome } };
+  if (outcome.kind === 'failed' && outcome.reason === 'client_aborted') return { kind: 'final', final: { kind: 'client_aborted' } };
+  if (outcome.kind === 'failed' && outcome.reason === 'drained') return { kind: 'final', final: input.reply.aborted ? { kind: 'client_aborted' } : drained(input.reply) };
+  if (outcome.kind === 'provider_error' && !isRetryableStatus(outcome.status)) {
+    sendProviderError(input.reply, outcome);
+    return { kind: 'final', final: { kind: 'provider_error', item, status: outcome.status } };
+  }
+  return { kind: 'next' };
+}
+
+/** Tells the request's observers an attempt starts (its watch may add a `traceparent` upstream). */
+function watchAttempt(input: FailoverInput, state: LoopState, item: PlanItem): AttemptWatch | undefined {
+  return input.observe?.attempt({
+    index: state.attempts.length,
+    provider: item.deployment.platform,
+    model: item.model.id,
+    deployment: item.deployment.id,
+    upstreamModel: item.deployment.upstreamModel,
+  });
+}
+
+function record(item: PlanItem, outcome: AttemptOutcome, started: number): AttemptRecord {
+  return {
+    provider: item.deployment.platform,
+    model: item.model.id,
+    deployment: item.deployment.id,
+    outcome: describe(outcome),
+    status: outcome.kind === 'failed' ? null : outcome.status,
+    ms: Math.round(performance.now() - started),
+    firstByteMs: outcome.firstByteMs === null ? null : Math.round(outcome.firstByteMs),
+  };
+}
+
+/** No attempt committed and none answered the client: the last attempt decides what it gets. */
+function allFailed(input: FailoverInput, state: LoopState): FailoverFinal {
+  const { attempts, last } = state;
+  if (input.reply.aborted) return { kind: 'client_aborted' };
+  if (input.stop?.stopped) return drained(input.reply);
+  const refused = last !== null && ((last.outcome.kind === 'provider_error' && (last.outcome.status === 401 || last.outcome.status === 403)) || (last.outcome.kind === 'failed' && last.outcome.reason === 'credential'));
+  if (last && refused) {
+    const error = credentialRefused(last.item);
+    input.reply.sendError(error);
+    return { kind: 'gateway_error', error };
+  }
   if (last && last.outcome.kind === 'provider_error') {
-    if (last.outcome.status === 401 || last.outcome.status === 403) {
-      const error = credentialRefused(last.item);
-      input.reply.sendError(error);
-      return { attempts, final: { kind: 'gateway_error', error } };
-    }
     sendProviderError(input.reply, last.outcome);
-    return { attempts, final: { kind: 'provider_error', item: last.item, status: last.outcome.status } };
+    return { kind: 'provider_error', item: last.item, status: last.outcome.status };
   }
   const detail = last && last.outcome.kind === 'failed' ? `: ${last.outcome.detail}` : '';
   const error = new GatewayError(
@@ -194,5 +253,5 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
     attempts.length === 0 ? 'no provider could be called for this request' : `no provider could answer after ${attempts.length} attempt${attempts.length === 1 ? '' : 's'}${detail}`,
   );
   input.reply.sendError(error);
-  return { attempts, final: { kind: 'gateway_error', error } };
+  return { kind: 'gateway_error', error };
 }

@@ -55,6 +55,8 @@ function cutStreamSignal(broken: FailureReason): FailureSignal | null {
     case 'empty':
     case 'too_large':
       return 'reset';
+    case 'credential':
+      return 'auth';
     default:
       return unreachable(broken);
   }
@@ -77,6 +79,9 @@ function failureSignal(reason: FailureReason): FailureSignal | null {
     case 'empty':
     case 'too_large':
       return 'malformed';
+    case 'credential':
+      // Our credential could not be used: the same signal as a provider refusing it (401/403).
+      return 'auth';
     default:
       return unreachable(reason);
   }

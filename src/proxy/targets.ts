@@ -1,10 +1,10 @@
 // The gateway's CallResolver: deployments reached through the configured resources and platforms,
-// credentials unsealed from the store, adapters from the registry, and the demo/test override that
-// sends every resource to one origin.
+// credentials unsealed from the store, adapters from the registry, the adapter context (clock, token
+// endpoint calls, token caches), and the demo/test override that sends every resource to one origin.
 import type { CompiledDeployment } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { adapterFor } from '../platforms/index.ts';
-import type { UpstreamTarget } from '../platforms/types.ts';
+import type { AdapterContext, UpstreamTarget } from '../platforms/types.ts';
 import type { CallResolver } from './upstream-call.ts';
 
 export interface TargetSources {
@@ -13,6 +13,16 @@ export interface TargetSources {
   reveal(credential: string): string | null;
   /** Replaces scheme, host and port of every resource base URL; read per call (tests re-point it). */
   upstreamOverride(): URL | null;
+  /** Lent to adapters; one per gateway process, so token caches outlive a config reload. */
+  context: AdapterContext;
+}
+
+/** `url` with the scheme, host and port of `override` (path and query kept). */
+export function repointed(url: string, override: URL): string {
+  const u = new URL(url);
+  u.protocol = override.protocol;
+  u.host = override.host;
+  return u.toString();
 }
 
 export function configuredTargets(sources: TargetSources): CallResolver {
@@ -22,6 +32,7 @@ export function configuredTargets(sources: TargetSources): CallResolver {
       return index.config.vocabularies;
     },
     adapter: adapterFor,
+    context: sources.context,
     target(deployment: CompiledDeployment): UpstreamTarget | null {
       const resource = index.resourceById.get(deployment.resource);
       const platform = index.platformById.get(deployment.platform);
@@ -30,10 +41,8 @@ export function configuredTargets(sources: TargetSources): CallResolver {
       if (credential === null) return null;
       const override = sources.upstreamOverride();
       if (override) {
-        const u = new URL(resource.baseUrl);
-        u.protocol = override.protocol;
-        u.host = override.host;
-        return { platform, deployment, credential, resource: { ...resource, baseUrl: u.toString().replace(/\/$/, '') } };
+        const baseUrl = repointed(resource.baseUrl, override).replace(/\/$/, '');
+        return { platform, deployment, credential, resource: { ...resource, baseUrl } };
       }
       return { platform, resource, deployment, credential };
     },

@@ -1,14 +1,28 @@
 // Builds the upstream request of one attempt: the protocol's rewritten body (or the streamed upload),
-// the platform adapter's URL and auth, and the three client headers the spec forwards. Client
-// credentials never pass. Everything it needs of the gateway comes through a CallResolver.
+// the platform adapter's URL, wire quirks and auth, and the three client headers the spec forwards.
+// Client credentials never pass. Everything it needs of the gateway comes through a CallResolver.
+//
+// The order matters for adapters that sign the exact bytes (SigV4): request() → protocol rewrite →
+// patchBody() → serialise → authorize() over the final URL, headers and body. Adapters without
+// authorize() (a static key in request()) build synchronously; one that must fetch a token or sign
+// asynchronously makes the build a promise. Callers await only a promise, so the static-key path
+// stays free of microtask hops.
 import type { CompiledDeployment, CompiledModel, Vocabularies } from '../config/compiled.ts';
 import { headerText, sessionIdFrom } from '../http/header-text.ts';
-import type { PlatformAdapter, UpstreamTarget } from '../platforms/types.ts';
+import {
+  type AdapterContext,
+  type AdapterRequest,
+  type AnswerDecoding,
+  CredentialError,
+  type OutgoingRequest,
+  type PlatformAdapter,
+  type UpstreamTarget,
+} from '../platforms/types.ts';
 import type { InboundBody, ProtocolModule } from '../protocols/types.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
 
 /** Client headers forwarded to the provider (spec: Optional request headers). */
-const FORWARDED_CLIENT_HEADERS = ['x-pi-session-id', 'x-title', 'http-referer'] as const;
+export const FORWARDED_CLIENT_HEADERS = ['x-pi-session-id', 'x-title', 'http-referer'] as const;
 
 /** Where a deployment is reached now. */
 export interface TargetResolver {
@@ -22,6 +36,8 @@ export interface CallResolver extends TargetResolver {
   adapter(id: string): PlatformAdapter | undefined;
   /** The configured vocabularies (reasoning levels and the like) protocol rewrites map onto. */
   readonly vocabularies: Vocabularies;
+  /** What adapters authenticate with beyond the target (clock, token endpoints, token caches). */
+  readonly context: AdapterContext;
 }
 
 /** What every attempt of one request sends, before the per-deployment parts. */
@@ -32,27 +48,81 @@ export interface CallInput {
   body: InboundBody;
 }
 
-/** The upstream call of one attempt, or null when the deployment cannot be called now. */
+/** One attempt's call, ready to send. */
+export interface ReadyCall {
+  kind: 'call';
+  call: UpstreamCall;
+  /** How the answer is read when it is not the protocol's own wire (null: it is). */
+  decoding: AnswerDecoding | null;
+  /** After a 401: drops the adapter's cached token for this credential; true when one new attempt
+   *  on the same deployment may succeed (null: the adapter caches nothing, a 401 is final). */
+  refused: (() => boolean) | null;
+}
+
+export type CallBuild =
+  | ReadyCall
+  /** The deployment cannot be called now (no readable credential, no registered adapter): skipped. */
+  | { kind: 'skip' }
+  /** The adapter could not authenticate (an unusable credential, a refusing token endpoint). */
+  | { kind: 'unauthorized'; detail: string };
+
+const SKIP: CallBuild = { kind: 'skip' };
+
+/** The upstream call of one attempt: at once for static credentials, a promise when authorize() waits. */
 export function buildCall(
   resolver: CallResolver,
   protocol: ProtocolModule,
   input: CallInput,
   model: CompiledModel,
   deployment: CompiledDeployment,
-): UpstreamCall | null {
+): CallBuild | Promise<CallBuild> {
   const target = resolver.target(deployment);
-  if (!target) return null;
+  if (!target) return SKIP;
   const adapter = resolver.adapter(target.platform.adapter);
-  if (!adapter) return null;
-  const req = { endpoint: input.endpoint, stream: input.stream, clientHeaders: input.clientHeaders };
-  const { url, headers: authHeaders } = adapter.request(target, req);
+  if (!adapter) return SKIP;
+  const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders: input.clientHeaders };
+  const out = outgoing(resolver, protocol, input, model, target, adapter, req);
+  const ctx = resolver.context;
+  const ready = (): ReadyCall => ({
+    kind: 'call',
+    call: out,
+    decoding: adapter.decoding?.(target, req) ?? null,
+    refused: adapter.refused ? () => adapter.refused?.(out, target, ctx) === true : null,
+  });
+  if (!adapter.authorize) return ready();
+  let pending: void | Promise<void>;
+  try {
+    pending = adapter.authorize(out, target, req, ctx);
+  } catch (err) {
+    return unauthorized(err);
+  }
+  if (pending === undefined) return ready();
+  return pending.then(ready, unauthorized);
+}
 
+/** A CredentialError becomes a failed attempt; anything else is a gateway bug and propagates. */
+function unauthorized(err: unknown): CallBuild {
+  if (err instanceof CredentialError) return { kind: 'unauthorized', detail: err.message };
+  throw err;
+}
+
+/** URL, headers and body as they go out, before authorize(). */
+function outgoing(
+  resolver: CallResolver,
+  protocol: ProtocolModule,
+  input: CallInput,
+  model: CompiledModel,
+  target: UpstreamTarget,
+  adapter: PlatformAdapter,
+  req: AdapterRequest,
+): OutgoingRequest & UpstreamCall {
+  const { url, headers: adapterHeaders } = adapter.request(target, req);
   const headers: Record<string, string> = {
     accept: input.stream ? 'text/event-stream' : 'application/json',
     'accept-encoding': 'identity',
     'user-agent': 'pi-gateway/0.1',
   };
-  for (const [k, v] of authHeaders) headers[k] = v;
+  for (const [k, v] of adapterHeaders) headers[k] = v;
   for (const h of FORWARDED_CLIENT_HEADERS) {
     const v = input.clientHeaders[h];
     if (v === undefined || v === '') continue;
@@ -61,6 +131,7 @@ export function buildCall(
     headers[h] = v;
   }
 
+  const deployment = target.deployment;
   if (input.body.kind === 'upload') {
     headers['content-type'] = input.body.upload.contentType;
     return { url, headers, body: input.body.upload.body(deployment.upstreamModel) };

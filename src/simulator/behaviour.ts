@@ -41,6 +41,14 @@ export interface Behaviour {
   noUsageInStream?: boolean;
   /** Reply text = JSON of the request body received. */
   echo?: boolean;
+  /** Bedrock event stream: write the stream in pieces of at most this many bytes, 1 ms apart, so
+   *  event-stream messages reach the client split across TCP reads. */
+  splitFrameBytes?: number;
+  /** Bedrock event stream: after this many content events, an `exception` message, then the end. */
+  exceptionAfterChunks?: number;
+  /** The exception name of `exceptionAfterChunks` and of `inbandError` on Bedrock (default
+   *  modelStreamErrorException after chunks, throttlingException in-band). */
+  exceptionType?: string;
 }
 
 export class BehaviourError extends Error {}
@@ -74,6 +82,9 @@ const CHECKS: Record<keyof Behaviour, [Check, string]> = {
   requestId: [isStringOrNull, 'a string or null'],
   noUsageInStream: [isBool, 'a boolean'],
   echo: [isBool, 'a boolean'],
+  splitFrameBytes: [(v) => isCount(v) && (v as number) >= 1, 'a positive integer'],
+  exceptionAfterChunks: [isCount, 'a non-negative integer'],
+  exceptionType: [(v) => typeof v === 'string' && /^[A-Za-z]+$/.test(v), 'an exception name such as throttlingException'],
 };
 
 function isHeaderMap(v: unknown): boolean {

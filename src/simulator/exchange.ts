@@ -91,11 +91,11 @@ export class Exchange {
   }
 
   /** Writes events (one HTTP chunk each in chunked mode), optionally ending the response. */
-  write(events: readonly string[], end = false): void {
+  write(events: readonly (string | Buffer)[], end = false): void {
     if (this.done) return;
     this.res.cork(() => {
       if (this.total >= 0) {
-        if (events.length > 0) this.writeSized(Buffer.from(events.length === 1 ? (events[0] as string) : events.join('')));
+        if (events.length > 0) this.writeSized(Buffer.concat(events.map((e) => (typeof e === 'string' ? Buffer.from(e) : e))));
         return;
       }
       if (this.headPending) this.writeHead();

@@ -9,6 +9,7 @@ import { parseMultipart } from './multipart.ts';
 import { estimatePromptTokens, planText } from './reply-text.ts';
 import type { Endpoint, InferenceRoute } from './routes.ts';
 import type { RequestCopy, SimState } from './state.ts';
+import { issuedTokenValid } from './token-endpoints.ts';
 import { resolveUsage } from './usage.ts';
 import { type Body, type ReplyContext, type StreamEvents, type Wire } from './wire.ts';
 import { type ErrorDetails, authErrorBody, customErrorBody, errorBody } from './wire-errors.ts';
@@ -99,7 +100,13 @@ export function handleInference(state: SimState, ex: Exchange, route: InferenceR
     ex.sendWhole(status, headers, body);
   };
 
-  if (state.apiKey !== undefined) {
+  const issued = issuedTokenValid(state, req.headers['authorization']);
+  if (issued === false) {
+    const requestId = newRequestId();
+    fail(401, authErrorBody(family, false, requestId), requestId);
+    return;
+  }
+  if (issued === null && state.apiKey !== undefined) {
     const auth = authorized(req.headers, state.apiKey);
     if (auth !== 'ok') {
       const requestId = newRequestId();

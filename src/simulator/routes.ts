@@ -6,11 +6,12 @@ export type Endpoint = 'chat_completions' | 'responses' | 'messages' | 'images_g
 export interface InferenceRoute {
   kind: 'inference';
   endpoint: Endpoint;
-  /** `azure`: /openai/deployments/{name}/…; `vertex`: …/models/{model}:rawPredict|streamRawPredict. */
-  form: 'plain' | 'azure' | 'vertex';
+  /** `azure`: /openai/deployments/{name}/…; `vertex`: …/models/{model}:rawPredict|streamRawPredict;
+   *  `bedrock`: /model/{modelId}/invoke|invoke-with-response-stream. */
+  form: 'plain' | 'azure' | 'vertex' | 'bedrock';
   /** Upstream model id taken from the URL (Azure deployment name, Vertex model), if any. */
   urlModel?: string;
-  /** Vertex: streaming comes from the verb, not the body. */
+  /** Vertex and Bedrock: streaming comes from the verb, not the body. */
   urlStream?: boolean;
 }
 
@@ -32,6 +33,7 @@ const SUFFIXES: ReadonlyArray<readonly [string, Endpoint]> = [
 
 const AZURE = /\/openai\/deployments\/([^/]+)\/(?:chat\/completions|responses|images\/generations|images\/edits)$/;
 const VERTEX = /\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
+const BEDROCK = /\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/;
 
 function decode(s: string): string {
   try {
@@ -50,6 +52,8 @@ export function classify(path: string): Route | null {
     if (azure) return { kind: 'inference', endpoint, form: 'azure', urlModel: decode(azure[1] as string) };
     return { kind: 'inference', endpoint, form: 'plain' };
   }
+  const bedrock = BEDROCK.exec(path);
+  if (bedrock) return { kind: 'inference', endpoint: 'messages', form: 'bedrock', urlModel: decode(bedrock[1] as string), urlStream: bedrock[2] !== 'invoke' };
   if (path.endsWith(':rawPredict') || path.endsWith(':streamRawPredict')) {
     const vertex = VERTEX.exec(path);
     const stream = path.endsWith(':streamRawPredict');

@@ -6,6 +6,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_sock
 import { type Clock, systemClock } from '../clock.ts';
 import { type Behaviour, parseBehaviour } from './behaviour.ts';
 import { readBody } from '../server/read-body.ts';
+import { handleBedrock } from './bedrock.ts';
 import { controlNeedsBody, controlReply } from './control.ts';
 import { Exchange } from './exchange.ts';
 import { organizationId } from './ids.ts';
@@ -13,12 +14,15 @@ import { familyOf, handleInference } from './inference.ts';
 import { type RecordedRequest, Recorder } from './recorder.ts';
 import { classify } from './routes.ts';
 import { ScriptBook } from './script-book.ts';
+import { tokenEndpointOf, tokenReply } from './token-endpoints.ts';
+import type { AwsSimKey } from './sigv4-verify.ts';
 import type { RequestCopy, SimState } from './state.ts';
 import { errorBody } from './wire-errors.ts';
 import { JSON_TYPE, providerHeaders, statusLine } from './wire-headers.ts';
 
 export type { Behaviour } from './behaviour.ts';
 export type { RecordedRequest } from './recorder.ts';
+export type { AwsSimKey } from './sigv4-verify.ts';
 
 export interface SimulatorOptions {
   /** Default 127.0.0.1. */
@@ -35,6 +39,14 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** Largest request body accepted (413 beyond). Default 64 MiB. */
   maxBodyBytes?: number;
+  /** AWS keys (access key id → secret, optional session token) Bedrock requests may be signed with. */
+  awsKeys?: Record<string, AwsSimKey>;
+  /** Service accounts (client_email → public key PEM) the Google token endpoint issues tokens to. */
+  serviceAccounts?: Record<string, string>;
+  /** Entra clients (client id → secret) the Entra token endpoint issues tokens to. */
+  entraClients?: Record<string, string>;
+  /** Lifetime of issued tokens, seconds (default 3600). */
+  tokenLifetimeSec?: number;
 }
 
 export interface Simulator {
@@ -76,6 +88,22 @@ function answerNow(res: HttpResponse, status: number, body: string, headers: [st
 
 function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
   const copy = copyRequest(req, state.clock);
+  const token = copy.method === 'POST' ? tokenEndpointOf(copy.path) : null;
+  if (token !== null) {
+    const ex = new Exchange(res, state.live);
+    readBody(
+      res,
+      state.maxBodyBytes,
+      () => ex.done,
+      (raw) => {
+        state.recorder.add({ method: copy.method, path: copy.path, query: copy.query, headers: copy.headers, body: null, rawBody: raw, at: copy.at });
+        const r = tokenReply(state, token, raw);
+        ex.sendWhole(r.status, [['content-type', JSON_TYPE]], r.body);
+      },
+      () => ex.sendWhole(413, [['content-type', JSON_TYPE]], '{"error":"invalid_request"}'),
+    );
+    return;
+  }
   const route = classify(copy.path);
   if (route === null || (route.kind === 'inference' && copy.method !== 'POST')) {
     const message = `Invalid URL (${copy.method} ${copy.path})`;
@@ -106,7 +134,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     res,
     state.maxBodyBytes,
     () => ex.done,
-    (raw) => handleInference(state, ex, route, copy, raw),
+    (raw) => (route.form === 'bedrock' ? handleBedrock(state, ex, route, copy, raw) : handleInference(state, ex, route, copy, raw)),
     () => {
       const family = familyOf(route);
       const headers = providerHeaders(family, JSON_TYPE, null, 0, state.organizationId);
@@ -126,6 +154,13 @@ export function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> 
     organizationId: organizationId(),
     live: new Set(),
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024 * 1024,
+    awsKeys: new Map(Object.entries(opts.awsKeys ?? {})),
+    tokens: {
+      serviceAccounts: new Map(Object.entries(opts.serviceAccounts ?? {})),
+      entraClients: new Map(Object.entries(opts.entraClients ?? {})),
+      lifetimeSec: opts.tokenLifetimeSec ?? 3600,
+      issued: new Map(),
+    },
   };
   const app: TemplatedApp = uWS.App();
   app.any('/*', (res, req) => onRequest(state, res, req));

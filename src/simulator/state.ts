@@ -3,6 +3,7 @@
 import type { Clock } from '../clock.ts';
 import type { Exchange } from './exchange.ts';
 import type { Recorder } from './recorder.ts';
+import type { AwsSimKey } from './sigv4-verify.ts';
 import type { ScriptBook } from './script-book.ts';
 
 export interface SimState {
@@ -15,6 +16,19 @@ export interface SimState {
   organizationId: string;
   live: Set<Exchange>;
   maxBodyBytes: number;
+  /** AWS access key id → secret (and session token): what SigV4-signed Bedrock requests may use. */
+  awsKeys: ReadonlyMap<string, AwsSimKey>;
+  tokens: TokenState;
+}
+
+/** The token endpoints' state: who may get tokens, and the tokens issued (token → expiry, ms). */
+export interface TokenState {
+  /** Service account client_email → public key (PEM). */
+  serviceAccounts: ReadonlyMap<string, string>;
+  /** Entra client id → client secret. */
+  entraClients: ReadonlyMap<string, string>;
+  lifetimeSec: number;
+  issued: Map<string, number>;
 }
 
 /** The parts of a uWS HttpRequest copied synchronously in the route callback. */

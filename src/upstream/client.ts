@@ -4,6 +4,7 @@
 // stream idle), so undici's own header/body timeouts are off.
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
+import { type FormPostAnswer, postForm } from './form-post.ts';
 
 export interface UpstreamCall {
   url: string;
@@ -113,6 +114,11 @@ export class UpstreamClient {
         controller?.resume();
       },
     };
+  }
+
+  /** A form POST answered whole (OAuth token endpoints), on the same keep-alive pools. */
+  postForm(url: string, form: Record<string, string>): Promise<FormPostAnswer> {
+    return postForm(this.agent, url, form);
   }
 
   async close(): Promise<void> {

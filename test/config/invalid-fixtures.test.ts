@@ -272,7 +272,7 @@ const cases: Case[] = [
     rule: 'Adapter registry: unknown adapter, endpoints it cannot call, its option checks; platform vocabulary ids.',
     fixture: 'platform-rules',
     expected: [
-      "config/platforms/delta.yaml:4:10 adapter: unknown adapter \"grpc\" (known: anthropic, azure-openai, openai, vertex)",
+      "config/platforms/delta.yaml:4:10 adapter: unknown adapter \"grpc\" (known: anthropic, azure-openai, bedrock, openai, vertex)",
       "config/platforms/delta.yaml:5:31 endpoints[1]: unknown endpoint \"embeddings\" (not in vocabularies.yaml endpoints)",
       "config/platforms/delta.yaml:7:19 data_policy.data_retention: unknown retention level \"forever\" (not in vocabularies.yaml retention_levels)",
       "config/platforms/delta.yaml:8:15 data_policy.moderation: unknown moderation id \"someone\" (not in vocabularies.yaml moderation)",

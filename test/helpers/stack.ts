@@ -41,6 +41,8 @@ export interface StackOptions {
   limits?: Partial<GatewaySettings['limits']>;
   /** Which credentials get sealed: default every resource's except names ending in "-unsealed-key". */
   seal?: (credential: string) => boolean;
+  /** Sealed values by credential name (AWS keys, a service account); the rest get `upstream-secret-<name>`. */
+  secrets?: Record<string, string>;
   simulator?: SimulatorOptions;
   /** Use this store instead of a fresh in-memory one. */
   store?: Store;
@@ -84,7 +86,7 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
   const masterKey = randomBytes(32).toString('base64');
   const store = opts.store ?? openStore(':memory:', { clock, masterKey, requestLog: { flushIntervalMs: 10 } });
   const seal = opts.seal ?? ((name: string) => !name.endsWith('-unsealed-key'));
-  for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
+  for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, opts.secrets?.[r.credential] ?? `upstream-secret-${r.credential}`);
   let gw: Gateway;
   const telemetry = opts.telemetry ? await startTelemetry(opts.telemetry) : null;
   const admin = opts.admin ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(clock), metrics: telemetry?.metrics ?? null }) : null;

@@ -2,15 +2,18 @@
 // a test file per adapter describes its fixture and what it expects as data, and runAdapterSuite runs
 // the same checks on it: registered under its id, the endpoints it can call, the URL and exact headers
 // of every endpoint and stream flag, client credentials never sent, the body patches, option
-// validation, and inputs left untouched. To extend it (credential refresh, request signing, response
-// decoding), add an optional field to AdapterSpec and one entry to CHECKS. The registry-wide checks
-// (every adapter a platform YAML names is registered) are in ./index.test.ts.
+// validation, inputs left untouched, authorize() (request signing, tokens from a token source, what a
+// 401 drops) and answer decoding (a platform stream format turned into SSE at every split point,
+// errors mapped into the protocol's shape). To extend it, add an optional field to AdapterSpec and
+// one entry to CHECKS. The registry-wide checks (every adapter a platform YAML names is registered)
+// are in ./index.test.ts.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import tap, { type Test } from 'tap';
 import { parse } from 'yaml';
+import { ManualClock } from '../../src/clock.ts';
 import { adapterFor, ADAPTERS } from '../../src/platforms/index.ts';
-import type { AdapterOptions, AdapterRequest, PlatformAdapter, UpstreamTarget } from '../../src/platforms/types.ts';
+import type { AdapterContext, AdapterOptions, AdapterRequest, FormAnswer, OutgoingRequest, PlatformAdapter, UpstreamTarget } from '../../src/platforms/types.ts';
 import { deployment, platform, resource } from '../routing/fixtures.ts';
 
 /** The platform, resource and deployment an adapter's cases run against. */
@@ -53,6 +56,42 @@ export interface OptionsCase {
   problems: string[];
 }
 
+/** A token endpoint as a test plays it: every form POST is recorded and answered by `answer`. */
+export interface TokenEndpoint {
+  answer(url: string, form: Record<string, string>, n: number): FormAnswer;
+}
+
+/** One authorize() call: the credential it runs with, what it must add, what it must never send. */
+export interface AuthorizeCase {
+  endpoint: string;
+  stream?: boolean;
+  /** The unsealed credential (default: the fixture's). */
+  credential?: string;
+  /** Headers authorize() must set: exact values, or patterns. */
+  adds: Record<string, string | RegExp>;
+  /** Strings (secrets) that must appear in no header and not in the URL afterwards. */
+  neverSent?: string[];
+  /** The token endpoint it may call; its POSTs must match `tokenCalls`. */
+  tokens?: TokenEndpoint;
+  /** The token endpoint calls expected, in order (URL and form keys). */
+  tokenCalls?: { url: string; form: Record<string, string | RegExp> }[];
+  /** After a 401, refused() must answer this (absent: the adapter has no refused()). */
+  refusedRetries?: boolean;
+  /** The clock's time (default 2026-01-15T12:00:00Z). */
+  now?: string;
+}
+
+/** How one call's answers are read when they are not the protocol's own wire. */
+export interface DecodingCase {
+  endpoint: string;
+  stream: boolean;
+  streamType: string;
+  /** A streamed answer in the platform's format, and the SSE it must decode to at every split. */
+  answer?: { bytes: Buffer; sse: string };
+  /** An error answer and its body in the protocol's error shape. */
+  error?: { status: number; headers: Record<string, string>; body: string; mapped: unknown };
+}
+
 /** An adapter and everything it is expected to do, as data. */
 export interface AdapterSpec {
   adapter: PlatformAdapter;
@@ -67,6 +106,11 @@ export interface AdapterSpec {
   neverSends: string[];
   bodies: BodyCase[];
   options: OptionsCase[];
+  /** Where the credential goes: request()'s headers (default), or authorize() (signatures, tokens). */
+  credentialIn?: 'request' | 'authorize';
+  authorizations?: AuthorizeCase[];
+  /** Every endpoint and stream flag without a case here must have no decoding. */
+  decodings?: DecodingCase[];
 }
 
 /** Credentials a client may send the gateway; none of them, name or value, may reach an upstream. */
@@ -84,6 +128,7 @@ const VOCABULARIES = fileURLToPath(new URL('../../config/vocabularies.yaml', imp
 /** Runs every check on one adapter, as subtests of `t` (the file's root test by default). */
 export function runAdapterSuite(spec: AdapterSpec, t: Test = tap): void {
   for (const check of CHECKS) t.test(`${spec.id}: ${check.name}`, async (t) => check.run(t, spec));
+  for (const check of ASYNC_CHECKS) t.test(`${spec.id}: ${check.name}`, (t) => check.run(t, spec));
 }
 
 const CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => void }[] = [
@@ -93,6 +138,11 @@ const CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => void }[] = [
   { name: 'client credentials never reach the upstream', run: checkNeverSends },
   { name: 'body patches', run: checkBodies },
   { name: 'adapter_options validation', run: checkOptions },
+];
+
+const ASYNC_CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => Promise<void> }[] = [
+  { name: 'authorize() over the request as sent', run: checkAuthorize },
+  { name: 'answer decoding', run: async (t, spec) => checkDecodings(t, spec) },
 ];
 
 function checkRegistered(t: Test, spec: AdapterSpec): void {
@@ -127,7 +177,8 @@ function checkCalls(t: Test, spec: AdapterSpec): void {
     const misnamed = got.headers.filter(([name]) => name !== name.toLowerCase() || name === 'content-type').map(([n]) => n);
     t.same(misnamed, [], `${label}: lowercase names, no content-type (the caller adds it)`);
     const credential = spec.fixture.credential;
-    t.ok(got.headers.some(([, v]) => v.includes(credential)), `${label}: the upstream credential is sent in a header`);
+    if (spec.credentialIn === 'authorize') t.notOk(got.headers.some(([, v]) => v.includes(credential)), `${label}: the credential is left to authorize()`);
+    else t.ok(got.headers.some(([, v]) => v.includes(credential)), `${label}: the upstream credential is sent in a header`);
     t.notOk(got.url.includes(credential), `${label}: never in the URL`);
     t.same(spec.adapter.request(target, req), got, `${label}: the same answer twice`);
     const slashed = spec.adapter.request(targetOf(spec, c.adapterOptions, `${spec.fixture.baseUrl}/`), req);
@@ -167,6 +218,84 @@ function checkOptions(t: Test, spec: AdapterSpec): void {
   t.same(spec.adapter.validateOptions(deepFreeze({ ...spec.fixture.adapterOptions })), [], 'the fixture options are valid');
   for (const o of spec.options) {
     t.same(spec.adapter.validateOptions(deepFreeze({ ...o.options })), o.problems, JSON.stringify(o.options));
+  }
+}
+
+/** A context on a manual clock whose token endpoint is `tokens` (none: every POST fails). */
+export function testContext(now: string, tokens?: TokenEndpoint): { ctx: AdapterContext; clock: ManualClock; posts: { url: string; form: Record<string, string> }[] } {
+  const clock = new ManualClock(now);
+  const posts: { url: string; form: Record<string, string> }[] = [];
+  const ctx: AdapterContext = {
+    clock,
+    postForm(url, form) {
+      posts.push({ url, form });
+      if (!tokens) return Promise.reject(new Error('no token endpoint in this case'));
+      return Promise.resolve(tokens.answer(url, form, posts.length));
+    },
+    endpointUrl: (url) => url,
+  };
+  return { ctx, clock, posts };
+}
+
+async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {
+  const authorize = spec.adapter.authorize;
+  if (!spec.authorizations || spec.authorizations.length === 0) {
+    t.equal(spec.credentialIn ?? 'request', 'request', 'an adapter that leaves the credential to authorize() has authorize cases');
+    return;
+  }
+  t.ok(authorize, 'authorize() exists');
+  if (!authorize) return;
+  for (const c of expand(spec.authorizations)) {
+    const label = caseLabel(c);
+    const target = { ...targetOf(spec), credential: c.credential ?? spec.fixture.credential };
+    const req = requestOf(c);
+    const { url, headers } = spec.adapter.request(target, req);
+    const out: OutgoingRequest = { url, headers: { 'content-type': 'application/json', ...Object.fromEntries(headers) }, body: '{"max_tokens":5}' };
+    const { ctx, posts } = testContext(c.now ?? '2026-01-15T12:00:00Z', c.tokens);
+    await authorize.call(spec.adapter, out, target, req, ctx);
+    for (const [name, want] of Object.entries(c.adds)) {
+      if (typeof want === 'string') t.equal(out.headers[name], want, `${label}: ${name}`);
+      else t.match(out.headers[name], want, `${label}: ${name}`);
+    }
+    for (const secret of c.neverSent ?? []) {
+      t.notOk(out.url.includes(secret) || Object.values(out.headers).some((v) => v.includes(secret)), `${label}: a secret is never sent`);
+    }
+    if (c.tokenCalls) {
+      t.same(posts.map((p) => p.url), c.tokenCalls.map((p) => p.url), `${label}: token endpoint calls`);
+      c.tokenCalls.forEach((want, i) => t.match(posts[i]?.form, want.form, `${label}: token request ${i + 1}`));
+    }
+    if (c.refusedRetries !== undefined) t.equal(spec.adapter.refused?.(out, target, ctx) ?? false, c.refusedRetries, `${label}: refused()`);
+  }
+}
+
+function checkDecodings(t: Test, spec: AdapterSpec): void {
+  const cases = spec.decodings ?? [];
+  for (const endpoint of spec.endpoints) {
+    for (const stream of [false, true]) {
+      const c = cases.find((d) => d.endpoint === endpoint && d.stream === stream);
+      const decoding = spec.adapter.decoding?.(targetOf(spec), requestOf({ endpoint, stream })) ?? null;
+      const label = `${endpoint} stream=${stream}`;
+      if (!c) {
+        t.equal(decoding, null, `${label}: the protocol's own wire`);
+        continue;
+      }
+      t.equal(decoding?.streamType, c.streamType, `${label}: stream type`);
+      if (!decoding) continue;
+      if (c.answer) {
+        const { bytes, sse } = c.answer;
+        let bad = 0;
+        for (let i = 0; i <= bytes.length; i++) {
+          const d = decoding.decoder();
+          const out = Buffer.concat([d.push(bytes.subarray(0, i)), d.push(bytes.subarray(i))]).toString('utf8');
+          if (out !== sse || d.pendingBytes !== 0 || d.failure !== null) bad++;
+        }
+        t.equal(bad, 0, `${label}: the same SSE at all ${bytes.length + 1} split points`);
+      }
+      if (c.error) {
+        const mapped = decoding.errorBody?.(c.error.status, c.error.headers, Buffer.from(c.error.body));
+        t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.error.mapped, `${label}: error ${c.error.status} in the protocol's shape`);
+      }
+    }
   }
 }
 

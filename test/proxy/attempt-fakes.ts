@@ -307,7 +307,7 @@ export function answerHead(status: number, headers: Record<string, string> = {})
 }
 
 /** runAttempt over a fake client: the test plays the upstream through `sink`. */
-export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop'] } = {}) {
+export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding'] } = {}) {
   const reply = new FakeReply();
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
@@ -330,6 +330,7 @@ export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: 
       identity: IDENTITY,
       ...(opts.beforeComplete ? { beforeComplete: opts.beforeComplete } : {}),
       ...(opts.stop ? { stop: opts.stop } : {}),
+      ...(opts.decoding ? { decoding: opts.decoding } : {}),
     },
     timers,
   ).then((o) => (outcome = o));

@@ -28,7 +28,7 @@ const failed = (reason: FailureReason): AttemptOutcome => ({ kind: 'failed', rea
 const OK: Outcome = { ok: true, firstByteMs: 12 };
 const fail = (reason: Extract<Outcome, { ok: false }>['reason']): Outcome => ({ ok: false, reason });
 
-const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted', 'write_stall', 'drained'];
+const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted', 'write_stall', 'drained', 'credential'];
 
 t.test('a committed answer is a success unless its stream was cut by the provider', async (t) => {
   const expected: Record<FailureReason, Outcome> = {
@@ -42,6 +42,7 @@ t.test('a committed answer is a success unless its stream was cut by the provide
     reset: fail('reset'),
     empty: fail('reset'),
     too_large: fail('reset'),
+    credential: fail('auth'),
   };
   t.same(healthSignal(committed(null)), OK, 'complete answer');
   for (const r of REASONS) t.same(healthSignal(committed(r)), expected[r], `cut: ${r}`);
@@ -75,6 +76,7 @@ t.test('a failed attempt names its reason; a client abort says nothing', async (
     inband_error: fail('inband_error'),
     empty: fail('malformed'),
     too_large: fail('malformed'),
+    credential: fail('auth'),
   };
   for (const r of REASONS) t.same(healthSignal(failed(r)), expected[r], `failed: ${r}`);
 });

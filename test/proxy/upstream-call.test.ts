@@ -5,8 +5,13 @@ import t from 'tap';
 import { Readable } from 'node:stream';
 import { messages } from '../../src/protocols/messages.ts';
 import type { InboundBody } from '../../src/protocols/types.ts';
-import { configuredTargets } from '../../src/proxy/targets.ts';
-import { buildCall, type CallInput } from '../../src/proxy/upstream-call.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { adapterContext } from '../../src/proxy/adapter-context.ts';
+import { configuredTargets as configuredTargetsOf, type TargetSources } from '../../src/proxy/targets.ts';
+import { buildCall as build, type CallBuild, type CallInput, type CallResolver } from '../../src/proxy/upstream-call.ts';
+import type { UpstreamCall } from '../../src/upstream/client.ts';
+import type { CompiledDeployment, CompiledModel } from '../../src/config/compiled.ts';
+import type { ProtocolModule } from '../../src/protocols/types.ts';
 import { buildIndex, deployment, model, platform } from '../routing/fixtures.ts';
 
 const m1 = model('acme/m1');
@@ -17,6 +22,25 @@ const index = buildIndex({ models: [m1], platforms: [platform('p1'), platform('p
 
 function input(body: InboundBody, headers: Record<string, string> = {}): CallInput {
   return { endpoint: 'messages', stream: false, clientHeaders: headers, body };
+}
+
+const context = adapterContext({
+  clock: new ManualClock(),
+  postForm: () => Promise.reject(new Error('no token endpoint in these tests')),
+  upstreamOverride: () => null,
+});
+
+/** The gateway resolver over the fixture index (the adapter context is the same for every test). */
+function configuredTargets(sources: Omit<TargetSources, 'context'>): CallResolver {
+  return configuredTargetsOf({ ...sources, context });
+}
+
+/** buildCall for adapters that authorize synchronously: the call, or null when it was skipped. */
+function buildCall(targets: CallResolver, protocol: ProtocolModule, inp: CallInput, m: CompiledModel, d: CompiledDeployment): UpstreamCall | null {
+  const built: CallBuild | Promise<CallBuild> = build(targets, protocol, inp, m, d);
+  if (built instanceof Promise) throw new Error('these adapters build synchronously');
+  if (built.kind === 'unauthorized') throw new Error(`unexpected: ${built.detail}`);
+  return built.kind === 'skip' ? null : built.call;
 }
 
 const json: InboundBody = { kind: 'json', original: { model: 'acme/m1', max_tokens: 5, messages: [] } };

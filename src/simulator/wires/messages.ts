@@ -39,7 +39,7 @@ export const messages: Wire = {
   family: 'anthropic',
 
   validate(body, route) {
-    if (route.form === 'vertex') {
+    if (route.form === 'vertex' || route.form === 'bedrock') {
       if (typeof body['anthropic_version'] !== 'string') return { message: 'anthropic_version: Field required', type: 'invalid_request_error' };
     } else if (typeof body['model'] !== 'string') return { message: 'model: Field required', type: 'invalid_request_error' };
     if (!Array.isArray(body['messages'])) return { message: 'messages: Field required', type: 'invalid_request_error' };
@@ -48,7 +48,7 @@ export const messages: Wire = {
   },
 
   isStream(body, route) {
-    return route.form === 'vertex' ? route.urlStream === true : body['stream'] === true;
+    return route.form === 'vertex' || route.form === 'bedrock' ? route.urlStream === true : body['stream'] === true;
   },
 
   maxTokens(body) {
