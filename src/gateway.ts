@@ -96,6 +96,15 @@ function requestObserver(opts: GatewayOptions, log: (event: string, fields?: Rec
   );
 }
 
+/** What metrics read from the running gateway at scrape time. */
+function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Telemetry['bind']>[0] {
+  return {
+    breakers: () => ctx.index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: ctx.health.state(d.id).state })),
+    configHash: () => ctx.index.config.sourceHash,
+    lifecycle,
+  };
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
@@ -156,11 +165,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     observer: requestObserver(opts, log),
     log,
   };
-  opts.telemetry?.bind({
-    breakers: () => ctx.index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: ctx.health.state(d.id).state })),
-    configHash: () => ctx.index.config.sourceHash,
-    lifecycle,
-  });
+  opts.telemetry?.bind(telemetryView(ctx, lifecycle));
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await server.listen(host, opts.port ?? 0);
