@@ -2,6 +2,7 @@
 // wires every part together (server, handlers, routing state, upstream client, store). It also owns
 // the process lifecycle the CLI drives: the graceful drain (SIGTERM) and the live config reload
 // (SIGHUP), whose steps are in src/api/lifecycle.ts.
+import type { OperatorView } from './admin/operator-view.ts';
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import type { CompiledConfig, GatewaySettings } from './config/compiled.ts';
@@ -95,6 +96,18 @@ function requestObserver(opts: GatewayOptions, log: (event: string, fields?: Rec
   );
 }
 
+/** What the admin listener (readiness, the console) reads of this gateway. */
+function operatorView(ctx: GatewayContext): OperatorView {
+  return {
+    index: () => ctx.index,
+    credentialNames: () => ctx.store.secrets.names(),
+    store: ctx.store,
+    health: ctx.health,
+    creds: ctx.view,
+    now: () => ctx.clock.now(),
+  };
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
@@ -160,7 +173,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await server.listen(host, opts.port ?? 0);
-  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => opts.store.secrets.names() });
+  opts.admin?.attach(operatorView(ctx));
   lifecycle.markReady();
 
   let closed: Promise<void> | null = null;
