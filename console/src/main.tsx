@@ -69,4 +69,7 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app') as HTMLElement);
+const root = document.getElementById('app') as HTMLElement;
+// The page's "Loading…" placeholder goes: render() would keep children it did not create.
+root.textContent = '';
+render(<App />, root);

@@ -22,8 +22,7 @@ export function HealthPage() {
         <div class="card">
           <span>State</span>
           <strong data-testid="health-state" class={h.ready ? 'ok' : 'error'}>
-            {h.state}
-            {h.ready ? ' · ready' : ' · not ready'}
+            {h.ready ? 'ready' : `not ready (${h.state})`}
           </strong>
         </div>
         <div class="card">
@@ -60,10 +59,10 @@ export function HealthPage() {
             <th>Model</th>
             <th>Callable</th>
             <th>Breaker</th>
-            <th class="n">Fails in a row</th>
-            <th class="n">Breaker window failures</th>
-            <th class="n">Recent attempts</th>
-            <th class="n">Recent failure rate</th>
+            <th class="n">In a row</th>
+            <th class="n">Window failures</th>
+            <th class="n">Attempts</th>
+            <th class="n">Failure rate</th>
             <th class="n">TTFB p50</th>
             <th class="n">TTFB p95</th>
           </tr>
@@ -76,7 +75,7 @@ export function HealthPage() {
               <td>{d.model}</td>
               <td>{d.callable ? 'yes' : d.unservable_reason}</td>
               <td data-testid="breaker">
-                {d.breaker.state}
+                {d.declared_status === 'down' ? 'declared down' : d.breaker.state}
                 {d.breaker.open_until ? ` until ${utc(d.breaker.open_until)}` : ''}
               </td>
               <td class="n">{d.breaker.consecutive_failures}</td>

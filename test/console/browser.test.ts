@@ -9,6 +9,15 @@ import { launchBrowser, signIn } from '../helpers/browser.ts';
 
 const cells = (rows: string[][]) => rows.map((r) => r.map((c) => c.trim()));
 
+/** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
+async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 t.test('every page of the console, in Chromium', async (t) => {
   const browser = await launchBrowser(t);
   if (!browser) return;
@@ -40,10 +49,10 @@ t.test('every page of the console, in Chromium', async (t) => {
   t.same(rows[4]?.slice(1), ['open', 'chat_completions', 'acme/chat-small', 'alpha', '200', 'completed', '1', rows[4]?.[8], '1,000 / 500', '$0.002'], 'the oldest row, exact');
   t.equal(rows[2]?.[5], '404 model_not_found', 'the refused request');
   await page.selectOption('select[name=status]', '4xx');
-  await page.waitForFunction("document.querySelectorAll('[data-testid=requests-table] tbody tr').length === 1");
+  await until(async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 1, 'one row is left');
   t.pass('the status filter leaves the 404');
   await page.selectOption('select[name=status]', '');
-  await page.waitForFunction("document.querySelectorAll('[data-testid=requests-table] tbody tr').length === 5");
+  await until(async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 5, 'all five rows are back');
   await page.click(`tr[data-trace="${failover.trace}"]`);
   await page.waitForSelector('[data-testid=detail-attempts] tbody tr');
   t.equal(await page.textContent('[data-testid=detail-trace]'), failover.trace);
@@ -80,7 +89,7 @@ t.test('every page of the console, in Chromium', async (t) => {
   await page.click('[data-testid=credit-form] button');
   await page.waitForSelector('[data-testid=credit-message]');
   t.equal(await page.textContent('[data-testid=credit-message]'), 'Credited $5; balance $104.996.');
-  await page.waitForFunction("document.querySelector('[data-testid=ledger-table] tbody tr td:nth-child(5)')?.textContent === 'invoice 9'");
+  await until(async () => (await page.textContent('[data-testid=ledger-table] tbody tr td:nth-child(5)')) === 'invoice 9', 'the credit is listed');
   t.equal(s.store.wallets.ledger('open', { limit: 1 })[0]?.note, 'invoice 9', 'the ledger row has the note');
   await page.fill('[data-testid=key-form] input[name=name]', 'from-the-browser');
   await page.click('[data-testid=key-form] button');
@@ -90,7 +99,7 @@ t.test('every page of the console, in Chromium', async (t) => {
   t.equal((await chat(s, newKey, { model: 'acme/chat-small' })).status, 200, 'and it works');
   const id = s.store.apiKeys.list().find((x) => x.name === 'from-the-browser')?.id as string;
   await page.click(`tr[data-key="${id}"] button.danger`);
-  await page.waitForFunction(`document.querySelector('tr[data-key="${id}"] [data-testid=key-state]')?.textContent === 'revoked'`);
+  await until(async () => (await page.textContent(`tr[data-key="${id}"] [data-testid=key-state]`)) === 'revoked', 'the key shows revoked');
   t.equal((await chat(s, newKey, { model: 'acme/chat-small' })).status, 401, 'revoked from the browser');
 
   // Routing
@@ -107,7 +116,7 @@ t.test('every page of the console, in Chromium', async (t) => {
   await page.click('[data-testid=nav-health]');
   await page.waitForSelector('[data-testid=health-table] tbody tr');
   t.equal(await page.textContent('[data-testid=config-hash]'), s.config.sourceHash.slice(0, 12));
-  t.match(await page.textContent('[data-testid=health-state]'), /ready/);
+  t.equal(await page.textContent('[data-testid=health-state]'), 'ready');
   // Later requests (the browser-made key's) may have gone to the same deployment: compare with the API.
   const health = (await s.call('/admin/health')).body.deployments.find((d: { id: string }) => d.id === order[0]);
   t.equal(health.recent.failures, 1, 'the API counts the one 503');
