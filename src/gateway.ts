@@ -2,6 +2,7 @@
 // wires every part together (server, handlers, routing state, upstream client, store). It also owns
 // the process lifecycle the CLI drives: the graceful drain (SIGTERM) and the live config reload
 // (SIGHUP), whose steps are in src/api/lifecycle.ts.
+import type { OperatorView } from './admin/operator-view.ts';
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import type { CompiledConfig, GatewaySettings } from './config/compiled.ts';
@@ -123,6 +124,18 @@ function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Te
   };
 }
 
+/** What the admin listener (readiness, the console) reads of this gateway. */
+function operatorView(ctx: GatewayContext, store: Store): OperatorView {
+  return {
+    index: () => ctx.index,
+    credentialNames: () => store.secrets.names(),
+    store,
+    health: ctx.health,
+    creds: ctx.view,
+    now: () => ctx.clock.now(),
+  };
+}
+
 /** The in-process books over the store: the single-process gateway's shared state. */
 function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): LocalState & { limiter: RateLimiter } {
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
@@ -202,7 +215,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await server.listen(host, opts.port ?? 0);
-  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => opts.store.secrets.names() });
+  opts.admin?.attach(operatorView(ctx, opts.store));
   lifecycle.markReady();
 
   let closed: Promise<void> | null = null;

@@ -25,7 +25,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['availability', 'billing', 'stream', 'store'],
   ['catalog', 'platforms', 'protocols', 'routing', 'telemetry', 'upstream'],
   ['admission', 'proxy'],
-  ['admin', 'api'],
+  ['admin', 'api', 'console'],
   ['server'],
   ['simulator', 'codegen'],
   ['gateway'],
@@ -246,6 +246,33 @@ t.test('each heavy dependency has one home', async (t) => {
 
 t.test('money and storage stay beside the request path', async (t) => {
   t.same(besideViolations, [], besideViolations.join('\n'));
+});
+
+/** The operator console is served by the admin listener only: no other file of src/ imports it. */
+const CONSOLE_IMPORTERS = ['src/server/admin-app.ts'];
+
+t.test('only the admin listener imports the console (the gateway core never does)', async (t) => {
+  const misplaced: string[] = [];
+  const consoleDir = join(srcDir, 'console') + sep;
+  for (const p of parsed) {
+    const rel = relative(root, p.file);
+    if (p.file.startsWith(consoleDir) || CONSOLE_IMPORTERS.includes(rel)) continue;
+    for (const spec of p.specs) {
+      const target = spec.startsWith('.') ? resolveImport(p.file, spec) : null;
+      if (target?.startsWith(consoleDir)) misplaced.push(`${rel} imports ${spec}`);
+    }
+  }
+  t.same(misplaced, [], misplaced.join('\n'));
+});
+
+t.test('the browser code of the console (console/) imports nothing from src/', async (t) => {
+  const dir = join(root, 'console', 'src');
+  const found: string[] = [];
+  for (const f of existsSync(dir) ? readdirSync(dir) : []) {
+    const text = readFileSync(join(dir, f), 'utf8');
+    for (const m of text.matchAll(/from\s+'([^']+)'/g)) if ((m[1] as string).includes('/src/') || (m[1] as string).startsWith('../../')) found.push(`console/src/${f} imports ${m[1]}`);
+  }
+  t.same(found, [], found.join('\n'));
 });
 
 t.test('generated files say so in their first line', async (t) => {

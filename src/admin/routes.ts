@@ -4,7 +4,7 @@
 //   GET /metrics        Prometheus text exposition (404 when metrics are off)
 // Anything else is a 404. Answers are never cached.
 import type { Reply } from '../http/reply.ts';
-import type { Handler, IncomingRequest } from '../http/request.ts';
+import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
 import { readiness, type ServingView } from './readiness.ts';
 
@@ -22,8 +22,11 @@ export interface AdminDeps {
 }
 
 export interface AdminRoute {
-  method: 'get' | 'any';
+  method: 'get' | 'post' | 'any';
   pattern: string;
+  /** How the body is delivered (default: not read). */
+  body?: BodyDelivery;
+  maxBodyBytes?: number;
   handler: Handler;
 }
 

@@ -86,12 +86,17 @@ async function startObservability(o: ObservabilityOptions | undefined): Promise<
     traces: o?.tracesUrl ? { url: o.tracesUrl, serviceName: o.serviceName } : null,
     log: jsonLog,
   });
-  if (!o?.admin) return { telemetry, admin: null };
+  const token = process.env.PI_ADMIN_TOKEN || null;
+  if (!o?.admin) {
+    if (token) jsonLog('admin_token_unused', { reason: 'PI_ADMIN_TOKEN is set but there is no admin listener (--admin-port): the console is off' });
+    return { telemetry, admin: null };
+  }
   try {
     const admin = await startAdminListener({
       ...o.admin,
       lifecycle: new Lifecycle(),
       metrics: telemetry.metrics,
+      token,
       onUnexpectedError: (err) => jsonLog('admin_error', { error: err instanceof Error ? err.message : String(err) }),
     });
     return { telemetry, admin };

@@ -1,9 +1,11 @@
 // The admin listener: health, readiness and metrics on their own port (127.0.0.1 unless told
 // otherwise), so the public API's paths and answers stay exactly as the spec says and the operator's
 // endpoints are never exposed where clients reach. It can start before the gateway it reports on
-// (readiness then says "starting"); the gateway attaches itself once it is built.
+// (readiness then says "starting"); the gateway attaches itself once it is built. With an operator
+// token it also serves the console (/console) and its admin JSON endpoints (/admin/…), src/console/.
 import { adminRoutes, type MetricsSource } from '../admin/routes.ts';
-import type { ServingView } from '../admin/readiness.ts';
+import type { OperatorView } from '../admin/operator-view.ts';
+import { consoleRoutes } from '../console/routes.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
 import { createHttpServer } from './http-server.ts';
 
@@ -13,6 +15,9 @@ export interface AdminListenerOptions {
   port: number;
   lifecycle: Lifecycle;
   metrics: MetricsSource | null;
+  /** The operator token (PI_ADMIN_TOKEN): with it the console and the admin JSON endpoints are on,
+   *  without it (null or absent) they answer 404 and only health and metrics are served. */
+  token?: string | null;
   onUnexpectedError?: (err: unknown) => void;
 }
 
@@ -21,16 +26,18 @@ export interface AdminListener {
   readonly url: string;
   readonly lifecycle: Lifecycle;
   readonly metrics: MetricsSource | null;
-  /** Readiness reads this gateway from now on. */
-  attach(view: ServingView): void;
+  /** Readiness and the console read this gateway from now on. */
+  attach(view: OperatorView): void;
   /** Stops listening. Idempotent. */
   close(): void;
 }
 
 export async function startAdminListener(opts: AdminListenerOptions): Promise<AdminListener> {
-  let view: ServingView | null = null;
+  let view: OperatorView | null = null;
+  const operator = consoleRoutes({ token: opts.token ?? null, lifecycle: opts.lifecycle, view: () => view });
   const server = createHttpServer(
-    adminRoutes({ lifecycle: opts.lifecycle, serving: () => view, metrics: opts.metrics }),
+    // The console's routes first: the admin table ends with its catch-all 404.
+    [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => view, metrics: opts.metrics })],
     opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {},
   );
   const port = await server.listen(opts.host, opts.port);

@@ -134,6 +134,17 @@ export class ApiKeys {
     return rows.map(toRecord);
   }
 
+  /**
+   * Sets (or, with null, clears) a key's expiry; true when the key exists and is not revoked. An
+   * expiry in the past expires it at once; clearing one revives an expired key.
+   */
+  setExpiry(id: string, expiresAt: number | null): boolean {
+    if (expiresAt !== null && !Number.isSafeInteger(expiresAt)) throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    const changed = this.sql.get('UPDATE api_keys SET expires_at = ? WHERE id = ? AND revoked_at IS NULL').run(expiresAt, id).changes > 0;
+    if (changed) this.onChange();
+    return changed;
+  }
+
   /** True when an active (or expired) key became revoked; false when unknown or already revoked. */
   revoke(id: string): boolean {
     const changed = this.sql.get('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock.now(), id).changes > 0;

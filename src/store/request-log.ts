@@ -4,6 +4,7 @@
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
+import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, spendBy, spendDetail, whereOf } from './request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
 
 const DEFAULT_FLUSH_MS = 200;
@@ -157,6 +158,31 @@ export class RequestLog {
         : `SELECT * FROM (SELECT id, ${COLUMNS.join(', ')} FROM request_log ${cond} ORDER BY id DESC LIMIT ?) ORDER BY id ASC`;
     const rows = this.sql.get(sql).all(...params, limit) as DbRow[];
     return rows.map(fromDb);
+  }
+
+  /**
+   * The rows a filter selects, newest first, at most `limit` (1–1000); `more` says whether older rows
+   * match too (page on with `beforeId` = the last row's id). Queued rows are written first, so a
+   * request that finished is listed.
+   */
+  search(filter: RequestLogFilter, limit = 50): { rows: RequestLogEntry[]; more: boolean } {
+    if (!this.readonly) this.flush();
+    const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
+    const w = whereOf(filter);
+    const rows = this.sql.get(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT ?`).all(...w.params, n + 1) as DbRow[];
+    return { rows: rows.slice(0, n).map(fromDb), more: rows.length > n };
+  }
+
+  /** Cost, tokens and requests of the rows a filter selects, by one dimension. */
+  spend(group: SpendGroup, filter: RequestLogFilter): SpendLine[] {
+    if (!this.readonly) this.flush();
+    return spendBy(this.sql, group, filter);
+  }
+
+  /** The same by day × workspace × model × provider (the CSV export). */
+  spendDetail(filter: RequestLogFilter): SpendDetail[] {
+    if (!this.readonly) this.flush();
+    return spendDetail(this.sql, filter);
   }
 
   private write(batch: RequestLogRow[]): void {

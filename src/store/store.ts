@@ -13,6 +13,7 @@ export { ApiKeys, keyState, isWellFormedKey, KEY_PREFIX } from './api-keys.ts';
 export { StoreError } from './db.ts';
 export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type OwnerLock } from './owner-lock.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
+export type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
 export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
 export type * from './types.ts';

@@ -54,6 +54,18 @@ export interface WalletView {
   openHolds: number;
 }
 
+/** One ledger row as read back (`Wallets.ledger`, `Wallets.ledgerOf`). */
+export interface LedgerEntry {
+  id: number;
+  workspace: string;
+  kind: LedgerKind;
+  amount: bigint;
+  traceId: string;
+  note: string | null;
+  details: LedgerDetails | null;
+  createdAt: number;
+}
+
 export interface UsageLine {
   model: string;
   provider: string;

@@ -18,7 +18,7 @@ import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
-import type { LedgerOp, UsageLine, WalletView } from './types.ts';
+import type { LedgerDetails, LedgerEntry, LedgerKind, LedgerOp, UsageLine, WalletView } from './types.ts';
 
 export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow';
 
@@ -207,6 +207,23 @@ export class Wallets {
     return rows.map((r) => ({ model: String(r.model), provider: String(r.provider), requests: Number(r.requests), costNano: r.cost }));
   }
 
+  /** A workspace's ledger rows, newest first: at most `limit` (1–1000), older than `beforeId` when given. */
+  ledger(workspace: string, opts: { limit?: number; beforeId?: number } = {}): LedgerEntry[] {
+    const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 50), 1), 1000);
+    const rows = (
+      opts.beforeId === undefined
+        ? this.sql.get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE workspace = ? ORDER BY id DESC LIMIT ?`).all(workspace, limit)
+        : this.sql.get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE workspace = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(workspace, opts.beforeId, limit)
+    ) as LedgerRow[];
+    return rows.map(ledgerEntry);
+  }
+
+  /** Every ledger row of one trace (its hold, then its settlement or release; or a credit), oldest first. */
+  ledgerOf(traceId: string): LedgerEntry[] {
+    const rows = this.sql.get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE trace_id = ? ORDER BY id`).all(traceId) as LedgerRow[];
+    return rows.map(ledgerEntry);
+  }
+
   /** Workspaces that have a wallet, sorted. */
   workspaces(): string[] {
     return this.sql.get('SELECT workspace FROM wallets ORDER BY workspace').pluck().all() as string[];
@@ -346,6 +363,32 @@ function ownerAlive(owner: string, pid: number, host: string): boolean {
     // EPERM: the process exists but belongs to another user.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+const LEDGER_COLUMNS = 'id, workspace, kind, amount_nano, trace_id, note, details, created_at';
+
+interface LedgerRow {
+  id: bigint;
+  workspace: string;
+  kind: LedgerKind;
+  amount_nano: bigint;
+  trace_id: string;
+  note: string | null;
+  details: string | null;
+  created_at: bigint;
+}
+
+function ledgerEntry(r: LedgerRow): LedgerEntry {
+  return {
+    id: Number(r.id),
+    workspace: r.workspace,
+    kind: r.kind,
+    amount: r.amount_nano,
+    traceId: r.trace_id,
+    note: r.note,
+    details: r.details === null ? null : (JSON.parse(r.details) as LedgerDetails),
+    createdAt: Number(r.created_at),
+  };
 }
 
 function checkWorkspace(workspace: string): void {

@@ -31,7 +31,7 @@ function shBlock(marker: string): string {
 function freshCopy(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'pi-readme-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  for (const p of ['bin', 'config', 'schemas', 'scripts', 'src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+  for (const p of ['bin', 'config', 'console', 'schemas', 'scripts', 'src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
     cpSync(join(REPO, p), join(dir, p), { recursive: true });
   }
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));

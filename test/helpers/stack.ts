@@ -52,6 +52,8 @@ export interface StackOptions {
   telemetry?: TelemetryOptions;
   /** Start an admin listener on 127.0.0.1 port 0 (Stack.admin). */
   admin?: boolean;
+  /** The admin listener's operator token (PI_ADMIN_TOKEN): turns on the console and /admin/ endpoints. */
+  adminToken?: string;
 }
 
 export interface Stack {
@@ -89,7 +91,7 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
   for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, opts.secrets?.[r.credential] ?? `upstream-secret-${r.credential}`);
   let gw: Gateway;
   const telemetry = opts.telemetry ? await startTelemetry(opts.telemetry) : null;
-  const admin = opts.admin ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(clock), metrics: telemetry?.metrics ?? null }) : null;
+  const admin = opts.admin ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(clock), metrics: telemetry?.metrics ?? null, token: opts.adminToken ?? null }) : null;
   try {
     gw = await startGateway({
       config,

@@ -116,6 +116,9 @@ export const command: Command = {
         `    -H 'Content-Type: application/json' \\`,
         `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
         '',
+        ...(running.gateway.admin && process.env.PI_ADMIN_TOKEN
+          ? [`Console: ${running.gateway.admin.url}/console (sign in with your PI_ADMIN_TOKEN)`, '']
+          : ['Console: set PI_ADMIN_TOKEN and pass --admin-port N to open it at http://127.0.0.1:N/console', '']),
         'CLI commands on this state (logs, wallet, key, ledger), from this directory:',
         `  export PI_DB=${join(dir, 'pi-gateway.db')} PI_MASTER_KEY=$(cat ${keyFile})`,
         '  npx pi-gateway logs --limit 5',

@@ -1,0 +1,75 @@
+// The operator console: one page app over the admin JSON endpoints of the listener that served it.
+// Pages by URL hash: #requests, #spend, #wallets, #routing, #health.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { get, type Meta } from './api.ts';
+import { HealthPage } from './page-health.tsx';
+import { RequestsPage } from './page-requests.tsx';
+import { RoutingPage } from './page-routing.tsx';
+import { SpendPage } from './page-spend.tsx';
+import { WalletsPage } from './page-wallets.tsx';
+
+const PAGES = [
+  { id: 'requests', title: 'Requests' },
+  { id: 'spend', title: 'Spend' },
+  { id: 'wallets', title: 'Wallets & keys' },
+  { id: 'routing', title: 'Routing' },
+  { id: 'health', title: 'Health' },
+] as const;
+
+type PageId = (typeof PAGES)[number]['id'];
+
+const pageOf = (hash: string): PageId => {
+  const id = hash.replace(/^#\/?/, '').split('?')[0];
+  return PAGES.find((p) => p.id === id)?.id ?? 'requests';
+};
+
+function App() {
+  const [page, setPage] = useState<PageId>(pageOf(location.hash));
+  const [meta, setMeta] = useState<Meta | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    const on = () => setPage(pageOf(location.hash));
+    addEventListener('hashchange', on);
+    get<Meta>('/admin/meta').then(setMeta, (e: Error) => setError(e.message));
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return (
+    <>
+      <header class="top">
+        <span class="brand">pi-gateway console</span>
+        <nav>
+          {PAGES.map((p) => (
+            <a href={`#${p.id}`} class={p.id === page ? 'active' : ''} data-testid={`nav-${p.id}`}>
+              {p.title}
+            </a>
+          ))}
+        </nav>
+        <form method="post" action="/console/logout" class="signout">
+          <button type="submit">Sign out</button>
+        </form>
+      </header>
+      <main>
+        {error && <p class="error">{error}</p>}
+        {meta === null ? (
+          <p class="boot">Loading…</p>
+        ) : page === 'requests' ? (
+          <RequestsPage meta={meta} />
+        ) : page === 'spend' ? (
+          <SpendPage meta={meta} />
+        ) : page === 'wallets' ? (
+          <WalletsPage meta={meta} />
+        ) : page === 'routing' ? (
+          <RoutingPage meta={meta} />
+        ) : (
+          <HealthPage />
+        )}
+      </main>
+    </>
+  );
+}
+
+const root = document.getElementById('app') as HTMLElement;
+// The page's "Loading…" placeholder goes: render() would keep children it did not create.
+root.textContent = '';
+render(<App />, root);

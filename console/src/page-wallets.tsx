@@ -1,0 +1,217 @@
+// Wallets & keys: every workspace's balance, holds in flight and spend today; one wallet's recent
+// ledger and a credit with the operator's note; the API keys — create (the key is shown once),
+// revoke, set or clear an expiry.
+import { useEffect, useState } from 'preact/hooks';
+import { get, type KeyRow, type LedgerRow, type Meta, post, qs, type Wallet } from './api.ts';
+import { usd, utc } from './format.ts';
+
+export function WalletsPage(props: { meta: Meta }) {
+  const [wallets, setWallets] = useState<Wallet[]>([]);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    get<{ wallets: Wallet[] }>('/admin/wallets').then((r) => setWallets(r.wallets));
+  }, [tick]);
+  return (
+    <section data-testid="page-wallets">
+      <h1>Wallets</h1>
+      <table class="grid" data-testid="wallets-table">
+        <thead>
+          <tr>
+            <th>Workspace</th>
+            <th class="n">Balance</th>
+            <th class="n">Held (in flight)</th>
+            <th class="n">Available</th>
+            <th class="n">Spend today (UTC)</th>
+            <th class="n">Open holds</th>
+          </tr>
+        </thead>
+        <tbody>
+          {wallets.map((w) => (
+            <tr class={`click${w.workspace === selected ? ' selected' : ''}`} data-workspace={w.workspace} onClick={() => setSelected(w.workspace)}>
+              <td>
+                {w.workspace} <small>{w.name ?? ''}</small>
+              </td>
+              <td class="n">{usd(w.balance_usd)}</td>
+              <td class="n">{usd(w.held_usd)}</td>
+              <td class="n">{usd(w.available_usd)}</td>
+              <td class="n">{usd(w.spend_today_usd)}</td>
+              <td class="n">{w.open_holds}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {selected && <WalletDetail workspace={selected} tick={tick} onCredited={() => setTick(tick + 1)} />}
+      <Keys meta={props.meta} />
+    </section>
+  );
+}
+
+function WalletDetail(props: { workspace: string; tick: number; onCredited: () => void }) {
+  const [ledger, setLedger] = useState<LedgerRow[]>([]);
+  const [amount, setAmount] = useState('');
+  const [note, setNote] = useState('');
+  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  useEffect(() => {
+    get<{ ledger: LedgerRow[] }>(`/admin/wallets/${encodeURIComponent(props.workspace)}${qs({ limit: 25 })}`).then((r) => setLedger(r.ledger));
+  }, [props.workspace, props.tick]);
+  const credit = (e: Event) => {
+    e.preventDefault();
+    post<{ credited_usd: string; balance_usd: string }>(`/admin/wallets/${encodeURIComponent(props.workspace)}/credit`, { usd: amount, note }).then(
+      (r) => {
+        setMessage({ ok: true, text: `Credited ${usd(r.credited_usd)}; balance ${usd(r.balance_usd)}.` });
+        setAmount('');
+        setNote('');
+        props.onCredited();
+      },
+      (err: Error) => setMessage({ ok: false, text: err.message }),
+    );
+  };
+  return (
+    <div class="panel" data-testid="wallet-detail">
+      <h2>Wallet {props.workspace}</h2>
+      <form class="inline" onSubmit={credit} data-testid="credit-form">
+        <label>
+          Credit (USD)
+          <input name="usd" value={amount} required placeholder="25" onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+        </label>
+        <label class="wide">
+          Note (kept on the ledger row)
+          <input name="note" value={note} required placeholder="invoice 42" onInput={(e) => setNote((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Credit</button>
+      </form>
+      {message && <p class={message.ok ? 'ok' : 'error'} data-testid="credit-message">{message.text}</p>}
+      <h3>Recent ledger rows</h3>
+      <table class="grid" data-testid="ledger-table">
+        <thead>
+          <tr>
+            <th>Time (UTC)</th>
+            <th>Kind</th>
+            <th class="n">Amount</th>
+            <th>Model / provider</th>
+            <th>Note</th>
+            <th>Trace</th>
+          </tr>
+        </thead>
+        <tbody>
+          {ledger.map((l) => (
+            <tr>
+              <td>{utc(l.time)}</td>
+              <td>{l.kind}{l.estimated ? ' (estimated)' : ''}</td>
+              <td class="n">{usd(l.amount_usd)}</td>
+              <td>{l.model ? `${l.model} / ${l.provider ?? '—'}` : ''}</td>
+              <td>{l.note ?? ''}</td>
+              <td class="mono">{l.trace_id}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function Keys(props: { meta: Meta }) {
+  const [keys, setKeys] = useState<KeyRow[]>([]);
+  const [tick, setTick] = useState(0);
+  const [form, setForm] = useState({ workspace: props.meta.workspaces[0]?.id ?? '', name: '', expires_at: '', rpm: '' });
+  const [created, setCreated] = useState<KeyRow | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    get<{ keys: KeyRow[] }>('/admin/keys').then((r) => setKeys(r.keys));
+  }, [tick]);
+  const done = () => {
+    setError(null);
+    setTick(tick + 1);
+  };
+  const fail = (err: Error) => setError(err.message);
+  const create = (e: Event) => {
+    e.preventDefault();
+    const body = { workspace: form.workspace, name: form.name || null, expires_at: form.expires_at || null, ...(form.rpm ? { rpm: Number(form.rpm) } : {}) };
+    post<KeyRow>('/admin/keys', body).then((k) => {
+      setCreated(k);
+      done();
+    }, fail);
+  };
+  const expire = (k: KeyRow) => {
+    const v = prompt(`Expiry for ${k.name ?? k.id} (ISO date or date-time, UTC; empty clears it)`, k.expires_at ?? '');
+    if (v === null) return;
+    post(`/admin/keys/${k.id}/expiry`, { expires_at: v.trim() || null }).then(done, fail);
+  };
+  const revoke = (k: KeyRow) => {
+    if (!confirm(`Revoke ${k.name ?? k.id}? Requests with it are refused from now on.`)) return;
+    post(`/admin/keys/${k.id}/revoke`, {}).then(done, fail);
+  };
+  const input = (name: 'name' | 'expires_at' | 'rpm', label: string, placeholder: string) => (
+    <label>
+      {label}
+      <input name={name} value={form[name]} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: (e.target as HTMLInputElement).value })} />
+    </label>
+  );
+  return (
+    <div class="panel" data-testid="keys">
+      <h1>API keys</h1>
+      <form class="inline" onSubmit={create} data-testid="key-form">
+        <label>
+          Workspace
+          <select name="workspace" value={form.workspace} onChange={(e) => setForm({ ...form, workspace: (e.target as HTMLSelectElement).value })}>
+            {props.meta.workspaces.map((w) => (
+              <option value={w.id}>{w.id}</option>
+            ))}
+          </select>
+        </label>
+        {input('name', 'Name', 'backend')}
+        {input('expires_at', 'Expires (UTC)', 'never')}
+        {input('rpm', 'Requests / min', 'workspace limit')}
+        <button type="submit">Create key</button>
+      </form>
+      {created?.key && (
+        <p class="secret" data-testid="created-key">
+          New key for {created.workspace}, shown once — copy it now: <code>{created.key}</code>
+        </p>
+      )}
+      {error && <p class="error">{error}</p>}
+      <table class="grid" data-testid="keys-table">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Id</th>
+            <th>Prefix</th>
+            <th>Workspace</th>
+            <th>State</th>
+            <th>Expires (UTC)</th>
+            <th class="n">rpm</th>
+            <th>Created (UTC)</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((k) => (
+            <tr data-key={k.id} class={k.state === 'active' ? '' : 'muted'}>
+              <td>{k.name ?? '—'}</td>
+              <td class="mono">{k.id}</td>
+              <td class="mono">{k.prefix}…</td>
+              <td>{k.workspace}</td>
+              <td data-testid="key-state">{k.state}</td>
+              <td>{utc(k.expires_at)}</td>
+              <td class="n">{k.rpm ?? '—'}</td>
+              <td>{utc(k.created_at)}</td>
+              <td class="actions">
+                {k.state !== 'revoked' && (
+                  <>
+                    <button type="button" onClick={() => expire(k)}>
+                      Expiry…
+                    </button>
+                    <button type="button" class="danger" onClick={() => revoke(k)}>
+                      Revoke
+                    </button>
+                  </>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

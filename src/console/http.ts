@@ -1,0 +1,94 @@
+// Small request helpers of the console's admin endpoints: their error (a status and a sentence),
+// query-string fields, JSON bodies and the times operators type (ISO dates, date-times or epoch ms).
+import type { HeaderList, Reply } from '../http/reply.ts';
+import type { IncomingRequest } from '../http/request.ts';
+
+/** An admin endpoint's refusal: answered as `{"error": {"code", "message"}}` with its status. */
+export class ConsoleError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConsoleError';
+  }
+}
+
+export const badRequest = (message: string): ConsoleError => new ConsoleError(400, 'invalid_request', message);
+export const notFound = (message: string): ConsoleError => new ConsoleError(404, 'not_found', message);
+
+/** Admin answers are never cached: they carry balances, keys being created, live state. */
+export const NO_STORE: [string, string] = ['Cache-Control', 'no-store'];
+
+export function sendJson(reply: Reply, status: number, value: unknown, headers: HeaderList = []): void {
+  reply.sendJson(status, value, [NO_STORE, ...headers]);
+}
+
+export function sendError(reply: Reply, err: ConsoleError): void {
+  sendJson(reply, err.status, { error: { code: err.code, message: err.message } });
+}
+
+/** The query string's fields; an empty value counts as absent. */
+export function queryOf(req: IncomingRequest): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [k, v] of new URLSearchParams(req.query)) if (v !== '') out.set(k, v);
+  return out;
+}
+
+/** A JSON object body, or a 400 naming what is wrong. */
+export function jsonBody(req: IncomingRequest): Record<string, unknown> {
+  const type = req.headers['content-type'] ?? '';
+  if (!/^application\/json\b/i.test(type)) throw new ConsoleError(415, 'unsupported_media_type', 'send the body as application/json');
+  let v: unknown;
+  try {
+    v = JSON.parse(req.body.toString('utf8'));
+  } catch {
+    throw badRequest('the body is not valid JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw badRequest('the body must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+/** A string field of a body: absent or null → undefined; anything else but a string → 400. */
+export function stringField(body: Record<string, unknown>, name: string): string | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
+  return v;
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?$/;
+
+/**
+ * Epoch ms of an operator's time: epoch milliseconds, an ISO date (00:00 UTC) or an ISO date-time
+ * (UTC when it has no offset). A date not on the calendar (2026-02-30) is refused.
+ */
+export function parseTime(name: string, v: string): number {
+  if (/^\d{1,15}$/.test(v)) return Number(v);
+  const d = DATE.exec(v);
+  let ms: number;
+  if (d) {
+    ms = Date.UTC(Number(d[1]), Number(d[2]) - 1, Number(d[3]));
+    if (new Date(ms).toISOString().slice(0, 10) !== v) throw badRequest(`${name} is not a date on the calendar: "${v}"`);
+    return ms;
+  }
+  if (!DATE_TIME.test(v)) throw badRequest(`${name} must be an ISO date, an ISO date-time or epoch milliseconds, got "${v}"`);
+  ms = Date.parse(/(Z|[+-]\d{2}:\d{2})$/.test(v) ? v : `${v}Z`);
+  const day = v.slice(0, 10);
+  if (!Number.isFinite(ms) || new Date(Date.UTC(Number(day.slice(0, 4)), Number(day.slice(5, 7)) - 1, Number(day.slice(8, 10)))).toISOString().slice(0, 10) !== day) {
+    throw badRequest(`${name} is not a time on the calendar: "${v}"`);
+  }
+  return ms;
+}
+
+/** A positive integer query field within [1, max], or the default. */
+export function intField(q: Map<string, string>, name: string, dflt: number, max: number): number {
+  const v = q.get(name);
+  if (v === undefined) return dflt;
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw badRequest(`${name} must be a whole number from 1 to ${max}, got "${v}"`);
+  return Number(v);
+}
+
+export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());

@@ -1,0 +1,64 @@
+// API keys for operators: GET /admin/keys[?workspace=], POST /admin/keys (the key is in this answer
+// once, never again), POST /admin/keys/:id/revoke and POST /admin/keys/:id/expiry {expires_at}.
+// Only the store's records go out: id, non-secret prefix, workspace, name, limits and state.
+import type { OperatorView } from '../admin/operator-view.ts';
+import { keyState, type ApiKeyRecord } from '../store/store.ts';
+import { badRequest, iso, notFound, parseTime, stringField } from './http.ts';
+
+function keyJson(k: ApiKeyRecord, now: number): Record<string, unknown> {
+  return {
+    id: k.id,
+    prefix: k.prefix,
+    workspace: k.workspace,
+    name: k.name,
+    state: keyState(k, now),
+    rpm: k.rpm,
+    expires_at: iso(k.expiresAt),
+    created_at: iso(k.createdAt),
+    revoked_at: iso(k.revokedAt),
+  };
+}
+
+export function listKeys(view: OperatorView, q: Map<string, string>): unknown {
+  const now = view.now();
+  // Newest first: the key just created is on top.
+  return { keys: view.store.apiKeys.list(q.get('workspace')).reverse().map((k) => keyJson(k, now)) };
+}
+
+function expiryOf(body: Record<string, unknown>): number | null {
+  const v = stringField(body, 'expires_at');
+  if (v === undefined) return null;
+  return parseTime('expires_at', v);
+}
+
+export function createKey(view: OperatorView, body: Record<string, unknown>): unknown {
+  const workspace = stringField(body, 'workspace');
+  if (workspace === undefined || !view.index().workspaceById.has(workspace)) throw badRequest(`workspace must be a workspace of the config, got ${JSON.stringify(workspace ?? null)}`);
+  const name = stringField(body, 'name')?.trim();
+  const rpm = body['rpm'];
+  if (rpm !== undefined && rpm !== null && !(typeof rpm === 'number' && Number.isSafeInteger(rpm) && rpm > 0)) throw badRequest('rpm must be a positive whole number');
+  const expiresAt = expiryOf(body);
+  const created = view.store.apiKeys.create({
+    workspace,
+    name: name === '' ? undefined : name,
+    rpm: typeof rpm === 'number' ? rpm : undefined,
+    expiresAt: expiresAt ?? undefined,
+  });
+  return { ...keyJson(created, view.now()), key: created.key };
+}
+
+export function revokeKey(view: OperatorView, id: string): unknown {
+  const before = view.store.apiKeys.get(id);
+  if (!before) throw notFound(`no key ${id}`);
+  const revoked = view.store.apiKeys.revoke(id);
+  return { ...keyJson(view.store.apiKeys.get(id) as ApiKeyRecord, view.now()), changed: revoked };
+}
+
+export function setKeyExpiry(view: OperatorView, id: string, body: Record<string, unknown>): unknown {
+  const key = view.store.apiKeys.get(id);
+  if (!key) throw notFound(`no key ${id}`);
+  if (!('expires_at' in body)) throw badRequest('expires_at is required: an ISO date or date-time, or null to clear it');
+  if (key.revokedAt !== null) throw badRequest(`key ${id} is revoked; its expiry no longer matters`);
+  view.store.apiKeys.setExpiry(id, expiryOf(body));
+  return keyJson(view.store.apiKeys.get(id) as ApiKeyRecord, view.now());
+}

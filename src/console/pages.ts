@@ -1,0 +1,93 @@
+// The console's HTML: the page shell that loads the built bundle (console/dist/, see
+// scripts/build-console.ts), the login form, and the page saying the console is off. No inline
+// script or style: the Content-Security-Policy allows only this listener's own files.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The project root: the nearest directory above this file with a package.json (from src/ or dist/src/). */
+function projectRoot(): string {
+  let d = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(d, 'package.json'))) {
+    const up = dirname(d);
+    if (up === d) return dirname(dirname(fileURLToPath(import.meta.url)));
+    d = up;
+  }
+  return d;
+}
+
+/** Where `npm run build:console` writes the bundle (the project's console/dist/). */
+export const ASSETS_DIR = join(projectRoot(), 'console', 'dist') + '/';
+
+/** Files the console serves, with their types. */
+export const ASSETS: Record<string, string> = {
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+const cache = new Map<string, Buffer>();
+
+/** A built asset, read once; null when the bundle was not built. */
+export function asset(name: string): Buffer | null {
+  const hit = cache.get(name);
+  if (hit) return hit;
+  try {
+    const data = readFileSync(ASSETS_DIR + name);
+    cache.set(name, data);
+    return data;
+  } catch {
+    return null;
+  }
+}
+
+const escape = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)}</title>
+<link rel="stylesheet" href="/console/assets/app.css">
+</head>
+<body>
+${body}
+</body>
+</html>
+`;
+}
+
+export function shellPage(): string {
+  return page('pi-gateway console', '<div id="app"><p class="boot">Loading the console…</p></div>\n<script type="module" src="/console/assets/app.js"></script>');
+}
+
+export function loginPage(error: string | null): string {
+  return page(
+    'pi-gateway console: sign in',
+    `<main class="login">
+<h1>pi-gateway console</h1>
+<form method="post" action="/console/login">
+<label for="token">Operator token (<code>PI_ADMIN_TOKEN</code>)</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<button type="submit">Sign in</button>
+${error ? `<p class="error" role="alert">${escape(error)}</p>` : ''}
+</form>
+</main>`,
+  );
+}
+
+export function offPage(): string {
+  return page(
+    'pi-gateway console is off',
+    `<main class="login"><h1>The console is off</h1>
+<p>Start the gateway with <code>PI_ADMIN_TOKEN</code> set (and an admin port) to turn on the console and the admin JSON endpoints.</p></main>`,
+  );
+}
+
+export function notBuiltPage(): string {
+  return page('pi-gateway console not built', '<main class="login"><h1>The console is not built</h1><p>Run <code>npm run build:console</code> (part of <code>npm run build</code>).</p></main>');
+}

@@ -1,0 +1,79 @@
+// Wallets for operators: GET /admin/wallets (every workspace's balance, open holds, what is available,
+// spend today), GET /admin/wallets/:ws (the same plus recent ledger rows) and
+// POST /admin/wallets/:ws/credit {usd, note} — the store's `Wallets.credit`, the one the CLI's
+// `wallet credit` calls, so the credit is one ledger row with the operator's note.
+import type { OperatorView } from '../admin/operator-view.ts';
+import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
+import { WalletError } from '../store/store.ts';
+import { badRequest, ConsoleError, intField, iso, jsonBody, notFound, stringField } from './http.ts';
+
+function walletJson(view: OperatorView, workspace: string): Record<string, unknown> {
+  const w = view.store.wallets.show(workspace, view.now());
+  return {
+    workspace,
+    name: view.index().workspaceById.get(workspace)?.name ?? null,
+    configured: view.index().workspaceById.has(workspace),
+    balance_usd: nanoToDecimal(w.balance),
+    held_usd: nanoToDecimal(w.held),
+    available_usd: nanoToDecimal(w.available),
+    spend_today_usd: nanoToDecimal(w.spendToday),
+    open_holds: w.openHolds,
+  };
+}
+
+/** Workspaces of the config and any other that has a wallet, sorted. */
+function workspaceIds(view: OperatorView): string[] {
+  const ids = new Set<string>([...view.index().config.workspaces.map((w) => w.id), ...view.store.wallets.workspaces()]);
+  return [...ids].sort();
+}
+
+export function listWallets(view: OperatorView): unknown {
+  return { wallets: workspaceIds(view).map((ws) => walletJson(view, ws)) };
+}
+
+export function walletDetail(view: OperatorView, workspace: string, q: Map<string, string>): unknown {
+  if (!workspaceIds(view).includes(workspace)) throw notFound(`no workspace ${workspace} in the config or the wallets`);
+  const before = q.get('before');
+  if (before !== undefined && !/^\d{1,15}$/.test(before)) throw badRequest(`before must be a ledger row id, got "${before}"`);
+  const rows = view.store.wallets.ledger(workspace, { limit: intField(q, 'limit', 50, 1000), ...(before === undefined ? {} : { beforeId: Number(before) }) });
+  return {
+    ...walletJson(view, workspace),
+    ledger: rows.map((l) => ({
+      id: l.id,
+      kind: l.kind,
+      amount_usd: nanoToDecimal(l.amount),
+      trace_id: l.traceId,
+      note: l.note,
+      time: iso(l.createdAt),
+      model: typeof l.details?.model === 'string' ? l.details.model : null,
+      provider: typeof l.details?.provider === 'string' ? l.details.provider : null,
+      estimated: l.details?.['estimated'] === true,
+    })),
+  };
+}
+
+export function creditWallet(view: OperatorView, workspace: string, body: Record<string, unknown>): unknown {
+  if (!view.index().workspaceById.has(workspace)) throw notFound(`no workspace ${workspace} in the config`);
+  const raw = typeof body['usd'] === 'number' ? String(body['usd']) : stringField(body, 'usd');
+  if (raw === undefined) throw badRequest('usd is required: the amount in US dollars, e.g. "25" or "0.5"');
+  const note = stringField(body, 'note')?.trim() ?? '';
+  if (note === '') throw badRequest('note is required: say why (an invoice number, a grant); it is kept on the ledger row');
+  if (note.length > 500) throw badRequest('note is at most 500 characters');
+  let nano: bigint;
+  try {
+    nano = decimalToNano(raw);
+  } catch {
+    throw badRequest(`usd must be a positive decimal amount with at most 9 decimals, got "${raw}"`);
+  }
+  if (nano <= 0n) throw badRequest(`usd must be positive, got "${raw}"`);
+  if (nano > MAX_WALLET_NANO) throw badRequest(`usd ${raw} is more than a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD)`);
+  try {
+    const r = view.store.wallets.credit(workspace, nano, note);
+    return { workspace, trace_id: r.traceId, credited_usd: nanoToDecimal(nano), balance_usd: nanoToDecimal(r.balance), note };
+  } catch (err) {
+    if (err instanceof WalletError) throw new ConsoleError(409, err.code, err.message);
+    throw err;
+  }
+}
+
+export { jsonBody };

@@ -1,0 +1,303 @@
+// The admin JSON endpoints over real servers (gateway + simulator + admin listener on 127.0.0.1):
+// known traffic gives exact numbers in the request log, one request's detail, spend (JSON and CSV),
+// wallets, credits (one ledger row with the operator's note), keys (created once, revoked, expired),
+// health, and the route preview — which agrees with the deployments the gateway then tries for the
+// same request (read back from the request log's attempts). A wrong or missing token is a 401 on
+// every endpoint, and no answer ever carries a prompt, an API key, an upstream credential or the
+// operator token.
+import t from 'tap';
+import { chat, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
+import { startStack } from '../helpers/stack.ts';
+
+const ENDPOINTS: [string, string, unknown?][] = [
+  ['GET', '/admin/requests'],
+  ['GET', '/admin/requests/some-trace'],
+  ['GET', '/admin/spend'],
+  ['GET', '/admin/spend.csv'],
+  ['GET', '/admin/wallets'],
+  ['GET', '/admin/wallets/open'],
+  ['POST', '/admin/wallets/open/credit', { usd: '1', note: 'x' }],
+  ['GET', '/admin/keys'],
+  ['POST', '/admin/keys', { workspace: 'open' }],
+  ['POST', '/admin/keys/key_x/revoke', {}],
+  ['POST', '/admin/keys/key_x/expiry', { expires_at: null }],
+  ['GET', '/admin/health'],
+  ['POST', '/admin/route-preview', { workspace: 'open', model: 'acme/chat-small' }],
+  ['GET', '/admin/meta'],
+];
+
+t.test('the request log: filters, newest first, paging, live tail, one request in detail', async (t) => {
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+
+  const all = await s.call('/admin/requests');
+  t.equal(all.status, 200);
+  t.same(
+    all.body.requests.map((r: { trace_id: string }) => r.trace_id),
+    [k.traces.cheap, k.traces.missing, k.traces.small2, k.traces.small1],
+    'newest first',
+  );
+  t.equal(all.body.next_before, null, 'no older page');
+  const first = all.body.requests[3];
+  t.match(first, {
+    workspace: 'open',
+    endpoint: 'chat_completions',
+    model_requested: 'acme/chat-small',
+    model_served: 'acme/chat-small',
+    provider: 'alpha',
+    deployment: 'alpha/chat-small',
+    status: 200,
+    ended: 'completed',
+    prompt_tokens: 1000,
+    completion_tokens: 500,
+    cost_usd: '0.002',
+    app_title: 'Billing app',
+    app_origin: 'https://billing.example.com',
+    time: '2026-01-15T12:00:00.000Z',
+  });
+
+  const byStatus = await s.call('/admin/requests?workspace=open&status=4xx');
+  t.same(byStatus.body.requests.map((r: { trace_id: string }) => r.trace_id), [k.traces.missing], 'status class filter');
+  t.equal(byStatus.body.requests[0].ended, 'rejected');
+  t.equal(byStatus.body.requests[0].error_code, 'model_not_found');
+  t.same((await s.call('/admin/requests?ended=rejected')).body.requests.length, 1, 'how it ended');
+  t.same((await s.call('/admin/requests?workspace=cheap')).body.requests.map((r: { trace_id: string }) => r.trace_id), [k.traces.cheap], 'workspace');
+  t.same((await s.call('/admin/requests?provider=alpha&model=acme/chat-small')).body.requests.length, 2, 'provider and model');
+  const keyId = first.key_id as string;
+  t.same((await s.call(`/admin/requests?key=${keyId}`)).body.requests.length, 3, 'key (the 404 is logged against its key too)');
+  t.same((await s.call('/admin/requests?from=2026-01-16')).body.requests, [], 'time range: nothing from tomorrow');
+  t.same((await s.call('/admin/requests?from=2026-01-15&to=2026-01-15T12:00:01Z')).body.requests.length, 4, 'time range: today');
+  t.equal((await s.call('/admin/requests?status=teapot')).status, 400, 'a status it cannot read is a 400');
+  t.equal((await s.call('/admin/requests?from=2026-02-30')).status, 400, 'a date off the calendar is a 400');
+
+  const page1 = await s.call('/admin/requests?limit=3');
+  t.equal(page1.body.requests.length, 3);
+  t.equal(page1.body.next_before, page1.body.requests[2].id, 'cursor: the last id of the page');
+  const page2 = await s.call(`/admin/requests?limit=3&before=${page1.body.next_before}`);
+  t.same(page2.body.requests.map((r: { trace_id: string }) => r.trace_id), [k.traces.small1], 'the older page');
+  t.equal(page2.body.next_before, null);
+
+  const newest = all.body.requests[0].id as number;
+  t.same((await s.call(`/admin/requests?since=${newest}`)).body.requests, [], 'live tail: nothing newer yet');
+  const later = await chat(s, k.openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] } });
+  t.same((await s.call(`/admin/requests?since=${newest}`)).body.requests.map((r: { trace_id: string }) => r.trace_id), [later.trace], 'live tail: the new request');
+
+  const detail = await s.call(`/admin/requests/${k.traces.small1}`);
+  t.equal(detail.status, 200);
+  t.match(detail.body, { trace_id: k.traces.small1, cost_usd: '0.002', key: { id: keyId, name: 'backend', workspace: 'open' } });
+  t.same(detail.body.attempt_list.map((a: Record<string, unknown>) => [a.n, a.deployment, a.provider, a.outcome, a.status]), [[1, 'alpha/chat-small', 'alpha', 'ok', 200]]);
+  t.same(detail.body.ledger.map((l: Record<string, unknown>) => l.kind), ['hold', 'settle'], 'its ledger rows');
+  t.equal(detail.body.ledger[1].amount_usd, '0.002');
+  t.equal((await s.call('/admin/requests/no-such-trace')).status, 404);
+});
+
+t.test('spend by workspace, model, provider and day, and the CSV', async (t) => {
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  const cheapCost = s.store.wallets.ledgerOf(k.traces.cheap).find((l) => l.kind === 'settle')?.amount as bigint;
+  const cheapRow = (await s.call(`/admin/requests/${k.traces.cheap}`)).body;
+  const spend = await s.call('/admin/spend');
+  t.equal(spend.status, 200);
+  t.equal(spend.body.to, '2026-01-16T00:00:00.000Z', 'up to the end of today by default');
+  t.equal(spend.body.from, '2025-12-17T00:00:00.000Z', '30 days');
+  const openLine = spend.body.by_workspace.find((l: { key: string }) => l.key === 'open');
+  t.same(openLine, { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 }, 'open: two $0.002 requests and a refused one');
+  const cheapLine = spend.body.by_workspace.find((l: { key: string }) => l.key === 'cheap');
+  t.equal(cheapLine.cost_usd, cheapRow.cost_usd, 'cheap: its request cost');
+  t.equal(BigInt(Math.round(Number(cheapLine.cost_usd) * 1e9)), cheapCost, "cheap: what the ledger's settlement charged");
+  t.same(spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]), [['2026-01-15', 4]]);
+  const alpha = spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha');
+  t.same(alpha, { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 });
+  t.equal(spend.body.total.requests, 4);
+  t.equal(spend.body.total.prompt_tokens, 3000);
+
+  const onlyOpen = await s.call('/admin/spend?workspace=open&from=2026-01-15&to=2026-01-16');
+  t.same(onlyOpen.body.by_workspace.map((l: { key: string }) => l.key), ['open'], 'narrowed to a workspace');
+  t.same((await s.call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total, { requests: 0, cost_usd: '0', prompt_tokens: 0, completion_tokens: 0 }, 'another day: nothing');
+  t.equal((await s.call('/admin/spend?from=2026-01-16&to=2026-01-15')).status, 400, 'from after to');
+
+  const csv = await s.call('/admin/spend.csv?workspace=open');
+  t.equal(csv.status, 200);
+  t.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
+  t.match(csv.headers.get('content-disposition') ?? '', /attachment; filename="spend\.csv"/);
+  t.same(csv.text.split('\r\n'), [
+    'day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd',
+    '2026-01-15,open,acme/chat-small,alpha,2,2000,1000,0.004',
+    '2026-01-15,open,acme/no-such-model,,1,0,0,0',
+    '',
+  ]);
+});
+
+t.test('wallets, the ledger and a credit with the operator note', async (t) => {
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const list = await s.call('/admin/wallets');
+  const open = list.body.wallets.find((w: { workspace: string }) => w.workspace === 'open');
+  t.same(open, { workspace: 'open', name: 'Open (default routing)', configured: true, balance_usd: '99.996', held_usd: '0', available_usd: '99.996', spend_today_usd: '0.004', open_holds: 0 });
+  t.ok(list.body.wallets.some((w: { workspace: string }) => w.workspace === 'strict'), 'every workspace of the config, even without a wallet yet');
+
+  const credit = await s.call('/admin/wallets/open/credit', { body: { usd: '5.5', note: 'invoice 42' } });
+  t.equal(credit.status, 200);
+  t.match(credit.body, { workspace: 'open', credited_usd: '5.5', balance_usd: '105.496', note: 'invoice 42' });
+  t.equal(s.store.wallets.show('open', s.clock.now()).balance, 105_496_000_000n, 'the store has it');
+  const detail = await s.call('/admin/wallets/open?limit=2');
+  t.match(detail.body.ledger[0], { kind: 'credit', amount_usd: '5.5', note: 'invoice 42', trace_id: credit.body.trace_id });
+  t.match(detail.body.ledger[1], { kind: 'settle', amount_usd: '0.002', model: 'acme/chat-small', provider: 'alpha' });
+  t.ok(s.store.wallets.verify().ok, 'ledger verify agrees');
+
+  t.equal((await s.call('/admin/wallets/open/credit', { body: { usd: '5' } })).status, 400, 'a credit needs a note');
+  t.equal((await s.call('/admin/wallets/open/credit', { body: { usd: '-1', note: 'n' } })).status, 400, 'a positive amount');
+  t.equal((await s.call('/admin/wallets/open/credit', { body: { usd: '0.0000000001', note: 'n' } })).status, 400, 'at most 9 decimals');
+  t.equal((await s.call('/admin/wallets/nobody/credit', { body: { usd: '1', note: 'n' } })).status, 404, 'a workspace of the config');
+  t.equal((await s.call('/admin/wallets/nobody')).status, 404);
+});
+
+t.test('keys: create (shown once), list, expire, revive, revoke; the public API follows', async (t) => {
+  const s = await startConsoleStack(t);
+  s.credit('open', '10');
+  const created = await s.call('/admin/keys', { body: { workspace: 'open', name: 'console-made', rpm: 60 } });
+  t.equal(created.status, 201);
+  t.match(created.body, { workspace: 'open', name: 'console-made', rpm: 60, state: 'active', expires_at: null });
+  t.match(created.body.key, /^sk-pi-[A-Za-z0-9_-]{43}$/, 'the key, this once');
+  const key = created.body.key as string;
+  const id = created.body.id as string;
+  const listed = await s.call('/admin/keys?workspace=open');
+  t.same(listed.body.keys.map((k: { id: string }) => k.id), [id]);
+  t.notOk(listed.text.includes(key), 'the list never shows the key');
+  t.equal((await chat(s, key, { model: 'acme/chat-small' })).status, 200, 'the new key works');
+
+  const expired = await s.call(`/admin/keys/${id}/expiry`, { body: { expires_at: '2026-01-15T11:00:00Z' } });
+  t.match(expired.body, { state: 'expired', expires_at: '2026-01-15T11:00:00.000Z' });
+  t.equal((await chat(s, key, { model: 'acme/chat-small' })).status, 401, 'an expired key is refused at once');
+  const revived = await s.call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } });
+  t.match(revived.body, { state: 'active', expires_at: null });
+  t.equal((await chat(s, key, { model: 'acme/chat-small' })).status, 200, 'cleared expiry: works again');
+  const revoked = await s.call(`/admin/keys/${id}/revoke`, { body: {} });
+  t.match(revoked.body, { state: 'revoked', changed: true });
+  t.equal((await chat(s, key, { model: 'acme/chat-small' })).status, 401, 'revoked');
+  t.equal((await s.call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).status, 400, 'a revoked key stays revoked');
+  t.equal((await s.call('/admin/keys', { body: { workspace: 'nobody' } })).status, 400);
+  t.equal((await s.call('/admin/keys', { body: { workspace: 'open', expires_at: 'soon' } })).status, 400);
+  t.equal((await s.call('/admin/keys/key_nope/revoke', { body: {} })).status, 404);
+});
+
+t.test('the route preview agrees with what the gateway then does, failover included', async (t) => {
+  const s = await startConsoleStack(t);
+  const key = s.key('cheap');
+  s.credit('cheap', '10');
+  const preview = await s.call('/admin/route-preview', { body: { workspace: 'cheap', model: 'acme/chat-small' } });
+  t.equal(preview.status, 200);
+  t.equal(preview.body.ordering, 'price', 'the workspace sorts by price');
+  const [model] = preview.body.models;
+  t.equal(model.model, 'acme/chat-small');
+  const order = model.deployments.map((d: { deployment: string }) => d.deployment) as string[];
+  t.ok(order.length >= 2, `several deployments: ${order.join(', ')}`);
+  t.notOk(order.includes('gcp/chat-small'), 'an inactive deployment is not offered');
+  const prices = model.deployments.map((d: { price: { prompt_usd_per_mtok: string; completion_usd_per_mtok: string } }) => Number(d.price.prompt_usd_per_mtok) + Number(d.price.completion_usd_per_mtok));
+  t.same(prices, [...prices].sort((a, b) => a - b), 'cheapest first');
+  t.ok(model.funnel.some((st: { stage: string }) => st.stage === 'available'), 'the funnel is there');
+  const gcp = model.funnel.flatMap((st: { removed: { provider: string; reason: string }[] }) => st.removed).find((r: { provider: string }) => r.provider === 'gcp');
+  t.match(gcp, { provider: 'gcp', reason: /inactive/ }, 'why gcp was filtered');
+
+  // The first choice fails once (503) before its first byte: the gateway fails over to the second.
+  const first = model.deployments[0];
+  s.sim.script(first.upstream_model, { status: 503 }, 1);
+  const r = await chat(s, key, { model: 'acme/chat-small' });
+  t.equal(r.status, 200);
+  const detail = (await s.call(`/admin/requests/${r.trace}`)).body;
+  t.same(
+    detail.attempt_list.map((a: { deployment: string; outcome: string }) => [a.deployment, a.outcome]),
+    [
+      [order[0], 'status_503'],
+      [order[1], 'ok'],
+    ],
+    'the attempts follow the preview',
+  );
+  t.equal(detail.deployment, order[1]);
+
+  const health = await s.call('/admin/health');
+  const failed = health.body.deployments.find((d: { id: string }) => d.id === order[0]);
+  t.match(failed, { breaker: { state: 'closed', consecutive_failures: 1 }, recent: { attempts: 1, failures: 1, failure_rate: 1 } }, 'health shows the failure');
+  t.ok(failed.breaker.error_rate > 0);
+  const served = health.body.deployments.find((d: { id: string }) => d.id === order[1]);
+  t.match(served, { recent: { attempts: 1, failures: 0, failure_rate: 0 }, callable: true });
+  t.equal(typeof served.recent.ttfb_p50_ms, 'number', 'time to first byte');
+  t.equal(health.body.config.hash, s.config.sourceHash);
+  t.equal(health.body.state, 'ready');
+  t.equal(health.body.last_reload, null);
+
+  const pinned = await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small', provider: { only: ['zeta'] } } });
+  t.same(pinned.body.models[0].deployments.map((d: { deployment: string }) => d.deployment), ['zeta/chat-small'], 'provider preferences apply');
+  const none = await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small', provider: { only: ['gcp'] } } });
+  t.equal(none.body.eligible, false, 'nothing eligible');
+  t.same(none.body.models[0].deployments, []);
+  const last = none.body.models[0].funnel.at(-1);
+  t.equal(last.remaining, 0, 'the funnel ends at zero, as no_eligible_provider carries it');
+  t.equal((await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/nope' } })).status, 404, 'an unknown model');
+  t.equal((await s.call('/admin/route-preview', { body: { workspace: 'nobody', model: 'acme/chat-small' } })).status, 400);
+  t.equal((await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small', provider: { sort: 'fastest-ever' } } })).status, 422, 'bad preferences: the router refuses them');
+  t.equal(s.sim.requests.length, 2, 'previews called no upstream: only the two attempts reached the simulator');
+});
+
+t.test('a wrong or missing token is a 401 everywhere; no answer leaks a secret', async (t) => {
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  for (const [method, path, body] of ENDPOINTS) {
+    for (const token of [null, 'wrong', `${TOKEN}x`, TOKEN.slice(0, -1)]) {
+      const r = await s.call(path, { method, body, token });
+      t.equal(r.status, 401, `${method} ${path} with ${token === null ? 'no token' : 'a wrong token'}: 401`);
+      t.equal(r.body?.error?.code, 'unauthorized');
+    }
+  }
+  const cookieOnly = await fetch(`${s.adminUrl}/admin/requests`, { headers: { cookie: 'pi_admin_session=forged' } });
+  t.equal(cookieOnly.status, 401, 'a forged session cookie');
+
+  const secrets = [TOKEN, k.openKey, k.cheapKey, PROMPT_MARK, ...s.config.resources.map((r) => `upstream-secret-${r.credential}`)];
+  const texts: string[] = [];
+  for (const [method, path, body] of ENDPOINTS) texts.push((await s.call(path, { method, body })).text);
+  for (const trace of Object.values(k.traces)) texts.push((await s.call(`/admin/requests/${trace}`)).text);
+  texts.push((await s.call('/admin/wallets/open')).text, (await s.call('/admin/keys')).text);
+  for (const text of texts) for (const secret of secrets) t.notOk(text.includes(secret), `no ${secret.slice(0, 12)}… in an answer`);
+});
+
+t.test('without PI_ADMIN_TOKEN the console and admin endpoints are off; health and metrics stay open', async (t) => {
+  const s = await startStack(t, { admin: true, telemetry: { metrics: { processMetrics: false } } });
+  const url = (s.admin as NonNullable<typeof s.admin>).url;
+  const api = await fetch(`${url}/admin/requests`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  t.equal(api.status, 404);
+  t.match(await api.json(), { error: { code: 'console_off', message: /PI_ADMIN_TOKEN/ } });
+  const page = await fetch(`${url}/console`);
+  t.equal(page.status, 404);
+  t.match(await page.text(), /PI_ADMIN_TOKEN/);
+  t.equal((await fetch(`${url}/health/ready`)).status, 200, 'health without a token');
+  t.equal((await fetch(`${url}/metrics`)).status, 200, 'metrics without a token');
+
+  const on = await startConsoleStack(t);
+  t.equal((await fetch(`${on.adminUrl}/health/live`)).status, 200, 'with a token, health stays unauthenticated');
+  t.equal((await fetch(`${on.adminUrl}/metrics`)).status, 404, 'metrics as configured (off here), not behind the token');
+});
+
+t.test('console sessions: sign-in with the token sets an HttpOnly SameSite=Strict cookie; posts need X-Pi-Console', async (t) => {
+  const s = await startConsoleStack(t);
+  const login = (token: string) => fetch(`${s.adminUrl}/console/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }).toString() });
+  const wrong = await login('not-it');
+  t.equal(wrong.status, 401, 'wrong token');
+  t.equal(wrong.headers.get('set-cookie'), null, 'no cookie');
+  t.match(await wrong.text(), /not the operator token/);
+  const ok = await login(TOKEN);
+  t.equal(ok.status, 303);
+  t.equal(ok.headers.get('location'), '/console');
+  const cookie = ok.headers.get('set-cookie') ?? '';
+  t.match(cookie, /^pi_admin_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+  const session = cookie.split(';')[0] as string;
+  t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 200, 'the session reads');
+  const post = (headers: Record<string, string>) =>
+    fetch(`${s.adminUrl}/admin/route-preview`, { method: 'POST', headers: { cookie: session, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ workspace: 'open', model: 'acme/chat-small' }) });
+  t.equal((await post({})).status, 403, 'a cookie-authenticated post without X-Pi-Console');
+  t.equal((await post({ 'x-pi-console': '1' })).status, 200, 'with it');
+  const shell = await fetch(`${s.adminUrl}/console`, { headers: { cookie: session } });
+  t.match(shell.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+  const out = await fetch(`${s.adminUrl}/console/logout`, { method: 'POST', redirect: 'manual', headers: { cookie: session } });
+  t.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
+  t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 401, 'signed out');
+});

@@ -1,0 +1,37 @@
+// Headless Chromium for the console's browser tests and screenshots: Debian's `chromium` package
+// (installed by .ci/run) driven by playwright-core through `executablePath` — no browser download.
+// A missing Chromium fails the test with a message saying how to install it; PI_SKIP_BROWSER=1 skips
+// instead (loudly), for machines that cannot have it.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Test } from 'tap';
+import { TOKEN } from './console.ts';
+
+export const CHROMIUM = process.env.PI_CHROMIUM ?? '/usr/bin/chromium';
+const BUNDLE = fileURLToPath(new URL('../../console/dist/app.js', import.meta.url));
+
+/** A launched browser (closed with the test), or null when PI_SKIP_BROWSER=1 and there is none. */
+export async function launchBrowser(t: Test): Promise<Browser | null> {
+  if (!existsSync(BUNDLE)) throw new Error(`the console bundle ${BUNDLE} is missing: run npm run build:console (npm test and npm run build do)`);
+  if (!existsSync(CHROMIUM)) {
+    const message = `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install -y chromium, as .ci/run does) or set PI_CHROMIUM to a Chromium binary`;
+    if (process.env.PI_SKIP_BROWSER === '1') {
+      process.stderr.write(`\n*** SKIPPING THE CONSOLE BROWSER TESTS (PI_SKIP_BROWSER=1): ${message} ***\n\n`);
+      t.comment(`SKIPPED (PI_SKIP_BROWSER=1): ${message}`);
+      return null;
+    }
+    throw new Error(message);
+  }
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  t.teardown(() => browser.close());
+  return browser;
+}
+
+/** Signs in through the console's form; the page is then on the console. */
+export async function signIn(page: Page, adminUrl: string, token = TOKEN): Promise<number> {
+  await page.goto(`${adminUrl}/console`);
+  await page.fill('#token', token);
+  const [res] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  return res?.status() ?? 0;
+}

@@ -1,0 +1,75 @@
+// Helpers for the console suites (test/console/): a stack with the admin listener and an operator
+// token, admin JSON calls with the bearer token, and the known traffic the suites assert exact
+// numbers on.
+import type { Test } from 'tap';
+import { startStack, type Stack, type StackOptions } from './stack.ts';
+import { logRow, USER } from './admission.ts';
+
+export const TOKEN = 'operator-token-for-tests-0123456789';
+/** A prompt no admin answer may ever contain. */
+export const PROMPT_MARK = 'PROMPT-MUST-NOT-LEAK-7f3a';
+
+export interface ConsoleStack extends Stack {
+  adminUrl: string;
+  /** An admin JSON call with the operator token (or `token`, null for none), parsed. */
+  call(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: any; text: string; headers: Headers }>;
+}
+
+export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promise<ConsoleStack> {
+  const s = await startStack(t, { admin: true, adminToken: TOKEN, ...opts });
+  const adminUrl = (s.admin as NonNullable<Stack['admin']>).url;
+  return Object.assign(s, {
+    adminUrl,
+    async call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}) {
+      const token = init.token === undefined ? TOKEN : init.token;
+      const headers: Record<string, string> = {};
+      if (token !== null) headers['authorization'] = `Bearer ${token}`;
+      if (init.body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${adminUrl}${path}`, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
+      const text = await res.text();
+      let body: unknown = null;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = null;
+      }
+      return { status: res.status, body, text, headers: res.headers };
+    },
+  });
+}
+
+/** One chat request through the public API; waits for its request-log row. Returns the trace id. */
+export async function chat(s: Stack, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<{ status: number; trace: string }> {
+  const res = await s.post('/v1/chat/completions', { messages: [{ role: 'user', content: PROMPT_MARK }], ...body }, { key, headers });
+  await res.arrayBuffer();
+  const trace = res.headers.get('x-pi-trace-id') as string;
+  await logRow(s, trace);
+  return { status: res.status, trace };
+}
+
+export interface KnownTraffic {
+  openKey: string;
+  cheapKey: string;
+  /** Trace ids, oldest first. */
+  traces: { small1: string; small2: string; missing: string; cheap: string };
+}
+
+/**
+ * Workspace `open` ($100): two acme/chat-small requests on alpha, usage 1000 + 500 tokens each
+ * ($0.002 each: 1000 × $1/M + 500 × $2/M), and one for a model that does not exist (404, rejected);
+ * workspace `cheap` ($10): one acme/chat-small request (sort: price), usage 1000 + 500.
+ */
+export async function knownTraffic(s: Stack): Promise<KnownTraffic> {
+  const openKey = s.key('open', { name: 'backend' });
+  const cheapKey = s.key('cheap', { name: 'batch' });
+  s.credit('open', '100');
+  s.credit('cheap', '10');
+  const usage = { prompt: 1000, completion: 500 };
+  const small1 = await chat(s, openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } }, { 'X-Title': 'Billing app', 'HTTP-Referer': 'https://billing.example.com/x' });
+  const small2 = await chat(s, openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } });
+  const missing = await chat(s, openKey, { model: 'acme/no-such-model' });
+  const cheap = await chat(s, cheapKey, { model: 'acme/chat-small', sim: { usage } });
+  return { openKey, cheapKey, traces: { small1: small1.trace, small2: small2.trace, missing: missing.trace, cheap: cheap.trace } };
+}
+
+export { USER };
