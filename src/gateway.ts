@@ -22,7 +22,7 @@ import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
 import { createApp } from './server/app.ts';
-import type { Store } from './store/store.ts';
+import { type Store, ThreadWriter } from './store/store.ts';
 import { requestLogObserver } from './telemetry/request-log-observer.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import { UpstreamClient } from './upstream/client.ts';
@@ -67,6 +67,14 @@ export interface GatewayOptions {
   lifecycle?: Lifecycle;
   /** The shared state's seams, served by another owner; absent: the in-process books over `store`. */
   shared?: SharedStateParts;
+  /**
+   * Commit the ledger and the request log on a writer thread that owns the database's one write
+   * connection (`serve` does, for a database file): nothing is written on the serving thread, a
+   * settlement's log row is committed with it, and new requests are refused with 503 while more
+   * than `capacity` items wait (default DEFAULT_WRITER_CAPACITY). Absent: this thread writes
+   * (batched, as tests and benchmarks of the in-process API expect).
+   */
+  writerThread?: { file: string; capacity?: number };
 }
 
 /** A running gateway; by default the single-process one, whose state is in-process books. */
@@ -101,6 +109,8 @@ export interface Gateway<S extends SharedState = LocalState> {
   telemetry: Telemetry | null;
   /** Closes at once: connections dropped, pending ledger and log writes flushed. Idempotent. */
   close(): Promise<void>;
+  /** Commits every pending ledger operation and log row before it returns (a second signal's exit). */
+  flushNow(): void;
 }
 
 /** One JSON line per event on stderr. Callers pass only non-secret fields. */
@@ -109,8 +119,8 @@ export function jsonLog(event: string, fields: Record<string, unknown> = {}): vo
 }
 
 /** The request-log writer first: it is the record of money and must not wait on the others. */
-function requestObserver(opts: GatewayOptions, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
-  return combineObservers([requestLogObserver(opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
+function requestObserver(opts: GatewayOptions, writer: ThreadWriter | null, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
+  return combineObservers([requestLogObserver(writer ?? opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
     log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
   );
 }
@@ -136,22 +146,35 @@ function operatorView(ctx: GatewayContext, store: Store): OperatorView {
   };
 }
 
-/** The in-process books over the store: the single-process gateway's shared state. */
-function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): LocalState & { limiter: RateLimiter } {
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * The in-process books over the store: the single-process gateway's shared state. Orphaned holds
+ * are released first, on this thread's connection, before any writer thread starts.
+ */
+async function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): Promise<LocalState & { limiter: RateLimiter; writer: ThreadWriter | null }> {
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
   opts.store.secrets.assertUsable();
   const released = opts.store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
-  const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
+  const writer = opts.writerThread
+    ? await ThreadWriter.start(opts.writerThread.file, { capacity: opts.writerThread.capacity, onError: (event, err) => log(event, { error: errorText(err) }) })
+    : null;
+  const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: errorText(err) }), writer ?? undefined);
+  const store = opts.store;
   const view = new StoreView(
-    opts.store,
+    store,
     // kept: the master key was rotated under this process; it serves the values it had opened
     // until it restarts with the new PI_MASTER_KEY.
     (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
     () => void wallets.refresh(),
+    // With a writer thread this connection sees that thread's commits too: it checks the counter
+    // only keys, secrets and credits move.
+    writer ? () => store.cachedDataChangedSinceLastCheck() : undefined,
   );
   const settings = opts.config.settings;
   return {
+    writer,
     wallets,
     view,
     limiter: new FixedWindowRateLimiter(clock),
@@ -160,13 +183,27 @@ function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fie
   };
 }
 
+/** Listens, or stops the wallet book and the writer thread (which would keep the process alive)
+ *  before passing the refusal on: nothing was admitted yet. */
+async function listenOrStop(listen: () => Promise<number>, wallets: SharedStateParts['wallets'], writer: ThreadWriter | null): Promise<number> {
+  try {
+    return await listen();
+  } catch (err) {
+    await wallets.close();
+    await writer?.close();
+    throw err;
+  }
+}
+
 export async function startGateway(opts: GatewayOptions & { shared?: undefined }): Promise<Gateway<LocalState>>;
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>>;
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
-  const state = opts.shared ?? localState(opts, clock, log);
+  const local = opts.shared ? null : await localState(opts, clock, log);
+  const state: SharedStateParts = opts.shared ?? (local as SharedStateParts);
   const { wallets, view } = state;
+  const writer = local?.writer ?? null;
 
   const lifecycle = opts.admin?.lifecycle ?? opts.lifecycle ?? new Lifecycle(clock);
   const client = new UpstreamClient();
@@ -208,13 +245,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
     stop: new StopSwitch(),
-    observer: requestObserver(opts, log),
+    observer: requestObserver(opts, writer, log),
+    storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : () => false,
     log,
   };
   opts.telemetry?.bind(telemetryView(ctx, lifecycle));
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
-  const port = await server.listen(host, opts.port ?? 0);
+  const port = await listenOrStop(() => server.listen(host, opts.port ?? 0), wallets, writer);
   opts.admin?.attach(operatorView(ctx, opts.store));
   lifecycle.markReady();
 
@@ -227,6 +265,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
       server.close();
       await ctx.client.destroy();
       await wallets.close();
+      await writer?.close();
       opts.store.requestLog.flush();
       await opts.telemetry?.close();
       opts.admin?.close();
@@ -266,5 +305,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
       return (drain ??= drainGateway({ ctx, stopAccepting: () => server.stopAccepting(), close, log, deadlineMs: deadlineMs ?? snapshot.settings.limits.drainTimeoutMs }));
     },
     close,
+    flushNow() {
+      void wallets.close();
+      writer?.flush();
+      opts.store.requestLog.flush();
+    },
   };
 }

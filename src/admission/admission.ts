@@ -17,7 +17,7 @@
 import type { CompiledWorkspace } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import { nanoToDecimal } from '../money.ts';
-import type { ApiKeyRecord, LedgerDetails } from '../store/store.ts';
+import type { ApiKeyRecord, LedgerDetails, RequestLogRow } from '../store/store.ts';
 import { type KeyCheck, authError, presentedKey } from './api-key.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 
@@ -53,9 +53,11 @@ export interface WalletAdmission {
   hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult>;
   /**
    * Charges the final cost and closes the hold. Resolves once the charge is durable, to false when
-   * the trace had no open hold (a no-op). Idempotent per trace id.
+   * the trace had no open hold (a no-op). Idempotent per trace id. `logRow` is the request's log row
+   * as known at settlement: a store that can commits it in the same transaction as the charge, so a
+   * crash never keeps a charge without its row (the request's final row replaces it later).
    */
-  settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean>;
+  settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean>;
   /** Closes a hold at zero cost; a trace with no open hold is a no-op. Callers need not wait for
    *  it (Admission.release reports a failure), but may: the drain does. */
   release(traceId: string): void | Promise<void>;
@@ -133,8 +135,8 @@ export class Admission {
   }
 
   /** See WalletAdmission.settle. */
-  settle(traceId: string, costNano: bigint, details: LedgerDetails): Promise<boolean> {
-    return this.parts.wallets.settle(traceId, costNano, details);
+  settle(traceId: string, costNano: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    return logRow === undefined ? this.parts.wallets.settle(traceId, costNano, details) : this.parts.wallets.settle(traceId, costNano, details, logRow);
   }
 
   /** See WalletAdmission.release. Callers may drop the promise: a failure is reported to

@@ -22,8 +22,8 @@ export type BadSecretHandler = (name: string, err: unknown, kept: boolean) => vo
  *  both caches when another process committed. Implemented over SQLite (`StoreView`) or over
  *  whatever the serving thread is given (a --workers worker gets both from the coordinator). */
 export interface KeysAndCredentials extends CredentialView, KeyVerifier {
-  /** Called once per request, before anything is read. */
-  sync(): void;
+  /** Called once per request, before anything is read; may need to ask the store's writer. */
+  sync(): void | Promise<void>;
   /** The unsealed credential, or null when absent or refused. */
   reveal(name: string): string | null;
 }
@@ -42,6 +42,10 @@ export class StoreView implements KeysAndCredentials {
     private readonly onBadSecret: BadSecretHandler = () => undefined,
     /** Another process committed (a credit, a key, a secret): caches beyond this view refresh too. */
     private readonly onExternalChange: () => void = () => undefined,
+    /** Whether another process committed since the last call; default the store's own check. With a
+     *  writer thread the serving connection sees that thread's commits too, so the writer (which
+     *  does not see its own) answers. */
+    private readonly changed: () => boolean | Promise<boolean> = () => store.changedSinceLastCheck(),
   ) {
     this.names = store.secrets.names();
     // Opened at start (a few AES-GCM opens), so every credential survives a later rotation.
@@ -49,8 +53,17 @@ export class StoreView implements KeysAndCredentials {
   }
 
   /** Called once per request: notices commits by other processes (CLI) and drops the caches. */
-  sync(): void {
-    if (!this.store.changedSinceLastCheck()) return;
+  sync(): void | Promise<void> {
+    const changed = this.changed();
+    if (changed instanceof Promise) {
+      return changed.then((yes) => {
+        if (yes) this.drop();
+      });
+    }
+    if (changed) this.drop();
+  }
+
+  private drop(): void {
     this.names = this.store.secrets.names();
     this.unsealed.clear();
     for (const name of this.opened.keys()) if (!this.names.has(name)) this.opened.delete(name);

@@ -7,6 +7,11 @@
 // and release of one event-loop turn in a single transaction (`Wallets.apply`, the store's one
 // implementation of those writes), so the ledger, its invariants and `ledger verify` are unchanged.
 //
+// Where batches go: by default this thread's own connection (one synchronous transaction per turn);
+// `serve` gives it the writer thread (src/store/thread-writer.ts), which commits each batch off the
+// event loop — one batch in flight at a time, the next gathering meanwhile — together with the log
+// row of every settlement in it.
+//
 // Durability: a settlement's promise resolves only once its transaction committed, and the request
 // path sends the answer's last bytes after that (AttemptInput.beforeComplete). A crash can lose
 // holds not yet written — which the restart would have released anyway — but never a charge for an
@@ -15,29 +20,53 @@
 // Other processes: the CLI only adds money (`wallet credit`); `refresh()` — called when another
 // connection committed — writes what is pending, then reloads balances. Two gateways taking holds on
 // one database file is not supported (each would admit against its own memory).
-import { type LedgerDetails, type LedgerOp, type Store, WalletError } from '../store/store.ts';
-import type { HoldResult, WalletAdmission } from './admission.ts';
+import { type LedgerDetails, type LedgerOp, type LedgerWriter, type RequestLogRow, type Store, WalletError } from '../store/store.ts';
+import type { HoldResult, WalletService } from './admission.ts';
 
 interface Account {
   balance: bigint;
   held: bigint;
 }
 
-export class WalletBook implements WalletAdmission {
+interface Waiter {
+  traceId: string;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** One batch taken from the queue: its operations and the settlements waiting for its commit. */
+interface Batch {
+  ops: LedgerOp[];
+  waiters: Waiter[];
+}
+
+export class WalletBook implements WalletService {
   private readonly accounts = new Map<string, Account>();
   private readonly open = new Map<string, { workspace: string; amount: bigint }>();
   private queue: LedgerOp[] = [];
-  private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private waiters: Waiter[] = [];
   private scheduled = false;
   private closed = false;
+  /** The batch the writer thread has not acknowledged yet (at most one: the next one gathers). */
+  private inFlight: Promise<void> | null = null;
+  /** Another process changed the database while a batch was in flight: reload once it lands. */
+  private refreshWanted = false;
 
   private readonly wallets: Store['wallets'];
+  private readonly writer: LedgerWriter;
+  /** Batches are committed on this thread's connection (no writer thread). */
+  private readonly inline: boolean;
 
   constructor(
     private readonly store: Store,
     private readonly onError: (err: unknown) => void = () => undefined,
+    /** Where batches are committed; default this thread's own connection, synchronously. */
+    writer?: LedgerWriter,
   ) {
     this.wallets = store.wallets;
+    const inline = (ops: LedgerOp[]): void => store.batch(() => this.wallets.apply(ops));
+    this.writer = writer ?? { commit: inline, commitNow: inline };
+    this.inline = writer === undefined;
   }
 
   /**
@@ -59,8 +88,11 @@ export class WalletBook implements WalletAdmission {
     return { ok: true };
   }
 
-  /** Charges the final cost. Resolves once committed, to false when the trace was not open (a no-op). */
-  settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean> {
+  /**
+   * Charges the final cost. Resolves once committed, to false when the trace was not open (a no-op).
+   * `logRow`, when given, is committed with the settlement by a writer that keeps both.
+   */
+  settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
     checkTrace(traceId);
     if (typeof cost !== 'bigint' || cost < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
     const h = this.open.get(traceId);
@@ -69,8 +101,15 @@ export class WalletBook implements WalletAdmission {
     const a = this.account(h.workspace);
     a.balance -= cost;
     a.held -= h.amount;
-    this.enqueue({ kind: 'settle', workspace: h.workspace, traceId, amount: h.amount, cost, details });
-    return new Promise((resolve, reject) => this.waiters.push({ resolve: () => resolve(true), reject }));
+    const op: LedgerOp = { kind: 'settle', workspace: h.workspace, traceId, amount: h.amount, cost, details };
+    if (logRow) op.logRow = logRow;
+    this.enqueue(op);
+    return new Promise((resolve, reject) => this.waiters.push({ traceId, resolve: () => resolve(true), reject }));
+  }
+
+  /** Operations decided and not yet handed to the writer (they count against its queue bound). */
+  pendingOps(): number {
+    return this.queue.length;
   }
 
   /** The in-memory state admission uses (balance − held = available). */
@@ -94,48 +133,124 @@ export class WalletBook implements WalletAdmission {
     this.closed = true;
   }
 
-  /** Writes everything pending in one transaction. Safe to call at any time (shutdown, tests). */
+  /** Writes everything pending, committed before it returns (shutdown, tests). Safe at any time. */
   flush(): void {
     this.scheduled = false;
     if (this.closed) return;
-    const ops = this.queue;
-    const waiters = this.waiters;
-    if (ops.length === 0 && waiters.length === 0) return;
-    this.queue = [];
-    this.waiters = [];
+    const batch = this.take();
+    if (batch === null) return;
     try {
-      this.store.batch(() => {
-        this.wallets.apply(ops);
-      });
+      this.writer.commitNow(batch.ops);
     } catch (err) {
-      // SQLite rolled the whole batch back. Its holds never reached the database: forget them (those
-      // requests then settle as no-ops, unbilled — reported through onError) and rebuild memory.
-      this.onError(err);
-      for (const op of ops) if (op.kind === 'hold') this.open.delete(op.traceId);
-      try {
-        this.reload();
-      } catch (reloadErr) {
-        // The store itself is unusable (closed, corrupt): keep memory, report, never throw from a timer.
-        this.onError(reloadErr);
-      }
-      for (const w of waiters) w.reject(err);
+      this.failed(batch, err);
       return;
     }
-    for (const w of waiters) w.resolve();
+    for (const w of batch.waiters) w.resolve();
   }
 
-  /** Another process changed the database (a credit): write what is pending, then reload balances. */
+  /**
+   * Another process changed the database (a credit): reload balances. On this thread's connection,
+   * what is pending is written first; with a writer thread (never blocked on from the request path)
+   * the reload waits until no batch is in flight and counts what is still queued.
+   */
   refresh(): void {
-    this.flush();
+    if (this.inline) this.flush();
+    if (this.inFlight !== null) {
+      this.refreshWanted = true;
+      return;
+    }
     this.reload();
   }
 
-  /** Memory ← database. Only called right after a flush, when the database holds all of this book. */
+  /** The scheduled write of this turn's batch: synchronous on the serving thread's connection, or
+   *  sent to the writer thread, the next batch gathering until it is acknowledged. */
+  private pump(): void {
+    this.scheduled = false;
+    if (this.closed || this.inFlight !== null) return;
+    const batch = this.take();
+    if (batch === null) {
+      if (this.refreshWanted) this.refresh();
+      return;
+    }
+    let done: void | Promise<void>;
+    try {
+      done = this.writer.commit(batch.ops);
+    } catch (err) {
+      this.failed(batch, err);
+      return;
+    }
+    if (!(done instanceof Promise)) {
+      for (const w of batch.waiters) w.resolve();
+      return;
+    }
+    this.inFlight = done.then(
+      () => {
+        for (const w of batch.waiters) w.resolve();
+      },
+      (err: unknown) => this.failed(batch, err),
+    );
+    void this.inFlight.finally(() => {
+      this.inFlight = null;
+      if (this.refreshWanted) {
+        this.refreshWanted = false;
+        this.reload();
+      }
+      if (this.queue.length > 0) this.schedule();
+    });
+  }
+
+  private take(): Batch | null {
+    if (this.queue.length === 0 && this.waiters.length === 0) return null;
+    const batch = { ops: this.queue, waiters: this.waiters };
+    this.queue = [];
+    this.waiters = [];
+    return batch;
+  }
+
+  /**
+   * The store rolled the whole batch back. Its holds never reached the database: forget them (those
+   * requests then settle as no-ops, unbilled — reported through onError), drop the closes of those
+   * holds still queued, and rebuild memory.
+   */
+  private failed(batch: Batch, err: unknown): void {
+    this.onError(err);
+    const lost = new Set<string>();
+    for (const op of batch.ops) {
+      if (op.kind !== 'hold') continue;
+      this.open.delete(op.traceId);
+      lost.add(op.traceId);
+    }
+    if (lost.size > 0 && this.queue.length > 0) {
+      this.queue = this.queue.filter((op) => op.kind === 'hold' || !lost.has(op.traceId));
+      const orphaned = this.waiters.filter((w) => lost.has(w.traceId));
+      this.waiters = this.waiters.filter((w) => !lost.has(w.traceId));
+      for (const w of orphaned) w.reject(err);
+    }
+    try {
+      this.reload();
+    } catch (reloadErr) {
+      // The store itself is unusable (closed, corrupt): keep memory, report, never throw from a timer.
+      this.onError(reloadErr);
+    }
+    for (const w of batch.waiters) w.reject(err);
+  }
+
+  /** Memory ← database, plus what is queued and not yet written. Never called while a batch is in
+   *  flight (the database would then lack part of this book). */
   private reload(): void {
     for (const [workspace, a] of this.accounts) {
       const v = this.wallets.show(workspace, 0);
       a.balance = v.balance;
       a.held = v.held;
+    }
+    for (const op of this.queue) {
+      const a = this.accounts.get(op.workspace);
+      if (!a) continue;
+      if (op.kind === 'hold') a.held += op.amount;
+      else {
+        a.held -= op.amount;
+        if (op.kind === 'settle') a.balance -= op.cost;
+      }
     }
   }
 
@@ -151,9 +266,13 @@ export class WalletBook implements WalletAdmission {
 
   private enqueue(op: LedgerOp): void {
     this.queue.push(op);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      setImmediate(() => this.pump());
     }
   }
 }

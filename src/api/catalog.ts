@@ -109,10 +109,13 @@ export function catalogHandlers(ctx: GatewayContext) {
       throw notFound(rest);
     },
 
-    endpoints(req: IncomingRequest, reply: Reply): void {
+    endpoints(req: IncomingRequest, reply: Reply): void | Promise<void> {
       const c = current();
       const model = listedModel(c, req);
-      ctx.view.sync();
+      const synced = ctx.view.sync();
+      if (synced instanceof Promise) {
+        return synced.then(() => reply.sendJson(200, { data: endpointsView(c.index, model, ctx.view, ctx.health.passive, ctx.clock.now()) }));
+      }
       const data = endpointsView(c.index, model, ctx.view, ctx.health.passive, ctx.clock.now());
       reply.sendJson(200, { data });
     },

@@ -52,6 +52,9 @@ export interface GatewayContext<S extends SharedState = SharedState> {
   /** Follows every inference request: the request-log writer, and the access log, metrics and
    *  traces when they are on (src/telemetry/). */
   observer: RequestObserver;
+  /** True while the store's writer is behind (its bounded queue full): new requests are refused
+   *  with 503 until it catches up. Always false without a writer thread. */
+  storeBehind(): boolean;
   /** Operational log (never secrets, keys or prompt text). */
   log(event: string, fields?: Record<string, unknown>): void;
 }

@@ -21,7 +21,7 @@ import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
 import type { Admitted } from '../admission/admission.ts';
 import type { RequestWatch } from '../observe/observer.ts';
-import { newRequestRecord, type RequestRecord, requestEnd, requestSummary } from './request-record.ts';
+import { newRequestRecord, type RequestRecord, requestEnd, requestSummary, settledRow } from './request-record.ts';
 
 /** The route of one request: the plan, its primary model, and the session pin it reads and writes. */
 interface Route {
@@ -84,7 +84,12 @@ async function handle(
 ): Promise<void> {
   const endpoint = state.endpoint;
   const now = ctx.clock.now();
-  ctx.view.sync();
+  // The store's writer is behind (its bounded queue is full): refuse before anything is taken, so
+  // memory stays bounded; requests already admitted still settle and log.
+  if (ctx.storeBehind()) {
+    throw new GatewayError('provider_unavailable', 'the gateway is saving its ledger more slowly than requests arrive; retry shortly', { headers: [['Retry-After', '1']] });
+  }
+  await ctx.view.sync();
   // Known before anything can be refused, so every log row of the session carries it.
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
@@ -134,7 +139,7 @@ async function handle(
     health: ctx.health,
     stop: ctx.stop,
     // A crash can never leave a client holding a complete answer that was not charged.
-    beforeComplete: (item, outcome) => settle(ctx, cfg.index, state, item, outcome, basis),
+    beforeComplete: (item, outcome) => settle(ctx, cfg.index, req, state, item, outcome, basis),
     observe: watch,
   });
   state.result = result;
@@ -144,7 +149,7 @@ async function handle(
   for (const id of plan.probes) if (!attempted.has(id)) ctx.health.releaseProbe(id);
 
   // 7. Settle what was answered; everything else releases the hold (finally block).
-  finish(ctx, cfg.index, state, result.final, route, basis);
+  finish(ctx, cfg.index, req, state, result.final, route, basis);
 }
 
 /** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan. */
@@ -185,11 +190,11 @@ async function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: strin
  * before its last bytes went out; a stream cut after its commit point (or abandoned by the client)
  * is settled here.
  */
-function finish(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, final: FailoverFinal, route: Route, basis: SettleBasis): void {
+function finish(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, final: FailoverFinal, route: Route, basis: SettleBasis): void {
   state.ended = requestEnd(final);
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
-    if (state.settledCost === null) void settle(ctx, index, state, final.item, final.outcome, basis);
+    if (state.settledCost === null) void settle(ctx, index, req, state, final.item, final.outcome, basis);
     if (route.pin && final.item.model.id === route.primary.id) background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
     if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
   } else if (final.kind === 'provider_error') {
@@ -208,7 +213,7 @@ function finish(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, f
  * Charges the answering attempt (exact usage, or the documented estimate) and records it for the log.
  * Resolves when the charge is committed: the answer's last bytes wait for it (beforeComplete).
  */
-function settle(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<void> | undefined {
+function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<void> | undefined {
   const platform = index.platformById.get(item.deployment.platform);
   if (!platform || state.settledCost !== null) return undefined;
   const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, ...basis });
@@ -223,7 +228,8 @@ function settle(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, i
   }
   // A failed commit never withholds the answer the provider already produced; the wallet book
   // reports it (ledger_write_failed) and the request stays uncharged.
-  return ctx.admission.settle(state.traceId, s.costNano, s.details).then(
+  const row = settledRow(req, state, { model: item.model.id, platform: item.deployment.platform, deployment: item.deployment.id }, outcome.status, outcome.firstByteMs, ctx.clock.now());
+  return ctx.admission.settle(state.traceId, s.costNano, s.details, row).then(
     () => undefined,
     () => undefined,
   );

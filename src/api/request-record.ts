@@ -87,6 +87,22 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
   };
 }
 
+/**
+ * The log row as known when the answer is settled, before its last bytes go out: what served it and
+ * what it cost, the request not yet ended. Committed with the settlement, so a crash never keeps a
+ * charge without its row; the final row (attempts, latency, how it ended) replaces it.
+ */
+export function settledRow(req: IncomingRequest, s: RequestRecord, served: { model: string; platform: string; deployment: string }, status: number, firstByteMs: number, nowMs: number): RequestLogRow {
+  const row = requestLogRow(req, s, nowMs);
+  row.model_served = served.model;
+  row.provider = served.platform;
+  row.deployment = served.deployment;
+  row.status = status;
+  row.ttfb_ms = Math.round(firstByteMs);
+  row.ended = s.result === null ? 'completed' : s.ended;
+  return row;
+}
+
 /** What the request's observers hear when it is over: its log row, and what only they need. */
 export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: number): RequestSummary {
   const row = requestLogRow(req, s, nowMs);

@@ -7,7 +7,7 @@ import { startGateway, type Gateway, type GatewayOptions, jsonLog, type ReloadRe
 import { Lifecycle } from '../observe/lifecycle.ts';
 import { ADAPTERS } from '../platforms/index.ts';
 import { type AdminListener, startAdminListener } from '../server/admin-app.ts';
-import { openStore, type Store } from '../store/store.ts';
+import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/store.ts';
 import type { Owner } from './owner-files.ts';
 import { BufferedLines } from '../telemetry/line-sink.ts';
 import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
@@ -68,6 +68,8 @@ export async function runGateway(opts: {
     store ??= openStore(opts.db, { requestLog: opts.config.settings.requestLog });
     const gwOpts: GatewayOptions & { shared?: undefined } = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
     if (admin) gwOpts.admin = admin;
+    // A database file gets its writer thread (an in-memory one cannot be shared with a thread).
+    if (opts.db !== '' && opts.db !== ':memory:' && !opts.db.startsWith('file::memory:')) gwOpts.writerThread = { file: opts.db, capacity: writerCapacity() };
     gateway = await startGateway(gwOpts);
   } catch (err) {
     admin?.close();
@@ -76,6 +78,15 @@ export async function runGateway(opts: {
     throw err;
   }
   return { gateway, store };
+}
+
+/** The writer thread's queue bound: PI_WRITER_QUEUE (ledger operations and log rows), else the default. */
+function writerCapacity(): number {
+  const raw = process.env.PI_WRITER_QUEUE;
+  if (raw === undefined || raw === '') return DEFAULT_WRITER_CAPACITY;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`PI_WRITER_QUEUE must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
+  return n;
 }
 
 /** Telemetry and the admin listener as the options say (nothing on without them). */

@@ -129,4 +129,23 @@ CREATE INDEX request_log_trace ON request_log(trace_id);
     // How each request ended (src/observe/request-end.ts). NULL for rows written before this column.
     sql: `ALTER TABLE request_log ADD COLUMN ended TEXT;`,
   },
+  {
+    version: 4,
+    name: 'store-changes',
+    // A counter bumped by every change a serving gateway caches (API keys, secrets, credits) and by
+    // nothing it writes itself (holds, settlements, releases, request-log rows): with the ledger
+    // written by another connection (the writer thread), PRAGMA data_version alone cannot tell the
+    // CLI's commits from the gateway's own.
+    sql: `
+CREATE TABLE store_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL) STRICT;
+INSERT INTO store_changes (id, n) VALUES (1, 0);
+CREATE TRIGGER api_keys_insert_changes AFTER INSERT ON api_keys BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER api_keys_update_changes AFTER UPDATE ON api_keys BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER api_keys_delete_changes AFTER DELETE ON api_keys BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER secrets_insert_changes AFTER INSERT ON secrets BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER secrets_update_changes AFTER UPDATE ON secrets BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER secrets_delete_changes AFTER DELETE ON secrets BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER ledger_credit_changes AFTER INSERT ON ledger WHEN NEW.kind = 'credit' BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
+`,
+  },
 ];

@@ -196,6 +196,20 @@ export class RequestLog {
   }
 }
 
+/**
+ * Writes each row as the one row of its trace: an update of the row already written for the trace
+ * (the provisional row committed with a settlement), else an insert. Must run inside a transaction.
+ * The writer thread's path: a request's final row replaces what its settlement wrote.
+ */
+export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogRow[]): void {
+  const update = sql.get(`UPDATE request_log SET ${COLUMNS.map((c) => `${c} = ?`).join(', ')} WHERE trace_id = ?`);
+  const insert = sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+  for (const r of rows) {
+    const values = toDb(r);
+    if (update.run(...values, r.trace_id).changes === 0) insert.run(...values);
+  }
+}
+
 function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
   return [
     r.trace_id,

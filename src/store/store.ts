@@ -14,6 +14,7 @@ export { StoreError } from './db.ts';
 export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type OwnerLock } from './owner-lock.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
 export type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
+export { ThreadWriter, WriterError, DEFAULT_WRITER_CAPACITY, type WriterStats } from './thread-writer.ts';
 export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
 export type * from './types.ts';
@@ -40,6 +41,13 @@ export interface Store {
    * `secret set` or `key revoke` from the CLI, and after the same changes made in-process.
    */
   changedSinceLastCheck(): boolean;
+  /**
+   * Like `changedSinceLastCheck`, but blind to ledger and request-log commits: true only when an API
+   * key, a secret or a credit changed (the `store_changes` counter, read only after data_version
+   * moved), or this store changed one itself. What a gateway whose ledger another connection writes
+   * (the writer thread) checks per request; never waits on a writer (WAL readers do not block).
+   */
+  cachedDataChangedSinceLastCheck(): boolean;
   /**
    * Runs `fn` in one IMMEDIATE transaction (store calls inside nest as savepoints): the group commit
    * the gateway's wallet book writes its ledger operations with (`wallets.apply`).
@@ -80,6 +88,7 @@ class SqliteStore implements Store {
     if (opts.onLogError) logOpts.onError = opts.onLogError;
     this.requestLog = new RequestLog(db, logOpts);
     this.dataVersion = this.readDataVersion();
+    this.changesSeen = this.readChanges();
   }
 
   batch<T>(fn: () => T): T {
@@ -95,6 +104,26 @@ class SqliteStore implements Store {
     this.dataVersion = v;
     this.localChange = false;
     return changed;
+  }
+
+  private changesStmt: { get(): unknown } | null = null;
+  private changesSeen = 0;
+
+  cachedDataChangedSinceLastCheck(): boolean {
+    const v = this.readDataVersion();
+    const local = this.localChange;
+    this.localChange = false;
+    if (v === this.dataVersion) return local;
+    this.dataVersion = v;
+    const n = this.readChanges();
+    const changed = n !== this.changesSeen;
+    this.changesSeen = n;
+    return changed || local;
+  }
+
+  private readChanges(): number {
+    this.changesStmt ??= this.db.prepare('SELECT n FROM store_changes WHERE id = 1').pluck();
+    return Number(this.changesStmt.get() ?? 0);
   }
 
   close(): void {

@@ -80,7 +80,17 @@ export interface UsageLine {
  */
 export type LedgerOp =
   | { kind: 'hold'; workspace: string; traceId: string; amount: bigint }
-  | { kind: 'settle'; workspace: string; traceId: string; amount: bigint; cost: bigint; details: LedgerDetails }
+  | {
+      kind: 'settle';
+      workspace: string;
+      traceId: string;
+      amount: bigint;
+      cost: bigint;
+      details: LedgerDetails;
+      /** The request's log row as known at settlement, committed in the same transaction by a writer
+       *  that keeps both (the writer thread); the request's final row later replaces it. */
+      logRow?: RequestLogRow;
+    }
   | { kind: 'release'; workspace: string; traceId: string; amount: bigint; note?: string };
 
 // The request-log row is what every request observer receives (src/observe/request-row.ts); the
@@ -106,4 +116,15 @@ export interface RequestLogOptions {
   flushIntervalMs?: number;
   /** A queue this long is written at once. Default 1000. */
   maxBatch?: number;
+}
+
+/**
+ * Where the wallet book's decided ledger operations are committed, one batch per call, in order:
+ * on the serving thread's own connection (`commit` returns once committed), or on the writer
+ * thread (`commit` resolves when it acknowledged the transaction). `commitNow` commits before it
+ * returns, whatever it costs the thread (shutdown, tests).
+ */
+export interface LedgerWriter {
+  commit(ops: LedgerOp[]): void | Promise<void>;
+  commitNow(ops: LedgerOp[]): void;
 }

@@ -69,13 +69,18 @@ export interface ServeOptions {
   port?: number;
   /** Resolve at once instead of waiting for `listening` (for servers expected to refuse to start). */
   noWait?: boolean;
+  /** More environment for the child (e.g. PI_WRITER_QUEUE). */
+  env?: Record<string, string>;
+  /** More arguments after the others (e.g. --workers 2). */
+  args?: string[];
 }
 
 /** Starts `pi-gateway serve`; killed (SIGKILL) at teardown if still running. */
 export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProcess> {
   const args = ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', opts.config, '--db', opts.db.file, '--port', String(opts.port ?? 0)];
   if (opts.upstream) args.push('--upstream-override', opts.upstream);
-  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, PI_MASTER_KEY: opts.db.masterKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (opts.args) args.push(...opts.args);
+  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...opts.env, PI_MASTER_KEY: opts.db.masterKey }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   let pending = '';
   const events: LogEvent[] = [];

@@ -96,7 +96,7 @@ export const command: Command = {
     const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false });
     let running;
     try {
-      running = await runGateway({ config, db: '', host, port, upstreamOverride: sim.url, store, observability });
+      running = await runGateway({ config, db: dbFile, host, port, upstreamOverride: sim.url, store, observability });
     } catch (err) {
       await sim.close();
       store.close();
@@ -137,8 +137,7 @@ export const command: Command = {
         owner.release();
       },
       flushNow() {
-        gateway.ctx.wallets.flush();
-        store.requestLog.flush();
+        gateway.flushNow();
       },
       reload: () => reloadGateway(gateway, configDir, owner),
     });

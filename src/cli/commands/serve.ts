@@ -111,8 +111,7 @@ export const command: Command = {
         owner.release();
       },
       flushNow() {
-        gateway.ctx.wallets.flush();
-        store.requestLog.flush();
+        gateway.flushNow();
       },
       reload: () => reloadGateway(gateway, configDir, owner),
     });

@@ -1,0 +1,228 @@
+// The serving thread's end of the SQLite writer thread (src/store/writer-thread.ts): ledger batches
+// from the wallet book and finished requests' log rows go there through a bounded queue, and come
+// back as acknowledgements the serving thread awaits without blocking. Only shutdown and tests wait
+// synchronously (`flush`, `commitNow`: Atomics.wait on the reply counter, then the replies read
+// with receiveMessageOnPort).
+//
+// Bound: `behind()` is true once `capacity` items (ledger operations and log rows) are queued or
+// sent and not yet acknowledged; the gateway then refuses new requests (503 provider_unavailable,
+// Retry-After 1) rather than let memory grow. Requests already admitted still settle and log. Log
+// rows beyond twice the capacity are dropped and counted (only rows of requests that charged
+// nothing can be lost that way: a settlement carries its own row).
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import type { LedgerOp, LedgerWriter, RequestLogRow } from './types.ts';
+import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
+
+export const DEFAULT_WRITER_CAPACITY = 10_000;
+/** How long a synchronous wait (shutdown) waits for the writer before giving up. */
+const SYNC_WAIT_MS = 30_000;
+
+interface Sent {
+  items: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+export interface WriterStats {
+  /** Items queued or sent and not yet acknowledged. */
+  backlog: number;
+  transactions: number;
+  rowsDropped: number;
+  failures: number;
+}
+
+export class WriterError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WriterError';
+  }
+}
+
+/**
+ * The writer thread from the build (dist/: plain .js), or from the TypeScript sources (tests, a
+ * checkout without dist/) through a small bootstrap that registers tsx in the thread first: loader
+ * hooks of the parent thread do not reach a worker.
+ */
+function spawnWriter(data: WriterData, port: MessagePort): Worker {
+  const fromSources = import.meta.url.endsWith('.ts');
+  const entry = new URL(fromSources ? './writer-thread.ts' : './writer-thread.js', import.meta.url);
+  const opts = { workerData: data, transferList: [port] };
+  if (!fromSources) return new Worker(entry, opts);
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(boot, { ...opts, eval: true });
+}
+
+export class ThreadWriter implements LedgerWriter {
+  private seq = 0;
+  private acked = 0;
+  private readonly sent = new Map<number, Sent>();
+  private rows: RequestLogRow[] = [];
+  private backlog = 0;
+  private scheduled = false;
+  private dead: string | null = null;
+  private readonly counts = { transactions: 0, rowsDropped: 0, failures: 0 };
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly port: MessagePort,
+    private readonly signal: Int32Array,
+    private readonly capacity: number,
+    private readonly onError: (event: string, err: unknown) => void,
+  ) {
+    port.on('message', (m: WriterReply) => this.handle(m));
+    worker.on('error', (err) => this.fail(`writer thread failed: ${err.message}`));
+    worker.on('exit', (code) => this.fail(`writer thread exited (${code})`));
+  }
+
+  /** Starts the thread on `file` (already migrated) and waits until its connection is open. */
+  static async start(file: string, opts: { capacity?: number; onError?: (event: string, err: unknown) => void } = {}): Promise<ThreadWriter> {
+    const channel = new MessageChannel();
+    const signal = new SharedArrayBuffer(4);
+    const data: WriterData = { file, port: channel.port2, signal };
+    const worker = spawnWriter(data, channel.port2);
+    const first = await new Promise<WriterReply>((resolve, reject) => {
+      channel.port1.once('message', resolve);
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new WriterError(`writer thread exited (${code}) before it opened ${file}`)));
+    });
+    if (first.kind !== 'ready') {
+      await worker.terminate();
+      throw new WriterError(first.kind === 'failed' ? first.error : 'writer thread answered out of turn');
+    }
+    worker.removeAllListeners();
+    const w = new ThreadWriter(worker, channel.port1, new Int32Array(signal), opts.capacity ?? DEFAULT_WRITER_CAPACITY, opts.onError ?? (() => undefined));
+    return w;
+  }
+
+  /** True when new requests must be refused: the queue (with `waiting` items not yet handed over,
+   *  the wallet book's gathering batch) is full, or the writer is gone. */
+  behind(waiting = 0): boolean {
+    return this.dead !== null || this.backlog + waiting >= this.capacity;
+  }
+
+  stats(): WriterStats {
+    return { backlog: this.backlog, ...this.counts };
+  }
+
+  /** Commits a ledger batch (and the log rows queued so far) in one transaction; resolves on its
+   *  acknowledgement, rejects when the writer refused the batch (nothing of it was written). */
+  commit(ops: LedgerOp[]): Promise<void> {
+    return this.send(ops);
+  }
+
+  /** `commit`, waiting synchronously (shutdown, tests); throws when the batch was refused. */
+  commitNow(ops: LedgerOp[]): void {
+    this.send(ops).catch(() => undefined);
+    this.syncSeq = this.seq;
+    try {
+      this.waitFor(this.seq);
+    } finally {
+      this.syncSeq = 0;
+    }
+    const refused = this.syncRefusal;
+    this.syncRefusal = null;
+    if (refused) throw refused;
+  }
+
+  /** Queues a finished request's log row; it goes with the next batch (this event-loop turn). */
+  append(row: RequestLogRow): void {
+    if (this.backlog >= 2 * this.capacity || this.dead !== null) {
+      this.counts.rowsDropped++;
+      return;
+    }
+    this.rows.push(row);
+    this.backlog++;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        if (this.rows.length > 0) this.send([]).catch(() => undefined);
+      });
+    }
+  }
+
+  /** Writes every queued row and waits for every acknowledgement, synchronously. */
+  flush(): void {
+    if (this.dead !== null) return;
+    if (this.rows.length > 0) this.send([]).catch(() => undefined);
+    if (this.seq > this.acked) this.waitFor(this.seq);
+  }
+
+  /** Writes what is queued, closes the connection (its last checkpoint) and ends the thread. */
+  async close(): Promise<void> {
+    if (this.dead !== null) return;
+    this.flush();
+    const seq = ++this.seq;
+    this.post({ kind: 'close', seq });
+    this.waitFor(seq);
+    this.dead = 'closed';
+    this.port.close();
+    await this.worker.terminate();
+  }
+
+  /** The batch commitNow waits for, and its refusal. */
+  private syncSeq = 0;
+  private syncRefusal: Error | null = null;
+
+  private send(ops: LedgerOp[]): Promise<void> {
+    if (this.dead !== null) return Promise.reject(new WriterError(this.dead));
+    const rows = this.rows;
+    this.rows = [];
+    const seq = ++this.seq;
+    const items = ops.length + rows.length;
+    if (ops.length > 0) this.backlog += ops.length; // rows were counted when queued
+    return new Promise<void>((resolve, reject) => {
+      this.sent.set(seq, { items, resolve, reject });
+      this.post({ kind: 'commit', seq, ops, rows });
+    });
+  }
+
+  private post(m: WriterRequest): void {
+    this.port.postMessage(m);
+  }
+
+  private handle(m: WriterReply): void {
+    if (m.kind !== 'reply') return;
+    this.acked = Math.max(this.acked, m.seq);
+    const s = this.sent.get(m.seq);
+    if (!s) return;
+    this.sent.delete(m.seq);
+    this.backlog -= s.items;
+    this.counts.transactions++;
+    if (m.rowsError !== null) {
+      this.counts.failures++;
+      this.onError('request_log_write_failed', new WriterError(m.rowsError));
+    }
+    if (m.ledgerError !== null) {
+      this.counts.failures++;
+      const err = new WriterError(m.ledgerError);
+      if (m.seq === this.syncSeq) this.syncRefusal = err;
+      s.reject(err);
+    } else {
+      s.resolve();
+    }
+  }
+
+  /** Blocks until the reply to `seq` was handled (shutdown and tests only). */
+  private waitFor(seq: number): void {
+    const deadline = Date.now() + SYNC_WAIT_MS;
+    for (;;) {
+      const seen = Atomics.load(this.signal, 0);
+      for (let r = receiveMessageOnPort(this.port); r !== undefined; r = receiveMessageOnPort(this.port)) this.handle(r.message as WriterReply);
+      if (this.acked >= seq) return;
+      const left = deadline - Date.now();
+      if (left <= 0 || this.dead !== null) throw new WriterError(`the writer thread did not answer within ${SYNC_WAIT_MS} ms`);
+      Atomics.wait(this.signal, 0, seen, left);
+    }
+  }
+
+  private fail(why: string): void {
+    if (this.dead !== null) return;
+    this.dead = why;
+    this.onError('writer_thread_failed', new WriterError(why));
+    const err = new WriterError(why);
+    for (const s of this.sent.values()) s.reject(err);
+    this.sent.clear();
+  }
+}

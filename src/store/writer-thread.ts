@@ -1,0 +1,82 @@
+// The SQLite writer thread: the one write connection of a serving gateway, so no transaction, fsync
+// or WAL checkpoint runs on a serving thread's event loop. It commits what it is sent in order, one
+// transaction per commit request: ledger operations (Wallets.apply, the same code and invariants as
+// everywhere) together with the request-log row of every settlement among them — a crash never
+// keeps a charge without its log row — and the final log rows of finished requests (each replaces
+// its trace's provisional row). WAL checkpoints happen here, on this connection's commits.
+import { parentPort, workerData } from 'node:worker_threads';
+import { systemClock } from '../clock.ts';
+import { openDatabase, Statements } from './db.ts';
+import { upsertRequestLogRows } from './request-log.ts';
+import type { RequestLogRow } from './types.ts';
+import { Wallets } from './wallets.ts';
+import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
+
+const data = workerData as WriterData;
+const signal = new Int32Array(data.signal);
+const port = data.port;
+
+function send(reply: WriterReply): void {
+  port.postMessage(reply);
+  Atomics.add(signal, 0, 1);
+  Atomics.notify(signal, 0);
+}
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+function start(): void {
+  let db: ReturnType<typeof openDatabase>;
+  try {
+    db = openDatabase(data.file);
+  } catch (err) {
+    send({ kind: 'failed', error: message(err) });
+    port.close();
+    return;
+  }
+  const wallets = new Wallets(db, systemClock);
+  const sql = new Statements(db, true);
+
+  const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
+    const settled: RequestLogRow[] = [];
+    for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled.push(op.logRow);
+    let ledgerError: string | null = null;
+    try {
+      db.transaction(() => {
+        wallets.apply(m.ops);
+        upsertRequestLogRows(sql, settled);
+        upsertRequestLogRows(sql, m.rows);
+      }).immediate();
+      return { kind: 'reply', seq: m.seq, ledgerError: null, rowsError: null };
+    } catch (err) {
+      if (m.ops.length === 0) return { kind: 'reply', seq: m.seq, ledgerError: null, rowsError: message(err) };
+      ledgerError = message(err);
+    }
+    // The ledger part was refused: the finished requests' rows still go in, on their own.
+    try {
+      if (m.rows.length > 0) db.transaction(() => upsertRequestLogRows(sql, m.rows)).immediate();
+      return { kind: 'reply', seq: m.seq, ledgerError, rowsError: null };
+    } catch (err) {
+      return { kind: 'reply', seq: m.seq, ledgerError, rowsError: message(err) };
+    }
+  };
+
+  port.on('message', (m: WriterRequest) => {
+    if (m.kind === 'commit') {
+      send(commit(m));
+    } else {
+      let rowsError: string | null = null;
+      try {
+        wallets.close();
+        db.close();
+      } catch (err) {
+        rowsError = message(err);
+      }
+      send({ kind: 'reply', seq: m.seq, ledgerError: null, rowsError });
+      port.close();
+    }
+  });
+  send({ kind: 'ready' });
+}
+
+if (parentPort === null) throw new Error('writer-thread.ts runs as a worker thread');
+start();
