@@ -6,11 +6,11 @@ import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import type { CompiledConfig, GatewaySettings } from './config/compiled.ts';
 import { Admission } from './admission/admission.ts';
-import { FixedWindowRateLimiter } from './admission/rate-limit.ts';
+import { FixedWindowRateLimiter, type RateLimiter } from './admission/rate-limit.ts';
 import { StoreView } from './admission/store-view.ts';
 import { WalletBook } from './admission/wallet-book.ts';
 import { type ConfigSnapshot, configSnapshot, restartNeeded } from './api/config-snapshot.ts';
-import type { GatewayContext } from './api/context.ts';
+import type { GatewayContext, SharedState } from './api/context.ts';
 import { InFlight } from './api/in-flight.ts';
 import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecycle.ts';
 import { StopSwitch } from './proxy/stop-switch.ts';
@@ -26,6 +26,21 @@ import type { Telemetry } from './telemetry/telemetry.ts';
 import { UpstreamClient } from './upstream/client.ts';
 
 export type { DrainReport, ReloadResult } from './api/lifecycle.ts';
+export type { SharedState } from './api/context.ts';
+
+/** The single-process gateway's shared state: in-process books its tests and diagnostics may read. */
+export interface LocalState extends SharedState {
+  wallets: WalletBook;
+  pins: SessionPins;
+  health: HealthTracker;
+  view: StoreView;
+}
+
+/** Shared state another owner serves (a --workers coordinator, a shared store): every seam plus
+ *  the rate limiter behind admission. */
+export interface SharedStateParts extends SharedState {
+  limiter: RateLimiter;
+}
 
 export interface GatewayOptions {
   config: CompiledConfig;
@@ -48,12 +63,15 @@ export interface GatewayOptions {
   admin?: AdminListener;
   /** Where the gateway is in its life, when there is no admin listener to take it from. */
   lifecycle?: Lifecycle;
+  /** The shared state's seams, served by another owner; absent: the in-process books over `store`. */
+  shared?: SharedStateParts;
 }
 
-export interface Gateway {
+/** A running gateway; by default the single-process one, whose state is in-process books. */
+export interface Gateway<S extends SharedState = LocalState> {
   port: number;
   url: string;
-  ctx: GatewayContext;
+  ctx: GatewayContext<S>;
   /** True from the moment a drain began (`lifecycle.draining`; readiness reports not-ready). */
   readonly draining: boolean;
   /** sha256 of the config files the running config was compiled from. */
@@ -95,24 +113,39 @@ function requestObserver(opts: GatewayOptions, log: (event: string, fields?: Rec
   );
 }
 
-export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
-  const clock = opts.clock ?? systemClock;
-  const log = opts.log ?? jsonLog;
-
+/** The in-process books over the store: the single-process gateway's shared state. */
+function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): LocalState & { limiter: RateLimiter } {
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
   opts.store.secrets.assertUsable();
   const released = opts.store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
-
-  const lifecycle = opts.admin?.lifecycle ?? opts.lifecycle ?? new Lifecycle(clock);
   const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
   const view = new StoreView(
     opts.store,
     // kept: the master key was rotated under this process; it serves the values it had opened
     // until it restarts with the new PI_MASTER_KEY.
     (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
-    () => wallets.refresh(),
+    () => void wallets.refresh(),
   );
+  const settings = opts.config.settings;
+  return {
+    wallets,
+    view,
+    limiter: new FixedWindowRateLimiter(clock),
+    health: new HealthTracker(settings.health, clock),
+    pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }),
+  };
+}
+
+export async function startGateway(opts: GatewayOptions & { shared?: undefined }): Promise<Gateway<LocalState>>;
+export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>>;
+export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>> {
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? jsonLog;
+  const state = opts.shared ?? localState(opts, clock, log);
+  const { wallets, view } = state;
+
+  const lifecycle = opts.admin?.lifecycle ?? opts.lifecycle ?? new Lifecycle(clock);
   const sources = {
     limits: opts.limits,
     reveal: (credential: string) => view.reveal(credential),
@@ -124,8 +157,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     keys: view,
     // The current config: a workspace added by a reload admits its keys from then on.
     workspaceOf: (id) => snapshot.index.workspaceById.get(id),
-    limiter: new FixedWindowRateLimiter(clock),
+    limiter: state.limiter,
     wallets,
+    onReleaseError: (traceId, err) => log('release_failed', { trace_id: traceId, error: err instanceof Error ? err.message : String(err) }),
   });
   const ctx: GatewayContext = {
     get current() {
@@ -137,14 +171,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     get settings() {
       return snapshot.settings;
     },
-    store: opts.store,
     admission,
     wallets,
     view,
     clock,
     random: opts.random ?? Math.random,
-    health: new HealthTracker(snapshot.settings.health, clock),
-    pins: new SessionPins({ clock, maxPins: snapshot.settings.sessions.maxPins }),
+    health: state.health,
+    pins: state.pins,
     client: new UpstreamClient(),
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
@@ -171,7 +204,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       lifecycle.markStopped();
       server.close();
       await ctx.client.destroy();
-      wallets.close();
+      await wallets.close();
       opts.store.requestLog.flush();
       await opts.telemetry?.close();
       opts.admin?.close();

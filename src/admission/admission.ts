@@ -2,21 +2,24 @@
 // the inference handler takes before any upstream call, and the settlement after it.
 //
 // `Admission` holds the rules (which header carries the key, which limit applies, the spec's error
-// for each refusal); the state behind them sits behind three narrow interfaces that the composition
-// root (src/gateway.ts) fills:
-//   KeyVerifier      key → record, cached per process  (today: StoreView over SQLite)
-//   RateLimiter      per-key request windows           (today: FixedWindowRateLimiter, in memory)
-//   WalletAdmission  hold / settle / release           (today: WalletBook, in memory + SQLite group commit)
-// These are the seam a shared-state backend goes behind (PostgreSQL holds taken by one atomic
-// statement, Redis rate-limit windows). Today every call answers synchronously except `settle`,
-// which resolves once the charge is durable; a networked backend would make `hold` and `take`
-// asynchronous too (the handler that calls them is already async).
+// for each refusal); the state behind them sits behind narrow interfaces that the composition root
+// (src/gateway.ts) fills — the state seam:
+//   KeyVerifier      key → record                  (StoreView: cached per process, SQLite on a miss)
+//   RateLimiter      per-key request windows       (FixedWindowRateLimiter, in memory)
+//   WalletAdmission  hold / settle / release       (WalletBook, in memory + the ledger written in batches)
+//   PinStore         session pins (src/routing/session-pins.ts)
+//   BreakerBoard     breaker state (src/routing/health.ts)
+// Every call may answer now or later (`T | Promise<T>`): the in-process books answer at once, so the
+// single-process gateway pays no promise per step and its refusals stay synchronous, while a book
+// served by another thread (the --workers coordinator) or another machine (PostgreSQL, Redis)
+// answers with a promise. Admission keeps that shape (a sync answer stays sync), and the inference
+// handler awaits every step, so it works with either.
 import type { CompiledWorkspace } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import { nanoToDecimal } from '../money.ts';
 import type { ApiKeyRecord, LedgerDetails } from '../store/store.ts';
 import { type KeyCheck, authError, presentedKey } from './api-key.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import type { RateDecision, RateLimiter } from './rate-limit.ts';
 
 /** A verified key and the workspace it is bound to. */
 export interface Admitted {
@@ -27,11 +30,12 @@ export interface Admitted {
 export type KeyVerification = { status: 'ok'; key: ApiKeyRecord } | { status: Exclude<KeyCheck, 'ok'> };
 
 export interface KeyVerifier {
-  /** The key's record, or why it is refused; expiry is judged against `now`. */
-  verifyKey(presented: string, now: number): KeyVerification;
+  /** The key's record, or why it is refused; expiry is judged against `now`. A cache hit may answer
+   *  at once; a miss that has to ask a store answers with a promise. */
+  verifyKey(presented: string, now: number): KeyVerification | Promise<KeyVerification>;
   /** The record of an issued key whatever its state (a revoked or expired key is still someone's),
    *  or null: lets a refused request be logged against its workspace. */
-  keyRecord?(presented: string): ApiKeyRecord | null;
+  keyRecord?(presented: string): ApiKeyRecord | null | Promise<ApiKeyRecord | null>;
 }
 
 /** Who is calling: admitted, or refused with the spec's 401 — and, when the refused key is one we
@@ -42,17 +46,27 @@ export type HoldResult = { ok: true } | { ok: false; available: bigint };
 
 export interface WalletAdmission {
   /**
-   * Reserves `amount` nano-USD for one request when the workspace's balance − held covers it.
-   * A trace id holds once (the caller mints one per request).
+   * Reserves `amount` nano-USD for one request when the workspace's balance − held covers it, in
+   * one step that no other hold can interleave with (exactness: never read-then-write across an
+   * await). A trace id holds once (the caller mints one per request).
    */
-  hold(workspace: string, traceId: string, amount: bigint): HoldResult;
+  hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult>;
   /**
    * Charges the final cost and closes the hold. Resolves once the charge is durable, to false when
-   * the trace had no open hold (a no-op).
+   * the trace had no open hold (a no-op). Idempotent per trace id.
    */
   settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean>;
-  /** Closes a hold at zero cost; a trace with no open hold is a no-op. */
-  release(traceId: string): void;
+  /** Closes a hold at zero cost; a trace with no open hold is a no-op. Callers need not wait for
+   *  it (Admission.release reports a failure), but may: the drain does. */
+  release(traceId: string): void | Promise<void>;
+}
+
+/** A wallet book as the composition root drives it: admission plus its life cycle. */
+export interface WalletService extends WalletAdmission {
+  /** Another process changed the store (a `wallet credit` from the CLI): refresh cached balances. */
+  refresh(): void | Promise<void>;
+  /** Writes what is pending, then stops (later calls change nothing). */
+  close(): void | Promise<void>;
 }
 
 export interface AdmissionParts {
@@ -61,55 +75,61 @@ export interface AdmissionParts {
   workspaceOf(id: string): CompiledWorkspace | undefined;
   limiter: RateLimiter;
   wallets: WalletAdmission;
+  /** A release that failed (nobody waits for one): logged, never thrown. */
+  onReleaseError?: (traceId: string, err: unknown) => void;
 }
 
 export class Admission {
   constructor(private readonly parts: AdmissionParts) {}
 
-  /** The caller's key and workspace, or the spec's 401 (spec: Authentication). */
-  authenticate(headers: Record<string, string>, now: number): Admitted {
+  /** The caller's key and workspace, or the spec's 401 (spec: Authentication). Synchronous when the
+   *  key verifier answered at once. */
+  authenticate(headers: Record<string, string>, now: number): Admitted | Promise<Admitted> {
     const who = this.identify(headers, now);
-    if (!who.ok) throw who.error;
-    return who.admitted;
+    return who instanceof Promise ? who.then(admittedOrThrow) : admittedOrThrow(who);
   }
 
-  /** `authenticate` without throwing: a refusal also carries the refused key's record when known. */
-  identify(headers: Record<string, string>, now: number): Identified {
+  /**
+   * `authenticate` without throwing: a refusal also carries the refused key's record when known.
+   * `workspaceOf` (default: the parts') lets the caller read the workspace from the config snapshot
+   * its request started on, whatever a reload swapped in while the key was being verified.
+   */
+  identify(headers: Record<string, string>, now: number, workspaceOf = this.parts.workspaceOf): Identified | Promise<Identified> {
     const presented = presentedKey(headers);
     if (presented === null) return { ok: false, error: authError('missing'), key: null };
     const check = this.parts.keys.verifyKey(presented, now);
+    return check instanceof Promise
+      ? check.then((c) => this.judge(presented, c, workspaceOf))
+      : this.judge(presented, check, workspaceOf);
+  }
+
+  private judge(presented: string, check: KeyVerification, workspaceOf: (id: string) => CompiledWorkspace | undefined): Identified | Promise<Identified> {
     if (check.status === 'invalid') return { ok: false, error: authError('invalid', presented), key: null };
     if (check.status !== 'ok') {
+      const error = authError(check.status);
       const known = check.status === 'not_found' ? null : (this.parts.keys.keyRecord?.(presented) ?? null);
-      return { ok: false, error: authError(check.status), key: known };
+      return known instanceof Promise ? known.then((key) => ({ ok: false, error, key })) : { ok: false, error, key: known };
     }
-    const workspace = this.parts.workspaceOf(check.key.workspace);
+    const workspace = workspaceOf(check.key.workspace);
     if (!workspace) {
       return { ok: false, error: new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`), key: check.key };
     }
     return { ok: true, admitted: { key: check.key, workspace } };
   }
 
-  /** Counts the request against its key's limit (the key's own, else the workspace's), or 429 with Retry-After. */
-  rateLimit({ key, workspace }: Admitted): void {
+  /** Counts the request against its key's limit (the key's own, else the workspace's), or 429 with
+   *  Retry-After. Synchronous when the limiter answered at once. */
+  rateLimit({ key, workspace }: Admitted): void | Promise<void> {
     const limit = key.rpm ?? workspace.rateLimitRpm;
     const rate = this.parts.limiter.take(key.id, limit);
-    if (!rate.ok) {
-      throw new GatewayError('rate_limited', `rate limit of ${limit} requests per minute reached`, {
-        headers: [['Retry-After', String(rate.retryAfterSeconds)]],
-      });
-    }
+    return rate instanceof Promise ? rate.then((r) => rateOrThrow(r, limit)) : rateOrThrow(rate, limit);
   }
 
-  /** Holds `amountNano` on the workspace's wallet for this trace, or refuses with insufficient_balance. */
-  hold(workspace: string, traceId: string, amountNano: bigint): void {
+  /** Holds `amountNano` on the workspace's wallet for this trace, or refuses with
+   *  insufficient_balance. Synchronous when the wallet answered at once. */
+  hold(workspace: string, traceId: string, amountNano: bigint): void | Promise<void> {
     const held = this.parts.wallets.hold(workspace, traceId, amountNano);
-    if (!held.ok) {
-      throw new GatewayError(
-        'insufficient_balance',
-        `insufficient balance: this request needs up to $${nanoToDecimal(amountNano)} held and the wallet has $${nanoToDecimal(held.available < 0n ? 0n : held.available)} available`,
-      );
-    }
+    return held instanceof Promise ? held.then((h) => heldOrThrow(h, amountNano)) : heldOrThrow(held, amountNano);
   }
 
   /** See WalletAdmission.settle. */
@@ -117,8 +137,41 @@ export class Admission {
     return this.parts.wallets.settle(traceId, costNano, details);
   }
 
-  /** See WalletAdmission.release. */
-  release(traceId: string): void {
-    this.parts.wallets.release(traceId);
+  /** See WalletAdmission.release. Callers may drop the promise: a failure is reported to
+   *  `onReleaseError` (the hold is then released at the next start, or by its lease). */
+  release(traceId: string): Promise<void> {
+    try {
+      const r = this.parts.wallets.release(traceId);
+      return r instanceof Promise ? r.catch((err: unknown) => this.releaseFailed(traceId, err)) : Promise.resolve();
+    } catch (err) {
+      this.releaseFailed(traceId, err);
+      return Promise.resolve();
+    }
+  }
+
+  private releaseFailed(traceId: string, err: unknown): void {
+    this.parts.onReleaseError?.(traceId, err);
+  }
+}
+
+function admittedOrThrow(who: Identified): Admitted {
+  if (!who.ok) throw who.error;
+  return who.admitted;
+}
+
+function rateOrThrow(rate: RateDecision, limit: number): void {
+  if (!rate.ok) {
+    throw new GatewayError('rate_limited', `rate limit of ${limit} requests per minute reached`, {
+      headers: [['Retry-After', String(rate.retryAfterSeconds)]],
+    });
+  }
+}
+
+function heldOrThrow(held: HoldResult, amountNano: bigint): void {
+  if (!held.ok) {
+    throw new GatewayError(
+      'insufficient_balance',
+      `insufficient balance: this request needs up to $${nanoToDecimal(amountNano)} held and the wallet has $${nanoToDecimal(held.available < 0n ? 0n : held.available)} available`,
+    );
   }
 }

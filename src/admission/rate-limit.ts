@@ -1,5 +1,6 @@
 // Per-key request limits in fixed windows aligned to the clock minute (floor(now / 60 000)).
-// In memory, so the limit is per process; `RateLimiter` is the seam for a shared store later.
+// In memory, so the limit is per process; `RateLimiter` is the seam a shared store implements (the
+// --workers coordinator, Redis): one atomic count-and-decide per request, answered now or later.
 import type { Clock } from '../clock.ts';
 
 const WINDOW_MS = 60_000;
@@ -11,7 +12,7 @@ export interface RateLimiter {
    * Counts one request against `key` in the current minute. Refused requests are not counted.
    * A limit that is not a positive number refuses everything.
    */
-  take(key: string, limitPerMinute: number): RateDecision;
+  take(key: string, limitPerMinute: number): RateDecision | Promise<RateDecision>;
 }
 
 export class FixedWindowRateLimiter implements RateLimiter {

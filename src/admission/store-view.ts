@@ -18,7 +18,17 @@ const MAX_CACHED_KEYS = 10_000;
  */
 export type BadSecretHandler = (name: string, err: unknown, kept: boolean) => void;
 
-export class StoreView implements CredentialView, KeyVerifier {
+/** What the request path reads of the store: credentials, keys, and a per-request check that drops
+ *  both caches when another process committed. Implemented over SQLite (`StoreView`) or over
+ *  whatever the serving thread is given (a --workers worker gets both from the coordinator). */
+export interface KeysAndCredentials extends CredentialView, KeyVerifier {
+  /** Called once per request, before anything is read. */
+  sync(): void;
+  /** The unsealed credential, or null when absent or refused. */
+  reveal(name: string): string | null;
+}
+
+export class StoreView implements KeysAndCredentials {
   private names: Set<string>;
   private readonly unsealed = new Map<string, string | null>();
   /** The last value each name opened to, across syncs: what a rotation under us falls back to. */

@@ -2,36 +2,46 @@
 import type { Clock } from '../clock.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import type { GatewaySettings } from '../config/compiled.ts';
-import type { Admission } from '../admission/admission.ts';
-import type { StoreView } from '../admission/store-view.ts';
-import type { WalletBook } from '../admission/wallet-book.ts';
+import type { Admission, WalletService } from '../admission/admission.ts';
+import type { KeysAndCredentials } from '../admission/store-view.ts';
 import type { RequestObserver } from '../observe/observer.ts';
-import type { HealthTracker } from '../routing/health.ts';
-import type { SessionPins } from '../routing/session-pins.ts';
+import type { BreakerBoard } from '../routing/health.ts';
+import type { PinStore } from '../routing/session-pins.ts';
 import type { StopSwitch } from '../proxy/stop-switch.ts';
-import type { Store } from '../store/store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { InFlight } from './in-flight.ts';
 
-export interface GatewayContext {
+/**
+ * The shared state a request reads and changes, as seams (see src/admission/admission.ts). The
+ * single-process gateway fills them with its in-process books (`LocalState` in src/gateway.ts), which
+ * its tests may reach directly; a --workers worker, or a node on a shared store, fills them with
+ * clients of the state's owner.
+ */
+export interface SharedState {
+  wallets: WalletService;
+  pins: PinStore;
+  health: BreakerBoard;
+  view: KeysAndCredentials;
+}
+
+export interface GatewayContext<S extends SharedState = SharedState> {
   /** The config new requests start on; a reload swaps it whole. A request reads it once, at its
    *  start, and keeps that snapshot to its end. */
   readonly current: ConfigSnapshot;
   /** `current.index` and `current.settings` at the moment of reading. */
   readonly index: ConfigIndex;
   readonly settings: GatewaySettings;
-  store: Store;
   /** Authentication, rate limit, wallet hold/settle/release: what the inference handler admits with. */
   admission: Admission;
-  /** The wallet book behind `admission` (in memory, group-committed to the store's ledger). */
-  wallets: WalletBook;
-  view: StoreView;
+  /** The wallet book behind `admission`. */
+  wallets: S['wallets'];
+  view: S['view'];
   clock: Clock;
   /** Uniform [0, 1) source for weighted routing (injectable for tests). */
   random: () => number;
-  health: HealthTracker;
-  pins: SessionPins;
+  health: S['health'];
+  pins: S['pins'];
   client: UpstreamClient;
   /** Replaces scheme, host and port of every resource base URL (demo/testing: route all to the simulator). */
   upstreamOverride: URL | null;

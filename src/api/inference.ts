@@ -62,7 +62,9 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
     } finally {
       try {
         // Whatever happened, a hold that was not settled is released (idempotent in the store).
-        if (state.holdNano !== null && state.settledCost === null) ctx.admission.release(state.traceId);
+        // Not awaited: Admission.release reports a failure, and the wallet owner closes the hold
+        // whatever this request does next.
+        if (state.holdNano !== null && state.settledCost === null) void ctx.admission.release(state.traceId);
         watch.end(requestSummary(req, state, ctx.clock.now()));
       } finally {
         ctx.inFlight.leave();
@@ -87,9 +89,9 @@ async function handle(
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
   // 1. Who is calling (a refused key we issued — revoked, expired — is still logged as its workspace's).
-  // Admission reads the workspace from ctx.current: the same snapshot as `cfg`, since no await
-  // separates them.
-  const who = ctx.admission.identify(req.headers, now);
+  // The workspace comes from `cfg`, the snapshot this request started on, whatever a reload swaps in
+  // while the key is verified.
+  const who = await ctx.admission.identify(req.headers, now, (id) => cfg.index.workspaceById.get(id));
   if (!who.ok) {
     state.refusedKey = who.key;
     throw who.error;
@@ -98,7 +100,7 @@ async function handle(
   state.admitted = admitted;
 
   // 2. How fast: checked before anything costs money.
-  ctx.admission.rateLimit(admitted);
+  await ctx.admission.rateLimit(admitted);
 
   // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
   const asked = await protocol.read(req, endpoint, cfg.settings.limits);
@@ -107,15 +109,15 @@ async function handle(
   watch.read(asked.stream, asked.fields.model);
 
   // 4. Which models, under which policy, on which deployments.
-  const route = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
+  const route = await routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
   const { plan, pin } = route;
   state.routedModel = route.primary.id;
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
   const hold = requestHoldNano(plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
-  ctx.admission.hold(admitted.workspace.id, state.traceId, hold);
+  await ctx.admission.hold(admitted.workspace.id, state.traceId, hold);
   state.holdNano = hold;
-  if (pin) ctx.pins.touch(pin);
+  if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
 
   // 6. Ask the providers, in order, until one answers.
   const basis: SettleBasis = { holdNano: hold, requestBytes: asked.requestBytes, pricedAtMs: now };
@@ -146,7 +148,7 @@ async function handle(
 }
 
 /** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan. */
-function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Route {
+async function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Promise<Route> {
   const models = [resolveModel(index, fields.model, endpoint, now)];
   for (const name of fields.fallbacks) {
     const m = resolveModel(index, name, endpoint, now);
@@ -156,6 +158,7 @@ function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fie
   const policy = mergePreferences(admitted.workspace.routing, prefs);
   const primary = models[0] as CompiledModel;
   const pin = sessionId ? pinKey(admitted.workspace.id, admitted.key.id, primary.id, sessionId) : null;
+  const pinned = pin ? await ctx.pins.get(pin) : null;
   const plan = planRoute({
     index,
     endpoint,
@@ -165,8 +168,14 @@ function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fie
     health: ctx.health,
     nowMs: now,
     random: ctx.random,
-    // A pin whose deployment stopped being eligible is dropped, not just skipped.
-    pinnedFor: (modelId, eligible) => (pin && modelId === primary.id ? ctx.pins.resolve(pin, eligible) : null),
+    // A pin whose deployment stopped being eligible is dropped, not just skipped. Health is not
+    // checked here: a pin to a down deployment is kept (ordering just does not put it first).
+    pinnedFor: (modelId, eligible) => {
+      if (pin === null || pinned === null || modelId !== primary.id) return null;
+      if (eligible.some((d) => d.id === pinned)) return pinned;
+      background(ctx, 'pin_drop_failed', ctx.pins.drop(pin));
+      return null;
+    },
   });
   return { plan, primary, pin };
 }
@@ -181,7 +190,7 @@ function finish(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, f
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
     if (state.settledCost === null) void settle(ctx, index, state, final.item, final.outcome, basis);
-    if (route.pin && final.item.model.id === route.primary.id) ctx.pins.set(route.pin, final.item.deployment.id);
+    if (route.pin && final.item.model.id === route.primary.id) background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
     if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
   } else if (final.kind === 'provider_error') {
     state.status = final.status;
@@ -218,4 +227,9 @@ function settle(ctx: GatewayContext, index: ConfigIndex, state: RequestRecord, i
     () => undefined,
     () => undefined,
   );
+}
+
+/** A state call nobody waits for (pins): a failure is logged, never thrown. */
+function background(ctx: GatewayContext, event: string, r: void | Promise<void>): void {
+  if (r instanceof Promise) r.catch((err: unknown) => ctx.log(event, { error: err instanceof Error ? err.message : String(err) }));
 }

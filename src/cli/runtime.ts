@@ -66,7 +66,7 @@ export async function runGateway(opts: {
   let gateway: Gateway;
   try {
     store ??= openStore(opts.db, { requestLog: opts.config.settings.requestLog });
-    const gwOpts: GatewayOptions = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
+    const gwOpts: GatewayOptions & { shared?: undefined } = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
     if (admin) gwOpts.admin = admin;
     gateway = await startGateway(gwOpts);
   } catch (err) {

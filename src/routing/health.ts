@@ -13,6 +13,23 @@ export type Outcome =
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
+/**
+ * Breaker state as the request path uses it, one view per deployment across every event loop that
+ * serves. `isDown` is synchronous (ordering deployments is a pure, synchronous step): a board whose
+ * state lives elsewhere (the --workers coordinator) keeps a mirror it is sent on every change, and a
+ * half-open probe is granted by the owner to one caller only. `record` and `releaseProbe` are
+ * fire-and-forget.
+ */
+export interface BreakerBoard extends HealthView {
+  /** The same verdicts without claiming a probe (catalog views, diagnostics). */
+  readonly passive: HealthView;
+  record(deploymentId: string, outcome: Outcome): void;
+  releaseProbe(deploymentId: string): void;
+  state(deploymentId: string): DeploymentHealth;
+  /** New thresholds from a config reload; every breaker keeps its state. */
+  reconfigure(settings: GatewaySettings['health']): void;
+}
+
 export interface DeploymentHealth {
   state: BreakerState;
   consecutiveFailures: number;
@@ -58,7 +75,7 @@ interface Breaker {
  * Memory: one small record per deployment id ever recorded (ids come from the compiled config), with
  * a window of at most `window` flags.
  */
-export class HealthTracker implements HealthView {
+export class HealthTracker implements BreakerBoard {
   private settings: GatewaySettings['health'];
   private readonly clock: Clock;
   private readonly probeLeaseMs: number;

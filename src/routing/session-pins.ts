@@ -1,6 +1,8 @@
 // Session pins (spec: `X-Pi-Session-Id`): requests with the same workspace, key, model and session
 // id go first to the deployment that last answered for that session, for 1 hour after the last
-// admitted request. A bounded in-memory LRU; losing it (restart) only loses stickiness.
+// admitted request. `PinStore` is the seam (the --workers coordinator, Redis implement it);
+// `SessionPins` is the in-process one: a bounded in-memory LRU; losing it (restart) only loses
+// stickiness.
 import type { Clock } from '../clock.ts';
 
 export const PIN_TTL_MS = 3_600_000;
@@ -8,6 +10,25 @@ export const PIN_TTL_MS = 3_600_000;
 /** Unambiguous whatever the parts contain (a session id is arbitrary client text). */
 export function pinKey(workspace: string, keyId: string, model: string, sessionId: string): string {
   return JSON.stringify([workspace, keyId, model, sessionId]);
+}
+
+/**
+ * Where session pins live, shared by every event loop that serves the sessions. A pin lives
+ * `PIN_TTL_MS` after its last `touch` or `set` (the 1-hour sliding lifetime). Each call may answer
+ * at once (in process) or with a promise (another thread, another machine); the handler awaits
+ * `get` and lets `touch`, `set` and `drop` run in the background (a lost one only loses stickiness).
+ */
+export interface PinStore {
+  /** The pinned deployment id, or null when absent or expired. Does not extend the lifetime. */
+  get(key: string): string | null | Promise<string | null>;
+  /** A request with this session was admitted: a live pin lives another `PIN_TTL_MS`. */
+  touch(key: string): void | Promise<void>;
+  /** After a successful attempt: pin the session to the deployment that answered. */
+  set(key: string, deploymentId: string): void | Promise<void>;
+  /** Forgets a pin (its deployment stopped being eligible). */
+  drop(key: string): void | Promise<void>;
+  /** A new bound from a config reload (a store with its own bound may ignore it). */
+  resize(maxPins: number): void;
 }
 
 interface Pin {
@@ -22,7 +43,7 @@ interface Pin {
  * request already touched, so it changes neither. A pin expires exactly `ttlMs` after the last
  * touch/set (alive while now < expiresAt).
  */
-export class SessionPins {
+export class SessionPins implements PinStore {
   private readonly clock: Clock;
   private maxPins: number;
   private readonly ttlMs: number;
