@@ -24,7 +24,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['config', 'generated'],
   ['availability', 'billing', 'stream', 'store', 'store-pg'],
   ['catalog', 'platforms', 'protocols', 'routing', 'telemetry', 'upstream'],
-  ['admission', 'proxy'],
+  ['admission', 'proxy', 'shared-state'],
   ['admin', 'api'],
   ['server'],
   ['simulator', 'codegen'],
@@ -38,6 +38,7 @@ const HOMES: Record<string, string[]> = {
   undici: ['src/upstream/'],
   'better-sqlite3': ['src/store/'],
   pg: ['src/store-pg/'],
+  redis: ['src/shared-state/'],
   yaml: ['src/config/'],
   ajv: ['src/config/'],
   'ajv/dist/2020': ['src/config/'],
@@ -67,6 +68,7 @@ const BESIDE: Record<string, string[]> = {
   // Observers (src/telemetry/) reach the request path through src/observe/'s interfaces, never by import.
   api: ['telemetry'],
   admission: ['telemetry'],
+  'shared-state': ['store', 'store-pg', 'telemetry'],
 };
 
 const MAX_FUNCTION_LINES = 120;
