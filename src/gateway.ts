@@ -20,7 +20,7 @@ import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
 import { createApp } from './server/app.ts';
-import type { Store } from './store/store.ts';
+import type { RequestLogRow, Store } from './store/store.ts';
 import { requestLogObserver } from './telemetry/request-log-observer.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import { UpstreamClient } from './upstream/client.ts';
@@ -42,9 +42,23 @@ export interface SharedStateParts extends SharedState {
   limiter: RateLimiter;
 }
 
+/**
+ * What the composition root writes and reads beside the seams: the request log and the names of the
+ * stored credentials (readiness). From `store` by default; a node on a shared store passes its own.
+ */
+export interface GatewayRecords {
+  requestLog: { append(row: RequestLogRow): void; flush(): void | Promise<void> };
+  /** Throws when the store does not answer (readiness reports it). */
+  credentialNames(): ReadonlySet<string>;
+}
+
 export interface GatewayOptions {
   config: CompiledConfig;
-  store: Store;
+  /** The embedded store: the in-process books' database, and the records' unless `records` is given.
+   *  Required unless `shared` and `records` are both given. */
+  store?: Store;
+  /** The request log and credential names when there is no embedded store (a node on PostgreSQL). */
+  records?: GatewayRecords;
   host?: string;
   port?: number;
   clock?: Clock;
@@ -107,21 +121,21 @@ export function jsonLog(event: string, fields: Record<string, unknown> = {}): vo
 }
 
 /** The request-log writer first: it is the record of money and must not wait on the others. */
-function requestObserver(opts: GatewayOptions, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
-  return combineObservers([requestLogObserver(opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
+function requestObserver(opts: GatewayOptions, records: GatewayRecords, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
+  return combineObservers([requestLogObserver(records.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
     log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
   );
 }
 
 /** The in-process books over the store: the single-process gateway's shared state. */
-function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): LocalState & { limiter: RateLimiter } {
+function localState(opts: GatewayOptions, store: Store, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): LocalState & { limiter: RateLimiter } {
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
-  opts.store.secrets.assertUsable();
-  const released = opts.store.wallets.releaseOrphanedHolds();
+  store.secrets.assertUsable();
+  const released = store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
-  const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
+  const wallets = new WalletBook(store, (err) => log('ledger_write_failed', { error: err instanceof Error ? err.message : String(err) }));
   const view = new StoreView(
-    opts.store,
+    store,
     // kept: the master key was rotated under this process; it serves the values it had opened
     // until it restarts with the new PI_MASTER_KEY.
     (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
@@ -142,7 +156,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
-  const state = opts.shared ?? localState(opts, clock, log);
+  const store = opts.store;
+  const records: GatewayRecords | null = opts.records ?? (store ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names() } : null);
+  const state = opts.shared ?? (store ? localState(opts, store, clock, log) : null);
+  if (!records || !state) throw new Error('startGateway needs a store, or shared state and its records');
   const { wallets, view } = state;
 
   const lifecycle = opts.admin?.lifecycle ?? opts.lifecycle ?? new Lifecycle(clock);
@@ -182,7 +199,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
     stop: new StopSwitch(),
-    observer: requestObserver(opts, log),
+    observer: requestObserver(opts, records, log),
     log,
   };
   opts.telemetry?.bind({
@@ -193,7 +210,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await server.listen(host, opts.port ?? 0);
-  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => opts.store.secrets.names() });
+  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => records.credentialNames() });
   lifecycle.markReady();
 
   let closed: Promise<void> | null = null;
@@ -205,7 +222,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
       server.close();
       await ctx.client.destroy();
       await wallets.close();
-      opts.store.requestLog.flush();
+      await records.requestLog.flush();
       await opts.telemetry?.close();
       opts.admin?.close();
     })());
