@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   provider_unavailable: { status: 503, type: 'api_error' },
+  /** The shared store (PostgreSQL) does not answer: nothing is admitted without a hold (fail closed). */
+  store_unavailable: { status: 503, type: 'api_error' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -22,7 +22,7 @@ import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
 import { createApp } from './server/app.ts';
-import { type Store, ThreadWriter } from './store/store.ts';
+import { type RequestLogRow, type Store, ThreadWriter } from './store/store.ts';
 import { requestLogObserver } from './telemetry/request-log-observer.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import { UpstreamClient } from './upstream/client.ts';
@@ -44,9 +44,23 @@ export interface SharedStateParts extends SharedState {
   limiter: RateLimiter;
 }
 
+/**
+ * What the composition root writes and reads beside the seams: the request log and the names of the
+ * stored credentials (readiness). From `store` by default; a node on a shared store passes its own.
+ */
+export interface GatewayRecords {
+  requestLog: { append(row: RequestLogRow): void; flush(): void | Promise<void> };
+  /** Throws when the store does not answer (readiness reports it). */
+  credentialNames(): ReadonlySet<string>;
+}
+
 export interface GatewayOptions {
   config: CompiledConfig;
-  store: Store;
+  /** The embedded store: the in-process books' database, and the records' unless `records` is given.
+   *  Required unless `shared` and `records` are both given. */
+  store?: Store;
+  /** The request log and credential names when there is no embedded store (a node on PostgreSQL). */
+  records?: GatewayRecords;
   host?: string;
   port?: number;
   clock?: Clock;
@@ -119,8 +133,8 @@ export function jsonLog(event: string, fields: Record<string, unknown> = {}): vo
 }
 
 /** The request-log writer first: it is the record of money and must not wait on the others. */
-function requestObserver(opts: GatewayOptions, writer: ThreadWriter | null, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
-  return combineObservers([requestLogObserver(writer ?? opts.store.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
+function requestObserver(opts: GatewayOptions, records: GatewayRecords, writer: ThreadWriter | null, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
+  return combineObservers([requestLogObserver(writer ?? records.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
     log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
   );
 }
@@ -152,16 +166,15 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
  * The in-process books over the store: the single-process gateway's shared state. Orphaned holds
  * are released first, on this thread's connection, before any writer thread starts.
  */
-async function localState(opts: GatewayOptions, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): Promise<LocalState & { limiter: RateLimiter; writer: ThreadWriter | null }> {
+async function localState(opts: GatewayOptions, store: Store, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): Promise<LocalState & { limiter: RateLimiter; writer: ThreadWriter | null }> {
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
-  opts.store.secrets.assertUsable();
-  const released = opts.store.wallets.releaseOrphanedHolds();
+  store.secrets.assertUsable();
+  const released = store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
   const writer = opts.writerThread
     ? await ThreadWriter.start(opts.writerThread.file, { capacity: opts.writerThread.capacity, onError: (event, err) => log(event, { error: errorText(err) }) })
     : null;
-  const wallets = new WalletBook(opts.store, (err) => log('ledger_write_failed', { error: errorText(err) }), writer ?? undefined);
-  const store = opts.store;
+  const wallets = new WalletBook(store, (err) => log('ledger_write_failed', { error: errorText(err) }), writer ?? undefined);
   const view = new StoreView(
     store,
     // kept: the master key was rotated under this process; it serves the values it had opened
@@ -200,8 +213,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
-  const local = opts.shared ? null : await localState(opts, clock, log);
-  const state: SharedStateParts = opts.shared ?? (local as SharedStateParts);
+  const store = opts.store;
+  const records: GatewayRecords | null = opts.records ?? (store ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names() } : null);
+  const local = opts.shared || !store ? null : await localState(opts, store, clock, log);
+  const state: SharedStateParts | null = opts.shared ?? local;
+  if (!records || !state) throw new Error('startGateway needs a store, or shared state and its records');
   const { wallets, view } = state;
   const writer = local?.writer ?? null;
 
@@ -245,7 +261,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
     inFlight: new InFlight(),
     stop: new StopSwitch(),
-    observer: requestObserver(opts, writer, log),
+    observer: requestObserver(opts, records, writer, log),
     storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : () => false,
     log,
   };
@@ -253,7 +269,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await listenOrStop(() => server.listen(host, opts.port ?? 0), wallets, writer);
-  opts.admin?.attach(operatorView(ctx, opts.store));
+  // The console reads the embedded store; a node on PostgreSQL serves readiness and metrics only.
+  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => records.credentialNames() }, store ? operatorView(ctx, store) : null);
   lifecycle.markReady();
 
   let closed: Promise<void> | null = null;
@@ -266,7 +283,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
       await ctx.client.destroy();
       await wallets.close();
       await writer?.close();
-      opts.store.requestLog.flush();
+      await records.requestLog.flush();
       await opts.telemetry?.close();
       opts.admin?.close();
     })());

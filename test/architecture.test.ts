@@ -22,9 +22,9 @@ const LAYERS: readonly (readonly string[])[] = [
   ['errors'],
   ['http', 'observe'],
   ['config', 'generated'],
-  ['availability', 'billing', 'stream', 'store'],
+  ['availability', 'billing', 'stream', 'store', 'store-pg'],
   ['catalog', 'platforms', 'protocols', 'routing', 'telemetry', 'upstream'],
-  ['admission', 'proxy'],
+  ['admission', 'proxy', 'shared-state'],
   ['admin', 'api', 'console'],
   ['server'],
   ['simulator', 'codegen'],
@@ -37,6 +37,8 @@ const HOMES: Record<string, string[]> = {
   'uWebSockets.js': ['src/server/', 'src/simulator/'],
   undici: ['src/upstream/'],
   'better-sqlite3': ['src/store/'],
+  pg: ['src/store-pg/'],
+  redis: ['src/shared-state/'],
   yaml: ['src/config/'],
   ajv: ['src/config/'],
   'ajv/dist/2020': ['src/config/'],
@@ -66,9 +68,11 @@ const BESIDE: Record<string, string[]> = {
   proxy: ['store', 'admission', 'telemetry'],
   billing: ['store'],
   store: ['billing'],
+  'store-pg': ['billing'],
   // Observers (src/telemetry/) reach the request path through src/observe/'s interfaces, never by import.
   api: ['telemetry'],
   admission: ['telemetry'],
+  'shared-state': ['store', 'store-pg', 'telemetry'],
 };
 
 const MAX_FUNCTION_LINES = 120;

@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   ledger: () => import('./commands/ledger.ts'),
   usage: () => import('./commands/usage.ts'),
   logs: () => import('./commands/logs.ts'),
+  migrate: () => import('./commands/migrate.ts'),
 };
 
 async function usage(): Promise<string> {

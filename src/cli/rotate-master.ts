@@ -31,9 +31,9 @@ export async function rotateMaster(p: Parsed): Promise<number> {
   const json = flag(p, 'json');
   const newKey = (await newKeyFromStdin()).trim();
   if (newKey === '') throw new CliError('give the new master key on stdin (create one with `openssl rand -base64 32`)');
-  const store = openFromArgs(p, false);
+  const store = await openFromArgs(p, false);
   try {
-    const r = store.secrets.rotateMaster(newKey);
+    const r = await store.secrets.rotateMaster(newKey);
     if (json) {
       printJson(r);
     } else if (r.resealed.length === 0) {
@@ -48,11 +48,13 @@ export async function rotateMaster(p: Parsed): Promise<number> {
     }
     if (!r.scrubbed) {
       process.stderr.write(
-        'pi-gateway secret: another connection kept the write-ahead log from being checkpointed; the old ciphertexts stay in the -wal file until the next checkpoint\n',
+        store.kind === 'postgres'
+          ? 'pi-gateway secret: the secrets table could not be rewritten (VACUUM FULL); the old ciphertexts stay in dead row versions until the next vacuum\n'
+          : 'pi-gateway secret: another connection kept the write-ahead log from being checkpointed; the old ciphertexts stay in the -wal file until the next checkpoint\n',
       );
     }
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -90,7 +90,7 @@ function writerCapacity(): number {
 }
 
 /** Telemetry and the admin listener as the options say (nothing on without them). */
-async function startObservability(o: ObservabilityOptions | undefined): Promise<{ telemetry: Telemetry; admin: AdminListener | null }> {
+export async function startObservability(o: ObservabilityOptions | undefined): Promise<{ telemetry: Telemetry; admin: AdminListener | null }> {
   const telemetry = await startTelemetry({
     metrics: o?.admin !== null && o?.admin !== undefined && o.metrics,
     accessLog: o?.accessLog ? new BufferedLines(process.stdout) : null,
@@ -123,7 +123,7 @@ async function startObservability(o: ObservabilityOptions | undefined): Promise<
  * result is kept on the gateway (`lastReload`) and, when the process owns a database, written for
  * `pi-gateway reload`.
  */
-export async function reloadGateway(gateway: Gateway, dir: string, owner: Owner | null): Promise<ReloadResult> {
+export async function reloadGateway(gateway: Pick<Gateway, 'reload' | 'recordReload'>, dir: string, owner: Owner | null): Promise<ReloadResult> {
   const r = await loadConfigDir(dir);
   let result: ReloadResult;
   if (r.ok) {

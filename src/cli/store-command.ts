@@ -2,7 +2,8 @@
 // --config handling, the workspace check against the config, and error → exit code mapping.
 import { existsSync } from 'node:fs';
 import { ADAPTERS } from '../platforms/index.ts';
-import { openStore, SecretError, StoreError, WalletError, type Store } from '../store/store.ts';
+import { type AdminStore, isPostgresUrl, sqliteAdmin } from '../store/admin-store.ts';
+import { openStore, SecretError, StoreError, WalletError } from '../store/store.ts';
 import { str, UsageError, type OptionSpec, type Parsed } from './args.ts';
 
 /** Options every store-backed command accepts. */
@@ -12,7 +13,7 @@ export const STORE_OPTIONS: OptionSpec = {
 };
 export const CONFIG_OPTION: OptionSpec = { config: { type: 'string' } };
 
-export const DB_HELP = '  --db FILE        SQLite database (env PI_DB, default pi-gateway.db)';
+export const DB_HELP = '  --db FILE|URL    SQLite database file, or a postgres://… URL (env PI_DB, default pi-gateway.db)';
 export const CONFIG_HELP = '  --config DIR     config directory, to check workspace ids (env PI_CONFIG, default config)';
 export const JSON_HELP = '  --json           print one JSON document';
 
@@ -20,13 +21,23 @@ export const JSON_HELP = '  --json           print one JSON document';
 export class CliError extends Error {}
 
 /**
- * Opens the database named by --db / PI_DB. Read-only commands never create a file: a missing one is
- * an error naming the path, so a typo in --db cannot show an empty but plausible answer.
+ * Opens the database named by --db / PI_DB: a SQLite file, or PostgreSQL for a `postgres://` URL (it
+ * must be migrated: `pi-gateway migrate --db URL`). Read-only commands never create a file: a missing
+ * one is an error naming the path, so a typo in --db cannot show an empty but plausible answer.
  */
-export function openFromArgs(p: Parsed, readonly: boolean): Store {
-  const file = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
-  if (readonly && !existsSync(file)) throw new CliError(`no database at ${file} (set --db or PI_DB)`);
-  return openStore(file, { readonly });
+export async function openFromArgs(p: Parsed, readonly: boolean): Promise<AdminStore> {
+  const db = dbFromArgs(p);
+  if (isPostgresUrl(db)) {
+    const { openPgStore } = await import('../store-pg/pg-store.ts');
+    return openPgStore(db);
+  }
+  if (readonly && !existsSync(db)) throw new CliError(`no database at ${db} (set --db or PI_DB)`);
+  return sqliteAdmin(openStore(db, { readonly }));
+}
+
+/** --db, else PI_DB, else pi-gateway.db. */
+export function dbFromArgs(p: Parsed): string {
+  return str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
 }
 
 /**

@@ -31,6 +31,8 @@ export interface ConsoleDeps {
   token: string | null;
   lifecycle: Lifecycle;
   view(): OperatorView | null;
+  /** True once a gateway attached itself (with or without a view for the console). */
+  attached(): boolean;
 }
 
 const MAX_BODY = 64 * 1024;
@@ -53,7 +55,10 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
         if (how === null) throw new ConsoleError(401, 'unauthorized', 'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console');
         if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1') throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
         const view = deps.view();
-        if (!view) throw new ConsoleError(503, 'starting', 'the gateway is still starting');
+        if (!view) {
+          if (deps.attached()) throw new ConsoleError(503, 'console_unavailable', 'the console reads the embedded store; this gateway runs on PostgreSQL (the console is not built for it yet)');
+          throw new ConsoleError(503, 'starting', 'the gateway is still starting');
+        }
         const out = fn(view, req);
         if (typeof out === 'string') reply.send(200, [['Content-Type', 'text/csv; charset=utf-8'], ['Content-Disposition', 'attachment; filename="spend.csv"'], NO_STORE], out);
         else sendJson(reply, method === 'post' && pattern === '/admin/keys' ? 201 : 200, out);

@@ -26,18 +26,20 @@ export interface AdminListener {
   readonly url: string;
   readonly lifecycle: Lifecycle;
   readonly metrics: MetricsSource | null;
-  /** Readiness and the console read this gateway from now on. */
-  attach(view: OperatorView): void;
+  /** Readiness reads `serving` from now on, and the console `operator` (null: the gateway has no
+   *  embedded store for the console to read, and the console answers 503 saying so). */
+  attach(serving: ServingView, operator: OperatorView | null): void;
   /** Stops listening. Idempotent. */
   close(): void;
 }
 
 export async function startAdminListener(opts: AdminListenerOptions): Promise<AdminListener> {
   let view: OperatorView | null = null;
-  const operator = consoleRoutes({ token: opts.token ?? null, lifecycle: opts.lifecycle, view: () => view });
+  let serving: ServingView | null = null;
+  const operator = consoleRoutes({ token: opts.token ?? null, lifecycle: opts.lifecycle, view: () => view, attached: () => serving !== null });
   const server = createHttpServer(
     // The console's routes first: the admin table ends with its catch-all 404.
-    [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => view, metrics: opts.metrics })],
+    [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => serving, metrics: opts.metrics })],
     opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {},
   );
   const port = await server.listen(opts.host, opts.port);
@@ -47,8 +49,9 @@ export async function startAdminListener(opts: AdminListenerOptions): Promise<Ad
     url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`,
     lifecycle: opts.lifecycle,
     metrics: opts.metrics,
-    attach(v) {
-      view = v;
+    attach(s, o) {
+      serving = s;
+      view = o;
     },
     close() {
       if (closed) return;

@@ -169,13 +169,13 @@ export class Secrets {
   }
 }
 
-function checkName(name: string): void {
+export function checkName(name: string): void {
   if (!NAME.test(name)) {
     throw new SecretError('bad_name', `secret name ${JSON.stringify(name)} is invalid: use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit`);
   }
 }
 
-function wrongKey(stored: string, current: string): SecretError {
+export function wrongKey(stored: string, current: string): SecretError {
   return new SecretError(
     'wrong_master_key',
     `secrets were sealed with master key ${stored} but PI_MASTER_KEY is key ${current}; set the original PI_MASTER_KEY`,

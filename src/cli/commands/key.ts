@@ -58,9 +58,9 @@ export const command: Command = {
         if (expiresAt !== undefined && expiresAt <= systemClock.now()) throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
         const rpm = int(p, 'rpm', undefined, undefined, { min: 1, max: Number.MAX_SAFE_INTEGER });
         await requireWorkspace(p, workspace);
-        const store = openFromArgs(p, false);
+        const store = await openFromArgs(p, false);
         try {
-          const k = store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });
+          const k = await store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });
           if (flag(p, 'json')) {
             printJson({ id: k.id, key: k.key, prefix: k.prefix, workspace: k.workspace, name: k.name, rpm: k.rpm, createdAt: iso(k.createdAt), expiresAt: iso(k.expiresAt) });
           } else {
@@ -70,16 +70,16 @@ export const command: Command = {
           }
           return 0;
         } finally {
-          store.close();
+          await store.close();
         }
       }
 
       if (sub === 'list') {
         const p = parse(rest, { ...STORE_OPTIONS, workspace: { type: 'string' } }, false);
-        const store = openFromArgs(p, true);
+        const store = await openFromArgs(p, true);
         try {
           const now = systemClock.now();
-          const rows = store.apiKeys.list(str(p, 'workspace')).map((k) => ({
+          const rows = (await store.apiKeys.list(str(p, 'workspace'))).map((k) => ({
             id: k.id,
             prefix: k.prefix,
             name: k.name,
@@ -98,23 +98,23 @@ export const command: Command = {
             );
           return 0;
         } finally {
-          store.close();
+          await store.close();
         }
       }
 
       const p = parse(rest, STORE_OPTIONS, true);
       const id = onePositional(p, 'key ID');
-      const store = openFromArgs(p, false);
+      const store = await openFromArgs(p, false);
       try {
-        const before = store.apiKeys.get(id);
+        const before = await store.apiKeys.get(id);
         if (!before) throw new CliError(`no key with id "${id}"`);
-        const changed = store.apiKeys.revoke(id);
-        const after = store.apiKeys.get(id);
+        const changed = await store.apiKeys.revoke(id);
+        const after = await store.apiKeys.get(id);
         if (flag(p, 'json')) printJson({ id, revoked: true, alreadyRevoked: !changed, revokedAt: iso(after?.revokedAt ?? null) });
         else process.stdout.write(changed ? `key ${id} revoked\n` : `key ${id} was already revoked at ${iso(before.revokedAt)}\n`);
         return 0;
       } finally {
-        store.close();
+        await store.close();
       }
     }),
 };

@@ -4,7 +4,7 @@ import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
 import { DB_HELP, guarded, JSON_HELP, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
 
-const HELP = `Usage: pi-gateway ledger verify [--db FILE] [--json]
+const HELP = `Usage: pi-gateway ledger verify [--db FILE|URL] [--json]
 
 Recomputes each wallet's balance (credits − settlements) and held amount (open holds) from the
 ledger and compares them with the stored wallets and holds; also checks that every settlement or
@@ -19,13 +19,13 @@ export const command: Command = {
   summary: 'check the wallets against the ledger',
   help: HELP,
   run: (argv) =>
-    guarded('ledger', () => {
+    guarded('ledger', async () => {
       const [, rest] = subcommand(argv, ['verify']);
       const p = parse(rest, STORE_OPTIONS, false);
-      const store = openFromArgs(p, true);
+      const store = await openFromArgs(p, true);
       try {
-        const r = store.wallets.verify();
-        const wallets = store.wallets.workspaces().length;
+        const r = await store.wallets.verify();
+        const wallets = (await store.wallets.workspaces()).length;
         if (flag(p, 'json')) printJson({ ok: r.ok, wallets, problems: r.problems });
         else if (r.ok) process.stdout.write(`ok: ${wallets} wallet(s) agree with the ledger\n`);
         else {
@@ -34,7 +34,7 @@ export const command: Command = {
         }
         return r.ok ? 0 : 1;
       } finally {
-        store.close();
+        await store.close();
       }
     }),
 };

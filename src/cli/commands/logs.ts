@@ -73,9 +73,9 @@ export const command: Command = {
       const workspace = str(p, 'workspace');
       const json = flag(p, 'json');
       const follow = flag(p, 'follow');
-      const store = openFromArgs(p, true);
+      const store = await openFromArgs(p, true);
       try {
-        const first = store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), limit });
+        const first = await store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), limit });
         if (!follow) {
           if (json) printJson(first.map(toJson));
           else printTable(HEADERS, first.map(cells));
@@ -94,7 +94,7 @@ export const command: Command = {
         while (!stopped) {
           await sleep(FOLLOW_POLL_MS);
           for (;;) {
-            const rows = store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), afterId: last, limit: 1000 });
+            const rows = await store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), afterId: last, limit: 1000 });
             print(rows);
             if (rows.length === 0) break;
             last = (rows.at(-1) as RequestLogEntry).id;
@@ -103,7 +103,7 @@ export const command: Command = {
         }
         return 0;
       } finally {
-        store.close();
+        await store.close();
       }
     }),
 };

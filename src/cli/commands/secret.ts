@@ -8,10 +8,10 @@ import { ROTATE_HELP, rotateMaster } from '../rotate-master.ts';
 import { CliError, CONFIG_OPTION, configCredentials, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
 
 const HELP = `Usage:
-  pi-gateway secret set NAME [--db FILE] [--config DIR] [--json]   < value
-  pi-gateway secret list [--db FILE] [--json]
-  pi-gateway secret rm NAME [--db FILE] [--json]
-  pi-gateway secret rotate-master [--db FILE] [--json]   < new key
+  pi-gateway secret set NAME [--db FILE|URL] [--config DIR] [--json]   < value
+  pi-gateway secret list [--db FILE|URL] [--json]
+  pi-gateway secret rm NAME [--db FILE|URL] [--json]
+  pi-gateway secret rotate-master [--db FILE|URL] [--json]   < new key
 
 set   Reads the value from stdin (one trailing newline is dropped; typed at a terminal it is not
       echoed), seals it with AES-256-GCM under PI_MASTER_KEY and stores it as NAME, replacing any
@@ -45,44 +45,44 @@ export const command: Command = {
       if (sub === 'rotate-master') return rotateMaster(p);
 
       if (sub === 'list') {
-        const store = openFromArgs(p, true);
+        const store = await openFromArgs(p, true);
         try {
-          const rows = store.secrets.list().map((s) => ({ name: s.name, createdAt: iso(s.createdAt), updatedAt: iso(s.updatedAt) }));
+          const rows = (await store.secrets.list()).map((s) => ({ name: s.name, createdAt: iso(s.createdAt), updatedAt: iso(s.updatedAt) }));
           if (json) printJson(rows);
           else printTable(['NAME', 'CREATED', 'UPDATED'], rows.map((r) => [r.name, r.createdAt ?? '', r.updatedAt ?? '']));
           return 0;
         } finally {
-          store.close();
+          await store.close();
         }
       }
 
       const name = onePositional(p, 'secret NAME');
       if (sub === 'rm') {
-        const store = openFromArgs(p, false);
+        const store = await openFromArgs(p, false);
         try {
-          if (!store.secrets.remove(name)) throw new CliError(`no secret named "${name}"`);
+          if (!(await store.secrets.remove(name))) throw new CliError(`no secret named "${name}"`);
           if (json) printJson({ name, removed: true });
           else process.stdout.write(`secret ${name} removed\n`);
           return 0;
         } finally {
-          store.close();
+          await store.close();
         }
       }
 
       const value = await readSecretInput(`value for ${name}: `);
       if (value === '') throw new CliError('refusing an empty value (pipe the value on stdin)');
-      const store = openFromArgs(p, false);
+      const store = await openFromArgs(p, false);
       try {
         // Refuse before writing when the database already uses another key (or PI_MASTER_KEY is bad).
-        store.secrets.assertUsable();
-        store.secrets.set(name, value);
-        const row = store.secrets.list().find((s) => s.name === name);
+        await store.secrets.assertUsable();
+        await store.secrets.set(name, value);
+        const row = (await store.secrets.list()).find((s) => s.name === name);
         if (json) printJson({ name, createdAt: iso(row?.createdAt ?? null), updatedAt: iso(row?.updatedAt ?? null) });
         else process.stdout.write(`secret ${name} stored\n`);
         await warnIfUnnamed(p, name);
         return 0;
       } finally {
-        store.close();
+        await store.close();
       }
     }),
 };

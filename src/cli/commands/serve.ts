@@ -7,6 +7,9 @@ import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from 
 import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../runtime.ts';
 import { systemClock } from '../../clock.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
+import { isPostgresUrl } from '../../store/admin-store.ts';
+import type { CompiledConfig } from '../../config/compiled.ts';
+import type { ObservabilityOptions } from '../observability-options.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
 
@@ -27,7 +30,13 @@ Signals:
 
 Options:
   --config DIR              config directory (env PI_CONFIG, default config)
-  --db FILE                 SQLite database file (env PI_DB, default pi-gateway.db)
+  --db FILE|URL             SQLite database file (env PI_DB, default pi-gateway.db), or a
+                            postgres://… URL: this process is one node of a fleet sharing that
+                            database (migrated first: pi-gateway migrate --db URL); see docs/fleet.md
+  --redis URL               redis://… shared by the nodes for rate-limit windows and session pins
+                            (env PI_REDIS_URL; with --db postgres://… only). Without it a node on
+                            PostgreSQL keeps them per node. Redis unreachable: each node falls back
+                            to its own limiter and pins and returns to Redis when it answers
   --host HOST               address to bind (env PI_HOST, default 127.0.0.1)
   --port N                  port (env PI_PORT, default 8080; 0 picks a free one)
   --upstream-override URL   send every upstream request to this origin instead of the
@@ -54,6 +63,7 @@ export const command: Command = {
         host: { type: 'string' },
         port: { type: 'string' },
         'upstream-override': { type: 'string' },
+        redis: { type: 'string' },
         ...OBSERVABILITY_OPTIONS,
       }, false);
       observability = observabilityOptions(p);
@@ -73,6 +83,12 @@ export const command: Command = {
     const port = int(p, 'port', 'PI_PORT', 8080, PORT_RANGE) as number;
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
+    const redis = str(p, 'redis', 'PI_REDIS_URL') ?? null;
+    if (isPostgresUrl(db)) return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
+    if (redis !== null) {
+      process.stderr.write('pi-gateway serve: --redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too\n');
+      return 2;
+    }
     let owner: Owner;
     let running: Running;
     try {
@@ -117,3 +133,62 @@ export const command: Command = {
     });
   },
 };
+
+/** `serve --db postgres://…`: one node of a fleet (no owner lock: every node shares the database). */
+async function serveNode(o: {
+  config: CompiledConfig;
+  configDir: string;
+  source: string;
+  db: string;
+  redis: string | null;
+  host: string;
+  port: number;
+  override: string | null;
+  observability: ObservabilityOptions;
+}): Promise<number> {
+  const { runNode } = await import('../node-runtime.ts');
+  let running;
+  try {
+    running = await runNode({ config: o.config, db: o.db, redis: o.redis, host: o.host, port: o.port, upstreamOverride: o.override, observability: o.observability });
+  } catch (err) {
+    process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  const { gateway } = running;
+  jsonLog('listening', {
+    url: gateway.url,
+    config: o.configDir,
+    config_source: o.source,
+    db: running.store.location,
+    redis: o.redis === null ? null : redactRedis(o.redis),
+    pid: process.pid,
+    models: o.config.models.length,
+    upstream_override: o.override,
+    admin: gateway.admin?.url ?? null,
+    metrics: (gateway.telemetry?.metrics ?? null) !== null,
+    access_log: o.observability.accessLog,
+    traces: o.observability.tracesUrl,
+    hold_lease_ms: 30_000,
+  });
+  logCredentialWarnings(o.config, new Set((await running.store.secrets.list()).map((s) => s.name)), systemClock.now(), jsonLog);
+  return untilStopped({
+    async stop() {
+      await gateway.drain();
+      await running.close();
+    },
+    flushNow() {
+      void running.store.requestLog.flush();
+    },
+    reload: () => reloadGateway(gateway, o.configDir, null),
+  });
+}
+
+function redactRedis(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'redis://(unparseable URL)';
+  }
+}

@@ -26,9 +26,9 @@ export const command: Command = {
       const rawSince = str(p, 'since');
       const since = rawSince === undefined ? 0 : parseIsoTime(rawSince, 'since');
       await requireWorkspace(p, workspace);
-      const store = openFromArgs(p, true);
+      const store = await openFromArgs(p, true);
       try {
-        const lines = store.wallets.usage(workspace, since);
+        const lines = await store.wallets.usage(workspace, since);
         const total = lines.reduce((a, l) => a + l.costNano, 0n);
         const requests = lines.reduce((a, l) => a + l.requests, 0);
         if (flag(p, 'json')) {
@@ -50,7 +50,7 @@ export const command: Command = {
         }
         return 0;
       } finally {
-        store.close();
+        await store.close();
       }
     }),
 };

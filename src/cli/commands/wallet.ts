@@ -54,22 +54,22 @@ export const command: Command = {
           throw new UsageError(`--usd ${raw} is more than a wallet can hold: at most ${nanoToDecimal(MAX_WALLET_NANO)} USD (SQLite's 64-bit integer in nano-USD)`);
         }
         await requireWorkspace(p, workspace);
-        const store = openFromArgs(p, false);
+        const store = await openFromArgs(p, false);
         try {
-          const r = store.wallets.credit(workspace, nano, str(p, 'note') ?? '');
+          const r = await store.wallets.credit(workspace, nano, str(p, 'note') ?? '');
           if (flag(p, 'json')) printJson({ workspace, traceId: r.traceId, creditedUsd: nanoToDecimal(nano), balanceUsd: nanoToDecimal(r.balance) });
           else process.stdout.write(`credited ${nanoToDecimal(nano)} USD to ${workspace}; balance ${nanoToDecimal(r.balance)} USD (${r.traceId})\n`);
           return 0;
         } finally {
-          store.close();
+          await store.close();
         }
       }
       const p = parse(rest, { ...STORE_OPTIONS, ...CONFIG_OPTION }, true);
       const workspace = onePositional(p, 'workspace id');
       await requireWorkspace(p, workspace);
-      const store = openFromArgs(p, true);
+      const store = await openFromArgs(p, true);
       try {
-        const v = store.wallets.show(workspace, systemClock.now());
+        const v = await store.wallets.show(workspace, systemClock.now());
         const out = {
           workspace,
           balanceUsd: nanoToDecimal(v.balance),
@@ -86,7 +86,7 @@ export const command: Command = {
           );
         return 0;
       } finally {
-        store.close();
+        await store.close();
       }
     }),
 };

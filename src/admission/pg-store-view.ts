@@ -1,0 +1,128 @@
+// What a node on PostgreSQL reads of keys and credentials on the request path: unsealed credentials
+// held in memory (opened at start; the routing code asks for them synchronously), verified keys cached
+// per node. Both are dropped when the store's change counter (`store_changes`, moved by a trigger on
+// every key or secret write, by any node or CLI) moves: `sync()` polls it at most once every
+// `pollMs` in the background, so a `key revoke` or `secret set` reaches every node within about a
+// second without a query per request. A key not in the cache is verified against PostgreSQL (one
+// indexed query); when PostgreSQL does not answer, that request is refused with 503 store_unavailable.
+import { GatewayError } from '../errors.ts';
+import type { ApiKeyRecord } from '../store/types.ts';
+import { SecretError } from '../store/seal.ts';
+import { isUnavailable, type PgStore } from '../store-pg/pg-store.ts';
+import type { KeyVerification } from './admission.ts';
+import type { KeyCheck } from './api-key.ts';
+import type { BadSecretHandler, KeysAndCredentials } from './store-view.ts';
+
+const MAX_CACHED_KEYS = 10_000;
+/** How often a node asks whether keys or secrets changed. */
+export const CHANGE_POLL_MS = 1_000;
+
+export class PgStoreView implements KeysAndCredentials {
+  private values = new Map<string, string | null>();
+  /** The last value each name opened to: kept when a rotation under us seals it with a key we lack. */
+  private readonly opened = new Map<string, string>();
+  private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+  private version: bigint = -1n;
+  private lastPoll = 0;
+  private polling: Promise<void> | null = null;
+  /** False while the last poll failed: readiness reports the store as not answering. */
+  storeAnswers = true;
+
+  private constructor(
+    private readonly store: PgStore,
+    private readonly onBadSecret: BadSecretHandler,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Opens every credential and reads the change counter before the node serves. */
+  static async open(store: PgStore, onBadSecret: BadSecretHandler = () => undefined, pollMs = CHANGE_POLL_MS): Promise<PgStoreView> {
+    const v = new PgStoreView(store, onBadSecret, pollMs);
+    v.version = await store.changeVersion();
+    await v.loadSecrets();
+    v.lastPoll = Date.now();
+    return v;
+  }
+
+  sync(): void {
+    if (this.polling || Date.now() - this.lastPoll < this.pollMs) return;
+    this.lastPoll = Date.now();
+    this.polling = this.poll().finally(() => (this.polling = null));
+  }
+
+  /** Asks for the change counter now (tests); resolves once caches are current. */
+  async pollNow(): Promise<void> {
+    if (this.polling) await this.polling;
+    this.lastPoll = Date.now();
+    await (this.polling = this.poll().finally(() => (this.polling = null)));
+  }
+
+  has(name: string): boolean {
+    return this.values.has(name);
+  }
+
+  reveal(name: string): string | null {
+    return this.values.get(name) ?? null;
+  }
+
+  /** Stored credential names (readiness). */
+  names(): Set<string> {
+    return new Set(this.values.keys());
+  }
+
+  async verifyKey(presented: string, now: number): Promise<KeyVerification> {
+    const hit = this.keys.get(presented);
+    if (hit !== undefined) {
+      if (typeof hit === 'string') return { status: hit };
+      if (hit.expiresAt !== null && hit.expiresAt <= now) return { status: 'expired' };
+      return { status: 'ok', key: hit };
+    }
+    const r = await this.ask(() => this.store.apiKeys.verify(presented, now));
+    if (this.keys.size >= MAX_CACHED_KEYS) this.keys.clear();
+    if (r.status === 'ok') this.keys.set(presented, r.key);
+    else if (r.status === 'not_found' || r.status === 'revoked') this.keys.set(presented, r.status);
+    return r;
+  }
+
+  keyRecord(presented: string): Promise<ApiKeyRecord | null> {
+    return this.ask(() => this.store.apiKeys.find(presented));
+  }
+
+  private async ask<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isUnavailable(err)) throw err;
+      throw new GatewayError('store_unavailable', 'the key store (PostgreSQL) does not answer; the request was not admitted');
+    }
+  }
+
+  private async poll(): Promise<void> {
+    try {
+      const v = await this.store.changeVersion();
+      this.storeAnswers = true;
+      if (v === this.version) return;
+      this.version = v;
+      this.keys.clear();
+      await this.loadSecrets();
+    } catch {
+      this.storeAnswers = false;
+    }
+  }
+
+  private async loadSecrets(): Promise<void> {
+    const all = await this.store.secrets.revealAll();
+    const next = new Map<string, string | null>();
+    for (const [name, r] of all) {
+      if ('value' in r) {
+        next.set(name, r.value);
+        this.opened.set(name, r.value);
+        continue;
+      }
+      const previous = r.error instanceof SecretError && r.error.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
+      next.set(name, previous ?? null);
+      this.onBadSecret(name, r.error, previous !== undefined);
+    }
+    for (const name of this.opened.keys()) if (!all.has(name)) this.opened.delete(name);
+    this.values = next;
+  }
+}

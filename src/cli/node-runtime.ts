@@ -1,0 +1,107 @@
+// Start-up of a fleet node: `serve --db postgres://… [--redis redis://…]`. Keys, sealed secrets,
+// wallets, the ledger and the request log live in PostgreSQL (the schema must be migrated: `serve`
+// checks, never migrates); rate-limit windows and session pins in Redis when given (else per node,
+// with a warning); breaker state stays per node. The state goes behind the seams of src/gateway.ts
+// (`shared`), so the request path is the single-process one.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { PgStoreView } from '../admission/pg-store-view.ts';
+import { PgWalletService } from '../admission/pg-wallet-service.ts';
+import { FixedWindowRateLimiter, type RateLimiter } from '../admission/rate-limit.ts';
+import type { Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
+import { type Gateway, type GatewayOptions, jsonLog, type SharedState, startGateway } from '../gateway.ts';
+import { HealthTracker } from '../routing/health.ts';
+import { type PinStore, SessionPins } from '../routing/session-pins.ts';
+import { RedisConnection } from '../shared-state/redis-connection.ts';
+import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../shared-state/shared-limits.ts';
+import { openPgStore, type PgStore } from '../store-pg/pg-store.ts';
+import type { ObservabilityOptions } from './observability-options.ts';
+import { startObservability } from './runtime.ts';
+
+export interface NodeOptions {
+  config: CompiledConfig;
+  db: string;
+  redis: string | null;
+  host: string;
+  port: number;
+  upstreamOverride?: string | null;
+  observability?: ObservabilityOptions;
+  clock?: Clock;
+  /** This node's name in hold rows; default host:pid:random. */
+  node?: string;
+}
+
+export interface RunningNode {
+  gateway: Gateway<SharedState>;
+  store: PgStore;
+  wallets: PgWalletService;
+  redis: RedisConnection | null;
+  /** Drains nothing: closes the store and Redis (after `gateway.drain()`). */
+  close(): Promise<void>;
+}
+
+export async function runNode(opts: NodeOptions): Promise<RunningNode> {
+  const clock = opts.clock ?? systemClock;
+  const log = jsonLog;
+  const node = opts.node ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const { telemetry, admin } = await startObservability(opts.observability);
+  let store: PgStore | null = null;
+  let redis: RedisConnection | null = null;
+  let wallets: PgWalletService | null = null;
+  try {
+    store = await openPgStore(opts.db, { clock, requestLog: opts.config.settings.requestLog, onIdleError: (err) => log('store_connection_lost', { error: err.message }) });
+    await store.secrets.assertUsable();
+    const view = await PgStoreView.open(store, (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }));
+    wallets = new PgWalletService(store, { clock, node, log });
+    const settings = opts.config.settings;
+    let limiter: RateLimiter;
+    let pins: PinStore;
+    if (opts.redis) {
+      redis = new RedisConnection(opts.redis, {
+        onStatus: (up, detail) => log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: 'per-node rate limits and session pins until Redis answers' }),
+      });
+      if (!(await redis.start())) log('redis_unreachable', { detail: 'not reachable at start', fallback: 'per-node rate limits and session pins until Redis answers' });
+      const health = new SharedStateHealth(redis);
+      limiter = new SharedRateLimiter(health, clock, null);
+      pins = new SharedPins(health, { clock, maxPins: settings.sessions.maxPins });
+    } else {
+      log('per_node_limits', { detail: 'no --redis: rate limits and session pins are per node (a key may send limit × nodes a minute)' });
+      limiter = new FixedWindowRateLimiter(clock);
+      pins = new SessionPins({ clock, maxPins: settings.sessions.maxPins });
+    }
+    const shared = { wallets, view, limiter, pins, health: new HealthTracker(settings.health, clock) };
+    const records = {
+      requestLog: store.requestLog,
+      credentialNames: () => {
+        if (!view.storeAnswers) throw new Error('PostgreSQL does not answer');
+        return view.names();
+      },
+    };
+    const gwOpts: GatewayOptions = { config: opts.config, shared, records, clock, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
+    if (admin) gwOpts.admin = admin;
+    const gateway = await startGateway(gwOpts);
+    const s = store;
+    const r = redis;
+    const w = wallets;
+    return {
+      gateway,
+      store: s,
+      wallets: w,
+      redis: r,
+      async close() {
+        await w.close();
+        await s.close();
+        await r?.close();
+      },
+    };
+  } catch (err) {
+    admin?.close();
+    await telemetry.close();
+    await wallets?.close();
+    await store?.close();
+    await redis?.close();
+    throw err;
+  }
+}

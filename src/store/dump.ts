@@ -1,0 +1,104 @@
+// An embedded database read whole, row for row, for `pi-gateway migrate --from FILE --to postgres://…`:
+// sealed secrets as their sealed bytes, API keys with their hashes, wallets, the ledger (ids kept),
+// the holds and the request log. Read in one read transaction, so the copy is one consistent
+// snapshot. Nothing here decrypts anything.
+import { openDatabase, type SqliteDatabase } from './db.ts';
+
+export interface DumpSecret {
+  name: string;
+  nonce: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+  key_id: string;
+  created_at: bigint;
+  updated_at: bigint;
+}
+
+export interface DumpKey {
+  id: string;
+  prefix: string;
+  hash: Buffer;
+  workspace: string;
+  name: string | null;
+  rpm: bigint | null;
+  expires_at: bigint | null;
+  created_at: bigint;
+  revoked_at: bigint | null;
+}
+
+export interface DumpWallet {
+  workspace: string;
+  balance_nano: bigint;
+  held_nano: bigint;
+  updated_at: bigint;
+}
+
+export interface DumpLedgerRow {
+  id: bigint;
+  workspace: string;
+  kind: string;
+  amount_nano: bigint;
+  trace_id: string;
+  note: string | null;
+  details: string | null;
+  created_at: bigint;
+}
+
+export interface DumpHold {
+  trace_id: string;
+  workspace: string;
+  amount_nano: bigint;
+  state: string;
+  cost_nano: bigint | null;
+  owner: string;
+  created_at: bigint;
+  closed_at: bigint | null;
+}
+
+/** A request-log row as stored (attempts_json still JSON text, stream 0/1). */
+export type DumpLogRow = Record<string, string | number | bigint | null | Buffer>;
+
+export interface Dump {
+  secrets: DumpSecret[];
+  keys: DumpKey[];
+  wallets: DumpWallet[];
+  holds: DumpHold[];
+  /** Ledger rows in id order, `batch` at a time. */
+  ledger(batch: number): Iterable<DumpLedgerRow[]>;
+  /** Request-log rows in id order, `batch` at a time. */
+  requestLog(batch: number): Iterable<DumpLogRow[]>;
+  counts: { ledger: number; requestLog: number };
+  close(): void;
+}
+
+function* pages<T>(db: SqliteDatabase, sql: string, batch: number): Iterable<T[]> {
+  let after = -1n;
+  const stmt = db.prepare(sql).safeIntegers(true);
+  for (;;) {
+    const rows = stmt.all(after, batch) as (T & { id: bigint })[];
+    if (rows.length === 0) return;
+    yield rows;
+    after = (rows[rows.length - 1] as { id: bigint }).id;
+  }
+}
+
+/** Opens `file` read-only (it must exist and be fully migrated) inside one read transaction. */
+export function openDump(file: string): Dump {
+  const db = openDatabase(file, { readonly: true });
+  db.exec('BEGIN');
+  const all = <T>(sql: string): T[] => db.prepare(sql).safeIntegers(true).all() as T[];
+  const count = (table: string) => Number(db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get());
+  return {
+    secrets: all<DumpSecret>('SELECT name, nonce, ciphertext, tag, key_id, created_at, updated_at FROM secrets ORDER BY name'),
+    keys: all<DumpKey>('SELECT id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at FROM api_keys ORDER BY created_at, id'),
+    wallets: all<DumpWallet>('SELECT workspace, balance_nano, held_nano, updated_at FROM wallets ORDER BY workspace'),
+    holds: all<DumpHold>('SELECT trace_id, workspace, amount_nano, state, cost_nano, owner, created_at, closed_at FROM holds ORDER BY created_at, trace_id'),
+    ledger: (batch) => pages<DumpLedgerRow>(db, 'SELECT id, workspace, kind, amount_nano, trace_id, note, details, created_at FROM ledger WHERE id > ? ORDER BY id LIMIT ?', batch),
+    requestLog: (batch) => pages<DumpLogRow>(db, 'SELECT * FROM request_log WHERE id > ? ORDER BY id LIMIT ?', batch),
+    counts: { ledger: count('ledger'), requestLog: count('request_log') },
+    close() {
+      db.exec('COMMIT');
+      db.close();
+    },
+  };
+}
