@@ -325,7 +325,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     flushNow() {
       void wallets.close();
       writer?.flush();
-      opts.store.requestLog.flush();
+      void records.requestLog.flush();
     },
   };
 }

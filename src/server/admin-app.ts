@@ -5,6 +5,7 @@
 // token it also serves the console (/console) and its admin JSON endpoints (/admin/…), src/console/.
 import { adminRoutes, type MetricsSource } from '../admin/routes.ts';
 import type { OperatorView } from '../admin/operator-view.ts';
+import type { ServingView } from '../admin/readiness.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
 import { createHttpServer } from './http-server.ts';
