@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "a725c3abe24c2d7944e5d1d93b14d2d473dc5b18989843a317d86272da200467",
+  sourceHash: "ef8c13ac92c76b09dce4dd8a0a504f5739c12473827985e786cdd4d4b554431e",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -1160,10 +1160,10 @@ export const tables: CompiledConfig = {
       providerType: "cloud_infra",
       headquarters: "US",
       aliases: ["amazon-bedrock"],
-      adapter: "openai",
+      adapter: "bedrock",
       adapterOptions: {},
-      endpoints: ["chat_completions"],
-      protocols: ["chat_completions"],
+      endpoints: ["chat_completions", "messages"],
+      protocols: ["chat_completions", "messages"],
       dataPolicy: {
         promptTraining: false,
         dataRetention: "zero",
@@ -1428,12 +1428,20 @@ export const tables: CompiledConfig = {
       credential: "anthropic-prod",
     },
     {
+      id: "aws-us-east-1",
+      platform: "aws",
+      region: "us-east-1",
+      baseUrl: "https://bedrock-runtime.us-east-1.amazonaws.com",
+      active: true,
+      credential: "aws-bedrock-access-keys",
+    },
+    {
       id: "aws-us-west-2",
       platform: "aws",
       region: "us-west-2",
-      baseUrl: "https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1",
+      baseUrl: "https://bedrock-runtime.us-west-2.amazonaws.com",
       active: true,
-      credential: "aws-bedrock-api-key",
+      credential: "aws-bedrock-access-keys",
     },
     {
       id: "azure-eastus2",
@@ -1441,7 +1449,7 @@ export const tables: CompiledConfig = {
       region: "eastus2",
       baseUrl: "https://pi-gateway-demo.openai.azure.com",
       active: true,
-      credential: "azure-eastus2-key",
+      credential: "azure-entra-app",
     },
     {
       id: "azure-swedencentral",
@@ -1449,7 +1457,7 @@ export const tables: CompiledConfig = {
       region: "swedencentral",
       baseUrl: "https://pi-gateway-demo-sweden.openai.azure.com",
       active: true,
-      credential: "azure-swedencentral-key",
+      credential: "azure-entra-app",
     },
     {
       id: "deepinfra-us",
@@ -1473,7 +1481,7 @@ export const tables: CompiledConfig = {
       region: "us-east5",
       baseUrl: "https://us-east5-aiplatform.googleapis.com/v1/projects/pi-gateway-demo/locations/us-east5",
       active: true,
-      credential: "gcp-vertex-token",
+      credential: "gcp-vertex-service-account",
     },
     {
       id: "gemini-global",
@@ -1589,6 +1597,98 @@ export const tables: CompiledConfig = {
       ],
       pricing: {
         kind: "list",
+      },
+    },
+    {
+      id: "aws-us-east-1/claude-haiku-4.5",
+      model: "anthropic/claude-haiku-4.5",
+      platform: "aws",
+      resource: "aws-us-east-1",
+      upstreamModel: "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+      weight: 80,
+      active: true,
+      status: "up",
+      quantization: "unknown",
+      contextLength: 200000,
+      maxPromptTokens: null,
+      maxCompletionTokens: 64000,
+      endpoints: ["messages"],
+      protocols: ["messages"],
+      capabilities: [
+        "supports_tools",
+        "supports_parallel_tool_calls",
+        "supports_reasoning",
+        "supports_vision",
+        "supports_pdf_input",
+        "supports_prompt_caching",
+      ],
+      pricing: {
+        kind: "channel",
+        prices: {
+          base: {
+            prompt: 1100000000000n,
+            completion: 5500000000000n,
+            internal_reasoning: 5500000000000n,
+            input_cache_read: 110000000000n,
+            input_cache_write: 1375000000000n,
+            input_cache_write_1h: 2200000000000n,
+          },
+          overrides: [],
+        },
+        endsAt: null,
+      },
+    },
+    {
+      id: "aws-us-east-1/claude-sonnet-4.5",
+      model: "anthropic/claude-sonnet-4.5",
+      platform: "aws",
+      resource: "aws-us-east-1",
+      upstreamModel: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+      weight: 80,
+      active: true,
+      status: "up",
+      quantization: "unknown",
+      contextLength: 1000000,
+      maxPromptTokens: null,
+      maxCompletionTokens: 64000,
+      endpoints: ["messages"],
+      protocols: ["messages"],
+      capabilities: [
+        "supports_tools",
+        "supports_parallel_tool_calls",
+        "supports_json_mode",
+        "supports_structured_outputs",
+        "supports_reasoning",
+        "supports_vision",
+        "supports_pdf_input",
+        "supports_prompt_caching",
+      ],
+      pricing: {
+        kind: "channel",
+        prices: {
+          base: {
+            prompt: 3300000000000n,
+            completion: 16500000000000n,
+            internal_reasoning: 16500000000000n,
+            input_cache_read: 330000000000n,
+            input_cache_write: 4125000000000n,
+            input_cache_write_1h: 6600000000000n,
+          },
+          overrides: [
+            {
+              minPromptTokens: 200001,
+              prices: {
+                prompt: 6600000000000n,
+                completion: 24750000000000n,
+                internal_reasoning: 24750000000000n,
+                input_cache_read: 660000000000n,
+                input_cache_write: 8250000000000n,
+                input_cache_write_1h: 13200000000000n,
+              },
+            },
+          ],
+        },
+        endsAt: null,
       },
     },
     {

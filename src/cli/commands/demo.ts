@@ -1,6 +1,8 @@
 // `pi-gateway demo`: the offline quick start. Starts the built-in simulator, seeds a demo database
-// (sealed credentials for every resource, an API key, wallet credit) and runs the gateway on the
-// bundled config with every upstream pointed at the simulator.
+// (demo-only credentials for every resource, of the kind its adapter takes — ../demo-credentials.ts —,
+// an API key, wallet credit) and runs the gateway on the bundled config with every upstream, token
+// endpoints included, pointed at the simulator, which is told which keys, service accounts and Entra
+// clients to accept.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +10,7 @@ import { int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
+import { sealDemoCredentials } from '../demo-credentials.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
@@ -15,9 +18,12 @@ import { configForServe, reloadGateway, runGateway, untilStopped } from '../runt
 const HELP = `Usage: pi-gateway demo [options]
 
 The offline quick start: runs the upstream simulator and the gateway together on the bundled
-example config. Every resource's base URL is redirected to the simulator, so every model answers
-without network access. State lives in .demo/ (database and a generated master key); each start
-mints a new API key, prints it, and tops the demo wallet up to $10. Like serve, it owns its
+example config. Every resource's base URL (and every token endpoint) is redirected to the simulator,
+so every model answers without network access. Resources without a sealed credential get demo-only
+ones of the kind their platform takes: AWS access keys for Bedrock (SigV4-signed requests), a
+service-account key generated at first start for Vertex AI, Entra client credentials for Azure
+OpenAI; the simulator is told to accept them. State lives in .demo/ (database and a generated
+master key); each start mints a new API key, prints it, and tops the demo wallet up to $10. Like serve, it owns its
 database (one demo per --dir), drains on Ctrl-C/SIGTERM and reloads its config on SIGHUP
 (pi-gateway reload --db .demo/pi-gateway.db).
 
@@ -86,14 +92,13 @@ export const command: Command = {
     }
     const masterKey = readFileSync(keyFile, 'utf8').trim();
     const store = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
-    const sealed = store.secrets.names();
-    for (const r of config.resources) if (!sealed.has(r.credential)) store.secrets.set(r.credential, `sim-demo-${r.credential}`);
+    const upstreamAuth = sealDemoCredentials(config, store.secrets);
     const key = store.apiKeys.create({ workspace, name: 'demo' });
     const wallet = store.wallets.show(workspace, Date.now());
     const target = 10_000_000_000n;
     if (wallet.balance < target) store.wallets.credit(workspace, target - wallet.balance, 'demo top-up');
 
-    const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false });
+    const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false, ...upstreamAuth });
     let running;
     try {
       running = await runGateway({ config, db: dbFile, host, port, upstreamOverride: sim.url, store, observability });
@@ -115,6 +120,10 @@ export const command: Command = {
         `  curl -s ${base}/v1/chat/completions -H "Authorization: Bearer ${key.key}" \\`,
         `    -H 'Content-Type: application/json' \\`,
         `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
+        '  # Claude on Amazon Bedrock (InvokeModel, SigV4-signed) over the Messages protocol:',
+        `  curl -s ${base}/v1/messages -H "Authorization: Bearer ${key.key}" \\`,
+        `    -H 'Content-Type: application/json' \\`,
+        `    -d '{"model":"anthropic/claude-sonnet-4.5","max_tokens":64,"messages":[{"role":"user","content":"Hello"}],"provider":{"only":["aws"]}}'`,
         '',
         ...(running.gateway.admin && process.env.PI_ADMIN_TOKEN
           ? [`Console: ${running.gateway.admin.url}/console (sign in with your PI_ADMIN_TOKEN)`, '']
