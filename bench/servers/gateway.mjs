@@ -6,7 +6,15 @@
 //
 //   node bench/servers/gateway.mjs --upstream http://127.0.0.1:PORT [--config DIR]
 //        [--seal local-sim,openai-prod | --seal all | --seal none] [--store wal|stub] [--workspace acme]
-//        [--metrics on|off] [--access-log on|off] [--traces URL]
+//        [--metrics on|off] [--access-log on|off] [--traces URL] [--writer-thread on|off] [--eld on|off]
+//        [--db postgres://… [--redis redis://…]]
+//
+// --writer-thread on commits the ledger and the request log on the SQLite writer thread, as `serve`
+// does for a database file (GatewayOptions.writerThread; off by default: the in-process store path,
+// this thread writing in batches). --db postgres://URL runs the fleet node instead (src/cli/node-runtime.ts
+// runNode, as `serve --db postgres://… --redis …` does): the database is migrated and seeded first.
+// --eld on records the event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms resolution); on
+// SIGUSR2 it prints one JSON line {"eld":{"p50","p99","max","mean","count"}} (ms) on stdout and resets.
 //
 // --metrics on starts the admin listener (its URL is in the ready line) with Prometheus metrics;
 // --access-log on writes one JSON line per request to access.log in the temp directory, through
@@ -23,6 +31,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 const ROOT = process.env.PI_BENCH_TREE || fileURLToPath(new URL('../..', import.meta.url));
 const dist = (p) => import(join(ROOT, 'dist', 'src', p));
@@ -38,6 +47,10 @@ const { values } = parseArgs({
     metrics: { type: 'string', default: 'off' },
     'access-log': { type: 'string', default: 'off' },
     traces: { type: 'string' },
+    'writer-thread': { type: 'string', default: 'off' },
+    eld: { type: 'string', default: 'off' },
+    db: { type: 'string' },
+    redis: { type: 'string' },
   },
 });
 
@@ -55,49 +68,100 @@ const loaded = await configForServe(values.config);
 if (!loaded) process.exit(1);
 const config = loaded.config;
 
-const dir = mkdtempSync(join(tmpdir(), 'pi-bench-gw-'));
-const masterKey = randomBytes(32).toString('base64');
-const store = openStore(join(dir, 'bench.db'), { masterKey, requestLog: config.settings.requestLog });
-const wanted =
-  values.seal === 'all' ? new Set(config.resources.map((x) => x.credential)) : values.seal === 'none' ? new Set() : new Set(values.seal.split(','));
-for (const res of config.resources) if (wanted.has(res.credential) && !store.secrets.names().has(res.credential)) store.secrets.set(res.credential, `sim-${res.credential}`);
-const key = store.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
-// $1,000,000 in nano-USD: holds are released/settled at once, so this never runs out.
-store.wallets.credit(values.workspace, 1_000_000n * 1_000_000_000n, 'bench credit');
-
-if (values.store !== 'stub' && values.store !== 'wal') {
-  process.stderr.write(`unknown --store ${values.store}\n`);
-  process.exit(2);
-}
-
-for (const opt of ['metrics', 'access-log']) {
+for (const opt of ['metrics', 'access-log', 'writer-thread', 'eld']) {
   if (values[opt] !== 'on' && values[opt] !== 'off') {
     process.stderr.write(`--${opt} must be on or off\n`);
     process.exit(2);
   }
 }
-const accessFd = values['access-log'] === 'on' ? openSync(join(dir, 'access.log'), 'a') : null;
-const telemetry = await startTelemetry({
-  metrics: values.metrics === 'on',
-  accessLog: accessFd === null ? null : new BufferedLines({ write: (text) => writeSync(accessFd, text) }),
-  traces: values.traces ? { url: tracesUrl(values.traces) } : null,
-});
-const admin = values.metrics === 'on' ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(), metrics: telemetry.metrics }) : null;
+if (values.store !== 'stub' && values.store !== 'wal') {
+  process.stderr.write(`unknown --store ${values.store}\n`);
+  process.exit(2);
+}
+const pgMode = values.db !== undefined;
+if (pgMode && (!/^postgres(ql)?:\/\//.test(values.db) || values.store !== 'wal' || values.metrics === 'on' || values['access-log'] === 'on' || values['writer-thread'] === 'on')) {
+  process.stderr.write('--db takes a postgres:// URL, and goes without --store stub, --metrics, --access-log and --writer-thread\n');
+  process.exit(2);
+}
 
+const dir = mkdtempSync(join(tmpdir(), 'pi-bench-gw-'));
+const dbFile = join(dir, 'bench.db');
+const masterKey = randomBytes(32).toString('base64');
+const wanted =
+  values.seal === 'all' ? new Set(config.resources.map((x) => x.credential)) : values.seal === 'none' ? new Set() : new Set(values.seal.split(','));
+// $1,000,000 in nano-USD: holds are released/settled at once, so this never runs out.
+const CREDIT = 1_000_000n * 1_000_000_000n;
+
+/** PostgreSQL (+ Redis): migrate and seed the database, then start a fleet node as `serve` does. */
+async function startPgNode() {
+  process.env.PI_MASTER_KEY = masterKey;
+  const { openPgStore } = await dist('store-pg/pg-store.js');
+  const { runNode } = await dist('cli/node-runtime.js');
+  const seed = await openPgStore(values.db, { checkSchema: false, masterKey, requestLog: config.settings.requestLog });
+  let created;
+  try {
+    await seed.migrate();
+    for (const name of new Set(config.resources.map((x) => x.credential))) if (wanted.has(name)) await seed.secrets.set(name, `sim-${name}`);
+    created = await seed.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
+    await seed.wallets.credit(values.workspace, CREDIT, 'bench credit');
+  } finally {
+    await seed.close();
+  }
+  const node = await runNode({ config, db: values.db, redis: values.redis ?? null, host: '127.0.0.1', port: Number(values.port), upstreamOverride: values.upstream ?? null });
+  return { node, key: created };
+}
+
+let store = null;
+let pgNode = null;
+let key;
+let gw;
+let accessFd = null;
+let admin = null;
 const events = [];
-const gw = await startGateway({
-  config,
-  store,
-  host: '127.0.0.1',
-  port: Number(values.port),
-  upstreamOverride: values.upstream ?? null,
-  telemetry,
-  ...(admin ? { admin } : {}),
-  log: (event, fields) => {
-    if (events.length < 50) events.push(event);
-    process.stderr.write(JSON.stringify({ event, ...fields }) + '\n');
-  },
-});
+if (pgMode) {
+  ({ node: pgNode, key } = await startPgNode());
+  gw = pgNode.gateway;
+} else {
+  store = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
+  for (const res of config.resources) if (wanted.has(res.credential) && !store.secrets.names().has(res.credential)) store.secrets.set(res.credential, `sim-${res.credential}`);
+  key = store.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
+  store.wallets.credit(values.workspace, CREDIT, 'bench credit');
+
+  accessFd = values['access-log'] === 'on' ? openSync(join(dir, 'access.log'), 'a') : null;
+  const telemetry = await startTelemetry({
+    metrics: values.metrics === 'on',
+    accessLog: accessFd === null ? null : new BufferedLines({ write: (text) => writeSync(accessFd, text) }),
+    traces: values.traces ? { url: tracesUrl(values.traces) } : null,
+  });
+  admin = values.metrics === 'on' ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(), metrics: telemetry.metrics }) : null;
+
+  gw = await startGateway({
+    config,
+    store,
+    host: '127.0.0.1',
+    port: Number(values.port),
+    upstreamOverride: values.upstream ?? null,
+    telemetry,
+    ...(admin ? { admin } : {}),
+    // What `serve` does for a database file (src/cli/runtime.ts): the SQLite writer thread.
+    ...(values['writer-thread'] === 'on' ? { writerThread: { file: dbFile } } : {}),
+    log: (event, fields) => {
+      if (events.length < 50) events.push(event);
+      process.stderr.write(JSON.stringify({ event, ...fields }) + '\n');
+    },
+  });
+}
+
+if (values.eld === 'on') {
+  // The loop's delay in ns; SIGUSR2 reports (ms) and starts a new window.
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  process.on('SIGUSR2', () => {
+    const ms = (ns) => ns / 1e6;
+    process.stdout.write(JSON.stringify({ eld: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), count: h.count } }) + '\n');
+    h.reset();
+  });
+}
 
 if (values.store === 'stub') {
   // The per-request money and log path replaced by no-ops: the wallet book (admission, settlement,
@@ -117,8 +181,11 @@ process.stdout.write(
     port: gw.port,
     key: key.key,
     workspace: values.workspace,
-    store: values.store,
-    db: join(dir, 'bench.db'),
+    store: pgMode ? 'postgres' : values.store,
+    db: pgMode ? values.db.replace(/:[^:@/]*@/, '@') : dbFile,
+    redis: values.redis ?? null,
+    writerThread: values['writer-thread'] === 'on',
+    eld: values.eld === 'on',
     models: config.models.length,
     admin: admin?.url ?? null,
     accessLog: accessFd === null ? null : join(dir, 'access.log'),
@@ -132,7 +199,8 @@ const stop = async () => {
   stopping = true;
   try {
     await gw.close();
-    store.close();
+    await pgNode?.close();
+    store?.close();
     if (accessFd !== null) closeSync(accessFd);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,268 @@
+// Continuous benchmark (issue 12): one command that runs the interleaved comparison of the issue and
+// writes a dated table. Contenders, round-robin per round (starting contender rotating):
+//   direct        load generator → simulator (the baseline every "added" figure is taken against)
+//   passthrough   bench/passthrough.mjs, bare uWS → undici relay (the ceiling of a Node proxy)
+//   embedded      the compiled gateway on a WAL file store, this thread writing (batched)
+//   writer-thread the same with the SQLite writer thread (GatewayOptions.writerThread, as `serve` runs)
+//   pg+redis      a fleet node (`serve --db postgres://… --redis …`) on private PostgreSQL and Redis
+//   portkey       @portkey-ai/gateway 1.15.2, when bench/portkey/node_modules is installed
+// Measures per contender: closed-loop throughput and CPU µs/request; added latency p50/p99 at 1,000
+// and 200 req/s (open loop, vs direct, per round then median); N concurrent streams: CPU per stream,
+// added time to first content event p50/p99; peak RSS (VmHWM); and every gateway's event-loop delay
+// p50/p99/max during the 1,000 req/s phase (servers/gateway.mjs --eld on, read on SIGUSR2).
+// Writes bench/results/continuous-<date>.md (and the JSON) and prints the markdown.
+//
+//   node bench/run.js continuous [--quick] [--rounds N] [--no-pg]
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { once } from './lib/load.mjs';
+import { BENCH_DIR, RESULTS_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
+import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
+import {
+  GEN_CORE,
+  chatRequest,
+  measureLatency,
+  measureStreams,
+  measureThroughput,
+  memOf,
+  placement,
+  scriptSim,
+  startGateway,
+  startPassthrough,
+  startPortkey,
+  startSimulator,
+  target,
+} from './lib/stack.mjs';
+import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
+
+const argv = process.argv.slice(2);
+const flags = parseFlags(argv);
+const noPg = argv.includes('--no-pg');
+const P = flags.quick
+  ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 300, latDur: 2000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
+  : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 1000, latDur: 5000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
+if (flags.rounds) P.rounds = flags.rounds;
+const RATES = [1000, 200];
+
+const NS_MODEL = 'openai/gpt-4o'; // instant default answer
+const ST_MODEL = 'openai/gpt-4.1'; // scripted: P.chunks content events, P.chunkDelayMs apart
+const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
+const NS_BODY = { model: NS_MODEL, messages, max_tokens: 64 };
+const ST_BODY = { model: ST_MODEL, messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };
+
+/** Reads `{"eld":…}` lines a gateway started with --eld on prints on SIGUSR2. */
+function eldReader(proc) {
+  let buf = '';
+  const waiting = [];
+  proc.child.stdout.on('data', (d) => {
+    buf += d.toString('utf8');
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (!line.startsWith('{"eld":')) continue;
+      const w = waiting.shift();
+      if (w) w(JSON.parse(line).eld);
+    }
+  });
+  return () =>
+    new Promise((resolve) => {
+      const t = setTimeout(() => resolve(null), 5000);
+      waiting.push((x) => {
+        clearTimeout(t);
+        resolve(x);
+      });
+      process.kill(proc.pid, 'SIGUSR2');
+    });
+}
+
+ensureBuilt();
+const started = new Date();
+log(`continuous: ${flags.quick ? 'quick' : 'full'} run, ${P.rounds} rounds`);
+const sim = await startSimulator();
+await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDelayMs });
+const pt = await startPassthrough(sim.url);
+const gwArgs = ['--eld', 'on'];
+const emb = await startGateway('gw-embedded', { upstream: sim.url, args: gwArgs });
+const wt = await startGateway('gw-writer-thread', { upstream: sim.url, args: [...gwArgs, '--writer-thread', 'on'] });
+const notes = [];
+let pgSrv = null;
+let redisSrv = null;
+let pgw = null;
+if (noPg) notes.push('pg+redis: left out (--no-pg).');
+else if (!havePostgres()) notes.push('pg+redis: left out (no PostgreSQL binaries or redis-server on this machine).');
+else {
+  const t0 = performance.now();
+  // The database and Redis run on the load generator's core, like the simulator: the gateway's own
+  // CPU is what the table compares.
+  pgSrv = await startPostgres({ core: GEN_CORE });
+  redisSrv = await startRedis({ core: GEN_CORE });
+  pgw = await startGateway('gw-pg-redis', { upstream: sim.url, args: [...gwArgs, '--db', pgSrv.url, '--redis', redisSrv.url] });
+  log(`pg+redis: private postgres + redis-server up in ${fmtInt(performance.now() - t0)} ms`);
+}
+const havePortkey = existsSync(join(BENCH_DIR, 'portkey', 'node_modules', '@portkey-ai', 'gateway'));
+const pk = havePortkey ? await startPortkey() : null;
+if (!havePortkey) {
+  notes.push('portkey: left out (bench/portkey/node_modules is not installed: `npm ci --prefix bench/portkey --ignore-scripts`).');
+  log('portkey: bench/portkey/node_modules missing; skipped');
+}
+
+const simKey = { Authorization: 'Bearer sk-bench-upstream' };
+const mk = (name, proc, headers, eld = false) => {
+  const t = target(proc.url);
+  return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, headers, NS_BODY), streamReq: chatRequest(t, headers, ST_BODY), eld: eld ? eldReader(proc) : null };
+};
+const gwHeaders = (g) => ({ Authorization: `Bearer ${g.key}` });
+const contenders = [
+  mk('direct', sim, simKey),
+  mk('passthrough', pt, simKey),
+  mk('embedded', emb, gwHeaders(emb), true),
+  mk('writer-thread', wt, gwHeaders(wt), true),
+  ...(pgw ? [mk('pg+redis', pgw, gwHeaders(pgw), true)] : []),
+  ...(pk ? [mk('portkey', pk, { ...simKey, 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` })] : []),
+];
+const GATEWAYS = contenders.filter((c) => c.eld).map((c) => c.name);
+
+let expectEvents = null;
+for (const c of contenders) {
+  const a = await once(c.target, c.req);
+  const s = await once(c.target, c.streamReq);
+  if (a.status !== 200 || !a.text.includes('chat.completion')) throw new Error(`${c.name}: non-streaming sanity check failed: ${a.status} ${a.error ?? ''} ${a.text.slice(0, 200)}`);
+  if (s.status !== 200 || !s.text.includes('[DONE]')) throw new Error(`${c.name}: streaming sanity check failed: ${s.status} ${s.error ?? ''} ${s.text.slice(0, 200)}`);
+  if (expectEvents === null) expectEvents = s.events;
+  else if (s.events !== expectEvents) log(`warning: ${c.name} relayed ${s.events} events, direct ${expectEvents}`);
+}
+const simPid = sim.pid;
+const procs = { simulator: sim, passthrough: pt, embedded: emb, 'writer-thread': wt, 'pg+redis': pgw, portkey: pk };
+const place = placement(procs);
+log(`placement: ${JSON.stringify(place)}`);
+
+const rounds = [];
+for (let r = 0; r < P.rounds; r++) {
+  const order = rotate(contenders, r);
+  const round = { order: order.map((c) => c.name), tp: {}, lat1000: {}, lat200: {}, st: {}, eld: {} };
+  for (const c of order) {
+    const x = await measureThroughput(c, { simPid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
+    round.tp[c.name] = x;
+    log(`round ${r + 1} tp      ${c.name.padEnd(13)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`);
+  }
+  for (const rate of RATES) {
+    for (const c of order) {
+      if (rate === 1000 && c.eld) await c.eld(); // starts a fresh window
+      const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur });
+      round[`lat${rate}`][c.name] = x;
+      if (rate === 1000 && c.eld) round.eld[c.name] = await c.eld();
+      const e = round.eld[c.name];
+      log(`round ${r + 1} lat${rate} ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}${rate === 1000 && e ? `  eld p99 ${fmt(e.p99, 2)} max ${fmt(e.max, 1)} ms` : ''}`);
+    }
+  }
+  for (const c of order) {
+    const x = await measureStreams(c, { simPid, streams: P.streams, warmupMs: P.stWarm, durationMs: P.stDur, expectEvents });
+    x.cpuUsPerStream = x.ok > 0 ? x.sutCpuUs / x.ok : NaN;
+    round.st[c.name] = x;
+    log(`round ${r + 1} st      ${c.name.padEnd(13)} ${x.ok} streams  ttfc p50 ${fmt(x.ttfcP50, 2)} p99 ${fmt(x.ttfcP99, 2)} ms  ${fmtInt(x.cpuUsPerStream)} µs/stream  short ${x.short}  err ${x.errors}`);
+  }
+  rounds.push(round);
+}
+const mem = memOf(procs);
+
+const names = contenders.map((c) => c.name);
+const med = (phase, n, key) => median(rounds.map((r) => r[phase][n]?.[key]));
+const per = (phase, a, b, key, op) => median(rounds.map((r) => op(r[phase][a]?.[key], r[phase][b]?.[key])));
+const minus = (x, y) => x - y;
+const div = (x, y) => x / y;
+const summary = {};
+for (const n of names) {
+  const memKey = n === 'direct' ? 'simulator' : n;
+  summary[n] = {
+    rps: med('tp', n, 'rps'),
+    cpuUsPerReq: med('tp', n, 'sutCpuUsPerUnit'),
+    cpuVsPassthrough: per('tp', n, 'passthrough', 'sutCpuUsPerUnit', div),
+    tpVsPassthrough: per('tp', n, 'passthrough', 'rps', div),
+    util: med('tp', n, 'sutUtil'),
+    added1000P50: per('lat1000', n, 'direct', 'p50', minus),
+    added1000P99: per('lat1000', n, 'direct', 'p99', minus),
+    achieved1000: med('lat1000', n, 'achieved'),
+    added200P50: per('lat200', n, 'direct', 'p50', minus),
+    added200P99: per('lat200', n, 'direct', 'p99', minus),
+    achieved200: med('lat200', n, 'achieved'),
+    cpuUsPerStream: med('st', n, 'cpuUsPerStream'),
+    streamCpuVsPassthrough: per('st', n, 'passthrough', 'cpuUsPerStream', div),
+    addedTtfcP50: per('st', n, 'direct', 'ttfcP50', minus),
+    addedTtfcP99: per('st', n, 'direct', 'ttfcP99', minus),
+    eldP50: GATEWAYS.includes(n) ? median(rounds.map((r) => r.eld[n]?.p50)) : NaN,
+    eldP99: GATEWAYS.includes(n) ? median(rounds.map((r) => r.eld[n]?.p99)) : NaN,
+    eldMax: GATEWAYS.includes(n) ? Math.max(...rounds.map((r) => r.eld[n]?.max ?? NaN)) : NaN,
+    peakRssMb: mem[memKey] ? mem[memKey].hwmKb / 1024 : NaN,
+    errors: rounds.reduce((a, r) => a + (r.tp[n]?.errors ?? 0) + (r.lat1000[n]?.errors ?? 0) + (r.lat200[n]?.errors ?? 0) + (r.st[n]?.errors ?? 0) + (r.st[n]?.short ?? 0), 0),
+  };
+}
+
+const machine = machineInfo();
+const sat = (n, rate) => (summary[n][`achieved${rate}`] < 0.97 * rate ? ' (sat.)' : '');
+const pair = (n, a, b, rate) => (n === 'direct' ? '—' : `${fmt(summary[n][a], 2)} / ${fmt(summary[n][b], 2)}${sat(n, rate)}`);
+const out = [];
+out.push(`## continuous benchmark, ${started.toISOString().slice(0, 10)} (${flags.quick ? 'quick' : 'full'}: ${P.rounds} rounds, medians)`);
+out.push('');
+out.push(`Command: \`node bench/run.js continuous${flags.quick ? ' --quick' : ''}${flags.rounds ? ` --rounds ${flags.rounds}` : ''}${noPg ? ' --no-pg' : ''}\` — commit ${machine.tree.commit?.slice(0, 12) ?? '?'}${machine.tree.dirty ? ' (src/ or config/ modified)' : ''}, started ${started.toISOString()}.`);
+out.push('');
+out.push(
+  `Machine: ${machine.cores} cores (${machine.cpus.join(', ')}), Node ${machine.node}, load average at the end ${machine.loadavg.map((x) => fmt(x, 2)).join(' / ')} (1/5/15 min) — the cores are shared with other sessions, so every figure is noisy. Placement: process under test on core 0; load generator, simulator${pgw ? ', postgres and redis-server' : ''} on core 1 (${Object.entries(place).map(([k, v]) => `${k}=${v}`).join(', ')}).`,
+);
+out.push('');
+out.push(
+  `Throughput: closed loop, ${P.conns} connections, ${P.tpDur / 1000} s. Latency: open loop at 1,000 and 200 req/s, ${P.latDur / 1000} s each, from the scheduled send time, added = contender − direct per round. Streams: ${P.streams} concurrent × ${expectEvents} events (${P.chunks} content events ${P.chunkDelayMs} ms apart), ${P.stDur / 1000} s window; TTFB = first content event. ELD = the gateway's event-loop delay (monitorEventLoopDelay, 1 ms resolution: an idle loop reads ≈ 1.1 ms, so the delay beyond the timer is the figure minus ≈ 1 ms) during the 1,000 req/s phase.`,
+);
+out.push('');
+out.push(
+  table(
+    ['contender', 'req/s', 'CPU µs/req', '× passthrough', 'added p50 / p99 @1,000/s ms', 'added p50 / p99 @200/s ms', 'CPU µs/stream', '× passthrough', 'added TTFB p50 / p99 ms', 'ELD p50 / p99 / max ms', 'peak RSS MB', 'errors'],
+    names.map((n) => {
+      const s = summary[n];
+      return [
+        n,
+        fmtInt(s.rps),
+        fmtInt(s.cpuUsPerReq),
+        n === 'passthrough' || n === 'direct' ? '—' : `${fmt(s.cpuVsPassthrough, 2)}×`,
+        pair(n, 'added1000P50', 'added1000P99', 1000),
+        pair(n, 'added200P50', 'added200P99', 200),
+        fmtInt(s.cpuUsPerStream),
+        n === 'passthrough' || n === 'direct' ? '—' : `${fmt(s.streamCpuVsPassthrough, 2)}×`,
+        n === 'direct' ? '—' : `${fmt(s.addedTtfcP50, 2)} / ${fmt(s.addedTtfcP99, 2)}`,
+        GATEWAYS.includes(n) ? `${fmt(s.eldP50, 2)} / ${fmt(s.eldP99, 2)} / ${fmt(s.eldMax, 1)}` : '—',
+        fmt(s.peakRssMb),
+        String(s.errors),
+      ];
+    }),
+  ),
+);
+out.push('');
+const targetRows = [];
+for (const n of GATEWAYS) {
+  const s = summary[n];
+  const t = (name, shown, ok) => targetRows.push([n, name, shown, ok ? 'met' : '**missed**']);
+  t('added p99 @1,000/s ≤ 2 ms', `${fmt(s.added1000P99, 2)} ms`, s.added1000P99 <= 2);
+  t('added p50 @1,000/s ≤ 0.4 ms', `${fmt(s.added1000P50, 2)} ms`, s.added1000P50 <= 0.4);
+  t('CPU/request ≤ 2× passthrough', `${fmt(s.cpuVsPassthrough, 2)}×`, s.cpuVsPassthrough <= 2);
+  t('CPU/stream ≤ 1.25× passthrough', `${fmt(s.streamCpuVsPassthrough, 2)}×`, s.streamCpuVsPassthrough <= 1.25);
+  t('added TTFB p50 ≤ 1 ms / p99 ≤ 5 ms', `${fmt(s.addedTtfcP50, 2)} / ${fmt(s.addedTtfcP99, 2)} ms`, s.addedTtfcP50 <= 1 && s.addedTtfcP99 <= 5);
+  t('peak RSS ≤ 120 MB', `${fmt(s.peakRssMb)} MB`, s.peakRssMb <= 120);
+  t('ELD p99 @1,000/s ≤ 1 ms (raw histogram; ≈ 1 ms of it is the timer)', `${fmt(s.eldP99, 2)} ms`, s.eldP99 <= 1);
+}
+out.push('Issue 12 targets (same-run ratios):');
+out.push('');
+out.push(table(['gateway', 'target', 'measured', ''], targetRows));
+if (notes.length) {
+  out.push('');
+  for (const x of notes) out.push(`- ${x}`);
+}
+const md = out.join('\n') + '\n';
+process.stdout.write(md);
+mkdirSync(RESULTS_DIR, { recursive: true });
+const mdFile = join(RESULTS_DIR, `continuous-${started.toISOString().replace(/[:.]/g, '-')}.md`);
+writeFileSync(mdFile, md);
+const file = saveResult('continuous', { bench: 'continuous', params: P, quick: flags.quick, machine, placement: place, notes, rounds, summary, mem });
+log(`saved ${mdFile} and ${file}`);
+for (const p of [pk, pgw, wt, emb, pt, sim]) if (p) await stopProcess(p);
+await pgSrv?.stop();
+await redisSrv?.stop();
