@@ -1,9 +1,9 @@
 // Start-up of a fleet node: `serve --db postgres://… [--redis redis://…]`. Keys, sealed secrets,
 // wallets, the ledger and the request log live in PostgreSQL (the schema must be migrated: `serve`
 // checks, never migrates); rate-limit windows and session pins in Redis when given (else per node,
-// with a warning); breaker state stays per node. The admin listener's console reads and changes the
-// same database (request log, spend, wallets, keys), so any node shows the whole fleet's records. The state goes behind the seams of src/gateway.ts
-// (`shared`), so the request path is the single-process one.
+// with a warning); breaker state stays per node. The state goes behind the seams of src/gateway.ts
+// (`shared`), so the request path is the single-process one. The admin listener's console reads and
+// changes the same database (request log, spend, wallets, keys): any node shows the fleet's records.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PgStoreView } from '../admission/pg-store-view.ts';
