@@ -270,3 +270,21 @@ t.test('health, meta and the token on a fleet node', async (t) => {
   const texts = [(await call('/admin/requests')).text, (await call('/admin/keys')).text, (await call(`/admin/requests/${traces.small1}`)).text];
   for (const text of texts) for (const secret of [TOKEN, keys.open as string, PROMPT_MARK]) t.notOk(text.includes(secret), 'no secret in an answer');
 });
+
+t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers by itself', async (t) => {
+  await pg.stop();
+  try {
+    const r = await call('/admin/requests');
+    t.equal(r.status, 503);
+    t.equal(r.body?.error?.code, 'store_unavailable');
+    t.notOk(r.text.includes(TOKEN));
+  } finally {
+    await pg.start();
+  }
+  let status = 0;
+  for (let i = 0; i < 50 && status !== 200; i++) {
+    status = (await call('/admin/requests')).status;
+    if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+  }
+  t.equal(status, 200, 'answers again once PostgreSQL is back');
+});
