@@ -22,6 +22,7 @@ import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
 import { createApp } from './server/app.ts';
+import { type ConsoleStore, sqliteConsole } from './store/console-store.ts';
 import { type RequestLogRow, type Store, ThreadWriter } from './store/store.ts';
 import { requestLogObserver } from './telemetry/request-log-observer.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
@@ -52,6 +53,9 @@ export interface GatewayRecords {
   requestLog: { append(row: RequestLogRow): void; flush(): void | Promise<void> };
   /** Throws when the store does not answer (readiness reports it). */
   credentialNames(): ReadonlySet<string>;
+  /** What the operator console reads and changes (request log, spend, wallets, keys); absent: the
+   *  console answers 503 on this gateway. The embedded store's is built from `store`. */
+  console?: ConsoleStore;
 }
 
 export interface GatewayOptions {
@@ -149,10 +153,10 @@ function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Te
 }
 
 /** What the admin listener (readiness, the console) reads of this gateway. */
-function operatorView(ctx: GatewayContext, store: Store): OperatorView {
+function operatorView(ctx: GatewayContext, records: GatewayRecords, store: ConsoleStore): OperatorView {
   return {
     index: () => ctx.index,
-    credentialNames: () => store.secrets.names(),
+    credentialNames: () => records.credentialNames(),
     store,
     health: ctx.health,
     creds: ctx.view,
@@ -214,7 +218,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
   const store = opts.store;
-  const records: GatewayRecords | null = opts.records ?? (store ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names() } : null);
+  const records: GatewayRecords | null = opts.records ?? (store ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names(), console: sqliteConsole(store) } : null);
   const local = opts.shared || !store ? null : await localState(opts, store, clock, log);
   const state: SharedStateParts | null = opts.shared ?? local;
   if (!records || !state) throw new Error('startGateway needs a store, or shared state and its records');
@@ -269,8 +273,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await listenOrStop(() => server.listen(host, opts.port ?? 0), wallets, writer);
-  // The console reads the embedded store; a node on PostgreSQL serves readiness and metrics only.
-  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => records.credentialNames() }, store ? operatorView(ctx, store) : null);
+  // The console reads the records' store: the embedded file, or PostgreSQL on a fleet node.
+  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => records.credentialNames() }, records.console ? operatorView(ctx, records, records.console) : null);
   lifecycle.markReady();
 
   let closed: Promise<void> | null = null;

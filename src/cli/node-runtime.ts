@@ -2,7 +2,8 @@
 // wallets, the ledger and the request log live in PostgreSQL (the schema must be migrated: `serve`
 // checks, never migrates); rate-limit windows and session pins in Redis when given (else per node,
 // with a warning); breaker state stays per node. The state goes behind the seams of src/gateway.ts
-// (`shared`), so the request path is the single-process one.
+// (`shared`), so the request path is the single-process one. The admin listener's console reads and
+// changes the same database (request log, spend, wallets, keys): any node shows the fleet's records.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PgStoreView } from '../admission/pg-store-view.ts';
@@ -16,6 +17,7 @@ import { HealthTracker } from '../routing/health.ts';
 import { type PinStore, SessionPins } from '../routing/session-pins.ts';
 import { RedisConnection } from '../shared-state/redis-connection.ts';
 import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../shared-state/shared-limits.ts';
+import { pgConsole } from '../store-pg/console-store.ts';
 import { openPgStore, type PgStore } from '../store-pg/pg-store.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
 import { startObservability } from './runtime.ts';
@@ -78,6 +80,8 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
         if (!view.storeAnswers) throw new Error('PostgreSQL does not answer');
         return view.names();
       },
+      // The operator console (admin listener with PI_ADMIN_TOKEN) reads the fleet's database.
+      console: pgConsole(store),
     };
     const gwOpts: GatewayOptions = { config: opts.config, shared, records, clock, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
     if (admin) gwOpts.admin = admin;

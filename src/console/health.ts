@@ -53,10 +53,10 @@ function quantile(xs: number[], q: number): number | null {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] as number;
 }
 
-export function healthReport(view: OperatorView, lifecycle: Lifecycle): unknown {
+export async function healthReport(view: OperatorView, lifecycle: Lifecycle): Promise<unknown> {
   const now = view.now();
   const index = view.index();
-  const recent = recentByDeployment(view.store.requestLog.search({ fromMs: now - RECENT_MS }, RECENT_ROWS).rows);
+  const recent = recentByDeployment((await view.store.requestLog.search({ fromMs: now - RECENT_MS }, RECENT_ROWS)).rows);
   const ready = readiness(lifecycle, view);
   const deployments = index.config.deployments.map((d) => {
     const b = view.health.state(d.id);

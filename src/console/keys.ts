@@ -19,10 +19,10 @@ function keyJson(k: ApiKeyRecord, now: number): Record<string, unknown> {
   };
 }
 
-export function listKeys(view: OperatorView, q: Map<string, string>): unknown {
+export async function listKeys(view: OperatorView, q: Map<string, string>): Promise<unknown> {
   const now = view.now();
   // Newest first: the key just created is on top.
-  return { keys: view.store.apiKeys.list(q.get('workspace')).reverse().map((k) => keyJson(k, now)) };
+  return { keys: (await view.store.apiKeys.list(q.get('workspace'))).reverse().map((k) => keyJson(k, now)) };
 }
 
 function expiryOf(body: Record<string, unknown>): number | null {
@@ -31,14 +31,14 @@ function expiryOf(body: Record<string, unknown>): number | null {
   return parseTime('expires_at', v);
 }
 
-export function createKey(view: OperatorView, body: Record<string, unknown>): unknown {
+export async function createKey(view: OperatorView, body: Record<string, unknown>): Promise<unknown> {
   const workspace = stringField(body, 'workspace');
   if (workspace === undefined || !view.index().workspaceById.has(workspace)) throw badRequest(`workspace must be a workspace of the config, got ${JSON.stringify(workspace ?? null)}`);
   const name = stringField(body, 'name')?.trim();
   const rpm = body['rpm'];
   if (rpm !== undefined && rpm !== null && !(typeof rpm === 'number' && Number.isSafeInteger(rpm) && rpm > 0)) throw badRequest('rpm must be a positive whole number');
   const expiresAt = expiryOf(body);
-  const created = view.store.apiKeys.create({
+  const created = await view.store.apiKeys.create({
     workspace,
     name: name === '' ? undefined : name,
     rpm: typeof rpm === 'number' ? rpm : undefined,
@@ -47,18 +47,18 @@ export function createKey(view: OperatorView, body: Record<string, unknown>): un
   return { ...keyJson(created, view.now()), key: created.key };
 }
 
-export function revokeKey(view: OperatorView, id: string): unknown {
-  const before = view.store.apiKeys.get(id);
+export async function revokeKey(view: OperatorView, id: string): Promise<unknown> {
+  const before = await view.store.apiKeys.get(id);
   if (!before) throw notFound(`no key ${id}`);
-  const revoked = view.store.apiKeys.revoke(id);
-  return { ...keyJson(view.store.apiKeys.get(id) as ApiKeyRecord, view.now()), changed: revoked };
+  const revoked = await view.store.apiKeys.revoke(id);
+  return { ...keyJson((await view.store.apiKeys.get(id)) as ApiKeyRecord, view.now()), changed: revoked };
 }
 
-export function setKeyExpiry(view: OperatorView, id: string, body: Record<string, unknown>): unknown {
-  const key = view.store.apiKeys.get(id);
+export async function setKeyExpiry(view: OperatorView, id: string, body: Record<string, unknown>): Promise<unknown> {
+  const key = await view.store.apiKeys.get(id);
   if (!key) throw notFound(`no key ${id}`);
   if (!('expires_at' in body)) throw badRequest('expires_at is required: an ISO date or date-time, or null to clear it');
   if (key.revokedAt !== null) throw badRequest(`key ${id} is revoked; its expiry no longer matters`);
-  view.store.apiKeys.setExpiry(id, expiryOf(body));
-  return keyJson(view.store.apiKeys.get(id) as ApiKeyRecord, view.now());
+  await view.store.apiKeys.setExpiry(id, expiryOf(body));
+  return keyJson((await view.store.apiKeys.get(id)) as ApiKeyRecord, view.now());
 }

@@ -71,23 +71,24 @@ export function filterOf(q: Map<string, string>): RequestLogFilter {
 }
 
 /** GET /admin/requests: `{requests, next_before}` (null when no older row matches). */
-export function listRequests(view: OperatorView, q: Map<string, string>): unknown {
-  const page = view.store.requestLog.search(filterOf(q), intField(q, 'limit', 50, 1000));
+export async function listRequests(view: OperatorView, q: Map<string, string>): Promise<unknown> {
+  const page = await view.store.requestLog.search(filterOf(q), intField(q, 'limit', 50, 1000));
   const last = page.rows[page.rows.length - 1];
   return { requests: page.rows.map(requestJson), next_before: page.more && last ? last.id : null };
 }
 
 /** GET /admin/requests/:trace: the row (or rows, when a trace id was reused), attempts and ledger. */
-export function requestDetail(view: OperatorView, traceId: string): unknown {
-  const rows = view.store.requestLog.search({ traceId }, 10).rows;
+export async function requestDetail(view: OperatorView, traceId: string): Promise<unknown> {
+  const rows = (await view.store.requestLog.search({ traceId }, 10)).rows;
   const row = rows[0];
   if (!row) throw notFound(`no request with trace id ${traceId} in the request log`);
-  const key = row.key_id === null ? null : view.store.apiKeys.get(row.key_id);
+  const key = row.key_id === null ? null : await view.store.apiKeys.get(row.key_id);
+  const ledger = await view.store.wallets.ledgerOf(traceId);
   return {
     ...requestJson(row),
     key: key && { id: key.id, name: key.name, prefix: key.prefix, workspace: key.workspace },
     attempt_list: row.attempts_json.map((a, i) => ({ n: i + 1, provider: a.provider, model: a.model, deployment: a.deployment, outcome: a.outcome, status: a.status, ms: a.ms })),
-    ledger: view.store.wallets.ledgerOf(traceId).map((l) => ({
+    ledger: ledger.map((l) => ({
       id: l.id,
       kind: l.kind,
       amount_usd: nanoToDecimal(l.amount),

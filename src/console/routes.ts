@@ -15,6 +15,7 @@ import type { AdminRoute } from '../admin/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
+import { StoreError } from '../store/db.ts';
 import { clearedCookie, OperatorAuth, sessionCookie } from './auth.ts';
 import { healthReport } from './health.ts';
 import { ConsoleError, jsonBody, NO_STORE, queryOf, sendError, sendJson } from './http.ts';
@@ -38,33 +39,37 @@ export interface ConsoleDeps {
 const MAX_BODY = 64 * 1024;
 const HTML: [string, string][] = [['Content-Type', 'text/html; charset=utf-8'], NO_STORE, ['Content-Security-Policy', CONSOLE_CSP]];
 
+/** Reads or changes the store (asynchronously: it may be PostgreSQL) and returns the answer. */
 type JsonHandler = (view: OperatorView, req: IncomingRequest) => unknown;
 
 export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
   if (deps.token === null || deps.token === '') return offRoutes();
   const auth = new OperatorAuth(deps.token);
 
-  /** An authenticated JSON endpoint: 401 without the token, 503 before the gateway attached. */
+  /** An authenticated JSON endpoint: 401 without the token, 503 before the gateway attached. The
+   *  store answers asynchronously (the embedded file at once, PostgreSQL over the network). */
   const api = (method: 'get' | 'post', pattern: string, fn: JsonHandler): AdminRoute => ({
     method,
     pattern,
     ...(method === 'post' ? { body: 'buffer' as const, maxBodyBytes: MAX_BODY } : {}),
-    handler: (req, reply) => {
+    handler: async (req, reply) => {
       try {
         const how = auth.authenticated(req);
         if (how === null) throw new ConsoleError(401, 'unauthorized', 'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console');
         if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1') throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
         const view = deps.view();
         if (!view) {
-          if (deps.attached()) throw new ConsoleError(503, 'console_unavailable', 'the console reads the embedded store; this gateway runs on PostgreSQL (the console is not built for it yet)');
+          if (deps.attached()) throw new ConsoleError(503, 'console_unavailable', 'this gateway has no store for the console to read');
           throw new ConsoleError(503, 'starting', 'the gateway is still starting');
         }
-        const out = fn(view, req);
+        const out: unknown = await fn(view, req);
         if (typeof out === 'string') reply.send(200, [['Content-Type', 'text/csv; charset=utf-8'], ['Content-Disposition', 'attachment; filename="spend.csv"'], NO_STORE], out);
         else sendJson(reply, method === 'post' && pattern === '/admin/keys' ? 201 : 200, out);
       } catch (err) {
         if (err instanceof ConsoleError) sendError(reply, err);
         else if (err instanceof RangeError) sendError(reply, new ConsoleError(400, 'invalid_request', err.message));
+        // PostgreSQL did not answer (src/store-pg/connection.ts; matched by name so this file never loads `pg`).
+        else if (err instanceof StoreError && err.name === 'StoreUnavailableError') sendError(reply, new ConsoleError(503, 'store_unavailable', err.message));
         else throw err;
       }
     },

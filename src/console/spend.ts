@@ -32,10 +32,10 @@ export function spendFilter(view: OperatorView, q: Map<string, string>): Request
 const line = (l: SpendLine) => ({ key: l.key, requests: l.requests, cost_usd: nanoToDecimal(l.costNano), prompt_tokens: l.promptTokens, completion_tokens: l.completionTokens });
 
 /** GET /admin/spend. */
-export function spendReport(view: OperatorView, q: Map<string, string>): unknown {
+export async function spendReport(view: OperatorView, q: Map<string, string>): Promise<unknown> {
   const f = spendFilter(view, q);
   const log = view.store.requestLog;
-  const byDay = log.spend('day', f);
+  const [byDay, byWorkspace, byModel, byProvider] = await Promise.all([log.spend('day', f), log.spend('workspace', f), log.spend('model', f), log.spend('provider', f)]);
   const total = byDay.reduce(
     (a, l) => ({ requests: a.requests + l.requests, costNano: a.costNano + l.costNano, promptTokens: a.promptTokens + l.promptTokens, completionTokens: a.completionTokens + l.completionTokens }),
     { requests: 0, costNano: 0n, promptTokens: 0, completionTokens: 0 },
@@ -44,9 +44,9 @@ export function spendReport(view: OperatorView, q: Map<string, string>): unknown
     from: iso(f.fromMs),
     to: iso(f.toMs),
     total: { requests: total.requests, cost_usd: nanoToDecimal(total.costNano), prompt_tokens: total.promptTokens, completion_tokens: total.completionTokens },
-    by_workspace: log.spend('workspace', f).map(line),
-    by_model: log.spend('model', f).map(line),
-    by_provider: log.spend('provider', f).map(line),
+    by_workspace: byWorkspace.map(line),
+    by_model: byModel.map(line),
+    by_provider: byProvider.map(line),
     by_day: byDay.map(line),
   };
 }
@@ -59,8 +59,8 @@ function csvField(v: string | number): string {
 }
 
 /** GET /admin/spend.csv: one line per day, workspace, model and provider. */
-export function spendCsv(view: OperatorView, q: Map<string, string>): string {
-  const rows = view.store.requestLog.spendDetail(spendFilter(view, q));
+export async function spendCsv(view: OperatorView, q: Map<string, string>): Promise<string> {
+  const rows = await view.store.requestLog.spendDetail(spendFilter(view, q));
   const out = ['day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd'];
   for (const r of rows) out.push([r.day, r.workspace, r.model, r.provider, r.requests, r.promptTokens, r.completionTokens, nanoToDecimal(r.costNano)].map(csvField).join(','));
   return out.join('\r\n') + '\r\n';

@@ -7,8 +7,8 @@ import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { WalletError } from '../store/store.ts';
 import { badRequest, ConsoleError, intField, iso, jsonBody, notFound, stringField } from './http.ts';
 
-function walletJson(view: OperatorView, workspace: string): Record<string, unknown> {
-  const w = view.store.wallets.show(workspace, view.now());
+async function walletJson(view: OperatorView, workspace: string): Promise<Record<string, unknown>> {
+  const w = await view.store.wallets.show(workspace, view.now());
   return {
     workspace,
     name: view.index().workspaceById.get(workspace)?.name ?? null,
@@ -22,22 +22,23 @@ function walletJson(view: OperatorView, workspace: string): Record<string, unkno
 }
 
 /** Workspaces of the config and any other that has a wallet, sorted. */
-function workspaceIds(view: OperatorView): string[] {
-  const ids = new Set<string>([...view.index().config.workspaces.map((w) => w.id), ...view.store.wallets.workspaces()]);
+async function workspaceIds(view: OperatorView): Promise<string[]> {
+  const ids = new Set<string>([...view.index().config.workspaces.map((w) => w.id), ...(await view.store.wallets.workspaces())]);
   return [...ids].sort();
 }
 
-export function listWallets(view: OperatorView): unknown {
-  return { wallets: workspaceIds(view).map((ws) => walletJson(view, ws)) };
+export async function listWallets(view: OperatorView): Promise<unknown> {
+  const ids = await workspaceIds(view);
+  return { wallets: await Promise.all(ids.map((ws) => walletJson(view, ws))) };
 }
 
-export function walletDetail(view: OperatorView, workspace: string, q: Map<string, string>): unknown {
-  if (!workspaceIds(view).includes(workspace)) throw notFound(`no workspace ${workspace} in the config or the wallets`);
+export async function walletDetail(view: OperatorView, workspace: string, q: Map<string, string>): Promise<unknown> {
+  if (!(await workspaceIds(view)).includes(workspace)) throw notFound(`no workspace ${workspace} in the config or the wallets`);
   const before = q.get('before');
   if (before !== undefined && !/^\d{1,15}$/.test(before)) throw badRequest(`before must be a ledger row id, got "${before}"`);
-  const rows = view.store.wallets.ledger(workspace, { limit: intField(q, 'limit', 50, 1000), ...(before === undefined ? {} : { beforeId: Number(before) }) });
+  const rows = await view.store.wallets.ledger(workspace, { limit: intField(q, 'limit', 50, 1000), ...(before === undefined ? {} : { beforeId: Number(before) }) });
   return {
-    ...walletJson(view, workspace),
+    ...(await walletJson(view, workspace)),
     ledger: rows.map((l) => ({
       id: l.id,
       kind: l.kind,
@@ -52,7 +53,7 @@ export function walletDetail(view: OperatorView, workspace: string, q: Map<strin
   };
 }
 
-export function creditWallet(view: OperatorView, workspace: string, body: Record<string, unknown>): unknown {
+export async function creditWallet(view: OperatorView, workspace: string, body: Record<string, unknown>): Promise<unknown> {
   if (!view.index().workspaceById.has(workspace)) throw notFound(`no workspace ${workspace} in the config`);
   const raw = typeof body['usd'] === 'number' ? String(body['usd']) : stringField(body, 'usd');
   if (raw === undefined) throw badRequest('usd is required: the amount in US dollars, e.g. "25" or "0.5"');
@@ -68,7 +69,7 @@ export function creditWallet(view: OperatorView, workspace: string, body: Record
   if (nano <= 0n) throw badRequest(`usd must be positive, got "${raw}"`);
   if (nano > MAX_WALLET_NANO) throw badRequest(`usd ${raw} is more than a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD)`);
   try {
-    const r = view.store.wallets.credit(workspace, nano, note);
+    const r = await view.store.wallets.credit(workspace, nano, note);
     return { workspace, trace_id: r.traceId, credited_usd: nanoToDecimal(nano), balance_usd: nanoToDecimal(r.balance), note };
   } catch (err) {
     if (err instanceof WalletError) throw new ConsoleError(409, err.code, err.message);

@@ -27,8 +27,8 @@ export interface AdminListener {
   readonly url: string;
   readonly lifecycle: Lifecycle;
   readonly metrics: MetricsSource | null;
-  /** Readiness reads `serving` from now on, and the console `operator` (null: the gateway has no
-   *  embedded store for the console to read, and the console answers 503 saying so). */
+  /** Readiness reads `serving` from now on, and the console `operator` (its store embedded or
+   *  PostgreSQL; null: the gateway has no store for the console, which answers 503 saying so). */
   attach(serving: ServingView, operator: OperatorView | null): void;
   /** Stops listening. Idempotent. */
   close(): void;

@@ -104,6 +104,16 @@ export class PgApiKeys {
     return r.rows.map(toRecord);
   }
 
+  /**
+   * Sets (or, with null, clears) a key's expiry; true when the key exists and is not revoked — the
+   * embedded store's `setExpiry`. The change trigger moves `store_changes`, so nodes drop cached keys.
+   */
+  async setExpiry(id: string, expiresAt: number | null): Promise<boolean> {
+    if (expiresAt !== null && !Number.isSafeInteger(expiresAt)) throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    const r = await this.pool.query('UPDATE api_keys SET expires_at = $1 WHERE id = $2 AND revoked_at IS NULL', [expiresAt, id]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
   async revoke(id: string): Promise<boolean> {
     const r = await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.clock.now(), id]);
     return (r.rowCount ?? 0) > 0;

@@ -2,7 +2,9 @@
 // (every `flushIntervalMs`, or at once at `maxBatch` rows), never one statement per request. While
 // the server does not answer, rows are kept up to a bounded backlog and retried; `close()` flushes.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
+import type { RequestLogFilter } from '../store/request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../store/types.ts';
+import { pgWhereOf } from './request-log-search.ts';
 import type { PgPool } from './connection.ts';
 
 const COLUMNS = [
@@ -95,6 +97,19 @@ export class PgRequestLog {
         : `SELECT * FROM (SELECT id, ${COLUMNS.join(', ')} FROM request_log ${cond} ORDER BY id DESC LIMIT ${lim}) t ORDER BY id ASC`;
     const r = await this.pool.query<Record<string, Value>>(sql, params);
     return r.rows.map(fromDb);
+  }
+
+  /**
+   * The rows a filter selects, newest first, at most `limit` (1–1000); `more` says whether older rows
+   * match too — the embedded store's `search` (src/store/request-log.ts), same filters and order.
+   * This node's queued rows are written first, so a request it finished is listed.
+   */
+  async search(filter: RequestLogFilter, limit = 50): Promise<{ rows: RequestLogEntry[]; more: boolean }> {
+    if (!this.closed) await this.flush();
+    const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
+    const w = pgWhereOf(filter);
+    const r = await this.pool.query<Record<string, Value>>(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT $${w.params.length + 1}`, [...w.params, n + 1]);
+    return { rows: r.rows.slice(0, n).map(fromDb), more: r.rows.length > n };
   }
 
   private schedule(ms: number): void {
