@@ -61,7 +61,11 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
     let limiter: RateLimiter;
     let pins: PinStore;
     if (opts.redis) {
+      // PI_REDIS_TIMEOUT_MS: how long a request waits on Redis before this node falls back to its own
+      // limiter and pins (default 250 ms; a loaded or distant Redis may need more).
+      const timeout = Number(process.env.PI_REDIS_TIMEOUT_MS ?? '');
       redis = new RedisConnection(opts.redis, {
+        ...(Number.isSafeInteger(timeout) && timeout > 0 ? { commandTimeoutMs: timeout } : {}),
         onStatus: (up, detail) => log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: 'per-node rate limits and session pins until Redis answers' }),
       });
       if (!(await redis.start())) log('redis_unreachable', { detail: 'not reachable at start', fallback: 'per-node rate limits and session pins until Redis answers' });

@@ -85,7 +85,7 @@ export class PgHolds {
    * `node` names the taker (for the sweeper's ledger note); the lease runs to `now + leaseMs`.
    * A trace that already has a hold is a WalletError (nothing is written).
    */
-  async hold(workspace: string, traceId: string, amount: bigint, now: number, node: string, leaseMs = HOLD_LEASE_MS): Promise<PgHoldResult> {
+  async hold(workspace: string, traceId: string, amount: bigint, now: number, node: string, leaseMs = HOLD_LEASE_MS, retries = 3): Promise<PgHoldResult> {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
     if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
     if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
@@ -103,7 +103,13 @@ export class PgHolds {
       await this.pool.query('INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ($1, 0, 0, $2) ON CONFLICT DO NOTHING', [workspace, now]);
       return this.hold(workspace, traceId, amount, now, node, leaseMs);
     }
-    return { ok: false, available: row?.available ?? 0n };
+    // The refusal's `available` was read in the statement's snapshot, which can predate concurrent
+    // holds and closes the UPDATE's re-check already saw: read it afresh, and when the wallet covers
+    // the hold now (a concurrent close freed money), try again — a bounded number of times.
+    const fresh = await this.pool.query<{ available: bigint }>('SELECT balance_nano - held_nano AS available FROM wallets WHERE workspace = $1', [workspace]);
+    const available = fresh.rows[0]?.available ?? 0n;
+    if (available >= amount && retries > 0) return this.hold(workspace, traceId, amount, now, node, leaseMs, retries - 1);
+    return { ok: false, available };
   }
 
   /** Charges `cost` and closes the hold; false (nothing written) when the trace has no open hold. */
