@@ -173,6 +173,8 @@ function ledgerVerify() {
   return { exit: r.status, ok: r.status === 0 && json?.ok === true, problems: json?.problems?.length ?? null, raw: json ? undefined : `${r.stdout}${r.stderr}`.slice(0, 400) };
 }
 
+/** { "200": n, "503": m, … }; a 200 whose stream was cut counts as "200-cut". */
+const statuses = (xs) => xs.reduce((m, x) => ((m[x.status === 200 && !complete(x) ? '200-cut' : String(x.status)] = (m[x.status === 200 && !complete(x) ? '200-cut' : String(x.status)] ?? 0) + 1), m), {});
 const count = (xs, s) => xs.filter((x) => x.status === s).length;
 const results = { started: new Date().toISOString(), params: P, machine: machineInfo() };
 
@@ -351,7 +353,7 @@ async function drillRestart(ns) {
       duringStoreUnavailable: during.filter((x) => x.status === 503 && /store_unavailable/.test(x.body)).length,
       resumeAfterBackMs: pgResume.ms,
       burstAnswered: a1.filter(complete).length,
-      burstCut: a1.filter((x) => !complete(x)).length,
+      burstStatuses: statuses(a1),
     },
     redis: {
       duringStatuses: redisDuring.map((x) => x.status).join(','),
@@ -359,7 +361,7 @@ async function drillRestart(ns) {
       recoveredAfterBackMs: recovered,
       events: ns.map((n) => n.events.filter((e) => e.event.startsWith('redis_')).map((e) => `${e.event}@${Math.round(e.at - redisBack)}`).join(' ')),
       burstAnswered: a2.filter(complete).length,
-      burstCut: a2.filter((x) => !complete(x)).length,
+      burstStatuses: statuses(a2),
     },
     ledgerRowsBefore: rowsBefore,
     ledgerRowsAfter: idsAfter.size,
