@@ -323,6 +323,7 @@ async function drillRestart(ns) {
   // Redis.
   const burst2 = Promise.all(Array.from({ length: 60 }, (_, i) => chat(ns[i % 3], 'pinned-order', slow)));
   await sleep(200);
+  const redisDown = performance.now();
   await redisSrv.halt();
   const redisDuring = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
   await sleep(1000);
@@ -332,7 +333,8 @@ async function drillRestart(ns) {
   for (const n of ns) {
     const until = performance.now() + 30_000;
     let e;
-    while (!(e = n.events.find((x) => x.event === 'redis_recovered' && x.at >= redisBack)) && performance.now() < until) {
+    // A node's reconnection may beat resume()'s own PING loop: negative means before it returned.
+    while (!(e = n.events.find((x) => x.event === 'redis_recovered' && x.at >= redisDown)) && performance.now() < until) {
       await chat(n, 'pinned-order');
       await sleep(100);
     }

@@ -3,9 +3,10 @@
 // on ONE wallet, against the same on N wallets (one per client) as the control. Every hold and every
 // settlement updates the wallet row, so on one wallet they serialise on that row's lock; on N
 // wallets only the server's CPU and the ledger's inserts are shared. Private PostgreSQL 15
-// (lib/services.mjs: fsync off, so commit latency is not the limit measured here).
+// (lib/services.mjs: fsync off by default; `--fsync` keeps durable commits, so each statement holds
+// the wallet row's lock until its WAL flush).
 //
-//   node bench/run.js hot-wallet [--quick]
+//   node bench/run.js hot-wallet [--quick] [--fsync]
 import { join } from 'node:path';
 import { TREE, ensureBuilt } from './lib/proc.mjs';
 import { havePostgres, startPostgres } from './lib/services.mjs';
@@ -13,6 +14,7 @@ import { fmt, fmtInt, log, machineInfo, parseFlags, saveResult, table } from './
 
 const flags = parseFlags(process.argv.slice(2));
 const DURATION_MS = flags.quick ? 2000 : 5000;
+const FSYNC = process.argv.includes('--fsync');
 const CLIENTS = flags.quick ? [1, 8, 32] : [1, 4, 16, 64];
 if (!havePostgres()) {
   log('hot-wallet: no PostgreSQL binaries on this machine; nothing to run');
@@ -20,7 +22,7 @@ if (!havePostgres()) {
 }
 ensureBuilt();
 const { openPgStore } = await import(join(TREE, 'dist', 'src', 'store-pg', 'pg-store.js'));
-const pgSrv = await startPostgres();
+const pgSrv = await startPostgres({ fsync: FSYNC });
 const HOLD = 130_000n;
 const COST = 20_000n;
 let seq = 0;
@@ -61,7 +63,7 @@ async function run(store, n, walletOf) {
 }
 
 const rows = [];
-const out = { machine: machineInfo(), durationMs: DURATION_MS, runs: [] };
+const out = { machine: machineInfo(), durationMs: DURATION_MS, fsync: FSYNC, runs: [] };
 try {
   const setup = await openPgStore(pgSrv.url, { checkSchema: false });
   await setup.migrate();
@@ -82,7 +84,7 @@ try {
 } finally {
   await pgSrv.stop();
 }
-saveResult('hot-wallet', out);
+saveResult(FSYNC ? 'hot-wallet-fsync' : 'hot-wallet', out);
 process.stdout.write(
-  `\n## hot wallet on PostgreSQL: hold + settle per second\n\n${table(['clients', 'one wallet /s', 'lock waiters (mean)', 'N wallets /s', 'lock waiters (mean)', 'N wallets ÷ one'], rows)}\n`,
+  `\n## hot wallet on PostgreSQL (fsync ${FSYNC ? 'on' : 'off'}): hold + settle per second\n\n${table(['clients', 'one wallet /s', 'lock waiters (mean)', 'N wallets /s', 'lock waiters (mean)', 'N wallets ÷ one'], rows)}\n`,
 );

@@ -67,8 +67,8 @@ export function havePostgres() {
   return existsSync(join(PG_BIN, 'postgres')) && r.status === 0;
 }
 
-/** { url, pid, stop() } of a private postgres. */
-export async function startPostgres({ core = null } = {}) {
+/** { url, pid, halt(), resume(), stop() } of a private postgres; `fsync: true` keeps durable commits (default off). */
+export async function startPostgres({ core = null, fsync = false } = {}) {
   const pg = (await import('pg')).default;
   const who = account();
   const dir = mkdtempSync(join(tmpdir(), 'pi-bench-pg-'));
@@ -80,7 +80,7 @@ export async function startPostgres({ core = null } = {}) {
   const port = await freePort();
   const [cmd, args] = pinned(
     join(PG_BIN, 'postgres'),
-    ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'],
+    ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, ...(fsync ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'],
     core,
   );
   let c = null;
