@@ -2,7 +2,8 @@
 // them): initdb into a temp directory, postgres on 127.0.0.1 with a free port, trust auth, fsync
 // off; redis-server without persistence. As root, postgres runs under the `postgres` (else
 // `nobody`) account, spawned with that uid/gid directly so the pid held is the server's own. Both
-// are pinned to `core` like every other process of a benchmark, and stopped by pid.
+// are pinned to `core` like every other process of a benchmark, and stopped by pid; `halt()` and
+// `resume()` stop and restart one on the same port and data (the fleet drills restart them mid-burst).
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -66,8 +67,8 @@ export function havePostgres() {
   return existsSync(join(PG_BIN, 'postgres')) && r.status === 0;
 }
 
-/** { url, pid, stop() } of a private postgres. */
-export async function startPostgres({ core = null } = {}) {
+/** { url, pid, halt(), resume(), stop() } of a private postgres; `fsync: true` keeps durable commits (default off). */
+export async function startPostgres({ core = null, fsync = false } = {}) {
   const pg = (await import('pg')).default;
   const who = account();
   const dir = mkdtempSync(join(tmpdir(), 'pi-bench-pg-'));
@@ -79,37 +80,47 @@ export async function startPostgres({ core = null } = {}) {
   const port = await freePort();
   const [cmd, args] = pinned(
     join(PG_BIN, 'postgres'),
-    ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'],
+    ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, ...(fsync ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'],
     core,
   );
-  const c = spawn(cmd, args, { ...ids, cwd: dir, stdio: ['ignore', 'ignore', 'ignore'] });
+  let c = null;
   process.on('exit', () => {
     try {
-      process.kill(c.pid, 'SIGKILL');
+      if (c) process.kill(c.pid, 'SIGKILL');
     } catch {
       // gone
     }
   });
   const url = `postgres://pigw@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (c.exitCode !== null) throw new Error('postgres exited at start');
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      await client.query('SELECT 1');
-      await client.end();
-      break;
-    } catch {
-      await client.end().catch(() => undefined);
-      if (Date.now() > deadline) throw new Error('postgres did not accept connections within 20 s');
-      await sleep(50);
+  // Spawns the postmaster on the same port and data directory; resolves when it answers.
+  const launch = async () => {
+    c = spawn(cmd, args, { ...ids, cwd: dir, stdio: ['ignore', 'ignore', 'ignore'] });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      if (c.exitCode !== null) throw new Error('postgres exited at start');
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        await client.query('SELECT 1');
+        await client.end();
+        return;
+      } catch {
+        await client.end().catch(() => undefined);
+        if (Date.now() > deadline) throw new Error('postgres did not accept connections within 20 s');
+        await sleep(50);
+      }
     }
-  }
+  };
+  await launch();
   return {
     url,
-    pid: c.pid,
+    get pid() {
+      return c.pid;
+    },
+    /** Fast shutdown (SIGINT), keeping the data directory: `resume()` starts it again. */
+    halt: () => stopChild(c, 'SIGINT'),
+    resume: launch,
     async stop() {
       await stopChild(c, 'SIGINT');
       rmSync(dir, { recursive: true, force: true });
@@ -139,23 +150,33 @@ export async function startRedis({ core = null } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'pi-bench-redis-'));
   const port = await freePort();
   const [cmd, args] = pinned('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], core);
-  const c = spawn(cmd, args, { cwd: dir, stdio: ['ignore', 'ignore', 'ignore'] });
+  let c = null;
   process.on('exit', () => {
     try {
-      process.kill(c.pid, 'SIGKILL');
+      if (c) process.kill(c.pid, 'SIGKILL');
     } catch {
       // gone
     }
   });
-  const deadline = Date.now() + 10_000;
-  while (!(await ping(port))) {
-    if (c.exitCode !== null) throw new Error('redis-server exited at start');
-    if (Date.now() > deadline) throw new Error('redis-server did not answer within 10 s');
-    await sleep(20);
-  }
+  // Spawns redis-server on the same port (empty: no persistence); resolves when it answers PING.
+  const launch = async () => {
+    c = spawn(cmd, args, { cwd: dir, stdio: ['ignore', 'ignore', 'ignore'] });
+    const deadline = Date.now() + 10_000;
+    while (!(await ping(port))) {
+      if (c.exitCode !== null) throw new Error('redis-server exited at start');
+      if (Date.now() > deadline) throw new Error('redis-server did not answer within 10 s');
+      await sleep(20);
+    }
+  };
+  await launch();
   return {
     url: `redis://127.0.0.1:${port}`,
-    pid: c.pid,
+    get pid() {
+      return c.pid;
+    },
+    /** SIGTERM, keeping the port: `resume()` starts it again (empty). */
+    halt: () => stopChild(c, 'SIGTERM'),
+    resume: launch,
     async stop() {
       await stopChild(c, 'SIGTERM');
       rmSync(dir, { recursive: true, force: true });

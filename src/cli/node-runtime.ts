@@ -70,6 +70,7 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
       });
       if (!(await redis.start())) log('redis_unreachable', { detail: 'not reachable at start', fallback: 'per-node rate limits and session pins until Redis answers' });
       const health = new SharedStateHealth(redis);
+      telemetry.metrics?.watchSharedState(() => ({ redisUp: health.redisUp, rateLimitFallbacks: health.fallbacks.rateLimit, pinFallbacks: health.fallbacks.pins }));
       limiter = new SharedRateLimiter(health, clock, null);
       pins = new SharedPins(health, { clock, maxPins: settings.sessions.maxPins });
     } else {

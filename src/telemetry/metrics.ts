@@ -31,6 +31,14 @@ export interface MetricsBinding {
   lifecycle: Lifecycle;
 }
 
+/** A fleet node's Redis (`serve --redis`): whether it answers, and the decisions taken on this node
+ *  alone because it did not (counts since start). */
+export interface SharedStateSample {
+  redisUp: boolean;
+  rateLimitFallbacks: number;
+  pinFallbacks: number;
+}
+
 const BREAKER_VALUE: Record<BreakerSample['state'], number> = { closed: 0, half_open: 1, open: 2 };
 
 /** Seconds; the gateway's own work is sub-millisecond to a few milliseconds. */
@@ -92,6 +100,35 @@ export class GatewayMetrics implements RequestObserver {
   bind(binding: MetricsBinding): void {
     this.binding = binding;
     binding.lifecycle.onReload((r: ReloadRecord) => void this.reloads.series(r.ok ? 'ok' : 'failed').value++);
+  }
+
+  /**
+   * A fleet node on Redis: `pi_gateway_redis_up` and `pi_gateway_redis_fallbacks_total`, read from
+   * `read` when scraped, so the per-node fallback (docs/fleet.md) is visible, not only logged. Called
+   * once, by the node's start-up; a node without Redis and the embedded gateway have neither metric.
+   */
+  watchSharedState(read: () => SharedStateSample): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'pi_gateway_redis_up',
+      help: "1 while this node's Redis answers (shared rate-limit windows and session pins), 0 while it falls back to per-node ones.",
+      registers,
+      collect() {
+        this.set(read().redisUp ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'pi_gateway_redis_fallbacks_total',
+      help: 'Rate-limit decisions (rate_limit) and session-pin reads and writes (pins) this node took locally because Redis did not answer.',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        this.reset();
+        const s = read();
+        this.inc({ kind: 'rate_limit' }, s.rateLimitFallbacks);
+        this.inc({ kind: 'pins' }, s.pinFallbacks);
+      },
+    });
   }
 
   begin(endpoint: string, _traceId: string, _req: IncomingRequest): RequestWatch {

@@ -4,7 +4,8 @@
 // three nodes (exactly 50 answered, the rest 429 with Retry-After), a session pinned on node A
 // honoured on B and C, SIGKILL of a node mid-burst (no lost or doubled settlement, its holds released
 // within the lease), PostgreSQL and Redis restarted mid-burst (no overdraft, no lost ledger row,
-// service resumes by itself). The longer version is bench/fleet-drills.ts.
+// service resumes by itself). The full-size version is bench/fleet-drills.mjs
+// (`node bench/run.js fleet-drills`).
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
