@@ -1,34 +1,9 @@
 // Reading ledger rows in PostgreSQL for operators: a workspace's rows newest first (paged by id) and
 // one trace's rows oldest first — the embedded store's `Wallets.ledger` and `ledgerOf`
 // (src/store/wallets.ts), same limits, order and row shape.
-import type { LedgerDetails, LedgerEntry, LedgerKind } from '../store/types.ts';
+import { LEDGER_COLUMNS as COLUMNS, type LedgerRow, ledgerEntry } from '../store/ledger-entry.ts';
+import type { LedgerEntry } from '../store/types.ts';
 import type { PgPool } from './connection.ts';
-
-const COLUMNS = 'id, workspace, kind, amount_nano, trace_id, note, details, created_at';
-
-interface LedgerRow {
-  id: bigint;
-  workspace: string;
-  kind: LedgerKind;
-  amount_nano: bigint;
-  trace_id: string;
-  note: string | null;
-  details: string | null;
-  created_at: bigint;
-}
-
-function ledgerEntry(r: LedgerRow): LedgerEntry {
-  return {
-    id: Number(r.id),
-    workspace: r.workspace,
-    kind: r.kind,
-    amount: r.amount_nano,
-    traceId: r.trace_id,
-    note: r.note,
-    details: r.details === null ? null : (JSON.parse(r.details) as LedgerDetails),
-    createdAt: Number(r.created_at),
-  };
-}
 
 /** A workspace's ledger rows, newest first: at most `limit` (1–1000), older than `beforeId` when given. */
 export async function ledgerPage(pool: PgPool, workspace: string, opts: { limit?: number; beforeId?: number } = {}): Promise<LedgerEntry[]> {

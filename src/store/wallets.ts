@@ -18,7 +18,9 @@ import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
-import type { LedgerDetails, LedgerEntry, LedgerKind, LedgerOp, UsageLine, WalletView } from './types.ts';
+import { LEDGER_COLUMNS, type LedgerRow, ledgerEntry } from './ledger-entry.ts';
+import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows } from './ledger-invariants.ts';
+import type { LedgerEntry, LedgerOp, UsageLine, WalletView } from './types.ts';
 
 export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow';
 
@@ -235,91 +237,11 @@ export class Wallets {
    * hold of the same workspace, no trace closed twice, credits positive.
    */
   verify(): { ok: boolean; problems: string[] } {
-    const read = this.db.transaction((): string[] => {
-      const problems: string[] = [];
-      const q = <T>(sql: string): T[] => this.sql.get(sql).all() as T[];
-
-      const expected = new Map<string, { balance: bigint; held: bigint }>();
-      const slot = (ws: string) => {
-        let e = expected.get(ws);
-        if (!e) expected.set(ws, (e = { balance: 0n, held: 0n }));
-        return e;
-      };
-      for (const r of q<{ workspace: string; balance: bigint }>(
-        `SELECT workspace, SUM(CASE kind WHEN 'credit' THEN amount_nano WHEN 'settle' THEN -amount_nano ELSE 0 END) AS balance
-         FROM ledger GROUP BY workspace`,
-      )) slot(r.workspace).balance = r.balance;
-      for (const r of q<{ workspace: string; held: bigint }>(
-        `SELECT h.workspace, SUM(h.amount_nano) AS held FROM ledger h
-         WHERE h.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM ledger c WHERE c.trace_id = h.trace_id AND c.kind IN ('settle', 'release'))
-         GROUP BY h.workspace`,
-      )) slot(r.workspace).held = r.held;
-
-      const wallets = q<{ workspace: string; balance_nano: bigint; held_nano: bigint }>('SELECT workspace, balance_nano, held_nano FROM wallets');
-      const openByWs = new Map(
-        q<{ workspace: string; held: bigint }>("SELECT workspace, SUM(amount_nano) AS held FROM holds WHERE state = 'open' GROUP BY workspace").map((r) => [
-          r.workspace,
-          r.held,
-        ]),
-      );
-      const seen = new Set<string>();
-      for (const w of wallets) {
-        seen.add(w.workspace);
-        const e = expected.get(w.workspace) ?? { balance: 0n, held: 0n };
-        if (w.balance_nano !== e.balance) problems.push(`wallet ${w.workspace}: balance ${usd(w.balance_nano)} but the ledger gives ${usd(e.balance)}`);
-        if (w.held_nano !== e.held) problems.push(`wallet ${w.workspace}: held ${usd(w.held_nano)} but the ledger's open holds sum to ${usd(e.held)}`);
-        const open = openByWs.get(w.workspace) ?? 0n;
-        if (w.held_nano !== open) problems.push(`wallet ${w.workspace}: held ${usd(w.held_nano)} but the holds table's open holds sum to ${usd(open)}`);
-      }
-      for (const ws of expected.keys()) if (!seen.has(ws)) problems.push(`ledger rows for workspace ${ws}, which has no wallet`);
-      for (const ws of openByWs.keys()) if (!seen.has(ws)) problems.push(`open holds for workspace ${ws}, which has no wallet`);
-
-      for (const r of q<{ trace_id: string; n: bigint }>(
-        "SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind IN ('settle', 'release') GROUP BY trace_id HAVING COUNT(*) > 1",
-      )) problems.push(`trace ${r.trace_id} is closed ${r.n} times`);
-      for (const r of q<{ trace_id: string; kind: string; n: bigint }>(
-        "SELECT trace_id, kind, COUNT(*) AS n FROM ledger WHERE kind IN ('credit', 'hold') GROUP BY trace_id, kind HAVING COUNT(*) > 1",
-      )) problems.push(`trace ${r.trace_id} has ${r.n} ${r.kind} rows`);
-      for (const r of q<{ trace_id: string; kind: string }>(
-        `SELECT c.trace_id, c.kind FROM ledger c
-         WHERE c.kind IN ('settle', 'release') AND NOT EXISTS (
-           SELECT 1 FROM ledger h WHERE h.trace_id = c.trace_id AND h.kind = 'hold' AND h.workspace = c.workspace AND h.id < c.id)`,
-      )) problems.push(`trace ${r.trace_id}: ${r.kind} without an earlier hold in the same workspace`);
-      for (const r of q<{ trace_id: string }>("SELECT trace_id FROM ledger WHERE kind = 'credit' AND amount_nano <= 0")) {
-        problems.push(`credit ${r.trace_id} is not positive`);
-      }
-
-      // The holds table against the ledger, trace by trace.
-      for (const r of q<{
-        trace_id: string;
-        workspace: string;
-        amount_nano: bigint;
-        state: string;
-        cost_nano: bigint | null;
-        l_workspace: string | null;
-        l_amount: bigint | null;
-        close_kind: string | null;
-        close_amount: bigint | null;
-      }>(
-        `SELECT h.trace_id, h.workspace, h.amount_nano, h.state, h.cost_nano,
-                l.workspace AS l_workspace, l.amount_nano AS l_amount, c.kind AS close_kind, c.amount_nano AS close_amount
-         FROM holds h
-         LEFT JOIN ledger l ON l.trace_id = h.trace_id AND l.kind = 'hold'
-         LEFT JOIN ledger c ON c.trace_id = h.trace_id AND c.kind IN ('settle', 'release')`,
-      )) {
-        if (r.l_workspace === null) {
-          problems.push(`hold ${r.trace_id} has no ledger row`);
-          continue;
-        }
-        if (r.l_workspace !== r.workspace || r.l_amount !== r.amount_nano) problems.push(`hold ${r.trace_id} differs from its ledger row`);
-        const want = r.close_kind === null ? 'open' : r.close_kind === 'settle' ? 'settled' : 'released';
-        if (r.state !== want) problems.push(`hold ${r.trace_id} is ${r.state} but the ledger says ${want}`);
-        if (r.state === 'settled' && r.cost_nano !== r.close_amount) problems.push(`hold ${r.trace_id}: cost differs from its settle row`);
-      }
-      for (const r of q<{ trace_id: string }>(
-        "SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)",
-      )) problems.push(`ledger hold ${r.trace_id} has no holds row`);
-      return problems;
+    const queries = ledgerQueries((expr) => `SUM(${expr})`);
+    const read = this.db.transaction(() => {
+      const rows: Partial<Record<LedgerQueryName, unknown[]>> = {};
+      for (const [name, sql] of Object.entries(queries) as [LedgerQueryName, string][]) rows[name] = this.sql.get(sql).all();
+      return ledgerProblems(rows as LedgerRows);
     });
     const problems = read();
     return { ok: problems.length === 0, problems };
@@ -365,36 +287,7 @@ function ownerAlive(owner: string, pid: number, host: string): boolean {
   }
 }
 
-const LEDGER_COLUMNS = 'id, workspace, kind, amount_nano, trace_id, note, details, created_at';
-
-interface LedgerRow {
-  id: bigint;
-  workspace: string;
-  kind: LedgerKind;
-  amount_nano: bigint;
-  trace_id: string;
-  note: string | null;
-  details: string | null;
-  created_at: bigint;
-}
-
-function ledgerEntry(r: LedgerRow): LedgerEntry {
-  return {
-    id: Number(r.id),
-    workspace: r.workspace,
-    kind: r.kind,
-    amount: r.amount_nano,
-    traceId: r.trace_id,
-    note: r.note,
-    details: r.details === null ? null : (JSON.parse(r.details) as LedgerDetails),
-    createdAt: Number(r.created_at),
-  };
-}
-
 function checkWorkspace(workspace: string): void {
   if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
 }
 
-function usd(nano: bigint): string {
-  return `${nanoToDecimal(nano)} USD`;
-}
