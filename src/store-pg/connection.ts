@@ -4,6 +4,7 @@
 // idle connection never crashes the process.
 import pg from 'pg';
 import { StoreError } from '../store/db.ts';
+export { redactUrl } from '../store/redact-url.ts';
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -73,16 +74,6 @@ export function unavailable(err: unknown, doing: string): unknown {
   return new StoreUnavailableError(`PostgreSQL is unreachable (${doing}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
-/** The URL without its password, for logs and messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
-}
 
 /** Runs `fn` in one transaction on one connection (rolled back when it throws; a connection that
  *  failed is destroyed, not returned to the pool). */

@@ -8,6 +8,7 @@ import { configForServe, reloadGateway, runGateway, type Running, untilStopped }
 import { systemClock } from '../../clock.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
 import { isPostgresUrl } from '../../store/admin-store.ts';
+import { redactUrl } from '../../store/redact-url.ts';
 import type { CompiledConfig } from '../../config/compiled.ts';
 import type { ObservabilityOptions } from '../observability-options.ts';
 
@@ -160,7 +161,7 @@ async function serveNode(o: {
     config: o.configDir,
     config_source: o.source,
     db: running.store.location,
-    redis: o.redis === null ? null : redactRedis(o.redis),
+    redis: o.redis === null ? null : redactUrl(o.redis, 'redis'),
     pid: process.pid,
     models: o.config.models.length,
     upstream_override: o.override,
@@ -181,14 +182,4 @@ async function serveNode(o: {
     },
     reload: () => reloadGateway(gateway, o.configDir, null),
   });
-}
-
-function redactRedis(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'redis://(unparseable URL)';
-  }
 }
