@@ -3,6 +3,7 @@
 // `{"tenant_id", "client_id", "client_secret"}` exchanged for bearer tokens that refresh themselves
 // (./entra-token.ts; `entra_authority` names a sovereign cloud's login host).
 import { credentialObject } from './credential-json.ts';
+import { bearerOf, setBearer } from './token-cache.ts';
 import { DEFAULT_AUTHORITY, dropEntraToken, entraToken } from './entra-token.ts';
 import { type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
@@ -45,18 +46,11 @@ export const azureOpenai: PlatformAdapter = {
   authorize(out, target, _req, ctx) {
     const obj = credentialObject(target.credential, target.platform.id);
     if (obj === null) return;
-    const token = entraToken(obj, target.credential, authorityOf(target), target.platform.id, ctx);
-    if (typeof token === 'string') {
-      out.headers['authorization'] = `Bearer ${token}`;
-      return;
-    }
-    return token.then((t) => {
-      out.headers['authorization'] = `Bearer ${t}`;
-    });
+    return setBearer(out, entraToken(obj, target.credential, authorityOf(target), target.platform.id, ctx));
   },
   refused(out, target, ctx) {
     if (!isJson(target.credential)) return false;
-    dropEntraToken(target.credential, authorityOf(target), (out.headers['authorization'] ?? '').replace(/^Bearer /, ''), ctx);
+    dropEntraToken(target.credential, authorityOf(target), bearerOf(out), ctx);
     return true;
   },
 };

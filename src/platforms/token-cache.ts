@@ -6,7 +6,7 @@
 // Every time is read from the injected clock. Keys are hashes: the cache never holds a credential.
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { type AdapterContext, CredentialError, type FormAnswer } from './types.ts';
+import { type AdapterContext, CredentialError, type FormAnswer, type OutgoingRequest } from './types.ts';
 
 export interface IssuedToken {
   token: string;
@@ -108,4 +108,21 @@ export async function requestToken(ctx: AdapterContext, url: string, form: Recor
   }
   const now = ctx.clock.now();
   return { token, expiresAt: now + seconds * 1000, refreshAt: refreshAt(now, seconds * 1000) };
+}
+
+/** Puts a token on the request as `Authorization: Bearer`: at once when the cache had it, after the
+ *  fetch otherwise (the adapter's `authorize` returns what this returns). */
+export function setBearer(out: OutgoingRequest, token: string | Promise<string>): void | Promise<void> {
+  if (typeof token === 'string') {
+    out.headers['authorization'] = `Bearer ${token}`;
+    return;
+  }
+  return token.then((t) => {
+    out.headers['authorization'] = `Bearer ${t}`;
+  });
+}
+
+/** The bearer token a request carried (what `refused` drops). */
+export function bearerOf(out: OutgoingRequest): string {
+  return (out.headers['authorization'] ?? '').replace(/^Bearer /, '');
 }

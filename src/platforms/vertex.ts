@@ -6,6 +6,7 @@
 // ./google-service-account.ts), or a plain OAuth access token sent as it is (which expires: an
 // operator would re-seal it by hand).
 import { credentialObject } from './credential-json.ts';
+import { bearerOf, setBearer } from './token-cache.ts';
 import { dropServiceAccountToken, serviceAccountToken } from './google-service-account.ts';
 import { type PlatformAdapter, joinUrl } from './types.ts';
 
@@ -38,18 +39,11 @@ export const vertex: PlatformAdapter = {
   authorize(out, target, _req, ctx) {
     const obj = credentialObject(target.credential, target.platform.id);
     if (obj === null) return;
-    const token = serviceAccountToken(obj, target.credential, target.platform.id, ctx);
-    if (typeof token === 'string') {
-      out.headers['authorization'] = `Bearer ${token}`;
-      return;
-    }
-    return token.then((t) => {
-      out.headers['authorization'] = `Bearer ${t}`;
-    });
+    return setBearer(out, serviceAccountToken(obj, target.credential, target.platform.id, ctx));
   },
   refused(out, target, ctx) {
     if (!isJson(target.credential)) return false;
-    dropServiceAccountToken(target.credential, (out.headers['authorization'] ?? '').replace(/^Bearer /, ''), ctx);
+    dropServiceAccountToken(target.credential, bearerOf(out), ctx);
     return true;
   },
 };
