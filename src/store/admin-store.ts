@@ -6,6 +6,7 @@ import type { CreateKeyInput } from './api-keys.ts';
 import type { RotationResult, SecretInfo } from './secrets.ts';
 import type { Store } from './store.ts';
 import type { ApiKeyRecord, CreatedApiKey, RequestLogEntry, RequestLogQuery, UsageLine, WalletView } from './types.ts';
+import { syncCall } from './sync-call.ts';
 
 export interface AdminKeys {
   create(input: CreateKeyInput): Promise<CreatedApiKey>;
@@ -43,13 +44,7 @@ export interface AdminStore {
 
 /** The embedded store behind the asynchronous interface (each call runs at once, synchronously). */
 export function sqliteAdmin(store: Store): AdminStore {
-  const run = <T>(fn: () => T): Promise<T> => {
-    try {
-      return Promise.resolve(fn());
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
+  const run = syncCall;
   return {
     kind: 'sqlite',
     apiKeys: {

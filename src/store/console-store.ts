@@ -7,6 +7,7 @@ import type { CreateKeyInput } from './api-keys.ts';
 import type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
 import type { Store } from './store.ts';
 import type { ApiKeyRecord, CreatedApiKey, LedgerEntry, RequestLogEntry, WalletView } from './types.ts';
+import { syncCall } from './sync-call.ts';
 
 export interface ConsoleRequestLog {
   /** The rows a filter selects, newest first, at most `limit` (1–1000); `more`: older rows match too. */
@@ -49,13 +50,7 @@ export interface ConsoleStore {
 
 /** The embedded store behind the console's interface (each call runs at once, synchronously). */
 export function sqliteConsole(store: Store): ConsoleStore {
-  const run = <T>(fn: () => T): Promise<T> => {
-    try {
-      return Promise.resolve(fn());
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
+  const run = syncCall;
   return {
     kind: 'sqlite',
     requestLog: {
