@@ -43,6 +43,8 @@ export interface LocalState extends SharedState {
  *  the rate limiter behind admission. */
 export interface SharedStateParts extends SharedState {
   limiter: RateLimiter;
+  /** True while the owner's store writer is behind (new requests refused with 503); absent: never. */
+  behind?(): boolean;
 }
 
 /**
@@ -93,6 +95,9 @@ export interface GatewayOptions {
    * (batched, as tests and benchmarks of the in-process API expect).
    */
   writerThread?: { file: string; capacity?: number };
+  /** Listen beside this process's other serving threads on the same port (`serve --workers N`,
+   *  whose coordinator checked the port is free first); default: exclusively. */
+  sharePort?: boolean;
 }
 
 /** A running gateway; by default the single-process one, whose state is in-process books. */
@@ -266,13 +271,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     inFlight: new InFlight(),
     stop: new StopSwitch(),
     observer: requestObserver(opts, records, writer, log),
-    storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : () => false,
+    storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : (opts.shared?.behind?.bind(opts.shared) ?? (() => false)),
     log,
   };
   opts.telemetry?.bind(telemetryView(ctx, lifecycle));
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
-  const port = await listenOrStop(() => server.listen(host, opts.port ?? 0), wallets, writer);
+  const port = await listenOrStop(() => server.listen(host, opts.port ?? 0, { shared: opts.sharePort === true }), wallets, writer);
   // The console reads the records' store: the embedded file, or PostgreSQL on a fleet node.
   opts.admin?.attach({ index: () => ctx.index, credentialNames: () => records.credentialNames() }, records.console ? operatorView(ctx, records, records.console) : null);
   lifecycle.markReady();

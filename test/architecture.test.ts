@@ -18,14 +18,14 @@ const srcDir = join(root, 'src');
  * (clock.ts, gateway.ts…) is a layer member named without its extension.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['clock', 'money'],
+  ['clock', 'money', 'thread'],
   ['errors'],
   ['http', 'observe'],
   ['config', 'generated'],
   ['availability', 'billing', 'stream', 'store', 'store-pg'],
   ['catalog', 'platforms', 'protocols', 'routing', 'telemetry', 'upstream'],
   ['admission', 'proxy', 'shared-state'],
-  ['admin', 'api', 'console'],
+  ['admin', 'api', 'console', 'workers'],
   ['server'],
   ['simulator', 'codegen'],
   ['gateway'],

@@ -12,6 +12,16 @@ export interface ServingView {
   index(): ConfigIndex;
   /** Names of the stored upstream credentials; throws when the store does not answer. */
   credentialNames(): ReadonlySet<string>;
+  /** The serving threads of `serve --workers N` (absent: one process serves). */
+  workers?(): readonly WorkerReadiness[];
+}
+
+/** One serving thread as readiness reports it. */
+export interface WorkerReadiness {
+  worker: number;
+  state: 'starting' | 'ready' | 'draining' | 'exited';
+  restarts: number;
+  threadId: number | null;
 }
 
 export interface ReadinessReport {
@@ -23,6 +33,8 @@ export interface ReadinessReport {
   store: { ok: boolean; error?: string };
   deployments: { total: number; callable: number };
   last_reload: { ok: boolean; hash: string | null; problems: string[]; restart_needed: string[]; at: string } | null;
+  /** `serve --workers N`: every serving thread; ready only while all of them listen. */
+  workers?: { worker: number; state: WorkerReadiness['state']; restarts: number; thread_id: number | null }[];
 }
 
 const STATE_REASON: Record<Exclude<LifecycleState, 'ready'>, string> = {
@@ -47,6 +59,11 @@ export function readiness(lifecycle: Lifecycle, view: ServingView | null): Readi
   if (!view) {
     reasons.push('no config is loaded yet');
     return report;
+  }
+  const workers = view.workers?.();
+  if (workers) {
+    report.workers = workers.map((w) => ({ worker: w.worker, state: w.state, restarts: w.restarts, thread_id: w.threadId }));
+    for (const w of workers) if (w.state !== 'ready' && state === 'ready') reasons.push(`worker ${w.worker} is not serving (${w.state})`);
   }
   const index = view.index();
   report.config = { loaded: true, hash: index.config.sourceHash };

@@ -11,6 +11,8 @@ import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/store.t
 import type { Owner } from './owner-files.ts';
 import { BufferedLines } from '../telemetry/line-sink.ts';
 import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
+import type { GatewayMetrics } from '../telemetry/metrics.ts';
+import type { MetricsSource } from '../admin/routes.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
 
 export type LoadedConfig = { ok: true; config: CompiledConfig; source: 'generated tables' | 'compiled' } | { ok: false; hash: string | null; problems: string[] };
@@ -81,7 +83,7 @@ export async function runGateway(opts: {
 }
 
 /** The writer thread's queue bound: PI_WRITER_QUEUE (ledger operations and log rows), else the default. */
-function writerCapacity(): number {
+export function writerCapacity(): number {
   const raw = process.env.PI_WRITER_QUEUE;
   if (raw === undefined || raw === '') return DEFAULT_WRITER_CAPACITY;
   const n = Number(raw);
@@ -90,13 +92,19 @@ function writerCapacity(): number {
 }
 
 /** Telemetry and the admin listener as the options say (nothing on without them). */
-export async function startObservability(o: ObservabilityOptions | undefined): Promise<{ telemetry: Telemetry; admin: AdminListener | null }> {
+export async function startObservability(
+  o: ObservabilityOptions | undefined,
+  /** The coordinator of `serve --workers N`: its serving threads run the access log and traces, and
+   *  /metrics merges theirs (`metricsSource`); this process keeps only its own gauges. */
+  coordinator?: { metricsSource(own: GatewayMetrics): MetricsSource },
+): Promise<{ telemetry: Telemetry; admin: AdminListener | null }> {
   const telemetry = await startTelemetry({
     metrics: o?.admin !== null && o?.admin !== undefined && o.metrics,
-    accessLog: o?.accessLog ? new BufferedLines(process.stdout) : null,
-    traces: o?.tracesUrl ? { url: o.tracesUrl, serviceName: o.serviceName } : null,
+    accessLog: o?.accessLog && !coordinator ? new BufferedLines(process.stdout) : null,
+    traces: o?.tracesUrl && !coordinator ? { url: o.tracesUrl, serviceName: o.serviceName } : null,
     log: jsonLog,
   });
+  const metrics = telemetry.metrics && coordinator ? coordinator.metricsSource(telemetry.metrics) : telemetry.metrics;
   const token = process.env.PI_ADMIN_TOKEN || null;
   if (!o?.admin) {
     if (token) jsonLog('admin_token_unused', { reason: 'PI_ADMIN_TOKEN is set but there is no admin listener (--admin-port): the console is off' });
@@ -106,7 +114,7 @@ export async function startObservability(o: ObservabilityOptions | undefined): P
     const admin = await startAdminListener({
       ...o.admin,
       lifecycle: new Lifecycle(),
-      metrics: telemetry.metrics,
+      metrics,
       token,
       onUnexpectedError: (err) => jsonLog('admin_error', { error: err instanceof Error ? err.message : String(err) }),
     });
@@ -123,11 +131,16 @@ export async function startObservability(o: ObservabilityOptions | undefined): P
  * result is kept on the gateway (`lastReload`) and, when the process owns a database, written for
  * `pi-gateway reload`.
  */
-export async function reloadGateway(gateway: Pick<Gateway, 'reload' | 'recordReload'>, dir: string, owner: Owner | null): Promise<ReloadResult> {
+export interface Reloadable {
+  reload(config: CompiledConfig): { restartNeeded: string[] } | Promise<{ restartNeeded: string[] }>;
+  recordReload(result: ReloadResult): void;
+}
+
+export async function reloadGateway(gateway: Reloadable, dir: string, owner: Owner | null): Promise<ReloadResult> {
   const r = await loadConfigDir(dir);
   let result: ReloadResult;
   if (r.ok) {
-    const { restartNeeded } = gateway.reload(r.config);
+    const { restartNeeded } = await gateway.reload(r.config);
     result = { ok: true, hash: r.config.sourceHash, problems: [], restartNeeded, at: Date.now() };
   } else {
     for (const problem of r.problems) jsonLog('reload_problem', { problem });
@@ -143,6 +156,8 @@ export interface Supervised {
   stop(): Promise<void>;
   /** Second SIGTERM/SIGINT, before exiting at once: write what is pending, synchronously. */
   flushNow?(): void;
+  /** Second SIGTERM/SIGINT when stopping takes other threads down first (bounded to 5 s). */
+  stopNow?(): Promise<void>;
   /** SIGHUP. */
   reload?(): Promise<unknown>;
 }
@@ -165,6 +180,12 @@ export function untilStopped(s: Supervised): Promise<number> {
     const stop = (signal: string) => {
       if (stopping) {
         jsonLog('stopping_now', { signal });
+        if (s.stopNow) {
+          const exit = () => process.exit(1);
+          setTimeout(exit, 5_000).unref();
+          s.stopNow().then(exit, exit);
+          return;
+        }
         try {
           s.flushNow?.();
         } finally {

@@ -24,8 +24,13 @@ export interface RouteDef {
 }
 
 export interface HttpServer {
-  /** Binds exclusively: a port another process (or another gateway) listens on is refused, not shared. */
-  listen(host: string, port: number): Promise<number>;
+  /**
+   * Binds exclusively: a port another process (or another gateway) listens on is refused, not shared.
+   * `shared`: binds with SO_REUSEPORT beside the other serving threads of this process (`serve
+   * --workers N`, whose coordinator first checked the port is free with an exclusive bind); the
+   * kernel spreads new connections over the threads.
+   */
+  listen(host: string, port: number, opts?: { shared?: boolean }): Promise<number>;
   /**
    * The start of a graceful drain: the listening socket closes (new connections are refused by the
    * kernel), open connections stay, and every answer from now on carries `Connection: close`, so a
@@ -67,11 +72,11 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     listenSocket = null;
   };
   return {
-    listen(host, port) {
+    listen(host, port, listenOpts) {
       return new Promise((resolve, reject) => {
         // Exclusive: without it this uWS build binds a port another process already listens on
         // (SO_REUSEPORT), and the kernel splits the traffic between the two.
-        (app.listen.bind(app) as unknown as ListenWithOptions)(host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
+        (app.listen.bind(app) as unknown as ListenWithOptions)(host, port, listenOpts?.shared ? 0 : LISTEN_EXCLUSIVE_PORT, (socket) => {
           if (!socket) {
             reject(new Error(`cannot listen on ${host}:${port}: the port is in use (by another process or another gateway) or the address is not available`));
             return;

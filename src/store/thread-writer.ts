@@ -9,7 +9,8 @@
 // Retry-After 1) rather than let memory grow. Requests already admitted still settle and log. Log
 // rows beyond twice the capacity are dropped and counted (only rows of requests that charged
 // nothing can be lost that way: a settlement carries its own row).
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
+import { siblingModule, spawnThread } from '../thread.ts';
 import type { LedgerOp, LedgerWriter, RequestLogRow } from './types.ts';
 import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
@@ -38,19 +39,9 @@ export class WriterError extends Error {
   }
 }
 
-/**
- * The writer thread from the build (dist/: plain .js), or from the TypeScript sources (tests, a
- * checkout without dist/) through a small bootstrap that registers tsx in the thread first: loader
- * hooks of the parent thread do not reach a worker.
- */
+/** The writer thread from the build or from the sources (src/thread.ts). */
 function spawnWriter(data: WriterData, port: MessagePort): Worker {
-  const fromSources = import.meta.url.endsWith('.ts');
-  const entry = new URL(fromSources ? './writer-thread.ts' : './writer-thread.js', import.meta.url);
-  const opts = { workerData: data, transferList: [port] };
-  if (!fromSources) return new Worker(entry, opts);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(boot, { ...opts, eval: true });
+  return spawnThread(siblingModule('writer-thread', import.meta.url), { workerData: data, transferList: [port] });
 }
 
 export class ThreadWriter implements LedgerWriter {

@@ -1,5 +1,6 @@
 // `pi-gateway serve`: run the gateway on a config directory and a database file.
-import { flag, int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
+import { availableParallelism } from 'node:os';
+import { flag, int, type Parsed, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
@@ -38,6 +39,11 @@ Options:
                             (env PI_REDIS_URL; with --db postgres://… only). Without it a node on
                             PostgreSQL keeps them per node. Redis unreachable: each node falls back
                             to its own limiter and pins and returns to Redis when it answers
+  --workers N|auto          serving threads on the public port (env PI_WORKERS, default 1; auto:
+                            one per core). With N > 1 this process's main thread coordinates: it
+                            owns the database's writes, the wallet book, rate-limit windows,
+                            session pins and breakers, and every thread shares them exactly (see
+                            README "All cores: --workers"); embedded database only
   --host HOST               address to bind (env PI_HOST, default 127.0.0.1)
   --port N                  port (env PI_PORT, default 8080; 0 picks a free one)
   --upstream-override URL   send every upstream request to this origin instead of the
@@ -57,6 +63,7 @@ export const command: Command = {
   async run(argv) {
     let p;
     let observability;
+    let workers = 1;
     try {
       p = parse(argv, {
         config: { type: 'string' },
@@ -65,9 +72,11 @@ export const command: Command = {
         port: { type: 'string' },
         'upstream-override': { type: 'string' },
         redis: { type: 'string' },
+        workers: { type: 'string' },
         ...OBSERVABILITY_OPTIONS,
       }, false);
       observability = observabilityOptions(p);
+      workers = workerCount(p);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway serve: ${err.message}\n`);
@@ -85,6 +94,10 @@ export const command: Command = {
     const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
     const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
     const redis = str(p, 'redis', 'PI_REDIS_URL') ?? null;
+    if (workers > 1 && (isPostgresUrl(db) || db === ':memory:' || db.startsWith('file::memory:'))) {
+      process.stderr.write(`pi-gateway serve: --workers ${workers} shares one database file between threads; ${isPostgresUrl(db) ? 'on PostgreSQL run more nodes instead (docs/fleet.md)' : 'give --db FILE'}\n`);
+      return 2;
+    }
     if (isPostgresUrl(db)) return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
     if (redis !== null) {
       process.stderr.write('pi-gateway serve: --redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too\n');
@@ -99,6 +112,7 @@ export const command: Command = {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
+    if (workers > 1) return serveWorkers({ config, configDir, source: loaded.source, db, host, port, override, observability, workers, owner });
     try {
       running = await runGateway({ config, db, host, port, upstreamOverride: override, observability });
     } catch (err) {
@@ -181,5 +195,63 @@ async function serveNode(o: {
       void running.store.requestLog.flush();
     },
     reload: () => reloadGateway(gateway, o.configDir, null),
+  });
+}
+
+/** --workers N|auto (env PI_WORKERS): a whole number from 1 to 256, or auto (one per core). */
+function workerCount(p: Parsed): number {
+  const raw = str(p, 'workers', 'PI_WORKERS');
+  if (raw === undefined || raw === '') return 1;
+  if (raw === 'auto') return availableParallelism();
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256) throw new UsageError(`--workers must be a whole number from 1 to 256, or auto, got "${raw}"`);
+  return Number(raw);
+}
+
+/** `serve --workers N` (N > 1) on a database file: a coordinator and N serving threads. */
+async function serveWorkers(o: {
+  config: CompiledConfig;
+  configDir: string;
+  source: string;
+  db: string;
+  host: string;
+  port: number;
+  override: string | null;
+  observability: ObservabilityOptions;
+  workers: number;
+  owner: Owner;
+}): Promise<number> {
+  const { runWorkers } = await import('../workers-runtime.ts');
+  let running;
+  try {
+    running = await runWorkers({ config: o.config, db: o.db, host: o.host, port: o.port, workers: o.workers, upstreamOverride: o.override, observability: o.observability });
+  } catch (err) {
+    o.owner.release();
+    process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  const r = running;
+  jsonLog('listening', {
+    url: r.url,
+    config: o.configDir,
+    config_source: o.source,
+    db: o.db,
+    pid: process.pid,
+    workers: o.workers,
+    models: o.config.models.length,
+    upstream_override: o.override,
+    admin: r.admin?.url ?? null,
+    metrics: (r.telemetry.metrics ?? null) !== null,
+    access_log: o.observability.accessLog,
+    traces: o.observability.tracesUrl,
+  });
+  logCredentialWarnings(o.config, r.store.secrets.names(), systemClock.now(), jsonLog);
+  return untilStopped({
+    async stop() {
+      await r.drain();
+      r.store.close();
+      o.owner.release();
+    },
+    stopNow: () => r.stopNow(),
+    reload: () => reloadGateway(r, o.configDir, o.owner),
   });
 }

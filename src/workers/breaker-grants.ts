@@ -1,0 +1,137 @@
+// The coordinator's side of the breakers under `serve --workers N`: outcomes from every worker are
+// judged by one HealthTracker, every change is sent to every worker's mirror, and the single
+// half-open probe is granted to one worker at a time. A grant nobody claims within GRANT_MS (that
+// worker got no request for the deployment) moves to the next worker; a claimed probe is the
+// tracker's, with its lease (120 s), until its outcome arrives.
+import type { Clock } from '../clock.ts';
+import type { CompiledDeployment } from '../config/compiled.ts';
+import type { HealthTracker, Outcome } from '../routing/health.ts';
+import type { BreakerMirrorState } from './protocol.ts';
+
+/** How long a granted probe waits for its worker to claim it before another worker gets it. */
+export const GRANT_MS = 1_000;
+
+interface Grant {
+  worker: number;
+  claimed: boolean;
+}
+
+export class BreakerGrants {
+  private readonly grants = new Map<string, Grant>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private turn = 0;
+  private closed = false;
+
+  constructor(
+    readonly tracker: HealthTracker,
+    private readonly clock: Clock,
+    /** The deployment as the current config has it (undefined once a reload removed it). */
+    private readonly deployment: (id: string) => CompiledDeployment | undefined,
+    /** The workers that can take a probe now (ready, not draining). */
+    private readonly workers: () => readonly number[],
+    /** Sends changed states to every worker. */
+    private readonly broadcast: (states: BreakerMirrorState[]) => void,
+  ) {}
+
+  /** Every breaker as the mirrors should have it (a worker that just started). */
+  states(): BreakerMirrorState[] {
+    return Object.keys(this.tracker.snapshot()).map((id) => this.mirror(id));
+  }
+
+  record(deploymentId: string, outcome: Outcome): void {
+    const before = this.tracker.state(deploymentId).openUntil;
+    this.tracker.record(deploymentId, outcome);
+    const after = this.tracker.state(deploymentId).openUntil;
+    if (before === after) return;
+    this.clearGrant(deploymentId);
+    if (after !== null) this.schedule(deploymentId, after);
+    this.broadcast([this.mirror(deploymentId)]);
+  }
+
+  claimed(deploymentId: string, worker: number): void {
+    const g = this.grants.get(deploymentId);
+    if (g && g.worker === worker) {
+      g.claimed = true;
+      this.cancelTimer(deploymentId);
+    }
+  }
+
+  /** The worker gave its probe back (the request was answered by an earlier deployment). */
+  released(deploymentId: string, worker: number): void {
+    const g = this.grants.get(deploymentId);
+    if (!g || g.worker !== worker) return;
+    this.tracker.releaseProbe(deploymentId);
+    this.clearGrant(deploymentId);
+    this.grant(deploymentId);
+  }
+
+  /** A worker is gone: its grants go to others. */
+  workerGone(worker: number): void {
+    for (const [id, g] of [...this.grants]) {
+      if (g.worker !== worker) continue;
+      this.tracker.releaseProbe(id);
+      this.clearGrant(id);
+      this.grant(id);
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  private mirror(deploymentId: string): BreakerMirrorState {
+    const g = this.grants.get(deploymentId);
+    return { deploymentId, openUntil: this.tracker.state(deploymentId).openUntil, probeWorker: g && !g.claimed ? g.worker : null };
+  }
+
+  /** At the end of the cool-down, grant the probe. */
+  private schedule(deploymentId: string, openUntil: number): void {
+    this.cancelTimer(deploymentId);
+    if (this.closed) return;
+    const t = setTimeout(() => this.grant(deploymentId), Math.max(0, openUntil - this.clock.now()));
+    t.unref();
+    this.timers.set(deploymentId, t);
+  }
+
+  private grant(deploymentId: string): void {
+    this.timers.delete(deploymentId);
+    if (this.closed) return;
+    const d = this.deployment(deploymentId);
+    const workers = this.workers();
+    const openUntil = this.tracker.state(deploymentId).openUntil;
+    if (!d || openUntil === null || workers.length === 0) return;
+    const now = this.clock.now();
+    if (now < openUntil) return this.schedule(deploymentId, openUntil);
+    // The tracker's own claim: false means the probe was free and is now held for this grant.
+    if (this.tracker.isDown(d, now)) return this.schedule(deploymentId, now + GRANT_MS);
+    const worker = workers[this.turn++ % workers.length] as number;
+    this.grants.set(deploymentId, { worker, claimed: false });
+    const t = setTimeout(() => this.expire(deploymentId, worker), GRANT_MS);
+    t.unref();
+    this.timers.set(deploymentId, t);
+    this.broadcast([this.mirror(deploymentId)]);
+  }
+
+  /** Unclaimed for GRANT_MS: the next worker gets it. */
+  private expire(deploymentId: string, worker: number): void {
+    this.timers.delete(deploymentId);
+    const g = this.grants.get(deploymentId);
+    if (!g || g.worker !== worker || g.claimed) return;
+    this.tracker.releaseProbe(deploymentId);
+    this.grants.delete(deploymentId);
+    this.grant(deploymentId);
+  }
+
+  private clearGrant(deploymentId: string): void {
+    this.grants.delete(deploymentId);
+    this.cancelTimer(deploymentId);
+  }
+
+  private cancelTimer(deploymentId: string): void {
+    const t = this.timers.get(deploymentId);
+    if (t) clearTimeout(t);
+    this.timers.delete(deploymentId);
+  }
+}

@@ -1,0 +1,145 @@
+// A serving thread's end of the coordinator (`serve --workers N`): the wallet book, the rate
+// limiter, the session pins and the request log behind the same seams the single-process gateway
+// fills with its in-process books, answered by the one coordinator every worker shares — so a hold,
+// a rate-limit decision or a pin is exact across threads. Calls made in one event-loop turn go as
+// one message (gathered until the microtask queue drains: no added latency, one structured clone
+// for many calls); each answer resolves its call's promise.
+import type { MessagePort } from 'node:worker_threads';
+import type { HoldResult, WalletService } from '../admission/admission.ts';
+import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
+import type { PinStore } from '../routing/session-pins.ts';
+import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
+import type { CoordinatorMessage, Reply, StateCall, StateValue } from './protocol.ts';
+
+/** A call without its id (the client numbers them). Distributes over the union's members. */
+type Call = StateCall extends infer C ? (C extends StateCall ? Omit<C, 'id'> : never) : never;
+
+interface Pending {
+  resolve(value: StateValue): void;
+  reject(err: Error): void;
+}
+
+export class CoordinatorGoneError extends Error {
+  constructor() {
+    super('the coordinator thread does not answer (the gateway is stopping)');
+    this.name = 'CoordinatorGoneError';
+  }
+}
+
+export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private queue: StateCall[] = [];
+  private scheduled = false;
+  private behindNow = false;
+  private closed = false;
+
+  constructor(private readonly port: Pick<MessagePort, 'postMessage'>) {}
+
+  /** Handles the coordinator's answers (the worker's message listener passes `replies` here). */
+  receive(m: Extract<CoordinatorMessage, { kind: 'replies' }>): void {
+    this.behindNow = m.behind;
+    for (const r of m.replies) this.settleReply(r);
+  }
+
+  /** True while the coordinator's store writer is behind: new requests are refused with 503. */
+  behind(): boolean {
+    return this.behindNow;
+  }
+
+  hold(workspace: string, traceId: string, amount: bigint): Promise<HoldResult> {
+    return this.ask({ op: 'hold', workspace, traceId, amount }) as Promise<HoldResult>;
+  }
+
+  settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    return this.ask({ op: 'settle', traceId, cost, details, logRow: logRow ?? null }) as Promise<boolean>;
+  }
+
+  release(traceId: string): Promise<void> {
+    return this.ask({ op: 'release', traceId }).then(() => undefined);
+  }
+
+  take(key: string, limitPerMinute: number): Promise<RateDecision> {
+    return this.ask({ op: 'take', key, limit: limitPerMinute }) as Promise<RateDecision>;
+  }
+
+  get(key: string): Promise<string | null> {
+    return this.ask({ op: 'pin-get', key }) as Promise<string | null>;
+  }
+
+  touch(key: string): void {
+    this.tell({ op: 'pin-touch', key });
+  }
+
+  set(key: string, deploymentId: string): void {
+    this.tell({ op: 'pin-set', key, deploymentId });
+  }
+
+  drop(key: string): void {
+    this.tell({ op: 'pin-drop', key });
+  }
+
+  /** The coordinator's pins take the bound of its own reload. */
+  resize(): void {}
+
+  /** A finished request's log row, written by the coordinator's store writer. */
+  appendLog(row: RequestLogRow): void {
+    this.tell({ op: 'log', row });
+  }
+
+  /** A CLI change (a credit) seen by this thread's key view: the coordinator re-reads balances. */
+  refresh(): void {
+    this.tell({ op: 'refresh' });
+  }
+
+  /** Sends a call nobody waits for (a breaker outcome, a pin touch, a log row). */
+  tell(call: Call): void {
+    this.enqueue({ ...call, id: 0 } as StateCall);
+  }
+
+  /** The coordinator is gone (the gateway stops): every call still waiting fails, later ones too. */
+  close(): void {
+    this.flush();
+    this.closed = true;
+  }
+
+  /** Fails every waiting call: the coordinator will not answer them. */
+  abandon(): void {
+    this.closed = true;
+    for (const p of this.pending.values()) p.reject(new CoordinatorGoneError());
+    this.pending.clear();
+  }
+
+  private ask(call: Call): Promise<StateValue> {
+    if (this.closed) return Promise.reject(new CoordinatorGoneError());
+    const id = this.nextId++;
+    return new Promise<StateValue>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.enqueue({ ...call, id } as StateCall);
+    });
+  }
+
+  private enqueue(call: StateCall): void {
+    if (this.closed) return;
+    this.queue.push(call);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    if (this.queue.length === 0) return;
+    const calls = this.queue;
+    this.queue = [];
+    this.port.postMessage({ kind: 'calls', calls });
+  }
+
+  private settleReply(r: Reply): void {
+    const p = this.pending.get(r.id);
+    if (!p) return;
+    this.pending.delete(r.id);
+    if (r.ok) p.resolve(r.value);
+    else p.reject(new Error(r.error));
+  }
+}

@@ -1,0 +1,146 @@
+// The coordinator of `serve --workers N`: the one owner of the state every serving thread shares —
+// the wallet book (admission exact in memory, the ledger through the store's writer thread), the
+// per-key rate-limit windows, the session pins and the breakers — answering the workers' batched
+// calls. Exactness comes from there being one owner: a hold is decided by the same synchronous
+// `WalletBook.hold` the single-process gateway runs, whichever worker asked. Open holds are tracked
+// per worker: a worker that dies has them released at once (its requests are gone with it).
+import type { WalletBook } from '../admission/wallet-book.ts';
+import type { RateLimiter } from '../admission/rate-limit.ts';
+import type { SessionPins } from '../routing/session-pins.ts';
+import type { RequestLogRow } from '../store/types.ts';
+import type { BreakerGrants } from './breaker-grants.ts';
+import type { CoordinatorMessage, Reply, StateCall, StateValue } from './protocol.ts';
+
+/** Where a worker's replies go (its MessagePort or Worker). */
+export interface WorkerPort {
+  postMessage(m: CoordinatorMessage): void;
+}
+
+export interface CoordinatorParts {
+  wallets: WalletBook;
+  limiter: RateLimiter;
+  pins: SessionPins;
+  breakers: BreakerGrants;
+  /** Writes a finished request's log row (the store's writer thread). */
+  appendLog(row: RequestLogRow): void;
+  /** True while the store's writer is behind: workers refuse new requests with 503. */
+  behind(): boolean;
+  /** Failures nobody waits for (a release, a log row): logged. */
+  onError(event: string, err: unknown): void;
+}
+
+interface WorkerLink {
+  port: WorkerPort;
+  /** Trace ids of holds this worker took and has not settled or released. */
+  holds: Set<string>;
+  replies: Reply[];
+  scheduled: boolean;
+}
+
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export class Coordinator {
+  private readonly links = new Map<number, WorkerLink>();
+
+  constructor(private readonly parts: CoordinatorParts) {}
+
+  attach(worker: number, port: WorkerPort): void {
+    this.links.set(worker, { port, holds: new Set(), replies: [], scheduled: false });
+  }
+
+  /** The worker's thread ended: its open holds are released (no request of it can settle now). */
+  detach(worker: number): number {
+    const link = this.links.get(worker);
+    this.links.delete(worker);
+    this.parts.breakers.workerGone(worker);
+    if (!link) return 0;
+    for (const traceId of link.holds) this.parts.wallets.release(traceId);
+    return link.holds.size;
+  }
+
+  /** Every breaker as the coordinator's board has it now (a starting worker's mirror). */
+  breakerStates() {
+    return this.parts.breakers.states();
+  }
+
+  /** Open holds per worker (readiness, tests). */
+  openHolds(worker: number): number {
+    return this.links.get(worker)?.holds.size ?? 0;
+  }
+
+  broadcast(m: CoordinatorMessage): void {
+    for (const link of this.links.values()) link.port.postMessage(m);
+  }
+
+  handle(worker: number, calls: readonly StateCall[]): void {
+    const link = this.links.get(worker);
+    if (!link) return;
+    for (const call of calls) {
+      let value: StateValue | Promise<StateValue>;
+      try {
+        value = this.apply(worker, link, call);
+      } catch (err) {
+        if (call.id !== 0) this.reply(link, { id: call.id, ok: false, error: errorText(err) });
+        else this.parts.onError(`worker_${call.op}_failed`, err);
+        continue;
+      }
+      if (call.id === 0) continue;
+      if (value instanceof Promise) {
+        value.then(
+          (v) => this.reply(link, { id: call.id, ok: true, value: v }),
+          (err: unknown) => this.reply(link, { id: call.id, ok: false, error: errorText(err) }),
+        );
+      } else this.reply(link, { id: call.id, ok: true, value });
+    }
+  }
+
+  private apply(worker: number, link: WorkerLink, call: StateCall): StateValue | Promise<StateValue> {
+    const p = this.parts;
+    switch (call.op) {
+      case 'hold': {
+        const r = p.wallets.hold(call.workspace, call.traceId, call.amount);
+        if (r.ok) link.holds.add(call.traceId);
+        return r;
+      }
+      case 'settle':
+        link.holds.delete(call.traceId);
+        return call.logRow === null ? p.wallets.settle(call.traceId, call.cost, call.details) : p.wallets.settle(call.traceId, call.cost, call.details, call.logRow);
+      case 'release':
+        link.holds.delete(call.traceId);
+        return p.wallets.release(call.traceId);
+      case 'take':
+        return p.limiter.take(call.key, call.limit);
+      case 'pin-get':
+        return p.pins.get(call.key);
+      case 'pin-touch':
+        return p.pins.touch(call.key);
+      case 'pin-set':
+        return p.pins.set(call.key, call.deploymentId);
+      case 'pin-drop':
+        return p.pins.drop(call.key);
+      case 'record':
+        return p.breakers.record(call.deploymentId, call.outcome);
+      case 'probe-claimed':
+        return p.breakers.claimed(call.deploymentId, worker);
+      case 'probe-release':
+        return p.breakers.released(call.deploymentId, worker);
+      case 'log':
+        return p.appendLog(call.row);
+      case 'refresh':
+        return p.wallets.refresh();
+    }
+  }
+
+  /** Replies go back in one message per worker per event-loop turn, with the writer's state. */
+  private reply(link: WorkerLink, r: Reply): void {
+    link.replies.push(r);
+    if (link.scheduled) return;
+    link.scheduled = true;
+    queueMicrotask(() => {
+      link.scheduled = false;
+      const replies = link.replies;
+      link.replies = [];
+      link.port.postMessage({ kind: 'replies', replies, behind: this.parts.behind() });
+    });
+  }
+}

@@ -1,0 +1,74 @@
+// The messages between the coordinator (the main thread of `serve --workers N`) and its serving
+// threads. State calls go up as batches of numbered calls, answers come down as batches of replies;
+// a batch is one postMessage, gathered per event-loop turn on each side (structured clone keeps
+// bigints, so money crosses exactly). Control messages (drain, reload, metrics) travel on the same
+// port, told apart by `kind`.
+import type { DrainReport } from '../api/lifecycle.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
+import type { HoldResult } from '../admission/admission.ts';
+import type { RateDecision } from '../admission/rate-limit.ts';
+import type { Outcome } from '../routing/health.ts';
+import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
+
+/** One state call of a serving thread. `id` 0: no answer wanted (fire and forget). */
+export type StateCall =
+  | { id: number; op: 'hold'; workspace: string; traceId: string; amount: bigint }
+  | { id: number; op: 'settle'; traceId: string; cost: bigint; details: LedgerDetails; logRow: RequestLogRow | null }
+  | { id: number; op: 'release'; traceId: string }
+  | { id: number; op: 'take'; key: string; limit: number }
+  | { id: number; op: 'pin-get'; key: string }
+  | { id: number; op: 'pin-touch'; key: string }
+  | { id: number; op: 'pin-set'; key: string; deploymentId: string }
+  | { id: number; op: 'pin-drop'; key: string }
+  | { id: number; op: 'record'; deploymentId: string; outcome: Outcome }
+  | { id: number; op: 'probe-claimed'; deploymentId: string }
+  | { id: number; op: 'probe-release'; deploymentId: string }
+  | { id: number; op: 'log'; row: RequestLogRow }
+  | { id: number; op: 'refresh' };
+
+export type StateValue = HoldResult | RateDecision | boolean | string | null | void;
+
+export type Reply = { id: number; ok: true; value: StateValue } | { id: number; ok: false; error: string };
+
+/** One deployment's breaker as the serving threads mirror it. */
+export interface BreakerMirrorState {
+  deploymentId: string;
+  /** null: closed. */
+  openUntil: number | null;
+  /** The worker that may send the one half-open probe (null: none granted now). */
+  probeWorker: number | null;
+}
+
+/** Serving thread → coordinator. */
+export type WorkerMessage =
+  | { kind: 'calls'; calls: StateCall[] }
+  | { kind: 'listening'; port: number }
+  | { kind: 'start-failed'; error: string }
+  | { kind: 'drained'; report: DrainReport }
+  | { kind: 'reloaded'; restartNeeded: string[] }
+  | { kind: 'metrics'; id: number; json: unknown[] | null };
+
+/** Coordinator → serving thread. */
+export type CoordinatorMessage =
+  | { kind: 'replies'; replies: Reply[]; behind: boolean }
+  | { kind: 'breakers'; states: BreakerMirrorState[] }
+  | { kind: 'drain'; deadlineMs: number | null }
+  | { kind: 'reload'; config: CompiledConfig }
+  | { kind: 'metrics'; id: number };
+
+/** What a serving thread starts with (workerData). */
+export interface WorkerStart {
+  worker: number;
+  config: CompiledConfig;
+  /** The SQLite file (opened read-only: keys and sealed credentials). */
+  db: string;
+  host: string;
+  port: number;
+  upstreamOverride: string | null;
+  /** What telemetry the thread runs: its metrics go to the coordinator's /metrics. */
+  metrics: boolean;
+  accessLog: boolean;
+  traces: { url: string | null; serviceName: string } | null;
+  /** The breakers as the coordinator knows them at the start. */
+  breakers: BreakerMirrorState[];
+}
