@@ -71,11 +71,18 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
     labelNames: ['worker'],
     registers: [own],
   });
+  const served = new Gauge({
+    name: 'pi_gateway_worker_requests',
+    help: 'Inference requests each serving thread answered since it started (how the kernel spreads connections over the threads).',
+    labelNames: ['worker'],
+    registers: [own],
+  });
   return {
     contentType: coordinator.registry.contentType,
     async render() {
       const answers = await collect();
       inFlight.reset();
+      served.reset();
       const fromWorkers: MetricsJSON[] = [];
       for (const a of answers) {
         if (a.json === null) continue;
@@ -83,6 +90,8 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
         fromWorkers.push(json);
         const f = json.find((m) => m.name === 'pi_gateway_in_flight_requests');
         inFlight.set({ worker: String(a.worker) }, (f?.values ?? []).reduce((n, v) => n + v.value, 0));
+        const r = json.find((m) => m.name === 'pi_gateway_requests_total');
+        served.set({ worker: String(a.worker) }, (r?.values ?? []).reduce((n, v) => n + v.value, 0));
       }
       const mine = (await coordinator.registry.getMetricsAsJSON()).filter((m) => !REQUEST_SERIES.has(m.name));
       // An empty worker list still yields every request series (at zero) from the coordinator's tables.
