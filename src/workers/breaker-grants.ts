@@ -11,6 +11,15 @@ import type { BreakerMirrorState } from './protocol.ts';
 /** How long a granted probe waits for its worker to claim it before another worker gets it. */
 export const GRANT_MS = 1_000;
 
+/** Runs `fn` after `ms`; returns how to cancel it. Injected by tests (the clock rule: no sleeping). */
+export type Schedule = (fn: () => void, ms: number) => () => void;
+
+const realSchedule: Schedule = (fn, ms) => {
+  const t = setTimeout(fn, ms);
+  t.unref();
+  return () => clearTimeout(t);
+};
+
 interface Grant {
   worker: number;
   claimed: boolean;
@@ -18,7 +27,7 @@ interface Grant {
 
 export class BreakerGrants {
   private readonly grants = new Map<string, Grant>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, () => void>();
   private turn = 0;
   private closed = false;
 
@@ -31,6 +40,7 @@ export class BreakerGrants {
     private readonly workers: () => readonly number[],
     /** Sends changed states to every worker. */
     private readonly broadcast: (states: BreakerMirrorState[]) => void,
+    private readonly schedule_: Schedule = realSchedule,
   ) {}
 
   /** Every breaker as the mirrors should have it (a worker that just started). */
@@ -77,7 +87,7 @@ export class BreakerGrants {
 
   close(): void {
     this.closed = true;
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const cancel of this.timers.values()) cancel();
     this.timers.clear();
   }
 
@@ -90,9 +100,7 @@ export class BreakerGrants {
   private schedule(deploymentId: string, openUntil: number): void {
     this.cancelTimer(deploymentId);
     if (this.closed) return;
-    const t = setTimeout(() => this.grant(deploymentId), Math.max(0, openUntil - this.clock.now()));
-    t.unref();
-    this.timers.set(deploymentId, t);
+    this.timers.set(deploymentId, this.schedule_(() => this.grant(deploymentId), Math.max(0, openUntil - this.clock.now())));
   }
 
   private grant(deploymentId: string): void {
@@ -108,9 +116,7 @@ export class BreakerGrants {
     if (this.tracker.isDown(d, now)) return this.schedule(deploymentId, now + GRANT_MS);
     const worker = workers[this.turn++ % workers.length] as number;
     this.grants.set(deploymentId, { worker, claimed: false });
-    const t = setTimeout(() => this.expire(deploymentId, worker), GRANT_MS);
-    t.unref();
-    this.timers.set(deploymentId, t);
+    this.timers.set(deploymentId, this.schedule_(() => this.expire(deploymentId, worker), GRANT_MS));
     this.broadcast([this.mirror(deploymentId)]);
   }
 
@@ -130,8 +136,7 @@ export class BreakerGrants {
   }
 
   private cancelTimer(deploymentId: string): void {
-    const t = this.timers.get(deploymentId);
-    if (t) clearTimeout(t);
+    this.timers.get(deploymentId)?.();
     this.timers.delete(deploymentId);
   }
 }

@@ -47,6 +47,12 @@ export class BreakerMirror implements BreakerBoard {
     return false;
   }
 
+  /** This worker holds the half-open probe's grant and has not handed it out yet. */
+  hasGrant(deploymentId: string): boolean {
+    const s = this.states.get(deploymentId);
+    return s !== undefined && s.probeWorker === this.worker && !s.claimed;
+  }
+
   releaseProbe(deploymentId: string): void {
     const s = this.states.get(deploymentId);
     if (!s || !s.claimed) return;
