@@ -7,7 +7,11 @@
 //   node bench/servers/gateway.mjs --upstream http://127.0.0.1:PORT [--config DIR]
 //        [--seal local-sim,openai-prod | --seal all | --seal none] [--store wal|stub] [--workspace acme]
 //        [--metrics on|off] [--access-log on|off] [--traces URL] [--writer-thread on|off] [--eld on|off]
-//        [--db postgres://… [--redis redis://…]]
+//        [--db postgres://… [--redis redis://…]] [--workers N]
+//
+// --workers N (N > 1) runs `serve --workers N` (src/cli/workers-runtime.ts runWorkers): this process's
+// main thread coordinates (wallet book, rate limits, pins, breakers, the writer thread) and N serving
+// threads share the port; /proc CPU of this process sums every thread.
 //
 // --writer-thread on commits the ledger and the request log on the SQLite writer thread, as `serve`
 // does for a database file (GatewayOptions.writerThread; off by default: the in-process store path,
@@ -51,6 +55,7 @@ const { values } = parseArgs({
     eld: { type: 'string', default: 'off' },
     db: { type: 'string' },
     redis: { type: 'string' },
+    workers: { type: 'string', default: '1' },
   },
 });
 
@@ -111,8 +116,33 @@ async function startPgNode() {
   return { node, key: created };
 }
 
+const workers = Number(values.workers);
+if (!Number.isSafeInteger(workers) || workers < 1 || (workers > 1 && (pgMode || values.store !== 'wal'))) {
+  process.stderr.write('--workers takes a whole number ≥ 1; above 1 only on the embedded store without --store stub\n');
+  process.exit(2);
+}
+
+/** `serve --workers N`: the store seeded here and closed, then the coordinator and its threads. */
+async function startWorkers() {
+  process.env.PI_MASTER_KEY = masterKey;
+  const seed = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
+  let created;
+  try {
+    for (const res of config.resources) if (wanted.has(res.credential) && !seed.secrets.names().has(res.credential)) seed.secrets.set(res.credential, `sim-${res.credential}`);
+    created = seed.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
+    seed.wallets.credit(values.workspace, CREDIT, 'bench credit');
+  } finally {
+    seed.close();
+  }
+  const { runWorkers } = await dist('cli/workers-runtime.js');
+  const observability = { admin: values.metrics === 'on' ? { host: '127.0.0.1', port: 0 } : null, metrics: values.metrics === 'on', accessLog: false, tracesUrl: null, serviceName: 'pi-gateway' };
+  const running = await runWorkers({ config, db: dbFile, host: '127.0.0.1', port: Number(values.port), workers, upstreamOverride: values.upstream ?? null, observability });
+  return { running, key: created };
+}
+
 let store = null;
 let pgNode = null;
+let workersRun = null;
 let key;
 let gw;
 let accessFd = null;
@@ -121,6 +151,10 @@ const events = [];
 if (pgMode) {
   ({ node: pgNode, key } = await startPgNode());
   gw = pgNode.gateway;
+} else if (workers > 1) {
+  ({ running: workersRun, key } = await startWorkers());
+  gw = workersRun;
+  admin = workersRun.admin;
 } else {
   store = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
   for (const res of config.resources) if (wanted.has(res.credential) && !store.secrets.names().has(res.credential)) store.secrets.set(res.credential, `sim-${res.credential}`);
@@ -184,7 +218,8 @@ process.stdout.write(
     store: pgMode ? 'postgres' : values.store,
     db: pgMode ? values.db.replace(/:[^:@/]*@/, '@') : dbFile,
     redis: values.redis ?? null,
-    writerThread: values['writer-thread'] === 'on',
+    writerThread: values['writer-thread'] === 'on' || workers > 1,
+    workers,
     eld: values.eld === 'on',
     models: config.models.length,
     admin: admin?.url ?? null,
@@ -198,7 +233,10 @@ const stop = async () => {
   if (stopping) return;
   stopping = true;
   try {
-    await gw.close();
+    if (workersRun) {
+      await workersRun.drain(1000);
+      workersRun.store.close();
+    } else await gw.close();
     await pgNode?.close();
     store?.close();
     if (accessFd !== null) closeSync(accessFd);

@@ -2,8 +2,9 @@
 // limiter, the session pins and the request log behind the same seams the single-process gateway
 // fills with its in-process books, answered by the one coordinator every worker shares — so a hold,
 // a rate-limit decision or a pin is exact across threads. Calls made in one event-loop turn go as
-// one message (gathered until the microtask queue drains: no added latency, one structured clone
-// for many calls); each answer resolves its call's promise.
+// one message (gathered until setImmediate, which runs in the same turn after every request that
+// arrived in its poll phase: one structured clone and one wake-up of the coordinator for many
+// calls); each answer resolves its call's promise.
 import type { MessagePort } from 'node:worker_threads';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
@@ -124,7 +125,7 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     this.queue.push(call);
     if (this.scheduled) return;
     this.scheduled = true;
-    queueMicrotask(() => this.flush());
+    setImmediate(() => this.flush());
   }
 
   private flush(): void {

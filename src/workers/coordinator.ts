@@ -131,12 +131,13 @@ export class Coordinator {
     }
   }
 
-  /** Replies go back in one message per worker per event-loop turn, with the writer's state. */
+  /** Replies go back in one message per worker per event-loop turn (setImmediate: every message
+   *  that arrived in this turn's poll phase is answered together), with the writer's state. */
   private reply(link: WorkerLink, r: Reply): void {
     link.replies.push(r);
     if (link.scheduled) return;
     link.scheduled = true;
-    queueMicrotask(() => {
+    setImmediate(() => {
       link.scheduled = false;
       const replies = link.replies;
       link.replies = [];

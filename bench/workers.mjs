@@ -1,0 +1,70 @@
+// What `serve --workers N` costs per request (issue 11): the gateway as `serve` runs it on a database
+// file with one serving thread (the writer thread on: `workers-1`) against `--workers 2` (a
+// coordinator and two serving threads sharing its state by messages), interleaved per round. CPU is
+// the whole process's (/proc: every thread summed) per answered request, at a fixed 1,000 req/s
+// (the coordination cost per request, without saturation effects) and at saturation (50
+// connections, closed loop). Both gateways on core 0, so on a 2-core machine the workers share one
+// core: the figure is the coordination cost, not the gain from more cores (with more cores the
+// throughput row shows that gain). Target: summed CPU per request with 2 workers ≤ 1.2× one.
+//
+//   node bench/run.js workers [--quick] [--rounds N]
+import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
+import { ensureBuilt, memKb, stopProcess } from './lib/proc.mjs';
+import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
+
+const flags = parseFlags(process.argv.slice(2));
+const ROUNDS = flags.rounds ?? (flags.quick ? 2 : 3);
+const DUR = flags.quick ? 2000 : 4000;
+const WARM = flags.quick ? 500 : 1000;
+// The continuous benchmark's non-streamed request (an instant default answer from the simulator).
+const BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Hello, how are you today?' }], max_tokens: 64 };
+
+ensureBuilt();
+const sim = await startSimulator();
+const one = await startGateway('gw-workers-1', { upstream: sim.url, args: ['--writer-thread', 'on'] });
+const two = await startGateway('gw-workers-2', { upstream: sim.url, args: ['--workers', '2'] });
+const mk = (name, proc) => {
+  const t = target(proc.url);
+  return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, { Authorization: `Bearer ${proc.key}` }, BODY) };
+};
+const contenders = [mk('workers-1', one), mk('workers-2', two)];
+const rounds = [];
+try {
+  for (let r = 0; r < ROUNDS; r++) {
+    const round = { fixed: {}, sat: {} };
+    for (const c of rotate(contenders, r)) {
+      const x = await measureLatency(c, { simPid: sim.pid, rate: 1000, conns: 50, warmupMs: WARM, durationMs: DUR });
+      round.fixed[c.name] = x;
+      log(`round ${r + 1} 1000/s ${c.name} ${fmt(x.sutCpuUsPerUnit)} µs/req  p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  err ${x.errors}`);
+    }
+    for (const c of rotate(contenders, r)) {
+      const x = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: WARM, durationMs: DUR });
+      round.sat[c.name] = x;
+      log(`round ${r + 1} sat    ${c.name} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  err ${x.errors}`);
+    }
+    rounds.push(round);
+  }
+} finally {
+  const rss = Object.fromEntries(contenders.map((c) => [c.name, memKb(c.pid)]));
+  for (const p of [one, two, sim]) await stopProcess(p);
+  const med = (phase, name, key) => median(rounds.map((r) => r[phase][name]?.[key]));
+  const rows = contenders.map((c) => [
+    c.name,
+    fmt(med('fixed', c.name, 'sutCpuUsPerUnit')),
+    `${fmt(med('fixed', c.name, 'p50'), 3)} / ${fmt(med('fixed', c.name, 'p99'), 3)}`,
+    fmtInt(med('sat', c.name, 'rps')),
+    fmt(med('sat', c.name, 'sutCpuUsPerUnit')),
+    fmt((rss[c.name]?.hwmKb ?? NaN) / 1024),
+  ]);
+  const ratio = med('fixed', 'workers-2', 'sutCpuUsPerUnit') / med('fixed', 'workers-1', 'sutCpuUsPerUnit');
+  const satRatio = med('sat', 'workers-2', 'sutCpuUsPerUnit') / med('sat', 'workers-1', 'sutCpuUsPerUnit');
+  const report = [
+    `### serve --workers: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians)`,
+    '',
+    table(['gateway', 'CPU µs/req @1,000/s', 'latency p50 / p99 @1,000/s ms', 'req/s (50 conns)', 'CPU µs/req at saturation', 'peak RSS MB'], rows),
+    '',
+    `--workers 2 ÷ --workers 1, CPU per request: ${fmt(ratio, 2)}× at 1,000 req/s, ${fmt(satRatio, 2)}× at saturation — target ≤ 1.2×: **${ratio <= 1.2 ? 'met' : 'missed'}** (at 1,000 req/s).`,
+  ].join('\n');
+  process.stdout.write(report + '\n');
+  log(`saved ${saveResult('workers', { machine: machineInfo(), rounds, ratio, satRatio })}`);
+}
