@@ -43,6 +43,8 @@ export class ServingThreads {
     /** The thread's start data; `config` and `breakers` as of now (a restart gets the current ones). */
     private readonly startData: (worker: number) => WorkerStart,
     private readonly log: (event: string, fields?: Record<string, unknown>) => void,
+    /** The thread's module (tests start a stand-in). */
+    private readonly entry: URL = siblingModule('serving-thread', import.meta.url),
   ) {}
 
   /** Starts `count` threads and resolves once every one listens; rejects (all stopped) when one cannot. */
@@ -115,7 +117,7 @@ export class ServingThreads {
   }
 
   private spawn(t: Thread): Promise<void> {
-    const thread = spawnThread(siblingModule('serving-thread', import.meta.url), { workerData: this.startData(t.worker) });
+    const thread = spawnThread(this.entry, { workerData: this.startData(t.worker) });
     t.thread = thread;
     t.state = 'starting';
     this.coordinator.attach(t.worker, thread);
