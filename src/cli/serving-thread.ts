@@ -32,7 +32,15 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     else if (m.kind === 'metrics') void answerMetrics(m.id);
     else if (m.kind === 'reload' && gateway) post({ kind: 'reloaded', restartNeeded: gateway.reload(m.config).restartNeeded });
     else if (m.kind === 'drain') void drain(m.deadlineMs);
+    else if (m.kind === 'stop-now') void stopNow();
   });
+  // uWS must be closed before its thread ends (a thread ended with a listening app aborts the process).
+  const stopNow = async () => {
+    client.abandon();
+    await gateway?.close();
+    store?.close();
+    port.close();
+  };
   const answerMetrics = async (id: number) => {
     const metrics = telemetry?.metrics ?? null;
     post({ kind: 'metrics', id, json: metrics ? await metricsJSON(metrics) : null });

@@ -30,6 +30,8 @@ interface Thread {
 
 /** How long a scrape waits for a worker's metrics. */
 const METRICS_WAIT_MS = 2_000;
+/** How long a thread told to stop now may take to close its connections. */
+const STOP_WAIT_MS = 2_000;
 /** Pause before a thread that ended unexpectedly is started again. */
 const RESTART_DELAY_MS = 250;
 
@@ -54,7 +56,7 @@ export class ServingThreads {
       await Promise.all(this.threads.map((t) => this.spawn(t)));
     } catch (err) {
       this.draining = true;
-      await Promise.all(this.threads.map((t) => t.thread?.terminate()));
+      await this.stopNow();
       throw err;
     }
   }
@@ -110,10 +112,25 @@ export class ServingThreads {
     };
   }
 
-  /** Stops every thread at once (a second signal); their holds are released at the next start. */
-  async terminate(): Promise<void> {
+  /**
+   * Stops every thread at once (a second signal): each closes its connections and ends (a thread
+   * must close uWS itself: one ended from outside with a listening app aborts the process); one that
+   * has not ended within STOP_WAIT_MS is terminated. Holds still open are released at the next start.
+   */
+  async stopNow(): Promise<void> {
     this.draining = true;
-    await Promise.all(this.threads.map((t) => t.thread?.terminate()));
+    await Promise.all(
+      this.threads.map(async (t) => {
+        const thread = t.thread;
+        if (!thread || t.state === 'exited') return;
+        const ended = new Promise<boolean>((resolve) => {
+          thread.once('exit', () => resolve(true));
+          setTimeout(() => resolve(false), STOP_WAIT_MS).unref();
+        });
+        thread.postMessage({ kind: 'stop-now' } satisfies CoordinatorMessage);
+        if (!(await ended)) await thread.terminate();
+      }),
+    );
   }
 
   private spawn(t: Thread): Promise<void> {

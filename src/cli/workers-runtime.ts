@@ -170,7 +170,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
         })());
       },
       async stopNow() {
-        await pool.terminate();
+        await pool.stopNow();
         wallets.close();
         writer.flush();
       },

@@ -53,6 +53,8 @@ export type CoordinatorMessage =
   | { kind: 'replies'; replies: Reply[]; behind: boolean }
   | { kind: 'breakers'; states: BreakerMirrorState[] }
   | { kind: 'drain'; deadlineMs: number | null }
+  /** A second signal: close every connection now and end the thread (no waiting for requests). */
+  | { kind: 'stop-now' }
   | { kind: 'reload'; config: CompiledConfig }
   | { kind: 'metrics'; id: number };
 

@@ -265,3 +265,22 @@ t.test('a busy port fails with --workers, and a second --workers gateway cannot 
   t.equal(bad.code, 2);
   t.match(bad.stderr, /--workers must be a whole number from 1 to 256, or auto/);
 });
+
+t.test('a second SIGTERM during the drain exits at once with 1; nothing stays held', async (t) => {
+  const db = prepareDb(t);
+  const s = await workers(t, db);
+  const slow = Array.from({ length: 4 }, () => chat(s, db.key, { stream: true, sim: { chunks: 50, chunkDelayMs: 100 } }));
+  await sleep(300);
+  s.child.kill('SIGTERM');
+  await sleep(100);
+  s.child.kill('SIGTERM');
+  const exit = await s.exited;
+  t.same([exit.code, exit.signal], [1, null], 'exit 1, not a crash');
+  await Promise.all(slow);
+  // The coordinator releases a stopped thread's open holds as it ends (else the next start would).
+  await workers(t, db);
+  withStore(db, (store) => {
+    t.equal(store.wallets.show('open', Date.now()).held, 0n, 'no hold left');
+    t.same(store.wallets.verify(), { ok: true, problems: [] });
+  });
+});
