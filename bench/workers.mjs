@@ -7,9 +7,13 @@
 // core: the figure is the coordination cost, not the gain from more cores (with more cores the
 // throughput row shows that gain). Target: summed CPU per request with 2 workers ≤ 1.2× one.
 //
-//   node bench/run.js workers [--quick] [--rounds N]
+// `--all-cores`: both gateways may run on every core (the load generator and simulator still on
+// core 1): on a 2-core machine the two serving threads then get a core each part of the time, and
+// the per-request CPU shows less of the context switching that four threads on one core cost.
+//
+//   node bench/run.js workers [--quick] [--rounds N] [--all-cores]
 import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
-import { ensureBuilt, memKb, stopProcess } from './lib/proc.mjs';
+import { CORES, ensureBuilt, memKb, startNode, stopProcess } from './lib/proc.mjs';
 import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
 
 const flags = parseFlags(process.argv.slice(2));
@@ -21,8 +25,13 @@ const BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Hell
 
 ensureBuilt();
 const sim = await startSimulator();
-const one = await startGateway('gw-workers-1', { upstream: sim.url, args: ['--writer-thread', 'on'] });
-const two = await startGateway('gw-workers-2', { upstream: sim.url, args: ['--workers', '2'] });
+const ALL_CORES = process.argv.includes('--all-cores');
+const gateway = (name, args) =>
+  ALL_CORES
+    ? startNode(name, { core: `0-${CORES - 1}`, args: ['bench/servers/gateway.mjs', '--upstream', sim.url, '--seal', 'local-sim', ...args] })
+    : startGateway(name, { upstream: sim.url, args });
+const one = await gateway('gw-workers-1', ['--writer-thread', 'on']);
+const two = await gateway('gw-workers-2', ['--workers', '2']);
 const mk = (name, proc) => {
   const t = target(proc.url);
   return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, { Authorization: `Bearer ${proc.key}` }, BODY) };
@@ -59,7 +68,7 @@ try {
   const ratio = med('fixed', 'workers-2', 'sutCpuUsPerUnit') / med('fixed', 'workers-1', 'sutCpuUsPerUnit');
   const satRatio = med('sat', 'workers-2', 'sutCpuUsPerUnit') / med('sat', 'workers-1', 'sutCpuUsPerUnit');
   const report = [
-    `### serve --workers: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians)`,
+    `### serve --workers: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
     '',
     table(['gateway', 'CPU µs/req @1,000/s', 'latency p50 / p99 @1,000/s ms', 'req/s (50 conns)', 'CPU µs/req at saturation', 'peak RSS MB'], rows),
     '',
