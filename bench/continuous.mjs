@@ -4,6 +4,8 @@
 //   passthrough   bench/passthrough.mjs, bare uWS → undici relay (the ceiling of a Node proxy)
 //   embedded      the compiled gateway on a WAL file store, this thread writing (batched)
 //   writer-thread the same with the SQLite writer thread (GatewayOptions.writerThread, as `serve` runs)
+//   workers-2     `serve --workers 2` (a coordinator + two serving threads on the same file); its ELD is
+//                 the coordinator's loop (the serving threads' own loops are not sampled)
 //   pg+redis      a fleet node (`serve --db postgres://… --redis …`) on private PostgreSQL and Redis
 //   portkey       @portkey-ai/gateway 1.15.2, when bench/portkey/node_modules is installed
 // Measures per contender: closed-loop throughput and CPU µs/request; added latency p50/p99 at 1,000
@@ -85,6 +87,7 @@ const pt = await startPassthrough(sim.url);
 const gwArgs = ['--eld', 'on'];
 const emb = await startGateway('gw-embedded', { upstream: sim.url, args: gwArgs });
 const wt = await startGateway('gw-writer-thread', { upstream: sim.url, args: [...gwArgs, '--writer-thread', 'on'] });
+const w2 = await startGateway('gw-workers-2', { upstream: sim.url, args: [...gwArgs, '--workers', '2'] });
 const notes = [];
 let pgSrv = null;
 let redisSrv = null;
@@ -118,6 +121,7 @@ const contenders = [
   mk('passthrough', pt, simKey),
   mk('embedded', emb, gwHeaders(emb), true),
   mk('writer-thread', wt, gwHeaders(wt), true),
+  mk('workers-2', w2, gwHeaders(w2), true),
   ...(pgw ? [mk('pg+redis', pgw, gwHeaders(pgw), true)] : []),
   ...(pk ? [mk('portkey', pk, { ...simKey, 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` })] : []),
 ];
@@ -133,7 +137,7 @@ for (const c of contenders) {
   else if (s.events !== expectEvents) log(`warning: ${c.name} relayed ${s.events} events, direct ${expectEvents}`);
 }
 const simPid = sim.pid;
-const procs = { simulator: sim, passthrough: pt, embedded: emb, 'writer-thread': wt, 'pg+redis': pgw, portkey: pk };
+const procs = { simulator: sim, passthrough: pt, embedded: emb, 'writer-thread': wt, 'workers-2': w2, 'pg+redis': pgw, portkey: pk };
 const place = placement(procs);
 log(`placement: ${JSON.stringify(place)}`);
 
