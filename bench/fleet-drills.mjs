@@ -14,7 +14,7 @@
 //             lost, and the time until every node answers 200 again by itself
 //
 //   node bench/run.js fleet-drills [--quick]      (--quick: 10 bursts of 60, 3 kills)
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,13 +22,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, setGlobalDispatcher } from 'undici';
 import { CORES, RESULTS_DIR, ROOT, TASKSET, TREE, ensureBuilt } from './lib/proc.mjs';
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
+import { CLI, startServeProcess } from './lib/serve.mjs';
 import { startSimulator } from './lib/stack.mjs';
 import { fmtInt, log, machineInfo, parseFlags } from './lib/stats.mjs';
 
 const flags = parseFlags(process.argv.slice(2));
 const P = flags.quick ? { bursts: 10, burst: 60, kills: 3 } : { bursts: 100, burst: 200, kills: 20 };
 const CONFIG = join(ROOT, 'test', 'fixtures', 'config', 'gateway');
-const CLI = join(TREE, 'dist', 'src', 'cli', 'main.js');
 const HOLD_LEASE_MS = 30_000;
 
 if (!havePostgres()) {
@@ -75,53 +75,9 @@ const keys = {};
 let store = await openPgStore(url, { masterKey });
 log(`fleet-drills: ${flags.quick ? 'quick' : 'full'} run; PostgreSQL + Redis + simulator up in ${fmtInt(performance.now() - wall0)} ms`);
 
-const live = new Set();
-process.on('exit', () => {
-  for (const c of live) {
-    try {
-      process.kill(c.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-});
-
 /** One `serve` node; resolves once it logged `listening`. */
 function startNode() {
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', CONFIG, '--db', url, '--redis', redisSrv.url, '--port', '0', '--upstream-override', sim.url], {
-    cwd: TREE,
-    env: { ...process.env, PI_MASTER_KEY: masterKey },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  live.add(child);
-  const events = [];
-  let pending = '';
-  let err = '';
-  const exited = new Promise((resolve) => child.once('exit', () => (live.delete(child), resolve())));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${err}`)), 30_000);
-    child.stderr.on('data', (d) => {
-      err = (err + d.toString()).slice(-4000);
-      pending += d.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        let e;
-        try {
-          e = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        e.at = performance.now();
-        events.push(e);
-        if (e.event === 'listening') {
-          clearTimeout(timer);
-          resolve({ child, url: String(e.url), events, exited, pid: child.pid });
-        }
-      }
-    });
-    child.once('exit', () => reject(new Error(`serve exited at start:\n${err}`)));
-  });
+  return startServeProcess(['--config', CONFIG, '--db', url, '--redis', redisSrv.url, '--port', '0', '--upstream-override', sim.url], { PI_MASTER_KEY: masterKey });
 }
 
 async function stopNode(n) {

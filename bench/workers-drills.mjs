@@ -17,7 +17,7 @@
 //             no hold left, ledger verify clean, every settlement with its request-log row
 //
 //   node bench/run.js workers-drills [--quick]      (--quick: 10 bursts of 60, 3 kills)
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,13 +26,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { Agent, setGlobalDispatcher } from 'undici';
 import { CORES, RESULTS_DIR, ROOT, TASKSET, TREE, ensureBuilt } from './lib/proc.mjs';
+import { CLI, killAll, startServeProcess } from './lib/serve.mjs';
 import { startSimulator } from './lib/stack.mjs';
 import { fmtInt, log, machineInfo, parseFlags, table } from './lib/stats.mjs';
 
 const flags = parseFlags(process.argv.slice(2));
 const P = flags.quick ? { bursts: 10, burst: 60, kills: 3 } : { bursts: 100, burst: 200, kills: 20 };
 const CONFIG = join(ROOT, 'test', 'fixtures', 'config', 'gateway');
-const CLI = join(TREE, 'dist', 'src', 'cli', 'main.js');
 const KILL_BURST = 40;
 const SLOW = { stream: true, sim: { chunks: 20, chunkDelayMs: 30 } };
 
@@ -91,49 +91,9 @@ const keys = withStore((store) => {
 });
 log(`workers-drills: ${flags.quick ? 'quick' : 'full'} run; database ${file}, simulator up in ${fmtInt(performance.now() - wall0)} ms`);
 
-const live = new Set();
-process.on('exit', () => {
-  for (const c of live) {
-    try {
-      process.kill(c.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-});
-
 /** `serve --workers 2` on the file; resolves once it logged `listening` (its public and admin URLs). */
 function startServe() {
-  const args = [CLI, 'serve', '--config', CONFIG, '--db', file, '--port', '0', '--upstream-override', sim.url, '--workers', '2', '--admin-port', '0', '--access-log', 'off'];
-  const child = spawn(process.execPath, args, { cwd: TREE, env: { ...process.env, PI_MASTER_KEY: masterKey }, stdio: ['ignore', 'ignore', 'pipe'] });
-  live.add(child);
-  const events = [];
-  let pending = '';
-  let err = '';
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => (live.delete(child), resolve({ code, signal }))));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${err}`)), 30_000);
-    child.stderr.on('data', (d) => {
-      err = (err + d.toString()).slice(-4000);
-      pending += d.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        let e;
-        try {
-          e = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        events.push(e);
-        if (e.event === 'listening') {
-          clearTimeout(timer);
-          resolve({ child, url: String(e.url), admin: String(e.admin), events, exited, pid: child.pid });
-        }
-      }
-    });
-    child.once('exit', () => reject(new Error(`serve exited at start:\n${err}`)));
-  });
+  return startServeProcess(['--config', CONFIG, '--db', file, '--port', '0', '--upstream-override', sim.url, '--workers', '2', '--admin-port', '0', '--access-log', 'off'], { PI_MASTER_KEY: masterKey });
 }
 
 async function stopServe(s) {
@@ -370,7 +330,7 @@ try {
   failed = true;
   log(`workers-drills: ${err?.stack ?? err}`);
 } finally {
-  for (const c of live) c.kill('SIGKILL');
+  killAll();
   await sim.stop?.();
 }
 results.wallSeconds = (performance.now() - wall0) / 1000;
