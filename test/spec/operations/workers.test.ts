@@ -284,3 +284,28 @@ t.test('a second SIGTERM during the drain exits at once with 1; nothing stays he
     t.same(store.wallets.verify(), { ok: true, problems: [] });
   });
 });
+
+t.test('the console on the coordinator: a credit there admits the next request on any worker; the request log has both threads\' rows', async (t) => {
+  const db = prepareDb(t);
+  const key = withStore(db, (store) => {
+    store.wallets.credit('cheap', 1n, 'seed');
+    return store.apiKeys.create({ workspace: 'cheap', name: 'console' }).key;
+  });
+  const s = await startServe(t, { config: CONFIG, db, upstream: sim.url, env: { PI_ADMIN_TOKEN: 'operator-token-for-tests' }, args: ['--workers', '2', '--admin-port', '0', '--access-log', 'off'] });
+  const admin = String(s.events.find((e) => e.event === 'listening')?.admin);
+  const auth = { authorization: 'Bearer operator-token-for-tests' };
+  t.equal((await chat(s, key)).status, 402, 'a wallet of one nano-USD');
+  const credit = await fetch(`${admin}/admin/wallets/cheap/credit`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ usd: '1', note: 'console' }) });
+  t.equal(credit.status, 200, await credit.text());
+  const after = await Promise.all(Array.from({ length: 10 }, () => chat(s, key)));
+  t.ok(after.every((x) => x.status === 200), `every worker admits after the credit (${after.map((x) => x.status).join(',')})`);
+  // The final rows come from both threads through the coordinator's writer.
+  let rows: { trace_id: string }[] = [];
+  for (let i = 0; i < 50 && rows.length < 11; i++) {
+    const res = (await (await fetch(`${admin}/admin/requests?workspace=cheap&limit=50`, { headers: auth })).json()) as { requests: { trace_id: string }[] };
+    rows = res.requests;
+    if (rows.length < 11) await sleep(100);
+  }
+  const traces = new Set(rows.map((r) => r.trace_id));
+  t.ok(after.every((x) => traces.has(x.trace as string)), 'every answered request is in the console request log');
+});
