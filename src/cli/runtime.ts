@@ -182,7 +182,8 @@ export function untilStopped(s: Supervised): Promise<number> {
         jsonLog('stopping_now', { signal });
         if (s.stopNow) {
           const exit = () => process.exit(1);
-          setTimeout(exit, 5_000).unref();
+          // Not unref'd: the exit code is 1 even if the threads end and leave nothing to run.
+          setTimeout(exit, 5_000);
           s.stopNow().then(exit, exit);
           return;
         }

@@ -45,7 +45,10 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     const metrics = telemetry?.metrics ?? null;
     post({ kind: 'metrics', id, json: metrics ? await metricsJSON(metrics) : null });
   };
+  // A drain asked for while the thread is still starting runs as soon as it listens.
+  let drainWanted: { deadlineMs: number | null } | null = null;
   const drain = async (deadlineMs: number | null) => {
+    drainWanted = { deadlineMs };
     const g = gateway;
     if (!g) return;
     const report = await g.drain(deadlineMs ?? undefined);
@@ -85,6 +88,8 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
       log,
     });
     post({ kind: 'listening', port: gateway.port });
+    const wanted = drainWanted as { deadlineMs: number | null } | null;
+    if (wanted) void drain(wanted.deadlineMs);
   } catch (err) {
     await telemetry?.close();
     store?.close();

@@ -146,11 +146,11 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       threads: pool,
       lifecycle,
       async reload(config) {
-        const restartNeeded = await pool.reload(config);
+        // The coordinator first: a thread (re)started from now on starts on the new config.
         index = new ConfigIndex(config);
         health.reconfigure(config.settings.health);
         pins.resize(config.settings.sessions.maxPins);
-        return { restartNeeded };
+        return { restartNeeded: await pool.reload(config) };
       },
       recordReload(result) {
         lifecycle.recordReload(result);
