@@ -3,14 +3,17 @@
 // fill and backpressure reaches the gateway and then the simulator); meanwhile a probe asks the
 // admin listener's /health/live and the public /v1/models every 50 ms and records how long each took.
 //
-//   node bench/run.js stalled-readers [--clients 50] [--seconds 10]
+// `--workers 2` runs the gateway as `serve --workers 2`: the admin listener is then on the
+// coordinator's thread, apart from the serving threads' loops.
+//
+//   node bench/run.js stalled-readers [--clients 50] [--seconds 10] [--workers N]
 import { connect } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ensureBuilt, stopProcess } from './lib/proc.mjs';
 import { scriptSim, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { fmt, log, pct, sorted } from './lib/stats.mjs';
 
-const { values } = parseArgs({ options: { clients: { type: 'string', default: '50' }, seconds: { type: 'string', default: '10' } } });
+const { values } = parseArgs({ options: { clients: { type: 'string', default: '50' }, seconds: { type: 'string', default: '10' }, workers: { type: 'string', default: '1' } } });
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
 const MODEL = 'openai/gpt-4.1';
@@ -18,7 +21,7 @@ const MODEL = 'openai/gpt-4.1';
 ensureBuilt();
 const sim = await startSimulator();
 await scriptSim(sim.url, MODEL, { chunks: 20000, chunkDelayMs: 0 });
-const gw = await startGateway('gateway', { upstream: sim.url, args: ['--metrics', 'on'], nodeArgs: (process.env.PI_BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) });
+const gw = await startGateway('gateway', { upstream: sim.url, args: ['--metrics', 'on', ...(values.workers === '1' ? ['--writer-thread', 'on'] : ['--workers', values.workers])], nodeArgs: (process.env.PI_BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) });
 const t = target(gw.url);
 const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true });
 const sockets = [];
