@@ -24,6 +24,7 @@ const BENCHES = {
   continuous: 'continuous.mjs',
   'fleet-drills': 'fleet-drills.mjs',
   'hot-wallet': 'hot-wallet.mjs',
+  ab: 'ab.mjs',
 };
 const ALL = ['catalog', 'admission', 'routing', 'proxy', 'profile'];
 
