@@ -8,7 +8,7 @@ import { GatewayError } from '../../src/errors.ts';
 import type { IncomingRequest } from '../../src/http/request.ts';
 import { protocolFor, PROTOCOL_MODULES } from '../../src/protocols/index.ts';
 import { DEFAULT_OUTPUT_BOUND } from '../../src/protocols/output-bound.ts';
-import type { InboundRequest, ProtocolModule } from '../../src/protocols/types.ts';
+import type { InboundBody, InboundRequest, ProtocolModule } from '../../src/protocols/types.ts';
 import { model } from '../routing/fixtures.ts';
 
 const LIMITS = { maxUploadBytes: 1 << 20 };
@@ -53,7 +53,12 @@ t.test('a JSON request: routing fields taken off, stream flag, bounds from the b
   const asked = await read('chat_completions', req);
   t.same(asked.fields, { model: 'acme/m1', fallbacks: ['acme/m2'], provider: { sort: 'price' } });
   t.equal(asked.stream, true);
-  t.same(asked.body, { kind: 'json', original: { model: 'acme/m1', stream: true, messages: [{ role: 'user', content: 'hi' }] } });
+  const { source, ...body0 } = asked.body as Extract<InboundBody, { kind: 'json' }>;
+  t.same(body0, { kind: 'json', original: { model: 'acme/m1', stream: true, messages: [{ role: 'user', content: 'hi' }] } });
+  // The request's bytes go along for the upstream body (src/protocols/upstream-json.ts).
+  t.equal(source?.raw, req.body);
+  t.equal(source?.original, body0.original);
+  t.strictSame([...(source?.members.keys() ?? [])], ['model', 'models', 'provider', 'stream', 'messages']);
   t.equal(asked.requestBytes, req.body.length);
   t.equal(asked.promptBound, promptTokenBound(req.body.length));
 });
