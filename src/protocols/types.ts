@@ -7,7 +7,7 @@ import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies 
 import type { InputUsage, Usage } from '../billing/usage.ts';
 import type { GatewayError } from '../errors.ts';
 import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
-import type { JsonSource } from './upstream-json.ts';
+import type { MemberSpans } from '../stream/json-depth.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -47,6 +47,15 @@ export interface StreamedUpload {
   body(upstreamModel: string): Readable;
   /** True while no byte past the held prefix went upstream: another attempt can still send it all. */
   readonly replayable: boolean;
+}
+
+/** Where a JSON request's members lie in its bytes, from the one scan that read it (./upstream-json.ts
+ *  writes the upstream body from them). */
+export interface JsonSource {
+  raw: Buffer;
+  members: MemberSpans;
+  /** The parsed members the spans belong to (routing fields removed): identity says "unchanged". */
+  original: JsonObject;
 }
 
 /** What every attempt sends upstream, before the per-deployment rewrite. */

@@ -4,16 +4,7 @@
 // the forced stream option, a reasoning field…) are serialised. A long conversation is never
 // re-serialised whole, and its bytes reach the provider exactly as the client sent them. Members go
 // out in the rewritten object's key order, as JSON.stringify would write them.
-import type { MemberSpans } from '../stream/json-depth.ts';
-import type { JsonObject } from './types.ts';
-
-/** Where a JSON request's members lie in its bytes, from the one scan that read it. */
-export interface JsonSource {
-  raw: Buffer;
-  members: MemberSpans;
-  /** The parsed members the spans belong to (routing fields removed): identity says "unchanged". */
-  original: JsonObject;
-}
+import type { JsonObject, JsonSource } from './types.ts';
 
 /** `body` as JSON bytes; the same document JSON.stringify(body) is, unchanged values byte for byte
  *  as the client sent them. Without a source (a body not read from bytes): JSON.stringify. */
