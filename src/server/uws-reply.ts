@@ -26,6 +26,7 @@ export interface ReplyDrainState {
 }
 
 const NOT_DRAINING: ReplyDrainState = { closing: false };
+const NO_CHUNK = new Uint8Array(0);
 
 export class UwsReply implements Reply {
   readonly traceId: string;
@@ -155,12 +156,18 @@ export class UwsReply implements Reply {
 
   write(chunk: string | Uint8Array): boolean {
     if (this.done) return true;
-    let ok = true;
-    this.res.cork(() => {
-      ok = this.res.write(chunk);
-    });
-    return ok;
+    // One bound writer per reply instead of a closure per write: a stream writes once per event.
+    this.pendingChunk = chunk;
+    this.res.cork(this.corkedWrite);
+    this.pendingChunk = NO_CHUNK;
+    return this.wrote;
   }
+
+  private pendingChunk: string | Uint8Array = NO_CHUNK;
+  private wrote = true;
+  private readonly corkedWrite = (): void => {
+    this.wrote = this.res.write(this.pendingChunk);
+  };
 
   onWritable(cb: () => void): void {
     if (this.done) return;
