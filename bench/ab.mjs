@@ -8,6 +8,7 @@
 //
 //   node bench/run.js ab --base REV [--quick] [--rounds N] [--writer-thread]
 //        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--same-tree]
+//        [--json-only | --streams-only]
 //
 // --writer-thread runs both gateways with the SQLite writer thread, as `serve` does. --node-args-*
 // pass Node/V8 flags to one side (memory trials), --args-* extra launcher flags (e.g. --metrics on).
@@ -31,6 +32,9 @@ if (flags.rounds) P.rounds = flags.rounds;
 const sameTree = argv.includes('--same-tree');
 const base = opt('--base', 'HEAD');
 const withPassthrough = !argv.includes('--no-passthrough');
+// --json-only / --streams-only: one load only (what one phase leaves behind, say garbage for the
+// next GC, then cannot land in the other phase's CPU figures).
+const phases = { tp: !argv.includes('--streams-only'), st: !argv.includes('--json-only') };
 
 ensureBuilt(ROOT);
 const snap = sameTree ? { dir: ROOT, commit: 'working tree' } : snapshotTree(base);
@@ -65,12 +69,12 @@ const rounds = [];
 for (let r = 0; r < P.rounds; r++) {
   const order = rotate(contenders, r);
   const round = { tp: {}, st: {} };
-  for (const c of order) {
+  for (const c of phases.tp ? order : []) {
     const x = await measureThroughput(c, { simPid: sim.pid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
     round.tp[c.name] = x;
     log(`round ${r + 1} tp ${c.name.padEnd(12)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`);
   }
-  for (const c of order) {
+  for (const c of phases.st ? order : []) {
     const x = await measureStreams(c, { simPid: sim.pid, streams: P.streams, warmupMs: P.stWarm, durationMs: P.stDur, expectEvents });
     round.st[c.name] = x;
     log(`round ${r + 1} st ${c.name.padEnd(12)} ${fmt(x.sutCpuUsPerUnit, 2)} µs/event  ttfc p50 ${fmt(x.ttfcP50, 2)} ms  short ${x.short}  err ${x.errors}`);
@@ -82,7 +86,7 @@ for (const p of [pt, gwA, gwB, sim]) if (p) await stopProcess(p);
 
 const names = contenders.map((c) => c.name);
 const med = (phase, n, key) => median(rounds.map((r) => r[phase][n]?.[key]));
-const ratio = (phase, key) => median(rounds.map((r) => r[phase].B[key] / r[phase].A[key]));
+const ratio = (phase, key) => median(rounds.map((r) => (r[phase].B ? r[phase].B[key] / r[phase].A[key] : NaN)));
 const rows = names.map((n) => [
   n,
   fmtInt(med('tp', n, 'rps')),
@@ -102,7 +106,7 @@ out.push(table(['contender', 'req/s', 'CPU µs/req', 'CPU µs/event', 'CPU µs/s
 out.push('');
 out.push(`B / A per round, median: CPU/req ${fmt(ratio('tp', 'sutCpuUsPerUnit'), 3)}, req/s ${fmt(ratio('tp', 'rps'), 3)}, CPU/event ${fmt(ratio('st', 'sutCpuUsPerUnit'), 3)}`);
 if (pt) {
-  const vs = (n, phase) => median(rounds.map((r) => r[phase][n].sutCpuUsPerUnit / r[phase].passthrough.sutCpuUsPerUnit));
+  const vs = (n, phase) => median(rounds.map((r) => (r[phase][n] ? r[phase][n].sutCpuUsPerUnit / r[phase].passthrough.sutCpuUsPerUnit : NaN)));
   out.push(`vs passthrough, CPU/req: A ${fmt(vs('A', 'tp'), 2)}×, B ${fmt(vs('B', 'tp'), 2)}×; CPU/event: A ${fmt(vs('A', 'st'), 2)}×, B ${fmt(vs('B', 'st'), 2)}×`);
 }
 const file = saveResult('ab', { bench: 'ab', params: P, base: snap.commit, argv, machine: machineInfo(), rounds, mem });
