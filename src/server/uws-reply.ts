@@ -158,6 +158,7 @@ export class UwsReply implements Reply {
     if (this.done) return true;
     // One bound writer per reply instead of a closure per write: a stream writes once per event.
     this.pendingChunk = chunk;
+    this.wrote = true;
     this.res.cork(this.corkedWrite);
     this.pendingChunk = NO_CHUNK;
     return this.wrote;
