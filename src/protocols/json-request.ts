@@ -4,7 +4,8 @@ import { isUtf8 } from 'node:buffer';
 import { promptTokenBound } from '../billing/hold.ts';
 import { GatewayError } from '../errors.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { jsonShape, type MemberSpans } from '../stream/json-depth.ts';
+import { jsonShape, type MemberSpans, nestsDeeperThan } from '../stream/json-depth.ts';
+import { SPLICE_FROM_BYTES } from './upstream-json.ts';
 import { takeRoutingFields } from './routing-fields.ts';
 import type { InboundRequest, JsonObject, ProtocolModule } from './types.ts';
 
@@ -38,7 +39,8 @@ export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: J
 function parseJsonBody(raw: Buffer): { body: JsonObject; members: MemberSpans | null } {
   if (raw.length === 0) throw new GatewayError('invalid_request', 'model is required');
   if (!isUtf8(raw)) throw new GatewayError('invalid_request', 'the request body is not valid UTF-8');
-  const shape = jsonShape(raw, MAX_JSON_DEPTH);
+  // Member spans only for a body large enough to be spliced (./upstream-json.ts); the depth bound for all.
+  const shape = raw.length >= SPLICE_FROM_BYTES ? jsonShape(raw, MAX_JSON_DEPTH) : { tooDeep: nestsDeeperThan(raw, MAX_JSON_DEPTH), members: null };
   if (shape.tooDeep) {
     throw new GatewayError('invalid_request', `the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`);
   }

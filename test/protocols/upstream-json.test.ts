@@ -1,11 +1,12 @@
 // The upstream body written from the client's bytes: the member spans one scan finds agree with the
 // parser for any object (any spacing, escapes, duplicate keys), and the spliced body is the document
 // JSON.stringify writes for the rewritten object — byte for byte when the client sent compact JSON,
-// with the client's own bytes for every untouched member otherwise.
+// with the client's own bytes for every untouched member otherwise (bodies from 1 KB on; smaller
+// ones are serialised whole, which is cheaper there).
 import t from 'tap';
 import fc from 'fast-check';
 import { jsonShape, nestsDeeperThan } from '../../src/stream/json-depth.ts';
-import { upstreamJson } from '../../src/protocols/upstream-json.ts';
+import { spliced, upstreamJson } from '../../src/protocols/upstream-json.ts';
 import type { JsonObject } from '../../src/protocols/types.ts';
 
 const tricky = fc.constantFrom('[', ']', '{', '}', '"', '\\', '\\"', '\\\\', 'é', '\n', ':', ',', '__proto__', '\u2028');
@@ -92,7 +93,7 @@ t.test('the spliced body is JSON.stringify of the rewritten object, byte for byt
       const members = jsonShape(raw, 1000).members;
       if (members === null) return false;
       const body = applyRewrite(original, r);
-      const out = upstreamJson(body, { raw, members, original });
+      const out = spliced(body, { raw, members, original });
       return Buffer.from(out).toString('utf8') === JSON.stringify(body);
     }),
     { numRuns: 1000 },
@@ -108,7 +109,7 @@ t.test('from spaced JSON: the same document, untouched members as the client wro
       const members = jsonShape(raw, 1000).members;
       if (members === null) return false;
       const body = applyRewrite(original, r);
-      const text = Buffer.from(upstreamJson(body, { raw, members, original })).toString('utf8');
+      const text = Buffer.from(spliced(body, { raw, members, original })).toString('utf8');
       const parsed = JSON.parse(text) as JsonObject;
       t.strictSame(Object.keys(parsed), Object.keys(JSON.parse(JSON.stringify(body)) as JsonObject), 'same members in the same order');
       t.strictSame(parsed, JSON.parse(JSON.stringify(body)));
@@ -121,7 +122,7 @@ t.test('from spaced JSON: the same document, untouched members as the client wro
   const members = jsonShape(raw, 10).members;
   t.ok(members);
   if (!members) return;
-  const out = upstreamJson({ ...original, model: 'gpt-4o', stream_options: { include_usage: true } }, { raw, members, original });
+  const out = spliced({ ...original, model: 'gpt-4o', stream_options: { include_usage: true } }, { raw, members, original });
   t.equal(
     Buffer.from(out).toString('utf8'),
     '{"model":"gpt-4o","messages":[ {"role": "user", "content": "caf\\u00e9"} ],"n":1.50,"big":12345678901234567890,"stream_options":{"include_usage":true}}',
@@ -134,9 +135,24 @@ t.test('members without a JSON form are left out; no source means JSON.stringify
   const original = JSON.parse(raw.toString('utf8')) as JsonObject;
   const members = jsonShape(raw, 10).members;
   if (!members) return t.fail('no members');
-  t.equal(Buffer.from(upstreamJson({ ...original, b: undefined, c: () => 1 }, { raw, members, original })).toString('utf8'), '{"a":1}');
-  t.equal(Buffer.from(upstreamJson({ b: undefined }, { raw, members, original })).toString('utf8'), '{}');
+  t.equal(Buffer.from(spliced({ ...original, b: undefined, c: () => 1 }, { raw, members, original })).toString('utf8'), '{"a":1}');
+  t.equal(Buffer.from(spliced({ b: undefined }, { raw, members, original })).toString('utf8'), '{}');
   t.equal(upstreamJson({ x: [1, 2] }, null), '{"x":[1,2]}');
+});
+
+t.test('a small body is serialised whole; from 1 KB on it is spliced', async (t) => {
+  const small = Buffer.from('{ "model" : "m", "n" : 1.50 }');
+  const smallOriginal = JSON.parse(small.toString('utf8')) as JsonObject;
+  const smallMembers = jsonShape(small, 10).members;
+  if (!smallMembers) return t.fail('no members');
+  t.equal(upstreamJson({ ...smallOriginal, model: 'up' }, { raw: small, members: smallMembers, original: smallOriginal }), '{"model":"up","n":1.5}');
+  const big = Buffer.from(`{ "model" : "m", "pad": "${'x'.repeat(1100)}", "n" : 1.50 }`);
+  const bigOriginal = JSON.parse(big.toString('utf8')) as JsonObject;
+  const bigMembers = jsonShape(big, 10).members;
+  if (!bigMembers) return t.fail('no members');
+  const out = upstreamJson({ ...bigOriginal, model: 'up' }, { raw: big, members: bigMembers, original: bigOriginal });
+  t.ok(Buffer.isBuffer(out));
+  t.equal(Buffer.from(out).toString('utf8'), `{"model":"up","pad":"${'x'.repeat(1100)}","n":1.50}`);
 });
 
 t.test('a member named __proto__ is a member like any other', async (t) => {
@@ -145,6 +161,6 @@ t.test('a member named __proto__ is a member like any other', async (t) => {
   const members = jsonShape(raw, 10).members;
   if (!members) return t.fail('no members');
   const body: JsonObject = { ...original, model: 'up' };
-  t.equal(Buffer.from(upstreamJson(body, { raw, members, original })).toString('utf8'), JSON.stringify(body));
+  t.equal(Buffer.from(spliced(body, { raw, members, original })).toString('utf8'), JSON.stringify(body));
   t.equal(JSON.stringify(body), '{"__proto__":{"x":1},"model":"up"}');
 });
