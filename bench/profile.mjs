@@ -12,7 +12,10 @@
 // inside telemetry code (src/telemetry/ but the request-log writer, prom-client, @opentelemetry/*,
 // and all they call, e.g. the access log's write) is reported per request / per event.
 //
-//   node bench/run.js profile [--quick] [--with-passthrough] [--telemetry]
+// With --writer-thread the gateway commits on the SQLite writer thread, as `serve` does (the profile
+// is the serving thread's; the writer thread's samples are not in it).
+//
+//   node bench/run.js profile [--quick] [--with-passthrough] [--telemetry] [--writer-thread]
 import { mkdirSync } from 'node:fs';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,6 +41,7 @@ await scriptSim(sim.url, 'openai/gpt-4.1', { chunks: 50, chunkDelayMs: 20 });
 
 const withPassthrough = process.argv.includes('--with-passthrough');
 const withTelemetry = process.argv.includes('--telemetry');
+const withWriterThread = process.argv.includes('--writer-thread');
 const UNDER = {
   telemetry: (file) => (file.startsWith('src/telemetry/') && file !== 'src/telemetry/request-log-observer.ts') || file.startsWith('node_modules/prom-client/') || file.startsWith('node_modules/@opentelemetry/'),
 };
@@ -47,7 +51,7 @@ for (const [who, phase] of [['gateway', 'json'], ['gateway', 'stream'], ...(with
   const profArgs = ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `${who}-${phase}.cpuprofile`];
   const gw =
     who === 'gateway'
-      ? await startGateway(`gateway-prof-${phase}`, { upstream: sim.url, nodeArgs: profArgs, args: withTelemetry ? ['--metrics', 'on', '--access-log', 'on'] : [] })
+      ? await startGateway(`gateway-prof-${phase}`, { upstream: sim.url, nodeArgs: profArgs, args: [...(withTelemetry ? ['--metrics', 'on', '--access-log', 'on'] : []), ...(withWriterThread ? ['--writer-thread', 'on'] : [])] })
       : await startNode(`passthrough-prof-${phase}`, { core: 0, nodeArgs: profArgs, args: ['bench/passthrough.mjs', '--upstream', sim.url] });
   const t = target(gw.url);
   const auth = { Authorization: `Bearer ${gw.key ?? 'sk-bench-upstream'}` };

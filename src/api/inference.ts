@@ -13,7 +13,7 @@ import type { IncomingRequest } from '../http/request.ts';
 import type { ProtocolModule, RoutingFields } from '../protocols/types.ts';
 import type { CommittedOutcome } from '../proxy/attempt.ts';
 import { type FailoverFinal, type PlanItem, runWithFailover } from '../proxy/failover.ts';
-import { mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
+import { type EffectivePolicy, mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
 import { planRoute, type RoutePlan } from '../routing/plan.ts';
 import { resolveModel } from '../routing/resolve-model.ts';
 import { pinKey } from '../routing/session-pins.ts';
@@ -89,14 +89,19 @@ async function handle(
   if (ctx.storeBehind()) {
     throw new GatewayError('provider_unavailable', 'the gateway is saving its ledger more slowly than requests arrive; retry shortly', { headers: [['Retry-After', '1']] });
   }
-  await ctx.view.sync();
+  // The admission and store steps answer synchronously on the embedded store and with a promise on
+  // a shared one: a promise is awaited, a plain value is not (each needless await is a promise and a
+  // microtask hop per step, on every request).
+  const synced = ctx.view.sync();
+  if (synced instanceof Promise) await synced;
   // Known before anything can be refused, so every log row of the session carries it.
   state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
 
   // 1. Who is calling (a refused key we issued — revoked, expired — is still logged as its workspace's).
   // The workspace comes from `cfg`, the snapshot this request started on, whatever a reload swaps in
   // while the key is verified.
-  const who = await ctx.admission.identify(req.headers, now, (id) => cfg.index.workspaceById.get(id));
+  const identified = ctx.admission.identify(req.headers, now, (id) => cfg.index.workspaceById.get(id));
+  const who = identified instanceof Promise ? await identified : identified;
   if (!who.ok) {
     state.refusedKey = who.key;
     throw who.error;
@@ -105,22 +110,26 @@ async function handle(
   state.admitted = admitted;
 
   // 2. How fast: checked before anything costs money.
-  await ctx.admission.rateLimit(admitted);
+  const limited = ctx.admission.rateLimit(admitted);
+  if (limited instanceof Promise) await limited;
 
   // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
-  const asked = await protocol.read(req, endpoint, cfg.settings.limits);
+  const read = protocol.read(req, endpoint, cfg.settings.limits);
+  const asked = read instanceof Promise ? await read : read;
   state.fields = asked.fields;
   state.stream = asked.stream;
   watch.read(asked.stream, asked.fields.model);
 
   // 4. Which models, under which policy, on which deployments.
-  const route = await routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
+  const routed = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
+  const route = routed instanceof Promise ? await routed : routed;
   const { plan, pin } = route;
   state.routedModel = route.primary.id;
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
   const hold = requestHoldNano(plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
-  await ctx.admission.hold(admitted.workspace.id, state.traceId, hold);
+  const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold);
+  if (held instanceof Promise) await held;
   state.holdNano = hold;
   if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
 
@@ -145,15 +154,15 @@ async function handle(
   state.result = result;
   // Half-open probes this request claimed while ordering but never reached go back at once, so the
   // next request that would reach the deployment probes it (instead of waiting out the lease).
-  const attempted = new Set(result.attempts.map((a) => a.deployment));
-  for (const id of plan.probes) if (!attempted.has(id)) ctx.health.releaseProbe(id);
+  for (const id of plan.probes) if (!result.attempts.some((a) => a.deployment === id)) ctx.health.releaseProbe(id);
 
   // 7. Settle what was answered; everything else releases the hold (finally block).
   finish(ctx, cfg.index, req, state, result.final, route, basis);
 }
 
-/** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan. */
-async function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Promise<Route> {
+/** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan
+ *  (a promise only when the session pin store answers with one). */
+function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Route | Promise<Route> {
   const models = [resolveModel(index, fields.model, endpoint, now)];
   for (const name of fields.fallbacks) {
     const m = resolveModel(index, name, endpoint, now);
@@ -163,7 +172,23 @@ async function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: strin
   const policy = mergePreferences(admitted.workspace.routing, prefs);
   const primary = models[0] as CompiledModel;
   const pin = sessionId ? pinKey(admitted.workspace.id, admitted.key.id, primary.id, sessionId) : null;
-  const pinned = pin ? await ctx.pins.get(pin) : null;
+  const pinned = pin ? ctx.pins.get(pin) : null;
+  if (pinned instanceof Promise) return pinned.then((p) => planFor(ctx, index, endpoint, models, policy, primary, pin, p, now));
+  return planFor(ctx, index, endpoint, models, policy, primary, pin, pinned, now);
+}
+
+/** The plan of step 4 once the session pin (if any) is known. */
+function planFor(
+  ctx: GatewayContext,
+  index: ConfigIndex,
+  endpoint: string,
+  models: CompiledModel[],
+  policy: EffectivePolicy,
+  primary: CompiledModel,
+  pin: string | null,
+  pinned: string | null,
+  now: number,
+): Route {
   const plan = planRoute({
     index,
     endpoint,

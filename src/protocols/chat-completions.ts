@@ -4,8 +4,8 @@
 import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
 import { usageFromChatCompletions } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { hasNonNullKey, sseDataStart, depthAt } from '../stream/json-key.ts';
-import { dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
+import { hasNonNullKey, sseDataStart, depthAt, spliceBytes } from '../stream/json-key.ts';
+import { asciiAt, dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { readJsonRequest } from './json-request.ts';
@@ -177,7 +177,7 @@ class ChatTap implements StreamTap {
       // trusted only at the top level of the chunk's object (depth 1), as the general path checks.
       const at = ev.indexOf(known);
       if (at !== -1 && depthAt(ev, at) === 1) {
-        return Buffer.concat([ev.subarray(0, at), this.slugField, ev.subarray(at + known.length)]);
+        return spliceBytes(ev, at, at + known.length, this.slugField);
       }
     }
     const { out, reported } = slugModel(ev, this.slugJson, sseDataStart(ev), 1);
@@ -196,12 +196,11 @@ class ChatTap implements StreamTap {
   onEvent(ev: Buffer): TappedEvent {
     if (!this.committed) return this.beforeCommit(ev);
     // Hot path after the commit point: no JSON parse unless the event carries usage or an error.
-    const head = ev.toString('latin1', 0, Math.min(ev.length, 16));
-    if (head.startsWith('data: [DONE]') || head.startsWith('data:[DONE]')) {
+    if (asciiAt(ev, 0, 'data: [DONE]') || asciiAt(ev, 0, 'data:[DONE]')) {
       this.completed = true;
       return { kind: 'terminal', out: this.lastUsage === null ? Buffer.concat([this.estimatedUsageFrame(), ev]) : ev };
     }
-    if (!head.startsWith('data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
+    if (!asciiAt(ev, 0, 'data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
     if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
     if (hasNonNullKey(ev, 'error', 1)) return { kind: 'error', out: ev };
     if (hasNonNullKey(ev, 'usage', 1)) this.readUsage(ev);

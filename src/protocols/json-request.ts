@@ -4,7 +4,8 @@ import { isUtf8 } from 'node:buffer';
 import { promptTokenBound } from '../billing/hold.ts';
 import { GatewayError } from '../errors.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { nestsDeeperThan } from '../stream/json-depth.ts';
+import { jsonShape, type MemberSpans, nestsDeeperThan } from '../stream/json-depth.ts';
+import { SPLICE_FROM_BYTES } from './upstream-json.ts';
 import { takeRoutingFields } from './routing-fields.ts';
 import type { InboundRequest, JsonObject, ProtocolModule } from './types.ts';
 
@@ -20,23 +21,27 @@ export const MAX_JSON_DEPTH = 128;
 export type JsonRules = Pick<ProtocolModule, 'validate' | 'wantsStream' | 'outputBound'>;
 
 export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: JsonRules): InboundRequest {
-  const body = parseJsonBody(req.body);
+  const { body, members } = parseJsonBody(req.body);
   const { fields, rest } = takeRoutingFields(body);
   rules.validate(rest, endpoint);
   return {
     fields,
     stream: rules.wantsStream(rest),
-    body: { kind: 'json', original: rest },
+    // The bytes and their member spans go along, so each attempt's upstream body reuses them.
+    body: members === null ? { kind: 'json', original: rest } : { kind: 'json', original: rest, source: { raw: req.body, members, original: rest } },
     requestBytes: req.body.length,
     promptBound: promptTokenBound(req.body.length),
     outputBound: (m, d) => rules.outputBound(rest, endpoint, d ?? m),
   };
 }
 
-function parseJsonBody(raw: Buffer): JsonObject {
+/** The parsed body, and where its top-level members lie in `raw` (null when the scan could not tell). */
+function parseJsonBody(raw: Buffer): { body: JsonObject; members: MemberSpans | null } {
   if (raw.length === 0) throw new GatewayError('invalid_request', 'model is required');
   if (!isUtf8(raw)) throw new GatewayError('invalid_request', 'the request body is not valid UTF-8');
-  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+  // Member spans only for a body large enough to be spliced (./upstream-json.ts); the depth bound for all.
+  const shape = raw.length >= SPLICE_FROM_BYTES ? jsonShape(raw, MAX_JSON_DEPTH) : { tooDeep: nestsDeeperThan(raw, MAX_JSON_DEPTH), members: null };
+  if (shape.tooDeep) {
     throw new GatewayError('invalid_request', `the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`);
   }
   let value: unknown;
@@ -48,5 +53,7 @@ function parseJsonBody(raw: Buffer): JsonObject {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new GatewayError('invalid_request', 'the request body must be a JSON object');
   }
-  return value as JsonObject;
+  const members = shape.members;
+  // A scan that disagrees with the parser about the members is not trusted with the bytes.
+  return { body: value as JsonObject, members: members !== null && members.size === Object.keys(value).length ? members : null };
 }

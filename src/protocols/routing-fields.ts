@@ -45,12 +45,23 @@ export function takeRoutingFields(body: JsonObject): { fields: RoutingFields; re
     fallbacks.push(name);
   }
 
-  const rest: JsonObject = { ...body };
-  delete rest['provider'];
-  delete rest['models'];
-  delete rest['fallbacks'];
-  delete rest['route'];
-  return { fields: { model: primary, fallbacks, provider: body['provider'] }, rest };
+  return { fields: { model: primary, fallbacks, provider: body['provider'] }, rest: withoutRoutingFields(body) };
+}
+
+const ROUTING_KEYS = new Set(['provider', 'models', 'fallbacks', 'route']);
+
+/** A shallow copy without the routing fields. Built by copying (not by `delete` on a copy, which
+ *  turns the object into a slow dictionary for every later read and for its serialisation). */
+function withoutRoutingFields(body: JsonObject): JsonObject {
+  if (!('provider' in body || 'models' in body || 'fallbacks' in body || 'route' in body)) return { ...body };
+  const rest: JsonObject = {};
+  for (const k of Object.keys(body)) {
+    if (ROUTING_KEYS.has(k)) continue;
+    // A member named __proto__ stays a member (an assignment would set the prototype instead).
+    if (k === '__proto__') Object.defineProperty(rest, k, { value: body[k], enumerable: true, writable: true, configurable: true });
+    else rest[k] = body[k];
+  }
+  return rest;
 }
 
 /** 400 for a missing required field (spec: "required field missing"). */

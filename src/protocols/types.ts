@@ -7,6 +7,7 @@ import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies 
 import type { InputUsage, Usage } from '../billing/usage.ts';
 import type { GatewayError } from '../errors.ts';
 import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
+import type { MemberSpans } from '../stream/json-depth.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -48,10 +49,20 @@ export interface StreamedUpload {
   readonly replayable: boolean;
 }
 
+/** Where a JSON request's members lie in its bytes, from the one scan that read it (./upstream-json.ts
+ *  writes the upstream body from them). */
+export interface JsonSource {
+  raw: Buffer;
+  members: MemberSpans;
+  /** The parsed members the spans belong to (routing fields removed): identity says "unchanged". */
+  original: JsonObject;
+}
+
 /** What every attempt sends upstream, before the per-deployment rewrite. */
 export type InboundBody =
-  /** A JSON body without its routing fields: each attempt rewrites a copy (`prepare`). */
-  | { kind: 'json'; original: JsonObject }
+  /** A JSON body without its routing fields: each attempt rewrites a copy (`prepare`). `source`:
+   *  the request's bytes, so the upstream body reuses every member the rewrite left alone. */
+  | { kind: 'json'; original: JsonObject; source?: JsonSource }
   /** A streamed upload: each attempt gets a fresh body with the model replaced. */
   | { kind: 'upload'; upload: StreamedUpload };
 

@@ -42,8 +42,9 @@ export class BodyBuffer {
     return true;
   }
 
+  /** The body; a body that came in one chunk is that chunk (Buffer.concat would copy it). */
   bytes(): Buffer {
-    return Buffer.concat(this.chunks);
+    return this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
   }
 }
 

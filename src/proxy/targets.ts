@@ -1,7 +1,7 @@
 // The gateway's CallResolver: deployments reached through the configured resources and platforms,
 // credentials unsealed from the store, adapters from the registry, the adapter context (clock, token
 // endpoint calls, token caches), and the demo/test override that sends every resource to one origin.
-import type { CompiledDeployment } from '../config/compiled.ts';
+import type { CompiledDeployment, CompiledResource } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { adapterFor } from '../platforms/index.ts';
 import type { AdapterContext, UpstreamTarget } from '../platforms/types.ts';
@@ -27,6 +27,18 @@ export function repointed(url: string, override: URL): string {
 
 export function configuredTargets(sources: TargetSources): CallResolver {
   const { index } = sources;
+  // The re-pointed resource of each resource id, kept while the override stays the same: parsing
+  // and rebuilding its URL on every call cost more than the rest of the target lookup.
+  const repointedResources = new Map<string, { override: string; of: CompiledResource; resource: CompiledResource }>();
+  const repointedResource = (resource: CompiledResource, override: URL): CompiledResource => {
+    const key = override.href;
+    const hit = repointedResources.get(resource.id);
+    if (hit !== undefined && hit.override === key && hit.of === resource) return hit.resource;
+    const baseUrl = repointed(resource.baseUrl, override).replace(/\/$/, '');
+    const fresh = { ...resource, baseUrl };
+    repointedResources.set(resource.id, { override: key, of: resource, resource: fresh });
+    return fresh;
+  };
   return {
     get vocabularies() {
       return index.config.vocabularies;
@@ -40,10 +52,7 @@ export function configuredTargets(sources: TargetSources): CallResolver {
       const credential = sources.reveal(resource.credential);
       if (credential === null) return null;
       const override = sources.upstreamOverride();
-      if (override) {
-        const baseUrl = repointed(resource.baseUrl, override).replace(/\/$/, '');
-        return { platform, deployment, credential, resource: { ...resource, baseUrl } };
-      }
+      if (override) return { platform, deployment, credential, resource: repointedResource(resource, override) };
       return { platform, resource, deployment, credential };
     },
   };

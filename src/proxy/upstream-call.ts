@@ -19,6 +19,7 @@ import {
   type UpstreamTarget,
 } from '../platforms/types.ts';
 import type { InboundBody, ProtocolModule } from '../protocols/types.ts';
+import { upstreamJson } from '../protocols/upstream-json.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
 
 /** Client headers forwarded to the provider (spec: Optional request headers). */
@@ -144,7 +145,8 @@ function outgoing(
   }, input.endpoint);
   adapter.patchBody?.(body, target, req);
   headers['content-type'] = 'application/json';
-  return { url, headers, body: JSON.stringify(body) };
+  // Members the rewrite left alone go out as the client's bytes; only the changed ones are serialised.
+  return { url, headers, body: upstreamJson(body, input.body.source ?? null) };
 }
 
 /** Adds one attempt's own headers (the W3C `traceparent` of its span) to its built call. They never

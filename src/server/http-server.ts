@@ -102,18 +102,23 @@ function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
   // forEach decodes values as UTF-8 (invalid bytes become U+FFFD); getHeader returns the bytes as
   // they came, one character per byte. Values are kept as those bytes: forwarded unchanged, and
   // decoded to text only where text is needed (src/http/header-text.ts headerText). A repeated
-  // header (getHeader sees only the first) is joined from forEach's values.
+  // header (getHeader sees only the first) is joined from forEach's values. An ASCII value reads the
+  // same both ways, so getHeader is asked only for a value with a byte above 0x7f (one native call
+  // per header saved on the usual request).
   const headers: Record<string, string> = {};
-  const repeated = new Set<string>();
+  let repeated = null as Set<string> | null;
+  let nonAscii = null as string[] | null;
   req.forEach((k, v) => {
     const prev = headers[k];
-    if (prev === undefined) headers[k] = v;
-    else {
-      repeated.add(k);
+    if (prev === undefined) {
+      headers[k] = v;
+      if (NON_ASCII.test(v)) (nonAscii ??= []).push(k);
+    } else {
+      (repeated ??= new Set()).add(k);
       headers[k] = `${prev}, ${v}`;
     }
   });
-  for (const k of Object.keys(headers)) if (!repeated.has(k)) headers[k] = req.getHeader(k);
+  if (nonAscii !== null) for (const k of nonAscii) if (!repeated?.has(k)) headers[k] = req.getHeader(k);
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
   return {
@@ -129,6 +134,8 @@ function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** A character outside ASCII: the header's bytes were not all below 0x80. */
+const NON_ASCII = /[^\x00-\x7f]/;
 
 function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
   const mode = route.body ?? 'none';

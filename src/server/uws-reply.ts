@@ -9,12 +9,24 @@ import { FIXED_HEADERS } from './gateway-headers.ts';
 /** Bodies above this are sent with tryEnd + onWritable rather than copied whole into backpressure. */
 const LARGE_BODY = 64 * 1024;
 
+/**
+ * The headers every response carries, written with one native call instead of one per header: uWS
+ * writes `key: value\r\n`, so the first header's value followed by the other lines makes the same
+ * bytes. Built once from FIXED_HEADERS (constants, no CR or LF of their own).
+ */
+const [FIXED_BLOCK_KEY, FIXED_BLOCK_VALUE] = ((): [string, string] => {
+  const [first, ...rest] = FIXED_HEADERS;
+  if (first === undefined) throw new Error('FIXED_HEADERS is empty');
+  return [first[0], [first[1], ...rest.map(([k, v]) => `${k}: ${v}`)].join('\r\n')];
+})();
+
 /** Whether the server is draining: every answer then asks the client to close the connection. */
 export interface ReplyDrainState {
   closing: boolean;
 }
 
 const NOT_DRAINING: ReplyDrainState = { closing: false };
+const NO_CHUNK = new Uint8Array(0);
 
 export class UwsReply implements Reply {
   readonly traceId: string;
@@ -65,7 +77,7 @@ export class UwsReply implements Reply {
     const res = this.res;
     res.writeStatus(statusLine(status));
     res.writeHeader('X-Pi-Trace-Id', this.traceId);
-    for (const [k, v] of FIXED_HEADERS) res.writeHeader(k, v);
+    res.writeHeader(FIXED_BLOCK_KEY, FIXED_BLOCK_VALUE);
     for (const [k, v] of headers) res.writeHeader(k, v);
     // Draining: answered, then disconnected (uWS closes after a response that says so).
     if (this.drain.closing && !headers.some(([k]) => k.toLowerCase() === 'connection')) res.writeHeader('Connection', 'close');
@@ -144,12 +156,19 @@ export class UwsReply implements Reply {
 
   write(chunk: string | Uint8Array): boolean {
     if (this.done) return true;
-    let ok = true;
-    this.res.cork(() => {
-      ok = this.res.write(chunk);
-    });
-    return ok;
+    // One bound writer per reply instead of a closure per write: a stream writes once per event.
+    this.pendingChunk = chunk;
+    this.wrote = true;
+    this.res.cork(this.corkedWrite);
+    this.pendingChunk = NO_CHUNK;
+    return this.wrote;
   }
+
+  private pendingChunk: string | Uint8Array = NO_CHUNK;
+  private wrote = true;
+  private readonly corkedWrite = (): void => {
+    this.wrote = this.res.write(this.pendingChunk);
+  };
 
   onWritable(cb: () => void): void {
     if (this.done) return;

@@ -2,6 +2,7 @@
 // document, so `model` can be rewritten in every stream event at the cost of a short scan.
 // Correct for any valid JSON: a `"model"` followed by `:` can only be a key, never inside a string
 // (quotes inside strings are escaped), and the depth walk skips strings properly.
+import { asciiAt } from './sse-splitter.ts';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -88,7 +89,17 @@ export function readString(buf: Buffer, span: ValueSpan): string {
 
 /** A copy of `buf` with the string at `span` replaced by the JSON string `jsonString` (already quoted). */
 export function replaceSpan(buf: Buffer, span: ValueSpan, jsonString: Buffer): Buffer {
-  return Buffer.concat([buf.subarray(0, span.start), jsonString, buf.subarray(span.end)]);
+  return spliceBytes(buf, span.start, span.end, jsonString);
+}
+
+/** A copy of `buf` with bytes [start, end) replaced by `insert`: one allocation and three copies
+ *  (Buffer.concat would also build an array and two views for it). */
+export function spliceBytes(buf: Buffer, start: number, end: number, insert: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(buf.length - (end - start) + insert.length);
+  buf.copy(out, 0, 0, start);
+  insert.copy(out, start);
+  buf.copy(out, start + insert.length, end);
+  return out;
 }
 
 /**
@@ -177,7 +188,7 @@ export function insertMember(buf: Buffer, open: number, key: string, jsonValue: 
 /** Where the data of an SSE event starts (after the first `data:` and its optional space), or -1. */
 export function sseDataStart(ev: Buffer): number {
   let at: number;
-  if (ev.length >= 5 && ev.toString('latin1', 0, 5) === 'data:') at = 0;
+  if (asciiAt(ev, 0, 'data:')) at = 0;
   else {
     const nl = ev.indexOf('\ndata:');
     if (nl === -1) return -1;

@@ -114,7 +114,7 @@ export function parseSseEvent(ev: Buffer): SseFields {
 
 /** The `event:` name of an event without decoding the rest (cheap check on the hot path). */
 export function sseEventName(ev: Buffer): string | null {
-  if (ev.length < 7 || ev.toString('latin1', 0, 6) !== 'event:') {
+  if (ev.length < 7 || !asciiAt(ev, 0, 'event:')) {
     const at = ev.indexOf('\nevent:');
     if (at === -1) return null;
     return lineValue(ev, at + 7);
@@ -138,7 +138,7 @@ function lineValue(ev: Buffer, from: number): string {
  */
 export function dataLooksWhole(ev: Buffer): boolean {
   let at: number;
-  if (ev.length >= 5 && ev.toString('latin1', 0, 5) === 'data:') at = 5;
+  if (asciiAt(ev, 0, 'data:')) at = 5;
   else {
     const nl = ev.indexOf('\ndata:');
     if (nl === -1) return true;
@@ -149,4 +149,12 @@ export function dataLooksWhole(ev: Buffer): boolean {
   let end = ev.length - 1;
   while (end > at && (ev[end] === LF || ev[end] === CR || ev[end] === 0x20 || ev[end] === 0x09)) end--;
   return ev[end] === 0x7d;
+}
+
+/** Whether `buf` holds the ASCII `text` at `at`: a byte comparison, no string made per event. */
+export function asciiAt(buf: Buffer, at: number, text: string): boolean {
+  const n = text.length;
+  if (at + n > buf.length) return false;
+  for (let i = 0; i < n; i++) if (buf[at + i] !== text.charCodeAt(i)) return false;
+  return true;
 }

@@ -35,6 +35,9 @@ export interface UpstreamClientOptions {
   connectionsPerOrigin?: number;
 }
 
+/** Distinct upstream URLs remembered parsed (deployments × endpoints; Vertex and Bedrock put the model in the path). */
+const URL_CACHE_MAX = 1024;
+
 export class UpstreamClient {
   private readonly agent: Agent;
 
@@ -50,8 +53,23 @@ export class UpstreamClient {
     });
   }
 
+  /** Origin and path of each URL called: a deployment's URL is the same on every call, and parsing
+   *  it each time showed in the profile. Bounded: cleared when it grows past URL_CACHE_MAX. */
+  private readonly parsed = new Map<string, { origin: string; path: string }>();
+
+  private parts(href: string): { origin: string; path: string } {
+    let p = this.parsed.get(href);
+    if (p === undefined) {
+      const url = new URL(href);
+      p = { origin: url.origin, path: url.pathname + url.search };
+      if (this.parsed.size >= URL_CACHE_MAX) this.parsed.clear();
+      this.parsed.set(href, p);
+    }
+    return p;
+  }
+
   call(call: UpstreamCall, sink: UpstreamSink): UpstreamControl {
-    const url = new URL(call.url);
+    const url = this.parts(call.url);
     let controller: Dispatcher.DispatchController | null = null;
     let pendingAbort: Error | null = null;
     let pausedEarly = false;
@@ -87,7 +105,7 @@ export class UpstreamClient {
     this.agent.dispatch(
       {
         origin: url.origin,
-        path: url.pathname + url.search,
+        path: url.path,
         method: 'POST',
         headers: call.headers,
         body: call.body,
@@ -133,7 +151,8 @@ export class UpstreamClient {
 
 function flattenHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) {
+  for (const k in h) {
+    const v = h[k];
     if (v === undefined) continue;
     out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
   }

@@ -8,7 +8,7 @@ import { GatewayError } from '../../src/errors.ts';
 import type { IncomingRequest } from '../../src/http/request.ts';
 import { protocolFor, PROTOCOL_MODULES } from '../../src/protocols/index.ts';
 import { DEFAULT_OUTPUT_BOUND } from '../../src/protocols/output-bound.ts';
-import type { InboundRequest, ProtocolModule } from '../../src/protocols/types.ts';
+import type { InboundBody, InboundRequest, ProtocolModule } from '../../src/protocols/types.ts';
 import { model } from '../routing/fixtures.ts';
 
 const LIMITS = { maxUploadBytes: 1 << 20 };
@@ -56,6 +56,17 @@ t.test('a JSON request: routing fields taken off, stream flag, bounds from the b
   t.same(asked.body, { kind: 'json', original: { model: 'acme/m1', stream: true, messages: [{ role: 'user', content: 'hi' }] } });
   t.equal(asked.requestBytes, req.body.length);
   t.equal(asked.promptBound, promptTokenBound(req.body.length));
+});
+
+t.test('a JSON request from 1 KB on carries its bytes and member spans for the upstream body', async (t) => {
+  const body = { model: 'acme/m1', provider: { sort: 'price' }, messages: [{ role: 'user', content: 'x'.repeat(1100) }] };
+  const req = jsonRequest(body);
+  const asked = await read('chat_completions', req);
+  const { source, ...plain } = asked.body as Extract<InboundBody, { kind: 'json' }>;
+  t.same(plain, { kind: 'json', original: { model: 'acme/m1', messages: body.messages } });
+  t.equal(source?.raw, req.body, 'the request bytes as they came');
+  t.equal(source?.original, plain.original, 'the spans belong to the parsed members');
+  t.strictSame([...(source?.members.keys() ?? [])], ['model', 'provider', 'messages']);
 });
 
 t.test('a JSON request the spec refuses', async (t) => {

@@ -43,6 +43,13 @@ t.test('request rewriting', async (t) => {
     for (const k of ['provider', 'models', 'route', 'fallbacks', 'preset']) t.notOk(k in sent, `${k} not forwarded`);
   });
 
+  t.test('a body over 1 KB (written from the client\'s bytes) is rewritten the same way', async (t) => {
+    const messages = [{ role: 'user', content: `${'long conversation é “quoted” \\ '.repeat(60)}end` }];
+    const extra = { temperature: 0.2, metadata: { a: 'b' }, future_field: { nested: [1, 'two', null, { three: 3.5 }] } };
+    const { sent } = await chat({ model: 'acme/chat-small', provider: { only: ['alpha'] }, models: ['acme/chat-big'], messages, stream: true, stream_options: { include_usage: false }, ...extra });
+    t.same(sent, { model: 'small-v1', messages, stream: true, stream_options: { include_usage: true }, ...extra }, 'routing fields gone, model replaced, usage forced, the rest as sent');
+  });
+
   t.test('`fallbacks` is consumed like `models`', async (t) => {
     const { sent } = await chat({ model: 'acme/chat-small', provider: { only: ['alpha'] }, fallbacks: ['acme/chat-big'] });
     t.same(sent, { model: 'small-v1', messages: USER });

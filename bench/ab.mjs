@@ -1,0 +1,115 @@
+// A/B of two gateway builds in one interleaved run: the bare passthrough, the gateway built from a
+// base commit (`--base REV`, a `git archive` snapshot as `--rev` makes) and the gateway of the working
+// tree, round-robin with the starting contender rotating each round, against one simulator. For
+// measuring one change: the machine's drift cancels in the per-round ratios.
+// Per round and contender: closed-loop throughput (50 connections, CPU µs/request of the process
+// under test) and 200 concurrent streams × 50 content events 20 ms apart (CPU µs per relayed event,
+// CPU µs per stream, time to the first content event); peak RSS (VmHWM) of each process at the end.
+//
+//   node bench/run.js ab --base REV [--quick] [--rounds N] [--writer-thread]
+//        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--same-tree]
+//        [--json-only | --streams-only]
+//
+// --writer-thread runs both gateways with the SQLite writer thread, as `serve` does. --node-args-*
+// pass Node/V8 flags to one side (memory trials), --args-* extra launcher flags (e.g. --metrics on).
+// --same-tree runs the working tree on both sides (for flag-only comparisons).
+import { once } from './lib/load.mjs';
+import { ROOT, ensureBuilt, memKb, snapshotTree, stopProcess } from './lib/proc.mjs';
+import { chatRequest, measureStreams, measureThroughput, scriptSim, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
+import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
+
+const argv = process.argv.slice(2);
+const flags = parseFlags(argv);
+const opt = (name, dflt = null) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : dflt;
+};
+const words = (s) => (s ?? '').split(' ').filter(Boolean);
+const P = flags.quick
+  ? { rounds: 3, conns: 50, tpWarm: 500, tpDur: 2000, streams: 200, chunks: 50, chunkDelayMs: 20, stWarm: 1000, stDur: 3000 }
+  : { rounds: 5, conns: 50, tpWarm: 1000, tpDur: 4000, streams: 200, chunks: 50, chunkDelayMs: 20, stWarm: 2000, stDur: 5000 };
+if (flags.rounds) P.rounds = flags.rounds;
+const sameTree = argv.includes('--same-tree');
+const base = opt('--base', 'HEAD');
+const withPassthrough = !argv.includes('--no-passthrough');
+// --json-only / --streams-only: one load only (what one phase leaves behind, say garbage for the
+// next GC, then cannot land in the other phase's CPU figures).
+const phases = { tp: !argv.includes('--streams-only'), st: !argv.includes('--json-only') };
+
+ensureBuilt(ROOT);
+const snap = sameTree ? { dir: ROOT, commit: 'working tree' } : snapshotTree(base);
+log(`ab: A = ${sameTree ? 'working tree' : snap.commit}, B = working tree; ${P.rounds} rounds`);
+const ST_MODEL = 'openai/gpt-4.1';
+const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
+const NS_BODY = { model: 'openai/gpt-4o', messages, max_tokens: 64 };
+const ST_BODY = { model: ST_MODEL, messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };
+
+const sim = await startSimulator();
+await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDelayMs });
+const common = argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : [];
+const pt = withPassthrough ? await startPassthrough(sim.url) : null;
+const gwA = await startGateway('gateway-a', { upstream: sim.url, env: { PI_BENCH_TREE: snap.dir }, nodeArgs: words(opt('--node-args-a')), args: [...common, ...words(opt('--args-a'))] });
+const gwB = await startGateway('gateway-b', { upstream: sim.url, env: { PI_BENCH_TREE: ROOT }, nodeArgs: words(opt('--node-args-b')), args: [...common, ...words(opt('--args-b'))] });
+
+const simKey = { Authorization: 'Bearer sk-bench-upstream' };
+const mk = (name, proc, headers) => {
+  const t = target(proc.url);
+  return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, headers, NS_BODY), streamReq: chatRequest(t, headers, ST_BODY) };
+};
+const contenders = [...(pt ? [mk('passthrough', pt, simKey)] : []), mk('A', gwA, { Authorization: `Bearer ${gwA.key}` }), mk('B', gwB, { Authorization: `Bearer ${gwB.key}` })];
+let expectEvents = null;
+for (const c of contenders) {
+  const a = await once(c.target, c.req);
+  const s = await once(c.target, c.streamReq);
+  if (a.status !== 200 || s.status !== 200 || !s.text.includes('[DONE]')) throw new Error(`${c.name}: sanity check failed: ${a.status} ${s.status} ${a.text.slice(0, 200)}`);
+  expectEvents ??= s.events;
+}
+
+const rounds = [];
+for (let r = 0; r < P.rounds; r++) {
+  const order = rotate(contenders, r);
+  const round = { tp: {}, st: {} };
+  for (const c of phases.tp ? order : []) {
+    const x = await measureThroughput(c, { simPid: sim.pid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
+    round.tp[c.name] = x;
+    log(`round ${r + 1} tp ${c.name.padEnd(12)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`);
+  }
+  for (const c of phases.st ? order : []) {
+    const x = await measureStreams(c, { simPid: sim.pid, streams: P.streams, warmupMs: P.stWarm, durationMs: P.stDur, expectEvents });
+    round.st[c.name] = x;
+    log(`round ${r + 1} st ${c.name.padEnd(12)} ${fmt(x.sutCpuUsPerUnit, 2)} µs/event  ttfc p50 ${fmt(x.ttfcP50, 2)} ms  short ${x.short}  err ${x.errors}`);
+  }
+  rounds.push(round);
+}
+const mem = Object.fromEntries(contenders.map((c) => [c.name, memKb(c.pid)]));
+for (const p of [pt, gwA, gwB, sim]) if (p) await stopProcess(p);
+
+const names = contenders.map((c) => c.name);
+const med = (phase, n, key) => median(rounds.map((r) => r[phase][n]?.[key]));
+const ratio = (phase, key) => median(rounds.map((r) => (r[phase].B ? r[phase].B[key] / r[phase].A[key] : NaN)));
+const rows = names.map((n) => [
+  n,
+  fmtInt(med('tp', n, 'rps')),
+  fmt(med('tp', n, 'sutCpuUsPerUnit')),
+  fmt(med('st', n, 'sutCpuUsPerUnit'), 2),
+  fmt(med('st', n, 'sutCpuUsPerUnit') * expectEvents, 0),
+  fmt(med('st', n, 'ttfcP50'), 2),
+  fmt(med('st', n, 'ttfcP99'), 2),
+  fmt(mem[n].hwmKb / 1024, 0),
+]);
+const out = [];
+out.push(`## A/B: A = ${snap.commit}, B = working tree${common.length ? ' (writer thread)' : ''}`);
+out.push('');
+out.push(`${P.rounds} rounds; closed loop ${P.conns} connections ${P.tpDur / 1000} s; ${P.streams} streams × ${expectEvents} events, ${P.stDur / 1000} s. Medians over rounds. Load average at the end: ${machineInfo().loadavg.map((x) => x.toFixed(2)).join(' ')}`);
+out.push('');
+out.push(table(['contender', 'req/s', 'CPU µs/req', 'CPU µs/event', 'CPU µs/stream', 'first content p50 ms', 'p99 ms', 'peak RSS MB'], rows));
+out.push('');
+out.push(`B / A per round, median: CPU/req ${fmt(ratio('tp', 'sutCpuUsPerUnit'), 3)}, req/s ${fmt(ratio('tp', 'rps'), 3)}, CPU/event ${fmt(ratio('st', 'sutCpuUsPerUnit'), 3)}`);
+if (pt) {
+  const vs = (n, phase) => median(rounds.map((r) => (r[phase][n] ? r[phase][n].sutCpuUsPerUnit / r[phase].passthrough.sutCpuUsPerUnit : NaN)));
+  out.push(`vs passthrough, CPU/req: A ${fmt(vs('A', 'tp'), 2)}×, B ${fmt(vs('B', 'tp'), 2)}×; CPU/event: A ${fmt(vs('A', 'st'), 2)}×, B ${fmt(vs('B', 'st'), 2)}×`);
+}
+const file = saveResult('ab', { bench: 'ab', params: P, base: snap.commit, argv, machine: machineInfo(), rounds, mem });
+out.push('');
+out.push(`Raw: ${file}`);
+process.stdout.write(out.join('\n') + '\n');
