@@ -98,10 +98,10 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     this.enqueue({ ...call, id: 0 } as StateCall);
   }
 
-  /** The coordinator is gone (the gateway stops): every call still waiting fails, later ones too. */
+  /** The gateway closes: what is queued goes now. Later calls still go (a log row written as the
+   *  last request ends); only `abandon` stops them. */
   close(): void {
     this.flush();
-    this.closed = true;
   }
 
   /** Fails every waiting call: the coordinator will not answer them. */

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decimalToNano } from '../../../src/money.ts';
 import { startSimulator, type Simulator } from '../../../src/simulator/server.ts';
+import { openDatabase } from '../../../src/store/db.ts';
 import { openStore } from '../../../src/store/store.ts';
 import { cli, patchedFixture, USER } from '../../helpers/admission.ts';
 import { prepareDb, type PreparedDb, type ServeProcess, startServe } from '../../helpers/serve-process.ts';
@@ -192,7 +193,8 @@ t.test('SIGTERM drains every worker: streams in flight on both threads finish, t
   const answers = await Promise.all(streams);
   t.ok(
     answers.every((x) => x.status === 200 && x.body.trimEnd().endsWith('data: [DONE]')),
-    `every stream finished (${answers.map((x) => `${x.status}:${x.body.slice(-40)}`).join(' | ')})`,
+    'every stream finished',
+    { ends: answers.map((x) => `${x.status}: ${x.body.slice(-40)}`) },
   );
   t.same(await s.exited.then((e) => e.code), 0);
   const drained = s.events.find((e) => e.event === 'drained' && e.workers === 2);
@@ -201,6 +203,13 @@ t.test('SIGTERM drains every worker: streams in flight on both threads finish, t
     t.same(store.wallets.verify(), { ok: true, problems: [] });
     for (const x of answers) t.equal(store.wallets.ledgerOf(x.trace as string).filter((e) => e.kind === 'settle').length, 1);
   });
+  const log = openDatabase(db.file, { readonly: true });
+  try {
+    const ended = log.prepare("SELECT trace_id, ended FROM request_log WHERE trace_id IN (SELECT value FROM json_each(?))").all(JSON.stringify(answers.map((x) => x.trace))) as { trace_id: string; ended: string }[];
+    t.same(ended.map((r) => r.ended).sort(), answers.map(() => 'completed'), "each stream's final log row was written before the exit");
+  } finally {
+    log.close();
+  }
 });
 
 t.test('SIGHUP reloads every worker', async (t) => {
