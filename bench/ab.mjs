@@ -8,14 +8,16 @@
 //
 //   node bench/run.js ab --base REV [--quick] [--rounds N] [--writer-thread]
 //        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--same-tree]
-//        [--json-only | --streams-only]
+//        [--json-only | --streams-only] [--rate R]
 //
 // --writer-thread runs both gateways with the SQLite writer thread, as `serve` does. --node-args-*
 // pass Node/V8 flags to one side (memory trials), --args-* extra launcher flags (e.g. --metrics on).
 // --same-tree runs the working tree on both sides (for flag-only comparisons).
+// --rate R adds an open-loop phase at R req/s (latency p50/p99 and CPU µs/request at that rate: the
+// cost of work a saturated run spreads over many requests per event-loop turn).
 import { once } from './lib/load.mjs';
 import { ROOT, ensureBuilt, memKb, snapshotTree, stopProcess } from './lib/proc.mjs';
-import { chatRequest, measureStreams, measureThroughput, scriptSim, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
+import { chatRequest, measureLatency, measureStreams, measureThroughput, scriptSim, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
 import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
@@ -35,6 +37,8 @@ const withPassthrough = !argv.includes('--no-passthrough');
 // --json-only / --streams-only: one load only (what one phase leaves behind, say garbage for the
 // next GC, then cannot land in the other phase's CPU figures).
 const phases = { tp: !argv.includes('--streams-only'), st: !argv.includes('--json-only') };
+const rate = opt('--rate') === null ? null : Number(opt('--rate'));
+if (rate !== null && !(rate > 0)) throw new Error('--rate takes requests per second');
 
 ensureBuilt(ROOT);
 const snap = sameTree ? { dir: ROOT, commit: 'working tree' } : snapshotTree(base);
@@ -68,11 +72,16 @@ for (const c of contenders) {
 const rounds = [];
 for (let r = 0; r < P.rounds; r++) {
   const order = rotate(contenders, r);
-  const round = { tp: {}, st: {} };
+  const round = { tp: {}, st: {}, lat: {} };
   for (const c of phases.tp ? order : []) {
     const x = await measureThroughput(c, { simPid: sim.pid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
     round.tp[c.name] = x;
     log(`round ${r + 1} tp ${c.name.padEnd(12)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`);
+  }
+  for (const c of rate !== null ? order : []) {
+    const x = await measureLatency(c, { simPid: sim.pid, rate, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
+    round.lat[c.name] = x;
+    log(`round ${r + 1} lat ${c.name.padEnd(11)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  ${fmt(x.sutCpuUsPerUnit)} µs/req  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}`);
   }
   for (const c of phases.st ? order : []) {
     const x = await measureStreams(c, { simPid: sim.pid, streams: P.streams, warmupMs: P.stWarm, durationMs: P.stDur, expectEvents });
@@ -104,6 +113,15 @@ out.push(`${P.rounds} rounds; closed loop ${P.conns} connections ${P.tpDur / 100
 out.push('');
 out.push(table(['contender', 'req/s', 'CPU µs/req', 'CPU µs/event', 'CPU µs/stream', 'first content p50 ms', 'p99 ms', 'peak RSS MB'], rows));
 out.push('');
+if (rate !== null) {
+  const latRows = names.map((n) => [n, fmt(med('lat', n, 'p50'), 3), fmt(med('lat', n, 'p99'), 3), fmt(med('lat', n, 'sutCpuUsPerUnit'))]);
+  out.push(`At ${fmtInt(rate)} req/s (open loop, ${P.tpDur / 1000} s per round):`);
+  out.push('');
+  out.push(table(['contender', 'p50 ms', 'p99 ms', 'CPU µs/req'], latRows));
+  out.push('');
+  out.push(`B / A per round at ${fmtInt(rate)} req/s, median: CPU/req ${fmt(ratio('lat', 'sutCpuUsPerUnit'), 3)}, p99 ${fmt(ratio('lat', 'p99'), 3)}`);
+  out.push('');
+}
 out.push(`B / A per round, median: CPU/req ${fmt(ratio('tp', 'sutCpuUsPerUnit'), 3)}, req/s ${fmt(ratio('tp', 'rps'), 3)}, CPU/event ${fmt(ratio('st', 'sutCpuUsPerUnit'), 3)}`);
 if (pt) {
   const vs = (n, phase) => median(rounds.map((r) => (r[phase][n] ? r[phase][n].sutCpuUsPerUnit / r[phase].passthrough.sutCpuUsPerUnit : NaN)));

@@ -23,7 +23,7 @@ import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
 import { createApp } from './server/app.ts';
 import { type ConsoleStore, sqliteConsole } from './store/console-store.ts';
-import { type RequestLogRow, type Store, ThreadWriter } from './store/store.ts';
+import { type RequestLogRow, type Store, ThreadWriter, WRITER_BATCH_WAIT_MS } from './store/store.ts';
 import { requestLogObserver } from './telemetry/request-log-observer.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import { UpstreamClient } from './upstream/client.ts';
@@ -183,7 +183,7 @@ async function localState(opts: GatewayOptions, store: Store, clock: Clock, log:
   const writer = opts.writerThread
     ? await ThreadWriter.start(opts.writerThread.file, { capacity: opts.writerThread.capacity, onError: (event, err) => log(event, { error: errorText(err) }) })
     : null;
-  const wallets = new WalletBook(store, (err) => log('ledger_write_failed', { error: errorText(err) }), writer ?? undefined);
+  const wallets = new WalletBook(store, (err) => log('ledger_write_failed', { error: errorText(err) }), writer ?? undefined, writer ? WRITER_BATCH_WAIT_MS : 0);
   const view = new StoreView(
     store,
     // kept: the master key was rotated under this process; it serves the values it had opened

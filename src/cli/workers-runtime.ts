@@ -16,7 +16,7 @@ import { HealthTracker } from '../routing/health.ts';
 import { SessionPins } from '../routing/session-pins.ts';
 import type { AdminListener } from '../server/admin-app.ts';
 import { sqliteConsole } from '../store/console-store.ts';
-import { openStore, type Store, ThreadWriter } from '../store/store.ts';
+import { openStore, type Store, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/store.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
@@ -77,7 +77,7 @@ async function coordinatorState(o: WorkersOptions, clock: Clock) {
     const released = store.wallets.releaseOrphanedHolds();
     if (released > 0) jsonLog('released_orphaned_holds', { count: released });
     const writer = await ThreadWriter.start(o.db, { capacity: writerCapacity(), onError: (event, err) => jsonLog(event, { error: errorText(err) }) });
-    const wallets = new WalletBook(store, (err) => jsonLog('ledger_write_failed', { error: errorText(err) }), writer);
+    const wallets = new WalletBook(store, (err) => jsonLog('ledger_write_failed', { error: errorText(err) }), writer, WRITER_BATCH_WAIT_MS);
     const settings = o.config.settings;
     return { store, writer, wallets, health: new HealthTracker(settings.health, clock), pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }) };
   } catch (err) {

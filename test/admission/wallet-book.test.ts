@@ -4,7 +4,7 @@
 import t from 'tap';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { openStore, type Store, WalletError } from '../../src/store/store.ts';
+import { type LedgerOp, openStore, type Store, WalletError } from '../../src/store/store.ts';
 
 function fresh(t: { teardown(fn: () => void): void }): { store: Store; book: WalletBook; errors: unknown[] } {
   const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });
@@ -140,6 +140,56 @@ t.test('one event-loop turn is one transaction; the ledger matches memory', asyn
   t.equal(v.balance, 10_000n - 25n * 40n);
   t.equal(v.held, 0n);
   t.same(book.view('w'), { balance: v.balance, held: 0n, available: v.balance });
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('with a hold delay, holds ride with the next settlement or go alone once the delay is over', async (t) => {
+  const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });
+  store.wallets.credit('w', 10_000n, 'seed');
+  /** What the writer thread would receive: each batch's operations, acknowledged on the next turn. */
+  const sent: string[][] = [];
+  let last: Promise<void> = Promise.resolve();
+  const writer = {
+    commit: (ops: LedgerOp[]) => {
+      sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
+      last = new Promise<void>((resolve) => setImmediate(() => resolve(store.batch(() => store.wallets.apply(ops)))));
+      return last;
+    },
+    commitNow: (ops: LedgerOp[]) => {
+      sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
+      store.batch(() => store.wallets.apply(ops));
+    },
+  };
+  const never = new WalletBook(store, () => undefined, writer, 3_600_000);
+  never.hold('w', 'a', 100n);
+  for (let i = 0; i < 5; i++) await tick();
+  t.same(sent, [], 'a hold alone waits (nobody waits on its row)');
+  never.hold('w', 'b', 100n);
+  t.equal(await never.settle('a', 40n, {}), true);
+  t.same(sent, [['hold:a', 'hold:b', 'settle:a']], 'both holds ride with the settlement, in order');
+  never.hold('w', 'c', 100n);
+  never.release('b');
+  for (let i = 0; i < 3; i++) await tick();
+  t.same(sent[1], ['hold:c', 'release:b'], 'a release is sent this turn, with the hold before it');
+  never.hold('w', 'd', 100n);
+  never.close();
+  t.same(sent[2], ['hold:d'], 'close writes a waiting hold');
+  t.same(store.wallets.show('w', 0).openHolds, 2);
+
+  sent.length = 0;
+  const soon = new WalletBook(store, () => undefined, writer, 1);
+  t.teardown(() => {
+    soon.close();
+    store.close();
+  });
+  soon.hold('w', 'e', 100n);
+  await new Promise<void>((resolve) => {
+    const check = (): void => void (sent.length > 0 ? resolve() : setImmediate(check));
+    check();
+  });
+  t.same(sent, [['hold:e']], 'once the delay is over the hold goes alone');
+  await last;
+  t.equal(store.wallets.show('w', 0).openHolds, 3);
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
 
