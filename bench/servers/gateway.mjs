@@ -60,6 +60,9 @@ const { values } = parseArgs({
 });
 
 const { configForServe } = await dist('cli/runtime.js');
+// The V8 settings `serve` applies to itself (src/cli/v8-flags.ts; a build from before it has none),
+// unless PI_V8_PRETENURING=on.
+await dist('cli/v8-flags.js').then((m) => m.applyServingV8Flags(), () => undefined);
 const { openStore } = await dist('store/store.js');
 const { startGateway } = await dist('gateway.js');
 const { startTelemetry, tracesUrl } = await dist('telemetry/telemetry.js');

@@ -202,13 +202,21 @@ export class RequestLog {
  * The writer thread's path: a request's final row replaces what its settlement wrote.
  */
 export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogRow[]): void {
-  const update = sql.get(`UPDATE request_log SET ${COLUMNS.map((c) => `${c} = ?`).join(', ')} WHERE trace_id = ?`);
+  const update = sql.get(UPDATE_BY_TRACE);
   const insert = sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
   for (const r of rows) {
     const values = toDb(r);
-    if (update.run(...values, r.trace_id).changes === 0) insert.run(...values);
+    if (update.run(...UPDATED.map((i) => values[i]), r.trace_id).changes === 0) insert.run(...values);
   }
 }
+
+/**
+ * The columns an upsert updates: all but `trace_id` (what it looks up by) and `workspace` (a trace's
+ * workspace never changes). SQLite rewrites the entries of every index whose column is named in the
+ * SET list, changed or not, so naming these two cost both indexes a delete and an insert per row.
+ */
+const UPDATED = COLUMNS.flatMap((c, i) => (c === 'trace_id' || c === 'workspace' ? [] : [i]));
+const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE trace_id = ?`;
 
 function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
   return [

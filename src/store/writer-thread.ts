@@ -3,9 +3,12 @@
 // transaction per commit request: ledger operations (Wallets.apply, the same code and invariants as
 // everywhere) together with the request-log row of every settlement among them — a crash never
 // keeps a charge without its log row — and the final log rows of finished requests (each replaces
-// its trace's provisional row). WAL checkpoints happen here, on this connection's commits.
-import { parentPort, workerData } from 'node:worker_threads';
+// its trace's provisional row). WAL checkpoints run on a thread of their own (checkpoint-thread.ts),
+// which this one starts and stops: a commit never waits for one.
+import { parentPort, type Worker, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.ts';
+import { siblingModule, spawnThread } from '../thread.ts';
+import type { CheckpointData } from './checkpoint-thread.ts';
 import { openDatabase, Statements } from './db.ts';
 import { upsertRequestLogRows } from './request-log.ts';
 import type { RequestLogRow } from './types.ts';
@@ -15,6 +18,16 @@ import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.t
 const data = workerData as WriterData;
 const signal = new Int32Array(data.signal);
 const port = data.port;
+
+/**
+ * The writer's own auto-checkpoint, in pages: only a bound on the WAL's size (~64 MB). The
+ * checkpointer thread copies pages every CHECKPOINT_INTERVAL_MS; under sustained load the WAL can only
+ * be reset after a checkpoint that found every frame copied, which this one is, and it is short
+ * because the checkpointer has copied (and synced) nearly everything before it.
+ */
+export const WRITER_WAL_AUTOCHECKPOINT = 16_000;
+/** How often the checkpointer looks for new commits. */
+export const CHECKPOINT_INTERVAL_MS = 100;
 
 function send(reply: WriterReply): void {
   port.postMessage(reply);
@@ -33,8 +46,17 @@ function start(): void {
     port.close();
     return;
   }
+  db.pragma(`wal_autocheckpoint = ${WRITER_WAL_AUTOCHECKPOINT}`);
   const wallets = new Wallets(db, systemClock);
   const sql = new Statements(db, true);
+  const commits = new SharedArrayBuffer(4);
+  const counter = new Int32Array(commits);
+  const checkpointData: CheckpointData = { file: data.file, commits, intervalMs: CHECKPOINT_INTERVAL_MS };
+  let checkpointer: Worker | null = spawnThread(siblingModule('checkpoint-thread', import.meta.url), { workerData: checkpointData });
+  // A checkpointer that fails leaves checkpoints to the writer's own auto-checkpoint: slower commits
+  // now and then, nothing lost.
+  checkpointer.on('error', () => undefined);
+  checkpointer.unref();
 
   const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
     const settled: RequestLogRow[] = [];
@@ -46,6 +68,7 @@ function start(): void {
         upsertRequestLogRows(sql, settled);
         upsertRequestLogRows(sql, m.rows);
       }).immediate();
+      Atomics.add(counter, 0, 1);
       return { kind: 'reply', seq: m.seq, ledgerError: null, rowsError: null };
     } catch (err) {
       if (m.ops.length === 0) return { kind: 'reply', seq: m.seq, ledgerError: null, rowsError: message(err) };
@@ -60,12 +83,15 @@ function start(): void {
     }
   };
 
-  port.on('message', (m: WriterRequest) => {
+  port.on('message', async (m: WriterRequest) => {
     if (m.kind === 'commit') {
       send(commit(m));
     } else {
       let rowsError: string | null = null;
       try {
+        // The checkpointer's connection closes first, so this one, the last, checkpoints the rest.
+        await checkpointer?.terminate();
+        checkpointer = null;
         wallets.close();
         db.close();
       } catch (err) {

@@ -14,6 +14,7 @@ import { sealDemoCredentials } from '../demo-credentials.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
+import { applyServingV8Flags } from '../v8-flags.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
 
@@ -62,6 +63,7 @@ export const command: Command = {
       }
       throw err;
     }
+    applyServingV8Flags();
     const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;

@@ -7,6 +7,7 @@ import { claimDatabase, type Owner } from '../owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../runtime.ts';
 import { systemClock } from '../../clock.ts';
+import { applyServingV8Flags } from '../v8-flags.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
 import { isPostgresUrl } from '../../store/admin-store.ts';
 import { redactUrl } from '../../store/redact-url.ts';
@@ -85,6 +86,7 @@ export const command: Command = {
       throw err;
     }
     void flag;
+    applyServingV8Flags();
     const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;

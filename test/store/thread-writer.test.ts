@@ -1,0 +1,100 @@
+// The SQLite writer thread seen from its serving-thread end (ThreadWriter), on a real file: ledger
+// batches and log rows are committed together; a final row replaces its trace's provisional row
+// without touching the two indexed columns; WAL checkpoints run on the checkpointer thread (the
+// database file takes the rows while the writer's own auto-checkpoint, ~64 MB, is far off).
+import { statSync } from 'node:fs';
+import t from 'tap';
+import { openStore, ThreadWriter } from '../../src/store/store.ts';
+import type { LedgerOp, RequestLogRow } from '../../src/store/types.ts';
+import { tempDbFile } from './fixtures/temp-db.ts';
+
+function row(traceId: string, over: Partial<RequestLogRow> = {}): RequestLogRow {
+  return {
+    trace_id: traceId,
+    ts: 1_700_000_000_000,
+    workspace: 'w',
+    key_id: 'key_1',
+    endpoint: 'chat.completions',
+    model_requested: 'acme/chat',
+    model_served: 'acme/chat',
+    provider: 'local',
+    deployment: 'local-chat',
+    attempts: 1,
+    attempts_json: [{ provider: 'local', model: 'acme/chat', deployment: 'local-chat', outcome: 'ok', status: 200, ms: 3 }],
+    stream: false,
+    status: 200,
+    error_code: null,
+    latency_ms: null,
+    ttfb_ms: 2,
+    prompt_tokens: 10,
+    completion_tokens: 20,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 40n,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended: 'completed',
+    ...over,
+  };
+}
+
+function charge(traceId: string): LedgerOp[] {
+  return [
+    { kind: 'hold', workspace: 'w', traceId, amount: 100n },
+    { kind: 'settle', workspace: 'w', traceId, amount: 100n, cost: 40n, details: { model: 'acme/chat' }, logRow: row(traceId) },
+  ];
+}
+
+async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return cond();
+}
+
+t.test('a settlement and its log row commit together; the final row replaces it', async (t) => {
+  const file = tempDbFile(t);
+  const store = openStore(file);
+  store.wallets.credit('w', 1_000n, 'seed');
+  const writer = await ThreadWriter.start(file);
+  t.teardown(async () => {
+    await writer.close();
+    store.close();
+  });
+  await writer.commit(charge('tr_1'));
+  writer.append(row('tr_1', { latency_ms: 12, attempts: 2, ended: 'client_abort' }));
+  writer.flush();
+  const rows = store.requestLog.query({});
+  t.equal(rows.length, 1, 'one row per trace');
+  t.match(rows[0], { trace_id: 'tr_1', workspace: 'w', latency_ms: 12, attempts: 2, ended: 'client_abort', cost_nano: 40n });
+  t.same(store.requestLog.search({ workspace: 'w' }).rows.map((r) => r.trace_id), ['tr_1'], 'still found through the workspace index');
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+  t.equal(store.wallets.show('w', 0).balance, 960n);
+});
+
+t.test('WAL checkpoints run beside the writer: the database file takes the rows', async (t) => {
+  const file = tempDbFile(t);
+  const store = openStore(file);
+  store.wallets.credit('w', 1_000_000n, 'seed');
+  // Everything so far checkpointed: from here on only a checkpoint grows the database file.
+  store.batch(() => undefined);
+  const writer = await ThreadWriter.start(file);
+  t.teardown(async () => {
+    await writer.close();
+    store.close();
+  });
+  const before = statSync(file).size;
+  // ~2 MB of log rows: far below the writer's own auto-checkpoint (16,000 pages, ~64 MB).
+  const note = 'x'.repeat(4000);
+  for (let i = 0; i < 500; i++) {
+    writer.append(row(`tr_${i}`, { app_title: note }));
+    if (i % 50 === 49) await writer.commit(charge(`c_${i}`));
+  }
+  writer.flush();
+  t.ok(await until(() => statSync(file).size > before + 1_500_000), `the database file grew from ${before} bytes to ${statSync(file).size}`);
+  t.equal(store.requestLog.query({ limit: 10_000 }).length, 510);
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
