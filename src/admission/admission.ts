@@ -61,6 +61,13 @@ export interface WalletAdmission {
   /** Closes a hold at zero cost; a trace with no open hold is a no-op. Callers need not wait for
    *  it (Admission.release reports a failure), but may: the drain does. */
   release(traceId: string): void | Promise<void>;
+  /**
+   * Optional: `hold`, decided only if `decision` (a rate-limit decision the same owner has not
+   * answered yet) lets the request through — so the two cost one round trip instead of two, and a
+   * refused request never holds money, not even for a moment. An owner that cannot tie the two waits
+   * for the decision first. Resolves to null when the decision refused the request (nothing held).
+   */
+  holdIfAllowed?(workspace: string, traceId: string, amount: bigint, decision: Promise<RateDecision>): Promise<HoldResult | null>;
 }
 
 /** A wallet book as the composition root drives it: admission plus its life cycle. */
@@ -119,18 +126,35 @@ export class Admission {
     return { ok: true, admitted: { key: check.key, workspace } };
   }
 
-  /** Counts the request against its key's limit (the key's own, else the workspace's), or 429 with
-   *  Retry-After. Synchronous when the limiter answered at once. */
-  rateLimit({ key, workspace }: Admitted): void | Promise<void> {
+  /**
+   * Counts the request against its key's limit (the key's own, else the workspace's), or 429 with
+   * Retry-After. Synchronous when the limiter answered at once; otherwise a `PendingRate` the caller
+   * may hand to `hold` before waiting for it (see there) and must wait for (`settled()`) before
+   * anything else is refused or answered.
+   */
+  rateLimit({ key, workspace }: Admitted): void | PendingRate {
     const limit = key.rpm ?? workspace.rateLimitRpm;
     const rate = this.parts.limiter.take(key.id, limit);
-    return rate instanceof Promise ? rate.then((r) => rateOrThrow(r, limit)) : rateOrThrow(rate, limit);
+    return rate instanceof Promise ? new PendingRate(rate, limit) : rateOrThrow(rate, limit);
   }
 
-  /** Holds `amountNano` on the workspace's wallet for this trace, or refuses with
-   *  insufficient_balance. Synchronous when the wallet answered at once. */
-  hold(workspace: string, traceId: string, amountNano: bigint): void | Promise<void> {
-    const held = this.parts.wallets.hold(workspace, traceId, amountNano);
+  /**
+   * Holds `amountNano` on the workspace's wallet for this trace, or refuses with
+   * insufficient_balance. Synchronous when the wallet answered at once. With `after` (a rate
+   * decision not known yet) the hold is taken only if that decision lets the request through: in
+   * the same round trip when the wallet's owner also decides rate limits (`holdIfAllowed`), else
+   * once the decision came. A refused decision leaves nothing held; the caller learns of it from
+   * `after.settled()` (429), which it awaits before this.
+   */
+  hold(workspace: string, traceId: string, amountNano: bigint, after?: PendingRate): void | Promise<void> {
+    const wallets = this.parts.wallets;
+    if (after !== undefined) {
+      const gated = wallets.holdIfAllowed
+        ? wallets.holdIfAllowed(workspace, traceId, amountNano, after.decision)
+        : after.decision.then((d) => (d.ok ? wallets.hold(workspace, traceId, amountNano) : null));
+      return gated.then((h) => (h === null ? undefined : heldOrThrow(h, amountNano)));
+    }
+    const held = wallets.hold(workspace, traceId, amountNano);
     return held instanceof Promise ? held.then((h) => heldOrThrow(h, amountNano)) : heldOrThrow(held, amountNano);
   }
 
@@ -153,6 +177,22 @@ export class Admission {
 
   private releaseFailed(traceId: string, err: unknown): void {
     this.parts.onReleaseError?.(traceId, err);
+  }
+}
+
+/** A rate-limit decision still on its way (a limiter in another thread or process). */
+export class PendingRate {
+  constructor(
+    readonly decision: Promise<RateDecision>,
+    private readonly limit: number,
+  ) {
+    // Awaited by `settled()`; a request that fails first (a shutdown) must not leave it unobserved.
+    decision.catch(() => undefined);
+  }
+
+  /** Resolves when the request may go on; rejects with the spec's 429 (or the limiter's failure). */
+  settled(): Promise<void> {
+    return this.decision.then((r) => rateOrThrow(r, this.limit));
   }
 }
 

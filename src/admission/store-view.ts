@@ -52,8 +52,22 @@ export class StoreView implements KeysAndCredentials {
     for (const name of this.names) this.reveal(name);
   }
 
-  /** Called once per request: notices commits by other processes (CLI) and drops the caches. */
+  /** Set while this event-loop turn has checked (see sync). */
+  private checkedThisTurn = false;
+  private readonly endTurn = (): void => {
+    this.checkedThisTurn = false;
+  };
+
+  /**
+   * Called once per request: notices commits by other processes (CLI) and drops the caches. Asks the
+   * store once per event-loop turn: the requests that arrived together in one turn cannot be ordered
+   * against another process's commit anyway, and under load a turn carries many of them (each ask
+   * is a read transaction on the database).
+   */
   sync(): void | Promise<void> {
+    if (this.checkedThisTurn) return;
+    this.checkedThisTurn = true;
+    setImmediate(this.endTurn);
     const changed = this.changed();
     if (changed instanceof Promise) {
       return changed.then((yes) => {

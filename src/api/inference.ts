@@ -10,7 +10,7 @@ import { estimatedPromptTokens, settlementFor } from '../billing/settlement.ts';
 import { headerText, sessionIdFrom } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import type { ProtocolModule, RoutingFields } from '../protocols/types.ts';
+import type { InboundRequest, ProtocolModule, RoutingFields } from '../protocols/types.ts';
 import type { CommittedOutcome } from '../proxy/attempt.ts';
 import { type FailoverFinal, type PlanItem, runWithFailover } from '../proxy/failover.ts';
 import { type EffectivePolicy, mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
@@ -109,26 +109,39 @@ async function handle(
   const admitted = who.admitted;
   state.admitted = admitted;
 
-  // 2. How fast: checked before anything costs money.
-  const limited = ctx.admission.rateLimit(admitted);
-  if (limited instanceof Promise) await limited;
+  // 2. How fast: decided before anything costs money. A limiter in another thread or process (the
+  // --workers coordinator, Redis) answers later: meanwhile the request is read and routed, its hold
+  // rides with the decision (taken only if the request may go on), and a refusal (429) still comes
+  // before any other error of the request.
+  const pendingRate = ctx.admission.rateLimit(admitted) ?? null;
+  let asked: InboundRequest;
+  let route: Route;
+  try {
+    // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
+    const read = protocol.read(req, endpoint, cfg.settings.limits);
+    asked = read instanceof Promise ? await read : read;
+    state.fields = asked.fields;
+    state.stream = asked.stream;
+    watch.read(asked.stream, asked.fields.model);
 
-  // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
-  const read = protocol.read(req, endpoint, cfg.settings.limits);
-  const asked = read instanceof Promise ? await read : read;
-  state.fields = asked.fields;
-  state.stream = asked.stream;
-  watch.read(asked.stream, asked.fields.model);
-
-  // 4. Which models, under which policy, on which deployments.
-  const routed = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
-  const route = routed instanceof Promise ? await routed : routed;
+    // 4. Which models, under which policy, on which deployments.
+    const routed = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
+    route = routed instanceof Promise ? await routed : routed;
+  } catch (err) {
+    if (pendingRate) await pendingRate.settled();
+    throw err;
+  }
   const { plan, pin } = route;
   state.routedModel = route.primary.id;
 
   // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
   const hold = requestHoldNano(plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
-  const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold);
+  const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined);
+  if (pendingRate) {
+    // A refused rate decision left nothing held; its 429 is the answer.
+    if (held instanceof Promise) held.catch(() => undefined);
+    await pendingRate.settled();
+  }
   if (held instanceof Promise) await held;
   state.holdNano = hold;
   if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));

@@ -85,18 +85,13 @@ export function settlementFor(args: {
   }
   const { pricing } = effectivePricing(model, deployment, args.pricedAtMs);
   const charge = computeCharge(usage, pricing);
-  return {
-    costNano: charge.totalNano,
-    usage,
-    details: {
-      ...base,
-      promptTokens: usage.promptTokens,
-      completionTokens: usage.completionTokens,
-      ...(usage.reasoningTokens !== undefined ? { reasoningTokens: usage.reasoningTokens } : {}),
-      ...(usage.cacheReadTokens !== undefined ? { cachedTokens: usage.cacheReadTokens } : {}),
-      ...(charge.bracketMinPromptTokens !== null ? { bracket: charge.bracketMinPromptTokens } : {}),
-      ...(estimated ? { estimated: true } : {}),
-      costAtto: charge.totalAtto.toString(),
-    },
-  };
+  // Built field by field (this runs once per answered request): conditional object spreads took
+  // V8's generic copy path. The key order is the ledger row's, as before.
+  const details: SettlementDetails = { model: base.model, provider: base.provider, deployment: base.deployment, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens };
+  if (usage.reasoningTokens !== undefined) details.reasoningTokens = usage.reasoningTokens;
+  if (usage.cacheReadTokens !== undefined) details.cachedTokens = usage.cacheReadTokens;
+  if (charge.bracketMinPromptTokens !== null) details.bracket = charge.bracketMinPromptTokens;
+  if (estimated) details.estimated = true;
+  details.costAtto = charge.totalAtto.toString();
+  return { costNano: charge.totalNano, usage, details };
 }

@@ -20,6 +20,9 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/** How long a log row may wait for another call to go in the same message (see tellLater). */
+export const TELL_WAIT_MS = 10;
+
 export class CoordinatorGoneError extends Error {
   constructor() {
     super('the coordinator thread does not answer (the gateway is stopping)');
@@ -31,7 +34,11 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private queue: StateCall[] = [];
+  /** The call id of each pending `take`, by the promise it returned (holdIfAllowed gates on it). */
+  private readonly takeIds = new WeakMap<Promise<RateDecision>, number>();
   private scheduled = false;
+  /** Sends calls nobody waits for that no other call carried along (see tell). */
+  private tellTimer: ReturnType<typeof setTimeout> | null = null;
   private behindNow = false;
   private closed = false;
 
@@ -52,6 +59,19 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     return this.ask({ op: 'hold', workspace, traceId, amount }) as Promise<HoldResult>;
   }
 
+  /**
+   * The hold gated on this client's own `take` (see WalletAdmission.holdIfAllowed): while that take
+   * is still queued, both go in one message and the coordinator takes the hold only if the take let
+   * the request through (one round trip); once it was sent, the hold waits for its answer.
+   */
+  holdIfAllowed(workspace: string, traceId: string, amount: bigint, decision: Promise<RateDecision>): Promise<HoldResult | null> {
+    const gate = this.takeIds.get(decision);
+    if (gate !== undefined && this.queue.some((c) => c.id === gate)) {
+      return this.ask({ op: 'hold', workspace, traceId, amount, gate }) as Promise<HoldResult | null>;
+    }
+    return decision.then((d) => (d.ok ? this.hold(workspace, traceId, amount) : null));
+  }
+
   settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
     return this.ask({ op: 'settle', traceId, cost, details, logRow: logRow ?? null }) as Promise<boolean>;
   }
@@ -61,7 +81,10 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   }
 
   take(key: string, limitPerMinute: number): Promise<RateDecision> {
-    return this.ask({ op: 'take', key, limit: limitPerMinute }) as Promise<RateDecision>;
+    const id = this.nextId;
+    const decision = this.ask({ op: 'take', key, limit: limitPerMinute }) as Promise<RateDecision>;
+    this.takeIds.set(decision, id);
+    return decision;
   }
 
   get(key: string): Promise<string | null> {
@@ -85,7 +108,7 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
 
   /** A finished request's log row, written by the coordinator's store writer. */
   appendLog(row: RequestLogRow): void {
-    this.tell({ op: 'log', row });
+    this.tellLater({ op: 'log', row });
   }
 
   /** A CLI change (a credit) seen by this thread's key view: the coordinator re-reads balances. */
@@ -93,9 +116,23 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     this.tell({ op: 'refresh' });
   }
 
-  /** Sends a call nobody waits for (a breaker outcome, a pin touch, a log row). */
+  /** Sends a call nobody waits for (a breaker outcome, a pin touch), this turn. */
   tell(call: Call): void {
     this.enqueue({ ...call, id: 0 } as StateCall);
+  }
+
+  /**
+   * A call nobody waits for and nothing reads soon (a finished request's log row): it rides with the
+   * next message, or goes alone after TELL_WAIT_MS. At a modest rate a turn carries one request, and
+   * a message of its own for each request's log row (sent after its last byte, so never with its
+   * other calls) woke the coordinator once more per request.
+   */
+  private tellLater(call: Call): void {
+    if (this.closed) return;
+    this.queue.push({ ...call, id: 0 } as StateCall);
+    if (this.scheduled || this.tellTimer !== null) return;
+    this.tellTimer = setTimeout(this.flushTells, TELL_WAIT_MS);
+    this.tellTimer.unref();
   }
 
   /** The gateway closes: what is queued goes now. Later calls still go (a log row written as the
@@ -128,8 +165,17 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     setImmediate(() => this.flush());
   }
 
+  private readonly flushTells = (): void => {
+    this.tellTimer = null;
+    if (!this.scheduled) this.flush();
+  };
+
   private flush(): void {
     this.scheduled = false;
+    if (this.tellTimer !== null) {
+      clearTimeout(this.tellTimer);
+      this.tellTimer = null;
+    }
     if (this.queue.length === 0) return;
     const calls = this.queue;
     this.queue = [];

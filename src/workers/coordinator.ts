@@ -5,7 +5,7 @@
 // `WalletBook.hold` the single-process gateway runs, whichever worker asked. Open holds are tracked
 // per worker: a worker that dies has them released at once (its requests are gone with it).
 import type { WalletBook } from '../admission/wallet-book.ts';
-import type { RateLimiter } from '../admission/rate-limit.ts';
+import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
 import type { SessionPins } from '../routing/session-pins.ts';
 import type { RequestLogRow } from '../store/types.ts';
 import type { BreakerGrants } from './breaker-grants.ts';
@@ -75,15 +75,20 @@ export class Coordinator {
   handle(worker: number, calls: readonly StateCall[]): void {
     const link = this.links.get(worker);
     if (!link) return;
+    /** Takes of this batch that did not let their request through (their gated holds are refused). */
+    let refused: Set<number> | null = null;
     for (const call of calls) {
       let value: StateValue | Promise<StateValue>;
       try {
-        value = this.apply(worker, link, call);
+        value = call.op === 'hold' && call.gate !== undefined && refused?.has(call.gate) ? null : this.apply(worker, link, call);
       } catch (err) {
+        if (call.op === 'take') (refused ??= new Set()).add(call.id);
         if (call.id !== 0) this.reply(link, { id: call.id, ok: false, error: errorText(err) });
         else this.parts.onError(`worker_${call.op}_failed`, err);
         continue;
       }
+      // The coordinator's limiter answers at once; one that answered later could not gate a hold.
+      if (call.op === 'take' && (value instanceof Promise || !(value as RateDecision).ok)) (refused ??= new Set()).add(call.id);
       if (call.id === 0) continue;
       if (value instanceof Promise) {
         value.then(

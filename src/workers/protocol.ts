@@ -12,7 +12,9 @@ import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
 
 /** One state call of a serving thread. `id` 0: no answer wanted (fire and forget). */
 export type StateCall =
-  | { id: number; op: 'hold'; workspace: string; traceId: string; amount: bigint }
+  /** `gate`: the id of a `take` earlier in the same batch; the hold is taken only if that take let
+   *  the request through, else the answer is null and nothing is held. */
+  | { id: number; op: 'hold'; workspace: string; traceId: string; amount: bigint; gate?: number }
   | { id: number; op: 'settle'; traceId: string; cost: bigint; details: LedgerDetails; logRow: RequestLogRow | null }
   | { id: number; op: 'release'; traceId: string }
   | { id: number; op: 'take'; key: string; limit: number }

@@ -104,3 +104,33 @@ t.test('hold, settle, release reach the wallet; a refused hold is the spec 402',
   const overdrawn = setup({ hold: { ok: false, available: -5n } }).admission;
   t.throws(() => overdrawn.hold('acme', 'tr-4', 1n), { message: /and the wallet has \$0 available/ }, 'an overdrawn wallet shows $0');
 });
+
+t.test('a rate decision answered later: the hold waits for it, and a refused request holds nothing', async (t) => {
+  const calls: string[] = [];
+  let answer: (d: RateDecision) => void = () => undefined;
+  const admission = new Admission({
+    keys: { verifyKey: () => ({ status: 'ok', key: record() }) },
+    workspaceOf: () => acme,
+    limiter: { take: () => new Promise<RateDecision>((resolve) => (answer = resolve)) },
+    // A wallet that cannot tie a hold to the decision (no holdIfAllowed), like PostgreSQL's.
+    wallets: { hold: (ws, trace) => (calls.push(`hold ${trace}`), { ok: true }), settle: () => Promise.resolve(true), release: () => undefined },
+  });
+  const admitted = { key: record(), workspace: acme };
+  const pending = admission.rateLimit(admitted);
+  if (!pending) throw new Error('an asynchronous limiter gives a pending decision');
+  const held = admission.hold('acme', 'tr-ok', 100n, pending);
+  await new Promise((r) => setImmediate(r));
+  t.same(calls, [], 'nothing held before the decision');
+  answer({ ok: true, remaining: 3 });
+  await pending.settled();
+  await held;
+  t.same(calls, ['hold tr-ok']);
+
+  const refused = admission.rateLimit(admitted);
+  if (!refused) throw new Error('pending');
+  const heldRefused = admission.hold('acme', 'tr-refused', 100n, refused);
+  answer({ ok: false, retryAfterSeconds: 9 });
+  await t.rejects(refused.settled(), refusal('rate_limited', 429));
+  await heldRefused;
+  t.same(calls, ['hold tr-ok'], 'the refused request held nothing');
+});

@@ -11,6 +11,9 @@ import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
 /** Well formed, never issued. */
 const UNKNOWN = `sk-pi-${'A'.repeat(43)}`;
 
+/** StoreView asks the store once per event-loop turn: each sync below is a later request's. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 t.test('keys: definite answers cached, expiry re-judged, another connection seen after sync', async (t) => {
   const file = tempDbFile(t);
   const clock = new ManualClock();
@@ -39,9 +42,11 @@ t.test('keys: definite answers cached, expiry re-judged, another connection seen
 
   cli.apiKeys.revoke(k.id);
   t.match(view.verifyKey(k.key, clock.now()), { status: 'ok' }, 'cached until the next sync');
+  await nextTurn();
   view.sync();
   t.equal(externalChanges, 1, 'the commit of another connection was noticed');
   t.same(view.verifyKey(k.key, clock.now()), { status: 'revoked' });
+  await nextTurn();
   view.sync();
   t.equal(externalChanges, 1, 'reported once');
 });
@@ -64,6 +69,7 @@ t.test('credentials: unsealed once, refused ones reported, names refreshed on sy
   cli.secrets.set('openai-main', 'sk-upstream-2');
   cli.secrets.set('later', 'sk-later');
   t.equal(view.reveal('openai-main'), 'sk-upstream-1', 'cached until the next sync');
+  await nextTurn();
   view.sync();
   t.equal(view.reveal('openai-main'), 'sk-upstream-2');
   t.ok(view.has('later'));
@@ -71,6 +77,7 @@ t.test('credentials: unsealed once, refused ones reported, names refreshed on sy
   const raw = openDatabase(file);
   raw.prepare("UPDATE secrets SET ciphertext = zeroblob(32) WHERE name = 'later'").run();
   raw.close();
+  await nextTurn();
   view.sync();
   t.equal(view.reveal('later'), null, 'a tampered row is refused');
   t.equal(view.reveal('later'), null);
@@ -97,6 +104,7 @@ t.test('credentials across a master-key rotation by another process: opened valu
   cli.close();
   const rotated = openStore(file, { masterKey: newKey });
   t.teardown(() => rotated.close());
+  await nextTurn();
   view.sync();
   t.equal(view.reveal('openai-main'), 'sk-upstream-1', 'the running view keeps serving what it opened');
   t.equal(view.reveal('spare'), 'spare-1', 'a credential first used after the rotation too');
@@ -108,6 +116,7 @@ t.test('credentials across a master-key rotation by another process: opened valu
   events.length = 0;
   rotated.secrets.set('added', 'added-under-new-key');
   rotated.secrets.remove('azure-main');
+  await nextTurn();
   view.sync();
   t.equal(view.reveal('added'), null, 'a value it never opened cannot be served until a restart with the new key');
   t.notOk(view.has('azure-main'), 'a removed credential is gone');
@@ -118,10 +127,26 @@ t.test('credentials across a master-key rotation by another process: opened valu
   raw.prepare("UPDATE secrets SET ciphertext = zeroblob(16) WHERE name = 'spare'").run();
   raw.close();
   events.length = 0;
+  await nextTurn();
   view.sync();
   t.equal(view.reveal('spare'), 'spare-1', 'the row is now under a key the view does not hold: the old value stays');
   const fresh = new StoreView(rotated, (name, err, kept) => events.push([name, (err as { code?: string }).code ?? '', kept]));
   t.equal(fresh.reveal('spare'), null, 'a server restarted with the new key refuses the tampered row');
   t.equal(fresh.reveal('openai-main'), 'sk-upstream-1');
   t.same(events.at(-1), ['spare', 'tampered', false]);
+});
+
+t.test('the store is asked once per event-loop turn, however many requests the turn carries', async (t) => {
+  const file = tempDbFile(t);
+  const gateway = openStore(file);
+  t.teardown(() => gateway.close());
+  let asked = 0;
+  const view = new StoreView(gateway, undefined, undefined, () => (asked++, false));
+  view.sync();
+  view.sync();
+  view.sync();
+  t.equal(asked, 1, 'three requests of one turn: one read');
+  await nextTurn();
+  view.sync();
+  t.equal(asked, 2, 'the next turn asks again');
 });

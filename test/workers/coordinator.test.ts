@@ -13,7 +13,7 @@ import { openStore } from '../../src/store/store.ts';
 import type { RequestLogRow } from '../../src/store/types.ts';
 import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
 import { BreakerMirror } from '../../src/workers/breaker-mirror.ts';
-import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
+import { CoordinatorClient, TELL_WAIT_MS } from '../../src/workers/coordinator-client.ts';
 import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
 
@@ -111,6 +111,36 @@ t.test('one rate-limit window across workers', async (t) => {
   t.ok(decisions.filter((d) => !d.ok).every((d) => !d.ok && d.retryAfterSeconds >= 1 && d.retryAfterSeconds <= 60));
 });
 
+t.test('a hold gated on its rate decision: one message, and nothing held for a refused request', async (t) => {
+  const r = rig(t);
+  r.store.wallets.credit('ws', 1_000n, 'test');
+  r.wallets.refresh();
+  r.sent.length = 0;
+  const w = r.client(1);
+  // Three requests of a key allowed two a minute, each asking its rate decision and its hold in the
+  // same turn, as the inference handler does when the limiter is the coordinator.
+  const asked = [0, 1, 2].map((i) => {
+    const decision = w.take('k', 2);
+    return { decision, held: w.holdIfAllowed('ws', `gated-${i}`, 100n, decision) };
+  });
+  const decisions = await Promise.all(asked.map((a) => a.decision));
+  const holds = await Promise.all(asked.map((a) => a.held));
+  t.same(decisions.map((d) => d.ok), [true, true, false]);
+  t.same(holds, [{ ok: true }, { ok: true }, null], 'the refused request held nothing');
+  t.same(r.wallets.view('ws'), { balance: 1_000n, held: 200n, available: 800n });
+  t.equal(r.sent.filter((s) => s.worker === 1 && s.m.kind === 'calls').length, 1, 'decisions and holds in one message');
+  t.equal(r.coordinator.openHolds(1), 2);
+
+  // A decision already sent (answered in an earlier message) is waited for, then the hold asked.
+  const early = w.take('other', 1);
+  await early;
+  t.same(await w.holdIfAllowed('ws', 'late-ok', 100n, early), { ok: true });
+  const refused = w.take('other', 1);
+  await refused;
+  t.equal(await w.holdIfAllowed('ws', 'late-refused', 100n, refused), null);
+  t.same(r.wallets.view('ws'), { balance: 1_000n, held: 300n, available: 700n });
+});
+
 t.test('a pin set through one worker is read through the other', async (t) => {
   const r = rig(t);
   r.client(1).set('session', 'alpha/chat');
@@ -125,9 +155,17 @@ t.test('a worker that dies has its open holds released; its log rows were kept',
   r.wallets.refresh();
   t.same(await r.client(1).hold('ws', 'a', 300n), { ok: true });
   t.same(await r.client(2).hold('ws', 'b', 300n), { ok: true });
+  r.sent.length = 0;
   r.client(1).appendLog({ trace_id: 'x' } as RequestLogRow);
   await tick();
-  t.equal(r.logged.length, 1);
+  t.equal(r.logged.length, 0, 'a log row alone waits (TELL_WAIT_MS) for another call to ride with');
+  r.client(1).appendLog({ trace_id: 'y' } as RequestLogRow);
+  await new Promise((resolve) => setTimeout(resolve, TELL_WAIT_MS + 5));
+  t.same(r.logged.map((x) => x.trace_id), ['x', 'y'], 'then both go, in one message');
+  t.equal(r.sent.filter((s) => s.worker === 1).length, 1);
+  r.client(1).appendLog({ trace_id: 'z' } as RequestLogRow);
+  t.same(await r.client(1).take('k', 5), { ok: true, remaining: 4 });
+  t.same(r.logged.map((x) => x.trace_id), ['x', 'y', 'z'], 'a call somebody waits for carries it at once');
   t.equal(r.coordinator.detach(1), 1, 'one hold released');
   t.same(r.wallets.view('ws'), { balance: 1_000n, held: 300n, available: 700n });
   t.equal(r.coordinator.openHolds(2), 1, "the other worker's hold stays");
