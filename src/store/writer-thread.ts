@@ -52,7 +52,8 @@ function start(): void {
   const commits = new SharedArrayBuffer(4);
   const counter = new Int32Array(commits);
   const checkpointData: CheckpointData = { file: data.file, commits, intervalMs: CHECKPOINT_INTERVAL_MS };
-  let checkpointer: Worker | null = spawnThread(siblingModule('checkpoint-thread', import.meta.url), { workerData: checkpointData });
+  // It allocates next to nothing: the smallest young generation V8 takes.
+  let checkpointer: Worker | null = spawnThread(siblingModule('checkpoint-thread', import.meta.url), { workerData: checkpointData, resourceLimits: { maxYoungGenerationSizeMb: 1 } });
   // A checkpointer that fails leaves checkpoints to the writer's own auto-checkpoint: slower commits
   // now and then, nothing lost.
   checkpointer.on('error', () => undefined);
