@@ -116,6 +116,7 @@ async function handle(
   const pendingRate = ctx.admission.rateLimit(admitted) ?? null;
   let asked: InboundRequest;
   let route: Route;
+  let hold: bigint;
   try {
     // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
     const read = protocol.read(req, endpoint, cfg.settings.limits);
@@ -127,22 +128,29 @@ async function handle(
     // 4. Which models, under which policy, on which deployments.
     const routed = routeFor(ctx, cfg.index, endpoint, asked.fields, admitted, state.sessionId, now);
     route = routed instanceof Promise ? await routed : routed;
+    state.routedModel = route.primary.id;
+
+    // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
+    hold = requestHoldNano(route.plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
   } catch (err) {
     if (pendingRate) await pendingRate.settled();
     throw err;
   }
   const { plan, pin } = route;
-  state.routedModel = route.primary.id;
-
-  // 5. Can they pay: hold the worst case over every model and deployment the request may reach.
-  const hold = requestHoldNano(plan.plans, { promptTokens: asked.promptBound, outputTokens: asked.outputBound }, now);
-  const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined);
-  if (pendingRate) {
-    // A refused rate decision left nothing held; its 429 is the answer.
-    if (held instanceof Promise) held.catch(() => undefined);
-    await pendingRate.settled();
+  try {
+    const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined);
+    if (pendingRate) {
+      // A refused rate decision left nothing held; its 429 is the answer.
+      if (held instanceof Promise) held.catch(() => undefined);
+      await pendingRate.settled();
+    }
+    if (held instanceof Promise) await held;
+  } catch (err) {
+    // Refused (429, 402): half-open probes routing claimed for it go back at once, so the next
+    // request that would reach the deployment probes it instead of waiting out the probe's lease.
+    for (const id of plan.probes) ctx.health.releaseProbe(id);
+    throw err;
   }
-  if (held instanceof Promise) await held;
   state.holdNano = hold;
   if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
 

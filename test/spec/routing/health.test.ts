@@ -111,6 +111,22 @@ t.test('one probe at a time: while the probe is in flight, other requests see th
   t.equal(state(r, 'aws/multi'), 'closed');
 });
 
+t.test('a request refused after routing (402) gives its claimed probe back at once', async (t) => {
+  const r = await routingStack(t);
+  await trip(t, r);
+  r.s.clock.advance(COOLDOWN);
+  // Default routing on an empty wallet: routing claims the half-open probe, then the hold fails.
+  const broke = r.s.key('lean');
+  const from = r.s.sim.requests.length;
+  const poor = await r.chat(AWS_GCP, { key: broke });
+  await poor.text();
+  t.equal(poor.status, 402, 'refused for its balance');
+  t.same(upstreams(r.s).slice(from), [], 'before any upstream');
+  // Without the give-back the probe stays claimed for its lease (120 s) and aws looks down.
+  t.same((await ask(r)).tried, ['multi-aws'], 'the next request probes');
+  t.equal(state(r, 'aws/multi'), 'closed');
+});
+
 t.test('error-rate trip: half of a 10-outcome window fails, never 3 in a row', async (t) => {
   const r = await routingStack(t);
   for (let i = 1; i <= 10; i++) {
