@@ -7,7 +7,7 @@
 // CPU µs per stream, time to the first content event); peak RSS (VmHWM) of each process at the end.
 //
 //   node bench/run.js ab --base REV [--quick] [--rounds N] [--writer-thread]
-//        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--same-tree]
+//        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--env-a "K=V …"] [--env-b "…"] [--same-tree]
 //        [--json-only | --streams-only] [--rate R]
 //
 // --writer-thread runs both gateways with the SQLite writer thread, as `serve` does. --node-args-*
@@ -52,8 +52,10 @@ const sim = await startSimulator();
 await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDelayMs });
 const common = argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : [];
 const pt = withPassthrough ? await startPassthrough(sim.url) : null;
-const gwA = await startGateway('gateway-a', { upstream: sim.url, env: { PI_BENCH_TREE: snap.dir }, nodeArgs: words(opt('--node-args-a')), args: [...common, ...words(opt('--args-a'))] });
-const gwB = await startGateway('gateway-b', { upstream: sim.url, env: { PI_BENCH_TREE: ROOT }, nodeArgs: words(opt('--node-args-b')), args: [...common, ...words(opt('--args-b'))] });
+/** `--env-a "K=V K2=V2"`: environment of one side (e.g. PI_V8_PRETENURING=on). */
+const envOf = (side) => Object.fromEntries(words(opt(`--env-${side}`)).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const gwA = await startGateway('gateway-a', { upstream: sim.url, env: { PI_BENCH_TREE: snap.dir, ...envOf('a') }, nodeArgs: words(opt('--node-args-a')), args: [...common, ...words(opt('--args-a'))] });
+const gwB = await startGateway('gateway-b', { upstream: sim.url, env: { PI_BENCH_TREE: ROOT, ...envOf('b') }, nodeArgs: words(opt('--node-args-b')), args: [...common, ...words(opt('--args-b'))] });
 
 const simKey = { Authorization: 'Bearer sk-bench-upstream' };
 const mk = (name, proc, headers) => {

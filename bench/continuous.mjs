@@ -11,7 +11,8 @@
 // Measures per contender: closed-loop throughput and CPU µs/request; added latency p50/p99 at 1,000
 // and 200 req/s (open loop, vs direct, per round then median); N concurrent streams: CPU per stream,
 // added time to first content event p50/p99; peak RSS (VmHWM); and every gateway's event-loop delay
-// p50/p99/max during the 1,000 req/s phase (servers/gateway.mjs --eld on, read on SIGUSR2).
+// p50/p99/max during the 1,000 req/s phase (servers/gateway.mjs --eld on: sampled only in that window,
+// started and read with SIGUSR2).
 // Writes bench/results/continuous-<date>.md (and the JSON) and prints the markdown.
 //
 //   node bench/run.js continuous [--quick] [--rounds N] [--no-pg]
@@ -41,8 +42,8 @@ const argv = process.argv.slice(2);
 const flags = parseFlags(argv);
 const noPg = argv.includes('--no-pg');
 const P = flags.quick
-  ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 300, latDur: 2000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
-  : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 1000, latDur: 5000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
+  ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 300, latDur: 2000, settleMs: 1000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
+  : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 1000, latDur: 5000, settleMs: 4000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
 if (flags.rounds) P.rounds = flags.rounds;
 const RATES = [1000, 200];
 
@@ -152,6 +153,10 @@ for (let r = 0; r < P.rounds; r++) {
   }
   for (const rate of RATES) {
     for (const c of order) {
+      // Every process under test shares core 0: the one measured before this one collects the
+      // garbage of its load for a few seconds after it (V8's memory reducer: ~30–40 ms of CPU),
+      // which landed in this contender's latency tail. Let it finish first.
+      await new Promise((resolve) => setTimeout(resolve, P.settleMs));
       if (rate === 1000 && c.eld) await c.eld(); // starts a fresh window
       const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur });
       round[`lat${rate}`][c.name] = x;
@@ -215,7 +220,7 @@ out.push(
 );
 out.push('');
 out.push(
-  `Throughput: closed loop, ${P.conns} connections, ${P.tpDur / 1000} s. Latency: open loop at 1,000 and 200 req/s, ${P.latDur / 1000} s each, from the scheduled send time, added = contender − direct per round. Streams: ${P.streams} concurrent × ${expectEvents} events (${P.chunks} content events ${P.chunkDelayMs} ms apart), ${P.stDur / 1000} s window; TTFB = first content event. ELD = the gateway's event-loop delay (monitorEventLoopDelay, 1 ms resolution: an idle loop reads ≈ 1.1 ms, so the delay beyond the timer is the figure minus ≈ 1 ms) during the 1,000 req/s phase.`,
+  `Throughput: closed loop, ${P.conns} connections, ${P.tpDur / 1000} s. Latency: open loop at 1,000 and 200 req/s, ${P.latDur / 1000} s each (after ${P.settleMs / 1000} s idle, so the previous contender's post-load garbage collection on the shared core is over), from the scheduled send time, added = contender − direct per round. Streams: ${P.streams} concurrent × ${expectEvents} events (${P.chunks} content events ${P.chunkDelayMs} ms apart), ${P.stDur / 1000} s window; TTFB = first content event. ELD = the gateway's event-loop delay (monitorEventLoopDelay, 1 ms resolution: an idle loop reads ≈ 1.1 ms, so the delay beyond the timer is the figure minus ≈ 1 ms) during the 1,000 req/s phase.`,
 );
 out.push('');
 out.push(

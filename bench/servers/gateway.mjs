@@ -17,8 +17,9 @@
 // does for a database file (GatewayOptions.writerThread; off by default: the in-process store path,
 // this thread writing in batches). --db postgres://URL runs the fleet node instead (src/cli/node-runtime.ts
 // runNode, as `serve --db postgres://… --redis …` does): the database is migrated and seeded first.
-// --eld on records the event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms resolution); on
-// SIGUSR2 it prints one JSON line {"eld":{"p50","p99","max","mean","count"}} (ms) on stdout and resets.
+// --eld on records the event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms resolution) between
+// two SIGUSR2: the first starts the window (prints {"eld":{"started":true}}), the second prints one
+// JSON line {"eld":{"p50","p99","max","mean","count"}} (ms) on stdout and stops sampling.
 //
 // --metrics on starts the admin listener (its URL is in the ready line) with Prometheus metrics;
 // --access-log on writes one JSON line per request to access.log in the temp directory, through
@@ -190,13 +191,23 @@ if (pgMode) {
 }
 
 if (values.eld === 'on') {
-  // The loop's delay in ns; SIGUSR2 reports (ms) and starts a new window.
+  // The loop's delay in ns, sampled only between two SIGUSR2: the first starts a window, the second
+  // reports it (ms) and stops sampling. A 1-ms sampling timer left on in every idle gateway of a
+  // benchmark woke each of them a thousand times a second on the core the measured one runs on.
   const h = monitorEventLoopDelay({ resolution: 1 });
-  h.enable();
+  let on = false;
   process.on('SIGUSR2', () => {
+    if (!on) {
+      h.reset();
+      h.enable();
+      on = true;
+      process.stdout.write(JSON.stringify({ eld: { started: true } }) + '\n');
+      return;
+    }
+    h.disable();
+    on = false;
     const ms = (ns) => ns / 1e6;
     process.stdout.write(JSON.stringify({ eld: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), count: h.count } }) + '\n');
-    h.reset();
   });
 }
 
