@@ -15,14 +15,15 @@
 // started and read with SIGUSR2).
 // Writes bench/results/continuous-<date>.md (and the JSON) and prints the markdown.
 //
-//   node bench/run.js continuous [--quick] [--rounds N] [--no-pg]
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+//   node bench/run.js continuous [--quick] [--rounds N] [--no-pg] [--only embedded,writer-thread,…] [--trace-gc]
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from './lib/load.mjs';
-import { BENCH_DIR, RESULTS_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
+import { BENCH_DIR, CLK_TCK, RESULTS_DIR, cpuUs, ensureBuilt, stopProcess } from './lib/proc.mjs';
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
 import {
   GEN_CORE,
+  SUT_CORE,
   chatRequest,
   measureLatency,
   measureStreams,
@@ -41,6 +42,10 @@ import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, 
 const argv = process.argv.slice(2);
 const flags = parseFlags(argv);
 const noPg = argv.includes('--no-pg');
+// --only embedded,writer-thread: start only these contenders beside direct and the passthrough (a
+// diagnosis run: does a gateway's tail depend on the others sharing its core and disk?).
+const onlyArg = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] ?? '' : null;
+const wanted = (name) => onlyArg === null || onlyArg.split(',').includes(name);
 const P = flags.quick
   ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 300, latDur: 2000, settleMs: 1000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
   : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 1000, latDur: 5000, settleMs: 4000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
@@ -52,6 +57,20 @@ const ST_MODEL = 'openai/gpt-4.1'; // scripted: P.chunks content events, P.chunk
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const NS_BODY = { model: NS_MODEL, messages, max_tokens: 64 };
 const ST_BODY = { model: ST_MODEL, messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };
+
+/** CPU time (µs) the given contenders' processes used so far, every thread. */
+function othersCpuUs(list) {
+  let sum = 0;
+  for (const o of list) sum += cpuUs(o.pid);
+  return sum;
+}
+
+/** One core's times from /proc/stat, ms (user … steal). */
+function coreTimes(core) {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `));
+  const f = (line ?? '').trim().split(/\s+/).slice(1).map((v) => (Number(v) * 1000) / CLK_TCK);
+  return { user: f[0] ?? NaN, system: f[2] ?? NaN, idle: f[3] ?? NaN, steal: f[7] ?? NaN };
+}
 
 /** Reads `{"eld":…}` lines a gateway started with --eld on prints on SIGUSR2. */
 function eldReader(proc) {
@@ -86,14 +105,18 @@ const sim = await startSimulator();
 await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDelayMs });
 const pt = await startPassthrough(sim.url);
 const gwArgs = ['--eld', 'on'];
-const emb = await startGateway('gw-embedded', { upstream: sim.url, args: gwArgs });
-const wt = await startGateway('gw-writer-thread', { upstream: sim.url, args: [...gwArgs, '--writer-thread', 'on'] });
-const w2 = await startGateway('gw-workers-2', { upstream: sim.url, args: [...gwArgs, '--workers', '2'] });
+// --trace-gc: every gateway prints V8's GC trace into its log (bench/results/logs/gw-*.log), to line
+// its pauses up with the event-loop delay of a phase.
+const gwNodeArgs = argv.includes('--trace-gc') ? ['--trace-gc'] : [];
+const emb = wanted('embedded') ? await startGateway('gw-embedded', { upstream: sim.url, args: gwArgs, nodeArgs: gwNodeArgs }) : null;
+const wt = wanted('writer-thread') ? await startGateway('gw-writer-thread', { upstream: sim.url, args: [...gwArgs, '--writer-thread', 'on'], nodeArgs: gwNodeArgs }) : null;
+const w2 = wanted('workers-2') ? await startGateway('gw-workers-2', { upstream: sim.url, args: [...gwArgs, '--workers', '2'], nodeArgs: gwNodeArgs }) : null;
 const notes = [];
 let pgSrv = null;
 let redisSrv = null;
 let pgw = null;
-if (noPg) notes.push('pg+redis: left out (--no-pg).');
+if (onlyArg !== null) notes.push(`only: ${onlyArg} (--only), beside direct and the passthrough.`);
+if (noPg || !wanted('pg+redis')) notes.push('pg+redis: left out (--no-pg or --only).');
 else if (!havePostgres()) notes.push('pg+redis: left out (no PostgreSQL binaries or redis-server on this machine).');
 else {
   const t0 = performance.now();
@@ -101,10 +124,10 @@ else {
   // CPU is what the table compares.
   pgSrv = await startPostgres({ core: GEN_CORE });
   redisSrv = await startRedis({ core: GEN_CORE });
-  pgw = await startGateway('gw-pg-redis', { upstream: sim.url, args: [...gwArgs, '--db', pgSrv.url, '--redis', redisSrv.url] });
+  pgw = await startGateway('gw-pg-redis', { upstream: sim.url, args: [...gwArgs, '--db', pgSrv.url, '--redis', redisSrv.url], nodeArgs: gwNodeArgs });
   log(`pg+redis: private postgres + redis-server up in ${fmtInt(performance.now() - t0)} ms`);
 }
-const havePortkey = existsSync(join(BENCH_DIR, 'portkey', 'node_modules', '@portkey-ai', 'gateway'));
+const havePortkey = wanted('portkey') && existsSync(join(BENCH_DIR, 'portkey', 'node_modules', '@portkey-ai', 'gateway'));
 const pk = havePortkey ? await startPortkey() : null;
 if (!havePortkey) {
   notes.push('portkey: left out (bench/portkey/node_modules is not installed: `npm ci --prefix bench/portkey --ignore-scripts`).');
@@ -120,9 +143,9 @@ const gwHeaders = (g) => ({ Authorization: `Bearer ${g.key}` });
 const contenders = [
   mk('direct', sim, simKey),
   mk('passthrough', pt, simKey),
-  mk('embedded', emb, gwHeaders(emb), true),
-  mk('writer-thread', wt, gwHeaders(wt), true),
-  mk('workers-2', w2, gwHeaders(w2), true),
+  ...(emb ? [mk('embedded', emb, gwHeaders(emb), true)] : []),
+  ...(wt ? [mk('writer-thread', wt, gwHeaders(wt), true)] : []),
+  ...(w2 ? [mk('workers-2', w2, gwHeaders(w2), true)] : []),
   ...(pgw ? [mk('pg+redis', pgw, gwHeaders(pgw), true)] : []),
   ...(pk ? [mk('portkey', pk, { ...simKey, 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` })] : []),
 ];
@@ -158,11 +181,18 @@ for (let r = 0; r < P.rounds; r++) {
       // which landed in this contender's latency tail. Let it finish first.
       await new Promise((resolve) => setTimeout(resolve, P.settleMs));
       if (rate === 1000 && c.eld) await c.eld(); // starts a fresh window
+      const others = contenders.filter((o) => o !== c && o.name !== 'direct');
+      const before = { others: othersCpuUs(others), core: coreTimes(SUT_CORE) };
       const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur });
+      // What else ran on the measured core meanwhile: the other contenders (idle, but collecting
+      // garbage or ticking timers) and the hypervisor (steal: the VM's core given to another guest).
+      x.othersCpuMs = (othersCpuUs(others) - before.others) / 1000;
+      x.stealMs = coreTimes(SUT_CORE).steal - before.core.steal;
+      x.windowEnd = new Date().toISOString();
       round[`lat${rate}`][c.name] = x;
       if (rate === 1000 && c.eld) round.eld[c.name] = await c.eld();
       const e = round.eld[c.name];
-      log(`round ${r + 1} lat${rate} ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}${rate === 1000 && e ? `  eld p99 ${fmt(e.p99, 2)} max ${fmt(e.max, 1)} ms` : ''}`);
+      log(`round ${r + 1} lat${rate} ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}${rate === 1000 && e ? `  eld p99 ${fmt(e.p99, 2)} max ${fmt(e.max, 1)} ms` : ''}  core ${SUT_CORE}: others ${fmt(x.othersCpuMs, 0)} ms CPU, steal ${fmt(x.stealMs, 0)} ms`);
     }
   }
   for (const c of order) {
@@ -203,6 +233,8 @@ for (const n of names) {
     eldP99: GATEWAYS.includes(n) ? median(rounds.map((r) => r.eld[n]?.p99)) : NaN,
     eldMax: GATEWAYS.includes(n) ? Math.max(...rounds.map((r) => r.eld[n]?.max ?? NaN)) : NaN,
     peakRssMb: mem[memKey] ? mem[memKey].hwmKb / 1024 : NaN,
+    others1000Ms: med('lat1000', n, 'othersCpuMs'),
+    steal1000Ms: med('lat1000', n, 'stealMs'),
     errors: rounds.reduce((a, r) => a + (r.tp[n]?.errors ?? 0) + (r.lat1000[n]?.errors ?? 0) + (r.lat200[n]?.errors ?? 0) + (r.st[n]?.errors ?? 0) + (r.st[n]?.short ?? 0), 0),
   };
 }
@@ -213,7 +245,7 @@ const pair = (n, a, b, rate) => (n === 'direct' ? '—' : `${fmt(summary[n][a], 
 const out = [];
 out.push(`## continuous benchmark, ${started.toISOString().slice(0, 10)} (${flags.quick ? 'quick' : 'full'}: ${P.rounds} rounds, medians)`);
 out.push('');
-out.push(`Command: \`node bench/run.js continuous${flags.quick ? ' --quick' : ''}${flags.rounds ? ` --rounds ${flags.rounds}` : ''}${noPg ? ' --no-pg' : ''}\` — commit ${machine.tree.commit?.slice(0, 12) ?? '?'}${machine.tree.dirty ? ' (src/ or config/ modified)' : ''}, started ${started.toISOString()}.`);
+out.push(`Command: \`node bench/run.js continuous${flags.quick ? ' --quick' : ''}${flags.rounds ? ` --rounds ${flags.rounds}` : ''}${noPg ? ' --no-pg' : ''}${onlyArg !== null ? ` --only ${onlyArg}` : ''}\` — commit ${machine.tree.commit?.slice(0, 12) ?? '?'}${machine.tree.dirty ? ' (src/ or config/ modified)' : ''}, started ${started.toISOString()}.`);
 out.push('');
 out.push(
   `Machine: ${machine.cores} cores (${machine.cpus.join(', ')}), Node ${machine.node}, load average at the end ${machine.loadavg.map((x) => fmt(x, 2)).join(' / ')} (1/5/15 min) — the cores are shared with other sessions, so every figure is noisy. Placement: process under test on core 0; load generator, simulator${pgw ? ', postgres and redis-server' : ''} on core 1 (${Object.entries(place).map(([k, v]) => `${k}=${v}`).join(', ')}).`,
@@ -258,6 +290,13 @@ for (const n of GATEWAYS) {
   t('peak RSS ≤ 120 MB', `${fmt(s.peakRssMb)} MB`, s.peakRssMb <= 120);
   t('ELD p99 @1,000/s ≤ 1 ms (raw histogram; ≈ 1 ms of it is the timer)', `${fmt(s.eldP99, 2)} ms`, s.eldP99 <= 1);
 }
+out.push(
+  `During each contender's 1,000 req/s phase (${(P.latWarm + P.latDur) / 1000} s), what else ran on core ${SUT_CORE} (medians): ${names
+    .filter((n) => n !== 'direct')
+    .map((n) => `${n} — other contenders ${fmt(summary[n].others1000Ms, 0)} ms CPU, steal ${fmt(summary[n].steal1000Ms, 0)} ms`)
+    .join('; ')}. Steal is time the hypervisor gave the VM's core to another guest: a stall no process here can see or avoid.`,
+);
+out.push('');
 out.push('Issue 12 targets (same-run ratios):');
 out.push('');
 out.push(table(['gateway', 'target', 'measured', ''], targetRows));
@@ -272,6 +311,6 @@ const mdFile = join(RESULTS_DIR, `continuous-${started.toISOString().replace(/[:
 writeFileSync(mdFile, md);
 const file = saveResult('continuous', { bench: 'continuous', params: P, quick: flags.quick, machine, placement: place, notes, rounds, summary, mem });
 log(`saved ${mdFile} and ${file}`);
-for (const p of [pk, pgw, wt, emb, pt, sim]) if (p) await stopProcess(p);
+for (const p of [pk, pgw, w2, wt, emb, pt, sim]) if (p) await stopProcess(p);
 await pgSrv?.stop();
 await redisSrv?.stop();

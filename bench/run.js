@@ -27,6 +27,7 @@ const BENCHES = {
   'fleet-drills': 'fleet-drills.mjs',
   'hot-wallet': 'hot-wallet.mjs',
   ab: 'ab.mjs',
+  'gc-trace': 'gc-trace.mjs',
 };
 const ALL = ['catalog', 'admission', 'routing', 'proxy', 'profile'];
 

@@ -1,0 +1,71 @@
+// Where a gateway's tail at a fixed rate comes from: one gateway with V8's --trace-gc, loaded the way
+// the continuous benchmark loads it (saturation, an idle gap, then open loop at R req/s), with every
+// garbage-collection pause longer than --min-ms printed that fell inside the fixed-rate window.
+//
+//   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld]
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LOG_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
+import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
+import { fmt, log } from './lib/stats.mjs';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
+const rate = Number(opt('--rate', '1000'));
+const gapS = Number(opt('--gap-s', '40'));
+const minMs = Number(opt('--min-ms', '3'));
+const extraNode = (opt('--node-args', '') ?? '').split(' ').filter(Boolean);
+const NS_BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hello' }], max_tokens: 64 };
+
+ensureBuilt();
+const sim = await startSimulator('gc-sim');
+const gw = await startGateway('gc-gateway', {
+  upstream: sim.url,
+  nodeArgs: ['--trace-gc', ...extraNode],
+  args: [...(argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : []), '--eld', 'on', ...(opt('--gw-args', '') ?? '').split(' ').filter(Boolean)],
+});
+const t = target(gw.url);
+const c = { name: 'gw', pid: gw.pid, target: t, req: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, NS_BODY) };
+const logFile = join(LOG_DIR, 'gc-gateway.log');
+const lines = () => readFileSync(logFile, 'utf8').split('\n');
+
+const ST_BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hello' }], max_tokens: 64, stream: true };
+if (argv.includes('--streams-first')) {
+  const { measureStreams } = await import('./lib/stack.mjs');
+  const st = await measureStreams({ ...c, streamReq: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, ST_BODY) }, { simPid: sim.pid, streams: 200, warmupMs: 1000, durationMs: 4000, expectEvents: null });
+  log(`streams first: ${st.ok} streams`);
+}
+const tp = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: 1000, durationMs: 5000 });
+log(`saturation: ${Math.round(tp.rps)} req/s; idle ${gapS} s`);
+await new Promise((r) => setTimeout(r, gapS * 1000));
+const majflt = (pid) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[9]);
+const vm = () => Object.fromEntries(readFileSync('/proc/vmstat', 'utf8').trim().split('\n').map((l) => l.split(' ')).filter(([k]) => k === 'pgmajfault' || k === 'workingset_refault_file').map(([k, v]) => [k, Number(v)]));
+const f0 = majflt(gw.pid);
+const vm0 = vm();
+const from = lines().length;
+const wallFrom = Date.now();
+// --eld: the gateway's event-loop delay sampled during the window, as the continuous benchmark does.
+const eld = argv.includes('--eld');
+if (eld) process.kill(gw.pid, 'SIGUSR2');
+const lat = await measureLatency(c, { simPid: sim.pid, rate, conns: 50, warmupMs: 1000, durationMs: Number(opt('--dur-s', '5')) * 1000 });
+const vm1 = vm();
+log(`window: ${wallFrom} – ${Date.now()} (epoch ms)`);
+log(`major page faults in the window: gateway ${majflt(gw.pid) - f0}, machine ${vm1.pgmajfault - vm0.pgmajfault}; file pages refaulted (machine) ${vm1.workingset_refault_file - vm0.workingset_refault_file}`);
+if (eld) {
+  process.kill(gw.pid, 'SIGUSR2');
+  await new Promise((r) => setTimeout(r, 200));
+  log(`eld: ${lines().filter((l) => l.startsWith('{"eld":')).pop()}`);
+}
+const gcs = lines().slice(from).filter((l) => /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor)/.test(l));
+const pause = (l) => Number((/, ([\d.]+) \/ [\d.]+ ms/.exec(l) ?? [])[1] ?? NaN);
+const long = gcs.filter((l) => pause(l) >= minMs);
+log(`${rate} req/s: p50 ${fmt(lat.p50, 3)} p99 ${fmt(lat.p99, 3)} max ${fmt(lat.max ?? NaN, 1)} ms; ${gcs.length} GCs in the window, ${long.length} of ${minMs} ms or more:`);
+for (const l of long) process.stdout.write(l.trim() + '\n');
+const byKind = {};
+for (const l of gcs) {
+  const k = /(Scavenge|Mark-Compact|Mark-sweep|Minor[^ ]*)/.exec(l)?.[1] ?? '?';
+  byKind[k] = (byKind[k] ?? 0) + pause(l);
+}
+log(`pause ms by kind: ${JSON.stringify(byKind)}`);
+await stopProcess(gw);
+await stopProcess(sim);
