@@ -2,7 +2,7 @@
 // the continuous benchmark loads it (saturation, an idle gap, then open loop at R req/s), with every
 // garbage-collection pause longer than --min-ms printed that fell inside the fixed-rate window.
 //
-//   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld]
+//   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--slow-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld]
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LOG_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
@@ -14,6 +14,7 @@ const opt = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] 
 const rate = Number(opt('--rate', '1000'));
 const gapS = Number(opt('--gap-s', '40'));
 const minMs = Number(opt('--min-ms', '3'));
+const slowMs = Number(opt('--slow-ms', '3'));
 const extraNode = (opt('--node-args', '') ?? '').split(' ').filter(Boolean);
 const NS_BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hello' }], max_tokens: 64 };
 
@@ -22,6 +23,8 @@ const sim = await startSimulator('gc-sim');
 const gw = await startGateway('gc-gateway', {
   upstream: sim.url,
   nodeArgs: ['--trace-gc', ...extraNode],
+  // The writer thread reports each commit of --slow-ms or more (src/store/slow-commit.ts).
+  env: { PI_WRITER_SLOW_COMMIT_MS: String(slowMs) },
   args: [...(argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : []), '--eld', 'on', ...(opt('--gw-args', '') ?? '').split(' ').filter(Boolean)],
 });
 const t = target(gw.url);
@@ -49,7 +52,12 @@ const eld = argv.includes('--eld');
 if (eld) process.kill(gw.pid, 'SIGUSR2');
 const lat = await measureLatency(c, { simPid: sim.pid, rate, conns: 50, warmupMs: 1000, durationMs: Number(opt('--dur-s', '5')) * 1000 });
 const vm1 = vm();
-log(`window: ${wallFrom} – ${Date.now()} (epoch ms)`);
+const wallTo = Date.now();
+const slow = lines()
+  .filter((l) => l.includes('"writer_slow_commit"'))
+  .map((l) => JSON.parse(l.slice(l.indexOf('{'))))
+  .filter((x) => Date.parse(x.t) >= wallFrom && Date.parse(x.t) <= wallTo);
+log(`writer commits of ${slowMs} ms or more in the window: ${slow.length}, ${fmt(slow.reduce((a, x) => a + x.ms, 0), 1)} ms in all (with --writer-thread)`);
 log(`major page faults in the window: gateway ${majflt(gw.pid) - f0}, machine ${vm1.pgmajfault - vm0.pgmajfault}; file pages refaulted (machine) ${vm1.workingset_refault_file - vm0.workingset_refault_file}`);
 if (eld) {
   process.kill(gw.pid, 'SIGUSR2');

@@ -11,11 +11,13 @@ import { siblingModule, spawnThread } from '../thread.ts';
 import type { CheckpointData } from './checkpoint-thread.ts';
 import { openDatabase, Statements } from './db.ts';
 import { upsertRequestLogRows } from './request-log.ts';
+import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
 import type { RequestLogRow } from './types.ts';
 import { Wallets } from './wallets.ts';
 import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
 const data = workerData as WriterData;
+const slowCommitMs = slowCommitThreshold(process.env['PI_WRITER_SLOW_COMMIT_MS']);
 const signal = new Int32Array(data.signal);
 const port = data.port;
 
@@ -86,7 +88,15 @@ function start(): void {
 
   port.on('message', async (m: WriterRequest) => {
     if (m.kind === 'commit') {
-      send(commit(m));
+      if (slowCommitMs === null) {
+        send(commit(m));
+        return;
+      }
+      const t0 = performance.now();
+      const reply = commit(m);
+      const ms = performance.now() - t0;
+      if (ms >= slowCommitMs) process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + m.ops.filter((op) => op.kind === 'settle' && op.logRow).length));
+      send(reply);
     } else {
       let rowsError: string | null = null;
       try {

@@ -98,3 +98,44 @@ t.test('WAL checkpoints run beside the writer: the database file takes the rows'
   t.equal(store.requestLog.query({ limit: 10_000 }).length, 510);
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
+
+t.test('PI_WRITER_SLOW_COMMIT_MS reports each commit at or over the threshold on stderr, counts only', async (t) => {
+  const file = tempDbFile(t);
+  const store = openStore(file);
+  store.wallets.credit('w', 1_000n, 'seed');
+  // The worker copies the environment when it starts; 0 ms reports every commit.
+  const saved = process.env['PI_WRITER_SLOW_COMMIT_MS'];
+  process.env['PI_WRITER_SLOW_COMMIT_MS'] = '0';
+  const lines: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    if (text.includes('writer_slow_commit')) lines.push(...text.split('\n').filter((l) => l.includes('writer_slow_commit')));
+    return write(chunk, ...rest);
+  }) as typeof process.stderr.write;
+  const writer = await ThreadWriter.start(file);
+  if (saved === undefined) delete process.env['PI_WRITER_SLOW_COMMIT_MS'];
+  else process.env['PI_WRITER_SLOW_COMMIT_MS'] = saved;
+  t.teardown(async () => {
+    process.stderr.write = write;
+    await writer.close();
+    store.close();
+  });
+  await writer.commit(charge('tr_slow'));
+  t.ok(await until(() => lines.length >= 1), 'the commit was reported');
+  const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
+  t.match(line, { event: 'writer_slow_commit', ledger_ops: 2, log_rows: 1 });
+  t.ok(typeof line['ms'] === 'number' && (line['ms'] as number) >= 0, 'with its duration in ms');
+  t.notOk(JSON.stringify(line).includes('tr_slow'), 'no trace id, workspace or amount in the line');
+  t.notOk(JSON.stringify(line).includes('"w"'), 'no workspace');
+});
+
+t.test('the slow-commit threshold: unset, empty or not a number ≥ 0 is off', async (t) => {
+  const { slowCommitThreshold } = await import('../../src/store/slow-commit.ts');
+  t.equal(slowCommitThreshold(undefined), null);
+  t.equal(slowCommitThreshold(''), null);
+  t.equal(slowCommitThreshold('fast'), null);
+  t.equal(slowCommitThreshold('-1'), null);
+  t.equal(slowCommitThreshold('0'), 0);
+  t.equal(slowCommitThreshold('2.5'), 2.5);
+});
