@@ -47,8 +47,8 @@ const noPg = argv.includes('--no-pg');
 const onlyArg = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] ?? '' : null;
 const wanted = (name) => onlyArg === null || onlyArg.split(',').includes(name);
 const P = flags.quick
-  ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 300, latDur: 2000, settleMs: 1000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
-  : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 1000, latDur: 5000, settleMs: 4000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
+  ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 1000, latDur: 2000, settleMs: 1000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
+  : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 3000, latDur: 5000, settleMs: 4000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
 if (flags.rounds) P.rounds = flags.rounds;
 const RATES = [1000, 200];
 
@@ -180,10 +180,11 @@ for (let r = 0; r < P.rounds; r++) {
       // garbage of its load for a few seconds after it (V8's memory reducer: ~30–40 ms of CPU),
       // which landed in this contender's latency tail. Let it finish first.
       await new Promise((resolve) => setTimeout(resolve, P.settleMs));
-      if (rate === 1000 && c.eld) await c.eld(); // starts a fresh window
       const others = contenders.filter((o) => o !== c && o.name !== 'direct');
       const before = { others: othersCpuUs(others), core: coreTimes(SUT_CORE) };
-      const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur });
+      // The event-loop delay window opens when the warm-up is over, with the latency window.
+      const onStart = rate === 1000 && c.eld ? () => c.eld() : null;
+      const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur, onStart });
       // What else ran on the measured core meanwhile: the other contenders (idle, but collecting
       // garbage or ticking timers) and the hypervisor (steal: the VM's core given to another guest).
       x.othersCpuMs = (othersCpuUs(others) - before.others) / 1000;
@@ -252,7 +253,7 @@ out.push(
 );
 out.push('');
 out.push(
-  `Throughput: closed loop, ${P.conns} connections, ${P.tpDur / 1000} s. Latency: open loop at 1,000 and 200 req/s, ${P.latDur / 1000} s each (after ${P.settleMs / 1000} s idle, so the previous contender's post-load garbage collection on the shared core is over), from the scheduled send time, added = contender − direct per round. Streams: ${P.streams} concurrent × ${expectEvents} events (${P.chunks} content events ${P.chunkDelayMs} ms apart), ${P.stDur / 1000} s window; TTFB = first content event. ELD = the gateway's event-loop delay (monitorEventLoopDelay, 1 ms resolution: an idle loop reads ≈ 1.1 ms, so the delay beyond the timer is the figure minus ≈ 1 ms) during the 1,000 req/s phase.`,
+  `Throughput: closed loop, ${P.conns} connections, ${P.tpDur / 1000} s. Latency: open loop at 1,000 and 200 req/s, ${P.latDur / 1000} s each after a ${P.latWarm / 1000}-s warm-up at the same rate (and ${P.settleMs / 1000} s idle before it, so the previous contender's post-load garbage collection on the shared core is over), from the scheduled send time, added = contender − direct per round. Streams: ${P.streams} concurrent × ${expectEvents} events (${P.chunks} content events ${P.chunkDelayMs} ms apart), ${P.stDur / 1000} s window; TTFB = first content event. ELD = the gateway's event-loop delay (monitorEventLoopDelay, 1 ms resolution: an idle loop reads ≈ 1.1 ms, so the delay beyond the timer is the figure minus ≈ 1 ms) during the measured 1,000 req/s window.`,
 );
 out.push('');
 out.push(

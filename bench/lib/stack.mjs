@@ -85,8 +85,14 @@ export async function measureThroughput(c, { simPid, conns, warmupMs, durationMs
   return { ...r, ...cpuFields(s, r.ok) };
 }
 
-export async function measureLatency(c, { simPid, rate, conns, warmupMs, durationMs }) {
+/** Open loop at `rate`; `onStart` runs when the warm-up is over and the measured window begins. */
+export async function measureLatency(c, { simPid, rate, conns, warmupMs, durationMs, onStart = null }) {
   const { s, hooks } = cpuHooks(c.pid, c.pid === simPid ? null : simPid);
+  const start = hooks.start;
+  if (onStart) hooks.start = async () => {
+    await onStart();
+    start();
+  };
   const r = await openLoop({ target: c.target, req: c.req, rate, conns, warmupMs, durationMs, hooks });
   return { ...r, ...cpuFields(s, r.ok) };
 }
