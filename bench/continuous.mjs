@@ -65,11 +65,10 @@ function othersCpuUs(list) {
   return sum;
 }
 
-/** One core's times from /proc/stat, ms (user … steal). */
-function coreTimes(core) {
+/** One core's steal time so far from /proc/stat (its 8th field), ms. */
+function stealMs(core) {
   const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `));
-  const f = (line ?? '').trim().split(/\s+/).slice(1).map((v) => (Number(v) * 1000) / CLK_TCK);
-  return { user: f[0] ?? NaN, system: f[2] ?? NaN, idle: f[3] ?? NaN, steal: f[7] ?? NaN };
+  return (Number((line ?? '').trim().split(/\s+/)[8] ?? NaN) * 1000) / CLK_TCK;
 }
 
 /** Reads `{"eld":…}` lines a gateway started with --eld on prints on SIGUSR2. */
@@ -181,15 +180,14 @@ for (let r = 0; r < P.rounds; r++) {
       // which landed in this contender's latency tail. Let it finish first.
       await new Promise((resolve) => setTimeout(resolve, P.settleMs));
       const others = contenders.filter((o) => o !== c && o.name !== 'direct');
-      const before = { others: othersCpuUs(others), core: coreTimes(SUT_CORE) };
+      const before = { others: othersCpuUs(others), steal: stealMs(SUT_CORE) };
       // The event-loop delay window opens when the warm-up is over, with the latency window.
       const onStart = rate === 1000 && c.eld ? () => c.eld() : null;
       const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur, onStart });
       // What else ran on the measured core meanwhile: the other contenders (idle, but collecting
       // garbage or ticking timers) and the hypervisor (steal: the VM's core given to another guest).
       x.othersCpuMs = (othersCpuUs(others) - before.others) / 1000;
-      x.stealMs = coreTimes(SUT_CORE).steal - before.core.steal;
-      x.windowEnd = new Date().toISOString();
+      x.stealMs = stealMs(SUT_CORE) - before.steal;
       round[`lat${rate}`][c.name] = x;
       if (rate === 1000 && c.eld) round.eld[c.name] = await c.eld();
       const e = round.eld[c.name];

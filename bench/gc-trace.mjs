@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LOG_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
-import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
+import { chatRequest, measureLatency, measureStreams, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { fmt, log } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
@@ -32,9 +32,8 @@ const c = { name: 'gw', pid: gw.pid, target: t, req: chatRequest(t, { Authorizat
 const logFile = join(LOG_DIR, 'gc-gateway.log');
 const lines = () => readFileSync(logFile, 'utf8').split('\n');
 
-const ST_BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hello' }], max_tokens: 64, stream: true };
+const ST_BODY = { ...NS_BODY, stream: true };
 if (argv.includes('--streams-first')) {
-  const { measureStreams } = await import('./lib/stack.mjs');
   const st = await measureStreams({ ...c, streamReq: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, ST_BODY) }, { simPid: sim.pid, streams: 200, warmupMs: 1000, durationMs: 4000, expectEvents: null });
   log(`streams first: ${st.ok} streams`);
 }

@@ -61,9 +61,7 @@ function start(): void {
   checkpointer.on('error', () => undefined);
   checkpointer.unref();
 
-  const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
-    const settled: RequestLogRow[] = [];
-    for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled.push(op.logRow);
+  const commit = (m: Extract<WriterRequest, { kind: 'commit' }>, settled: RequestLogRow[]): WriterReply => {
     let ledgerError: string | null = null;
     try {
       db.transaction(() => {
@@ -88,14 +86,15 @@ function start(): void {
 
   port.on('message', async (m: WriterRequest) => {
     if (m.kind === 'commit') {
-      if (slowCommitMs === null) {
-        send(commit(m));
-        return;
+      // Each settlement's log row is committed with it.
+      const settled: RequestLogRow[] = [];
+      for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled.push(op.logRow);
+      const t0 = slowCommitMs === null ? 0 : performance.now();
+      const reply = commit(m, settled);
+      if (slowCommitMs !== null) {
+        const ms = performance.now() - t0;
+        if (ms >= slowCommitMs) process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + settled.length));
       }
-      const t0 = performance.now();
-      const reply = commit(m);
-      const ms = performance.now() - t0;
-      if (ms >= slowCommitMs) process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + m.ops.filter((op) => op.kind === 'settle' && op.logRow).length));
       send(reply);
     } else {
       let rowsError: string | null = null;
