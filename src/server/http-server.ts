@@ -2,11 +2,11 @@
 // synchronously (an HttpRequest is only valid during the callback), reads bodies with a size cap or
 // as a backpressured stream, and turns any handler failure into a 500 error object. Knows nothing
 // about what the routes do.
-import { Readable } from 'node:stream';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import { GatewayError } from '../errors.ts';
+import { streamBody } from './body-stream.ts';
 import { readBody } from './read-body.ts';
 import { newTraceId } from './trace-id.ts';
 import { type ReplyDrainState, UwsReply } from './uws-reply.ts';
@@ -140,17 +140,18 @@ const NON_ASCII = /[^\x00-\x7f]/;
 function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
   const mode = route.body ?? 'none';
   const cap = typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
-  if (mode !== 'none') {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > cap) {
-      tooLarge(reply, cap);
-      return;
-    }
+  const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
+  if (mode !== 'none' && declared !== null && declared > cap) {
+    // Nothing of it is worth reading: answered, then the connection is closed.
+    reply.closeAfterAnswer();
+    tooLarge(reply, cap);
+    return;
   }
   if (mode === 'buffer') {
-    readBody(
+    const reader = readBody(
       res,
       cap,
+      declared,
       () => reply.done,
       (body) => {
         req.body = body;
@@ -158,10 +159,15 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
       },
       () => tooLarge(reply, cap),
     );
+    // An answer before the body is whole (the 413) ends the reading; so does the client leaving.
+    reply.onFinishing(() => {
+      if (!reader.release()) reply.closeAfterAnswer();
+    });
+    reply.onAborted(() => reader.abandon());
     return;
   }
   if (mode === 'stream') {
-    req.bodyStream = streamBody(res, reply, cap);
+    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap));
   }
   run(route.handler, req, reply, opts);
 }
@@ -187,38 +193,5 @@ function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: Http
 }
 
 function tooLarge(reply: UwsReply, cap: number): void {
-  // Close the connection after answering: the rest of the body is not worth reading.
-  reply.sendError(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`, { headers: [['Connection', 'close']] }));
-}
-
-/** The body as a Readable: uWS is paused while the consumer's buffer is full, resumed on read. */
-function streamBody(res: HttpResponse, reply: UwsReply, cap: number): Readable {
-  let size = 0;
-  let paused = false;
-  const stream = new Readable({
-    highWaterMark: 256 * 1024,
-    read() {
-      if (paused && !reply.done) {
-        paused = false;
-        res.resume();
-      }
-    },
-  });
-  reply.onAborted(() => stream.destroy(new Error('client aborted the upload')));
-  res.onData((chunk, isLast) => {
-    if (stream.destroyed) return;
-    size += chunk.byteLength;
-    if (size > cap) {
-      stream.destroy(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`));
-      if (!reply.started) tooLarge(reply, cap);
-      return;
-    }
-    const more = stream.push(Buffer.from(new Uint8Array(chunk).slice()));
-    if (isLast) stream.push(null);
-    else if (!more && !paused) {
-      paused = true;
-      res.pause();
-    }
-  });
-  return stream;
+  reply.sendError(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`));
 }
