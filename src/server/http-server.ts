@@ -99,26 +99,29 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
 }
 
 function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
-  // forEach decodes values as UTF-8 (invalid bytes become U+FFFD); getHeader returns the bytes as
-  // they came, one character per byte. Values are kept as those bytes: forwarded unchanged, and
-  // decoded to text only where text is needed (src/http/header-text.ts headerText). A repeated
-  // header (getHeader sees only the first) is joined from forEach's values. An ASCII value reads the
-  // same both ways, so getHeader is asked only for a value with a byte above 0x7f (one native call
-  // per header saved on the usual request).
+  // Values are kept as bytes, one character per byte: forwarded unchanged, and decoded to text only
+  // where text is needed (src/http/header-text.ts headerText). getHeader returns those bytes, but only
+  // a header's first value; forEach returns every value, decoded as UTF-8 (an invalid byte becomes
+  // U+FFFD). An ASCII value reads the same both ways, so getHeader is asked only for a first value
+  // with a byte above 0x7f (one native call per header saved on the usual request), and the later
+  // values of a repeated header are turned back into their UTF-8 bytes (exact for valid UTF-8; an
+  // invalid byte stays the replacement character's three bytes). Never a character above 0xff.
   const headers: Record<string, string> = {};
-  let repeated = null as Set<string> | null;
+  let later = null as Map<string, string[]> | null;
   let nonAscii = null as string[] | null;
   req.forEach((k, v) => {
-    const prev = headers[k];
-    if (prev === undefined) {
+    if (headers[k] === undefined) {
       headers[k] = v;
       if (NON_ASCII.test(v)) (nonAscii ??= []).push(k);
-    } else {
-      (repeated ??= new Set()).add(k);
-      headers[k] = `${prev}, ${v}`;
+      return;
     }
+    later ??= new Map();
+    const values = later.get(k);
+    if (values) values.push(v);
+    else later.set(k, [v]);
   });
-  if (nonAscii !== null) for (const k of nonAscii) if (!repeated?.has(k)) headers[k] = req.getHeader(k);
+  if (nonAscii !== null) for (const k of nonAscii) headers[k] = req.getHeader(k);
+  if (later !== null) for (const [k, values] of later) headers[k] = [headers[k], ...values.map(utf8Bytes)].join(', ');
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
   return {
@@ -136,6 +139,11 @@ function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
 const EMPTY = Buffer.alloc(0);
 /** A character outside ASCII: the header's bytes were not all below 0x80. */
 const NON_ASCII = /[^\x00-\x7f]/;
+
+/** A value forEach decoded from UTF-8, back as its bytes (one character per byte). */
+function utf8Bytes(v: string): string {
+  return NON_ASCII.test(v) ? Buffer.from(v, 'utf8').toString('latin1') : v;
+}
 
 function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
   const mode = route.body ?? 'none';
