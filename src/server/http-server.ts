@@ -8,6 +8,7 @@ import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts'
 import { GatewayError } from '../errors.ts';
 import { streamBody } from './body-stream.ts';
 import { readBody } from './read-body.ts';
+import { framingProblem } from './request-framing.ts';
 import { newTraceId } from './trace-id.ts';
 import { type ReplyDrainState, UwsReply } from './uws-reply.ts';
 
@@ -60,8 +61,16 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = newTraceId();
-      const incoming = copyRequest(req, paramCount);
+      const method = req.getCaseSensitiveMethod();
+      const incoming = copyRequest(req, paramCount, method);
       const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain, ...(route.errorBody ? { errorBody: route.errorBody } : {}) });
+      const refused = framingProblem(incoming, method);
+      if (refused !== null) {
+        // Nothing of this request is read, and its connection is not trusted with another one.
+        reply.closeAfterAnswer();
+        reply.sendError(new GatewayError('invalid_request', `malformed request: ${refused}`));
+        return;
+      }
       dispatch(route, incoming, res, reply, opts);
     });
   }
@@ -98,7 +107,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   };
 }
 
-function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
+function copyRequest(req: HttpRequest, paramCount: number, method: string): IncomingRequest {
   // Values are kept as bytes, one character per byte: forwarded unchanged, and decoded to text only
   // where text is needed (src/http/header-text.ts headerText). getHeader returns those bytes, but only
   // a header's first value; forEach returns every value, decoded as UTF-8 (an invalid byte becomes
@@ -125,7 +134,7 @@ function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
   return {
-    method: req.getCaseSensitiveMethod().toUpperCase(),
+    method: method.toUpperCase(),
     path: req.getUrl(),
     query: req.getQuery() ?? '',
     headers,

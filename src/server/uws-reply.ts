@@ -88,10 +88,11 @@ export class UwsReply implements Reply {
   }
 
   /**
-   * Server-side only: the connection ends after this answer (the request's body is not read to its
-   * end: over the cap, or of unknown length). A whole answer is written and then uWS shuts the
-   * socket down; a stream or a body-less answer only says `Connection: close` (uWS can add the close
-   * to neither: its close flag on a streamed end lands inside the chunked body).
+   * Server-side only: the connection ends after this answer (what is left of the request's body is
+   * unbounded — over the cap, or of unknown length — or its framing is not to be trusted). A whole
+   * answer is written and then uWS shuts the socket down. A stream (when asked before it starts) or
+   * a body-less answer only says `Connection: close`: uWS can add the close to neither (its close
+   * flag on a streamed end lands inside the chunked body).
    */
   closeAfterAnswer(): void {
     this.closeAfter = true;
@@ -99,7 +100,7 @@ export class UwsReply implements Reply {
 
   /** Whether this answer ends the connection: asked for, draining, or a `Connection: close` header. */
   private closing(headers: HeaderList): boolean {
-    return this.closeAfter || this.drain.closing || headers.some(([k, v]) => isConnectionHeader([k, v]) && v.toLowerCase() === 'close');
+    return this.closeAfter || this.drain.closing || headers.some(([k, v]) => isConnectionHeader(k) && v.toLowerCase() === 'close');
   }
 
   cork(fn: () => void): void {
@@ -113,7 +114,7 @@ export class UwsReply implements Reply {
     res.writeStatus(statusLine(status));
     res.writeHeader('X-Pi-Trace-Id', this.traceId);
     res.writeHeader(FIXED_BLOCK_KEY, FIXED_BLOCK_VALUE);
-    for (const [k, v] of headers) if (!isConnectionHeader([k, v])) res.writeHeader(k, v);
+    for (const [k, v] of headers) if (!isConnectionHeader(k)) res.writeHeader(k, v);
     if (connectionClose) res.writeHeader('Connection', 'close');
     this.started = true;
   }
@@ -245,6 +246,7 @@ export class UwsReply implements Reply {
   }
 }
 
-function isConnectionHeader([k]: [string, string]): boolean {
-  return k.toLowerCase() === 'connection';
+/** The answer's Connection header is the reply's to write (see closing). */
+function isConnectionHeader(name: string): boolean {
+  return name.toLowerCase() === 'connection';
 }
