@@ -7,7 +7,7 @@ import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
 import { requestHoldNano } from '../admission/hold-size.ts';
 import { estimatedPromptTokens, settlementFor } from '../billing/settlement.ts';
-import { headerText, sessionIdFrom } from '../http/header-text.ts';
+import { headerText, sessionIdFrom, unforwardableHeader } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { InboundRequest, ProtocolModule, RoutingFields } from '../protocols/types.ts';
@@ -118,7 +118,11 @@ async function handle(
   let route: Route;
   let hold: bigint;
   try {
-    // 3. What is asked: the protocol module reads its own body (JSON, or a streamed upload).
+    // 3. What is asked. A header the gateway would send on but no HTTP client may (a control byte)
+    // is the client's error, found here rather than by the upstream client, where it would count
+    // against the provider. Then the protocol module reads its own body (JSON, or a streamed upload).
+    const badHeader = unforwardableHeader(req.headers);
+    if (badHeader !== null) throw new GatewayError('invalid_request', badHeader);
     const read = protocol.read(req, endpoint, cfg.settings.limits);
     asked = read instanceof Promise ? await read : read;
     state.fields = asked.fields;

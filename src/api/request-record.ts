@@ -148,6 +148,7 @@ function committedEnd(broken: FailureReason | null): RequestEnd {
     case 'too_large':
     case 'connect':
     case 'credential':
+    case 'not_sent':
       return 'upstream_cut';
   }
 }

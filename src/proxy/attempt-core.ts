@@ -3,7 +3,7 @@
 // ends (finish, fail, the beforeComplete hook ahead of the last bytes). The phases themselves (head, JSON body, error
 // body, stream relay) hold their own typed state and call in here.
 import type { Reply } from '../http/reply.ts';
-import type { UpstreamControl } from '../upstream/client.ts';
+import { DispatchRefused, type UpstreamControl } from '../upstream/client.ts';
 import type { AttemptTimer, AttemptTimers } from './attempt-timers.ts';
 import type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason } from './attempt-types.ts';
 
@@ -28,6 +28,7 @@ export interface AttemptPhase extends IdleWatcher {
 export const DRAINED_DETAIL = 'the gateway is shutting down';
 
 export function classifyError(err: Error): FailureReason {
+  if (err instanceof DispatchRefused) return 'not_sent';
   const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
   if (/CONNECT|ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN/.test(code)) return 'connect';
   return 'reset';

@@ -51,7 +51,8 @@ export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
  * deadline passed, see ./stop-switch.ts). `credential`: the platform adapter could not authenticate
  * the call (an unusable sealed credential, a token endpoint that refused or failed); nothing was sent.
  */
-export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted' | 'write_stall' | 'drained' | 'credential';
+/** `not_sent`: undici refused the call the gateway built (DispatchRefused); no fault of the provider. */
+export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted' | 'write_stall' | 'drained' | 'credential' | 'not_sent';
 
 export type AttemptOutcome =
   | {

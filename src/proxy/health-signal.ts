@@ -45,6 +45,7 @@ function cutStreamSignal(broken: FailureReason): FailureSignal | null {
     case 'client_aborted':
     case 'write_stall':
     case 'drained':
+    case 'not_sent':
       return null;
     case 'timeout':
     case 'malformed':
@@ -69,6 +70,7 @@ function failureSignal(reason: FailureReason): FailureSignal | null {
     case 'client_aborted':
     case 'write_stall':
     case 'drained':
+    case 'not_sent':
       return null;
     case 'connect':
     case 'timeout':

@@ -2,12 +2,13 @@
 // synchronously (an HttpRequest is only valid during the callback), reads bodies with a size cap or
 // as a backpressured stream, and turns any handler failure into a 500 error object. Knows nothing
 // about what the routes do.
-import { Readable } from 'node:stream';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import { GatewayError } from '../errors.ts';
+import { streamBody } from './body-stream.ts';
 import { readBody } from './read-body.ts';
+import { framingProblem } from './request-framing.ts';
 import { newTraceId } from './trace-id.ts';
 import { type ReplyDrainState, UwsReply } from './uws-reply.ts';
 
@@ -60,8 +61,16 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = newTraceId();
-      const incoming = copyRequest(req, paramCount);
+      const method = req.getCaseSensitiveMethod();
+      const incoming = copyRequest(req, paramCount, method);
       const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain, ...(route.errorBody ? { errorBody: route.errorBody } : {}) });
+      const refused = framingProblem(incoming, method);
+      if (refused !== null) {
+        // Nothing of this request is read, and its connection is not trusted with another one.
+        reply.closeAfterAnswer();
+        reply.sendError(new GatewayError('invalid_request', `malformed request: ${refused}`));
+        return;
+      }
       dispatch(route, incoming, res, reply, opts);
     });
   }
@@ -98,31 +107,34 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   };
 }
 
-function copyRequest(req: HttpRequest, paramCount: number): IncomingRequest {
-  // forEach decodes values as UTF-8 (invalid bytes become U+FFFD); getHeader returns the bytes as
-  // they came, one character per byte. Values are kept as those bytes: forwarded unchanged, and
-  // decoded to text only where text is needed (src/http/header-text.ts headerText). A repeated
-  // header (getHeader sees only the first) is joined from forEach's values. An ASCII value reads the
-  // same both ways, so getHeader is asked only for a value with a byte above 0x7f (one native call
-  // per header saved on the usual request).
+function copyRequest(req: HttpRequest, paramCount: number, method: string): IncomingRequest {
+  // Values are kept as bytes, one character per byte: forwarded unchanged, and decoded to text only
+  // where text is needed (src/http/header-text.ts headerText). getHeader returns those bytes, but only
+  // a header's first value; forEach returns every value, decoded as UTF-8 (an invalid byte becomes
+  // U+FFFD). An ASCII value reads the same both ways, so getHeader is asked only for a first value
+  // with a byte above 0x7f (one native call per header saved on the usual request), and the later
+  // values of a repeated header are turned back into their UTF-8 bytes (exact for valid UTF-8; an
+  // invalid byte stays the replacement character's three bytes). Never a character above 0xff.
   const headers: Record<string, string> = {};
-  let repeated = null as Set<string> | null;
+  let later = null as Map<string, string[]> | null;
   let nonAscii = null as string[] | null;
   req.forEach((k, v) => {
-    const prev = headers[k];
-    if (prev === undefined) {
+    if (headers[k] === undefined) {
       headers[k] = v;
       if (NON_ASCII.test(v)) (nonAscii ??= []).push(k);
-    } else {
-      (repeated ??= new Set()).add(k);
-      headers[k] = `${prev}, ${v}`;
+      return;
     }
+    later ??= new Map();
+    const values = later.get(k);
+    if (values) values.push(v);
+    else later.set(k, [v]);
   });
-  if (nonAscii !== null) for (const k of nonAscii) if (!repeated?.has(k)) headers[k] = req.getHeader(k);
+  if (nonAscii !== null) for (const k of nonAscii) headers[k] = req.getHeader(k);
+  if (later !== null) for (const [k, values] of later) headers[k] = [headers[k], ...values.map(utf8Bytes)].join(', ');
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
   return {
-    method: req.getCaseSensitiveMethod().toUpperCase(),
+    method: method.toUpperCase(),
     path: req.getUrl(),
     query: req.getQuery() ?? '',
     headers,
@@ -137,20 +149,26 @@ const EMPTY = Buffer.alloc(0);
 /** A character outside ASCII: the header's bytes were not all below 0x80. */
 const NON_ASCII = /[^\x00-\x7f]/;
 
+/** A value forEach decoded from UTF-8, back as its bytes (one character per byte). */
+function utf8Bytes(v: string): string {
+  return NON_ASCII.test(v) ? Buffer.from(v, 'utf8').toString('latin1') : v;
+}
+
 function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
   const mode = route.body ?? 'none';
   const cap = typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
-  if (mode !== 'none') {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > cap) {
-      tooLarge(reply, cap);
-      return;
-    }
+  const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
+  if (mode !== 'none' && declared !== null && declared > cap) {
+    // Nothing of it is worth reading: answered, then the connection is closed.
+    reply.closeAfterAnswer();
+    tooLarge(reply, cap);
+    return;
   }
   if (mode === 'buffer') {
-    readBody(
+    const reader = readBody(
       res,
       cap,
+      declared,
       () => reply.done,
       (body) => {
         req.body = body;
@@ -158,10 +176,15 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
       },
       () => tooLarge(reply, cap),
     );
+    // An answer before the body is whole (the 413) ends the reading; so does the client leaving.
+    reply.onFinishing(() => {
+      if (!reader.release()) reply.closeAfterAnswer();
+    });
+    reply.onAborted(() => reader.abandon());
     return;
   }
   if (mode === 'stream') {
-    req.bodyStream = streamBody(res, reply, cap);
+    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap));
   }
   run(route.handler, req, reply, opts);
 }
@@ -187,38 +210,5 @@ function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: Http
 }
 
 function tooLarge(reply: UwsReply, cap: number): void {
-  // Close the connection after answering: the rest of the body is not worth reading.
-  reply.sendError(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`, { headers: [['Connection', 'close']] }));
-}
-
-/** The body as a Readable: uWS is paused while the consumer's buffer is full, resumed on read. */
-function streamBody(res: HttpResponse, reply: UwsReply, cap: number): Readable {
-  let size = 0;
-  let paused = false;
-  const stream = new Readable({
-    highWaterMark: 256 * 1024,
-    read() {
-      if (paused && !reply.done) {
-        paused = false;
-        res.resume();
-      }
-    },
-  });
-  reply.onAborted(() => stream.destroy(new Error('client aborted the upload')));
-  res.onData((chunk, isLast) => {
-    if (stream.destroyed) return;
-    size += chunk.byteLength;
-    if (size > cap) {
-      stream.destroy(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`));
-      if (!reply.started) tooLarge(reply, cap);
-      return;
-    }
-    const more = stream.push(Buffer.from(new Uint8Array(chunk).slice()));
-    if (isLast) stream.push(null);
-    else if (!more && !paused) {
-      paused = true;
-      res.pause();
-    }
-  });
-  return stream;
+  reply.sendError(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`));
 }

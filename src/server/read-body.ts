@@ -1,27 +1,134 @@
-// Reads a whole request body from uWS with a size cap, copying every chunk (uWS neuters the
-// ArrayBuffer once the onData callback returns). Shared by the gateway and the simulator.
+// Reads a request body from uWS: the one onData consumer of a response, with a size cap, copying
+// every chunk (uWS neuters the ArrayBuffer once the onData callback returns). Shared by the gateway
+// and the simulator.
+//
+// A body may still be arriving when its answer goes out (a refused key, a wrong content type, a body
+// over the cap), and uWS keeps delivering it after the response ended: it reads the rest so the
+// connection stays in step for its next request. A finished or aborted uWS response must never be
+// touched again (doing so throws from native code and stops the process), so the reader is told
+// before the answer ends (`release`, while the response is still valid: a socket it paused is resumed,
+// or uWS would never read the rest and the connection would hang) or when the client left
+// (`abandon`). From then on every chunk is dropped uncopied and nothing calls the response.
+// Reading the rest to drop it is bounded only when the body declared a length within the cap; a
+// body of unknown length (chunked) or over the cap ends the connection after the answer instead
+// (`release` says which).
 import type { HttpResponse } from 'uWebSockets.js';
 
 const EMPTY = Buffer.alloc(0);
+
+/** Where a BodyReader delivers the body. */
+export interface BodySink {
+  /** A copied chunk; `last` on the final one. */
+  data(chunk: Buffer, last: boolean): void;
+  /** The body passed the cap; nothing more is delivered. */
+  tooLarge(): void;
+}
+
+export class BodyReader {
+  private size = 0;
+  private paused = false;
+  /** Complete, over the cap, released or abandoned: later chunks are dropped uncopied. */
+  private over = false;
+  /** The last chunk arrived. */
+  private complete = false;
+  /** The response ended or is ending, or the client left: the reader never calls it again. */
+  private detached = false;
+  private readonly res: HttpResponse;
+  private readonly cap: number;
+  private readonly sink: BodySink;
+  /** The body declared a length within the cap: what is left of it after an answer is bounded. */
+  private readonly bounded: boolean;
+
+  /** `declaredLength`: the request's Content-Length, or null when it has none (chunked). */
+  constructor(res: HttpResponse, cap: number, declaredLength: number | null, sink: BodySink) {
+    this.res = res;
+    this.cap = cap;
+    this.sink = sink;
+    this.bounded = declaredLength !== null && declaredLength <= cap;
+    res.onData((chunk, isLast) => this.onData(chunk, isLast));
+  }
+
+  /** Stop reading from the socket until `resume` (backpressure from the body's consumer). */
+  pause(): void {
+    if (this.detached || this.over || this.paused) return;
+    this.paused = true;
+    this.res.pause();
+  }
+
+  resume(): void {
+    if (this.detached || !this.paused) return;
+    this.paused = false;
+    this.res.resume();
+  }
+
+  /**
+   * The answer is about to end; the response is still valid now and never used after this. Returns
+   * whether the connection may stay open: the body is complete, or what is left of it is bounded
+   * (uWS reads it and the reader drops it); otherwise the answer must close the connection.
+   */
+  release(): boolean {
+    if (!this.detached) {
+      this.resume();
+      this.detached = true;
+      this.over = true;
+    }
+    return this.complete || this.bounded;
+  }
+
+  /** The response is gone (the client left, or it ended without `release`): never touched again. */
+  abandon(): void {
+    this.detached = true;
+    this.over = true;
+    this.paused = false;
+  }
+
+  private onData(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.over) return;
+    this.size += chunk.byteLength;
+    if (this.size > this.cap) {
+      this.over = true;
+      // Whatever answers the excess (413, or a close) lets uWS read or drop the rest itself.
+      this.resume();
+      this.sink.tooLarge();
+      return;
+    }
+    if (isLast) this.over = this.complete = true;
+    this.sink.data(chunk.byteLength === 0 ? EMPTY : Buffer.from(chunk.slice(0)), isLast);
+  }
+}
 
 /**
  * Calls `done(body)` once the body is complete, or `tooLarge()` as soon as it passes `cap` bytes.
  * `answered()` says the response already went out (aborted, or answered early): stop collecting.
  */
-export function readBody(res: HttpResponse, cap: number, answered: () => boolean, done: (body: Buffer) => void, tooLarge: () => void): void {
-  const chunks: Buffer[] = [];
+export function readBody(
+  res: HttpResponse,
+  cap: number,
+  declaredLength: number | null,
+  answered: () => boolean,
+  done: (body: Buffer) => void,
+  tooLarge: () => void,
+): BodyReader {
+  let chunks: Buffer[] = [];
   let size = 0;
-  let over = false;
-  res.onData((chunk, isLast) => {
-    if (over || answered()) return;
-    size += chunk.byteLength;
-    if (size > cap) {
-      over = true;
+  const reader: BodyReader = new BodyReader(res, cap, declaredLength, {
+    data(chunk, last) {
+      if (answered()) {
+        chunks = [];
+        reader.abandon();
+        return;
+      }
+      if (chunk.byteLength > 0) chunks.push(chunk);
+      size += chunk.byteLength;
+      if (!last) return;
+      const body = chunks.length === 0 ? EMPTY : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      chunks = [];
+      done(body);
+    },
+    tooLarge() {
+      chunks = [];
       tooLarge();
-      return;
-    }
-    if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
-    if (!isLast) return;
-    done(chunks.length === 0 ? EMPTY : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    },
   });
+  return reader;
 }

@@ -35,6 +35,9 @@ export class UwsReply implements Reply {
   done = false;
   private readonly res: HttpResponse;
   private abortHandlers: (() => void)[] = [];
+  private finishingHandlers: (() => void)[] = [];
+  /** This answer ends the connection (see closeAfterAnswer). */
+  private closeAfter = false;
   private writableHandler: (() => void) | null = null;
   private writableRegistered = false;
 
@@ -57,6 +60,7 @@ export class UwsReply implements Reply {
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
+      this.finishingHandlers = [];
       const handlers = this.abortHandlers;
       this.abortHandlers = [];
       for (const h of handlers) h();
@@ -68,26 +72,60 @@ export class UwsReply implements Reply {
     else if (!this.done) this.abortHandlers.push(cb);
   }
 
+  /**
+   * Server-side only (not part of Reply): `cb` runs once, synchronously, just before the response
+   * ends or closes, while it may still be used (the body reader resumes a socket it paused and lets
+   * go of the response). Never after an abort: the response is gone then.
+   */
+  onFinishing(cb: () => void): void {
+    if (!this.done) this.finishingHandlers.push(cb);
+  }
+
+  private finishing(): void {
+    const handlers = this.finishingHandlers;
+    this.finishingHandlers = [];
+    for (const h of handlers) h();
+  }
+
+  /**
+   * Server-side only: the connection ends after this answer (what is left of the request's body is
+   * unbounded — over the cap, or of unknown length — or its framing is not to be trusted). A whole
+   * answer is written and then uWS shuts the socket down. A stream (when asked before it starts) or
+   * a body-less answer only says `Connection: close`: uWS can add the close to neither (its close
+   * flag on a streamed end lands inside the chunked body).
+   */
+  closeAfterAnswer(): void {
+    this.closeAfter = true;
+  }
+
+  /** Whether this answer ends the connection: asked for, draining, or a `Connection: close` header. */
+  private closing(headers: HeaderList): boolean {
+    return this.closeAfter || this.drain.closing || headers.some(([k, v]) => isConnectionHeader(k) && v.toLowerCase() === 'close');
+  }
+
   cork(fn: () => void): void {
     if (this.done) return;
     this.res.cork(fn);
   }
 
-  private writeHead(status: number, headers: HeaderList): void {
+  /** Status and headers; `connectionClose` adds the header by hand (where uWS does not write it). */
+  private writeHead(status: number, headers: HeaderList, connectionClose: boolean): void {
     const res = this.res;
     res.writeStatus(statusLine(status));
     res.writeHeader('X-Pi-Trace-Id', this.traceId);
     res.writeHeader(FIXED_BLOCK_KEY, FIXED_BLOCK_VALUE);
-    for (const [k, v] of headers) res.writeHeader(k, v);
-    // Draining: answered, then disconnected (uWS closes after a response that says so).
-    if (this.drain.closing && !headers.some(([k]) => k.toLowerCase() === 'connection')) res.writeHeader('Connection', 'close');
+    for (const [k, v] of headers) if (!isConnectionHeader(k)) res.writeHeader(k, v);
+    if (connectionClose) res.writeHeader('Connection', 'close');
     this.started = true;
   }
 
   send(status: number, headers: HeaderList, body?: string | Uint8Array): void {
     if (this.done || this.started) return;
+    this.finishing();
+    const close = this.closing(headers);
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    if (bytes && bytes.byteLength > LARGE_BODY && !this.headOnly) {
+    // An answer that ends the connection goes out whole: tryEnd cannot close after it.
+    if (bytes && bytes.byteLength > LARGE_BODY && !this.headOnly && !close) {
       this.sendLarge(status, headers, bytes);
       return;
     }
@@ -95,17 +133,18 @@ export class UwsReply implements Reply {
     this.res.cork(() => {
       // 204/304 carry no body and no Content-Length.
       if (status === 204 || status === 304) {
-        this.writeHead(status, headers);
+        this.writeHead(status, headers, close);
         this.res.endWithoutBody();
       } else if (this.headOnly) {
         // Body bytes after a HEAD response would be read by a keep-alive client as the next
-        // response. The length is written by hand: this uWS build's endWithoutBody(length) leaves
-        // the response open (it waits for that many body bytes).
-        this.writeHead(status, [...headers, ['Content-Length', String(bytes?.byteLength ?? 0)]]);
+        // response. The length is written by hand: uWS's endWithoutBody(length) leaves the
+        // response open (it waits for that many body bytes).
+        this.writeHead(status, [...headers, ['Content-Length', String(bytes?.byteLength ?? 0)]], close);
         this.res.endWithoutBody();
       } else {
-        this.writeHead(status, headers);
-        this.res.end(bytes ?? '');
+        // Closing: uWS writes `Connection: close` itself, sends the answer, then shuts the socket down.
+        this.writeHead(status, headers, false);
+        this.res.end(bytes ?? '', close);
       }
     });
   }
@@ -115,7 +154,7 @@ export class UwsReply implements Reply {
     const total = body.byteLength;
     let finished = false;
     res.cork(() => {
-      this.writeHead(status, headers);
+      this.writeHead(status, headers, false);
       const start = res.getWriteOffset();
       const [, done] = res.tryEnd(body, total);
       if (done) {
@@ -144,14 +183,15 @@ export class UwsReply implements Reply {
     if (this.done || this.started) return;
     if (this.headOnly) {
       // No body will follow: end at once (chunked framing would otherwise put bytes on the wire).
+      this.finishing();
       this.done = true;
       this.res.cork(() => {
-        this.writeHead(status, headers);
+        this.writeHead(status, headers, this.closing(headers));
         this.res.endWithoutBody();
       });
       return;
     }
-    this.res.cork(() => this.writeHead(status, headers));
+    this.res.cork(() => this.writeHead(status, headers, this.closing(headers)));
   }
 
   write(chunk: string | Uint8Array): boolean {
@@ -186,16 +226,27 @@ export class UwsReply implements Reply {
 
   end(): void {
     if (this.done) return;
+    this.finishing();
     this.done = true;
     this.res.cork(() => {
-      if (!this.started) this.writeHead(200, []);
-      this.res.end();
+      if (this.started) {
+        this.res.end();
+        return;
+      }
+      this.writeHead(200, [], false);
+      this.res.end('', this.closing([]));
     });
   }
 
   close(): void {
     if (this.done) return;
+    this.finishing();
     this.done = true;
     this.res.close();
   }
+}
+
+/** The answer's Connection header is the reply's to write (see closing). */
+function isConnectionHeader(name: string): boolean {
+  return name.toLowerCase() === 'connection';
 }

@@ -1,8 +1,8 @@
 // One in-flight response on uWS, written by the rules of uWebSockets.js: onAborted attached at
 // once, every write corked, nothing touches the response once it ended, was reset or aborted.
 // Two body modes: chunked (`write`, what real SSE uses) and sized (`tryEnd` against a known total,
-// used when the head must reach the client before any body byte — uWS 20.30 cannot flush a chunked
-// head without a chunk).
+// used when the head must reach the client before any body byte — uWS (20.30 and 20.51 alike) cannot
+// flush a chunked head without a chunk).
 import type { HttpResponse } from 'uWebSockets.js';
 import { type HeaderList, statusLine } from './wire-headers.ts';
 

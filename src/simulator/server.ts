@@ -94,6 +94,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     readBody(
       res,
       state.maxBodyBytes,
+      null,
       () => ex.done,
       (raw) => {
         state.recorder.add({ method: copy.method, path: copy.path, query: copy.query, headers: copy.headers, body: null, rawBody: raw, at: copy.at });
@@ -120,6 +121,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     readBody(
       res,
       state.maxBodyBytes,
+      null,
       () => ex.done,
       (raw) => {
         const r = controlReply(state, copy.method, route.name, raw);
@@ -133,6 +135,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
   readBody(
     res,
     state.maxBodyBytes,
+    null,
     () => ex.done,
     (raw) => (route.form === 'bedrock' ? handleBedrock(state, ex, route, copy, raw) : handleInference(state, ex, route, copy, raw)),
     () => {

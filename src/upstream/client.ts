@@ -35,6 +35,15 @@ export interface UpstreamClientOptions {
   connectionsPerOrigin?: number;
 }
 
+/** undici refused the call before starting it (it threw, or reported an error, inside `dispatch`): a
+ *  header or body the gateway built, never anything the provider did. */
+export class DispatchRefused extends Error {
+  constructor(cause: unknown) {
+    super(`the gateway could not send the request: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'DispatchRefused';
+  }
+}
+
 /** Distinct upstream URLs remembered parsed (deployments × endpoints; Vertex and Bedrock put the model in the path). */
 const URL_CACHE_MAX = 1024;
 
@@ -74,6 +83,8 @@ export class UpstreamClient {
     let pendingAbort: Error | null = null;
     let pausedEarly = false;
     let finished = false;
+    /** Inside agent.dispatch, before the request started: an error now is undici refusing the call. */
+    let dispatching = true;
     const end = () => {
       finished = true;
     };
@@ -98,20 +109,29 @@ export class UpstreamClient {
       onResponseError(_ctrl, err) {
         if (finished) return;
         end();
-        sink.onError(err);
+        sink.onError(dispatching && controller === null ? new DispatchRefused(err) : err);
       },
     };
 
-    this.agent.dispatch(
-      {
-        origin: url.origin,
-        path: url.path,
-        method: 'POST',
-        headers: call.headers,
-        body: call.body,
-      },
-      handler,
-    );
+    try {
+      this.agent.dispatch(
+        {
+          origin: url.origin,
+          path: url.path,
+          method: 'POST',
+          headers: call.headers,
+          body: call.body,
+        },
+        handler,
+      );
+    } catch (err) {
+      if (!finished) {
+        end();
+        sink.onError(new DispatchRefused(err));
+      }
+    } finally {
+      dispatching = false;
+    }
 
     return {
       abort(reason) {

@@ -28,7 +28,7 @@ const failed = (reason: FailureReason): AttemptOutcome => ({ kind: 'failed', rea
 const OK: Outcome = { ok: true, firstByteMs: 12 };
 const fail = (reason: Extract<Outcome, { ok: false }>['reason']): Outcome => ({ ok: false, reason });
 
-const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted', 'write_stall', 'drained', 'credential'];
+const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted', 'write_stall', 'drained', 'credential', 'not_sent'];
 
 t.test('a committed answer is a success unless its stream was cut by the provider', async (t) => {
   const expected: Record<FailureReason, Outcome> = {
@@ -43,6 +43,7 @@ t.test('a committed answer is a success unless its stream was cut by the provide
     empty: fail('reset'),
     too_large: fail('reset'),
     credential: fail('auth'),
+    not_sent: OK,
   };
   t.same(healthSignal(committed(null)), OK, 'complete answer');
   for (const r of REASONS) t.same(healthSignal(committed(r)), expected[r], `cut: ${r}`);
@@ -77,6 +78,7 @@ t.test('a failed attempt names its reason; a client abort says nothing', async (
     empty: fail('malformed'),
     too_large: fail('malformed'),
     credential: fail('auth'),
+    not_sent: null,
   };
   for (const r of REASONS) t.same(healthSignal(failed(r)), expected[r], `failed: ${r}`);
 });

@@ -1,0 +1,41 @@
+// A request body as a backpressured Readable over a BodyReader: uWS is paused while the consumer's
+// buffer is full and resumed when it reads. The stream ends in one of four ways: the whole body
+// (end), the client leaving (error), the body passing the cap (request_too_large, and the 413 when
+// nothing was answered yet), or the answer going out before the body was read (error: whoever still
+// reads it stops; the rest is dropped, or the connection closed after the answer when that rest
+// is unbounded).
+import { Readable } from 'node:stream';
+import type { HttpResponse } from 'uWebSockets.js';
+import { GatewayError } from '../errors.ts';
+import { BodyReader } from './read-body.ts';
+import type { UwsReply } from './uws-reply.ts';
+
+/** What the server buffers for the consumer before it pauses the socket. */
+const BUFFERED_BYTES = 256 * 1024;
+
+export function streamBody(res: HttpResponse, reply: UwsReply, cap: number, declaredLength: number | null, tooLarge: () => void): Readable {
+  const stream = new Readable({ highWaterMark: BUFFERED_BYTES, read: () => reader.resume() });
+  // Errors reach whoever consumes the body (an async iterator, a pipeline); a handler that answered
+  // without reading it has no listener, and an unheard 'error' event would be thrown at the process.
+  stream.on('error', () => undefined);
+  const reader: BodyReader = new BodyReader(res, cap, declaredLength, {
+    data(chunk, last) {
+      const more = stream.push(chunk);
+      if (last) stream.push(null);
+      else if (!more) reader.pause();
+    },
+    tooLarge() {
+      stream.destroy(new GatewayError('request_too_large', `request body is larger than the ${cap}-byte limit`));
+      if (!reply.started) tooLarge();
+    },
+  });
+  reply.onAborted(() => {
+    reader.abandon();
+    stream.destroy(new Error('client aborted the upload'));
+  });
+  reply.onFinishing(() => {
+    if (!reader.release()) reply.closeAfterAnswer();
+    if (!stream.readableEnded) stream.destroy(new Error('the answer was sent before the request body was read'));
+  });
+  return stream;
+}
