@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { versionLine } from '../install/build-info.ts';
 import { isSingleExecutable } from '../install/single-executable.ts';
 import { UsageError } from './args.ts';
+import { loadSecretFiles, SecretFileError } from './secret-env.ts';
 import type { Command } from './command.ts';
 
 /** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   usage: () => import('./commands/usage.ts'),
   logs: () => import('./commands/logs.ts'),
   migrate: () => import('./commands/migrate.ts'),
+  probe: () => import('./commands/probe.ts'),
 };
 
 async function usage(): Promise<string> {
@@ -57,6 +59,13 @@ export async function main(argv: string[]): Promise<number> {
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(command.help.trimEnd() + '\n');
     return 0;
+  }
+  try {
+    loadSecretFiles();
+  } catch (err) {
+    if (!(err instanceof SecretFileError)) throw err;
+    process.stderr.write(`pi-gateway ${name}: ${err.message}\n`);
+    return 1;
   }
   try {
     return await command.run(rest);
