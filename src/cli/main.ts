@@ -23,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   logs: () => import('./commands/logs.ts'),
   migrate: () => import('./commands/migrate.ts'),
   probe: () => import('./commands/probe.ts'),
+  backup: () => import('./commands/backup.ts'),
 };
 
 async function usage(): Promise<string> {
