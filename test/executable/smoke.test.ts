@@ -173,3 +173,26 @@ t.test('serve --workers 2 on a fresh database: prepared by the executable, answe
   t.equal(logs.code, 0, logs.stderr);
   t.equal(logs.stdout.trim().split('\n').filter((l) => l.includes('acme/chat-small')).length >= 1, true, 'the requests are in the log');
 });
+
+t.test('runs as an unprivileged user, as the systemd unit and the container run it', async (t) => {
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/setpriv')) {
+    t.comment('not root or no setpriv: the unprivileged run is checked where the suite runs as root (CI)');
+    t.pass('skipped here');
+    return;
+  }
+  const p = place(t);
+  execFileSync('chown', ['-R', '65534:65534', p.dir]);
+  const as = (args: string[], env: Record<string, string>, input = ''): Promise<Run> =>
+    collect(spawn('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', p.exe, ...args], { cwd: p.dir, env: { ...p.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] }), input);
+  const keyFile = join(p.dir, 'master-key');
+  execFileSync('sh', ['-c', `printf %s "$(head -c 32 /dev/urandom | base64)" > ${keyFile} && chown 65534:65534 ${keyFile} && chmod 0400 ${keyFile}`]);
+  const env = { PI_DB: join(p.dir, 'state', 'gateway.db'), PI_CONFIG: join(REPO, GATEWAY_CONFIG), PI_MASTER_KEY_FILE: keyFile };
+  mkdirSync(join(p.dir, 'state'));
+  execFileSync('chown', ['65534:65534', join(p.dir, 'state')]);
+  const sealed = await as(['secret', 'set', 'openai-prod'], env, 'sk-upstream');
+  t.equal(sealed.code, 0, `secret set as nobody: ${sealed.stderr}`);
+  const key = await as(['key', 'create', '--workspace', 'open'], env);
+  t.equal(key.code, 0, `key create as nobody: ${key.stderr}`);
+  const verify = await as(['ledger', 'verify'], env);
+  t.equal(verify.code, 0, `ledger verify as nobody: ${verify.stderr}`);
+});
