@@ -1,15 +1,27 @@
 #!/usr/bin/env node
-// Entry point of the `pi-gateway` CLI. Runs the compiled build (dist/, made by `npm run build`, which
-// `npm install` runs through `prepare`); in a checkout without dist/ it falls back to the TypeScript
-// sources through tsx.
+// Entry point of the `pi-gateway` CLI. Refuses a Node.js it was not built for, then runs the compiled
+// build (dist/, in the npm package and after `npm run build`) or, in a checkout without it, the
+// TypeScript sources through tsx.
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+// The oldest Node.js this release runs on (package.json "engines"); 22 is the line it is tested on.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 19)) {
+  process.stderr.write(
+    `pi-gateway needs Node.js 22.19 or newer on the 22 line; this is ${process.version} (${process.execPath}).\n` +
+      'Install Node.js 22 LTS, run the single executable (npm run dist), or, in a checkout, use the npm scripts (npm start), which run the Node.js 22 that npm ci installs.\n',
+  );
+  process.exit(1);
+}
+
 const compiled = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+let cli;
 if (existsSync(compiled)) {
-  await import(pathToFileURL(compiled).href);
+  cli = await import(pathToFileURL(compiled).href);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(new URL('../src/cli/main.ts', import.meta.url).href);
+  cli = await import(new URL('../src/cli/main.ts', import.meta.url).href);
 }
+cli.runCli(process.argv.slice(2));

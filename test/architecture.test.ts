@@ -50,7 +50,7 @@ const HOMES: Record<string, string[]> = {
   '@opentelemetry/core': ['src/telemetry/'],
   '@opentelemetry/exporter-trace-otlp-http': ['src/telemetry/'],
   '@opentelemetry/resources': ['src/telemetry/'],
-  '@opentelemetry/sdk-trace-base': ['src/telemetry/'],
+  '@opentelemetry/sdk-trace': ['src/telemetry/'],
   // The AWS SDK pieces serve the Bedrock adapter only (the simulator checks them by hand).
   '@smithy/signature-v4': ['src/platforms/'],
   '@smithy/core/serde': ['src/platforms/'],

@@ -1,5 +1,10 @@
 // `pi-gateway <command> [options]`: dispatches to one module per command under ./commands/.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { versionLine } from '../install/build-info.ts';
+import { isSingleExecutable } from '../install/single-executable.ts';
 import { UsageError } from './args.ts';
+import { loadSecretFiles, SecretFileError } from './secret-env.ts';
 import type { Command } from './command.ts';
 
 /** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
@@ -17,6 +22,8 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   usage: () => import('./commands/usage.ts'),
   logs: () => import('./commands/logs.ts'),
   migrate: () => import('./commands/migrate.ts'),
+  probe: () => import('./commands/probe.ts'),
+  backup: () => import('./commands/backup.ts'),
 };
 
 async function usage(): Promise<string> {
@@ -30,12 +37,16 @@ async function usage(): Promise<string> {
     }
     lines.push(`  ${name.padEnd(10)} ${summary}`);
   }
-  lines.push('', 'Run `pi-gateway <command> --help` for the options of one command.');
+  lines.push('', 'Run `pi-gateway <command> --help` for the options of one command, `pi-gateway --version` for the build.');
   return lines.join('\n');
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(versionLine() + '\n');
+    return 0;
+  }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write((await usage()) + '\n');
     return name ? 0 : 1;
@@ -51,6 +62,13 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
+    loadSecretFiles();
+  } catch (err) {
+    if (!(err instanceof SecretFileError)) throw err;
+    process.stderr.write(`pi-gateway ${name}: ${err.message}\n`);
+    return 1;
+  }
+  try {
     return await command.run(rest);
   } catch (err) {
     // An option value refused after parsing by a command that does not map its own usage errors
@@ -61,9 +79,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-const isEntry = process.argv[1] !== undefined && /pi-gateway(\.js)?$|cli[\\/]main\.(ts|js)$/.test(process.argv[1]);
-if (isEntry) {
-  main(process.argv.slice(2)).then(
+/** Runs the CLI as the process: its exit code becomes the process's. */
+export function runCli(argv: string[]): void {
+  main(argv).then(
     (code) => {
       process.exitCode = code;
     },
@@ -73,3 +91,18 @@ if (isEntry) {
     },
   );
 }
+
+/** Started as `node src/cli/main.ts …` (tests, development): run. Imported (bin/pi-gateway.js, the
+ *  single executable's entry): the importer calls runCli. */
+function startedDirectly(): boolean {
+  // In the single executable the bundle's file is the executable itself, like argv[1].
+  if (isSingleExecutable()) return false;
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+if (startedDirectly()) runCli(process.argv.slice(2));

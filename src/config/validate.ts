@@ -1,10 +1,10 @@
 // Schema validation of each config file (ajv, draft 2020-12, strict, allErrors), with ajv's errors
 // rewritten as plain messages that name the key, each located at its line:col.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { projectPath } from '../install/project-root.ts';
 import { type ConfigIssue, type PathSegment } from './issues.ts';
 import { type FileKind, issueAt, type SourceFile } from './load.ts';
 
@@ -21,15 +21,9 @@ export const SCHEMA_FILES: Record<FileKind, string> = {
 
 export type JsonSchema = Record<string, unknown>;
 
-/** The repo's `schemas/` folder, found by walking up from this module (works from src/ and from dist/). */
+/** The project's `schemas/` folder (a checkout, the npm package, or the single executable's files). */
 export function schemasDir(): string {
-  let d = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(d, 'schemas', 'defs.schema.json'))) return join(d, 'schemas');
-    const up = dirname(d);
-    if (up === d) throw new Error('schemas/defs.schema.json not found above ' + fileURLToPath(import.meta.url));
-    d = up;
-  }
+  return projectPath('schemas');
 }
 
 /** Every `*.schema.json` of a schemas folder, by file name, in sorted order. */

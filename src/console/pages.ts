@@ -1,23 +1,11 @@
 // The console's HTML: the page shell that loads the built bundle (console/dist/, see
 // scripts/build-console.ts), the login form, and the page saying the console is off. No inline
 // script or style: the Content-Security-Policy allows only this listener's own files.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** The project root: the nearest directory above this file with a package.json (from src/ or dist/src/). */
-function projectRoot(): string {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) {
-    const up = dirname(d);
-    if (up === d) return dirname(dirname(fileURLToPath(import.meta.url)));
-    d = up;
-  }
-  return d;
-}
+import { readFileSync } from 'node:fs';
+import { projectPath } from '../install/project-root.ts';
 
 /** Where `npm run build:console` writes the bundle (the project's console/dist/). */
-export const ASSETS_DIR = join(projectRoot(), 'console', 'dist') + '/';
+export const ASSETS_DIR = projectPath('console', 'dist') + '/';
 
 /** Files the console serves, with their types. */
 export const ASSETS: Record<string, string> = {

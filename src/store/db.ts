@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
+import { isSingleExecutable, loadNativeAddon } from '../install/single-executable.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
 export type SqliteDatabase = Database.Database;
@@ -21,6 +22,16 @@ export interface OpenDatabaseOptions {
   /** Migrations to run; tests pass extra ones. Default: the shipped list. */
   migrations?: readonly Migration[];
 }
+
+/** The single executable loads better-sqlite3's addon from its unpacked files; elsewhere the package
+ *  finds its own. The package takes the loaded addon object as `nativeBinding` (lib/database.js);
+ *  its typings name only the path form, which the executable cannot use (it cannot require a file). */
+export function sqliteAddon(): Database.Options {
+  if (!isSingleExecutable()) return {};
+  addon ??= loadNativeAddon('better_sqlite3') as object;
+  return { nativeBinding: addon } as unknown as Database.Options;
+}
+let addon: object | null = null;
 
 export class StoreError extends Error {
   constructor(message: string) {
@@ -37,7 +48,7 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
   if (opts.readonly) {
     let db: SqliteDatabase;
     try {
-      db = new Database(file, { readonly: true, fileMustExist: true });
+      db = new Database(file, { readonly: true, fileMustExist: true, ...sqliteAddon() });
     } catch (err) {
       throw new StoreError(`cannot open database ${file} read-only: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -75,7 +86,7 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
 /** A writable connection, or a StoreError naming the file (and the missing directory, the usual cause). */
 function openWritable(file: string): SqliteDatabase {
   try {
-    return new Database(file);
+    return new Database(file, sqliteAddon());
   } catch (err) {
     const dir = dirname(resolve(file));
     const why = existsSync(dir) ? (err instanceof Error ? err.message : String(err)) : `the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`;

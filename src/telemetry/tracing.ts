@@ -15,7 +15,7 @@ import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type T
 import { setGlobalErrorHandler, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, type IdGenerator, RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, type IdGenerator, RandomIdGenerator, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { IncomingRequest } from '../http/request.ts';
 import type { AttemptEnd, AttemptStart, AttemptWatch, RequestObserver, RequestSummary, RequestWatch } from '../observe/observer.ts';
 import type { RequestEnd } from '../observe/request-end.ts';
@@ -76,7 +76,7 @@ export class Tracing implements RequestObserver {
   readonly tracer: Tracer;
   readonly propagator = new W3CTraceContextPropagator();
   readonly ids = new RequestTraceIds();
-  private readonly provider: BasicTracerProvider;
+  private readonly provider: TracerProvider;
   private readonly flushTimeoutMs: number;
   private readonly onExportError: (message: string) => void;
   private lastErrorAt = -Infinity;
@@ -90,10 +90,10 @@ export class Tracing implements RequestObserver {
       ...(opts.url ? { url: opts.url } : {}),
       ...(opts.exportTimeoutMs === undefined ? {} : { timeoutMillis: opts.exportTimeoutMs }),
     });
-    this.provider = new BasicTracerProvider({
+    this.provider = new TracerProvider({
       resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.version': opts.serviceVersion }),
       idGenerator: this.ids,
-      spanProcessors: [new BatchSpanProcessor(exporter, opts.scheduledDelayMillis === undefined ? {} : { scheduledDelayMillis: opts.scheduledDelayMillis })],
+      spanProcessors: [new BatchSpanProcessor(opts.scheduledDelayMillis === undefined ? { exporter } : { exporter, scheduledDelayMillis: opts.scheduledDelayMillis })],
     });
     this.tracer = this.provider.getTracer('pi-gateway', opts.serviceVersion);
   }

@@ -2,6 +2,7 @@
 import type { Command } from '../command.ts';
 import { flag, parse, str } from '../args.ts';
 import { runCodegen } from '../../codegen/run.ts';
+import { isSingleExecutable } from '../../install/single-executable.ts';
 
 const HELP = `Usage: pi-gateway build [--config DIR] [--check]
 
@@ -21,6 +22,12 @@ export const command: Command = {
   summary: 'Validate the config and regenerate src/generated/ (codegen)',
   help: HELP,
   async run(argv) {
+    if (isSingleExecutable()) {
+      process.stderr.write(
+        'pi-gateway build: code generation rewrites the project\'s own files (src/generated/, docs/) and is not part of the single executable: run it in a checkout of the project (npm ci, then npx pi-gateway build). To validate a config directory, use pi-gateway check.\n',
+      );
+      return 2;
+    }
     const p = parse(argv, { config: { type: 'string' }, check: { type: 'boolean' } }, false);
     return runCodegen({ configDir: str(p, 'config', 'PI_CONFIG', 'config') as string, check: flag(p, 'check') });
   },

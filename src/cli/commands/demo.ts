@@ -15,6 +15,7 @@ import { claimDatabase, type Owner } from '../owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
+import { projectPath } from '../../install/project-root.ts';
 
 const HELP = `Usage: pi-gateway demo [options]
 
@@ -29,7 +30,7 @@ database (one demo per --dir), drains on Ctrl-C/SIGTERM and reloads its config o
 (pi-gateway reload --db .demo/pi-gateway.db).
 
 Options:
-  --config DIR      config directory (default config)
+  --config DIR      config directory (default ./config, else the bundled example config)
   --dir DIR         demo state directory (default .demo)
   --host HOST       gateway address (default 127.0.0.1)
   --port N          gateway port (default 8080)
@@ -38,6 +39,12 @@ Options:
   -h, --help        this text
 
 ${OBSERVABILITY_HELP}`;
+
+/** ./config where there is one (a checkout), else the example config that ships with the gateway
+ *  (the npm package's, or the one the single executable unpacked). */
+function defaultDemoConfig(): string {
+  return existsSync('config') ? 'config' : projectPath('config');
+}
 
 export const command: Command = {
   summary: 'run the gateway and the simulator together (offline quick start)',
@@ -64,7 +71,7 @@ export const command: Command = {
       throw err;
     }
     applyServingV8Flags();
-    const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+    const configDir = str(p, 'config', 'PI_CONFIG') ?? defaultDemoConfig();
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;

@@ -1,0 +1,29 @@
+// An online copy of the embedded database: SQLite's backup API copies it page by page into a new
+// file while a server keeps writing (WAL), and the copy is one consistent snapshot — what to keep
+// before an upgrade, and what a restore puts back. The copy is readable by its owner only, like the
+// database (it holds key hashes, sealed credentials and the ledger).
+import { chmodSync, existsSync } from 'node:fs';
+import { openDatabase, StoreError } from './db.ts';
+
+export interface BackupResult {
+  pages: number;
+  bytes: number;
+}
+
+export async function backupDatabase(file: string, to: string): Promise<BackupResult> {
+  if (existsSync(to)) throw new StoreError(`${to} exists: a backup never overwrites a file`);
+  const db = openDatabase(file, { readonly: true });
+  try {
+    let progress;
+    try {
+      progress = await db.backup(to);
+    } catch (err) {
+      throw new StoreError(`cannot back up ${file} to ${to}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    chmodSync(to, 0o600);
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    return { pages: progress.totalPages, bytes: progress.totalPages * pageSize };
+  } finally {
+    db.close();
+  }
+}
