@@ -18,7 +18,7 @@ const srcDir = join(root, 'src');
  * (clock.ts, gateway.ts…) is a layer member named without its extension.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['clock', 'money', 'thread'],
+  ['clock', 'money', 'install', 'thread'],
   ['errors'],
   ['http', 'observe'],
   ['config', 'generated'],
