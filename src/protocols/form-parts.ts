@@ -164,12 +164,15 @@ export class FormReader {
     } else {
       end = buf.indexOf(CRLF_CRLF, Math.max(at, this.searchFrom - 3));
       if (end === -1) {
-        if (buf.length - at > HEADERS_MAX) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
+        // No blank line starts within the bound even with its four bytes here: the block is too long.
+        if (buf.length - at >= HEADERS_MAX + 4) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
         this.searchFrom = buf.length;
         return this.wait(at);
       }
       valueAt = end + 4;
     }
+    // Judged on the block, not on how much of it had arrived: the same verdict for any split.
+    if (end - at > HEADERS_MAX) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
     const disposition = dispositionOf(buf.toString('utf8', at, end));
     this.name = disposition.name;
     this.filename = disposition.filename;
