@@ -53,8 +53,9 @@ export class FormReader {
   private valueStart = 0;
   private valueSize = 0;
   private valueChunks: Buffer[] = [];
-  /** Where in the carried bytes the header search resumes (bytes before it were searched already). */
-  private searchFrom = 0;
+  /** Header bytes of the part being read that were searched already (all but the carried tail). */
+  private headerChunks: Buffer[] = [];
+  private headerSize = 0;
   private readonly delimiter: Buffer;
 
   constructor(
@@ -89,9 +90,9 @@ export class FormReader {
       this.carry = Buffer.alloc(0);
       return;
     }
+    // Only what is still unclassified is carried: at most a delimiter's length, or a header block's
+    // last three bytes.
     this.base += at;
-    // Only what is still unclassified is carried; the header search does not restart from its start.
-    this.searchFrom = Math.max(0, this.searchFrom - at);
     this.carry = Buffer.from(buf.subarray(at));
   }
 
@@ -150,30 +151,38 @@ export class FormReader {
     if (buf.length - i < 2) return this.wait(at);
     if (buf[i] !== 0x0d || buf[i + 1] !== 0x0a) throw new MalformedForm('a multipart delimiter line is not followed by a line break');
     this.state = 'headers';
-    this.searchFrom = i + 2;
     return i + 2;
   }
 
-  /** A part's header block, up to the blank line. */
+  /** A part's header block, up to the blank line. The bytes searched already are set aside (all but
+   *  the last three, where a blank line may begin), so a block arriving in many small pieces is not
+   *  copied again with each one. */
   private headers(buf: Buffer, at: number): number {
     let end: number;
     let valueAt: number;
-    if (buf.length - at >= 2 && buf[at] === 0x0d && buf[at + 1] === 0x0a) {
+    if (this.headerSize === 0 && buf.length - at >= 2 && buf[at] === 0x0d && buf[at + 1] === 0x0a) {
       end = at;
       valueAt = at + 2;
     } else {
-      end = buf.indexOf(CRLF_CRLF, Math.max(at, this.searchFrom - 3));
+      end = buf.indexOf(CRLF_CRLF, at);
       if (end === -1) {
         // No blank line starts within the bound even with its four bytes here: the block is too long.
-        if (buf.length - at >= HEADERS_MAX + 4) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
-        this.searchFrom = buf.length;
-        return this.wait(at);
+        if (this.headerSize + buf.length - at >= HEADERS_MAX + 4) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
+        const keep = Math.max(at, buf.length - 3);
+        if (keep > at) {
+          this.headerChunks.push(Buffer.from(buf.subarray(at, keep)));
+          this.headerSize += keep - at;
+        }
+        return this.wait(keep);
       }
       valueAt = end + 4;
     }
     // Judged on the block, not on how much of it had arrived: the same verdict for any split.
-    if (end - at > HEADERS_MAX) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
-    const disposition = dispositionOf(buf.toString('utf8', at, end));
+    if (this.headerSize + end - at > HEADERS_MAX) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
+    const block = Buffer.concat([...this.headerChunks, buf.subarray(at, end)]).toString('utf8');
+    this.headerChunks = [];
+    this.headerSize = 0;
+    const disposition = dispositionOf(block);
     this.name = disposition.name;
     this.filename = disposition.filename;
     this.valueStart = this.base + valueAt;
