@@ -6,6 +6,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { type FormPart, FormReader, MalformedForm, TEXT_VALUE_MAX } from '../../src/protocols/form-parts.ts';
+import { runs } from '../helpers/property-runs.ts';
 
 interface Read {
   parts: FormPart[];
@@ -108,15 +109,26 @@ t.test('any form reads as the parts it was built from, for any split', async (t)
       const { body, expected, spans } = build(f);
       const whole = readForm(f.boundary, [body]);
       const pieces = readForm(f.boundary, split(body, cuts));
-      t.strictSame(whole.parts.map(({ start, end, ...rest }) => rest), expected);
-      t.strictSame(whole.parts.map((p) => [p.start, p.end]), spans, 'where each value lies in the body');
-      t.equal(whole.ended, true);
-      t.equal(whole.error, null);
-      t.strictSame(pieces, whole, 'the same parts, end and error in pieces');
-      return true;
+      const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+      return (
+        same(
+          whole.parts.map(({ start, end, ...rest }) => rest),
+          expected,
+        ) &&
+        // Where each value lies in the body.
+        same(
+          whole.parts.map((p) => [p.start, p.end]),
+          spans,
+        ) &&
+        whole.ended &&
+        whole.error === null &&
+        // The same parts, end and error in pieces.
+        same(pieces, whole)
+      );
     }),
-    { numRuns: 400 },
+    { numRuns: runs(400) },
   );
+  t.pass('400 random forms');
 });
 
 t.test('one byte at a time reads the same', async (t) => {
@@ -126,7 +138,7 @@ t.test('one byte at a time reads the same', async (t) => {
       const bytes = [...body].map((b) => Buffer.from([b]));
       return JSON.stringify(readForm(f.boundary, bytes)) === JSON.stringify(readForm(f.boundary, [body]));
     }),
-    { numRuns: 150 },
+    { numRuns: runs(150) },
   );
 });
 
@@ -180,7 +192,7 @@ t.test('arbitrary bytes: only MalformedForm, the same for any split', async (t) 
       const whole = readForm('b', [body]);
       return JSON.stringify(readForm('b', split(body, cuts))) === JSON.stringify(whole);
     }),
-    { numRuns: 3000 },
+    { numRuns: runs(3000) },
   );
   // Mutations of valid forms.
   fc.assert(
@@ -190,7 +202,7 @@ t.test('arbitrary bytes: only MalformedForm, the same for any split', async (t) 
       const mutated = Buffer.concat([body.subarray(0, i), Buffer.from([byte]), body.subarray(i + 1)]);
       return JSON.stringify(readForm(f.boundary, split(mutated, cuts))) === JSON.stringify(readForm(f.boundary, [mutated]));
     }),
-    { numRuns: 500 },
+    { numRuns: runs(500) },
   );
 });
 

@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { GatewayError } from '../../src/errors.ts';
 import type { FormListener } from '../../src/protocols/form-parts.ts';
 import { MultipartUpload } from '../../src/protocols/multipart-upload.ts';
+import { runs } from '../helpers/property-runs.ts';
 
 const B = 'XyZ-boundary';
 
@@ -71,7 +72,7 @@ t.test('any split: the model swapped, every other byte as the client sent it', a
       const expected = formBody({ ...f, model: upstreamModel });
       return sent.error === null && sent.bytes.equals(expected);
     }),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   );
 });
 
@@ -118,7 +119,7 @@ t.test('a refused part: never forwarded whole, for any split', async (t) => {
       const sent = await drain(upload.body('M'));
       return sent.error === refusal && upload.refusal === refusal && sent.bytes.length < badEnd && source.destroyed;
     }),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   );
 });
 
@@ -144,7 +145,7 @@ t.test('arbitrary bytes: a GatewayError or a body, never a throw of anything els
       ]);
       return outcome === 'ok' || outcome === 'refused' || outcome === 'no model';
     }),
-    { numRuns: 1000 },
+    { numRuns: runs(1000) },
   );
 });
 

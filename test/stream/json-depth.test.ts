@@ -8,6 +8,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { depthOnly, jsonShape, type JsonLimit, type JsonLimits, nestsDeeperThan } from '../../src/stream/json-depth.ts';
 import { JSON_LIMITS } from '../../src/protocols/json-request.ts';
+import { runs } from '../helpers/property-runs.ts';
 
 /** Depth of a parsed value without recursion (objects and arrays count one level each). */
 function depthOf(value: unknown): number {
@@ -34,7 +35,7 @@ t.test('agrees with the parsed depth for any JSON value', async (t) => {
       const text = JSON.stringify(v);
       return nestsDeeperThan(Buffer.from(text), max) === depthOf(v) > max;
     }),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   );
   t.pass('2000 random values');
 });
@@ -124,7 +125,7 @@ t.test('on any JSON the verdict is the parsed value\'s, whatever the limits and 
       // Within every limit ⇔ nothing reported; otherwise the limit reported is one the text passes.
       return over.length === 0 ? exceeded === null : exceeded !== null && over.includes(exceeded);
     }),
-    { numRuns: 3000 },
+    { numRuns: runs(3000) },
   );
   t.pass('3000 random values');
 });
@@ -138,7 +139,7 @@ t.test('the member spans under every limit are those of the depth scan alone', a
       if (all === null || depth === null) return false;
       return JSON.stringify([...all]) === JSON.stringify([...depth]) && all.size === Object.keys(v).length;
     }),
-    { numRuns: 500 },
+    { numRuns: runs(500) },
   );
   t.equal(jsonShape(Buffer.from('{"a":1}'), JSON_LIMITS, false).members, null, 'not asked for');
   t.equal(jsonShape(Buffer.from('{"a":1}}'), JSON_LIMITS).members, null, 'a stray closing bracket: not one object');
@@ -155,7 +156,7 @@ t.test('any bytes: never throws, always a verdict', async (t) => {
       const r = jsonShape(buf, lim, want);
       return (r.exceeded === null || LIMIT_NAMES.includes(r.exceeded)) && (r.members === null || r.members instanceof Map);
     }),
-    { numRuns: 5000 },
+    { numRuns: runs(5000) },
   );
   // Mutations of valid JSON: a byte removed, inserted or replaced anywhere.
   fc.assert(
@@ -168,7 +169,7 @@ t.test('any bytes: never throws, always a verdict', async (t) => {
       jsonShape(mutated, 3);
       return true;
     }),
-    { numRuns: 3000 },
+    { numRuns: runs(3000) },
   );
 });
 
