@@ -8,6 +8,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { depthOnly, jsonShape, type JsonLimit, type JsonLimits, nestsDeeperThan } from '../../src/stream/json-depth.ts';
 import { JSON_LIMITS } from '../../src/protocols/json-request.ts';
+import { cpuMs, looksLinear } from '../helpers/linear-time.ts';
 import { runs } from '../helpers/property-runs.ts';
 
 /** Depth of a parsed value without recursion (objects and arrays count one level each). */
@@ -173,18 +174,7 @@ t.test('any bytes: never throws, always a verdict', async (t) => {
   );
 });
 
-/** Best of three timings of the scan, ms. */
-function scanMs(buf: Buffer, lim: JsonLimits): number {
-  let best = Infinity;
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    jsonShape(buf, lim);
-    best = Math.min(best, performance.now() - t0);
-  }
-  return best;
-}
-
-t.test('linear time: 8× the bytes cost about 8× the time, for the shapes that stress each step', async (t) => {
+t.test('linear time: 16× the bytes cost about 16× the CPU, for the shapes that stress each step', async (t) => {
   const unbounded: JsonLimits = { ...depthOnly(JSON_LIMITS.depth) };
   const shapes: [string, (n: number) => string][] = [
     ['one string of backslash runs', (n) => `["${'\\\\'.repeat(n / 2)}"]`],
@@ -196,15 +186,15 @@ t.test('linear time: 8× the bytes cost about 8× the time, for the shapes that 
     ['nesting at the bound', (n) => `[${`${'['.repeat(100)}${']'.repeat(100)},`.repeat(n / 201)}0]`],
     ['an unterminated string', (n) => `{"a":"${'x\\"'.repeat(n / 3)}`],
   ];
-  const small = 128 * 1024;
+  const small = 64 * 1024;
   for (const [label, make] of shapes) {
     const a = Buffer.from(make(small));
-    const b = Buffer.from(make(8 * small));
+    const b = Buffer.from(make(16 * small));
     for (const [which, lim] of [['production limits', JSON_LIMITS], ['depth only', unbounded]] as const) {
-      scanMs(a, lim); // warm
-      const ta = scanMs(a, lim);
-      const tb = scanMs(b, lim);
-      t.ok(tb < 8 * ta * 3 + 20, `${label} (${which}): ${(a.length / 1024) | 0} KiB in ${ta.toFixed(2)} ms, ${(b.length / 1024) | 0} KiB in ${tb.toFixed(2)} ms`);
+      cpuMs(() => jsonShape(a, lim)); // warm
+      const ta = cpuMs(() => jsonShape(a, lim));
+      const tb = cpuMs(() => jsonShape(b, lim));
+      t.ok(looksLinear(ta, tb, 16), `${label} (${which}): ${(a.length / 1024) | 0} KiB in ${ta.toFixed(2)} ms, ${(b.length / 1024) | 0} KiB in ${tb.toFixed(2)} ms of CPU`);
     }
   }
 });
