@@ -4,7 +4,7 @@ import { isUtf8 } from 'node:buffer';
 import { promptTokenBound } from '../billing/hold.ts';
 import { GatewayError } from '../errors.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { jsonShape, type MemberSpans, nestsDeeperThan } from '../stream/json-depth.ts';
+import { type JsonLimit, type JsonLimits, jsonShape, type MemberSpans } from '../stream/json-depth.ts';
 import { SPLICE_FROM_BYTES } from './upstream-json.ts';
 import { takeRoutingFields } from './routing-fields.ts';
 import type { InboundRequest, JsonObject, ProtocolModule } from './types.ts';
@@ -16,6 +16,33 @@ import type { InboundRequest, JsonObject, ProtocolModule } from './types.ts';
  * upstream call recurses once per level) within a depth the gateway chose, not the client.
  */
 export const MAX_JSON_DEPTH = 128;
+
+/**
+ * What a JSON request body may hold, checked by the same forward scan as its depth, before it is
+ * parsed. The body's byte limit alone does not bound the work: a few MiB of tiny values cost far more
+ * to parse, copy and forward than the same bytes of text, and one object with hundreds of thousands
+ * of members is stored by V8 as a dictionary whose copies (the routing fields taken off, each
+ * attempt's rewrite) cost more than linear time. Each limit is far above real traffic: a long agent
+ * conversation has thousands of messages and tens of thousands of values, a tool's JSON Schema a few
+ * hundred properties, its names are identifiers; strings (base64 images of several MB included) are
+ * bounded by the body's byte limit only, since one costs a single pass in the scan and the parse.
+ */
+export const JSON_LIMITS: Readonly<JsonLimits> = {
+  depth: MAX_JSON_DEPTH,
+  members: 10_000,
+  elements: 100_000,
+  values: 500_000,
+  nameBytes: 4096,
+};
+
+/** Why a body over one of the limits is refused, naming the limit. */
+const LIMIT_MESSAGES: Record<JsonLimit, string> = {
+  depth: `nests objects and arrays more than ${JSON_LIMITS.depth} levels deep`,
+  members: `has an object with more than ${JSON_LIMITS.members} members`,
+  elements: `has an array with more than ${JSON_LIMITS.elements} elements`,
+  values: `holds more than ${JSON_LIMITS.values} values (object members and array elements, all levels)`,
+  nameBytes: `has a member name longer than ${JSON_LIMITS.nameBytes} bytes`,
+};
 
 /** The protocol rules a JSON request is read with. */
 export type JsonRules = Pick<ProtocolModule, 'validate' | 'wantsStream' | 'outputBound'>;
@@ -39,11 +66,9 @@ export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: J
 function parseJsonBody(raw: Buffer): { body: JsonObject; members: MemberSpans | null } {
   if (raw.length === 0) throw new GatewayError('invalid_request', 'model is required');
   if (!isUtf8(raw)) throw new GatewayError('invalid_request', 'the request body is not valid UTF-8');
-  // Member spans only for a body large enough to be spliced (./upstream-json.ts); the depth bound for all.
-  const shape = raw.length >= SPLICE_FROM_BYTES ? jsonShape(raw, MAX_JSON_DEPTH) : { tooDeep: nestsDeeperThan(raw, MAX_JSON_DEPTH), members: null };
-  if (shape.tooDeep) {
-    throw new GatewayError('invalid_request', `the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`);
-  }
+  // Member spans only for a body large enough to be spliced (./upstream-json.ts); the limits for all.
+  const shape = jsonShape(raw, JSON_LIMITS, raw.length >= SPLICE_FROM_BYTES);
+  if (shape.exceeded !== null) throw new GatewayError('invalid_request', `the request body ${LIMIT_MESSAGES[shape.exceeded]}`);
   let value: unknown;
   try {
     value = JSON.parse(raw.toString('utf8'));

@@ -1,10 +1,21 @@
-// The /v1/images/edits upload: multipart, streamed through rather than buffered whole. Only the bytes
-// up to the end of the `model` field are held (routing needs the model before anything is sent);
-// the rest flows from the client to the upstream with backpressure. An attempt may be retried only
-// while no byte past that held prefix has been handed to an upstream (a connect failure, say).
+// The /v1/images/edits upload: multipart, streamed through rather than buffered whole. Only a prefix
+// is held — up to the end of the `model` field (routing needs the model before anything is sent) and
+// the text fields right after it, until the first file part begins — and the rest flows from the
+// client to the upstream with backpressure. An attempt may be retried only while no byte past that
+// held prefix has been handed to an upstream (a connect failure, say).
+//
+// Every part, held or streamed, goes through one FormReader and the request's field rules. A field
+// the rules refuse after the prefix (it came after a file: reading it first would mean holding the
+// file) fails the upload as it passes: the chunk that completes it is never forwarded, the upstream
+// body ends in an error (undici aborts the exchange, so no provider ever receives the whole form and
+// cannot act on it), the client's body stream is let go, and `refusal` tells the attempt loop that the
+// client's input, not the provider, ended the attempt.
 import { Readable } from 'node:stream';
+import { GatewayError } from '../errors.ts';
+import { type FormListener, type FormPart, FormReader, MalformedForm } from './form-parts.ts';
 
-const CRLF_CRLF = Buffer.from('\r\n\r\n');
+/** Text read ahead past `model` while looking for the first file part, at most (the rest is checked as it streams). */
+const READ_AHEAD_MAX = 64 * 1024;
 
 export function boundaryOf(contentType: string | undefined): string | null {
   if (!contentType || !/^multipart\/form-data\b/i.test(contentType)) return null;
@@ -12,26 +23,18 @@ export function boundaryOf(contentType: string | undefined): string | null {
   return m ? (m[1] ?? m[2] ?? null) : null;
 }
 
-interface FieldSpan {
-  name: string;
-  filename: string | null;
-  /** Value bytes [start, end) inside the prefix. */
-  start: number;
-  end: number;
-}
-
 export class MultipartUpload {
-  /** Small text fields seen in the prefix (model, prompt, n, stream, …). */
-  readonly fields = new Map<string, string>();
-  /** File parts seen in the prefix (count only; later ones are not inspected). */
-  filesInPrefix = 0;
-  /** The whole body was read while looking for `model` (every field is then in `fields`). */
-  ended = false;
-  private readonly delimiter: Buffer;
-  private chunks: Buffer[] = [];
+  /** The whole form was read while holding the prefix: every field is known. */
+  formComplete = false;
+  /** The first `model` text field, once read. */
+  model: string | null = null;
+  /** Why the gateway refused the upload part-way (a field after the prefix broke a rule), or null. */
+  refusal: GatewayError | null = null;
+  private readonly reader: FormReader;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
   private prefix = Buffer.alloc(0);
-  private cursor = 0;
-  private modelSpan: FieldSpan | null = null;
+  private modelSpan: FormPart | null = null;
   private liveTaken = false;
   private iterator: AsyncIterator<Buffer> | null = null;
 
@@ -39,30 +42,50 @@ export class MultipartUpload {
     private readonly source: Readable,
     boundary: string,
     private readonly maxPrefixBytes: number,
+    rules: FormListener,
   ) {
-    this.delimiter = Buffer.from(`\r\n--${boundary}`);
+    this.reader = new FormReader(boundary, {
+      partStart: (name, filename) => rules.partStart?.(name, filename),
+      part: (part) => {
+        rules.part(part);
+        if (this.modelSpan === null && part.name === 'model' && part.filename === null) {
+          this.modelSpan = part;
+          this.model = part.value;
+        }
+      },
+      end: () => rules.end?.(),
+    });
   }
 
-  /** Reads until the `model` field is complete. Resolves false when the body ended without one. */
-  async readUntilModel(): Promise<boolean> {
+  /**
+   * Reads and holds the prefix: until the `model` field is complete and then on through the text
+   * fields that follow it, stopping where a file part begins, the form ends or READ_AHEAD_MAX bytes
+   * were read past the model. Resolves false when the form ended without a model. Throws GatewayError
+   * for a form the rules or the reader refuse.
+   */
+  async readPrefix(): Promise<boolean> {
     this.iterator = this.source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    for (;;) {
-      const next = await this.iterator.next();
-      if (next.done) {
-        this.ended = true;
-        this.joinPrefix();
-        this.scan(true);
-        return this.modelSpan !== null;
+    try {
+      for (;;) {
+        const span = this.modelSpan;
+        if (span !== null && (this.reader.ended || this.reader.inFile || this.size - span.end > READ_AHEAD_MAX)) break;
+        const next = await this.iterator.next();
+        if (next.done) {
+          if (!this.reader.ended) throw new MalformedForm('the multipart body ended before its closing boundary');
+          break;
+        }
+        this.chunks.push(next.value);
+        this.size += next.value.length;
+        if (this.modelSpan === null && this.size > this.maxPrefixBytes) throw new GatewayError('invalid_request', 'model field not found within the upload limit');
+        this.reader.push(next.value);
       }
-      this.chunks.push(next.value);
-      this.joinPrefix();
-      if (this.prefix.length > this.maxPrefixBytes) throw new Error('model field not found within the upload limit');
-      if (this.scan(false)) return true;
+    } catch (err) {
+      throw refusalOf(err);
     }
-  }
-
-  get model(): string | null {
-    return this.fields.get('model') ?? null;
+    this.formComplete = this.reader.ended;
+    this.prefix = Buffer.concat(this.chunks);
+    this.chunks.length = 0;
+    return this.modelSpan !== null;
   }
 
   /** True while no live byte has gone to an upstream: a new attempt can still send the whole body. */
@@ -73,10 +96,7 @@ export class MultipartUpload {
   /** A fresh request body for one attempt: the held prefix with `model` replaced, then the live rest. */
   body(upstreamModel: string): Readable {
     const span = this.modelSpan;
-    const head = span
-      ? Buffer.concat([this.prefix.subarray(0, span.start), Buffer.from(upstreamModel), this.prefix.subarray(span.end)])
-      : this.prefix;
-    const it = this.iterator;
+    const head = span ? Buffer.concat([this.prefix.subarray(0, span.start), Buffer.from(upstreamModel), this.prefix.subarray(span.end)]) : this.prefix;
     let sentHead = false;
     const self = this;
     return new Readable({
@@ -86,14 +106,9 @@ export class MultipartUpload {
           this.push(head);
           return;
         }
-        if (!it) {
-          this.push(null);
-          return;
-        }
         try {
-          self.liveTaken = true;
-          const next = await it.next();
-          this.push(next.done ? null : next.value);
+          const chunk = await self.nextLive();
+          this.push(chunk);
         } catch (err) {
           this.destroy(err instanceof Error ? err : new Error(String(err)));
         }
@@ -101,43 +116,33 @@ export class MultipartUpload {
     });
   }
 
-  private joinPrefix(): void {
-    if (this.chunks.length === 0) return;
-    this.prefix = Buffer.concat([this.prefix, ...this.chunks]);
-    this.chunks = [];
-  }
-
-  /** Parses complete parts from the cursor on; true once the model field is complete. */
-  private scan(atEnd: boolean): boolean {
-    const buf = this.prefix;
-    const dashBoundary = this.delimiter.subarray(2); // "--boundary"
-    if (this.cursor === 0) {
-      const first = buf.indexOf(dashBoundary);
-      if (first === -1) return false;
-      this.cursor = first;
-    }
-    for (;;) {
-      // At this.cursor: "--boundary" then "\r\n" (a part follows) or "--" (the end).
-      const afterDelim = this.cursor + dashBoundary.length;
-      if (buf.length < afterDelim + 2) return false;
-      if (buf[afterDelim] === 0x2d && buf[afterDelim + 1] === 0x2d) return this.modelSpan !== null;
-      const headersStart = afterDelim + 2;
-      const headersEnd = buf.indexOf(CRLF_CRLF, headersStart);
-      if (headersEnd === -1) return false;
-      const bodyStart = headersEnd + 4;
-      const bodyEnd = buf.indexOf(this.delimiter, bodyStart);
-      if (bodyEnd === -1) return atEnd ? this.modelSpan !== null : false;
-      const headers = buf.toString('utf8', headersStart, headersEnd);
-      const name = /name="([^"]*)"/i.exec(headers)?.[1] ?? '';
-      const filename = /filename="([^"]*)"/i.exec(headers)?.[1] ?? null;
-      if (filename === null) {
-        if (bodyEnd - bodyStart <= 64 * 1024) this.fields.set(name, buf.toString('utf8', bodyStart, bodyEnd));
-        if (name === 'model') this.modelSpan = { name, filename, start: bodyStart, end: bodyEnd };
-      } else {
-        this.filesInPrefix++;
+  /** The next chunk of the live rest after the rules have seen it, or null at its end. A refused
+   *  chunk is never returned: the upload fails with the refusal instead. */
+  private async nextLive(): Promise<Buffer | null> {
+    const it = this.iterator;
+    if (it === null) return null;
+    if (this.refusal !== null) throw this.refusal;
+    this.liveTaken = true;
+    const next = await it.next();
+    try {
+      if (next.done) {
+        if (!this.reader.ended) throw new MalformedForm('the multipart body ended before its closing boundary');
+        return null;
       }
-      this.cursor = bodyEnd + 2; // skip the CRLF before "--boundary"
-      if (this.modelSpan) return true;
+      this.reader.push(next.value);
+      return next.value;
+    } catch (err) {
+      this.refusal = refusalOf(err);
+      // Let the client's body go: nothing more of it is read or forwarded.
+      void it.return?.();
+      throw this.refusal;
     }
   }
+}
+
+/** The client's error for a form that could not be read or broke a rule. */
+function refusalOf(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  if (err instanceof MalformedForm) return new GatewayError('invalid_request', `the multipart body is malformed: ${err.message}`);
+  throw err;
 }

@@ -47,6 +47,10 @@ export interface StreamedUpload {
   body(upstreamModel: string): Readable;
   /** True while no byte past the held prefix went upstream: another attempt can still send it all. */
   readonly replayable: boolean;
+  /** Set when the gateway refused the upload part-way (a field after the held prefix broke a rule):
+   *  the body sent upstream ended in an error before the form was whole, so the attempt says nothing
+   *  about the provider, and this is the client's answer. */
+  readonly refusal?: GatewayError | null;
 }
 
 /** Where a JSON request's members lie in its bytes, from the one scan that read it (./upstream-json.ts

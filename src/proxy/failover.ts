@@ -102,6 +102,11 @@ function canResend(request: CallInput): boolean {
   return request.body.kind !== 'upload' || request.body.upload.replayable;
 }
 
+/** Why the gateway refused a streamed upload part-way, if it did. */
+function uploadRefusal(request: CallInput): GatewayError | null {
+  return request.body.kind === 'upload' ? (request.body.upload.refusal ?? null) : null;
+}
+
 function sendProviderError(reply: Reply, outcome: Extract<AttemptOutcome, { kind: 'provider_error' }>): void {
   reply.send(outcome.status, outcome.headers, outcome.body);
 }
@@ -209,6 +214,13 @@ async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, b
   // A refused token, dropped by its adapter: one more try on this deployment with a fresh one. The
   // 401 says the token was stale, not that the deployment is unwell.
   if (outcome.kind === 'provider_error' && outcome.status === 401 && pass === 0 && built.refused?.()) return { kind: 'retry' };
+  // The gateway refused the client's upload part-way: the provider never had the whole request, so
+  // the attempt says nothing about it (no health signal) and the client gets the refusal.
+  const refusal = outcome.kind === 'committed' ? null : uploadRefusal(input.request);
+  if (refusal) {
+    input.reply.sendError(refusal);
+    return { kind: 'final', final: { kind: 'gateway_error', error: refusal } };
+  }
   const signal = healthSignal(outcome);
   if (signal) input.health.record(item.deployment.id, signal);
 

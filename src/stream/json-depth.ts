@@ -1,7 +1,10 @@
-// How deeply a JSON text nests, found by one forward scan of its bytes: no recursion and no parse, so
-// a client cannot make the gateway's stack depth depend on what it sends (V8's JSON.parse is
-// iterative, but JSON.stringify and any walk over the parsed value recurse once per level). The same
-// scan can note where each top-level member's value lies, so a rewritten body reuses those bytes.
+// The shape of a JSON text, found by one forward scan of its bytes before anything parses it: how
+// deeply it nests, how many members its objects and elements its arrays hold, how many values it has
+// in all and how long its member names are. No recursion and no parse, so what a client sends cannot
+// choose the gateway's stack depth (V8's JSON.parse is iterative, but JSON.stringify and any walk over
+// the parsed value recurse once per level) nor make the parse, and every later step that touches
+// each value, cost more than the limits allow. The same scan can note where each top-level member's
+// value lies, so a rewritten body reuses those bytes.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -12,28 +15,35 @@ const CLOSE_ARR = 0x5d;
 const COLON = 0x3a;
 const COMMA = 0x2c;
 
+/** What a JSON text may hold. Counts are of values as written (a key sent twice counts twice). */
+export interface JsonLimits {
+  /** Deepest nesting of objects and arrays (the top-level value is level 1). */
+  depth: number;
+  /** Most members in one object. */
+  members: number;
+  /** Most elements in one array. */
+  elements: number;
+  /** Most values in the whole text: object members and array elements at every level. */
+  values: number;
+  /** Longest member name, in bytes between its quotes as sent (escapes not decoded). */
+  nameBytes: number;
+}
+
+/** Which limit a text went beyond. */
+export type JsonLimit = keyof JsonLimits;
+
+/** Limits on depth alone. */
+export function depthOnly(max: number): JsonLimits {
+  return { depth: max, members: Infinity, elements: Infinity, values: Infinity, nameBytes: Infinity };
+}
+
 /**
  * True when objects and arrays in `buf` nest more than `max` levels deep (the top-level object is
- * level 1). Strings are skipped with native `indexOf`, so the cost is one pass over the structural
- * bytes. Malformed JSON (an unterminated string, unbalanced brackets) is not judged here: the parser
- * reports it.
+ * level 1). Malformed JSON (an unterminated string, unbalanced brackets) is not judged here: the
+ * parser reports it.
  */
 export function nestsDeeperThan(buf: Buffer, max: number): boolean {
-  let depth = 0;
-  const n = buf.length;
-  for (let i = 0; i < n; i++) {
-    const c = buf[i];
-    if (c === QUOTE) {
-      const end = closingQuote(buf, i);
-      if (end === -1) return false;
-      i = end;
-    } else if (c === OPEN_OBJ || c === OPEN_ARR) {
-      if (++depth > max) return true;
-    } else if (c === CLOSE_OBJ || c === CLOSE_ARR) {
-      depth--;
-    }
-  }
-  return false;
+  return jsonShape(buf, max, false).tooDeep;
 }
 
 /** Where each top-level member's value lies in the bytes: [start, end), whitespace excluded. A key
@@ -41,77 +51,153 @@ export function nestsDeeperThan(buf: Buffer, max: number): boolean {
 export type MemberSpans = Map<string, readonly [number, number]>;
 
 export interface JsonShape {
-  /** Objects and arrays nest more than the bound allowed. */
+  /** Objects and arrays nest more than the bound allowed (`exceeded` is then 'depth'). */
   tooDeep: boolean;
+  /** The first limit the text went beyond, in the order the scan met it; null when within all. */
+  exceeded: JsonLimit | null;
   /** The top-level members of an object document; null when the bytes are not one well-formed
-   *  object as far as this scan can tell (the parser then decides) or when it stopped early. */
+   *  object as far as this scan can tell (the parser then decides), when it stopped early at a
+   *  limit, or when they were not asked for. */
   members: MemberSpans | null;
 }
 
+const OBJECT = 1;
+const ARRAY = 2;
+
 /**
- * One forward scan that does what nestsDeeperThan does and also records the top-level members of
- * an object document. The spans are only meaningful for text JSON.parse accepts: callers parse too.
+ * One forward scan of `buf` against `limits` (a number: a depth bound alone). Strings are skipped
+ * with native `indexOf`, every other byte is looked at once, and the scan stops at the first limit
+ * passed, so its cost is at most one pass over the bytes whatever they are. A limit is judged on the
+ * bytes as they come: text that would not parse may be refused by a limit before the parser sees it.
+ * With `wantMembers`, also records the top-level members of an object document; the spans are only
+ * meaningful for text JSON.parse accepts: callers parse too.
  */
-export function jsonShape(buf: Buffer, max: number): JsonShape {
-  // Null once the bytes stop looking like one object; the depth scan goes on regardless.
-  let members: MemberSpans | null = new Map();
+export function jsonShape(buf: Buffer, limits: number | JsonLimits, wantMembers = true): JsonShape {
+  const lim = typeof limits === 'number' ? depthOnly(limits) : limits;
+  // Per open container, by level (1 = the top-level value): object or array, items begun so far, and
+  // whether the next token at that level begins a new item (just opened, or after a comma).
+  const size = Math.min(lim.depth, buf.length) + 2;
+  const kind = new Uint8Array(size);
+  const items = new Float64Array(size);
+  const fresh = new Uint8Array(size);
+  let values = 0;
+  const top = wantMembers ? new TopMembers(buf) : null;
   let depth = 0;
-  let closed = false;
-  // The member being read at depth 1: its key's quotes, and where its value starts (after the colon).
-  let keyStart = -1;
-  let keyEnd = -1;
-  let valueStart = -1;
   const n = buf.length;
   for (let i = 0; i < n; i++) {
-    const c = buf[i];
+    const c = buf[i] as number;
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    if (c === CLOSE_OBJ || c === CLOSE_ARR) {
+      if (depth === 1) top?.close(i);
+      if (depth === 0) top?.spoil();
+      else depth--;
+      continue;
+    }
+    if (c === COMMA || c === COLON) {
+      if (c === COMMA && depth > 0) fresh[depth] = 1;
+      if (depth === 1) top?.punctuation(c, i);
+      continue;
+    }
+    // Any other byte begins a token at this level or continues one (a number, a literal); a string
+    // is skipped whole.
+    const end = c === QUOTE ? closingQuote(buf, i) : i;
+    if (end === -1) return { tooDeep: false, exceeded: null, members: null };
+    if (fresh[depth] === 1) {
+      fresh[depth] = 0;
+      const isObject = kind[depth] === OBJECT;
+      const count = (items[depth] as number) + 1;
+      items[depth] = count;
+      if (count > (isObject ? lim.members : lim.elements)) return refused(isObject ? 'members' : 'elements');
+      if (++values > lim.values) return refused('values');
+      if (isObject && c === QUOTE && end - i - 1 > lim.nameBytes) return refused('nameBytes');
+    }
     if (c === QUOTE) {
-      const end = closingQuote(buf, i);
-      if (end === -1) return { tooDeep: false, members: null };
-      if (depth === 1 && valueStart === -1 && members !== null) {
-        if (keyStart !== -1) members = null;
-        keyStart = i;
-        keyEnd = end;
-      }
+      if (depth === 1) top?.string(i, end);
       i = end;
     } else if (c === OPEN_OBJ || c === OPEN_ARR) {
-      if (++depth > max) return { tooDeep: true, members: null };
-      if (depth === 1 && (c !== OPEN_OBJ || closed)) members = null;
-    } else if (c === CLOSE_OBJ || c === CLOSE_ARR) {
-      if (depth === 1 && members !== null) {
-        if (keyStart !== -1 && !addMember(buf, members, keyStart, keyEnd, valueStart, i)) members = null;
-        keyStart = valueStart = -1;
-        closed = true;
-      }
-      depth--;
-    } else if (depth === 1 && members !== null) {
-      if (c === COLON) {
-        if (keyStart === -1 || valueStart !== -1) members = null;
-        valueStart = i + 1;
-      } else if (c === COMMA) {
-        if (!addMember(buf, members, keyStart, keyEnd, valueStart, i)) members = null;
-        keyStart = valueStart = -1;
-      }
+      if (++depth > lim.depth) return refused('depth');
+      kind[depth] = c === OPEN_OBJ ? OBJECT : ARRAY;
+      items[depth] = 0;
+      fresh[depth] = 1;
+      if (depth === 1) top?.open(c);
     }
   }
-  return { tooDeep: false, members: closed && depth === 0 ? members : null };
+  return { tooDeep: false, exceeded: null, members: top !== null && depth === 0 ? top.result() : null };
+}
+
+function refused(limit: JsonLimit): JsonShape {
+  return { tooDeep: limit === 'depth', exceeded: limit, members: null };
+}
+
+/** The top-level members of an object document, read from the tokens the scan meets at level 1. */
+class TopMembers {
+  /** Null once the bytes stop looking like one object. */
+  private members: MemberSpans | null = new Map();
+  private closed = false;
+  // The member being read: its key's quotes, and where its value starts (after the colon).
+  private keyStart = -1;
+  private keyEnd = -1;
+  private valueStart = -1;
+
+  constructor(private readonly buf: Buffer) {}
+
+  /** A closing bracket with nothing open: not one document. */
+  spoil(): void {
+    this.members = null;
+  }
+
+  open(c: number): void {
+    if (c !== OPEN_OBJ || this.closed) this.members = null;
+  }
+
+  string(open: number, close: number): void {
+    if (this.valueStart !== -1 || this.members === null) return;
+    if (this.keyStart !== -1) this.members = null;
+    this.keyStart = open;
+    this.keyEnd = close;
+  }
+
+  punctuation(c: number, at: number): void {
+    if (this.members === null) return;
+    if (c === COLON) {
+      if (this.keyStart === -1 || this.valueStart !== -1) this.members = null;
+      this.valueStart = at + 1;
+    } else {
+      this.addMember(at);
+      this.keyStart = this.valueStart = -1;
+    }
+  }
+
+  close(at: number): void {
+    if (this.members !== null && this.keyStart !== -1) this.addMember(at);
+    this.keyStart = this.valueStart = -1;
+    this.closed = true;
+  }
+
+  result(): MemberSpans | null {
+    return this.closed ? this.members : null;
+  }
+
+  /** Records the member ending at `valueEnd`; forgets every member when the bytes do not form `"key": value`. */
+  private addMember(valueEnd: number): void {
+    const { buf, keyStart, keyEnd, valueStart } = this;
+    if (this.members === null) return;
+    if (keyStart === -1 || valueStart === -1) {
+      this.members = null;
+      return;
+    }
+    let s = valueStart;
+    let e = valueEnd;
+    while (s < e && isSpace(buf[s])) s++;
+    while (e > s && isSpace(buf[e - 1])) e--;
+    const key = s === e ? null : keyText(buf, keyStart, keyEnd);
+    if (key === null) this.members = null;
+    else this.members.set(key, [s, e]);
+  }
 }
 
 function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-/** Records one member; false when the bytes do not form `"key": value`. */
-function addMember(buf: Buffer, members: MemberSpans, keyStart: number, keyEnd: number, valueStart: number, valueEnd: number): boolean {
-  if (keyStart === -1 || valueStart === -1) return false;
-  let s = valueStart;
-  let e = valueEnd;
-  while (s < e && isSpace(buf[s])) s++;
-  while (e > s && isSpace(buf[e - 1])) e--;
-  if (s === e) return false;
-  const key = keyText(buf, keyStart, keyEnd);
-  if (key === null) return false;
-  members.set(key, [s, e]);
-  return true;
 }
 
 /** The key between the quotes at `open` and `close`: a key with an escape is decoded as the parser

@@ -154,9 +154,12 @@ function multipart(parts: [string, string, string | null][]): { body: Buffer; co
   return { body: Buffer.from(s), contentType: `multipart/form-data; boundary=${b}` };
 }
 
-function uploadRequest(parts: [string, string, string | null][]): IncomingRequest {
+/** An upload request; with `splitAfter`, its body arrives in two chunks, the first ending just after that text. */
+function uploadRequest(parts: [string, string, string | null][], splitAfter?: string): IncomingRequest {
   const { body, contentType } = multipart(parts);
-  return request({ headers: { 'content-type': contentType, 'content-length': String(body.length) }, bodyStream: Readable.from([body]) });
+  const at = splitAfter === undefined ? body.length : body.indexOf(splitAfter) + splitAfter.length;
+  const chunks = at < body.length ? [body.subarray(0, at), body.subarray(at)] : [body];
+  return request({ headers: { 'content-type': contentType, 'content-length': String(body.length) }, bodyStream: Readable.from(chunks) });
 }
 
 t.test('an image edit is read up to its model field and bounded from what it shows', async (t) => {
@@ -178,9 +181,20 @@ t.test('an image edit is read up to its model field and bounded from what it sho
   t.equal(asked.body.upload.replayable, true, 'nothing past the prefix went anywhere yet');
 });
 
-t.test('an image edit whose prompt comes after model is bounded for the largest prompt and image count', async (t) => {
-  const asked = await read('images_edits', uploadRequest([['model', 'acme/img', null], ['prompt', 'x', null]]));
-  t.equal(asked.promptBound, 32_000 + 16 * 10_000);
+t.test('the text fields right after model are read before the hold: exact bounds', async (t) => {
+  // The order the Python SDK sends: text fields (prompt, model, n, …) first, then the files.
+  const asked = await read('images_edits', uploadRequest([['prompt', 'make it blue', null], ['model', 'acme/img', null], ['n', '3', null], ['image', 'PNGDATA', 'a.png']], 'PNG'));
+  t.equal(asked.promptBound, Buffer.byteLength('make it blue') + 17 * 10_000, 'the prompt read; the files after it not counted yet');
+  t.equal(asked.outputBound(model('acme/img', { maxCompletionTokens: 1000 })), 3000, 'n read after model');
+  const whole = await read('images_edits', uploadRequest([['model', 'acme/img', null], ['prompt', 'x', null]]));
+  t.equal(whole.promptBound, 1, 'the whole form read: no file, a one-byte prompt');
+  t.equal(whole.outputBound(model('acme/img', { maxCompletionTokens: 1000 })), 1000, 'no n: one image');
+});
+
+t.test('an image edit whose fields come after a file is held for the most they may be', async (t) => {
+  const asked = await read('images_edits', uploadRequest([['model', 'acme/img', null], ['image', 'PNGDATA', 'a.png'], ['prompt', 'x', null], ['n', '2', null]], 'PNG'));
+  t.equal(asked.promptBound, 32_000 + 17 * 10_000, 'the longest later prompt and the most files');
+  t.equal(asked.outputBound(model('acme/img', { maxCompletionTokens: 1000 })), 10 * 1000, 'the most images a later n may ask for');
 });
 
 t.test('an image edit the spec refuses', async (t) => {
