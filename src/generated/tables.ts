@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "de22e9d2471d53f1d08d055de1c603ae6ced36924579951c836dcb9f79c04b5f",
+  sourceHash: "198817f5d9694063e2fcc02ba30a2174e49204ac950e9b06041da85bbb9f8cef",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
