@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "198817f5d9694063e2fcc02ba30a2174e49204ac950e9b06041da85bbb9f8cef",
+  sourceHash: "21b9d8f0aaa30de42d272dd74d0a7f263e95920cde79bd1c03a55e6cf12048b1",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
