@@ -43,9 +43,9 @@ if (rate !== null && !(rate > 0)) throw new Error('--rate takes requests per sec
 ensureBuilt(ROOT);
 const snap = sameTree ? { dir: ROOT, commit: 'working tree' } : snapshotTree(base);
 log(`ab: A = ${sameTree ? 'working tree' : snap.commit}, B = working tree; ${P.rounds} rounds`);
-const ST_MODEL = 'openai/gpt-4.1';
+const ST_MODEL = 'openai/gpt-6.2-sol';
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
-const NS_BODY = { model: 'openai/gpt-4o', messages, max_tokens: 64 };
+const NS_BODY = { model: 'openai/gpt-6-luna', messages, max_tokens: 64 };
 const ST_BODY = { model: ST_MODEL, messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };
 
 const sim = await startSimulator();

@@ -42,7 +42,7 @@ store.wallets.credit(WS, 1_000_000n * 1_000_000_000n, 'bench credit');
 const view = new StoreView(store);
 const limiter = new FixedWindowRateLimiter(systemClock);
 
-const details = { model: 'openai/gpt-4o', provider: 'local', deployment: 'local-sim/gpt-4o', promptTokens: 20, completionTokens: 11, costAtto: '162500000000000' };
+const details = { model: 'openai/gpt-6-luna', provider: 'local', deployment: 'local-sim/gpt-6-luna', promptTokens: 20, completionTokens: 11, costAtto: '162500000000000' };
 function logRow(traceId, keyId, now) {
   return {
     trace_id: traceId,
@@ -50,12 +50,12 @@ function logRow(traceId, keyId, now) {
     workspace: WS,
     key_id: keyId,
     endpoint: 'chat_completions',
-    model_requested: 'openai/gpt-4o',
-    model_served: 'openai/gpt-4o',
+    model_requested: 'openai/gpt-6-luna',
+    model_served: 'openai/gpt-6-luna',
     provider: 'local',
-    deployment: 'local-sim/gpt-4o',
+    deployment: 'local-sim/gpt-6-luna',
     attempts: 1,
-    attempts_json: [{ provider: 'local', model: 'openai/gpt-4o', deployment: 'local-sim/gpt-4o', outcome: 'ok', status: 200, ms: 1 }],
+    attempts_json: [{ provider: 'local', model: 'openai/gpt-6-luna', deployment: 'local-sim/gpt-6-luna', outcome: 'ok', status: 200, ms: 1 }],
     stream: false,
     status: 200,
     error_code: null,

@@ -35,7 +35,7 @@ const sim = await startSimulator();
 const pt = await startPassthrough(sim.url);
 const stub = await startGateway('gateway-stub', { upstream: sim.url, store: 'stub' });
 const wal = await startGateway('gateway-wal', { upstream: sim.url, store: 'wal' });
-const body = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Hello, how are you today?' }], max_tokens: 64 };
+const body = { model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello, how are you today?' }], max_tokens: 64 };
 const mk = (name, proc, headers) => {
   const t = target(proc.url);
   return { name, pid: proc.pid, target: t, req: chatRequest(t, headers, body) };

@@ -52,8 +52,8 @@ const P = flags.quick
 if (flags.rounds) P.rounds = flags.rounds;
 const RATES = [1000, 200];
 
-const NS_MODEL = 'openai/gpt-4o'; // instant default answer
-const ST_MODEL = 'openai/gpt-4.1'; // scripted: P.chunks content events, P.chunkDelayMs apart
+const NS_MODEL = 'openai/gpt-6-luna'; // instant default answer
+const ST_MODEL = 'openai/gpt-6.2-sol'; // scripted: P.chunks content events, P.chunkDelayMs apart
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const NS_BODY = { model: NS_MODEL, messages, max_tokens: 64 };
 const ST_BODY = { model: ST_MODEL, messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };

@@ -16,7 +16,7 @@ const gapS = Number(opt('--gap-s', '40'));
 const minMs = Number(opt('--min-ms', '3'));
 const slowMs = Number(opt('--slow-ms', '3'));
 const extraNode = (opt('--node-args', '') ?? '').split(' ').filter(Boolean);
-const NS_BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hello' }], max_tokens: 64 };
+const NS_BODY = { model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'hello' }], max_tokens: 64 };
 
 ensureBuilt();
 const sim = await startSimulator('gc-sim');

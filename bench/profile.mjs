@@ -29,15 +29,15 @@ import { fmt, fmtInt, log, machineInfo, parseFlags, saveResult, table } from './
 const flags = parseFlags(process.argv.slice(2));
 const P = flags.quick ? { durMs: 5000, streams: 200 } : { durMs: 15_000, streams: 250 };
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
-const NS_BODY = { model: 'openai/gpt-4o', messages, max_tokens: 64 };
-const ST_BODY = { model: 'openai/gpt-4.1', messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };
+const NS_BODY = { model: 'openai/gpt-6-luna', messages, max_tokens: 64 };
+const ST_BODY = { model: 'openai/gpt-6.2-sol', messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };
 
 ensureBuilt();
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const dir = join(RESULTS_DIR, 'profiles', stamp);
 mkdirSync(dir, { recursive: true });
 const sim = await startSimulator();
-await scriptSim(sim.url, 'openai/gpt-4.1', { chunks: 50, chunkDelayMs: 20 });
+await scriptSim(sim.url, 'openai/gpt-6.2-sol', { chunks: 50, chunkDelayMs: 20 });
 
 const withPassthrough = process.argv.includes('--with-passthrough');
 const withTelemetry = process.argv.includes('--telemetry');

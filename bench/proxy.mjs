@@ -37,8 +37,8 @@ const P = flags.quick
   : { rounds: 5, conns: 64, tpWarm: 1000, tpDur: 5000, rates: [1000, 250], latWarm: 1000, latDur: 5000, streams: 250, chunks: 50, chunkDelayMs: 20, stWarm: 2000, stDur: 5000, lightStreams: 4, lightDur: 3000 };
 if (flags.rounds) P.rounds = flags.rounds;
 
-const NS_MODEL = 'openai/gpt-4o'; // instant default answer
-const ST_MODEL = 'openai/gpt-4.1'; // scripted: P.chunks content events, P.chunkDelayMs apart
+const NS_MODEL = 'openai/gpt-6-luna'; // instant default answer
+const ST_MODEL = 'openai/gpt-6.2-sol'; // scripted: P.chunks content events, P.chunkDelayMs apart
 const LIGHT_MODEL = 'meta-llama/llama-3.3-70b-instruct'; // scripted: 5 content events 20 ms apart (light-load TTFB)
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const NS_BODY = { model: NS_MODEL, messages, max_tokens: 64 };

@@ -30,7 +30,7 @@ const MODELS = 200;
 const base = loadConfig(join(TREE, 'config'));
 if (!base.ok) throw new Error('bundled config does not load');
 const bundled = base.config;
-const tmplModel = bundled.models.find((m) => m.id === 'openai/gpt-4o') ?? bundled.models[0];
+const tmplModel = bundled.models.find((m) => m.id === 'openai/gpt-6-luna') ?? bundled.models[0];
 const tmplDep = bundled.deployments.find((d) => d.model === tmplModel.id) ?? bundled.deployments[0];
 const tmplPlatform = bundled.platforms.find((p) => p.id === tmplDep.platform) ?? bundled.platforms[0];
 const QUANT = ['fp8', 'bf16', 'fp16', 'int4', 'fp4', 'unknown', null];

@@ -32,9 +32,9 @@ const gt = target(gw.url);
 const st = target(sim.url);
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const provider = { order: ['openai', 'local'], only: ['openai', 'local'] };
-// openai-us/gpt-4o's upstream model is "gpt-4o"; local-sim/gpt-4o's is "openai/gpt-4o".
-const failBody = { model: 'openai/gpt-4o', messages, max_tokens: 64, provider, sim: { by_model: { 'gpt-4o': { status: 500 } } } };
-const okBody = { model: 'openai/gpt-4o', messages, max_tokens: 64, provider, sim: { by_model: { 'gpt-4x': { status: 500 } } } };
+// openai-us/gpt-6-luna's upstream model is "gpt-6-luna"; local-sim/gpt-6-luna's is "openai/gpt-6-luna".
+const failBody = { model: 'openai/gpt-6-luna', messages, max_tokens: 64, provider, sim: { by_model: { 'gpt-6-luna': { status: 500 } } } };
+const okBody = { model: 'openai/gpt-6-luna', messages, max_tokens: 64, provider, sim: { by_model: { 'gpt-6-lunx': { status: 500 } } } };
 const auth = { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.key}` };
 const reqFail = buildRequest({ method: 'POST', host: gt.hostHeader, path: '/v1/chat/completions', headers: auth, body: failBody });
 const reqOk = buildRequest({ method: 'POST', host: gt.hostHeader, path: '/v1/chat/completions', headers: auth, body: okBody });
@@ -43,7 +43,7 @@ const direct500 = buildRequest({
   host: st.hostHeader,
   path: '/v1/chat/completions',
   headers: { 'Content-Type': 'application/json', Authorization: 'Bearer sk-bench' },
-  body: { model: 'gpt-4o', messages, max_tokens: 64, sim: { by_model: { 'gpt-4o': { status: 500 } } } },
+  body: { model: 'gpt-6-luna', messages, max_tokens: 64, sim: { by_model: { 'gpt-6-luna': { status: 500 } } } },
 });
 if (reqFail.length !== reqOk.length) throw new Error('the two request bodies must have the same length');
 

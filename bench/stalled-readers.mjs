@@ -16,7 +16,7 @@ import { fmt, log, pct, sorted } from './lib/stats.mjs';
 const { values } = parseArgs({ options: { clients: { type: 'string', default: '50' }, seconds: { type: 'string', default: '10' }, workers: { type: 'string', default: '1' } } });
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
-const MODEL = 'openai/gpt-4.1';
+const MODEL = 'openai/gpt-6.2-sol';
 
 ensureBuilt();
 const sim = await startSimulator();

@@ -29,7 +29,7 @@ process.on('SIGTERM', () => process.exit(0));
 const devnull = openSync('/dev/null', 'w');
 const sink = new BufferedLines({ write: (text) => writeSync(devnull, text) });
 const ENDPOINTS = ['chat_completions', 'messages', 'responses'];
-const MODELS = ['openai/gpt-4o', 'anthropic/claude-sonnet-4', 'meta-llama/llama-3.3-70b-instruct', 'google/gemini-2.5-pro'];
+const MODELS = ['openai/gpt-6-luna', 'anthropic/claude-sonnet-5.5', 'meta-llama/llama-3.3-70b-instruct', 'google/gemini-3.8-flash'];
 const WORKSPACES = ['acme', 'globex', 'initech'];
 const REQ = { method: 'POST', path: '/v1/chat/completions', query: '', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-pi-x' }, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0 };
 
@@ -65,11 +65,11 @@ function summary(i) {
     },
     durationMs: 3.2,
     routedModel: model,
-    upstreamModel: 'gpt-4o-2024-08-06',
+    upstreamModel: 'gpt-6-luna',
   };
 }
 const SUMMARIES = Array.from({ length: 96 }, (_, i) => summary(i));
-const END = { outcome: 'ok', status: 200, ms: 2.1, firstByteMs: 1.4, responseModel: 'gpt-4o-2024-08-06', inputTokens: 13, outputTokens: 64 };
+const END = { outcome: 'ok', status: 200, ms: 2.1, firstByteMs: 1.4, responseModel: 'gpt-6-luna', inputTokens: 13, outputTokens: 64 };
 
 function variant(name, parts) {
   const log = { append: () => undefined };
@@ -85,7 +85,7 @@ function runBatch(observer) {
     const s = SUMMARIES[i % SUMMARIES.length];
     const w = observer.begin(s.row.endpoint, s.row.trace_id, REQ);
     w.read(false, s.row.model_requested);
-    const a = w.attempt({ index: 0, provider: 'local', model: s.row.model_served, deployment: s.row.deployment, upstreamModel: 'gpt-4o' });
+    const a = w.attempt({ index: 0, provider: 'local', model: s.row.model_served, deployment: s.row.deployment, upstreamModel: 'gpt-6-luna' });
     a.finish(END);
     w.end(s);
     if (i % PER_FLUSH === PER_FLUSH - 1) sink.flush();

@@ -27,8 +27,8 @@ const P = flags.quick
   : { rounds: 7, conns: 64, tpWarm: 1000, tpDur: 5000, streams: 200, chunks: 50, chunkDelayMs: 20, stWarm: 1000, stDur: 4000 };
 if (flags.rounds) P.rounds = flags.rounds;
 
-const NS_MODEL = 'openai/gpt-4o';
-const ST_MODEL = 'openai/gpt-4.1';
+const NS_MODEL = 'openai/gpt-6-luna';
+const ST_MODEL = 'openai/gpt-6.2-sol';
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const NS_BODY = { model: NS_MODEL, messages, max_tokens: 64 };
 const ST_BODY = { model: ST_MODEL, messages, max_tokens: 64, stream: true, stream_options: { include_usage: true } };

@@ -21,7 +21,7 @@ const ROUNDS = flags.rounds ?? (flags.quick ? 2 : 3);
 const DUR = flags.quick ? 2000 : 4000;
 const WARM = flags.quick ? 500 : 1000;
 // The continuous benchmark's non-streamed request (an instant default answer from the simulator).
-const BODY = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Hello, how are you today?' }], max_tokens: 64 };
+const BODY = { model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello, how are you today?' }], max_tokens: 64 };
 
 ensureBuilt();
 const sim = await startSimulator();

@@ -30,7 +30,7 @@ const gw = await startGateway({ config: tables, store, clock, upstreamOverride: 
 const workspaces = ['acme', 'globex', 'initech', 'umbrella'];
 const keys = new Map(workspaces.map((w) => [w, store.apiKeys.create({ workspace: w, name: `${w}-backend` }).key]));
 for (const w of workspaces) store.wallets.credit(w, decimalToNano(w === 'acme' ? '250' : '100'), 'opening balance');
-const models = ['openai/gpt-4o', 'openai/gpt-4.1', 'google/gemini-2.5-flash', 'meta-llama/llama-3.3-70b-instruct', 'anthropic/claude-haiku-4.5'];
+const models = ['openai/gpt-6-luna', 'openai/gpt-6.2-sol', 'google/gemini-3.8-flash', 'meta-llama/llama-3.3-70b-instruct', 'anthropic/claude-haiku-5.5'];
 const titles = ['Support bot', 'Docs search', 'Batch summariser'];
 // mulberry32: a small seeded generator, so every run draws the same traffic.
 let seed = 42;
@@ -46,7 +46,7 @@ for (let day = 0; day < 7; day++) {
   for (let i = 0; i < n; i++) {
     const ws = workspaces[rand(workspaces.length)] as string;
     const model = models[rand(models.length)] as string;
-    if (rand(9) === 0) sim.script(rand(2) === 0 ? 'gpt-4o' : 'gpt-4o-2024-08-06', { status: 503 }, 1);
+    if (rand(9) === 0) sim.script(rand(2) === 0 ? 'gpt-6-luna' : 'gemini-3.8-flash', { status: 503 }, 1);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${keys.get(ws)}`, 'content-type': 'application/json', 'x-title': titles[rand(titles.length)] as string, 'http-referer': 'https://app.example.com/' },
@@ -83,7 +83,7 @@ await page.waitForSelector('[data-testid=ledger-table] tbody tr');
 await shot('wallets');
 await page.click('[data-testid=nav-routing]');
 await page.selectOption('[data-testid=route-form] select[name=workspace]', 'globex');
-await page.fill('[data-testid=route-form] input[name=model]', 'openai/gpt-4o');
+await page.fill('[data-testid=route-form] input[name=model]', 'openai/gpt-6-luna');
 await page.click('[data-testid=route-form] button');
 await page.waitForSelector('[data-testid=route-table] tbody tr');
 await shot('routing');

@@ -6,7 +6,7 @@
 // The single-model body is the catalog model object itself, byte for byte its list entry (the spec
 // leaves the shape open): OpenAI's `GET /v1/models/{model}` answers the model object at the top
 // level, and openai-node's `models.retrieve(id)` returns that body as the model. The same SDK sends
-// the slug as one percent-encoded segment (`/v1/models/openai%2Fgpt-4o`), which is answered too.
+// the slug as one percent-encoded segment (`/v1/models/openai%2Fgpt-6-luna`), which is answered too.
 import type { CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
@@ -89,7 +89,7 @@ export function catalogHandlers(ctx: GatewayContext) {
 
     /**
      * A GET under /v1/models/ that is not `{vendor}/{model}[/endpoints]`: the slug sent as one
-     * percent-encoded segment (`openai%2Fgpt-4o`, what openai-node's `models.retrieve` sends) is the
+     * percent-encoded segment (`openai%2Fgpt-6-luna`, what openai-node's `models.retrieve` sends) is the
      * single-model endpoint; nothing else can match a slug.
      */
     unknown(req: IncomingRequest, reply: Reply): void {

@@ -36,3 +36,27 @@ export function nextListingChange(models: readonly CompiledModel[], nowMs: numbe
   }
   return next;
 }
+
+/** An enabled model whose expiration date is near (or already here), for operators' warnings. */
+export interface ExpiringModel {
+  id: string;
+  expirationDate: string;
+  /** Whole days from the start of today (UTC) to the expiration date; 0 or less: routing refuses it. */
+  daysLeft: number;
+}
+
+/**
+ * Enabled models whose expiration date falls within `days` days of `nowMs` (UTC days; a date on the
+ * horizon day counts), including those already past it, soonest first. Disabled models are skipped:
+ * neither listed nor routed, their dates concern nobody.
+ */
+export function expiringWithin(models: readonly CompiledModel[], nowMs: number, days: number): ExpiringModel[] {
+  const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const out: ExpiringModel[] = [];
+  for (const m of models) {
+    if (!m.enabled || m.expirationDate === null) continue;
+    const daysLeft = Math.round((dayStartMs(m.expirationDate) - today) / DAY_MS);
+    if (daysLeft <= days) out.push({ id: m.id, expirationDate: m.expirationDate, daysLeft });
+  }
+  return out.sort((a, b) => a.daysLeft - b.daysLeft || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

@@ -1,7 +1,9 @@
 // `pi-gateway check` and `pi-gateway build` as the CLI runs them (output captured, nothing written).
-import t from 'tap';
-import { rmSync } from 'node:fs';
-import { command as check } from '../../src/cli/commands/check.ts';
+import t, { type Test } from 'tap';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ManualClock } from '../../src/clock.ts';
+import { checkCommand, command as check } from '../../src/cli/commands/check.ts';
 import { command as build } from '../../src/cli/commands/build.ts';
 import { MINI, overlayTree } from '../config/fixture-tree.ts';
 
@@ -69,9 +71,75 @@ t.test('build: an invalid config prints its issues and writes nothing', async (t
   t.match(r.err, /4 config issues .*nothing written/);
 });
 
+/**
+ * mini/ with known expiration dates: acme/chat-1 on 2027-01-14, acme/think-1 on 2026-12-11, acme/old-1
+ * long past (2024-01-01, as shipped), and the disabled beta/hidden-1 on 2026-12-01.
+ */
+function datedTree(t: Test): string {
+  const dir = overlayTree(null);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const date = (file: string, after: string, day: string) => {
+    const path = join(dir, 'models', file);
+    const text = readFileSync(path, 'utf8');
+    if (!text.includes(after)) throw new Error(`${file}: no "${after}"`);
+    writeFileSync(path, text.replace(after, `${after}\n    expiration_date: "${day}"`));
+  };
+  date('acme.yaml', '    model_page_url: https://acme.example/models/chat-1', '2027-01-14');
+  date('acme.yaml', '    release_date: "2025-06-01"', '2026-12-11');
+  date('beta.yaml', '    enabled: false', '2026-12-01');
+  return dir;
+}
+
+/** "Today" for the expiry tests: a fixed instant, never the calendar. */
+const TODAY = '2026-11-27T15:30:00Z';
+
+t.test('check --warn-expiring: the enabled models expiring within DAYS of the clock, soonest first', async (t) => {
+  const dir = datedTree(t);
+  const at = checkCommand(new ManualClock(TODAY));
+  const r = await run(at, ['--config', dir, '--warn-expiring', '30']);
+  t.equal(r.code, 0, 'warnings only');
+  t.strictSame(r.out.trimEnd().split('\n').slice(1), [
+    'warning: acme/old-1 expired on 2024-01-01 (1061 days ago); routing refuses it from that date',
+    'warning: acme/think-1 expires on 2026-12-11 (in 14 days); routing refuses it from that date',
+  ]);
+  const wide = await run(at, ['--config', dir, '--warn-expiring', '48']);
+  t.match(wide.out, /acme\/chat-1 expires on 2027-01-14 \(in 48 days\)/, 'a date on the horizon day counts');
+  t.notMatch((await run(at, ['--config', dir, '--warn-expiring', '47'])).out, /chat-1/, 'one day short of it does not');
+  t.notMatch(wide.out, /hidden-1/, 'a disabled model is never listed');
+  const today = await run(checkCommand(new ManualClock('2026-12-11T23:59:59Z')), ['--config', dir, '--warn-expiring', '0']);
+  t.match(today.out, /acme\/think-1 expires today \(2026-12-11\)/);
+});
+
+t.test('check --warn-expiring: none near says so; --json lists them; --strict exits 1', async (t) => {
+  const dir = datedTree(t);
+  const early = checkCommand(new ManualClock('2023-06-01T00:00:00Z'));
+  const none = await run(early, ['--config', dir, '--warn-expiring', '30', '--strict']);
+  t.equal(none.code, 0, '--strict passes when nothing is near');
+  t.match(none.out, /^ok: .*\nno enabled model expires within 30 days\n$/);
+  const at = checkCommand(new ManualClock(TODAY));
+  const j = await run(at, ['--config', dir, '--warn-expiring', '14', '--json']);
+  t.equal(j.code, 0);
+  t.strictSame(JSON.parse(j.out).expiring, [
+    { id: 'acme/old-1', expiration_date: '2024-01-01', days_left: -1061 },
+    { id: 'acme/think-1', expiration_date: '2026-12-11', days_left: 14 },
+  ]);
+  t.notOk('expiring' in JSON.parse((await run(at, ['--config', dir, '--json'])).out), 'absent without the flag');
+  const strict = await run(at, ['--config', dir, '--warn-expiring', '14', '--strict']);
+  t.equal(strict.code, 1);
+  t.match(strict.err, /2 models expire within 14 days \(--strict\)/);
+});
+
+t.test('check --warn-expiring: bad values are usage errors naming the flag', async (t) => {
+  await t.rejects(run(check, ['--config', MINI, '--warn-expiring', 'soon']), /--warn-expiring must be an integer, got "soon"/);
+  await t.rejects(run(check, ['--config', MINI, '--warn-expiring', '-5']), /--warn-expiring must be an integer from 0 to 3650, got -5/);
+  await t.rejects(run(check, ['--config', MINI, '--strict']), /--strict needs --warn-expiring DAYS/);
+});
+
 t.test('help texts name the options', async (t) => {
   t.match(check.help, /--config DIR/);
   t.match(check.help, /--json/);
+  t.match(check.help, /--warn-expiring DAYS/);
+  t.match(check.help, /--strict +With --warn-expiring: exit 1/);
   t.match(build.help, /--check/);
   t.match(build.help, /PI_CONFIG/);
 });

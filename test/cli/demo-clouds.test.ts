@@ -1,7 +1,7 @@
 // The bundled config's cloud deployments answer in the demo: Claude on Amazon Bedrock natively
 // (SigV4 with the demo's AWS keys, the event stream relayed as Messages SSE), Claude and Gemini on
 // Vertex AI with the demo's generated service account (tokens from the simulator's Google token
-// endpoint), GPT-4.1 on Azure OpenAI with the demo's Entra client credentials. First in-process, on
+// endpoint), GPT-6 Luna on Azure OpenAI with the demo's Entra client credentials. First in-process, on
 // the credentials the demo seals (src/cli/demo-credentials.ts) and a recording simulator, so each
 // upstream path, signature and token exchange is checked; then `pi-gateway demo` itself as a process.
 import { spawn } from 'node:child_process';
@@ -58,15 +58,15 @@ t.test('the demo seals one credential of its adapter’s kind per resource and t
 t.test('Claude on Bedrock: SigV4-signed InvokeModelWithResponseStream, streamed through the Anthropic SDK', async (t) => {
   const { s, key } = await demoStack(t);
   const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
-  const { data: stream, response } = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-4.5', max_tokens: 32, messages: HELLO, ...only('aws') }).withResponse();
+  const { data: stream, response } = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-5.5', max_tokens: 32, messages: HELLO, ...only('aws') }).withResponse();
   t.equal(response.status, 200);
   t.equal(response.headers.get('x-pi-provider'), 'aws');
   const msg = await stream.finalMessage();
-  t.equal(msg.model, 'anthropic/claude-sonnet-4.5');
+  t.equal(msg.model, 'anthropic/claude-sonnet-5.5');
   t.equal(msg.stop_reason, 'end_turn');
   t.ok(msg.usage.output_tokens > 0, 'usage came through the event stream');
   const [call] = inference(s);
-  t.match(call?.path, /^\/model\/us\.anthropic\.claude-sonnet-4-5-20250929-v1(?::|%3A)0\/invoke-with-response-stream$/);
+  t.match(call?.path, /^\/model\/us\.anthropic\.claude-sonnet-5-5\/invoke-with-response-stream$/);
   t.match(call?.headers['authorization'], /^AWS4-HMAC-SHA256 Credential=AKIAPIGATEWAYDEMO000\/\d{8}\/us-east-1\/bedrock\/aws4_request, /);
   t.equal(bodyOf(call)['anthropic_version'], 'bedrock-2023-05-31');
   t.equal(tokenCalls(s).length, 0);
@@ -81,15 +81,15 @@ t.test('Claude on Bedrock: SigV4-signed InvokeModelWithResponseStream, streamed 
 t.test('Vertex AI with the demo service account: Claude on streamRawPredict and Gemini on Chat Completions, one token', async (t) => {
   const { s, key } = await demoStack(t);
   const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
-  const msg = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-4.5', max_tokens: 32, messages: HELLO, ...only('gcp') }).finalMessage();
+  const msg = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-5.5', max_tokens: 32, messages: HELLO, ...only('gcp') }).finalMessage();
   t.equal(msg.stop_reason, 'end_turn');
-  const gemini = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'google/gemini-2.5-pro', messages: HELLO, ...only('gcp') });
-  t.equal(gemini.model, 'google/gemini-2.5-pro');
+  const gemini = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'google/gemini-3.8-flash', messages: HELLO, ...only('gcp') });
+  t.equal(gemini.model, 'google/gemini-3.8-flash');
   const base = '/v1/projects/pi-gateway-demo/locations/us-east5';
   const [claude, chat] = inference(s);
-  t.match(claude?.path, new RegExp(`^${base}/publishers/anthropic/models/claude-sonnet-4-5(?:@|%40)20250929:streamRawPredict$`));
+  t.match(claude?.path, new RegExp(`^${base}/publishers/anthropic/models/claude-sonnet-5-5:streamRawPredict$`));
   t.equal(chat?.path, `${base}/endpoints/openapi/chat/completions`);
-  t.equal(bodyOf(chat)['model'], 'google/gemini-2.5-pro');
+  t.equal(bodyOf(chat)['model'], 'google/gemini-3.8-flash');
   t.same(tokenCalls(s).map((r) => r.path), ['/token'], 'one JWT-bearer exchange at the re-pointed token_uri');
   t.match(claude?.headers['authorization'], /^Bearer sim-token-/);
   t.equal(chat?.headers['authorization'], claude?.headers['authorization'], 'the cached token serves both');
@@ -97,11 +97,11 @@ t.test('Vertex AI with the demo service account: Claude on streamRawPredict and 
 
 t.test('Azure OpenAI with the demo Entra client credentials', async (t) => {
   const { s, key } = await demoStack(t);
-  const chat = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'openai/gpt-4.1', messages: HELLO, ...only('azure') });
-  t.equal(chat.model, 'openai/gpt-4.1');
+  const chat = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'openai/gpt-6-luna', messages: HELLO, ...only('azure') });
+  t.equal(chat.model, 'openai/gpt-6-luna');
   t.same(tokenCalls(s).map((r) => r.path), ['/pi-gateway-demo/oauth2/v2.0/token']);
   const [call] = inference(s);
-  t.equal(call?.path, '/openai/deployments/gpt-4.1/chat/completions');
+  t.equal(call?.path, '/openai/deployments/gpt-6-luna/chat/completions');
   t.equal(call?.query, 'api-version=2024-10-21');
   t.match(call?.headers['authorization'], /^Bearer sim-token-/);
   t.equal(call?.headers['api-key'], undefined);
@@ -135,10 +135,10 @@ t.test('`pi-gateway demo` answers on Bedrock, Vertex and Azure, also after a res
       const post = (path: string, body: object) =>
         fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const calls: Array<[string, string, object]> = [
-        ['aws', '/v1/messages', { model: 'anthropic/claude-sonnet-4.5', max_tokens: 16, stream: true, messages: HELLO }],
-        ['gcp', '/v1/messages', { model: 'anthropic/claude-haiku-4.5', max_tokens: 16, messages: HELLO }],
-        ['gcp', '/v1/chat/completions', { model: 'google/gemini-2.5-flash', messages: HELLO }],
-        ['azure', '/v1/chat/completions', { model: 'openai/gpt-4o', messages: HELLO }],
+        ['aws', '/v1/messages', { model: 'anthropic/claude-sonnet-5.5', max_tokens: 16, stream: true, messages: HELLO }],
+        ['gcp', '/v1/messages', { model: 'anthropic/claude-haiku-5.5', max_tokens: 16, messages: HELLO }],
+        ['gcp', '/v1/chat/completions', { model: 'google/gemini-3.8-flash', messages: HELLO }],
+        ['azure', '/v1/chat/completions', { model: 'openai/gpt-6-luna', messages: HELLO }],
       ];
       for (const [provider, path, body] of calls) {
         const res = await post(path, { ...body, provider: { only: [provider] } });

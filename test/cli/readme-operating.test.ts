@@ -88,9 +88,9 @@ t.test('"Operating it", as written', async (t) => {
 
   // The answer as the provider formatted it (the simulator pretty-prints, like OpenAI).
   const answer = /^\{\n[\s\S]*?\n\}$/m.exec(r.stdout)?.[0] ?? '{}';
-  t.match(JSON.parse(answer), { model: 'openai/gpt-4o', object: 'chat.completion' }, `the curl got a chat completion for the slug\n${r.stdout.slice(0, 2000)}`);
+  t.match(JSON.parse(answer), { model: 'openai/gpt-6-luna', object: 'chat.completion' }, `the curl got a chat completion for the slug\n${r.stdout.slice(0, 2000)}`);
   t.match(r.stdout, /credited 100 USD to acme; balance 100 USD/, 'wallet credit');
-  t.match(r.stdout, /openai\/gpt-4o/, 'logs show the request');
+  t.match(r.stdout, /openai\/gpt-6-luna/, 'logs show the request');
   t.match(r.stdout, /^ok: /m, 'ledger verify says ok');
   t.ok(existsSync(join(dir, 'state', 'gateway.db')), 'the one database is state/gateway.db');
   t.notOk(existsSync(join(dir, 'pi-gateway.db')), 'no second database was created');
@@ -131,7 +131,7 @@ t.test('the CLI on the demo’s state, as written', async (t) => {
   const chat = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Hello' }] }),
+    body: JSON.stringify({ model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello' }] }),
   });
   t.equal(chat.status, 200, 'the demo answers');
   await chat.text();
@@ -139,7 +139,7 @@ t.test('the CLI on the demo’s state, as written', async (t) => {
   const r = await bash(block, dir, env);
   if (r.code !== 0) t.comment(r.stderr.slice(-3000));
   t.equal(r.code, 0, 'the block ran to the end');
-  t.match(r.stdout, /openai\/gpt-4o/, 'logs read the demo’s request log');
+  t.match(r.stdout, /openai\/gpt-6-luna/, 'logs read the demo’s request log');
   t.match(r.stdout, /acme\s+\S+/, 'wallet show reads the demo’s wallet');
   t.match(r.stdout, /^sk-pi-[A-Za-z0-9_-]{43}$/m, 'key create wrote a key into the demo’s database');
 });

@@ -116,13 +116,13 @@ t.test('demo answers Chat Completions, Messages and a stream', async (t) => {
   const base = `http://127.0.0.1:${port}`;
   const post = (path: string, body: unknown): Promise<Response> =>
     fetch(base + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const chat = await post('/v1/chat/completions', { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Hello' }] });
+  const chat = await post('/v1/chat/completions', { model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello' }] });
   t.equal(chat.status, 200, 'chat completion');
-  t.equal(((await chat.json()) as { model: string }).model, 'openai/gpt-4o');
-  const msg = await post('/v1/messages', { model: 'anthropic/claude-sonnet-4.5', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }] });
+  t.equal(((await chat.json()) as { model: string }).model, 'openai/gpt-6-luna');
+  const msg = await post('/v1/messages', { model: 'anthropic/claude-sonnet-5.5', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }] });
   t.equal(msg.status, 200, 'messages');
   t.equal(((await msg.json()) as { type: string }).type, 'message');
-  const stream = await post('/v1/chat/completions', { model: 'openai/gpt-4o', stream: true, messages: [{ role: 'user', content: 'Hello' }] });
+  const stream = await post('/v1/chat/completions', { model: 'openai/gpt-6-luna', stream: true, messages: [{ role: 'user', content: 'Hello' }] });
   t.equal(stream.status, 200, 'stream');
   t.match(stream.headers.get('content-type') ?? '', /text\/event-stream/);
   const text = await stream.text();

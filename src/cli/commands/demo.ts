@@ -128,11 +128,11 @@ export const command: Command = {
         `  curl -s ${base}/v1/models | head -c 400; echo`,
         `  curl -s ${base}/v1/chat/completions -H "Authorization: Bearer ${key.key}" \\`,
         `    -H 'Content-Type: application/json' \\`,
-        `    -d '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}'`,
+        `    -d '{"model":"openai/gpt-6-luna","messages":[{"role":"user","content":"Hello"}]}'`,
         '  # Claude on Amazon Bedrock (InvokeModel, SigV4-signed) over the Messages protocol:',
         `  curl -s ${base}/v1/messages -H "Authorization: Bearer ${key.key}" \\`,
         `    -H 'Content-Type: application/json' \\`,
-        `    -d '{"model":"anthropic/claude-sonnet-4.5","max_tokens":64,"messages":[{"role":"user","content":"Hello"}],"provider":{"only":["aws"]}}'`,
+        `    -d '{"model":"anthropic/claude-sonnet-5.5","max_tokens":64,"messages":[{"role":"user","content":"Hello"}],"provider":{"only":["aws"]}}'`,
         '',
         ...(running.gateway.admin && process.env.PI_ADMIN_TOKEN
           ? [`Console: ${running.gateway.admin.url}/console (sign in with your PI_ADMIN_TOKEN)`, '']
