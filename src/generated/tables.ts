@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "21b9d8f0aaa30de42d272dd74d0a7f263e95920cde79bd1c03a55e6cf12048b1",
+  sourceHash: "a3e53a461d825b5e6582e836ca86b500bc4af3481565a9700eefde7f568e977e",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
