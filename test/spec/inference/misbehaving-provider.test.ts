@@ -1,0 +1,120 @@
+// What a provider can do to the gateway, over a real gateway and a raw-socket upstream that sends any
+// bytes: an answer ended by closing the connection while the client is slow, interim 1xx heads, an
+// event that never ends, a decompression bomb, a body cut short, a 200 that is an error, a `model`
+// written twice. Whatever the provider sends, the gateway keeps serving, the client's answer ends,
+// and what reaches the client is what the provider sent, or an error.
+import t, { type Test } from 'tap';
+import type { IncomingMessage } from 'node:http';
+import { startStack, type Stack } from '../../helpers/stack.ts';
+import { rawHead, type RawExchange, rawJson, rawUpstream } from '../../helpers/raw-upstream.ts';
+import { parseSse, rawPost, spyUpstream, USER, waitFor } from '../../helpers/inference.ts';
+
+const CHAT = { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } };
+
+async function stack(t: Test, limits: Record<string, number> = {}): Promise<{ s: Stack; key: string }> {
+  const s = await startStack(t, { limits: { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 5000, ...limits } });
+  const key = s.key('open');
+  s.credit('open', '100');
+  return { s, key };
+}
+
+function chunk(content: string): string {
+  return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'small-v1', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+}
+
+const DONE = 'data: [DONE]\n\n';
+
+/** Reads a response to its end (or until `ms`), as text. */
+function readAll(res: IncomingMessage, ms = 20_000): Promise<{ text: string; timedOut: boolean }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      res.destroy();
+      resolve({ text: Buffer.concat(chunks).toString('utf8'), timedOut: true });
+    }, ms);
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve({ text: Buffer.concat(chunks).toString('utf8'), timedOut: false });
+    };
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', done);
+    res.on('error', done);
+    res.resume();
+  });
+}
+
+function chatStream(s: Stack, key: string): Promise<{ status: number; res: IncomingMessage }> {
+  return rawPost(`${s.url}/v1/chat/completions`, JSON.stringify({ ...CHAT, stream: true }), { authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+}
+
+/** The gateway still answers an ordinary request (it did not exit, nothing is stuck). */
+async function stillServes(t: Test, s: Stack, key: string, up: { exchanges: RawExchange[] }, answer: (ex: RawExchange) => void): Promise<void> {
+  const before = up.exchanges.length;
+  const pending = s.post('/v1/chat/completions', CHAT, { key });
+  await waitFor(() => up.exchanges.length > before);
+  const ex = up.exchanges[before];
+  if (ex) answer(ex);
+  const res = await pending;
+  t.equal(res.status, 200, 'the gateway still serves');
+  await res.text();
+}
+
+const OK_JSON = rawJson('200 OK', JSON.stringify({ id: 'x', object: 'chat.completion', model: 'small-v1', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+
+t.test('an answer ended by closing the connection while the client is not reading reaches the client whole', async (t) => {
+  const big = 'a'.repeat(8 * 1024 * 1024);
+  for (const [name, statusLine] of [
+    ['HTTP/1.1, no length', 'HTTP/1.1 200 OK'],
+    ['HTTP/1.0', 'HTTP/1.0 200 OK'],
+  ] as const) {
+    const { s, key } = await stack(t);
+    const spy = spyUpstream(s);
+    let closeNext = true;
+    const up = await rawUpstream(t, (ex) => {
+      if (!closeNext) return;
+      closeNext = false;
+      // No Content-Length, no chunking: the answer ends when the provider closes the connection.
+      ex.write(`${statusLine}\r\nContent-Type: text/event-stream\r\n\r\n`);
+      ex.end(chunk(big) + DONE);
+    });
+    s.gw.ctx.upstreamOverride = new URL(up.url);
+    const raw = await chatStream(s, key);
+    t.equal(raw.status, 200, `${name}: committed`);
+    raw.res.pause();
+    t.ok(await waitFor(() => spy.pauses > 0), `${name}: the slow client paused the upstream read`);
+    // The provider's close reaches the gateway while the upstream read is paused.
+    await new Promise((r) => setTimeout(r, 300));
+    const { text, timedOut } = await readAll(raw.res);
+    t.notOk(timedOut, `${name}: the stream ended`);
+    const events = parseSse(text);
+    t.equal(events.length, 3, `${name}: the content event, the usage frame, [DONE]`);
+    t.equal((JSON.parse(events[0]?.data ?? '{}') as { choices: { delta: { content: string } }[] }).choices[0]?.delta.content.length, big.length, `${name}: every byte of the event`);
+    t.equal(events.at(-1)?.data, '[DONE]', `${name}: the normal end`);
+    await stillServes(t, s, key, up, (ex) => ex.end(OK_JSON));
+  }
+});
+
+t.test('a provider that resets the connection while the client is not reading breaks the stream, not the gateway', async (t) => {
+  const { s, key } = await stack(t);
+  const spy = spyUpstream(s);
+  let resetNext = true;
+  const up = await rawUpstream(t, (ex) => {
+    if (!resetNext) return;
+    resetNext = false;
+    ex.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n');
+    ex.write(chunk('a'.repeat(4 * 1024 * 1024)));
+    ex.socket.once('drain', () => setTimeout(() => ex.reset(), 100));
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const raw = await chatStream(s, key);
+  t.equal(raw.status, 200);
+  raw.res.pause();
+  t.ok(await waitFor(() => spy.pauses > 0), 'the slow client paused the upstream read');
+  await new Promise((r) => setTimeout(r, 500));
+  const { text, timedOut } = await readAll(raw.res);
+  t.notOk(timedOut, 'the stream ended');
+  const events = parseSse(text);
+  t.match(events.at(-1)?.data ?? '', /"error":\{"message":"the provider (connection broke|stream ended before its end marker)/, 'with the error event');
+  t.notMatch(text, '[DONE]', 'never as complete');
+  await stillServes(t, s, key, up, (ex) => ex.end(OK_JSON));
+});
