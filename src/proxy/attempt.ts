@@ -71,7 +71,9 @@ export class AttemptSink implements UpstreamSink {
 
   onHead(status: number, headers: Record<string, string>): void {
     const core = this.core;
-    if (core.done) return;
+    // An interim (1xx) head is not the answer, and an answer has one head: neither changes the phase
+    // (nor stops the first-byte limit, which runs until the final head's content).
+    if (core.done || status < 200 || this.phase.kind !== 'head') return;
     const { protocol, slugJson } = this.input;
     const route = routeHead(status, headers, this.input.decoding ?? null);
     const head: AnswerHead = { status, headers, identity: this.input.identity };

@@ -119,3 +119,25 @@ t.test('runAttempt: before the head', async (t) => {
   t.ok(sink instanceof AttemptSink && sink.phaseKind === 'head', 'a head after the outcome is ignored');
   t.equal(gone.timers.armed, 0);
 });
+
+t.test('runAttempt: an interim head is not the answer, and an answer has one head', async (t) => {
+  const h = attemptHarness();
+  const sink = h.upstream();
+  if (!(sink instanceof AttemptSink)) throw new Error('not an AttemptSink');
+  sink.onHead(103, { link: '</a>' });
+  t.equal(sink.phaseKind, 'head', 'still waiting for the answer');
+  h.timers.advance(4999);
+  t.equal(h.outcome(), null);
+  sink.onHead(200, { 'content-type': 'text/event-stream' });
+  t.equal(sink.phaseKind, 'stream');
+  sink.onHead(500, { 'content-type': 'application/json' });
+  t.equal(sink.phaseKind, 'stream', 'a second head changes nothing');
+  sink.onData(ev('c1'));
+  sink.onData(Buffer.from('data: [DONE]\n\n'));
+  t.match(await h.promise, { kind: 'committed', status: 200, broken: null });
+
+  const silent = attemptHarness();
+  silent.upstream().onHead(102, {});
+  silent.timers.advance(5000);
+  t.same(await silent.promise, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null }, 'the first-byte limit runs through interim heads');
+});

@@ -118,3 +118,59 @@ t.test('a provider that resets the connection while the client is not reading br
   t.notMatch(text, '[DONE]', 'never as complete');
   await stillServes(t, s, key, up, (ex) => ex.end(OK_JSON));
 });
+
+t.test('interim heads before the answer: ignored, and the stream idle limit and the provider\'s close still end the stream', async (t) => {
+  const { s, key } = await stack(t, { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 300 });
+  let mode: 'stall' | 'drop' = 'stall';
+  const up = await rawUpstream(t, (ex) => {
+    ex.write('HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n');
+    ex.write(rawHead('200 OK', [['Content-Type', 'text/event-stream'], ['Transfer-Encoding', 'chunked']]));
+    const ev = chunk('hello');
+    ex.write(`${ev.length.toString(16)}\r\n${ev}\r\n`);
+    // Then silence with the connection open, or the connection dropped mid-answer.
+    if (mode === 'drop') setTimeout(() => ex.end(), 50);
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  for (const m of ['stall', 'drop'] as const) {
+    mode = m;
+    const raw = await chatStream(s, key);
+    t.equal(raw.status, 200, `${m}: committed on the first content event`);
+    const { text, timedOut } = await readAll(raw.res, 10_000);
+    t.notOk(timedOut, `${m}: the client's stream ended`);
+    const events = parseSse(text);
+    t.match(events[0]?.data ?? '', /"content":"hello"/, `${m}: the content`);
+    const expected = m === 'stall' ? /"error":\{"message":"the provider stream stalled for 300 ms/ : /"error":\{"message":"the provider (stream ended before its end marker|connection broke)/;
+    t.match(events.at(-1)?.data ?? '', expected, `${m}: ended with the error event`);
+    t.notMatch(text, '[DONE]', `${m}: never as complete`);
+  }
+});
+
+t.test('an interim 100 Continue before a valid answer is read past; the first-byte limit runs through interim heads', async (t) => {
+  const { s, key } = await stack(t, { firstByteTimeoutMs: 400, streamIdleTimeoutMs: 400 });
+  let mode: 'json' | 'stream' | 'silent' = 'json';
+  const up = await rawUpstream(t, (ex) => {
+    if (mode === 'silent') {
+      // Interim heads, then nothing: the provider has not started answering.
+      ex.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\n');
+      return;
+    }
+    ex.write('HTTP/1.1 100 Continue\r\n\r\n');
+    if (mode === 'json') ex.write(OK_JSON);
+    else ex.end(`${rawHead('200 OK', [['Content-Type', 'text/event-stream']])}${chunk('hi')}${DONE}`);
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const res = await s.post('/v1/chat/completions', CHAT, { key });
+  t.equal(res.status, 200, 'JSON answer');
+  t.match(await res.json(), { model: 'acme/chat-small', choices: [{ message: { content: 'ok' } }] });
+  mode = 'stream';
+  const raw = await chatStream(s, key);
+  t.equal(raw.status, 200, 'stream answer');
+  const { text } = await readAll(raw.res);
+  t.equal(parseSse(text).at(-1)?.data, '[DONE]');
+  mode = 'silent';
+  const t0 = performance.now();
+  const late = await s.post('/v1/chat/completions', CHAT, { key });
+  t.equal(late.status, 503, 'no answer: the gateway\'s error');
+  t.match(await late.json(), { error: { code: 'provider_unavailable', message: /did not start answering within 400 ms/ } });
+  t.ok(performance.now() - t0 < 5000, 'ended by the first-byte limit');
+});
