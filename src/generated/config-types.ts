@@ -245,6 +245,10 @@ export interface Limits {
    */
   stream_idle_timeout_ms?: number;
   /**
+   * Largest single event of a provider's stream (an SSE event, blank line included). An event that grows past it ends the attempt: before the first content event it fails over like any provider failure, after it the stream ends with the protocol's error event.
+   */
+  max_upstream_event_bytes?: number;
+  /**
    * Bytes of stream preamble (role-only chunks, message_start, ping) held before the commit point.
    */
   preamble_max_bytes?: number;

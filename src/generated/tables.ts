@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "ef8c13ac92c76b09dce4dd8a0a504f5739c12473827985e786cdd4d4b554431e",
+  sourceHash: "24dce7cae55d7bfe77404f6c3ac34974f8bcbb3c36df89543bc36903d7476715",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -225,6 +225,7 @@ export const tables: CompiledConfig = {
       maxBodyBytes: 4194304,
       maxUploadBytes: 52428800,
       maxUpstreamBodyBytes: 67108864,
+      maxUpstreamEventBytes: 16777216,
       firstByteTimeoutMs: 90000,
       streamIdleTimeoutMs: 60000,
       preambleMaxBytes: 65536,

@@ -262,7 +262,7 @@ class FakeTap implements StreamTap {
 
 // The write-stall limit is long here so the backpressure tests can hold a client paused for 20 s of
 // fake time; the write-stall tests set their own.
-export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256, writeStallTimeoutMs: 30_000 };
+export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256, maxUpstreamEventBytes: 256, writeStallTimeoutMs: 30_000 };
 
 export const IDENTITY: HeaderList = [
   ['X-Pi-Provider', 'alpha'],

@@ -174,3 +174,41 @@ t.test('an interim 100 Continue before a valid answer is read past; the first-by
   t.match(await late.json(), { error: { code: 'provider_unavailable', message: /did not start answering within 400 ms/ } });
   t.ok(performance.now() - t0 < 5000, 'ended by the first-byte limit');
 });
+
+t.test('an event that never ends costs bounded work: a provider failure before the commit point, a broken stream after it', async (t) => {
+  const { s, key } = await stack(t, { firstByteTimeoutMs: 10_000, streamIdleTimeoutMs: 10_000 });
+  let mode: 'before' | 'after' = 'before';
+  const up = await rawUpstream(t, (ex) => {
+    ex.write(rawHead('200 OK', [['Content-Type', 'text/event-stream']]));
+    if (mode === 'after') ex.write(chunk('hello'));
+    // 32 MiB of one `data:` line with no event boundary, in 64 KiB writes.
+    ex.write('data: {"choices":[{"delta":{"content":"');
+    const piece = Buffer.alloc(64 * 1024, 0x61);
+    let sent = 0;
+    const more = (): void => {
+      while (sent < 32 * 1024 * 1024) {
+        sent += piece.length;
+        if (!ex.write(piece)) return void ex.socket.once('drain', more);
+      }
+    };
+    more();
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const t0 = performance.now();
+  const res = await s.post('/v1/chat/completions', { ...CHAT, stream: true }, { key });
+  t.equal(res.status, 503, 'before the commit point: no provider could answer');
+  t.match(await res.json(), { error: { code: 'provider_unavailable', message: /a provider event exceeded 16777216 bytes/ } });
+  // Re-joining the held bytes on every chunk once cost ~20 s of CPU for 32 MiB.
+  t.ok(performance.now() - t0 < 8000, `ended in ${Math.round(performance.now() - t0)} ms`);
+  t.ok(await waitFor(() => up.sockets.size === 0), 'the upstream connection was dropped');
+
+  mode = 'after';
+  const raw = await chatStream(s, key);
+  t.equal(raw.status, 200);
+  const { text, timedOut } = await readAll(raw.res);
+  t.notOk(timedOut);
+  const events = parseSse(text);
+  t.match(events[0]?.data ?? '', /"content":"hello"/);
+  t.match(events.at(-1)?.data ?? '', /"error":\{"message":"a provider event exceeded 16777216 bytes; the answer is incomplete"/, 'after the commit point: the error event');
+  t.notMatch(text, '[DONE]');
+});
