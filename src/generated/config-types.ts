@@ -233,7 +233,7 @@ export interface Limits {
    */
   max_upload_bytes?: number;
   /**
-   * Largest non-streamed upstream answer the gateway will buffer to rewrite.
+   * Largest non-streamed upstream answer the gateway will buffer to rewrite, compressed and once decompressed: a compressed answer is inflated as it arrives and stopped as soon as it inflates past this (a provider failure, never a 200).
    */
   max_upstream_body_bytes?: number;
   /**

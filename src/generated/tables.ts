@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "24dce7cae55d7bfe77404f6c3ac34974f8bcbb3c36df89543bc36903d7476715",
+  sourceHash: "86b46269b095c00a6e10e75381f2dd27bff0477bbba7c744c7cbe51414a98b5b",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [

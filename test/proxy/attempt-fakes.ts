@@ -288,6 +288,9 @@ export function coreHarness(limits: AttemptLimits = LIMITS, beforeComplete?: Att
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
   const seen: Seen = { outcome: null, count: 0 };
+  let resolve: (o: AttemptOutcome) => void = () => undefined;
+  /** The first outcome (for phases that end asynchronously, like decompression). */
+  const promise = new Promise<AttemptOutcome>((r) => (resolve = r));
   const core = new AttemptCore(
     reply,
     limits,
@@ -295,11 +298,12 @@ export function coreHarness(limits: AttemptLimits = LIMITS, beforeComplete?: Att
     (o) => {
       seen.outcome = o;
       seen.count++;
+      resolve(o);
     },
     beforeComplete,
   );
   core.ctrl = ctrl;
-  return { reply, ctrl, timers, core, seen };
+  return { reply, ctrl, timers, core, seen, promise };
 }
 
 export function answerHead(status: number, headers: Record<string, string> = {}): AnswerHead {

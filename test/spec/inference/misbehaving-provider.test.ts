@@ -5,6 +5,8 @@
 // and what reaches the client is what the provider sent, or an error.
 import t, { type Test } from 'tap';
 import type { IncomingMessage } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { gzipSync } from 'node:zlib';
 import { startStack, type Stack } from '../../helpers/stack.ts';
 import { rawHead, type RawExchange, rawJson, rawUpstream } from '../../helpers/raw-upstream.ts';
 import { parseSse, rawPost, spyUpstream, USER, waitFor } from '../../helpers/inference.ts';
@@ -211,4 +213,34 @@ t.test('an event that never ends costs bounded work: a provider failure before t
   t.match(events[0]?.data ?? '', /"content":"hello"/);
   t.match(events.at(-1)?.data ?? '', /"error":\{"message":"a provider event exceeded 16777216 bytes; the answer is incomplete"/, 'after the commit point: the error event');
   t.notMatch(text, '[DONE]');
+});
+
+t.test('a compressed answer is inflated as it arrives and within the body limit: a decompression bomb is a provider failure', async (t) => {
+  const { s, key } = await stack(t);
+  // 16 gzip members of 64 MiB of spaces: 1 GiB inflated, about 1 MB on the wire.
+  const member = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+  const bomb = Buffer.concat(Array.from({ length: 16 }, () => member));
+  t.ok(bomb.length < 2 * 1024 * 1024, `${bomb.length} bytes compressed`);
+  let mode: 'bomb' | 'fine' = 'bomb';
+  const up = await rawUpstream(t, (ex) => {
+    if (mode === 'fine') return ex.end(rawJson('200 OK', gzipSync(OK_JSON.subarray(OK_JSON.indexOf('\r\n\r\n') + 4)), [['Content-Encoding', 'gzip']]));
+    ex.end(rawJson('200 OK', bomb, [['Content-Encoding', 'gzip']]));
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const rss0 = process.memoryUsage().rss;
+  const res = await s.post('/v1/chat/completions', CHAT, { key });
+  loop.disable();
+  const grewMb = (process.memoryUsage().rss - rss0) / 1024 / 1024;
+  t.equal(res.status, 503, 'never a 200');
+  t.match(await res.json(), { error: { code: 'provider_unavailable', message: /the provider answer inflated past 67108864 bytes/ } });
+  // Inflating it whole with gunzipSync took RSS from 0.7 to 2.2 GB and blocked the loop ~2.6 s.
+  t.ok(grewMb < 512, `RSS grew ${Math.round(grewMb)} MB`);
+  t.ok(loop.max / 1e6 < 1000, `the event loop was blocked at most ${Math.round(loop.max / 1e6)} ms`);
+  mode = 'fine';
+  const ok = await s.post('/v1/chat/completions', CHAT, { key });
+  t.equal(ok.status, 200, 'an ordinary compressed answer is read');
+  t.match(await ok.json(), { model: 'acme/chat-small', choices: [{ message: { content: 'ok' } }] });
+  t.equal(ok.headers.get('content-encoding'), null, 'and goes out decoded');
 });
