@@ -1,8 +1,9 @@
 // Images (POST /v1/images/generations, /v1/images/edits). Answers are JSON with base64 images (often
-// megabytes) or SSE with partial images, so nothing here parses a whole body: `usage` and `error` are
-// found by key scan. Image answers carry no `model`, so there is nothing to rewrite in them.
+// megabytes) or SSE with partial images, so nothing here parses a whole body: a JSON answer is checked
+// whole by one scan (./json-complete.ts), `usage` and `error` are found by key scan. Image answers carry no `model`, so there is nothing to rewrite in them.
 import { usageFromImages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
+import { isCompleteJson } from '../stream/json-complete.ts';
 import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readImageEditRequest } from './image-edit-request.ts';
@@ -72,7 +73,9 @@ export const images: ProtocolModule = {
   tap: () => new ImagesTap(),
   readJson(body, slugJson): JsonAnswer | null {
     const first = body.subarray(0, 1).toString('latin1');
-    if (first !== '{' || hasNonNullKey(body, 'error', 1) || findValueBytes(body, 'data', 1) === null) return null;
+    // One complete JSON object (an answer cut short is no answer), checked by one scan that decodes
+    // nothing: image answers run to megabytes of base64.
+    if (first !== '{' || !isCompleteJson(body) || hasNonNullKey(body, 'error', 1) || findValueBytes(body, 'data', 1) === null) return null;
     const usageBytes = findValueBytes(body, 'usage', 1);
     let usage: Usage | null = null;
     if (usageBytes) {

@@ -65,6 +65,11 @@ export class JsonReader implements AttemptPhase {
       core.fail(r.kind, r.detail);
       return;
     }
+    const errorStatus = this.protocol.inbandErrorStatus?.(r.body) ?? null;
+    if (errorStatus !== null) {
+      this.inbandError(errorStatus, r.body);
+      return;
+    }
     const answer = this.protocol.readJson(r.body, this.slugJson);
     if (answer === null) {
       core.fail('malformed', 'the provider answer was not a usable JSON body');
@@ -93,6 +98,14 @@ export class JsonReader implements AttemptPhase {
       core.finish(outcome);
     });
   };
+
+  /** A 2xx whose body is the provider's error: the provider's error, with the status it stands for
+   *  (the body goes on decoded, so without its Content-Encoding). */
+  private inbandError(status: number, body: Buffer): void {
+    const core = this.core;
+    const head: AnswerHead = { ...this.head, status };
+    core.finish({ kind: 'provider_error', status, headers: providerHeaders(head, null, false), body, firstByteMs: core.firstByteMs ?? core.elapsed() });
+  }
 
   /** The attempt ends before the answer was committed: the body's decoding stops with it. */
   private closeBody(): void {

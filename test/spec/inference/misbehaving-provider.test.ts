@@ -244,3 +244,69 @@ t.test('a compressed answer is inflated as it arrives and within the body limit:
   t.match(await ok.json(), { model: 'acme/chat-small', choices: [{ message: { content: 'ok' } }] });
   t.equal(ok.headers.get('content-encoding'), null, 'and goes out decoded');
 });
+
+/** What the ledger holds for a request: kinds of its entries. */
+function ledgerKinds(s: Stack, res: Response): string[] {
+  const trace = res.headers.get('x-pi-trace-id') ?? '';
+  return s.store.wallets.ledgerOf(trace).map((e) => e.kind);
+}
+
+t.test('a non-streamed answer that does not parse completely is never a 200: it is a provider failure', async (t) => {
+  const { s, key } = await stack(t);
+  const image = JSON.stringify({ created: 1, data: [{ b64_json: Buffer.alloc(200_000, 7).toString('base64') }], usage: { total_tokens: 10, input_tokens: 4, output_tokens: 6, input_tokens_details: { text_tokens: 4, image_tokens: 0 } } });
+  const cut = image.slice(0, -1);
+  const up = await rawUpstream(t, (ex) => {
+    // alpha's answer is cut before its closing brace (its length says so too); zeta's is whole.
+    const alpha = ex.body.includes('"painter-v1"');
+    ex.end(rawJson('200 OK', alpha ? cut : image));
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const body = { model: 'acme/painter', prompt: 'a cat', provider: { only: ['alpha'] } };
+  const res = await s.post('/v1/images/generations', body, { key });
+  t.equal(res.status, 503, 'alone: the gateway\'s error, not the cut answer');
+  t.match(await res.json(), { error: { code: 'provider_unavailable', message: /not a usable JSON body/ } });
+  t.notOk(ledgerKinds(s, res).includes('settle'), 'not billed');
+  const failover = await s.post('/v1/images/generations', { ...body, provider: { order: ['alpha', 'zeta'], allow_fallbacks: true } }, { key });
+  t.equal(failover.status, 200, 'with another provider: its whole answer');
+  t.equal(failover.headers.get('x-pi-provider'), 'zeta');
+  t.equal(JSON.stringify(await failover.json()), image);
+});
+
+t.test('a Messages provider answering 200 with an error object: the provider\'s error, with its status, never billed', async (t) => {
+  const { s, key } = await stack(t);
+  const answers = new Map<string, string>();
+  const ok = JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'sonnet-ish-alpha', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 1 } });
+  const up = await rawUpstream(t, (ex) => {
+    const upstreamModel = (JSON.parse(ex.body.toString()) as { model: string }).model;
+    ex.end(rawJson('200 OK', answers.get(upstreamModel) ?? ok));
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const ask = (only: string[]) => s.post('/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 16, messages: USER, provider: { only, allow_fallbacks: true } }, { key });
+  const cases: [string, string, number][] = [
+    ['overloaded', JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }), 529],
+    ['rate limited, no top-level type', JSON.stringify({ error: { type: 'rate_limit_error', message: 'slow down' } }), 429],
+    ['invalid request', JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'bad' } }), 400],
+    ['request too large', JSON.stringify({ type: 'error', error: { type: 'request_too_large', message: 'big' } }), 413],
+    ['api error', JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'oops' } }), 500],
+    ['an unknown type', JSON.stringify({ type: 'error', error: { type: 'something_new', message: '?' } }), 502],
+    ['no error object', JSON.stringify({ type: 'error' }), 502],
+  ];
+  answers.set('sonnet-ish-20250101', JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'bad' } }));
+  const passed = await ask(['delta', 'alpha']);
+  t.equal(passed.status, 400, 'the client\'s mistake is passed on, not retried');
+  t.equal(passed.headers.get('x-pi-provider'), 'delta');
+  answers.set('sonnet-ish-20250101', JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+  const retried = await ask(['delta', 'alpha']);
+  t.equal(retried.status, 200, 'an overloaded provider is failed over like a 529');
+  t.equal(retried.headers.get('x-pi-provider'), 'alpha');
+  t.match(await retried.json(), { type: 'message', model: 'beta-labs/sonnet-ish' });
+  // (The 5xx below open delta's breaker on the way: each request names delta alone.)
+  for (const [name, errorBody, status] of cases) {
+    answers.set('sonnet-ish-20250101', errorBody);
+    const res = await ask(['delta']);
+    t.equal(res.status, status, `${name}: ${status}`);
+    t.equal(await res.text(), errorBody, `${name}: the provider's body`);
+    t.equal(res.headers.get('x-pi-provider'), 'delta');
+    t.notOk(ledgerKinds(s, res).includes('settle'), `${name}: not billed`);
+  }
+});
