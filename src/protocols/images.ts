@@ -44,13 +44,16 @@ class ImagesTap implements StreamTap {
     if (obj === null) return { kind: 'malformed', out: ev };
     const type = typeof obj['type'] === 'string' ? obj['type'] : name ?? '';
     if (type === 'error') return { kind: 'error', out: ev };
-    if (type.endsWith('.completed')) {
-      this.completed = true;
-      if (obj['usage'] !== undefined && obj['usage'] !== null) this.lastUsage = usageFromImages(obj['usage']);
-    }
+    const wasCommitted = this.contentEvents > 0;
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out: ev };
+    if (!type.endsWith('.completed')) return { kind: 'content', out: ev };
+    // image_generation.completed / image_edit.completed: the final image, with the usage of the
+    // whole request, ends the stream. Once output went out it is the end marker (sent after the
+    // settlement); as the first event it is the output itself, and the stream is complete with it.
+    this.completed = true;
+    if (obj['usage'] !== undefined && obj['usage'] !== null) this.lastUsage = usageFromImages(obj['usage']);
+    return { kind: wasCommitted ? 'terminal' : 'content', out: ev };
   }
 }
 

@@ -32,6 +32,7 @@ type Preamble = Extract<RelayState, { kind: 'preamble' }>;
 const LIVE: RelayState = { kind: 'live' };
 const COMPLETING: RelayState = { kind: 'completing' };
 const NOTHING = Buffer.alloc(0);
+export const AFTER_THE_END = 'the provider kept sending after its answer ended';
 
 export class StreamRelay implements AttemptPhase {
   readonly kind = 'stream';
@@ -53,7 +54,12 @@ export class StreamRelay implements AttemptPhase {
 
   onData(chunk: Buffer): void {
     const kind = this.state.kind;
-    if (kind === 'completing') return;
+    if (kind === 'completing') {
+      // The end marker was seen and the provider goes on: nothing more is read of it (its
+      // connection is not kept for an end that may never come); the answer completes as it is.
+      this.core.ctrl?.abort(new Error(AFTER_THE_END));
+      return;
+    }
     if (kind === 'live') this.core.armIdle(this);
     const decoder = this.decoder;
     const sse = decoder ? this.decode(decoder, chunk) : chunk;
@@ -165,6 +171,13 @@ export class StreamRelay implements AttemptPhase {
         out.push(t.out);
       } else {
         this.afterCommitEnd(t, out);
+        return;
+      }
+      // The protocol's end came in an event that is output too (a final event that opened the
+      // answer): the stream is complete, and nothing the provider sends after it is relayed.
+      if (this.tap.completed && this.state.kind === 'live') {
+        this.flush(out);
+        this.completeStream(null);
         return;
       }
     }

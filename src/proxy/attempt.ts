@@ -13,7 +13,7 @@ import type { UpstreamSink } from '../upstream/client.ts';
 import { ErrorReader, JsonReader } from './attempt-body.ts';
 import { AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, routeHead } from './attempt-head.ts';
-import { StreamRelay } from './attempt-relay.ts';
+import { AFTER_THE_END, StreamRelay } from './attempt-relay.ts';
 import { type AttemptTimers, systemTimers } from './attempt-timers.ts';
 import type { AttemptInput, AttemptOutcome } from './attempt-types.ts';
 
@@ -101,6 +101,9 @@ export class AttemptSink implements UpstreamSink {
 
   onData(chunk: Buffer): void {
     if (!this.core.done) this.phase.onData(chunk);
+    // The answer is over (its end marker was seen) and the provider goes on sending: nothing more is
+    // read of it, and its connection is not kept waiting for an end that may never come.
+    else this.core.ctrl?.abort(new Error(AFTER_THE_END));
   }
 
   onEnd(): void {

@@ -67,7 +67,7 @@ t.test('runAttempt: a stream end to end, and nothing after the outcome', async (
   up.onError(new Error('late'));
   h.reply.abort();
   t.same(h.reply.wire, wire, 'nothing written after the outcome');
-  t.same(h.ctrl.aborts, []);
+  t.same(h.ctrl.aborts, ['the provider kept sending after its answer ended'], 'a provider that goes on sending is dropped');
   t.equal(h.timers.armed, 0);
 });
 

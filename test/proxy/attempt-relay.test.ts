@@ -381,3 +381,16 @@ t.test('drained: a live stream ends with the error event, a preamble fails, a co
   completing.unit.onDrained();
   t.equal(completing.seen.outcome, null, 'the settlement and end marker go ahead');
 });
+
+t.test('bytes after the end marker, while the settlement commits: not relayed, and the provider is dropped', async (t) => {
+  let release: () => void = () => undefined;
+  const r = relay({ beforeComplete: () => new Promise<void>((resolve) => (release = resolve)) });
+  r.data(ev('c1'), DONE);
+  r.data(ev('c2'));
+  t.same(r.ctrl.aborts, ['the provider kept sending after its answer ended']);
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(committed(r.seen.outcome).broken, null, 'the answer is complete');
+  t.notMatch(r.reply.body, 'c2');
+  t.equal(r.reply.wire.at(-1), 'end');
+});

@@ -137,7 +137,7 @@ t.test('a sink that throws ends its exchange with the error, once', async (t) =>
   await new Promise((r) => setTimeout(r, 100));
   t.equal(errors.length, 1);
   t.equal(errors[0]?.message, 'a bug in the relay');
-  t.ok(await waitFor(() => up.sockets.size === 0), 'the upstream connection was dropped');
+  t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the upstream connection was dropped');
 });
 
 t.test('an exception inside the HTTP client\'s handling of a connection ends that exchange, not the process', async (t) => {
@@ -168,7 +168,7 @@ t.test('an exception inside the HTTP client\'s handling of a connection ends tha
   t.match(seen.errors[0]?.message ?? '', /planted failure/);
   t.notOk(seen.ended);
   t.same(uncaught, [], 'nothing escaped');
-  t.ok(await waitFor(() => up.sockets.size === 0), 'the connection was dropped');
+  t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the connection was dropped');
   // The client goes on with new connections.
   const again = call(c, up.url);
   t.ok(await waitFor(() => again.seen.heads.length > 0));

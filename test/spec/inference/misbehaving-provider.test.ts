@@ -202,7 +202,7 @@ t.test('an event that never ends costs bounded work: a provider failure before t
   t.match(await res.json(), { error: { code: 'provider_unavailable', message: /a provider event exceeded 16777216 bytes/ } });
   // Re-joining the held bytes on every chunk once cost ~20 s of CPU for 32 MiB.
   t.ok(performance.now() - t0 < 8000, `ended in ${Math.round(performance.now() - t0)} ms`);
-  t.ok(await waitFor(() => up.sockets.size === 0), 'the upstream connection was dropped');
+  t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the upstream connection was dropped');
 
   mode = 'after';
   const raw = await chatStream(s, key);
@@ -309,4 +309,31 @@ t.test('a Messages provider answering 200 with an error object: the provider\'s 
     t.equal(res.headers.get('x-pi-provider'), 'delta');
     t.notOk(ledgerKinds(s, res).includes('settle'), `${name}: not billed`);
   }
+});
+
+t.test('an image stream ends at its completed event: nothing the provider sends after it reaches the client', async (t) => {
+  const { s, key } = await stack(t, { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000 });
+  const partial = 'event: image_generation.partial_image\ndata: {"type":"image_generation.partial_image","b64_json":"aGk=","partial_image_index":0}\n\n';
+  const completed = 'event: image_generation.completed\ndata: {"type":"image_generation.completed","b64_json":"aGVsbG8=","usage":{"total_tokens":10,"input_tokens":4,"output_tokens":6,"input_tokens_details":{"text_tokens":4,"image_tokens":0}}}\n\n';
+  let withPartial = true;
+  const up = await rawUpstream(t, (ex) => {
+    ex.write(rawHead('200 OK', [['Content-Type', 'text/event-stream']]));
+    ex.write((withPartial ? partial : '') + completed);
+    // The provider goes on: another event later, and the connection left open.
+    setTimeout(() => ex.write(partial.replace('"partial_image_index":0', '"partial_image_index":9')), 100);
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  for (const first of [true, false]) {
+    withPartial = first;
+    const res = await s.post('/v1/images/generations', { model: 'acme/painter', prompt: 'a cat', stream: true, provider: { only: ['alpha'] } }, { key });
+    t.equal(res.status, 200);
+    const t0 = performance.now();
+    const text = await res.text();
+    t.ok(performance.now() - t0 < 1500, `${first ? 'after a partial image' : 'as the first event'}: ended without waiting for the provider to close`);
+    const events = parseSse(text);
+    t.equal(events.at(-1)?.event, 'image_generation.completed', 'the completed event is the last one');
+    t.notMatch(text, '"partial_image_index":9', 'nothing after it');
+    t.equal(events.length, first ? 2 : 1);
+  }
+  t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the provider that went on sending was dropped');
 });
