@@ -4,9 +4,10 @@
 import { usageFromImages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { isCompleteJson } from '../stream/json-complete.ts';
-import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
+import { findValueBytes, hasNonNullKey } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readImageEditRequest } from './image-edit-request.ts';
+import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
 import { imageCount, modelOutputBound, timesBound } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
@@ -88,12 +89,9 @@ export const images: ProtocolModule = {
         return null;
       }
     }
-    const span = findStringValue(body, 'model', 1);
-    return {
-      body: span ? replaceSpan(body, span, slugJson) : body,
-      upstreamModel: span ? readString(body, span) : null,
-      usage,
-    };
+    // Image answers carry no `model` of their own; one a provider sends anyway names the slug.
+    const { out, reported } = slugModel(body, slugJson, 0, 1, undefined, false);
+    return { body: out, upstreamModel: reported, usage };
   },
   streamErrorEvent(message, code) {
     return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { message, type: 'upstream_error', code } })}\n\n`);

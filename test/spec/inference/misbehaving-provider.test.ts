@@ -337,3 +337,30 @@ t.test('an image stream ends at its completed event: nothing the provider sends 
   }
   t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the provider that went on sending was dropped');
 });
+
+t.test('a provider that sends `model` twice or spelled with escapes: the client still reads the slug, as X-Pi-Model says', async (t) => {
+  const { s, key } = await stack(t);
+  let stream = false;
+  const up = await rawUpstream(t, (ex) => {
+    if (!stream) {
+      ex.end(rawJson('200 OK', '{"id":"x","object":"chat.completion","model":"small-v1","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2},"model":"provider-own","mod\\u0065l":"provider-escaped"}'));
+      return;
+    }
+    ex.write(rawHead('200 OK', [['Content-Type', 'text/event-stream']]));
+    const c = (content: string, tail: string) => `data: {"id":"c1","object":"chat.completion.chunk","model":"small-v1","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]${tail}}\n\n`;
+    ex.end(c('a', '') + c('b', ',"model":"provider-own"') + c('c', ',"mod\\u0065l":"provider-escaped"') + DONE);
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const res = await s.post('/v1/chat/completions', CHAT, { key });
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('x-pi-model'), 'acme/chat-small');
+  const text = await res.text();
+  t.equal((JSON.parse(text) as { model: string }).model, 'acme/chat-small', 'body model equals X-Pi-Model');
+  t.notMatch(text, 'provider-', 'no provider value left');
+  stream = true;
+  const sres = await s.post('/v1/chat/completions', { ...CHAT, stream: true }, { key });
+  const events = parseSse(await sres.text()).filter((e) => e.data.startsWith('{'));
+  t.ok(events.length >= 3);
+  for (const e of events) t.equal((JSON.parse(e.data) as { model: string }).model, 'acme/chat-small', 'every chunk names the slug');
+  t.notMatch(JSON.stringify(events), 'provider-');
+});
