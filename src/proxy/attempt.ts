@@ -114,6 +114,10 @@ export class AttemptSink implements UpstreamSink {
     if (!this.core.done) this.phase.onError(err);
   }
 
+  onRequestSent(): void {
+    this.core.requestSent();
+  }
+
   readonly onClientAborted = (): void => {
     if (!this.core.done) this.phase.onClientAborted();
   };
@@ -132,7 +136,9 @@ export function runAttempt(input: AttemptInput, timers: AttemptTimers = systemTi
       unwatch?.();
       resolve(outcome);
     };
-    const core = new AttemptCore(input.reply, input.limits, timers, done, input.beforeComplete);
+    const body = input.call.body;
+    const streamedBody = typeof body !== 'string' && !Buffer.isBuffer(body);
+    const core = new AttemptCore(input.reply, input.limits, timers, done, input.beforeComplete, streamedBody);
     const sink = new AttemptSink(core, input);
     input.reply.onAborted(sink.onClientAborted);
     core.ctrl = input.client.call(input.call, sink);

@@ -62,6 +62,8 @@ export class UpstreamClient {
   call(call: UpstreamCall, sink: UpstreamSink): UpstreamControl {
     const url = this.parts(call.url);
     const exchange = new Exchange(sink);
+    const body = call.body;
+    if (typeof body !== 'string' && !Buffer.isBuffer(body)) body.once('end', () => exchange.requestSent());
     this.agent.dispatch({ origin: url.origin, path: url.path, method: 'POST', headers: call.headers, body: call.body }, exchange);
     return exchange;
   }

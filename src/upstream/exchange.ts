@@ -7,6 +7,8 @@
 // - Pausing never pauses undici's parser (see ./connection-guard.ts): the connection's guard stops
 //   feeding it, and the few chunks the parser still delivers from the bytes it already had wait here,
 //   with the end of the answer behind them, until resume.
+// - A streamed request body tells the sink when it was handed whole to the connection, so the caller
+//   can time the provider from then on, not from the start of a slow upload.
 // - An exception thrown by the caller's sink ends this exchange (the upstream is aborted and the sink
 //   hears the error once), never undici's connection handling or the process.
 import type { Dispatcher } from 'undici';
@@ -18,6 +20,9 @@ export interface UpstreamSink {
   onData(chunk: Buffer): void;
   onEnd(): void;
   onError(err: Error): void;
+  /** A streamed request body was handed whole to the connection (an in-memory body goes at once,
+   *  and this is not called for it). */
+  onRequestSent?(): void;
 }
 
 export interface UpstreamControl {
@@ -39,6 +44,12 @@ export class Exchange implements Dispatcher.DispatchHandler, UpstreamControl, Gu
   private endWaiting = false;
 
   constructor(private readonly sink: UpstreamSink) {}
+
+  /** The streamed request body was read to its end by the connection's writer. */
+  requestSent(): void {
+    const sink = this.sink;
+    if (!this.finished && sink.onRequestSent) this.safely(() => sink.onRequestSent?.());
+  }
 
   onRequestStart(ctrl: Dispatcher.DispatchController): void {
     this.controller = ctrl;

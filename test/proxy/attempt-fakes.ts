@@ -311,7 +311,7 @@ export function answerHead(status: number, headers: Record<string, string> = {})
 }
 
 /** runAttempt over a fake client: the test plays the upstream through `sink`. */
-export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding'] } = {}) {
+export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding']; body?: UpstreamCall['body'] } = {}) {
   const reply = new FakeReply();
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
@@ -326,7 +326,7 @@ export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: 
   const promise = runAttempt(
     {
       client,
-      call: { url: 'http://upstream.test/v1', headers: {}, body: '{}' },
+      call: { url: 'http://upstream.test/v1', headers: {}, body: opts.body ?? '{}' },
       protocol: fakeProtocol,
       slugJson: SLUG,
       reply,

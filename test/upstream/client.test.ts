@@ -6,6 +6,7 @@
 import t, { type Test } from 'tap';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { UpstreamClient, type UpstreamControl, type UpstreamSink } from '../../src/upstream/client.ts';
 import { rawHead, type RawExchange, rawUpstream } from '../helpers/raw-upstream.ts';
 import { waitFor } from '../helpers/admission.ts';
@@ -173,4 +174,19 @@ t.test('an exception inside the HTTP client\'s handling of a connection ends tha
   const again = call(c, up.url);
   t.ok(await waitFor(() => again.seen.heads.length > 0));
   t.same(again.seen.heads, [200]);
+});
+
+t.test('a streamed request body tells the sink when it was sent whole; an in-memory one does not', async (t) => {
+  const up = await rawUpstream(t, (ex) => ex.end(rawHead('200 OK', [['Content-Length', '2']]) + 'ok'));
+  const c = client(t);
+  for (const [name, body, expect] of [
+    ['streamed', Readable.from([Buffer.from('a'.repeat(1000)), Buffer.from('b'.repeat(1000))]), ['sent', 'head', 'end']],
+    ['in memory', '{}', ['head', 'end']],
+  ] as const) {
+    const order: string[] = [];
+    c.call({ url: `${up.url}/x`, headers: {}, body }, { onHead: () => order.push('head'), onData: () => undefined, onEnd: () => order.push('end'), onError: (e) => order.push(`error ${e.message}`), onRequestSent: () => order.push('sent') });
+    t.ok(await waitFor(() => order.includes('end') || order.some((o) => o.startsWith('error'))));
+    t.same(order, expect, name);
+  }
+  t.equal(up.exchanges[0]?.body.length, 2000, 'the whole body arrived');
 });

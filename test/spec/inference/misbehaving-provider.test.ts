@@ -4,7 +4,7 @@
 // written twice. Whatever the provider sends, the gateway keeps serving, the client's answer ends,
 // and what reaches the client is what the provider sent, or an error.
 import t, { type Test } from 'tap';
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, request as httpRequest } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
 import { startStack, type Stack } from '../../helpers/stack.ts';
@@ -363,4 +363,35 @@ t.test('a provider that sends `model` twice or spelled with escapes: the client 
   t.ok(events.length >= 3);
   for (const e of events) t.equal((JSON.parse(e.data) as { model: string }).model, 'acme/chat-small', 'every chunk names the slug');
   t.notMatch(JSON.stringify(events), 'provider-');
+});
+
+t.test('a slowly uploaded image edit is not charged to the provider: its first-byte limit starts once the upload was sent', async (t) => {
+  const { s, key } = await stack(t, { firstByteTimeoutMs: 300, streamIdleTimeoutMs: 300 });
+  const up = await rawUpstream(t, (ex) => {
+    // Answers as soon as the whole upload arrived.
+    ex.end(rawJson('200 OK', JSON.stringify({ created: 1, data: [{ b64_json: 'aGk=' }], usage: { total_tokens: 3, input_tokens: 1, output_tokens: 2, input_tokens_details: { text_tokens: 1, image_tokens: 0 } } })));
+  });
+  s.gw.ctx.upstreamOverride = new URL(up.url);
+  const boundary = '----pi-slow-upload';
+  const part = (name: string, value: string): string => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+  const req = httpRequest(`${s.url}/v1/images/edits`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } });
+  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+  });
+  req.write(part('model', 'acme/painter') + part('prompt', 'p') + `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`);
+  // The client takes well over the 300 ms first-byte limit to upload (8 pieces, 150 ms apart).
+  for (let i = 0; i < 8; i++) {
+    await new Promise((r) => setTimeout(r, 150));
+    req.write(Buffer.alloc(4096, i));
+  }
+  req.end(`\r\n--${boundary}--\r\n`);
+  const res = await response;
+  t.equal(res.status, 200, res.body);
+  t.equal(s.gw.ctx.health.state('alpha/painter').consecutiveFailures, 0, 'no health failure recorded against the provider');
+  t.equal(s.gw.ctx.health.state('alpha/painter').errorRate, 0);
 });
