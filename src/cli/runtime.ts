@@ -1,6 +1,7 @@
 // Shared start-up for `serve` and `demo`: load and validate the config (a bad config never starts a
 // server), open the store, start the gateway, and run it until a signal: SIGTERM/SIGINT drain it
-// (a second one exits at once), SIGHUP reloads the config directory.
+// (a second one exits at once), SIGHUP reloads the config directory. While it runs, an exception
+// nothing caught is logged and counted, and the process keeps serving (./last-resort.ts).
 import { sourceHashOf } from '../config/config-files.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { startGateway, type Gateway, type GatewayOptions, jsonLog, type ReloadResult } from '../gateway.ts';
@@ -8,6 +9,7 @@ import { Lifecycle } from '../observe/lifecycle.ts';
 import { ADAPTERS } from '../platforms/index.ts';
 import { type AdminListener, startAdminListener } from '../server/admin-app.ts';
 import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/store.ts';
+import { installLastResort } from './last-resort.ts';
 import type { Owner } from './owner-files.ts';
 import { BufferedLines } from '../telemetry/line-sink.ts';
 import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
@@ -166,10 +168,12 @@ export interface Supervised {
  * Resolves to the exit code once the process stopped: 0 after a drain (streams ended at the drain
  * deadline included: they were ended properly), 1 when stopping failed. A second SIGTERM/SIGINT
  * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
- * reloads, one reload at a time.
+ * reloads, one reload at a time. Until then an uncaught exception or unhandled rejection is logged
+ * (`uncaught_error`) and the process keeps serving.
  */
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
+    const lastResort = installLastResort(jsonLog);
     let stopping = false;
     let reloading: Promise<unknown> = Promise.resolve();
     const onHup = () => {
@@ -206,6 +210,7 @@ export function untilStopped(s: Supervised): Promise<number> {
     const onInt = () => stop('SIGINT');
     const onTerm = () => stop('SIGTERM');
     const finish = (code: number) => {
+      lastResort.uninstall();
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
       process.off('SIGHUP', onHup);

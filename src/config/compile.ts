@@ -90,6 +90,7 @@ function settings(g: LinkedConfig['gateway']): GatewaySettings {
       maxBodyBytes: get('limits', 'max_body_bytes'),
       maxUploadBytes: get('limits', 'max_upload_bytes'),
       maxUpstreamBodyBytes: get('limits', 'max_upstream_body_bytes'),
+      maxUpstreamEventBytes: get('limits', 'max_upstream_event_bytes'),
       firstByteTimeoutMs: get('limits', 'first_byte_timeout_ms'),
       streamIdleTimeoutMs: get('limits', 'stream_idle_timeout_ms'),
       preambleMaxBytes: get('limits', 'preamble_max_bytes'),

@@ -203,6 +203,8 @@ export interface GatewaySettings {
     maxBodyBytes: number;
     maxUploadBytes: number;
     maxUpstreamBodyBytes: number;
+    /** The most bytes one event of a provider's stream may hold. */
+    maxUpstreamEventBytes: number;
     firstByteTimeoutMs: number;
     streamIdleTimeoutMs: number;
     preambleMaxBytes: number;

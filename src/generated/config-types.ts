@@ -233,7 +233,7 @@ export interface Limits {
    */
   max_upload_bytes?: number;
   /**
-   * Largest non-streamed upstream answer the gateway will buffer to rewrite.
+   * Largest non-streamed upstream answer the gateway will buffer to rewrite, compressed and once decompressed: a compressed answer is inflated as it arrives and stopped as soon as it inflates past this (a provider failure, never a 200).
    */
   max_upstream_body_bytes?: number;
   /**
@@ -244,6 +244,10 @@ export interface Limits {
    * A committed stream silent for this long is cut with an error event.
    */
   stream_idle_timeout_ms?: number;
+  /**
+   * Largest single event of a provider's stream (an SSE event, blank line included). An event that grows past it ends the attempt: before the first content event it fails over like any provider failure, after it the stream ends with the protocol's error event.
+   */
+  max_upstream_event_bytes?: number;
   /**
    * Bytes of stream preamble (role-only chunks, message_start, ping) held before the commit point.
    */

@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "a3e53a461d825b5e6582e836ca86b500bc4af3481565a9700eefde7f568e977e",
+  sourceHash: "012315c23dc52e353d32352e581b127538cc0a2297d9beb31ba94d5aa34b8250",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -225,6 +225,7 @@ export const tables: CompiledConfig = {
       maxBodyBytes: 4194304,
       maxUploadBytes: 52428800,
       maxUpstreamBodyBytes: 67108864,
+      maxUpstreamEventBytes: 16777216,
       firstByteTimeoutMs: 90000,
       streamIdleTimeoutMs: 60000,
       preambleMaxBytes: 65536,

@@ -142,6 +142,8 @@ function chunkHasContent(obj: JsonObject): boolean {
 }
 
 const DONE = /^data: ?\[DONE\]\s*$/;
+const MODEL_KEY = Buffer.from('"model"');
+const UNICODE_ESCAPE = Buffer.from('\\u');
 
 class ChatTap implements StreamTap {
   upstreamModel: string | null = null;
@@ -174,9 +176,11 @@ class ChatTap implements StreamTap {
     const known = this.knownModelField;
     if (known !== null) {
       // Fast path: the provider repeats the same compact `"model":"…"` in every chunk. It is
-      // trusted only at the top level of the chunk's object (depth 1), as the general path checks.
+      // trusted only at the top level of the chunk's object (depth 1), and only when no other
+      // member can be named `model`: no second `"model"` and no \u escape (the only way to spell
+      // `model` otherwise) anywhere in the event; the general path handles the rest.
       const at = ev.indexOf(known);
-      if (at !== -1 && depthAt(ev, at) === 1) {
+      if (at !== -1 && ev.indexOf(MODEL_KEY) === at && ev.indexOf(MODEL_KEY, at + 1) === -1 && ev.indexOf(UNICODE_ESCAPE) === -1 && depthAt(ev, at) === 1) {
         return spliceBytes(ev, at, at + known.length, this.slugField);
       }
     }

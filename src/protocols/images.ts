@@ -1,11 +1,13 @@
 // Images (POST /v1/images/generations, /v1/images/edits). Answers are JSON with base64 images (often
-// megabytes) or SSE with partial images, so nothing here parses a whole body: `usage` and `error` are
-// found by key scan. Image answers carry no `model`, so there is nothing to rewrite in them.
+// megabytes) or SSE with partial images, so nothing here parses a whole body: a JSON answer is checked
+// whole by one scan (./json-complete.ts), `usage` and `error` are found by key scan. Image answers carry no `model`, so there is nothing to rewrite in them.
 import { usageFromImages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { findStringValue, findValueBytes, hasNonNullKey, readString, replaceSpan } from '../stream/json-key.ts';
+import { isCompleteJson } from '../stream/json-complete.ts';
+import { findValueBytes, hasNonNullKey } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { readImageEditRequest } from './image-edit-request.ts';
+import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
 import { imageCount, modelOutputBound, timesBound } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
@@ -43,13 +45,16 @@ class ImagesTap implements StreamTap {
     if (obj === null) return { kind: 'malformed', out: ev };
     const type = typeof obj['type'] === 'string' ? obj['type'] : name ?? '';
     if (type === 'error') return { kind: 'error', out: ev };
-    if (type.endsWith('.completed')) {
-      this.completed = true;
-      if (obj['usage'] !== undefined && obj['usage'] !== null) this.lastUsage = usageFromImages(obj['usage']);
-    }
+    const wasCommitted = this.contentEvents > 0;
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out: ev };
+    if (!type.endsWith('.completed')) return { kind: 'content', out: ev };
+    // image_generation.completed / image_edit.completed: the final image, with the usage of the
+    // whole request, ends the stream. Once output went out it is the end marker (sent after the
+    // settlement); as the first event it is the output itself, and the stream is complete with it.
+    this.completed = true;
+    if (obj['usage'] !== undefined && obj['usage'] !== null) this.lastUsage = usageFromImages(obj['usage']);
+    return { kind: wasCommitted ? 'terminal' : 'content', out: ev };
   }
 }
 
@@ -72,7 +77,9 @@ export const images: ProtocolModule = {
   tap: () => new ImagesTap(),
   readJson(body, slugJson): JsonAnswer | null {
     const first = body.subarray(0, 1).toString('latin1');
-    if (first !== '{' || hasNonNullKey(body, 'error', 1) || findValueBytes(body, 'data', 1) === null) return null;
+    // One complete JSON object (an answer cut short is no answer), checked by one scan that decodes
+    // nothing: image answers run to megabytes of base64.
+    if (first !== '{' || !isCompleteJson(body) || hasNonNullKey(body, 'error', 1) || findValueBytes(body, 'data', 1) === null) return null;
     const usageBytes = findValueBytes(body, 'usage', 1);
     let usage: Usage | null = null;
     if (usageBytes) {
@@ -82,12 +89,9 @@ export const images: ProtocolModule = {
         return null;
       }
     }
-    const span = findStringValue(body, 'model', 1);
-    return {
-      body: span ? replaceSpan(body, span, slugJson) : body,
-      upstreamModel: span ? readString(body, span) : null,
-      usage,
-    };
+    // Image answers carry no `model` of their own; one a provider sends anyway names the slug.
+    const { out, reported } = slugModel(body, slugJson, 0, 1, undefined, false);
+    return { body: out, upstreamModel: reported, usage };
   },
   streamErrorEvent(message, code) {
     return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { message, type: 'upstream_error', code } })}\n\n`);

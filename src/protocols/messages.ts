@@ -3,7 +3,7 @@
 // message_start so that X-Pi-Model equals the body's model.
 import { inputSide, type InputUsage, usageFromMessages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { findValueBytes, sseDataStart } from '../stream/json-key.ts';
+import { findStringValue, findValueBytes, hasNonNullKey, readString, sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
@@ -88,6 +88,42 @@ class MessagesTap implements StreamTap {
   }
 }
 
+/** The statuses Anthropic's API answers its error types with (its errors documentation). */
+const ERROR_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529,
+};
+
+/** An error body of a type not in the table (or of none): the provider failed in a way the gateway
+ *  cannot classify, which is what 502 Bad Gateway says. */
+const UNCLASSIFIED_ERROR_STATUS = 502;
+
+/** The status of a Messages error body (`{"type":"error","error":{type, message}}`, or `{"error":{…}}`
+ *  without the top-level type) sent with a 2xx status; null for any other body. */
+export function messagesErrorStatus(body: Buffer): number | null {
+  // A usable answer has neither a top-level `error` member nor `"type":"error"`: most bodies are
+  // told apart without a parse.
+  const type = findStringValue(body, 'type', 1);
+  if (!hasNonNullKey(body, 'error', 1) && (type === null || readString(body, type) !== 'error')) return null;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!isObject(obj)) return null;
+  const error = isObject(obj['error']) ? obj['error'] : null;
+  if (obj['type'] !== 'error' && error === null) return null;
+  const errorType = error !== null && typeof error['type'] === 'string' ? error['type'] : '';
+  return Object.hasOwn(ERROR_STATUS, errorType) ? (ERROR_STATUS[errorType] as number) : UNCLASSIFIED_ERROR_STATUS;
+}
+
 export const messages: ProtocolModule = {
   endpoints: ['messages'],
   bodyDelivery: () => 'buffer',
@@ -121,6 +157,8 @@ export const messages: ProtocolModule = {
       usage: usageBytes ? usageFromMessages(JSON.parse(usageBytes.toString('utf8')), undefined) : null,
     };
   },
+  // A Messages provider answering `200 {"type":"error",…}` is answering an error.
+  inbandErrorStatus: messagesErrorStatus,
   // The Messages protocol's error body is `{"type":"error","error":{type, message}}`; its SDKs check
   // the top-level type (@ai-sdk/anthropic's schema requires it, else it shows only the status text).
   // The spec's error object stays whole beside it (code included).

@@ -43,9 +43,10 @@ class ResponsesTap implements StreamTap {
   private startInput: InputUsage | null = null;
 
   onEvent(ev: Buffer): TappedEvent {
-    // Only events carrying the response object have a model (at depth 2); deltas skip the scan.
+    // Only events carrying the response object have a model (at depth 2); deltas skip the scan
+    // unless a \u escape could spell either name.
     let out = ev;
-    if (ev.indexOf('"model"') !== -1 || ev.indexOf('"response"') !== -1) {
+    if (ev.indexOf('"model"') !== -1 || ev.indexOf('"response"') !== -1 || ev.indexOf('\\u') !== -1) {
       const r = slugModel(ev, this.slugJson, sseDataStart(ev), 2, 'response');
       if (this.upstreamModel === null && r.reported !== null) this.upstreamModel = r.reported;
       out = r.out;

@@ -189,6 +189,11 @@ export interface ProtocolModule {
   tap(slugJson: Buffer, hints?: TapHints): StreamTap;
   /** Read a whole non-streamed 2xx answer: null when it is not a usable answer (not JSON, an in-band error). */
   readJson(body: Buffer, slugJson: Buffer): JsonAnswer | null;
+  /** When a protocol's providers may answer an error with a 2xx status (its body the protocol's error
+   *  object): the HTTP status that error stands for, or null when `body` is no such error. The answer
+   *  then goes on as the provider's error with that status (retried or passed on like a non-2xx one,
+   *  never billed). Absent: a 2xx error body is only an unusable answer (readJson's null). */
+  inbandErrorStatus?(body: Buffer): number | null;
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */
   streamErrorEvent(message: string, code: string): Buffer;
   /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs

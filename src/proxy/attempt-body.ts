@@ -1,60 +1,30 @@
-// The two phases that read a whole upstream body before answering: a 2xx JSON answer (size-capped,
-// decoded from its content encoding, checked by the protocol, then committed: beforeComplete runs
-// before the body is sent) and a non-2xx error body (its head kept up to a cap, handed to the
+// The two phases that read a whole upstream body before answering: a 2xx JSON answer (decoded from
+// its content encoding as it arrives and size-capped, ./answer-body.ts; checked by the protocol, then
+// committed: beforeComplete runs before the body is sent) and a non-2xx error body (its head kept up to a cap, handed to the
 // failover loop as a provider_error, never sent from here).
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { AnswerDecoding } from '../platforms/types.ts';
 import type { ProtocolModule } from '../protocols/types.ts';
 import { findStringValue, readString } from '../stream/json-key.ts';
+import { type AnswerBody, answerBody, BodyBuffer, type BodyResult } from './answer-body.ts';
 import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, providerHeaders } from './attempt-head.ts';
 import type { CommittedOutcome } from './attempt-types.ts';
 
+export { BodyBuffer } from './answer-body.ts';
+
 /** An error body is kept up to this many bytes (the rest is dropped, the answer still passed on). */
 export const MAX_ERROR_BODY = 1024 * 1024;
 
-/** A body decoded from its Content-Encoding, or null when it does not decode (or the encoding is unknown). */
-export function decodeBody(body: Buffer, encoding: string | undefined): Buffer | null {
-  if (!encoding || encoding === 'identity') return body;
-  try {
-    if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipSync(body);
-    if (encoding === 'br') return brotliDecompressSync(body);
-    if (encoding === 'deflate') return inflateSync(body);
-  } catch {
-    return null;
-  }
-  return null;
-}
-
-/** Body chunks collected up to a cap. */
-export class BodyBuffer {
-  private readonly chunks: Buffer[] = [];
-  private size = 0;
-
-  constructor(readonly cap: number) {}
-
-  /** Keeps the chunk, or returns false once the body has gone past the cap (that chunk and every
-   *  later one are dropped). */
-  add(chunk: Buffer): boolean {
-    this.size += chunk.length;
-    if (this.size > this.cap) return false;
-    this.chunks.push(chunk);
-    return true;
-  }
-
-  /** The body; a body that came in one chunk is that chunk (Buffer.concat would copy it). */
-  bytes(): Buffer {
-    return this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
-  }
-}
-
 type JsonState =
-  /** Collecting the body. */
-  | { kind: 'reading'; body: BodyBuffer }
+  /** Collecting the body (decoded as it arrives). */
+  | { kind: 'reading'; body: AnswerBody }
+  /** The provider is done; the body's decoding is finishing. */
+  | { kind: 'decoding'; body: AnswerBody }
   /** A usable answer is committed: beforeComplete runs, then the body goes out. */
   | { kind: 'delivering'; outcome: CommittedOutcome };
 
-/** A 2xx answer that is not an event stream: read whole, then committed and sent in one piece. */
+/** A 2xx answer that is not an event stream: read whole (decoded from its content encoding, within
+ *  the body limit), then committed and sent in one piece. */
 export class JsonReader implements AttemptPhase {
   readonly kind = 'json';
   private state: JsonState;
@@ -65,7 +35,7 @@ export class JsonReader implements AttemptPhase {
     private readonly slugJson: Buffer,
     private readonly head: AnswerHead,
   ) {
-    this.state = { kind: 'reading', body: new BodyBuffer(core.limits.maxUpstreamBodyBytes) };
+    this.state = { kind: 'reading', body: answerBody(head.headers['content-encoding'], core.limits.maxUpstreamBodyBytes, this.onBody) };
   }
 
   onData(chunk: Buffer): void {
@@ -75,15 +45,32 @@ export class JsonReader implements AttemptPhase {
     if (core.firstByteMs === null) core.markFirstByte();
     // A body that stops midway must not hold the request forever.
     core.armIdle(this);
-    if (!s.body.add(chunk)) core.fail('too_large', `the provider answer exceeded ${s.body.cap} bytes`);
+    s.body.add(chunk);
   }
 
   onEnd(): void {
     const s = this.state;
     if (s.kind !== 'reading') return;
+    // The provider is done: what remains (decoding) is the gateway's own work, not a provider silence.
+    this.core.dropIdle();
+    this.state = { kind: 'decoding', body: s.body };
+    s.body.end();
+  }
+
+  /** The body's result: a failure as soon as it is known, or the decoded body after the end. */
+  private readonly onBody = (r: BodyResult): void => {
     const core = this.core;
-    const raw = decodeBody(s.body.bytes(), this.head.headers['content-encoding']);
-    const answer = raw === null ? null : this.protocol.readJson(raw, this.slugJson);
+    if (core.done || this.state.kind === 'delivering') return;
+    if (r.kind !== 'ok') {
+      core.fail(r.kind, r.detail);
+      return;
+    }
+    const errorStatus = this.protocol.inbandErrorStatus?.(r.body) ?? null;
+    if (errorStatus !== null) {
+      this.inbandError(errorStatus, r.body);
+      return;
+    }
+    const answer = this.protocol.readJson(r.body, this.slugJson);
     if (answer === null) {
       core.fail('malformed', 'the provider answer was not a usable JSON body');
       return;
@@ -110,20 +97,38 @@ export class JsonReader implements AttemptPhase {
       core.reply.send(this.head.status, providerHeaders(this.head, answer.upstreamModel, false), answer.body);
       core.finish(outcome);
     });
+  };
+
+  /** A 2xx whose body is the provider's error: the provider's error, with the status it stands for
+   *  (the body goes on decoded, so without its Content-Encoding). */
+  private inbandError(status: number, body: Buffer): void {
+    const core = this.core;
+    const head: AnswerHead = { ...this.head, status };
+    core.finish({ kind: 'provider_error', status, headers: providerHeaders(head, null, false), body, firstByteMs: core.firstByteMs ?? core.elapsed() });
+  }
+
+  /** The attempt ends before the answer was committed: the body's decoding stops with it. */
+  private closeBody(): void {
+    const s = this.state;
+    if (s.kind !== 'delivering') s.body.close();
   }
 
   onError(err: Error): void {
-    if (this.state.kind === 'reading') this.core.upstreamFailed(err);
+    if (this.state.kind !== 'reading') return;
+    this.closeBody();
+    this.core.upstreamFailed(err);
   }
 
   onIdle(): void {
+    this.closeBody();
     this.core.fail('timeout', `provider went silent for ${this.core.limits.streamIdleTimeoutMs} ms before answering`);
   }
 
   onClientAborted(): void {
     const core = this.core;
     const s = this.state;
-    if (s.kind === 'reading') {
+    if (s.kind !== 'delivering') {
+      s.body.close();
       core.clientGone();
       return;
     }
@@ -135,7 +140,9 @@ export class JsonReader implements AttemptPhase {
 
   onDrained(): void {
     // Delivering: the answer is whole and goes out once settled; only a body still coming is cut.
-    if (this.state.kind === 'reading') this.core.fail('drained', DRAINED_DETAIL);
+    if (this.state.kind === 'delivering') return;
+    this.closeBody();
+    this.core.fail('drained', DRAINED_DETAIL);
   }
 }
 

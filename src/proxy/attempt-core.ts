@@ -41,8 +41,11 @@ export class AttemptCore {
   ctrl: UpstreamControl | null = null;
   /** When the provider's answer began, in ms since the attempt started; null until then. */
   firstByteMs: number | null = null;
-  private readonly t0: number;
-  private readonly firstByteTimer: AttemptTimer;
+  /** Where the first-byte time is measured from: the attempt's start, or, for a streamed upload,
+   *  the moment it was handed whole to the provider's connection. */
+  private t0: number;
+  /** Null while a streamed upload is still being sent: the client's pace is not the provider's. */
+  private firstByteTimer: AttemptTimer | null = null;
   private idleTimer: AttemptTimer | null = null;
   private idleWatcher: IdleWatcher | null = null;
   private stallTimer: AttemptTimer | null = null;
@@ -53,9 +56,19 @@ export class AttemptCore {
     readonly timers: AttemptTimers,
     private readonly resolve: (outcome: AttemptOutcome) => void,
     private readonly beforeComplete: AttemptInput['beforeComplete'],
+    /** The request body is streamed (an upload): the first-byte limit starts once it was sent. */
+    streamedBody = false,
   ) {
     this.t0 = timers.now();
-    this.firstByteTimer = timers.start(this.onFirstByteTimeout, limits.firstByteTimeoutMs);
+    if (!streamedBody) this.firstByteTimer = timers.start(this.onFirstByteTimeout, limits.firstByteTimeoutMs);
+  }
+
+  /** A streamed request body was sent whole: from now on the provider is timed (first-byte limit,
+   *  first-byte time). Once its answer has begun, nothing changes. */
+  requestSent(): void {
+    if (this.done || this.firstByteTimer !== null || this.firstByteMs !== null) return;
+    this.t0 = this.timers.now();
+    this.firstByteTimer = this.timers.start(this.onFirstByteTimeout, this.limits.firstByteTimeoutMs);
   }
 
   private readonly onFirstByteTimeout = (): void => {
@@ -69,14 +82,14 @@ export class AttemptCore {
     this.idleWatcher?.onIdle();
   };
 
-  /** Milliseconds since the attempt started. */
+  /** Milliseconds since the attempt started (since its streamed upload was sent, once it was). */
   elapsed(): number {
     return this.timers.now() - this.t0;
   }
 
   /** The provider's answer began: the first-byte limit no longer applies. */
   markFirstByte(): number {
-    this.firstByteTimer.close();
+    this.firstByteTimer?.close();
     const ms = this.elapsed();
     this.firstByteMs = ms;
     return ms;
@@ -118,7 +131,7 @@ export class AttemptCore {
   /** Stops every timer (the answer is complete and being delivered, or the attempt is over). The
    *  idle timer is stopped, not dropped: a later armIdle() refreshes it, which does nothing. */
   clearTimers(): void {
-    this.firstByteTimer.close();
+    this.firstByteTimer?.close();
     if (this.idleTimer) this.idleTimer.close();
     this.clearWriteStall();
   }

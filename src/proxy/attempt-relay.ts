@@ -32,13 +32,14 @@ type Preamble = Extract<RelayState, { kind: 'preamble' }>;
 const LIVE: RelayState = { kind: 'live' };
 const COMPLETING: RelayState = { kind: 'completing' };
 const NOTHING = Buffer.alloc(0);
+export const AFTER_THE_END = 'the provider kept sending after its answer ended';
 
 export class StreamRelay implements AttemptPhase {
   readonly kind = 'stream';
   private state: RelayState = { kind: 'preamble', held: [], heldBytes: 0 };
   /** The client is not keeping up: the upstream read is paused until the reply is writable again. */
   private paused = false;
-  private readonly splitter = new SseSplitter();
+  private readonly splitter: SseSplitter;
 
   constructor(
     private readonly core: AttemptCore,
@@ -47,22 +48,38 @@ export class StreamRelay implements AttemptPhase {
     private readonly head: AnswerHead,
     /** Turns the platform's own stream format into SSE first; null for an SSE answer. */
     private readonly decoder: StreamDecoder | null = null,
-  ) {}
+  ) {
+    this.splitter = new SseSplitter(core.limits.maxUpstreamEventBytes);
+  }
 
   onData(chunk: Buffer): void {
     const kind = this.state.kind;
-    if (kind === 'completing') return;
+    if (kind === 'completing') {
+      // The end marker was seen and the provider goes on: nothing more is read of it (its
+      // connection is not kept for an end that may never come); the answer completes as it is.
+      this.core.ctrl?.abort(new Error(AFTER_THE_END));
+      return;
+    }
     if (kind === 'live') this.core.armIdle(this);
     const decoder = this.decoder;
     const sse = decoder ? this.decode(decoder, chunk) : chunk;
     if (sse === null) return;
     this.onEvents(this.splitter.push(sse));
-    // The events before an unreadable frame went their way first; the frame itself ends the attempt.
-    if (decoder?.failure && !this.core.done) return this.unreadable(decoder.failure);
-    const pending = this.splitter.pendingBytes + (this.decoder ? this.decoder.pendingBytes : 0);
-    if (this.state.kind === 'preamble' && !this.core.done && pending > this.core.limits.maxUpstreamBodyBytes) {
-      this.core.fail('too_large', 'a provider event exceeded the size limit');
-    }
+    // Done, or the end marker was seen (onEvents may have moved the state on): what follows changes nothing.
+    if (this.core.done || (this.state as RelayState).kind === 'completing') return;
+    // The events before an unreadable frame or an oversized event went their way first; the frame or
+    // event itself ends the attempt.
+    if (decoder?.failure) return this.unreadable(decoder.failure);
+    const max = this.core.limits.maxUpstreamEventBytes;
+    if (this.splitter.tooLarge || (decoder !== null && decoder.pendingBytes > max)) this.tooLarge(max);
+  }
+
+  /** A provider event past the event size limit: before the commit point a provider failure, after
+   *  it a broken stream. */
+  private tooLarge(max: number): void {
+    const detail = `a provider event exceeded ${max} bytes`;
+    if (this.state.kind === 'live') this.breakStream('too_large', detail);
+    else this.core.fail('too_large', detail);
   }
 
   /** SSE bytes of a decoded chunk, or null when the decoder threw (the attempt is ended). */
@@ -154,6 +171,13 @@ export class StreamRelay implements AttemptPhase {
         out.push(t.out);
       } else {
         this.afterCommitEnd(t, out);
+        return;
+      }
+      // The protocol's end came in an event that is output too (a final event that opened the
+      // answer): the stream is complete, and nothing the provider sends after it is relayed.
+      if (this.tap.completed && this.state.kind === 'live') {
+        this.flush(out);
+        this.completeStream(null);
         return;
       }
     }

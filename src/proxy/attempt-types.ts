@@ -13,6 +13,8 @@ export interface AttemptLimits {
   streamIdleTimeoutMs: number;
   preambleMaxBytes: number;
   maxUpstreamBodyBytes: number;
+  /** The most bytes one event of a provider's stream may hold (a longer one ends the attempt). */
+  maxUpstreamEventBytes: number;
   /** A committed stream whose client takes no bytes this long is cut (`write_stall`). */
   writeStallTimeoutMs: number;
 }

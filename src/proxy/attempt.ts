@@ -13,7 +13,7 @@ import type { UpstreamSink } from '../upstream/client.ts';
 import { ErrorReader, JsonReader } from './attempt-body.ts';
 import { AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, routeHead } from './attempt-head.ts';
-import { StreamRelay } from './attempt-relay.ts';
+import { AFTER_THE_END, StreamRelay } from './attempt-relay.ts';
 import { type AttemptTimers, systemTimers } from './attempt-timers.ts';
 import type { AttemptInput, AttemptOutcome } from './attempt-types.ts';
 
@@ -71,7 +71,9 @@ export class AttemptSink implements UpstreamSink {
 
   onHead(status: number, headers: Record<string, string>): void {
     const core = this.core;
-    if (core.done) return;
+    // An interim (1xx) head is not the answer, and an answer has one head: neither changes the phase
+    // (nor stops the first-byte limit, which runs until the final head's content).
+    if (core.done || status < 200 || this.phase.kind !== 'head') return;
     const { protocol, slugJson } = this.input;
     const route = routeHead(status, headers, this.input.decoding ?? null);
     const head: AnswerHead = { status, headers, identity: this.input.identity };
@@ -99,6 +101,9 @@ export class AttemptSink implements UpstreamSink {
 
   onData(chunk: Buffer): void {
     if (!this.core.done) this.phase.onData(chunk);
+    // The answer is over (its end marker was seen) and the provider goes on sending: nothing more is
+    // read of it, and its connection is not kept waiting for an end that may never come.
+    else this.core.ctrl?.abort(new Error(AFTER_THE_END));
   }
 
   onEnd(): void {
@@ -107,6 +112,10 @@ export class AttemptSink implements UpstreamSink {
 
   onError(err: Error): void {
     if (!this.core.done) this.phase.onError(err);
+  }
+
+  onRequestSent(): void {
+    this.core.requestSent();
   }
 
   readonly onClientAborted = (): void => {
@@ -127,7 +136,9 @@ export function runAttempt(input: AttemptInput, timers: AttemptTimers = systemTi
       unwatch?.();
       resolve(outcome);
     };
-    const core = new AttemptCore(input.reply, input.limits, timers, done, input.beforeComplete);
+    const body = input.call.body;
+    const streamedBody = typeof body !== 'string' && !Buffer.isBuffer(body);
+    const core = new AttemptCore(input.reply, input.limits, timers, done, input.beforeComplete, streamedBody);
     const sink = new AttemptSink(core, input);
     input.reply.onAborted(sink.onClientAborted);
     core.ctrl = input.client.call(input.call, sink);

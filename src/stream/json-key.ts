@@ -166,6 +166,49 @@ export function findValueStart(buf: Buffer, key: string, depth: number): number 
   return -1;
 }
 
+/**
+ * The value spans of every member of the object whose `{` is at `open` whose name is `key`, however
+ * the name is spelled (`"mod\u0065l"` is `model`), in order of appearance; null when the object is cut
+ * short or is not well formed. A provider may send a key twice: a JSON parser keeps the last value,
+ * so a rewrite must see every one. Values are skipped, not parsed: one pass over the object's bytes.
+ */
+export function memberValues(buf: Buffer, open: number, key: string): ValueSpan[] | null {
+  const spans: ValueSpan[] = [];
+  let i = open + 1;
+  while (isSpace(buf[i])) i++;
+  if (buf[i] === CLOSE_OBJ) return spans;
+  for (;;) {
+    if (buf[i] !== QUOTE) return null;
+    const nameEnd = valueEnd(buf, i);
+    if (nameEnd === -1) return null;
+    const named = nameIs(buf, i, nameEnd, key);
+    i = nameEnd;
+    while (isSpace(buf[i])) i++;
+    if (buf[i] !== COLON) return null;
+    i++;
+    while (isSpace(buf[i])) i++;
+    const end = valueEnd(buf, i);
+    if (end === -1) return null;
+    if (named) spans.push({ start: i, end });
+    i = end;
+    while (isSpace(buf[i])) i++;
+    if (buf[i] === CLOSE_OBJ) return spans;
+    if (buf[i] !== 0x2c) return null;
+    i++;
+    while (isSpace(buf[i])) i++;
+  }
+}
+
+/** Whether the JSON string at [start, end) (quotes included) is `key`, escapes decoded. */
+function nameIs(buf: Buffer, start: number, end: number, key: string): boolean {
+  if (buf.subarray(start, end).indexOf(BACKSLASH) === -1) return end - start - 2 === key.length && asciiAt(buf, start + 1, key);
+  try {
+    return JSON.parse(buf.toString('utf8', start, end)) === key;
+  } catch {
+    return false;
+  }
+}
+
 /** Index of the `{` of the first JSON object at or after `from` (whitespace skipped), or -1. */
 export function objectOpenAt(buf: Buffer, from: number): number {
   let j = from;

@@ -1,66 +1,118 @@
 // Incremental SSE event splitter: feeds on upstream chunks at any boundary and hands out whole events
-// (each with its terminating blank line). Scans only the new bytes, never the whole buffer again.
+// (each with its terminating blank line). Linear in the bytes fed, whatever the chunking: each byte is
+// scanned once, the chunks of an unfinished event are kept in a list (never re-concatenated per chunk)
+// and joined once, when the event ends. An event may hold at most `maxEventBytes`: past that the
+// splitter stops (`tooLarge`), so a provider that never ends an event costs bounded memory and CPU.
 // Splitting raw bytes is safe for UTF-8: the newline byte never occurs inside a multi-byte character.
 
 const LF = 0x0a;
 const CR = 0x0d;
+const NONE = -1;
 
 export class SseSplitter {
-  private tail: Buffer | null = null;
-  /** Where scanning resumes in `tail` (bytes before it hold no complete boundary). */
-  private scanFrom = 0;
+  /** The chunks (views) of the event not finished yet, in order. */
+  private held: Buffer[] = [];
+  private heldBytes = 0;
+  /** The last two bytes held (NONE when absent): a boundary may begin there and end in the next chunk. */
+  private last = NONE;
+  private beforeLast = NONE;
+  private over = false;
+
+  /** `maxEventBytes`: the most bytes one event may hold (its blank line included). */
+  constructor(readonly maxEventBytes = Number.POSITIVE_INFINITY) {}
 
   /** Bytes held waiting for the end of an event. */
   get pendingBytes(): number {
-    return this.tail ? this.tail.length : 0;
+    return this.heldBytes;
   }
 
-  /** Feed a chunk; returns the complete events it finished (possibly none). */
+  /** An event went past `maxEventBytes`: it and everything after it were dropped. */
+  get tooLarge(): boolean {
+    return this.over;
+  }
+
+  /** Feed a chunk; returns the complete events it finished (possibly none), in order. Once an event
+   *  is too large, returns the events before it and then nothing more. */
   push(chunk: Buffer): Buffer[] {
-    let buf: Buffer;
-    if (this.tail) {
-      buf = Buffer.concat([this.tail, chunk]);
-    } else {
-      buf = chunk;
-      this.scanFrom = 0;
-    }
     const out: Buffer[] = [];
+    if (this.over) return out;
     let start = 0;
-    let i = this.scanFrom > 0 ? this.scanFrom - 1 : 0;
+    let end = this.heldBytes > 0 ? this.endAcross(chunk) : NONE;
     for (;;) {
-      const nl = buf.indexOf(LF, i);
-      if (nl === -1) break;
-      // An event ends at an empty line: "\n\n" or "\n\r\n" (CRLF streams), or "\r\r" (rare, CR-only).
-      const next = buf[nl + 1];
-      if (next === LF) {
-        out.push(buf.subarray(start, nl + 2));
-        start = nl + 2;
-        i = start;
-      } else if (next === CR && buf[nl + 2] === LF) {
-        out.push(buf.subarray(start, nl + 3));
-        start = nl + 3;
-        i = start;
-      } else {
-        i = nl + 1;
-      }
+      if (end === NONE) end = boundaryEnd(chunk, start);
+      if (end === NONE) break;
+      const event = this.heldBytes > 0 ? this.joined(chunk.subarray(0, end)) : chunk.subarray(start, end);
+      if (event.length > this.maxEventBytes) return this.stop(out);
+      out.push(event);
+      start = end;
+      end = NONE;
     }
-    if (start >= buf.length) {
-      this.tail = null;
-      this.scanFrom = 0;
-    } else {
-      this.tail = start === 0 && buf === chunk ? Buffer.from(buf) : buf.subarray(start);
-      // Resume one byte early so a boundary split across chunks ("\n" | "\n") is found.
-      this.scanFrom = Math.max(0, buf.length - start - 1);
+    if (start < chunk.length) {
+      if (this.heldBytes + chunk.length - start > this.maxEventBytes) return this.stop(out);
+      this.hold(chunk.subarray(start));
     }
     return out;
   }
 
   /** Bytes left when the stream ended without a final blank line (an unterminated event), or null. */
   flush(): Buffer | null {
-    const t = this.tail;
-    this.tail = null;
-    this.scanFrom = 0;
+    const t = this.heldBytes > 0 ? this.joined(Buffer.alloc(0)) : null;
     return t && t.length > 0 ? t : null;
+  }
+
+  /** Where an event ends in `chunk` when its blank line began in the held bytes ("\n" | "\n",
+   *  "\n" | "\r\n", "\n\r" | "\n"), or NONE. */
+  private endAcross(chunk: Buffer): number {
+    const first = chunk[0];
+    if (this.last === LF) {
+      if (first === LF) return 1;
+      if (first === CR && chunk[1] === LF) return 2;
+    } else if (this.last === CR && this.beforeLast === LF && first === LF) return 1;
+    return NONE;
+  }
+
+  private hold(part: Buffer): void {
+    this.held.push(part);
+    this.heldBytes += part.length;
+    if (part.length >= 2) {
+      this.beforeLast = part[part.length - 2] as number;
+      this.last = part[part.length - 1] as number;
+    } else {
+      this.beforeLast = this.last;
+      this.last = part[0] as number;
+    }
+  }
+
+  /** The held bytes followed by `tail`, in one buffer; nothing is held afterwards. */
+  private joined(tail: Buffer): Buffer {
+    const parts = this.held;
+    parts.push(tail);
+    const event = Buffer.concat(parts, this.heldBytes + tail.length);
+    this.held = [];
+    this.heldBytes = 0;
+    this.last = NONE;
+    this.beforeLast = NONE;
+    return event;
+  }
+
+  private stop(out: Buffer[]): Buffer[] {
+    this.over = true;
+    this.held = [];
+    this.heldBytes = 0;
+    return out;
+  }
+}
+
+/** Index just after the first blank line ("\n\n" or "\n\r\n") wholly inside `buf` from `from`, or NONE. */
+function boundaryEnd(buf: Buffer, from: number): number {
+  let i = from;
+  for (;;) {
+    const nl = buf.indexOf(LF, i);
+    if (nl === -1) return NONE;
+    const next = buf[nl + 1];
+    if (next === LF) return nl + 2;
+    if (next === CR && buf[nl + 2] === LF) return nl + 3;
+    i = nl + 1;
   }
 }
 

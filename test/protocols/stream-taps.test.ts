@@ -124,7 +124,7 @@ t.test('responses tap', async (t) => {
 
 t.test('images tap', async (t) => {
   everySplit(t, images, Buffer.from(IMAGES), (r) => {
-    t.same(r.kinds, ['content', 'content']);
+    t.same(r.kinds, ['content', 'terminal'], 'the completed event ends the stream');
     t.equal(r.out, IMAGES);
     t.match(r.usage, { promptTokens: 3, completionTokens: 100 });
     t.ok(r.completed);

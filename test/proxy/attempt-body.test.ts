@@ -2,8 +2,8 @@
 // committed with beforeComplete running before the body goes out; a non-2xx error body is kept up to
 // its cap and becomes a provider_error outcome, never written by the attempt itself.
 import t from 'tap';
-import { gzipSync } from 'node:zlib';
-import { BodyBuffer, decodeBody, ErrorReader, JsonReader, MAX_ERROR_BODY } from '../../src/proxy/attempt-body.ts';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { BodyBuffer, ErrorReader, JsonReader, MAX_ERROR_BODY } from '../../src/proxy/attempt-body.ts';
 import type { AttemptInput, AttemptOutcome } from '../../src/proxy/attempt-types.ts';
 import { answerHead, coreHarness, fakeProtocol, IDENTITY, SLUG } from './attempt-fakes.ts';
 
@@ -62,40 +62,52 @@ t.test('a JSON answer: a throwing hook still delivers', async (t) => {
   t.same(r.reply.wire, [`send 200 ${REWRITTEN}`]);
 });
 
-t.test('a JSON answer is decoded from its content encoding; the encoding is not forwarded', async (t) => {
+t.test('a JSON answer is decoded from its content encoding as it arrives; the encoding is not forwarded', async (t) => {
   const r = json({ 'content-type': 'application/json', 'content-encoding': 'gzip' });
   const zipped = gzipSync(ANSWER);
   r.unit.onData(zipped.subarray(0, 7));
   r.unit.onData(zipped.subarray(7));
   r.unit.onEnd();
+  await r.promise;
   t.same(r.reply.wire, [`send 200 ${REWRITTEN}`]);
   t.notOk(r.reply.headers.some(([k]) => k === 'Content-Encoding'));
 });
 
-t.test('decodeBody: identity, the three codings, and what cannot be decoded', async (t) => {
-  const body = Buffer.from(ANSWER);
-  t.equal(decodeBody(body, undefined), body);
-  t.equal(decodeBody(body, 'identity'), body);
-  t.equal(decodeBody(gzipSync(body), 'x-gzip')?.toString(), ANSWER);
-  t.equal(decodeBody(Buffer.from('not gzip'), 'gzip'), null);
-  t.equal(decodeBody(body, 'zstd'), null, 'an unknown coding');
-});
-
 t.test('a JSON answer that is not usable fails as malformed', async (t) => {
-  for (const [name, body, headers] of [
-    ['not JSON', 'oops', undefined],
-    ['an in-band error', '{"error":{"message":"busy"}}', undefined],
-    ['empty', '', undefined],
-    ['undecodable', 'plain', { 'content-encoding': 'gzip' }],
-    ['unknown coding', ANSWER, { 'content-encoding': 'zstd' }],
+  for (const [name, body, headers, detail] of [
+    ['not JSON', 'oops', undefined, 'the provider answer was not a usable JSON body'],
+    ['an in-band error', '{"error":{"message":"busy"}}', undefined, 'the provider answer was not a usable JSON body'],
+    ['empty', '', undefined, 'the provider answer was not a usable JSON body'],
+    ['undecodable', 'plain', { 'content-encoding': 'gzip' }, 'the provider answer did not decompress'],
+    ['cut inside its compressed stream', gzipSync(ANSWER).subarray(0, 20).toString('latin1'), { 'content-encoding': 'gzip' }, 'the provider answer did not decompress'],
+    ['unknown coding', ANSWER, { 'content-encoding': 'zstd' }, "the provider answer's content encoding (zstd) cannot be decoded"],
   ] as const) {
     const r = json(headers);
-    if (body) r.unit.onData(Buffer.from(body));
+    if (body) r.unit.onData(Buffer.from(body, 'latin1'));
     r.unit.onEnd();
-    t.same(r.seen.outcome, { kind: 'failed', reason: 'malformed', detail: 'the provider answer was not a usable JSON body', firstByteMs: body ? 0 : null }, name);
-    t.same(r.ctrl.aborts, ['the provider answer was not a usable JSON body']);
+    t.same(await r.promise, { kind: 'failed', reason: 'malformed', detail, firstByteMs: body ? 0 : null }, name);
+    t.same(r.ctrl.aborts, [detail]);
     t.same(r.reply.wire, [], `${name}: nothing sent`);
   }
+});
+
+t.test('a compressed answer that inflates past maxUpstreamBodyBytes fails as too_large, without inflating the rest', async (t) => {
+  for (const [coding, zip] of [
+    ['gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+  ] as const) {
+    const r = json({ 'content-type': 'application/json', 'content-encoding': coding });
+    const bomb = zip(Buffer.alloc(64 * 1024 * 1024, 0x20));
+    t.ok(bomb.length <= 256 * 1024, `${coding}: ${bomb.length} compressed bytes`);
+    // The compressed bytes alone stay under the 256-byte limit only in pieces: send the head of it.
+    r.unit.onData(bomb.subarray(0, 200));
+    t.same(await r.promise, { kind: 'failed', reason: 'too_large', detail: 'the provider answer inflated past 256 bytes', firstByteMs: 0 }, coding);
+    t.same(r.reply.wire, []);
+  }
+  const r = json({ 'content-type': 'application/json', 'content-encoding': 'gzip' });
+  r.unit.onData(Buffer.alloc(257));
+  t.same(await r.promise, { kind: 'failed', reason: 'too_large', detail: 'the provider answer exceeded 256 bytes', firstByteMs: 0 }, 'the compressed bytes count too');
 });
 
 t.test('a JSON answer over maxUpstreamBodyBytes fails as too_large at once', async (t) => {

@@ -262,7 +262,7 @@ class FakeTap implements StreamTap {
 
 // The write-stall limit is long here so the backpressure tests can hold a client paused for 20 s of
 // fake time; the write-stall tests set their own.
-export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256, writeStallTimeoutMs: 30_000 };
+export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256, maxUpstreamEventBytes: 256, writeStallTimeoutMs: 30_000 };
 
 export const IDENTITY: HeaderList = [
   ['X-Pi-Provider', 'alpha'],
@@ -288,6 +288,9 @@ export function coreHarness(limits: AttemptLimits = LIMITS, beforeComplete?: Att
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
   const seen: Seen = { outcome: null, count: 0 };
+  let resolve: (o: AttemptOutcome) => void = () => undefined;
+  /** The first outcome (for phases that end asynchronously, like decompression). */
+  const promise = new Promise<AttemptOutcome>((r) => (resolve = r));
   const core = new AttemptCore(
     reply,
     limits,
@@ -295,11 +298,12 @@ export function coreHarness(limits: AttemptLimits = LIMITS, beforeComplete?: Att
     (o) => {
       seen.outcome = o;
       seen.count++;
+      resolve(o);
     },
     beforeComplete,
   );
   core.ctrl = ctrl;
-  return { reply, ctrl, timers, core, seen };
+  return { reply, ctrl, timers, core, seen, promise };
 }
 
 export function answerHead(status: number, headers: Record<string, string> = {}): AnswerHead {
@@ -307,7 +311,7 @@ export function answerHead(status: number, headers: Record<string, string> = {})
 }
 
 /** runAttempt over a fake client: the test plays the upstream through `sink`. */
-export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding'] } = {}) {
+export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding']; body?: UpstreamCall['body'] } = {}) {
   const reply = new FakeReply();
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
@@ -322,7 +326,7 @@ export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: 
   const promise = runAttempt(
     {
       client,
-      call: { url: 'http://upstream.test/v1', headers: {}, body: '{}' },
+      call: { url: 'http://upstream.test/v1', headers: {}, body: opts.body ?? '{}' },
       protocol: fakeProtocol,
       slugJson: SLUG,
       reply,

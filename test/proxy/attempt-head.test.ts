@@ -2,6 +2,7 @@
 // answer goes out with, and runAttempt end to end over a fake client: the sink hands each callback to
 // the phase the head chose, and after the outcome nothing more reaches the client.
 import t from 'tap';
+import { Readable } from 'node:stream';
 import { AttemptSink } from '../../src/proxy/attempt.ts';
 import { type HeadRoute, providerHeaders, routeHead } from '../../src/proxy/attempt-head.ts';
 import { answerHead, attemptHarness, ev, IDENTITY } from './attempt-fakes.ts';
@@ -67,7 +68,7 @@ t.test('runAttempt: a stream end to end, and nothing after the outcome', async (
   up.onError(new Error('late'));
   h.reply.abort();
   t.same(h.reply.wire, wire, 'nothing written after the outcome');
-  t.same(h.ctrl.aborts, []);
+  t.same(h.ctrl.aborts, ['the provider kept sending after its answer ended'], 'a provider that goes on sending is dropped');
   t.equal(h.timers.armed, 0);
 });
 
@@ -118,4 +119,54 @@ t.test('runAttempt: before the head', async (t) => {
   const sink = gone.upstream();
   t.ok(sink instanceof AttemptSink && sink.phaseKind === 'head', 'a head after the outcome is ignored');
   t.equal(gone.timers.armed, 0);
+});
+
+t.test('runAttempt: an interim head is not the answer, and an answer has one head', async (t) => {
+  const h = attemptHarness();
+  const sink = h.upstream();
+  if (!(sink instanceof AttemptSink)) throw new Error('not an AttemptSink');
+  sink.onHead(103, { link: '</a>' });
+  t.equal(sink.phaseKind, 'head', 'still waiting for the answer');
+  h.timers.advance(4999);
+  t.equal(h.outcome(), null);
+  sink.onHead(200, { 'content-type': 'text/event-stream' });
+  t.equal(sink.phaseKind, 'stream');
+  sink.onHead(500, { 'content-type': 'application/json' });
+  t.equal(sink.phaseKind, 'stream', 'a second head changes nothing');
+  sink.onData(ev('c1'));
+  sink.onData(Buffer.from('data: [DONE]\n\n'));
+  t.match(await h.promise, { kind: 'committed', status: 200, broken: null });
+
+  const silent = attemptHarness();
+  silent.upstream().onHead(102, {});
+  silent.timers.advance(5000);
+  t.same(await silent.promise, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null }, 'the first-byte limit runs through interim heads');
+});
+
+t.test('runAttempt: a streamed upload is timed from when it was sent, not from the start of the upload', async (t) => {
+  const h = attemptHarness({ body: Readable.from([Buffer.from('part')]) });
+  const up = h.upstream();
+  h.timers.advance(60_000);
+  t.equal(h.outcome(), null, 'a minute of slow upload: no first-byte timeout');
+  up.onRequestSent?.();
+  h.timers.advance(3000);
+  t.equal(h.outcome(), null);
+  up.onHead(200, { 'content-type': 'text/event-stream' });
+  h.timers.advance(30);
+  up.onData(Buffer.concat([ev('c1'), Buffer.from('data: [DONE]\n\n')]));
+  t.match(await h.promise, { kind: 'committed', firstByteMs: 3030 }, 'the first-byte time counts from the upload\'s end');
+
+  const silent = attemptHarness({ body: Readable.from([Buffer.from('part')]) });
+  silent.upstream().onRequestSent?.();
+  silent.timers.advance(5000);
+  t.same(await silent.promise, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null }, 'then the limit applies');
+
+  const early = attemptHarness({ body: Readable.from([Buffer.from('part')]) });
+  const eu = early.upstream();
+  eu.onHead(200, { 'content-type': 'application/json' });
+  eu.onData(Buffer.from('{"model":"m"}'));
+  eu.onRequestSent?.();
+  eu.onEnd();
+  t.match(await early.promise, { kind: 'committed' }, 'a provider answering before the upload ended');
+  t.equal(early.timers.armed, 0, 'no first-byte timer left behind');
 });

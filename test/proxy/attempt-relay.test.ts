@@ -66,7 +66,7 @@ t.test('before the commit: error, malformed, terminal, end and upstream errors f
     ['terminal before content', (r) => r.data(ev('p1'), DONE), 'empty', 'the provider stream ended before any content'],
     ['end before content', (r) => (r.data(ev('p1')), r.unit.onEnd()), 'empty', 'the provider stream ended before any content'],
     ['end inside an event', (r) => (r.data('data: c1'), r.unit.onEnd()), 'malformed', 'the provider stream ended inside an event'],
-    ['an event over the size limit', (r) => r.data(`data: p${'a'.repeat(300)}`), 'too_large', 'a provider event exceeded the size limit'],
+    ['an event over the size limit', (r) => r.data(`data: p${'a'.repeat(300)}`), 'too_large', 'a provider event exceeded 256 bytes'],
   ];
   for (const [name, run, reason, detail] of cases) {
     const r = relay();
@@ -265,11 +265,34 @@ t.test('client abort while beforeComplete pends: the client-aborted outcome wins
 });
 
 t.test('a custom preamble bound and size limit come from the limits', async (t) => {
-  const r = relay({ limits: { ...LIMITS, preambleMaxBytes: 1000, maxUpstreamBodyBytes: 10_000 } });
+  const r = relay({ limits: { ...LIMITS, preambleMaxBytes: 1000, maxUpstreamEventBytes: 10_000 } });
   r.data(...Array.from({ length: 50 }, (_, i) => ev(`p${String(i).padStart(2, '0')}`)));
   t.same(r.reply.wire, [], '550 bytes of preamble held under a 1000-byte bound');
   r.data(`data: p${'a'.repeat(5000)}`);
   t.equal(r.seen.outcome, null, 'a 5000-byte partial event is under the 10000-byte limit');
+});
+
+t.test('an event over the size limit after the commit point breaks the stream; one after the end marker changes nothing', async (t) => {
+  const r = relay();
+  r.data(ev('c1'));
+  r.data(`data: c${'a'.repeat(100)}`);
+  t.equal(r.seen.outcome, null, 'a partial event under the limit');
+  r.data('a'.repeat(200));
+  const o = committed(r.seen.outcome);
+  t.equal(o.broken, 'too_large');
+  t.same(r.ctrl.aborts, ['a provider event exceeded 256 bytes']);
+  t.match(r.reply.wire.at(-2) ?? '', /a provider event exceeded 256 bytes; the answer is incomplete/, 'the protocol\'s error event');
+  t.equal(r.reply.wire.at(-1), 'end');
+
+  const whole = relay();
+  whole.data(ev('c1'));
+  whole.data(Buffer.concat([ev('c2'), Buffer.from(`data: c${'a'.repeat(300)}\n\n`)]));
+  t.equal(committed(whole.seen.outcome).broken, 'too_large', 'a whole event over the limit in one chunk');
+  t.match(whole.reply.body, /data: c2/, 'the events before it went out first');
+
+  const after = relay();
+  after.data(ev('c1'), DONE + `data: c${'a'.repeat(300)}`);
+  t.equal(committed(after.seen.outcome).broken, null, 'complete');
 });
 
 t.test('a client that drains while beforeComplete pends does not turn a complete stream into a stall', async (t) => {
@@ -357,4 +380,17 @@ t.test('drained: a live stream ends with the error event, a preamble fails, a co
   completing.data(ev('c1'), DONE);
   completing.unit.onDrained();
   t.equal(completing.seen.outcome, null, 'the settlement and end marker go ahead');
+});
+
+t.test('bytes after the end marker, while the settlement commits: not relayed, and the provider is dropped', async (t) => {
+  let release: () => void = () => undefined;
+  const r = relay({ beforeComplete: () => new Promise<void>((resolve) => (release = resolve)) });
+  r.data(ev('c1'), DONE);
+  r.data(ev('c2'));
+  t.same(r.ctrl.aborts, ['the provider kept sending after its answer ended']);
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(committed(r.seen.outcome).broken, null, 'the answer is complete');
+  t.notMatch(r.reply.body, 'c2');
+  t.equal(r.reply.wire.at(-1), 'end');
 });

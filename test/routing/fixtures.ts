@@ -172,6 +172,7 @@ export function buildIndex(parts: {
         maxBodyBytes: 1 << 20,
         maxUploadBytes: 1 << 20,
         maxUpstreamBodyBytes: 1 << 20,
+        maxUpstreamEventBytes: 1 << 20,
         firstByteTimeoutMs: 90_000,
         streamIdleTimeoutMs: 90_000,
         preambleMaxBytes: 65536,

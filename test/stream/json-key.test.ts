@@ -1,6 +1,6 @@
 // The key scanner finds `model` only where it is a key at the asked depth, never inside strings.
 import t from 'tap';
-import { findStringValue, hasNonNullKey, readString, replaceSpan } from '../../src/stream/json-key.ts';
+import { findStringValue, hasNonNullKey, memberValues, readString, replaceSpan } from '../../src/stream/json-key.ts';
 
 const rewrite = (json: string, depth: number, to = 'v/slug') => {
   const buf = Buffer.from(json);
@@ -40,4 +40,19 @@ t.test('non-null key detection', async (t) => {
   t.notOk(hasNonNullKey(Buffer.from('{"usage":null,"x":1}'), 'usage', 1));
   t.ok(hasNonNullKey(Buffer.from('{"choices":[],"usage": {"prompt_tokens":1}}'), 'usage', 1));
   t.notOk(hasNonNullKey(Buffer.from('{"a":{"usage":{"x":1}}}'), 'usage', 1));
+});
+
+t.test('memberValues: every member of one object with a name, however spelled, nothing nested', async (t) => {
+  const spans = (json: string, key = 'model') => {
+    const buf = Buffer.from(json);
+    return memberValues(buf, json.indexOf('{'), key)?.map((s) => buf.toString('utf8', s.start, s.end)) ?? null;
+  };
+  t.same(spans('{"model":"a","x":{"model":"deep"},"model" : "b"}'), ['"a"', '"b"'], 'twice, the nested one left out');
+  t.same(spans('{"mod\\u0065l":"a","\\u006dodel":null,"m\\u006fdel":{"k":1}}'), ['"a"', 'null', '{"k":1}'], 'escaped spellings');
+  t.same(spans('{"models":"a","mode":"b","x":"\\"model\\":\\"c\\""}'), [], 'other names, and the name inside a string');
+  t.same(spans('{}'), []);
+  t.same(spans(' { "model" : 1 , "y" : [1,{"model":2}] } '), ['1']);
+  t.equal(spans('{"model":"a"'), null, 'cut short');
+  t.equal(spans('{"model" "a"}'), null, 'not well formed');
+  t.equal(spans('data: {"a":1,\ndata: "model":"x"}'), null, 'JSON over two data lines cannot be walked');
 });

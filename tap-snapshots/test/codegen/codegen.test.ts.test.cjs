@@ -394,6 +394,7 @@ export const tables: CompiledConfig = {
       maxBodyBytes: 4194304,
       maxUploadBytes: 52428800,
       maxUpstreamBodyBytes: 67108864,
+      maxUpstreamEventBytes: 16777216,
       firstByteTimeoutMs: 90000,
       streamIdleTimeoutMs: 60000,
       preambleMaxBytes: 65536,
