@@ -2,8 +2,10 @@
 // batch (every `flushIntervalMs`, or at once when `maxBatch` rows are queued), never one per request.
 // Rows still queued when the process dies are lost; `Store.close()` flushes them on shutdown.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
+import { MAX_WALLET_NANO } from '../money.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
+import { writeIsolated } from './isolated-writes.ts';
 import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, spendBy, spendDetail, whereOf } from './request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
 
@@ -186,13 +188,14 @@ export class RequestLog {
   }
 
   private write(batch: RequestLogRow[]): void {
-    const insert = this.sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+    const insert = this.sql.get(INSERT_ROW);
     const tx = this.db.transaction((rows: RequestLogRow[]) => {
       for (const r of rows) insert.run(...toDb(r));
     });
     tx.immediate(batch);
     this.counts.transactions++;
     this.counts.written += batch.length;
+    for (const problem of unstorableCosts(batch)) this.onError(new RangeError(problem));
   }
 }
 
@@ -203,11 +206,33 @@ export class RequestLog {
  */
 export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogRow[]): void {
   const update = sql.get(UPDATE_BY_TRACE);
-  const insert = sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+  const insert = sql.get(INSERT_ROW);
   for (const r of rows) {
     const values = toDb(r);
     if (update.run(...UPDATED.map((i) => values[i]), r.trace_id).changes === 0) insert.run(...values);
   }
+}
+
+/**
+ * `upsertRequestLogRows` where a row the table refuses is left out alone (src/store/isolated-writes.ts):
+ * finished requests' rows share a transaction, and one bad row must not lose the others. Returns why
+ * each refused row was refused.
+ */
+export function upsertRequestLogRowsEach(db: SqliteDatabase, sql: Statements, rows: readonly RequestLogRow[]): string[] {
+  const refused = writeIsolated(db, rows, (all) => upsertRequestLogRows(sql, all), (r) => upsertRequestLogRows(sql, [r])).map(
+    (r) => `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
+  );
+  return [...refused, ...unstorableCosts(rows)];
+}
+
+/**
+ * Writes the log row a settlement carries — unless its trace already has a row. The settlement's row
+ * is provisional (what was known when the answer was charged); a row already there can only be the
+ * request's final row (a trace settles once), and the final row has the last word however the two
+ * commits were ordered: a settlement held up behind a busy writer may commit after its request ended.
+ */
+export function insertSettledRequestLogRow(sql: Statements, row: RequestLogRow): void {
+  sql.get(INSERT_IF_ABSENT).run(...toDb(row), row.trace_id);
 }
 
 /**
@@ -217,6 +242,28 @@ export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogR
  */
 const UPDATED = COLUMNS.flatMap((c, i) => (c === 'trace_id' || c === 'workspace' ? [] : [i]));
 const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE trace_id = ?`;
+const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
+const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
+
+/**
+ * A cost as the column stores it, checked before it is bound: one outside what SQLite's INTEGER
+ * holds is stored as NULL — the row is kept (what answered, how it ended), and the ledger refuses
+ * that charge by the same check, so `ledger verify` names the answered request without its
+ * settlement. `unstorableCosts` says which rows lost their cost, for the writer to report.
+ */
+function storedCost(cost: bigint | null): bigint | null {
+  return cost === null || (cost >= 0n && cost <= MAX_WALLET_NANO) ? cost : null;
+}
+
+function unstorableCosts(rows: readonly RequestLogRow[]): string[] {
+  const problems: string[] = [];
+  for (const r of rows) {
+    if (r.cost_nano !== null && storedCost(r.cost_nano) === null) {
+      problems.push(`request-log row of trace ${r.trace_id}: cost_nano ${String(r.cost_nano)} is outside what the column holds (0 to ${MAX_WALLET_NANO} nano-USD); stored without it`);
+    }
+  }
+  return problems;
+}
 
 function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
   return [
@@ -240,7 +287,7 @@ function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
     r.completion_tokens,
     r.reasoning_tokens,
     r.cached_tokens,
-    r.cost_nano,
+    storedCost(r.cost_nano),
     r.app_title,
     r.app_origin,
     r.session_id,
