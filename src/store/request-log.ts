@@ -2,10 +2,10 @@
 // batch (every `flushIntervalMs`, or at once when `maxBatch` rows are queued), never one per request.
 // Rows still queued when the process dies are lost; `Store.close()` flushes them on shutdown.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
-import { MAX_WALLET_NANO } from '../money.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
 import { writeIsolated } from './isolated-writes.ts';
+import { storedCost, unstorableCosts } from './log-cost.ts';
 import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, spendBy, spendDetail, whereOf } from './request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
 
@@ -244,26 +244,6 @@ const UPDATED = COLUMNS.flatMap((c, i) => (c === 'trace_id' || c === 'workspace'
 const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE trace_id = ?`;
 const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
 const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
-
-/**
- * A cost as the column stores it, checked before it is bound: one outside what SQLite's INTEGER
- * holds is stored as NULL — the row is kept (what answered, how it ended), and the ledger refuses
- * that charge by the same check, so `ledger verify` names the answered request without its
- * settlement. `unstorableCosts` says which rows lost their cost, for the writer to report.
- */
-function storedCost(cost: bigint | null): bigint | null {
-  return cost === null || (cost >= 0n && cost <= MAX_WALLET_NANO) ? cost : null;
-}
-
-function unstorableCosts(rows: readonly RequestLogRow[]): string[] {
-  const problems: string[] = [];
-  for (const r of rows) {
-    if (r.cost_nano !== null && storedCost(r.cost_nano) === null) {
-      problems.push(`request-log row of trace ${r.trace_id}: cost_nano ${String(r.cost_nano)} is outside what the column holds (0 to ${MAX_WALLET_NANO} nano-USD); stored without it`);
-    }
-  }
-  return problems;
-}
 
 function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
   return [

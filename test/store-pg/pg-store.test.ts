@@ -195,7 +195,21 @@ t.test('ledger verify names a hold whose lease lapsed and an answered request wi
     prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: null, cached_tokens: null, cost_nano: 300n, app_title: null, app_origin: null,
     session_id: null, ended: 'completed',
   });
+  // A charge beyond BIGINT is stored without its cost; the rest of the batch goes in with it.
+  s.requestLog.append({
+    trace_id: 'too-big', ts: now, workspace: 'w', key_id: null, endpoint: 'chat_completions', model_requested: 'v/m', model_served: null,
+    provider: null, deployment: null, attempts: 0, attempts_json: [], stream: false, status: 429, error_code: 'rate_limited', latency_ms: 1, ttfb_ms: null,
+    prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null, cost_nano: 2n ** 63n, app_title: null, app_origin: null,
+    session_id: null, ended: 'rejected',
+  });
   await s.requestLog.flush();
+  t.same(
+    (await s.requestLog.query({})).map((r) => [r.trace_id, r.cost_nano]),
+    [
+      ['lost-charge', 300n],
+      ['too-big', null],
+    ],
+  );
   local.advance(31_000);
   t.same((await s.wallets.verify()).problems, [
     "hold in-flight of workspace w is open but nothing serves it: its lease lapsed 1000 ms ago (node node-a stopped renewing it); any node's sweeper releases it",
