@@ -80,7 +80,7 @@ export class WalletBook implements WalletService {
     private readonly holdDelayMs = 0,
   ) {
     this.wallets = store.wallets;
-    const inline = (ops: LedgerOp[]): LedgerRefusal[] => store.batch(() => this.wallets.applyEach(ops));
+    const inline = (ops: LedgerOp[]): LedgerRefusal[] => store.batchEach((isolated) => this.wallets.applyEach(ops, isolated));
     this.writer = writer ?? { commit: inline, commitNow: inline };
     this.inline = writer === undefined;
   }

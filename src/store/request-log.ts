@@ -4,7 +4,7 @@
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
-import { writeIsolated } from './isolated-writes.ts';
+import { writeEach } from './isolated-writes.ts';
 import { storedCost, unstorableCosts } from './log-cost.ts';
 import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, spendBy, spendDetail, whereOf } from './request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
@@ -214,12 +214,17 @@ export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogR
 }
 
 /**
- * `upsertRequestLogRows` where a row the table refuses is left out alone (src/store/isolated-writes.ts):
- * finished requests' rows share a transaction, and one bad row must not lose the others. Returns why
- * each refused row was refused.
+ * `upsertRequestLogRows` inside `transactIsolated` (src/store/isolated-writes.ts): all at once, or
+ * on the run after something was refused each row in a savepoint of its own — finished requests'
+ * rows share a transaction, and one bad row must not lose the others. Returns why each row was
+ * refused, and each row whose cost the column could not hold.
  */
-export function upsertRequestLogRowsEach(db: SqliteDatabase, sql: Statements, rows: readonly RequestLogRow[]): string[] {
-  const refused = writeIsolated(db, rows, (all) => upsertRequestLogRows(sql, all), (r) => upsertRequestLogRows(sql, [r])).map(
+export function upsertRequestLogRowsEach(db: SqliteDatabase, sql: Statements, rows: readonly RequestLogRow[], isolated: boolean): string[] {
+  if (!isolated) {
+    upsertRequestLogRows(sql, rows);
+    return unstorableCosts(rows);
+  }
+  const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r])).map(
     (r) => `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
   );
   return [...refused, ...unstorableCosts(rows)];

@@ -24,7 +24,7 @@ import type { Clock } from '../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
 import { LEDGER_COLUMNS, type LedgerRow, ledgerEntry } from './ledger-entry.ts';
-import { writeIsolated } from './isolated-writes.ts';
+import { writeEach } from './isolated-writes.ts';
 import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows, type UnservedHold } from './ledger-invariants.ts';
 import type { LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from './types.ts';
 
@@ -156,26 +156,24 @@ export class Wallets {
   }
 
   /**
-   * `apply` for a group commit of several requests' operations: all of them at once when the store
-   * takes them all, else each on its own (src/store/isolated-writes.ts), so an operation the store
-   * refuses — an amount out of its column's range, a trace held or closed twice — leaves every other
-   * operation of the batch written. `alongside(op)` writes what must stand or fall with an operation
-   * (a settlement's log row), in the same savepoint. Must run inside a transaction. Returns the
-   * refused operations (empty when all were written).
+   * `apply` for a group commit of several requests' operations, inside `transactIsolated`
+   * (src/store/isolated-writes.ts): all of them at once (`isolated` false), or — on the run after
+   * something was refused — each in a savepoint of its own, so an operation the store refuses (an
+   * amount out of its column's range, a trace held or closed twice) leaves every other operation of
+   * the batch written. `alongside(op)` writes what must stand or fall with an operation (a
+   * settlement's log row), in the same savepoint. Returns the refused operations (empty when all
+   * were written).
    */
-  applyEach(ops: readonly LedgerOp[], alongside: (op: LedgerOp) => void = () => undefined): LedgerRefusal[] {
-    const refused = writeIsolated(
-      this.db,
-      ops,
-      (all) => {
-        this.apply(all);
-        for (const op of all) alongside(op);
-      },
-      (op) => {
-        this.apply([op]);
-        alongside(op);
-      },
-    );
+  applyEach(ops: readonly LedgerOp[], isolated: boolean, alongside: (op: LedgerOp) => void = () => undefined): LedgerRefusal[] {
+    if (!isolated) {
+      this.apply(ops);
+      for (const op of ops) alongside(op);
+      return [];
+    }
+    const refused = writeEach(this.db, ops, (op) => {
+      this.apply([op]);
+      alongside(op);
+    });
     return refused.map(({ item, error }) => ({ kind: item.kind, traceId: item.traceId, error: error instanceof Error ? error.message : String(error) }));
   }
 

@@ -11,9 +11,10 @@ import { systemClock } from '../clock.ts';
 import { siblingModule, spawnThread } from '../thread.ts';
 import type { CheckpointData } from './checkpoint-thread.ts';
 import { openDatabase, Statements } from './db.ts';
+import { transactIsolated } from './isolated-writes.ts';
 import { insertSettledRequestLogRow, upsertRequestLogRows, upsertRequestLogRowsEach } from './request-log.ts';
 import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
-import type { LedgerOp, LedgerRefusal } from './types.ts';
+import type { LedgerOp } from './types.ts';
 import { Wallets } from './wallets.ts';
 import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
@@ -62,6 +63,7 @@ function start(): void {
   checkpointer.on('error', () => undefined);
   checkpointer.unref();
 
+  const immediate = <R>(fn: () => R): R => db.transaction(fn).immediate();
   // A settlement's log row stands or falls with it (a crash never keeps a charge without its row).
   const withLogRow = (op: LedgerOp): void => {
     if (op.kind === 'settle' && op.logRow) insertSettledRequestLogRow(sql, op.logRow);
@@ -70,12 +72,10 @@ function start(): void {
   const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
     let ledgerError: string | null = null;
     try {
-      let refused: LedgerRefusal[] = [];
-      let rowErrors: string[] = [];
-      db.transaction(() => {
-        refused = wallets.applyEach(m.ops, withLogRow);
-        rowErrors = upsertRequestLogRowsEach(db, sql, m.rows);
-      }).immediate();
+      const { refused, rowErrors } = transactIsolated(immediate, (isolated) => ({
+        refused: wallets.applyEach(m.ops, isolated, withLogRow),
+        rowErrors: upsertRequestLogRowsEach(db, sql, m.rows, isolated),
+      }));
       Atomics.add(counter, 0, 1);
       return { kind: 'reply', seq: m.seq, ledgerError: null, refused, rowsError: rowErrors.length > 0 ? rowErrors.join('; ') : null };
     } catch (err) {
