@@ -4,8 +4,9 @@
 // as everywhere) together with the request-log row of every settlement among them — a crash never
 // keeps a charge without its log row — and the final log rows of finished requests (each replaces
 // its trace's provisional row; a provisional row never replaces a final one). One commit carries
-// many requests' writes: one the store refuses is left out alone, never with the others. WAL checkpoints run on a thread of their own (checkpoint-thread.ts),
-// which this one starts and stops: a commit never waits for one.
+// many requests' writes: one the store refuses is left out alone, never with the others
+// (isolated-writes.ts). WAL checkpoints run on a thread of their own (checkpoint-thread.ts), which
+// this one starts and stops: a commit never waits for one.
 import { parentPort, type Worker, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.ts';
 import { siblingModule, spawnThread } from '../thread.ts';
