@@ -8,7 +8,9 @@
 // connection dropped mid-statement) is released in the background until PostgreSQL answers (release
 // is idempotent: a hold that never committed is a no-op). A settlement is retried until it commits or
 // the hold's lease is near its end (settle is idempotent per trace, so a retry never charges twice);
-// only then is the answer delivered uncharged, and the sweeper releases the hold.
+// only then is the answer delivered uncharged, and the sweeper releases the hold. A settlement the
+// database refuses (an amount out of its column's range) is not retried: the hold is released at
+// once — nothing charged, the note says why — rather than held until its lease lapses.
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerDetails } from '../store/types.ts';
@@ -76,11 +78,25 @@ export class PgWalletService implements WalletService {
         return done;
       } catch (err) {
         if (!isUnavailable(err) || attempt >= attempts) {
+          if (!isUnavailable(err)) await this.releaseRefused(traceId, err);
           this.open.delete(traceId);
           throw err;
         }
         await sleep(RETRY_MS);
       }
+    }
+  }
+
+  /** The database refused this trace's settlement: its hold is closed now, at zero cost. */
+  private async releaseRefused(traceId: string, err: unknown): Promise<void> {
+    this.log('settlement_refused', { trace_id: traceId, error: message(err) });
+    try {
+      await this.store.holds.release(traceId, this.opts.clock.now(), `settlement refused by the store: ${message(err)}`);
+    } catch (releaseErr) {
+      // Released later (by the timer when PostgreSQL is back, else by the lease): never hides why
+      // the settlement failed.
+      if (isUnavailable(releaseErr)) this.pendingRelease.add(traceId);
+      else this.log('release_failed', { trace_id: traceId, error: message(releaseErr) });
     }
   }
 

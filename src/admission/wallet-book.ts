@@ -18,6 +18,10 @@
 // trips and two transactions (its hold, then its settlement); with it, usually one. Nothing waits on
 // a hold's row, and a crash before it is written leaves nothing to release.
 //
+// One request's refused write never takes another's down: the store writes a batch's operations so
+// that one it refuses (an amount out of its column's range, a trace held twice) is left out alone
+// (`Wallets.applyEach`), and answers which; `landed` undoes just those here.
+//
 // Durability: a settlement's promise resolves only once its transaction committed, and the request
 // path sends the answer's last bytes after that (AttemptInput.beforeComplete). A crash can lose
 // holds not yet written — which the restart would have released anyway — but never a charge for an
@@ -26,7 +30,7 @@
 // Other processes: the CLI only adds money (`wallet credit`); `refresh()` — called when another
 // connection committed — writes what is pending, then reloads balances. Two gateways taking holds on
 // one database file is not supported (each would admit against its own memory).
-import { type LedgerDetails, type LedgerOp, type LedgerWriter, type RequestLogRow, type Store, WalletError } from '../store/store.ts';
+import { type LedgerDetails, type LedgerOp, type LedgerRefusal, type LedgerWriter, type RequestLogRow, type Store, WalletError } from '../store/store.ts';
 import type { HoldResult, WalletService } from './admission.ts';
 
 interface Account {
@@ -76,7 +80,7 @@ export class WalletBook implements WalletService {
     private readonly holdDelayMs = 0,
   ) {
     this.wallets = store.wallets;
-    const inline = (ops: LedgerOp[]): void => store.batch(() => this.wallets.apply(ops));
+    const inline = (ops: LedgerOp[]): LedgerRefusal[] => store.batchEach((isolated) => this.wallets.applyEach(ops, isolated));
     this.writer = writer ?? { commit: inline, commitNow: inline };
     this.inline = writer === undefined;
   }
@@ -150,15 +154,19 @@ export class WalletBook implements WalletService {
     this.scheduled = false;
     this.clearHoldTimer();
     if (this.closed) return;
-    const batch = this.take();
-    if (batch === null) return;
-    try {
-      this.writer.commitNow(batch.ops);
-    } catch (err) {
-      this.failed(batch, err);
-      return;
+    // Twice at most: a settlement the store refused queues the release of its hold, written next.
+    for (let round = 0; round < 2; round++) {
+      const batch = this.take();
+      if (batch === null) return;
+      let refused: void | readonly LedgerRefusal[];
+      try {
+        refused = this.writer.commitNow(batch.ops);
+      } catch (err) {
+        this.failed(batch, err);
+        return;
+      }
+      this.landed(batch, refused ?? []);
     }
-    for (const w of batch.waiters) w.resolve();
   }
 
   /**
@@ -186,7 +194,7 @@ export class WalletBook implements WalletService {
       if (this.refreshWanted) this.refresh();
       return;
     }
-    let done: void | Promise<void>;
+    let done: ReturnType<LedgerWriter['commit']>;
     try {
       done = this.writer.commit(batch.ops);
     } catch (err) {
@@ -194,13 +202,12 @@ export class WalletBook implements WalletService {
       return;
     }
     if (!(done instanceof Promise)) {
-      for (const w of batch.waiters) w.resolve();
+      this.landed(batch, done ?? []);
+      if (this.urgent) this.schedule();
       return;
     }
     this.inFlight = done.then(
-      () => {
-        for (const w of batch.waiters) w.resolve();
-      },
+      (refused) => this.landed(batch, refused ?? []),
       (err: unknown) => this.failed(batch, err),
     );
     void this.inFlight.finally(() => {
@@ -224,6 +231,45 @@ export class WalletBook implements WalletService {
   }
 
   /**
+   * The batch was committed, but for the operations the store refused one by one, which are undone
+   * here alone: a refused hold never reached the database (that request is forgotten, as the holds of
+   * a failed batch are); a refused settlement leaves its hold open in the database, so the hold is
+   * released (charging nothing, its note says why) instead of staying open until the next start.
+   * Each refusal is reported; its settlement's promise rejects (the answer was already produced and
+   * stays uncharged: `ledger verify` names the answered request without a settlement).
+   */
+  private landed(batch: Batch, refused: readonly LedgerRefusal[]): void {
+    if (refused.length === 0) {
+      for (const w of batch.waiters) w.resolve();
+      return;
+    }
+    const lost = new Set<string>();
+    const rejected = new Map<string, Error>();
+    for (const r of refused) {
+      const err = new Error(`the store refused the ${r.kind} of trace ${r.traceId}: ${r.error}`);
+      this.onError(err);
+      if (r.kind === 'hold') {
+        this.open.delete(r.traceId);
+        lost.add(r.traceId);
+      } else if (r.kind === 'settle') {
+        rejected.set(r.traceId, err);
+        const op = batch.ops.find((o) => o.kind === 'settle' && o.traceId === r.traceId);
+        if (op && !lost.has(r.traceId)) {
+          this.queue.push({ kind: 'release', workspace: op.workspace, traceId: op.traceId, amount: op.amount, note: `settlement refused by the store: ${r.error}` });
+          this.urgent = true;
+        }
+      }
+    }
+    this.forget(lost, new Error('the hold of this trace was refused by the store'));
+    this.rebuild();
+    for (const w of batch.waiters) {
+      const err = rejected.get(w.traceId);
+      if (err) w.reject(err);
+      else w.resolve();
+    }
+  }
+
+  /**
    * The store rolled the whole batch back. Its holds never reached the database: forget them (those
    * requests then settle as no-ops, unbilled — reported through onError), drop the closes of those
    * holds still queued, and rebuild memory.
@@ -236,19 +282,28 @@ export class WalletBook implements WalletService {
       this.open.delete(op.traceId);
       lost.add(op.traceId);
     }
-    if (lost.size > 0 && this.queue.length > 0) {
-      this.queue = this.queue.filter((op) => op.kind === 'hold' || !lost.has(op.traceId));
-      const orphaned = this.waiters.filter((w) => lost.has(w.traceId));
-      this.waiters = this.waiters.filter((w) => !lost.has(w.traceId));
-      for (const w of orphaned) w.reject(err);
-    }
+    this.forget(lost, err);
+    this.rebuild();
+    for (const w of batch.waiters) w.reject(err);
+  }
+
+  /** Holds that never reached the database: their closes still queued are dropped, their waiters rejected. */
+  private forget(lost: ReadonlySet<string>, err: unknown): void {
+    if (lost.size === 0 || this.queue.length === 0) return;
+    this.queue = this.queue.filter((op) => op.kind === 'hold' || !lost.has(op.traceId));
+    const orphaned = this.waiters.filter((w) => lost.has(w.traceId));
+    this.waiters = this.waiters.filter((w) => !lost.has(w.traceId));
+    for (const w of orphaned) w.reject(err);
+  }
+
+  /** Memory ← database + queue after a refusal; never throws (it runs from timers). */
+  private rebuild(): void {
     try {
       this.reload();
     } catch (reloadErr) {
       // The store itself is unusable (closed, corrupt): keep memory, report, never throw from a timer.
       this.onError(reloadErr);
     }
-    for (const w of batch.waiters) w.reject(err);
   }
 
   /** Memory ← database, plus what is queued and not yet written. Never called while a batch is in

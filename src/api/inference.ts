@@ -2,11 +2,13 @@
 // read the request (its protocol module's job), resolve models, plan the route, hold the worst case
 // on the wallet, run the attempts, then settle (or release) and log. Business rules live in the
 // modules called here; this file only orders them and makes sure every path releases what it took.
-import type { CompiledModel } from '../config/compiled.ts';
+import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
+import { attoToDecimal, nanoToDecimal } from '../money.ts';
 import { requestHoldNano } from '../admission/hold-size.ts';
-import { estimatedPromptTokens, settlementFor } from '../billing/settlement.ts';
+import { promptTokenLimit } from '../billing/bound.ts';
+import { estimatedPromptTokens, type Settlement, settlementFor } from '../billing/settlement.ts';
 import { headerText, sessionIdFrom, unforwardableHeader } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
@@ -30,11 +32,14 @@ interface Route {
   pin: string | null;
 }
 
-/** What a settlement is computed against: the hold, the request size, the pricing instant. */
+/** What a settlement is computed against: the hold, the request size, the pricing instant, and the
+ *  request's own token bounds (the hold's inputs), from which its settlement bound is drawn. */
 interface SettleBasis {
   holdNano: bigint;
   requestBytes: number;
   pricedAtMs: number;
+  promptBound: number;
+  outputBound: (model: CompiledModel, deployment: CompiledDeployment) => number;
 }
 
 export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol: ProtocolModule) {
@@ -159,7 +164,7 @@ async function handle(
   if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
 
   // 6. Ask the providers, in order, until one answers.
-  const basis: SettleBasis = { holdNano: hold, requestBytes: asked.requestBytes, pricedAtMs: now };
+  const basis: SettleBasis = { holdNano: hold, requestBytes: asked.requestBytes, pricedAtMs: now, promptBound: asked.promptBound, outputBound: (m, d) => asked.outputBound(m, d) };
   const result = await runWithFailover({
     client: ctx.client,
     protocol,
@@ -244,9 +249,10 @@ function finish(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
   state.ended = requestEnd(final);
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
+    // Known before the settlement, so the log row committed with it already says how the stream ended.
+    if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
     if (state.settledCost === null) void settle(ctx, index, req, state, final.item, final.outcome, basis);
     if (route.pin && final.item.model.id === route.primary.id) background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
-    if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
   } else if (final.kind === 'provider_error') {
     state.status = final.status;
     state.errorCode = 'provider_error';
@@ -266,8 +272,10 @@ function finish(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
 function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<void> | undefined {
   const platform = index.platformById.get(item.deployment.platform);
   if (!platform || state.settledCost !== null) return undefined;
-  const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, ...basis });
+  const bound = { promptTokens: promptTokenLimit(item.deployment, basis.promptBound), completionTokens: basis.outputBound(item.model, item.deployment) };
+  const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, holdNano: basis.holdNano, requestBytes: basis.requestBytes, pricedAtMs: basis.pricedAtMs, bound });
   state.settledCost = s.costNano;
+  if (s.capped) reportCapped(ctx, state, s);
   if (s.usage) {
     state.usage = {
       prompt: s.usage.promptTokens,
@@ -283,6 +291,27 @@ function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
     () => undefined,
     () => undefined,
   );
+}
+
+/** A charge cut to its bound (or an estimate to its hold): one log line, counted by the observers. */
+function reportCapped(ctx: GatewayContext, state: RequestRecord, s: Settlement): void {
+  const cap = s.capped;
+  if (!cap) return;
+  state.usageCapped = cap.cap;
+  ctx.log('usage_capped', {
+    trace_id: state.traceId,
+    workspace: state.admitted?.workspace.id ?? null,
+    model: s.details.model,
+    provider: s.details.provider,
+    deployment: s.details.deployment,
+    cap: cap.cap,
+    estimated: s.details.estimated === true,
+    prompt_tokens: s.usage?.promptTokens ?? null,
+    completion_tokens: s.usage?.completionTokens ?? null,
+    reported_usd: attoToDecimal(cap.reportedAtto),
+    charged_usd: nanoToDecimal(cap.chargedNano),
+    bound_usd: nanoToDecimal(cap.boundNano),
+  });
 }
 
 /** A state call nobody waits for (pins): a failure is logged, never thrown. */

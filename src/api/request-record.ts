@@ -29,6 +29,8 @@ export interface RequestRecord {
   ended: RequestEnd;
   /** The primary model id routing resolved (a config id, unlike the client's `fields.model`). */
   routedModel: string | null;
+  /** The settlement was cut: to the request's bound (a provider report above it), or an estimate to its hold. */
+  usageCapped: 'bound' | 'hold' | null;
 }
 
 /** A record with nothing known yet but the endpoint and the trace id. */
@@ -50,6 +52,7 @@ export function newRequestRecord(endpoint: string, traceId: string): RequestReco
     // Until an attempt says otherwise, a request that stops is one the gateway refused.
     ended: 'rejected',
     routedModel: null,
+    usageCapped: null,
   };
 }
 
@@ -112,6 +115,7 @@ export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: nu
     durationMs: performance.now() - req.startedAt,
     routedModel: s.routedModel,
     upstreamModel: final?.kind === 'committed' ? final.outcome.upstreamModel : null,
+    usageCapped: s.usageCapped,
   };
 }
 

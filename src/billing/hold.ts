@@ -19,6 +19,8 @@
 //   rendered to images): they are not proportional to body bytes, so `promptTokenBound` does not
 //   cover them.
 // - output beyond `completionTokenBound` when a provider ignores the output limit.
+// A settlement may therefore exceed its hold; what it can never exceed is the wider bound of
+// src/billing/bound.ts (the context length instead of the body size, web search included).
 import type { PriceList } from '../config/compiled.ts';
 import { attoToNanoCeil } from '../money.ts';
 import { INPUT_TOKEN_CLASSES, OUTPUT_TOKEN_CLASSES } from './price-classes.ts';
@@ -37,26 +39,31 @@ function nonNegativeInt(v: number, name: string): bigint {
   return BigInt(v);
 }
 
-interface UnitMaxima {
+/** The highest price of each kind of unit a price list bills, over all its brackets, atto-USD. */
+export interface UnitMaxima {
+  /** Any input token class (or its `prompt` fallback). */
   input: bigint;
+  /** Any output token class (or its `completion` fallback). */
   output: bigint;
   request: bigint;
   image: bigint;
+  webSearch: bigint;
 }
 
 /** Highest unit prices of a price list over all its brackets, once per (immutable) list. */
 const MAXIMA = new WeakMap<PriceList, UnitMaxima>();
 
-function maxima(list: PriceList): UnitMaxima {
+export function priceMaxima(list: PriceList): UnitMaxima {
   let m = MAXIMA.get(list);
   if (m) return m;
-  m = { input: 0n, output: 0n, request: 0n, image: 0n };
+  m = { input: 0n, output: 0n, request: 0n, image: 0n, webSearch: 0n };
   for (const prices of allResolvedPrices(list)) {
     // Unpriced token classes fall back to prompt/completion, which are always in the set.
     for (const cls of INPUT_TOKEN_CLASSES) m.input = max(m.input, prices[cls] ?? 0n);
     for (const cls of OUTPUT_TOKEN_CLASSES) m.output = max(m.output, prices[cls] ?? 0n);
     m.request = max(m.request, prices.request ?? 0n);
     m.image = max(m.image, prices.image ?? 0n);
+    m.webSearch = max(m.webSearch, prices.web_search ?? 0n);
   }
   MAXIMA.set(list, m);
   return m;
@@ -64,7 +71,7 @@ function maxima(list: PriceList): UnitMaxima {
 
 /** The worst-case cost of one request under one price list, atto-USD. */
 function worstCaseAtto(list: PriceList, prompt: bigint, completion: bigint, images: bigint): bigint {
-  const m = maxima(list);
+  const m = priceMaxima(list);
   return prompt * m.input + completion * m.output + m.request + images * m.image;
 }
 

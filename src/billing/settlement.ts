@@ -12,10 +12,25 @@
 //   drained (the gateway ended the stream at its drain deadline) → the estimate on every platform:
 //                                 the client did not choose to stop
 //   no committed attempt        → the hold is released: nothing is charged
+//
+// Bounds — a settlement is never above what the request could possibly have cost:
+//   - every settlement is at most the request's bound on the answering channel (src/billing/bound.ts:
+//     its prompt at most the deployment's context, its output at most the request's output limit, at
+//     the highest price of every class either could be billed at, plus the request fee and what web
+//     search and whole images can add). A provider report priced above it is charged the bound and
+//     flagged `capped` in the ledger with what it priced at as reported (`reportedCostAtto`); the
+//     caller logs and counts it. Never billed blind. The bound is wider than the hold: a provider may
+//     report more than the hold and is billed in full, up to the bound.
+//   - an estimate is the gateway's own figure, not the provider's word: what it adds beyond what the
+//     provider stated (the output, and the prompt when no input count came) never takes the charge
+//     above the hold, the most the request was admitted for. Flagged `capped` (`cap: 'hold'`) when
+//     it would have.
+import type { CompiledDeployment, CompiledModel, CompiledPlatform, PriceList } from '../config/compiled.ts';
+import { ATTO_PER_NANO } from '../money.ts';
+import { settlementBoundNano, type UsageBound } from './bound.ts';
 import { computeCharge } from './charge.ts';
 import { effectivePricing } from './price.ts';
 import type { InputUsage, Usage } from './usage.ts';
-import type { CompiledDeployment, CompiledModel, CompiledPlatform } from '../config/compiled.ts';
 
 /** Prompt tokens estimated from the request size when the provider reports none (≈ 4 bytes a token). */
 export function estimatedPromptTokens(requestBytes: number): number {
@@ -51,12 +66,30 @@ export type SettlementDetails = {
   bracket?: number;
   estimated?: boolean;
   costAtto?: string;
+  /** The charge was cut: to the request's bound (`cap: 'bound'`), or an estimate to its hold (`'hold'`). */
+  capped?: boolean;
+  cap?: 'bound' | 'hold';
+  /** What the usage (as reported, or as estimated) priced at before the cut, atto-USD. */
+  reportedCostAtto?: string;
+  /** The request's bound on the answering channel, nano-USD. */
+  boundNano?: string;
 };
+
+/** How a settlement was cut (null when it was not). */
+export interface SettlementCap {
+  cap: 'bound' | 'hold';
+  /** The uncut charge of the usage, atto-USD. */
+  reportedAtto: bigint;
+  /** What was charged instead, nano-USD. */
+  chargedNano: bigint;
+  boundNano: bigint;
+}
 
 export interface Settlement {
   costNano: bigint;
   usage: Usage | null;
   details: SettlementDetails;
+  capped: SettlementCap | null;
 }
 
 export function settlementFor(args: {
@@ -67,12 +100,18 @@ export function settlementFor(args: {
   holdNano: bigint;
   requestBytes: number;
   pricedAtMs: number;
+  /** The most prompt and output tokens the request could have used on this deployment. */
+  bound: UsageBound;
 }): Settlement {
   const { model, deployment, platform, outcome } = args;
-  const base: SettlementDetails = { model: model.id, provider: platform.id, deployment: deployment.id };
+  const { pricing } = effectivePricing(model, deployment, args.pricedAtMs);
+  const boundNano = settlementBoundNano(pricing, args.bound);
 
   if (outcome.clientAborted && !outcome.completed && !platform.supportsStreamCancellation) {
-    return { costNano: args.holdNano, usage: outcome.usage, details: { ...base, basis: 'hold_uncancellable_abort' } };
+    // The hold is sized on the body, the bound on the context window: a body larger than the window
+    // holds more than the request could cost.
+    const costNano = args.holdNano < boundNano ? args.holdNano : boundNano;
+    return { costNano, usage: outcome.usage, details: { model: model.id, provider: platform.id, deployment: deployment.id, basis: 'hold_uncancellable_abort' }, capped: null };
   }
   let usage = outcome.usage;
   let estimated = false;
@@ -83,15 +122,37 @@ export function settlementFor(args: {
       completionTokens: outcome.stream ? outcome.contentEvents : Math.ceil(outcome.contentBytes / 4),
     };
   }
-  const { pricing } = effectivePricing(model, deployment, args.pricedAtMs);
   const charge = computeCharge(usage, pricing);
+  const limit = estimated ? estimateLimit(args.holdNano, boundNano, outcome.inputUsage, pricing) : { nano: boundNano, cap: 'bound' as const };
   // Built field by field (this runs once per answered request): conditional object spreads took
   // V8's generic copy path. The key order is the ledger row's, as before.
-  const details: SettlementDetails = { model: base.model, provider: base.provider, deployment: base.deployment, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens };
+  const details: SettlementDetails = { model: model.id, provider: platform.id, deployment: deployment.id, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens };
   if (usage.reasoningTokens !== undefined) details.reasoningTokens = usage.reasoningTokens;
   if (usage.cacheReadTokens !== undefined) details.cachedTokens = usage.cacheReadTokens;
   if (charge.bracketMinPromptTokens !== null) details.bracket = charge.bracketMinPromptTokens;
   if (estimated) details.estimated = true;
-  details.costAtto = charge.totalAtto.toString();
-  return { costNano: charge.totalNano, usage, details };
+  if (charge.totalNano <= limit.nano) {
+    details.costAtto = charge.totalAtto.toString();
+    return { costNano: charge.totalNano, usage, details, capped: null };
+  }
+  details.costAtto = (limit.nano * ATTO_PER_NANO).toString();
+  details.capped = true;
+  details.cap = limit.cap;
+  details.reportedCostAtto = charge.totalAtto.toString();
+  details.boundNano = boundNano.toString();
+  return { costNano: limit.nano, usage, details, capped: { cap: limit.cap, reportedAtto: charge.totalAtto, chargedNano: limit.nano, boundNano } };
+}
+
+/**
+ * The most an estimate may charge: what the provider itself stated (its input counts, priced alone)
+ * or the hold, whichever is more — the gateway's own guesses never add beyond the hold — and never
+ * above the bound.
+ */
+function estimateLimit(holdNano: bigint, boundNano: bigint, stated: InputUsage | null, pricing: PriceList): { nano: bigint; cap: 'bound' | 'hold' } {
+  let limit = holdNano;
+  if (stated !== null) {
+    const statedNano = computeCharge({ ...stated, completionTokens: 0 }, pricing).totalNano;
+    if (statedNano > limit) limit = statedNano;
+  }
+  return limit < boundNano ? { nano: limit, cap: 'hold' } : { nano: boundNano, cap: 'bound' };
 }

@@ -60,6 +60,9 @@ export interface RequestSummary {
   readonly routedModel: string | null;
   /** The model the answering provider reported (X-Pi-Upstream-Model), when it said. */
   readonly upstreamModel: string | null;
+  /** The charge was cut: a provider's usage priced above what the request could have cost (`bound`),
+   *  or the gateway's estimate above the hold (`hold`); absent or null when it was not. */
+  readonly usageCapped?: 'bound' | 'hold' | null;
 }
 
 /** One request as one observer follows it. */

@@ -13,8 +13,13 @@
 //   renew    a live node pushes `lease_until` of the holds it still serves.
 //   sweep    any node releases open holds whose lease lapsed (their node died or lost the database).
 //
+// Column ranges: an amount is checked against what its BIGINT column holds (0 … 2^63 − 1 nano-USD)
+// before the statement is sent; a wallet change out of range fails its own statement (22003), and
+// every statement is one request's, so no other request's write goes with it.
+//
 // Time: `now` comes from the caller's injected clock; nodes are expected to keep their clocks in sync
 // (NTP) well within the lease's margin (lease − renew interval, 20 s by default).
+import { MAX_WALLET_NANO } from '../money.ts';
 import type { LedgerDetails } from '../store/types.ts';
 import { WalletError } from '../store/wallets.ts';
 import type { PgPool } from './connection.ts';
@@ -89,6 +94,7 @@ export class PgHolds {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
     if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
     if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+    checkFits(amount, 'hold', traceId);
     let r;
     try {
       r = await this.pool.query<{ held: bigint; available: bigint | null }>(HOLD_SQL, [workspace, traceId, amount, now, node, now + leaseMs]);
@@ -115,6 +121,7 @@ export class PgHolds {
   /** Charges `cost` and closes the hold; false (nothing written) when the trace has no open hold. */
   async settle(traceId: string, cost: bigint, details: LedgerDetails, now: number): Promise<boolean> {
     if (typeof cost !== 'bigint' || cost < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+    checkFits(cost, 'cost', traceId);
     const r = await this.pool.query<{ closed: bigint }>(CLOSE_SQL, [traceId, 'settled', cost, now, 'settle', null, JSON.stringify(details)]);
     return r.rows[0]?.closed === 1n;
   }
@@ -137,4 +144,13 @@ export class PgHolds {
     const r = await this.pool.query<{ released: bigint }>(SWEEP_SQL, [now, limit]);
     return Number(r.rows[0]?.released ?? 0n);
   }
+}
+
+/** An amount within its BIGINT column, else a WalletError naming the trace (nothing is sent). */
+function checkFits(v: bigint, what: string, traceId: string): void {
+  if (v <= MAX_WALLET_NANO) return;
+  throw new WalletError(
+    'amount_out_of_range',
+    `the ${what} of trace ${traceId} (${v} nano-USD) is outside what the ledger holds (0 to ${MAX_WALLET_NANO} nano-USD); nothing of it was written`,
+  );
 }

@@ -2,6 +2,7 @@
 // (every `flushIntervalMs`, or at once at `maxBatch` rows), never one statement per request. While
 // the server does not answer, rows are kept up to a bounded backlog and retried; `close()` flushes.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
+import { storedCost, unstorableCosts } from '../store/log-cost.ts';
 import type { RequestLogFilter } from '../store/request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../store/types.ts';
 import { pgWhereOf } from './request-log-search.ts';
@@ -21,7 +22,7 @@ export function requestLogValues(r: RequestLogRow): Value[] {
   return [
     r.trace_id, r.ts, r.workspace, r.key_id, r.endpoint, r.model_requested, r.model_served, r.provider, r.deployment, r.attempts,
     JSON.stringify(r.attempts_json), r.stream, r.status, r.error_code, r.latency_ms, r.ttfb_ms, r.prompt_tokens, r.completion_tokens,
-    r.reasoning_tokens, r.cached_tokens, r.cost_nano, r.app_title, r.app_origin, r.session_id, r.ended,
+    r.reasoning_tokens, r.cached_tokens, storedCost(r.cost_nano), r.app_title, r.app_origin, r.session_id, r.ended,
   ];
 }
 
@@ -128,6 +129,7 @@ export class PgRequestLog {
         await this.pool.query(requestLogInsert(batch.length), batch.flatMap(requestLogValues));
         this.counts.transactions++;
         this.counts.written += batch.length;
+        for (const problem of unstorableCosts(batch)) this.onError(new RangeError(problem));
       } catch (err) {
         this.queue.unshift(...batch);
         const limit = this.maxBatch * BACKLOG_BATCHES;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import type { UsageLine, WalletView } from '../store/types.ts';
-import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows } from '../store/ledger-invariants.ts';
+import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows, type UnservedHold } from '../store/ledger-invariants.ts';
 import { WalletError } from '../store/wallets.ts';
 import { inTransaction, type PgClient, type PgPool } from './connection.ts';
 
@@ -84,15 +84,29 @@ export class PgWallets {
     return (await this.pool.query<{ workspace: string }>('SELECT workspace FROM wallets ORDER BY workspace')).rows.map((r) => r.workspace);
   }
 
-  /** Every wallet recomputed from the ledger and the holds table; one line per disagreement. */
+  /**
+   * Every wallet recomputed from the ledger and the holds table; one line per disagreement. An open
+   * hold whose lease lapsed (its node stopped renewing it: it died, or lost the database) and an
+   * answered request without its settlement are problems too (src/store/ledger-invariants.ts).
+   */
   async verify(): Promise<{ ok: boolean; problems: string[] }> {
-    const problems = await inTransaction(this.pool, (c) => verifyIn(c), 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const now = this.clock.now();
+    const problems = await inTransaction(this.pool, (c) => verifyIn(c, now), 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     return { ok: problems.length === 0, problems };
   }
 }
 
-async function verifyIn(c: PgClient): Promise<string[]> {
+async function verifyIn(c: PgClient, now: number): Promise<string[]> {
   const rows: Partial<Record<LedgerQueryName, unknown[]>> = {};
   for (const [name, sql] of Object.entries(PG_LEDGER_QUERIES) as [LedgerQueryName, string][]) rows[name] = (await c.query(sql)).rows;
-  return ledgerProblems(rows as LedgerRows);
+  const lapsed = await c.query<{ trace_id: string; workspace: string; node: string; lease_until: bigint }>(
+    "SELECT trace_id, workspace, node, lease_until FROM holds WHERE state = 'open' AND lease_until < $1 ORDER BY trace_id",
+    [now],
+  );
+  const unserved: UnservedHold[] = lapsed.rows.map((h) => ({
+    trace_id: h.trace_id,
+    workspace: h.workspace,
+    why: `its lease lapsed ${Number(BigInt(now) - BigInt(h.lease_until))} ms ago (node ${h.node} stopped renewing it); any node's sweeper releases it`,
+  }));
+  return ledgerProblems(rows as LedgerRows, unserved);
 }

@@ -1,7 +1,16 @@
 // What `ledger verify` proves, written once for both stores: the queries (in the SQL both SQLite and
 // PostgreSQL speak; only the type of SUM differs, so each store says how to keep it an integer) and
 // the checks over their rows. Each store runs every query inside one consistent read (SQLite: a read
-// transaction; PostgreSQL: REPEATABLE READ) and hands the rows to `ledgerProblems`.
+// transaction; PostgreSQL: REPEATABLE READ) and hands the rows to `ledgerProblems`, with the open
+// holds nothing serves any more — which only the store can judge (SQLite: the owning process is gone;
+// PostgreSQL: the hold's lease lapsed).
+//
+// Beyond the books agreeing with each other, two things an operator must hear of:
+// - a hold left open that no live process will ever close (money held from the wallet for nothing
+//   until the next start or the lease sweeper releases it);
+// - an answered request without its settlement: a request-log row that records a charge, or a 2xx
+//   answer a provider served (every answer that reaches its attempts' commit point is settled,
+//   exactly or on the documented estimate), whose trace has no settle row with that charge.
 import { nanoToDecimal } from '../money.ts';
 
 /** Wraps a SUM so the store returns it as an integer (PostgreSQL's SUM of bigint is numeric). */
@@ -28,7 +37,21 @@ export function ledgerQueries(sum: IntegerSum) {
        LEFT JOIN ledger l ON l.trace_id = h.trace_id AND l.kind = 'hold'
        LEFT JOIN ledger c ON c.trace_id = h.trace_id AND c.kind IN ('settle', 'release')`,
     ledgerHoldsWithoutRow: "SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)",
+    // The join names the close index's own condition (kind IN settle, release) so SQLite can use it.
+    answeredUnsettled: `SELECT r.trace_id, r.status, r.cost_nano, c.kind AS close_kind, c.amount_nano AS close_amount FROM request_log r
+       LEFT JOIN ledger c ON c.trace_id = r.trace_id AND c.kind IN ('settle', 'release')
+       WHERE (r.cost_nano IS NOT NULL OR (r.status >= 200 AND r.status < 300 AND r.model_served IS NOT NULL))
+         AND (c.kind IS NULL OR c.kind <> 'settle' OR (r.cost_nano IS NOT NULL AND c.amount_nano <> r.cost_nano))
+       ORDER BY r.id`,
   };
+}
+
+/** An open hold no live process will close (judged by the store: see the file's header). */
+export interface UnservedHold {
+  trace_id: string;
+  workspace: string;
+  /** Why nothing serves it, for the problem line. */
+  why: string;
 }
 
 export type LedgerQueryName = keyof ReturnType<typeof ledgerQueries>;
@@ -55,12 +78,13 @@ export interface LedgerRows {
     close_amount: bigint | null;
   }[];
   ledgerHoldsWithoutRow: { trace_id: string }[];
+  answeredUnsettled: { trace_id: string; status: number | bigint; cost_nano: bigint | null; close_kind: string | null; close_amount: bigint | null }[];
 }
 
 const usd = (nano: bigint): string => `${nanoToDecimal(nano)} USD`;
 
 /** Every wallet recomputed from the ledger and the holds table; one line per disagreement. */
-export function ledgerProblems(rows: LedgerRows): string[] {
+export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold[] = []): string[] {
   const problems: string[] = [];
   const expected = new Map<string, { balance: bigint; held: bigint }>();
   const slot = (ws: string) => {
@@ -98,6 +122,15 @@ export function ledgerProblems(rows: LedgerRows): string[] {
     if (r.state === 'settled' && r.cost_nano !== r.close_amount) problems.push(`hold ${r.trace_id}: cost differs from its settle row`);
   }
   for (const r of rows.ledgerHoldsWithoutRow) problems.push(`ledger hold ${r.trace_id} has no holds row`);
+  for (const h of unserved) problems.push(`hold ${h.trace_id} of workspace ${h.workspace} is open but nothing serves it: ${h.why}`);
+  for (const r of rows.answeredUnsettled) problems.push(answeredProblem(r));
   return problems;
+}
+
+function answeredProblem(r: LedgerRows['answeredUnsettled'][number]): string {
+  const logged = r.cost_nano === null ? `answered ${Number(r.status)}` : `logged a charge of ${usd(r.cost_nano)}`;
+  if (r.close_kind === null) return `request ${r.trace_id} ${logged} but has no settlement`;
+  if (r.close_kind !== 'settle') return `request ${r.trace_id} ${logged} but its hold was ${r.close_kind}d, not settled`;
+  return `request ${r.trace_id} ${logged} but was settled at ${usd(r.close_amount ?? 0n)}`;
 }
 

@@ -4,6 +4,8 @@
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
+import { writeEach } from './isolated-writes.ts';
+import { storedCost, unstorableCosts } from './log-cost.ts';
 import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, spendBy, spendDetail, whereOf } from './request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
 
@@ -186,13 +188,14 @@ export class RequestLog {
   }
 
   private write(batch: RequestLogRow[]): void {
-    const insert = this.sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+    const insert = this.sql.get(INSERT_ROW);
     const tx = this.db.transaction((rows: RequestLogRow[]) => {
       for (const r of rows) insert.run(...toDb(r));
     });
     tx.immediate(batch);
     this.counts.transactions++;
     this.counts.written += batch.length;
+    for (const problem of unstorableCosts(batch)) this.onError(new RangeError(problem));
   }
 }
 
@@ -203,11 +206,38 @@ export class RequestLog {
  */
 export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogRow[]): void {
   const update = sql.get(UPDATE_BY_TRACE);
-  const insert = sql.get(`INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+  const insert = sql.get(INSERT_ROW);
   for (const r of rows) {
     const values = toDb(r);
     if (update.run(...UPDATED.map((i) => values[i]), r.trace_id).changes === 0) insert.run(...values);
   }
+}
+
+/**
+ * `upsertRequestLogRows` inside `transactIsolated` (src/store/isolated-writes.ts): all at once, or
+ * on the run after something was refused each row in a savepoint of its own — finished requests'
+ * rows share a transaction, and one bad row must not lose the others. Returns why each row was
+ * refused, and each row whose cost the column could not hold.
+ */
+export function upsertRequestLogRowsEach(db: SqliteDatabase, sql: Statements, rows: readonly RequestLogRow[], isolated: boolean): string[] {
+  if (!isolated) {
+    upsertRequestLogRows(sql, rows);
+    return unstorableCosts(rows);
+  }
+  const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r])).map(
+    (r) => `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
+  );
+  return [...refused, ...unstorableCosts(rows)];
+}
+
+/**
+ * Writes the log row a settlement carries — unless its trace already has a row. The settlement's row
+ * is provisional (what was known when the answer was charged); a row already there can only be the
+ * request's final row (a trace settles once), and the final row has the last word however the two
+ * commits were ordered: a settlement held up behind a busy writer may commit after its request ended.
+ */
+export function insertSettledRequestLogRow(sql: Statements, row: RequestLogRow): void {
+  sql.get(INSERT_IF_ABSENT).run(...toDb(row), row.trace_id);
 }
 
 /**
@@ -217,6 +247,8 @@ export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogR
  */
 const UPDATED = COLUMNS.flatMap((c, i) => (c === 'trace_id' || c === 'workspace' ? [] : [i]));
 const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE trace_id = ?`;
+const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
+const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
 
 function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
   return [
@@ -240,7 +272,7 @@ function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
     r.completion_tokens,
     r.reasoning_tokens,
     r.cached_tokens,
-    r.cost_nano,
+    storedCost(r.cost_nano),
     r.app_title,
     r.app_origin,
     r.session_id,

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { ApiKeys } from './api-keys.ts';
 import { openDatabase, type SqliteDatabase } from './db.ts';
+import { transactIsolated } from './isolated-writes.ts';
 import { RequestLog } from './request-log.ts';
 import { Secrets } from './secrets.ts';
 import type { RequestLogOptions } from './types.ts';
@@ -53,6 +54,12 @@ export interface Store {
    * the gateway's wallet book writes its ledger operations with (`wallets.apply`).
    */
   batch<T>(fn: () => T): T;
+  /**
+   * `batch` for several requests' writes: `fn(false)` in one IMMEDIATE transaction, and when
+   * something in it is refused, `fn(true)` in another, where each request's writes go in a savepoint
+   * of their own (src/store/isolated-writes.ts; `Wallets.applyEach`).
+   */
+  batchEach<T>(fn: (isolated: boolean) => T): T;
   /** Flushes the request log and closes the connection. Idempotent. */
   close(): void;
 }
@@ -93,6 +100,10 @@ class SqliteStore implements Store {
 
   batch<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
+  }
+
+  batchEach<T>(fn: (isolated: boolean) => T): T {
+    return transactIsolated((f) => this.batch(f), fn);
   }
 
   changedSinceLastCheck(): boolean {

@@ -11,7 +11,7 @@
 // nothing can be lost that way: a settlement carries its own row).
 import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
 import { siblingModule, spawnThread } from '../thread.ts';
-import type { LedgerOp, LedgerWriter, RequestLogRow } from './types.ts';
+import type { LedgerOp, LedgerRefusal, LedgerWriter, RequestLogRow } from './types.ts';
 import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
 export const DEFAULT_WRITER_CAPACITY = 10_000;
@@ -29,7 +29,7 @@ const SYNC_WAIT_MS = 30_000;
 
 interface Sent {
   items: number;
-  resolve: () => void;
+  resolve: (refused: LedgerRefusal[]) => void;
   reject: (err: Error) => void;
 }
 
@@ -108,13 +108,14 @@ export class ThreadWriter implements LedgerWriter {
   }
 
   /** Commits a ledger batch (and the log rows queued so far) in one transaction; resolves on its
-   *  acknowledgement, rejects when the writer refused the batch (nothing of it was written). */
-  commit(ops: LedgerOp[]): Promise<void> {
+   *  acknowledgement with the operations refused one by one (the rest were written), rejects when
+   *  the writer could not commit the batch at all (nothing of it was written). */
+  commit(ops: LedgerOp[]): Promise<LedgerRefusal[]> {
     return this.send(ops);
   }
 
   /** `commit`, waiting synchronously (shutdown, tests); throws when the batch was refused. */
-  commitNow(ops: LedgerOp[]): void {
+  commitNow(ops: LedgerOp[]): LedgerRefusal[] {
     this.send(ops).catch(() => undefined);
     this.syncSeq = this.seq;
     try {
@@ -123,8 +124,11 @@ export class ThreadWriter implements LedgerWriter {
       this.syncSeq = 0;
     }
     const refused = this.syncRefusal;
+    const refusedOps = this.syncRefused ?? [];
     this.syncRefusal = null;
+    this.syncRefused = null;
     if (refused) throw refused;
+    return refusedOps;
   }
 
   /** Queues a finished request's log row; it goes with the next ledger batch, or alone after
@@ -164,11 +168,12 @@ export class ThreadWriter implements LedgerWriter {
     await this.worker.terminate();
   }
 
-  /** The batch commitNow waits for, and its refusal. */
+  /** The batch commitNow waits for, its refusal, and the operations refused alone. */
   private syncSeq = 0;
   private syncRefusal: Error | null = null;
+  private syncRefused: LedgerRefusal[] | null = null;
 
-  private send(ops: LedgerOp[]): Promise<void> {
+  private send(ops: LedgerOp[]): Promise<LedgerRefusal[]> {
     if (this.dead !== null) return Promise.reject(new WriterError(this.dead));
     const rows = this.rows;
     this.rows = [];
@@ -179,7 +184,7 @@ export class ThreadWriter implements LedgerWriter {
     const seq = ++this.seq;
     const items = ops.length + rows.length;
     if (ops.length > 0) this.backlog += ops.length; // rows were counted when queued
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<LedgerRefusal[]>((resolve, reject) => {
       this.sent.set(seq, { items, resolve, reject });
       this.post({ kind: 'commit', seq, ops, rows });
     });
@@ -207,7 +212,9 @@ export class ThreadWriter implements LedgerWriter {
       if (m.seq === this.syncSeq) this.syncRefusal = err;
       s.reject(err);
     } else {
-      s.resolve();
+      if (m.refused.length > 0) this.counts.failures++;
+      if (m.seq === this.syncSeq) this.syncRefused = m.refused;
+      s.resolve(m.refused);
     }
   }
 

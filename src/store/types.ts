@@ -119,12 +119,24 @@ export interface RequestLogOptions {
 }
 
 /**
+ * One operation of a batch the store refused on its own (an amount its columns cannot hold, a trace
+ * held or closed twice): nothing of it was written, and the rest of its batch was.
+ */
+export interface LedgerRefusal {
+  kind: LedgerOp['kind'];
+  traceId: string;
+  error: string;
+}
+
+/**
  * Where the wallet book's decided ledger operations are committed, one batch per call, in order:
  * on the serving thread's own connection (`commit` returns once committed), or on the writer
  * thread (`commit` resolves when it acknowledged the transaction). `commitNow` commits before it
- * returns, whatever it costs the thread (shutdown, tests).
+ * returns, whatever it costs the thread (shutdown, tests). Both answer with the operations the store
+ * refused one by one (none: nothing, or an empty list); a batch that could not be committed at all
+ * (the disk, a lock never given up) throws or rejects instead, and none of it was written.
  */
 export interface LedgerWriter {
-  commit(ops: LedgerOp[]): void | Promise<void>;
-  commitNow(ops: LedgerOp[]): void;
+  commit(ops: LedgerOp[]): void | readonly LedgerRefusal[] | Promise<void | readonly LedgerRefusal[]>;
+  commitNow(ops: LedgerOp[]): void | readonly LedgerRefusal[];
 }

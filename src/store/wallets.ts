@@ -13,16 +13,22 @@
 // Overdraft: a settlement may cost more than its hold (the provider ignored max_tokens, or the
 // estimate was short). The balance may then go negative by at most Σ(cost − hold) over such
 // requests; admission sizes holds to make that zero when the provider honours max_tokens.
+//
+// Column ranges: every amount is checked against what its INTEGER column holds before it is written
+// (an amount 0 … 2^63 − 1 nano-USD; a balance −2^63 … 2^63 − 1; held 0 … 2^63 − 1), so a value out
+// of range is refused with a WalletError naming the trace, never half-written or stored as REAL.
+// `applyEach` writes a group commit's operations so that one refused operation leaves the others in.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
 import { LEDGER_COLUMNS, type LedgerRow, ledgerEntry } from './ledger-entry.ts';
-import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows } from './ledger-invariants.ts';
-import type { LedgerEntry, LedgerOp, UsageLine, WalletView } from './types.ts';
+import { writeEach } from './isolated-writes.ts';
+import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows, type UnservedHold } from './ledger-invariants.ts';
+import type { LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from './types.ts';
 
-export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow';
+export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow' | 'amount_out_of_range';
 
 export class WalletError extends Error {
   readonly code: WalletErrorCode;
@@ -34,6 +40,8 @@ export class WalletError extends Error {
 }
 
 const DAY_MS = 86_400_000;
+/** The lowest value of SQLite's INTEGER: a balance overdrawn below it could not be stored. */
+const MIN_INTEGER = -(2n ** 63n);
 /** Open holds older than this are released at startup even when their process seems alive (pid reuse). */
 export const DEFAULT_STALE_HOLD_MS = 6 * 3_600_000;
 
@@ -121,6 +129,7 @@ export class Wallets {
     );
     const closeHold = this.sql.get("UPDATE holds SET state = ?, cost_nano = ?, closed_at = ? WHERE trace_id = ? AND state = 'open'");
     for (const op of ops) {
+      checkAmounts(op);
       const d = of(op.workspace);
       if (op.kind === 'hold') {
         insertHold.run(op.traceId, op.workspace, op.amount, this.owner, process.pid, HOST, now);
@@ -140,7 +149,46 @@ export class Wallets {
       d.held -= op.amount;
     }
     const update = this.sql.get('UPDATE wallets SET balance_nano = balance_nano + ?, held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?');
-    for (const [ws, d] of delta) update.run(d.balance, d.held, now, ws);
+    for (const [ws, d] of delta) {
+      this.checkWalletFits(ws, d);
+      update.run(d.balance, d.held, now, ws);
+    }
+  }
+
+  /**
+   * `apply` for a group commit of several requests' operations, inside `transactIsolated`
+   * (src/store/isolated-writes.ts): all of them at once (`isolated` false), or — on the run after
+   * something was refused — each in a savepoint of its own, so an operation the store refuses (an
+   * amount out of its column's range, a trace held or closed twice) leaves every other operation of
+   * the batch written. `alongside(op)` writes what must stand or fall with an operation (a
+   * settlement's log row), in the same savepoint. Returns the refused operations (empty when all
+   * were written).
+   */
+  applyEach(ops: readonly LedgerOp[], isolated: boolean, alongside: (op: LedgerOp) => void = () => undefined): LedgerRefusal[] {
+    if (!isolated) {
+      this.apply(ops);
+      for (const op of ops) alongside(op);
+      return [];
+    }
+    const refused = writeEach(this.db, ops, (op) => {
+      this.apply([op]);
+      alongside(op);
+    });
+    return refused.map(({ item, error }) => ({ kind: item.kind, traceId: item.traceId, error: error instanceof Error ? error.message : String(error) }));
+  }
+
+  /** Refuses a wallet change its INTEGER columns could not hold (checked before the UPDATE). */
+  private checkWalletFits(workspace: string, d: { balance: bigint; held: bigint }): void {
+    const w = this.wallet(workspace);
+    if (!w) return;
+    const balance = w.balance_nano + d.balance;
+    const held = w.held_nano + d.held;
+    if (balance < MIN_INTEGER || balance > MAX_WALLET_NANO || held < 0n || held > MAX_WALLET_NANO) {
+      throw new WalletError(
+        'amount_out_of_range',
+        `this batch would take the wallet of ${workspace} to balance ${nanoToDecimal(balance)} USD, held ${nanoToDecimal(held)} USD, outside what the ledger holds; nothing of it was written`,
+      );
+    }
   }
 
   /**
@@ -234,17 +282,40 @@ export class Wallets {
   /**
    * Recomputes every wallet from the ledger and the holds table and lists each disagreement:
    * balance and held per wallet, hold/ledger agreement per trace, every settle/release preceded by a
-   * hold of the same workspace, no trace closed twice, credits positive.
+   * hold of the same workspace, no trace closed twice, credits positive; and what the books agree on
+   * but must not be: an open hold whose owning process is gone (the next start releases exactly
+   * these), an answered request without its settlement (src/store/ledger-invariants.ts).
+   * `unservedHolds: false` leaves the open holds out of it: for a caller that carries them on
+   * (`migrate --from` gives them a lease of their own on PostgreSQL).
    */
-  verify(): { ok: boolean; problems: string[] } {
+  verify(opts: { unservedHolds?: boolean } = {}): { ok: boolean; problems: string[] } {
     const queries = ledgerQueries((expr) => `SUM(${expr})`);
     const read = this.db.transaction(() => {
       const rows: Partial<Record<LedgerQueryName, unknown[]>> = {};
       for (const [name, sql] of Object.entries(queries) as [LedgerQueryName, string][]) rows[name] = this.sql.get(sql).all();
-      return ledgerProblems(rows as LedgerRows);
+      return ledgerProblems(rows as LedgerRows, opts.unservedHolds === false ? [] : this.unservedHolds());
     });
     const problems = read();
     return { ok: problems.length === 0, problems };
+  }
+
+  /** Open holds whose owner is gone: the same rule as the startup release (`ownerAlive`). */
+  private unservedHolds(): UnservedHold[] {
+    const open = this.sql.get("SELECT trace_id, workspace, owner, owner_pid, owner_host FROM holds WHERE state = 'open' ORDER BY created_at, trace_id").all() as {
+      trace_id: string;
+      workspace: string;
+      owner: string;
+      owner_pid: bigint;
+      owner_host: string;
+    }[];
+    const unserved: UnservedHold[] = [];
+    for (const h of open) {
+      const pid = Number(h.owner_pid);
+      if (ownerAlive(h.owner, pid, h.owner_host)) continue;
+      const why = pid === process.pid ? 'its store in this process was closed' : `the process that took it (pid ${pid}) is gone`;
+      unserved.push({ trace_id: h.trace_id, workspace: h.workspace, why: `${why}; the next start releases it` });
+    }
+    return unserved;
   }
 
   private wallet(workspace: string): WalletRow | undefined {
@@ -285,6 +356,20 @@ function ownerAlive(owner: string, pid: number, host: string): boolean {
     // EPERM: the process exists but belongs to another user.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Every amount of an operation within its column's range: 0 … 2^63 − 1 nano-USD. */
+function checkAmounts(op: LedgerOp): void {
+  checkAmount(op.amount, op.kind === 'hold' ? 'hold' : 'held amount', op.traceId);
+  if (op.kind === 'settle') checkAmount(op.cost, 'cost', op.traceId);
+}
+
+function checkAmount(v: bigint, what: string, traceId: string): void {
+  if (typeof v === 'bigint' && v >= 0n && v <= MAX_WALLET_NANO) return;
+  throw new WalletError(
+    'amount_out_of_range',
+    `the ${what} of trace ${traceId} (${String(v)} nano-USD) is outside what the ledger holds (0 to ${MAX_WALLET_NANO} nano-USD); nothing of it was written`,
+  );
 }
 
 function checkWorkspace(workspace: string): void {

@@ -2,7 +2,7 @@
 // commit request is one transaction; every request gets one reply, in order, and bumps the shared
 // signal word after its reply is posted (so a thread may wait for it synchronously at shutdown).
 import type { MessagePort } from 'node:worker_threads';
-import type { LedgerOp, RequestLogRow } from './types.ts';
+import type { LedgerOp, LedgerRefusal, RequestLogRow } from './types.ts';
 
 export interface WriterData {
   file: string;
@@ -26,6 +26,8 @@ export type WriterReply =
       /** Why the ledger part was refused (the whole batch rolled back; its log rows were retried
        *  alone), or null. */
       ledgerError: string | null;
-      /** Why the log rows could not be written either, or null. */
+      /** Operations refused one by one while the rest of the batch was committed (empty: none). */
+      refused: LedgerRefusal[];
+      /** Why log rows could not be written (all of them, or the ones refused alone), or null. */
       rowsError: string | null;
     };

@@ -1,18 +1,21 @@
 // The SQLite writer thread: the one write connection of a serving gateway, so no transaction, fsync
 // or WAL checkpoint runs on a serving thread's event loop. It commits what it is sent in order, one
-// transaction per commit request: ledger operations (Wallets.apply, the same code and invariants as
-// everywhere) together with the request-log row of every settlement among them — a crash never
+// transaction per commit request: ledger operations (Wallets.applyEach, the same code and invariants
+// as everywhere) together with the request-log row of every settlement among them — a crash never
 // keeps a charge without its log row — and the final log rows of finished requests (each replaces
-// its trace's provisional row). WAL checkpoints run on a thread of their own (checkpoint-thread.ts),
-// which this one starts and stops: a commit never waits for one.
+// its trace's provisional row; a provisional row never replaces a final one). One commit carries
+// many requests' writes: one the store refuses is left out alone, never with the others
+// (isolated-writes.ts). WAL checkpoints run on a thread of their own (checkpoint-thread.ts), which
+// this one starts and stops: a commit never waits for one.
 import { parentPort, type Worker, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.ts';
 import { siblingModule, spawnThread } from '../thread.ts';
 import type { CheckpointData } from './checkpoint-thread.ts';
 import { openDatabase, Statements } from './db.ts';
-import { upsertRequestLogRows } from './request-log.ts';
+import { transactIsolated } from './isolated-writes.ts';
+import { insertSettledRequestLogRow, upsertRequestLogRows, upsertRequestLogRowsEach } from './request-log.ts';
 import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
-import type { RequestLogRow } from './types.ts';
+import type { LedgerOp } from './types.ts';
 import { Wallets } from './wallets.ts';
 import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
@@ -61,39 +64,46 @@ function start(): void {
   checkpointer.on('error', () => undefined);
   checkpointer.unref();
 
-  const commit = (m: Extract<WriterRequest, { kind: 'commit' }>, settled: RequestLogRow[]): WriterReply => {
+  const immediate = <R>(fn: () => R): R => db.transaction(fn).immediate();
+  // A settlement's log row stands or falls with it (a crash never keeps a charge without its row).
+  const withLogRow = (op: LedgerOp): void => {
+    if (op.kind === 'settle' && op.logRow) insertSettledRequestLogRow(sql, op.logRow);
+  };
+
+  const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
     let ledgerError: string | null = null;
     try {
-      db.transaction(() => {
-        wallets.apply(m.ops);
-        upsertRequestLogRows(sql, settled);
-        upsertRequestLogRows(sql, m.rows);
-      }).immediate();
+      const { refused, rowErrors } = transactIsolated(immediate, (isolated) => ({
+        refused: wallets.applyEach(m.ops, isolated, withLogRow),
+        rowErrors: upsertRequestLogRowsEach(db, sql, m.rows, isolated),
+      }));
       Atomics.add(counter, 0, 1);
-      return { kind: 'reply', seq: m.seq, ledgerError: null, rowsError: null };
+      return { kind: 'reply', seq: m.seq, ledgerError: null, refused, rowsError: rowErrors.length > 0 ? rowErrors.join('; ') : null };
     } catch (err) {
-      if (m.ops.length === 0) return { kind: 'reply', seq: m.seq, ledgerError: null, rowsError: message(err) };
+      if (m.ops.length === 0) return { kind: 'reply', seq: m.seq, ledgerError: null, refused: [], rowsError: message(err) };
       ledgerError = message(err);
     }
-    // The ledger part was refused: the finished requests' rows still go in, on their own.
+    // The transaction itself failed (nothing of it was written): the finished requests' rows still
+    // go in, on their own.
     try {
       if (m.rows.length > 0) db.transaction(() => upsertRequestLogRows(sql, m.rows)).immediate();
-      return { kind: 'reply', seq: m.seq, ledgerError, rowsError: null };
+      return { kind: 'reply', seq: m.seq, ledgerError, refused: [], rowsError: null };
     } catch (err) {
-      return { kind: 'reply', seq: m.seq, ledgerError, rowsError: message(err) };
+      return { kind: 'reply', seq: m.seq, ledgerError, refused: [], rowsError: message(err) };
     }
   };
 
   port.on('message', async (m: WriterRequest) => {
     if (m.kind === 'commit') {
-      // Each settlement's log row is committed with it.
-      const settled: RequestLogRow[] = [];
-      for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled.push(op.logRow);
       const t0 = slowCommitMs === null ? 0 : performance.now();
-      const reply = commit(m, settled);
+      const reply = commit(m);
       if (slowCommitMs !== null) {
         const ms = performance.now() - t0;
-        if (ms >= slowCommitMs) process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + settled.length));
+        if (ms >= slowCommitMs) {
+          let settled = 0;
+          for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled++;
+          process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + settled));
+        }
       }
       send(reply);
     } else {
@@ -107,7 +117,7 @@ function start(): void {
       } catch (err) {
         rowsError = message(err);
       }
-      send({ kind: 'reply', seq: m.seq, ledgerError: null, rowsError });
+      send({ kind: 'reply', seq: m.seq, ledgerError: null, refused: [], rowsError });
       port.close();
     }
   });

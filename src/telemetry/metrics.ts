@@ -66,6 +66,7 @@ export class GatewayMetrics implements RequestObserver {
   readonly tokens = new SeriesTable(['direction', 'model', 'provider']);
   readonly walletRefusals = new SeriesTable(['workspace']);
   readonly rateLimited = new SeriesTable(['workspace']);
+  readonly usageCapped = new SeriesTable(['provider', 'cap']);
   readonly inFlight = new SeriesTable(['endpoint']);
   readonly inFlightStreams = new SeriesTable(['endpoint']);
   readonly reloads = new SeriesTable(['result']);
@@ -155,6 +156,7 @@ export class GatewayMetrics implements RequestObserver {
     if (row.completion_tokens !== null) this.tokens.series('output', model, provider).value += row.completion_tokens;
     const workspace = row.workspace ?? '';
     if (row.cost_nano !== null && row.cost_nano > 0n) this.costNano.set(workspace, (this.costNano.get(workspace) ?? 0n) + row.cost_nano);
+    if (s.usageCapped) this.usageCapped.series(provider, s.usageCapped).value++;
     if (row.error_code === 'insufficient_balance') this.walletRefusals.series(workspace).value++;
     else if (row.error_code === 'rate_limited') this.rateLimited.series(workspace).value++;
   }
@@ -191,6 +193,11 @@ export class GatewayMetrics implements RequestObserver {
     counter('pi_gateway_tokens_total', 'Billed tokens (settled usage, or the documented estimate) by direction (input, output), model served and provider.', this.tokens);
     counter('pi_gateway_wallet_refusals_total', 'Requests refused 402 insufficient_balance, by workspace.', this.walletRefusals);
     counter('pi_gateway_rate_limited_total', "Requests refused 429 rate_limited by the gateway's own rate limit, by workspace.", this.rateLimited);
+    counter(
+      'pi_gateway_usage_capped_total',
+      "Settlements charged less than their usage priced at, by provider and cap: bound (a provider's reported usage above what the request could have cost: charged that bound) or hold (the gateway's own estimate above the request's hold: charged the hold).",
+      this.usageCapped,
+    );
     counter('pi_gateway_config_reloads_total', 'Config reloads by result (ok, failed).', this.reloads);
     gauge('pi_gateway_in_flight_requests', 'Inference requests in progress, by endpoint.', this.inFlight);
     gauge('pi_gateway_in_flight_streams', 'Streamed inference requests (stream: true) in progress, from the body read to the end, by endpoint.', this.inFlightStreams);

@@ -19,6 +19,7 @@ const REQUEST_SERIES = new Set([
   'pi_gateway_tokens_total',
   'pi_gateway_wallet_refusals_total',
   'pi_gateway_rate_limited_total',
+  'pi_gateway_usage_capped_total',
   'pi_gateway_in_flight_requests',
   'pi_gateway_in_flight_streams',
   'pi_gateway_cost_usd_total',

@@ -1,14 +1,17 @@
 // Property-based tests (fast-check) of the billing arithmetic: exact sums, unit conservation,
-// monotonicity, discounts never raising a price, the hold dominating the charge, rendering
+// monotonicity, discounts never raising a price, the hold dominating the charge, the settlement bound
+// dominating the charge within it and every settlement (an estimate: the hold too), rendering
 // round-trips and half-up rounding at exact .5 nano boundaries.
 import fc from 'fast-check';
 import t from 'tap';
 import { computeCharge } from '../../src/billing/charge.ts';
+import { settlementBoundNano } from '../../src/billing/bound.ts';
 import { worstCaseHoldNano } from '../../src/billing/hold.ts';
 import { INPUT_TOKEN_CLASSES, OUTPUT_TOKEN_CLASSES } from '../../src/billing/price-classes.ts';
 import { effectivePricing, pricesAt, renderPricing } from '../../src/billing/price.ts';
+import { settlementFor } from '../../src/billing/settlement.ts';
 import type { Usage } from '../../src/billing/usage.ts';
-import type { PriceClass, PriceList, PriceSet } from '../../src/config/compiled.ts';
+import type { CompiledPlatform, PriceClass, PriceList, PriceSet } from '../../src/config/compiled.ts';
 import { PRICE_CLASSES } from '../../src/config/compiled.ts';
 import { ATTO_PER_NANO, attoToNanoRounded, decimalToAtto } from '../../src/money.ts';
 import { configPrice, deployment, model, monotonePriceListArb, priceListArb } from './fixtures.ts';
@@ -205,6 +208,41 @@ t.test('the hold covers the charge for any usage within the bounds, at every can
         });
       },
     ),
+  );
+});
+
+t.test('the settlement bound covers the charge within it, and no settlement exceeds it', async (t) => {
+  assertProperty(
+    t,
+    'bound ≥ charge; settlement ≤ bound',
+    fc.property(priceListArb, sub(3_000_000), sub(300_000), usageArb, fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.boolean(), (list, promptBound, completionBound, raw, holdNano, withUsage) => {
+      const bound = { promptTokens: promptBound, completionTokens: completionBound };
+      const boundNano = settlementBoundNano(list, bound);
+      // Within the bound: images at most one per prompt token, web searches one per output token.
+      const within: Usage = {
+        ...raw,
+        promptTokens: Math.min(raw.promptTokens, promptBound),
+        completionTokens: Math.min(raw.completionTokens, completionBound),
+        inputImages: Math.min(raw.inputImages ?? 0, promptBound),
+        webSearchCalls: Math.min(raw.webSearchCalls ?? 0, completionBound),
+      };
+      const c = computeCharge(within, list);
+      if (!(boundNano >= c.totalNano && boundNano * ATTO_PER_NANO >= c.totalAtto)) return false;
+      // Whatever a provider reports (here: up to 1,000 × the bounds), the settlement never exceeds it.
+      const reported: Usage = { ...raw, promptTokens: raw.promptTokens * 1000, completionTokens: raw.completionTokens * 1000, webSearchCalls: (raw.webSearchCalls ?? 0) * 1000 };
+      const m = model(list);
+      const s = settlementFor({
+        model: m,
+        deployment: deployment({ kind: 'list' }),
+        platform: { id: 'p', supportsStreamCancellation: true } as CompiledPlatform,
+        outcome: { usage: withUsage ? reported : null, inputUsage: null, stream: false, completed: true, clientAborted: false, contentEvents: 0, contentBytes: raw.completionTokens * 4000 },
+        holdNano,
+        requestBytes: raw.promptTokens,
+        pricedAtMs: 0,
+        bound,
+      });
+      return s.costNano <= boundNano && (withUsage || s.costNano <= holdNano) && (s.capped === null) === (s.details.capped === undefined);
+    }),
   );
 });
 

@@ -4,6 +4,7 @@
 // verify, the request log.
 import t from 'tap';
 import type { Test } from 'tap';
+import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { openPgStore, type PgStore } from '../../src/store-pg/pg-store.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
@@ -147,4 +148,71 @@ t.test('usage and the request log', async (t) => {
   const rows = await s.requestLog.query({ workspace: 'w' });
   t.match(rows, [{ id: 1, trace_id: 'a', stream: true, cost_nano: 300n, ended: 'completed', session_id: 's' }]);
   t.same(await s.requestLog.query({ afterId: 1 }), []);
+});
+
+t.test('an amount beyond its column is refused before the write; the wallet service releases that hold at once', async (t) => {
+  const s = await fresh(t);
+  await s.wallets.credit('w', 10_000n, 'seed');
+  const now = clock.now();
+  await t.rejects(s.holds.hold('w', 'big-hold', 2n ** 63n, now, 'n'), { name: 'WalletError', code: 'amount_out_of_range' });
+  t.match(await s.holds.hold('w', 'a', 1_000n, now, 'n'), { ok: true });
+  await t.rejects(s.holds.settle('a', 2n ** 63n, {}, now), { name: 'WalletError', code: 'amount_out_of_range' }, 'a cost past BIGINT is refused by name');
+  t.match(await s.wallets.show('w', now), { balance: 10_000n, held: 1_000n, openHolds: 1 }, 'nothing of it was written');
+  t.equal(await s.holds.settle('a', 400n, {}, now), true, 'the hold is still there to settle');
+
+  const logs: string[] = [];
+  const service = new PgWalletService(s, { clock, node: 'n', timer: false, log: (event) => logs.push(event) });
+  t.teardown(() => service.close());
+  t.match(await service.hold('w', 'b', 1_000n), { ok: true });
+  await t.rejects(service.settle('b', 2n ** 63n, {}), { code: 'amount_out_of_range' });
+  t.same(logs, ['settlement_refused']);
+  t.equal(service.openHolds, 0);
+  const rows = await s.pool.query<{ kind: string; note: string | null }>("SELECT kind, note FROM ledger WHERE trace_id = 'b' ORDER BY id");
+  t.same(
+    rows.rows.map((r) => r.kind),
+    ['hold', 'release'],
+    'released at once, not when its lease lapses',
+  );
+  t.match(rows.rows[1]?.note, /settlement refused by the store/);
+  t.same(await s.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('ledger verify names a hold whose lease lapsed and an answered request without its settlement', async (t) => {
+  const url = await server.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.close();
+  const local = new ManualClock(Date.UTC(2026, 0, 1));
+  const s = await openPgStore(url, { clock: local, masterKey: masterKey(1), requestLog: { flushIntervalMs: 5 } });
+  t.teardown(() => s.close());
+  await s.wallets.credit('w', 10_000n, 'seed');
+  const now = local.now();
+  t.match(await s.holds.hold('w', 'in-flight', 1_000n, now, 'node-a', 30_000), { ok: true });
+  t.same(await s.wallets.verify(), { ok: true, problems: [] }, 'a hold within its lease is served');
+  s.requestLog.append({
+    trace_id: 'lost-charge', ts: now, workspace: 'w', key_id: null, endpoint: 'chat_completions', model_requested: 'v/m', model_served: 'v/m',
+    provider: 'p', deployment: 'p/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null, latency_ms: 1, ttfb_ms: 1,
+    prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: null, cached_tokens: null, cost_nano: 300n, app_title: null, app_origin: null,
+    session_id: null, ended: 'completed',
+  });
+  // A charge beyond BIGINT is stored without its cost; the rest of the batch goes in with it.
+  s.requestLog.append({
+    trace_id: 'too-big', ts: now, workspace: 'w', key_id: null, endpoint: 'chat_completions', model_requested: 'v/m', model_served: null,
+    provider: null, deployment: null, attempts: 0, attempts_json: [], stream: false, status: 429, error_code: 'rate_limited', latency_ms: 1, ttfb_ms: null,
+    prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null, cost_nano: 2n ** 63n, app_title: null, app_origin: null,
+    session_id: null, ended: 'rejected',
+  });
+  await s.requestLog.flush();
+  t.same(
+    (await s.requestLog.query({})).map((r) => [r.trace_id, r.cost_nano]),
+    [
+      ['lost-charge', 300n],
+      ['too-big', null],
+    ],
+  );
+  local.advance(31_000);
+  t.same((await s.wallets.verify()).problems, [
+    "hold in-flight of workspace w is open but nothing serves it: its lease lapsed 1000 ms ago (node node-a stopped renewing it); any node's sweeper releases it",
+    'request lost-charge logged a charge of 0.0000003 USD but has no settlement',
+  ]);
 });

@@ -1,4 +1,5 @@
-// Request log: batched writes (few transactions, flush on close), queries, nothing secret stored.
+// Request log: batched writes (few transactions, flush on close), a cost beyond its column stored
+// without it, queries, nothing secret stored.
 import t from 'tap';
 import { openDatabase } from '../../src/store/db.ts';
 import { openStore, type RequestLogRow } from '../../src/store/store.ts';
@@ -80,6 +81,26 @@ t.test('a failed write keeps the rows for the next flush', async (t) => {
   s.requestLog.flush();
   t.same(s.requestLog.stats(), { queued: 0, transactions: 1, written: 2, dropped: 0 });
   t.same(s.requestLog.query().map((r) => r.trace_id), ['tr-1', 'tr-2']);
+  s.close();
+});
+
+t.test('a cost beyond the column is stored without it, reported, and takes no other row down', async (t) => {
+  const failures: unknown[] = [];
+  const s = openStore(':memory:', { requestLog: { flushIntervalMs: 60_000, maxBatch: 100 }, onLogError: (e) => failures.push(e) });
+  s.requestLog.append(row(1));
+  s.requestLog.append(row(2, { cost_nano: 2n ** 64n }));
+  s.requestLog.append(row(3));
+  s.requestLog.flush();
+  t.same(
+    s.requestLog.query().map((r) => [r.trace_id, r.cost_nano]),
+    [
+      ['tr-1', row(1).cost_nano],
+      ['tr-2', null],
+      ['tr-3', row(3).cost_nano],
+    ],
+  );
+  t.equal(failures.length, 1);
+  t.match(String(failures[0]), /tr-2: cost_nano 18446744073709551616 is outside what the column holds/);
   s.close();
 });
 

@@ -75,6 +75,62 @@ t.test('a settlement and its log row commit together; the final row replaces it'
   t.equal(store.wallets.show('w', 0).balance, 960n);
 });
 
+t.test('a final row committed before its settlement keeps the last word', async (t) => {
+  const file = tempDbFile(t);
+  const store = openStore(file);
+  store.wallets.credit('w', 1_000n, 'seed');
+  const writer = await ThreadWriter.start(file);
+  t.teardown(async () => {
+    await writer.close();
+    store.close();
+  });
+  await writer.commit([{ kind: 'hold', workspace: 'w', traceId: 'tr_cut', amount: 100n }]);
+  // The request ended (its final row went out alone) while its settlement was still queued behind a
+  // busy writer: the settlement, with its provisional row, commits second.
+  writer.append(row('tr_cut', { error_code: 'stream_reset', ended: 'upstream_cut', latency_ms: 80 }));
+  writer.flush();
+  await writer.commit([{ kind: 'settle', workspace: 'w', traceId: 'tr_cut', amount: 100n, cost: 40n, details: {}, logRow: row('tr_cut', { ended: 'upstream_cut' }) }]);
+  const rows = store.requestLog.query({});
+  t.equal(rows.length, 1, 'one row per trace');
+  t.match(rows[0], { trace_id: 'tr_cut', error_code: 'stream_reset', ended: 'upstream_cut', latency_ms: 80, cost_nano: 40n }, 'the final row, not the provisional one');
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('one commit, many requests: an operation the store refuses is left out alone', async (t) => {
+  const file = tempDbFile(t);
+  const store = openStore(file);
+  store.wallets.credit('w', 1_000n, 'seed');
+  const writer = await ThreadWriter.start(file);
+  t.teardown(async () => {
+    await writer.close();
+    store.close();
+  });
+  await writer.commit(['a', 'b', 'c'].map((traceId) => ({ kind: 'hold', workspace: 'w', traceId, amount: 100n }) as LedgerOp));
+  writer.append(row('finished', { cost_nano: null, status: 429, error_code: 'rate_limited', model_served: null }));
+  const refused = await writer.commit([
+    { kind: 'settle', workspace: 'w', traceId: 'a', amount: 100n, cost: 40n, details: {}, logRow: row('a') },
+    // Priced beyond SQLite's INTEGER: better-sqlite3 refuses to bind it.
+    { kind: 'settle', workspace: 'w', traceId: 'b', amount: 100n, cost: 2n ** 64n, details: {}, logRow: row('b', { cost_nano: 2n ** 64n }) },
+    { kind: 'settle', workspace: 'w', traceId: 'c', amount: 100n, cost: 40n, details: {}, logRow: row('c') },
+  ]);
+  t.same(
+    refused.map((r) => [r.kind, r.traceId]),
+    [['settle', 'b']],
+    'the writer names the one refused operation',
+  );
+  t.match(refused[0]?.error, /outside what the ledger holds/);
+  t.same(
+    store.requestLog
+      .query({})
+      .map((r) => r.trace_id)
+      .sort(),
+    ['a', 'c', 'finished'],
+    'the others settled with their log rows, and the finished request’s row is written',
+  );
+  t.same(store.wallets.show('w', 0).openHolds, 1, 'the refused settlement’s hold is still open (the wallet book releases it)');
+  t.equal(store.wallets.show('w', 0).balance, 920n);
+});
+
 t.test('WAL checkpoints run beside the writer: the database file takes the rows', async (t) => {
   const file = tempDbFile(t);
   const store = openStore(file);
@@ -90,7 +146,8 @@ t.test('WAL checkpoints run beside the writer: the database file takes the rows'
   // ~2 MB of log rows: far below the writer's own auto-checkpoint (16,000 pages, ~64 MB).
   const note = 'x'.repeat(4000);
   for (let i = 0; i < 500; i++) {
-    writer.append(row(`tr_${i}`, { app_title: note }));
+    // Refused requests' rows (nothing charged, so no settlement is expected of them).
+    writer.append(row(`tr_${i}`, { app_title: note, status: 429, error_code: 'rate_limited', model_served: null, cost_nano: null }));
     if (i % 50 === 49) await writer.commit(charge(`c_${i}`));
   }
   writer.flush();

@@ -54,7 +54,8 @@ t.test('credit, and holds, settlements and releases written by apply', async (t)
   t.throws(() => w.credit('acme', 0n, 'x'), RangeError);
   t.throws(() => w.credit('acme', -1n, 'x'), RangeError);
   t.throws(() => w.credit('acme', 1 as unknown as bigint, 'x'), RangeError, 'numbers are refused');
-  t.throws(() => write(s, hold('acme', 'r9', -1n)), /CHECK/, 'the schema refuses negative amounts');
+  t.throws(() => write(s, hold('acme', 'r9', -1n)), { name: 'WalletError', code: 'amount_out_of_range' }, 'negative amounts are refused before the write');
+  t.throws(() => write(s, hold('acme', 'r9', 2n ** 63n)), { name: 'WalletError', code: 'amount_out_of_range' }, 'so are amounts above what the column holds');
   t.throws(() => w.apply([hold('acme', 'r9', 1n)]), /inside a transaction/, 'apply runs only inside a batch');
   t.same(w.workspaces(), ['acme']);
   s.close();
@@ -78,6 +79,38 @@ t.test('the ledger is append-only and verify catches drift', async (t) => {
   t.match(v.problems.join('\n'), /wallet w: held 0.000000299 USD but the ledger's open holds sum to 0.0000003 USD/);
   t.match(v.problems.join('\n'), /hold h1 is released but the ledger says open/);
   s.close();
+});
+
+t.test('verify fails on a hold nothing serves any more and on an answered request without its settlement', async (t) => {
+  const file = tempDbFile(t);
+  const a = openStore(file);
+  a.wallets.credit('w', 1_000n, 'seed');
+  write(a, hold('w', 'served', 100n), hold('w', 'orphan', 100n), hold('w', 'logged', 100n));
+  write(a, settle('w', 'logged', 100n, 40n));
+  const raw = openDatabase(file);
+  // As if a gateway process that has since died took this one (pid 0 is never a process of ours).
+  raw.prepare("UPDATE holds SET owner = 'gone', owner_pid = 2147483646 WHERE trace_id = 'orphan'").run();
+  raw.close();
+  const base = { ts: 1, workspace: 'w', key_id: 'k', endpoint: 'chat_completions', model_requested: 'm', model_served: 'm', provider: 'p', deployment: 'd', attempts: 1, attempts_json: [], stream: false, error_code: null, latency_ms: 5, ttfb_ms: 2, prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: null, cached_tokens: null, app_title: null, app_origin: null, session_id: null, ended: 'completed' as const };
+  a.requestLog.append({ ...base, trace_id: 'logged', status: 200, cost_nano: 40n });
+  a.requestLog.append({ ...base, trace_id: 'refused', status: 429, error_code: 'rate_limited', model_served: null, cost_nano: null });
+  a.requestLog.append({ ...base, trace_id: 'answered-unsettled', status: 200, cost_nano: null });
+  a.requestLog.append({ ...base, trace_id: 'charge-unrecorded', status: 200, cost_nano: 75n });
+  a.requestLog.append({ ...base, trace_id: 'served', status: 200, cost_nano: 99n });
+  a.requestLog.flush();
+  const v = a.wallets.verify();
+  t.equal(v.ok, false);
+  t.same(
+    v.problems,
+    [
+      'hold orphan of workspace w is open but nothing serves it: the process that took it (pid 2147483646) is gone; the next start releases it',
+      'request answered-unsettled answered 200 but has no settlement',
+      'request charge-unrecorded logged a charge of 0.000000075 USD but has no settlement',
+      'request served logged a charge of 0.000000099 USD but has no settlement',
+    ],
+    'one line each; the live hold, the settled request and the refused one are fine',
+  );
+  a.close();
 });
 
 t.test('orphaned holds are released at startup, live ones are kept', async (t) => {

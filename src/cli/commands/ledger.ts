@@ -8,8 +8,12 @@ const HELP = `Usage: pi-gateway ledger verify [--db FILE|URL] [--json]
 
 Recomputes each wallet's balance (credits − settlements) and held amount (open holds) from the
 ledger and compares them with the stored wallets and holds; also checks that every settlement or
-release follows a hold of the same workspace and that no request is closed twice. Prints "ok" or one
-problem per line; exits 1 when there is any.
+release follows a hold of the same workspace and that no request is closed twice; that no hold is
+left open with nothing to close it (on a database file: the process that took it is gone, which the
+next start releases; on PostgreSQL: its lease lapsed, which any node's sweeper releases); and that
+every answered request has its settlement (a request-log row with a charge, or a 2xx answer a
+provider served, whose trace has no settle row of that amount). Prints "ok" or one problem per line;
+exits 1 when there is any.
 
 Options:
 ${DB_HELP}

@@ -71,7 +71,8 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
   const source = openStore(file, { readonly: true });
   const target = await openPgStore(url, { checkSchema: false });
   try {
-    const before = source.wallets.verify();
+    // Open holds move with a fresh lease (a node settles them, or they lapse as after a crash).
+    const before = source.wallets.verify({ unservedHolds: false });
     if (!before.ok) throw new CliError(`${file} does not verify (${before.problems.length} problem(s): ${before.problems[0]}); fix it before moving it`);
     await target.migrate();
     const empty = await pgIsEmpty(target.pool);
