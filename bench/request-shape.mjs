@@ -1,11 +1,11 @@
 // CPU per request of JSON bodies whose shape, not their size, is what costs: wide objects, many tiny
 // values, versus a real conversation of the same bytes. The gateway runs in this process (the test
-// stack, working-tree sources through tsx) with its upstream a raw socket answering a fixed small chat
+// stack, working-tree sources, whose types Node.js strips) with its upstream a raw socket answering a fixed small chat
 // completion, so what is measured is the request path: read, scan, parse, route, hold, upstream body,
 // answer. Reports, per body, the median over 5 requests of this process's CPU (user + system; the
 // client's share is a few ms) and of the longest event-loop block.
 //
-//   npx tsx bench/request-shape.mjs
+//   node bench/request-shape.mjs
 //
 // Not part of `bench/run.js` (that suite measures the compiled gateway in its own process).
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Entry point of the `pi-gateway` CLI. Refuses a Node.js it was not built for, then runs the compiled
-// build (dist/, in the npm package and after `npm run build`) or, in a checkout without it, the
-// TypeScript sources through tsx.
+// Entry point of the `pi-gateway` CLI. Refuses a Node.js it was not built for, then runs the
+// TypeScript sources in a checkout (Node.js 22 strips the types itself: no build step, no loader) or
+// the compiled JavaScript in the npm package, which carries dist/ instead of src/.
 import { existsSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 // The oldest Node.js this release runs on (package.json "engines"); 22 is the line it is tested on.
 const [major, minor] = process.versions.node.split('.').map(Number);
@@ -15,13 +15,6 @@ if (major < 22 || (major === 22 && minor < 19)) {
   process.exit(1);
 }
 
-const compiled = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-let cli;
-if (existsSync(compiled)) {
-  cli = await import(pathToFileURL(compiled).href);
-} else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  cli = await import(new URL('../src/cli/main.ts', import.meta.url).href);
-}
+const sources = new URL('../src/cli/main.ts', import.meta.url);
+const cli = await import(existsSync(fileURLToPath(sources)) ? sources.href : new URL('../dist/src/cli/main.js', import.meta.url).href);
 cli.runCli(process.argv.slice(2));

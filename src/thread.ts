@@ -1,7 +1,7 @@
-// Starts a worker thread on one of our modules, from the build (dist/: plain .js) or from the
-// TypeScript sources (tests, a checkout without dist/). From the sources a small bootstrap registers
-// tsx in the thread first: the parent thread's loader hooks do not reach a worker. Used by the SQLite
-// writer thread and by the serving threads of `serve --workers N`.
+// Starts a worker thread on one of our modules: its TypeScript source in a checkout (Node.js strips
+// the types itself, in the thread as in the main thread), its compiled file in the npm package
+// (dist/), or the single executable's unpacked bundle. Used by the SQLite writer thread, its
+// checkpointer and the serving threads of `serve --workers N`.
 import { join } from 'node:path';
 import { type ResourceLimits, type TransferListItem, Worker } from 'node:worker_threads';
 import { singleExecutableRoot } from './install/single-executable.ts';
@@ -11,10 +11,7 @@ export const THREAD_ARG = '--pi-thread';
 /** The single executable's bundle, unpacked beside its other files. */
 export const EXECUTABLE_BUNDLE = 'pi-gateway.cjs';
 
-/**
- * `entry` is the module's URL as the caller sees it (`new URL('./x.ts', import.meta.url)` from a
- * source file, `./x.js` from the build): a `.ts` entry is started through tsx.
- */
+/** `entry` is the module's URL as the caller sees it (`siblingModule('x', import.meta.url)`). */
 export function spawnThread(
   entry: URL,
   opts: { workerData: unknown; transferList?: TransferListItem[]; stdout?: boolean; stderr?: boolean; resourceLimits?: ResourceLimits },
@@ -25,10 +22,7 @@ export function spawnThread(
     const name = entry.pathname.slice(entry.pathname.lastIndexOf('/') + 1).replace(/\.(ts|js)$/, '');
     return new Worker(join(packaged, EXECUTABLE_BUNDLE), { ...opts, argv: [THREAD_ARG, name] });
   }
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, opts);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(boot, { ...opts, eval: true });
+  return new Worker(entry, opts);
 }
 
 /** `./name.ts` beside `base` when `base` is a source file, else `./name.js` (the build). */

@@ -34,7 +34,7 @@ t.test('`serve` exits 1 with the message and never listens', async (t) => {
   const seed = openStore(file, { masterKey: randomBytes(32).toString('base64') });
   seed.secrets.set('alpha-1', 'upstream-secret');
   seed.close();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', 'test/fixtures/config/gateway', '--db', file, '--port', '0'], {
+  const r = spawnSync(process.execPath, ['src/cli/main.ts', 'serve', '--config', 'test/fixtures/config/gateway', '--db', file, '--port', '0'], {
     env: { ...process.env, PI_MASTER_KEY: '' },
     encoding: 'utf8',
     timeout: 60_000,

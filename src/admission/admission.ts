@@ -89,7 +89,10 @@ export interface AdmissionParts {
 }
 
 export class Admission {
-  constructor(private readonly parts: AdmissionParts) {}
+  private readonly parts: AdmissionParts;
+  constructor(parts: AdmissionParts) {
+    this.parts = parts;
+  }
 
   /** The caller's key and workspace, or the spec's 401 (spec: Authentication). Synchronous when the
    *  key verifier answered at once. */
@@ -182,10 +185,14 @@ export class Admission {
 
 /** A rate-limit decision still on its way (a limiter in another thread or process). */
 export class PendingRate {
+  readonly decision: Promise<RateDecision>;
+  private readonly limit: number;
   constructor(
-    readonly decision: Promise<RateDecision>,
-    private readonly limit: number,
+    decision: Promise<RateDecision>,
+    limit: number,
   ) {
+    this.decision = decision;
+    this.limit = limit;
     // Awaited by `settled()`; a request that fails first (a shutdown) must not leave it unobserved.
     decision.catch(() => undefined);
   }

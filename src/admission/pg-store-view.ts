@@ -28,11 +28,18 @@ export class PgStoreView implements KeysAndCredentials {
   /** False while the last poll failed: readiness reports the store as not answering. */
   storeAnswers = true;
 
+  private readonly store: PgStore;
+  private readonly onBadSecret: BadSecretHandler;
+  private readonly pollMs: number;
   private constructor(
-    private readonly store: PgStore,
-    private readonly onBadSecret: BadSecretHandler,
-    private readonly pollMs: number,
-  ) {}
+    store: PgStore,
+    onBadSecret: BadSecretHandler,
+    pollMs: number,
+  ) {
+    this.store = store;
+    this.onBadSecret = onBadSecret;
+    this.pollMs = pollMs;
+  }
 
   /** Opens every credential and reads the change counter before the node serves. */
   static async open(store: PgStore, onBadSecret: BadSecretHandler = () => undefined, pollMs = CHANGE_POLL_MS): Promise<PgStoreView> {

@@ -42,10 +42,14 @@ export class PgWalletService implements WalletService {
   private closed = false;
   private readonly log: (event: string, fields?: Record<string, unknown>) => void;
 
+  private readonly store: PgStore;
+  private readonly opts: PgWalletOptions;
   constructor(
-    private readonly store: PgStore,
-    private readonly opts: PgWalletOptions,
+    store: PgStore,
+    opts: PgWalletOptions,
   ) {
+    this.store = store;
+    this.opts = opts;
     this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
     this.renewMs = opts.renewMs ?? LEASE_RENEW_MS;
     this.log = opts.log ?? (() => undefined);

@@ -37,16 +37,24 @@ export class StoreView implements KeysAndCredentials {
   /** Records of refused (revoked, expired) keys, for the request log; dropped with `keys`. */
   private readonly refused = new Map<string, ApiKeyRecord | null>();
 
+  private readonly store: Store;
+  private readonly onBadSecret: BadSecretHandler;
+  private readonly onExternalChange: () => void;
+  private readonly changed: () => boolean | Promise<boolean>;
   constructor(
-    private readonly store: Store,
-    private readonly onBadSecret: BadSecretHandler = () => undefined,
+    store: Store,
+    onBadSecret: BadSecretHandler = () => undefined,
     /** Another process committed (a credit, a key, a secret): caches beyond this view refresh too. */
-    private readonly onExternalChange: () => void = () => undefined,
+    onExternalChange: () => void = () => undefined,
     /** Whether another process committed since the last call; default the store's own check. With a
      *  writer thread the serving connection sees that thread's commits too, so the writer (which
      *  does not see its own) answers. */
-    private readonly changed: () => boolean | Promise<boolean> = () => store.changedSinceLastCheck(),
+    changed: () => boolean | Promise<boolean> = () => store.changedSinceLastCheck(),
   ) {
+    this.store = store;
+    this.onBadSecret = onBadSecret;
+    this.onExternalChange = onExternalChange;
+    this.changed = changed;
     this.names = store.secrets.names();
     // Opened at start (a few AES-GCM opens), so every credential survives a later rotation.
     for (const name of this.names) this.reveal(name);

@@ -71,14 +71,20 @@ export class WalletBook implements WalletService {
   /** Batches are committed on this thread's connection (no writer thread). */
   private readonly inline: boolean;
 
+  private readonly store: Store;
+  private readonly onError: (err: unknown) => void;
+  private readonly holdDelayMs: number;
   constructor(
-    private readonly store: Store,
-    private readonly onError: (err: unknown) => void = () => undefined,
+    store: Store,
+    onError: (err: unknown) => void = () => undefined,
     /** Where batches are committed; default this thread's own connection, synchronously. */
     writer?: LedgerWriter,
     /** How long a batch of holds alone may wait for a settlement to ride with (0: this turn). */
-    private readonly holdDelayMs = 0,
+    holdDelayMs = 0,
   ) {
+    this.store = store;
+    this.onError = onError;
+    this.holdDelayMs = holdDelayMs;
     this.wallets = store.wallets;
     const inline = (ops: LedgerOp[]): LedgerRefusal[] => store.batchEach((isolated) => this.wallets.applyEach(ops, isolated));
     this.writer = writer ?? { commit: inline, commitNow: inline };

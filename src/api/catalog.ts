@@ -41,7 +41,9 @@ class CatalogCache {
   private listValidUntil = -Infinity;
   private listValidFrom = Infinity;
 
-  constructor(readonly index: ConfigIndex) {
+  readonly index: ConfigIndex;
+  constructor(index: ConfigIndex) {
+    this.index = index;
     this.models = index.config.models;
     for (const m of this.models) if (m.enabled) this.objects.set(m.id, JSON.stringify(toCatalogModel(m)));
   }

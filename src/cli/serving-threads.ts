@@ -40,14 +40,23 @@ export class ServingThreads {
   private draining = false;
   private nextScrape = 1;
 
+  private readonly coordinator: Coordinator;
+  private readonly startData: (worker: number) => WorkerStart;
+  private readonly log: (event: string, fields?: Record<string, unknown>) => void;
+  private readonly entry: URL;
   constructor(
-    private readonly coordinator: Coordinator,
+    coordinator: Coordinator,
     /** The thread's start data; `config` and `breakers` as of now (a restart gets the current ones). */
-    private readonly startData: (worker: number) => WorkerStart,
-    private readonly log: (event: string, fields?: Record<string, unknown>) => void,
+    startData: (worker: number) => WorkerStart,
+    log: (event: string, fields?: Record<string, unknown>) => void,
     /** The thread's module (tests start a stand-in). */
-    private readonly entry: URL = siblingModule('serving-thread', import.meta.url),
-  ) {}
+    entry: URL = siblingModule('serving-thread', import.meta.url),
+  ) {
+    this.coordinator = coordinator;
+    this.startData = startData;
+    this.log = log;
+    this.entry = entry;
+  }
 
   /** Starts `count` threads and resolves once every one listens; rejects (all stopped) when one cannot. */
   async start(count: number): Promise<void> {

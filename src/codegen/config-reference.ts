@@ -1,5 +1,5 @@
 // docs/config-reference.md: a readable reference of every config file kind and field, generated from
-// the JSON Schemas (their descriptions are the documentation). `tsx scripts/config-reference.ts`
+// the JSON Schemas (their descriptions are the documentation). `node scripts/config-reference.ts`
 // prints it to stdout.
 import { type JsonSchema, readSchemas } from '../config/validate.ts';
 

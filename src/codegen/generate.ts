@@ -68,7 +68,7 @@ export function writeOutputs(root: string, outputs: Output[]): string[] {
     const abs = join(root, ...o.path.split('/'));
     if (read(abs) === o.content) continue;
     mkdirSync(dirname(abs), { recursive: true });
-    // Write-then-rename, so a reader (tsx watch, a running test) never sees half a file.
+    // Write-then-rename, so a reader (a watching process, a running test) never sees half a file.
     const tmp = `${abs}.${process.pid}.tmp`;
     writeFileSync(tmp, o.content);
     renameSync(tmp, abs);

@@ -20,10 +20,12 @@ export class OperatorAuth {
   /** sha256(session id) hex → expiry (epoch ms). Insertion order is login order. */
   private readonly sessions = new Map<string, number>();
 
+  private readonly now: () => number;
   constructor(
     token: string,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
+    this.now = now;
     if (token === '') throw new RangeError('the operator token must not be empty');
     this.tokenDigest = digest(token);
   }

@@ -5,12 +5,16 @@ import type { IncomingRequest } from '../http/request.ts';
 
 /** An admin endpoint's refusal: answered as `{"error": {"code", "message"}}` with its status. */
 export class ConsoleError extends Error {
+  readonly status: number;
+  readonly code: string;
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
   ) {
     super(message);
+    this.status = status;
+    this.code = code;
     this.name = 'ConsoleError';
   }
 }

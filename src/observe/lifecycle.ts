@@ -34,7 +34,10 @@ export class Lifecycle {
   private last: ReloadRecord | null = null;
   private readonly reloadListeners: ((r: ReloadRecord) => void)[] = [];
 
-  constructor(private readonly clock: Clock = systemClock) {}
+  private readonly clock: Clock;
+  constructor(clock: Clock = systemClock) {
+    this.clock = clock;
+  }
 
   get state(): LifecycleState {
     return this.current;

@@ -106,10 +106,15 @@ export function combineObservers(observers: readonly RequestObserver[], onError:
 }
 
 class CombinedWatch implements RequestWatch {
+  private readonly watches: RequestWatch[];
+  private readonly onError: (err: unknown) => void;
   constructor(
-    private readonly watches: RequestWatch[],
-    private readonly onError: (err: unknown) => void,
-  ) {}
+    watches: RequestWatch[],
+    onError: (err: unknown) => void,
+  ) {
+    this.watches = watches;
+    this.onError = onError;
+  }
 
   read(stream: boolean, model: string | null): void {
     for (const w of this.watches) {

@@ -29,7 +29,10 @@ export function refreshAt(now: number, lifetimeMs: number): number {
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly clock: Clock) {}
+  private readonly clock: Clock;
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
 
   /** A fresh token at once, or a promise of one (fetched once for every caller waiting). */
   token(key: string, fetch: () => Promise<IssuedToken>): string | Promise<string> {

@@ -155,10 +155,15 @@ class ChatTap implements StreamTap {
   /** `id` and `created` of the stream's chunks, reused by a synthesised usage frame. */
   private streamId: unknown = null;
   private created: unknown = null;
+  private readonly slugJson: Buffer;
+  private readonly hints: TapHints;
   constructor(
-    private readonly slugJson: Buffer,
-    private readonly hints: TapHints = {},
-  ) {}
+    slugJson: Buffer,
+    hints: TapHints = {},
+  ) {
+    this.slugJson = slugJson;
+    this.hints = hints;
+  }
 
   usage(): Usage | null {
     return this.lastUsage;

@@ -58,10 +58,12 @@ export class FormReader {
   private headerSize = 0;
   private readonly delimiter: Buffer;
 
+  private readonly listener: FormListener;
   constructor(
     boundary: string,
-    private readonly listener: FormListener,
+    listener: FormListener,
   ) {
+    this.listener = listener;
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
     // The body starts as if after a line break, so the first delimiter may open it (RFC 2046).
     this.carry = CRLF;

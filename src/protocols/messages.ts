@@ -20,7 +20,10 @@ class MessagesTap implements StreamTap {
   private committed = false;
   private startUsage: unknown = undefined;
   private deltaUsage: unknown = undefined;
-  constructor(private readonly slugJson: Buffer) {}
+  private readonly slugJson: Buffer;
+  constructor(slugJson: Buffer) {
+    this.slugJson = slugJson;
+  }
 
   /** Final once message_delta brought its usage (cumulative, the answer's own count); message_start's
    *  `output_tokens` (1) is provisional and never billed as the answer's output. */

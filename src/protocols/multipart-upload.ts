@@ -38,12 +38,16 @@ export class MultipartUpload {
   private liveTaken = false;
   private iterator: AsyncIterator<Buffer> | null = null;
 
+  private readonly source: Readable;
+  private readonly maxPrefixBytes: number;
   constructor(
-    private readonly source: Readable,
+    source: Readable,
     boundary: string,
-    private readonly maxPrefixBytes: number,
+    maxPrefixBytes: number,
     rules: FormListener,
   ) {
+    this.source = source;
+    this.maxPrefixBytes = maxPrefixBytes;
     this.reader = new FormReader(boundary, {
       partStart: (name, filename) => rules.partStart?.(name, filename),
       part: (part) => {

@@ -27,7 +27,10 @@ class ResponsesTap implements StreamTap {
   contentBytes = 0;
   private committed = false;
   private lastUsage: Usage | null = null;
-  constructor(private readonly slugJson: Buffer) {}
+  private readonly slugJson: Buffer;
+  constructor(slugJson: Buffer) {
+    this.slugJson = slugJson;
+  }
 
   /** Only response.completed/incomplete carry the answer's count; a usage on an earlier event is
    *  provisional (see inputUsage). */

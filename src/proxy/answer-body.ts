@@ -12,7 +12,10 @@ export class BodyBuffer {
   private readonly chunks: Buffer[] = [];
   private size = 0;
 
-  constructor(readonly cap: number) {}
+  readonly cap: number;
+  constructor(cap: number) {
+    this.cap = cap;
+  }
 
   /** Keeps the chunk, or returns false once the body has gone past the cap (that chunk and every
    *  later one are dropped). */
@@ -74,10 +77,14 @@ function tooLarge(cap: number, what: string): BodyResult {
 class PlainBody implements AnswerBody {
   private readonly buffer: BodyBuffer;
 
+  private readonly cap: number;
+  private readonly settle: (r: BodyResult) => void;
   constructor(
-    private readonly cap: number,
-    private readonly settle: (r: BodyResult) => void,
+    cap: number,
+    settle: (r: BodyResult) => void,
   ) {
+    this.cap = cap;
+    this.settle = settle;
     this.buffer = new BodyBuffer(cap);
   }
 
@@ -94,10 +101,15 @@ class PlainBody implements AnswerBody {
 
 /** An encoding the gateway cannot decode: the answer is unusable, whatever its bytes. */
 class UnreadableBody implements AnswerBody {
+  private readonly coding: string;
+  private readonly settle: (r: BodyResult) => void;
   constructor(
-    private readonly coding: string,
-    private readonly settle: (r: BodyResult) => void,
-  ) {}
+    coding: string,
+    settle: (r: BodyResult) => void,
+  ) {
+    this.coding = coding;
+    this.settle = settle;
+  }
 
   add(): void {}
 
@@ -113,11 +125,17 @@ class InflatedBody implements AnswerBody {
   private received = 0;
   private closed = false;
 
+  private readonly inflater: Transform;
+  private readonly cap: number;
+  private readonly settle: (r: BodyResult) => void;
   constructor(
-    private readonly inflater: Transform,
-    private readonly cap: number,
-    private readonly settle: (r: BodyResult) => void,
+    inflater: Transform,
+    cap: number,
+    settle: (r: BodyResult) => void,
   ) {
+    this.inflater = inflater;
+    this.cap = cap;
+    this.settle = settle;
     this.inflated = new BodyBuffer(cap);
     inflater.on('data', (chunk: Buffer) => {
       if (!this.closed && !this.inflated.add(chunk)) this.fail(tooLarge(cap, 'inflated past'));

@@ -29,12 +29,20 @@ export class JsonReader implements AttemptPhase {
   readonly kind = 'json';
   private state: JsonState;
 
+  private readonly core: AttemptCore;
+  private readonly protocol: ProtocolModule;
+  private readonly slugJson: Buffer;
+  private readonly head: AnswerHead;
   constructor(
-    private readonly core: AttemptCore,
-    private readonly protocol: ProtocolModule,
-    private readonly slugJson: Buffer,
-    private readonly head: AnswerHead,
+    core: AttemptCore,
+    protocol: ProtocolModule,
+    slugJson: Buffer,
+    head: AnswerHead,
   ) {
+    this.core = core;
+    this.protocol = protocol;
+    this.slugJson = slugJson;
+    this.head = head;
     this.state = { kind: 'reading', body: answerBody(head.headers['content-encoding'], core.limits.maxUpstreamBodyBytes, this.onBody) };
   }
 
@@ -151,14 +159,20 @@ export class ErrorReader implements AttemptPhase {
   readonly kind = 'error';
   private readonly body = new BodyBuffer(MAX_ERROR_BODY);
 
+  private readonly core: AttemptCore;
+  private readonly head: AnswerHead;
+  private readonly errorBody?: AnswerDecoding['errorBody'];
   /** The error head is the provider's first byte; the idle limit starts with it, so an error body
    *  that stops midway cannot hold the request forever. */
   constructor(
-    private readonly core: AttemptCore,
-    private readonly head: AnswerHead,
+    core: AttemptCore,
+    head: AnswerHead,
     /** The adapter's rewrite of a platform error into the protocol's error shape, if it has one. */
-    private readonly errorBody?: AnswerDecoding['errorBody'],
+    errorBody?: AnswerDecoding['errorBody'],
   ) {
+    this.core = core;
+    this.head = head;
+    this.errorBody = errorBody;
     core.markFirstByte();
     core.armIdle(this);
   }

@@ -50,15 +50,25 @@ export class AttemptCore {
   private idleWatcher: IdleWatcher | null = null;
   private stallTimer: AttemptTimer | null = null;
 
+  readonly reply: Reply;
+  readonly limits: AttemptLimits;
+  readonly timers: AttemptTimers;
+  private readonly resolve: (outcome: AttemptOutcome) => void;
+  private readonly beforeComplete: AttemptInput['beforeComplete'];
   constructor(
-    readonly reply: Reply,
-    readonly limits: AttemptLimits,
-    readonly timers: AttemptTimers,
-    private readonly resolve: (outcome: AttemptOutcome) => void,
-    private readonly beforeComplete: AttemptInput['beforeComplete'],
+    reply: Reply,
+    limits: AttemptLimits,
+    timers: AttemptTimers,
+    resolve: (outcome: AttemptOutcome) => void,
+    beforeComplete: AttemptInput['beforeComplete'],
     /** The request body is streamed (an upload): the first-byte limit starts once it was sent. */
     streamedBody = false,
   ) {
+    this.reply = reply;
+    this.limits = limits;
+    this.timers = timers;
+    this.resolve = resolve;
+    this.beforeComplete = beforeComplete;
     this.t0 = timers.now();
     if (!streamedBody) this.firstByteTimer = timers.start(this.onFirstByteTimeout, limits.firstByteTimeoutMs);
   }

@@ -41,14 +41,24 @@ export class StreamRelay implements AttemptPhase {
   private paused = false;
   private readonly splitter: SseSplitter;
 
+  private readonly core: AttemptCore;
+  private readonly protocol: ProtocolModule;
+  private readonly tap: StreamTap;
+  private readonly head: AnswerHead;
+  private readonly decoder: StreamDecoder | null;
   constructor(
-    private readonly core: AttemptCore,
-    private readonly protocol: ProtocolModule,
-    private readonly tap: StreamTap,
-    private readonly head: AnswerHead,
+    core: AttemptCore,
+    protocol: ProtocolModule,
+    tap: StreamTap,
+    head: AnswerHead,
     /** Turns the platform's own stream format into SSE first; null for an SSE answer. */
-    private readonly decoder: StreamDecoder | null = null,
+    decoder: StreamDecoder | null = null,
   ) {
+    this.core = core;
+    this.protocol = protocol;
+    this.tap = tap;
+    this.head = head;
+    this.decoder = decoder;
     this.splitter = new SseSplitter(core.limits.maxUpstreamEventBytes);
   }
 

@@ -23,7 +23,10 @@ export type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, Fai
 class AwaitingHead implements AttemptPhase {
   readonly kind = 'head';
 
-  constructor(private readonly core: AttemptCore) {}
+  private readonly core: AttemptCore;
+  constructor(core: AttemptCore) {
+    this.core = core;
+  }
 
   onData(): void {
     // A body never comes before its head.
@@ -57,10 +60,14 @@ const DECODED_STREAM_TYPE = 'text/event-stream; charset=utf-8';
 export class AttemptSink implements UpstreamSink {
   private phase: AttemptPhase;
 
+  private readonly core: AttemptCore;
+  private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>;
   constructor(
-    private readonly core: AttemptCore,
-    private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>,
+    core: AttemptCore,
+    input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>,
   ) {
+    this.core = core;
+    this.input = input;
     this.phase = new AwaitingHead(core);
   }
 

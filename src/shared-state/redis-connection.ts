@@ -35,10 +35,14 @@ export class RedisConnection {
   private readonly shas = new Map<string, string>();
   private closed = false;
 
+  readonly url: string;
+  private readonly opts: RedisConnectionOptions;
   constructor(
-    readonly url: string,
-    private readonly opts: RedisConnectionOptions = {},
+    url: string,
+    opts: RedisConnectionOptions = {},
   ) {
+    this.url = url;
+    this.opts = opts;
     this.timeoutMs = opts.commandTimeoutMs ?? REDIS_COMMAND_TIMEOUT_MS;
     this.client = createClient({
       url,

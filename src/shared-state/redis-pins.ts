@@ -15,11 +15,18 @@ return v
 `;
 
 export class RedisPins {
+  private readonly redis: RedisConnection;
+  private readonly ttlMs: number;
+  private readonly prefix: string;
   constructor(
-    private readonly redis: RedisConnection,
-    private readonly ttlMs = PIN_TTL_MS,
-    private readonly prefix = 'pi:pin:',
-  ) {}
+    redis: RedisConnection,
+    ttlMs = PIN_TTL_MS,
+    prefix = 'pi:pin:',
+  ) {
+    this.redis = redis;
+    this.ttlMs = ttlMs;
+    this.prefix = prefix;
+  }
 
   redisKey(key: string): string {
     return this.prefix + createHash('sha256').update(key).digest('base64url');

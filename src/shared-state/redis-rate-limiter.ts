@@ -30,12 +30,19 @@ return {n, left}
 `;
 
 export class RedisRateLimiter {
+  private readonly redis: RedisConnection;
+  private readonly clock: Clock | null;
+  private readonly prefix: string;
   constructor(
-    private readonly redis: RedisConnection,
+    redis: RedisConnection,
     /** null: Redis's clock decides the window (production); a clock: that clock does (tests). */
-    private readonly clock: Clock | null = null,
-    private readonly prefix = 'pi:rl:',
-  ) {}
+    clock: Clock | null = null,
+    prefix = 'pi:rl:',
+  ) {
+    this.redis = redis;
+    this.clock = clock;
+    this.prefix = prefix;
+  }
 
   /** Throws RedisUnavailableError when Redis does not answer (the caller decides what then). */
   async take(key: string, limitPerMinute: number): Promise<RateDecision> {

@@ -27,7 +27,10 @@ export interface FallbackCounts {
 /** Counts fallbacks (metrics, readiness) and logs the transitions. */
 export class SharedStateHealth {
   readonly fallbacks: FallbackCounts = { rateLimit: 0, pins: 0 };
-  constructor(readonly redis: RedisConnection) {}
+  readonly redis: RedisConnection;
+  constructor(redis: RedisConnection) {
+    this.redis = redis;
+  }
   get redisUp(): boolean {
     return this.redis.up;
   }
@@ -37,12 +40,14 @@ export class SharedRateLimiter implements RateLimiter {
   private readonly remote: RedisRateLimiter;
   private readonly local: FixedWindowRateLimiter;
 
+  private readonly health: SharedStateHealth;
   constructor(
-    private readonly health: SharedStateHealth,
+    health: SharedStateHealth,
     clock: Clock,
     /** null: Redis's clock picks the window (production); tests pass their clock. */
     windowClock: Clock | null,
   ) {
+    this.health = health;
     this.remote = new RedisRateLimiter(health.redis, windowClock);
     this.local = new FixedWindowRateLimiter(clock);
   }
@@ -62,10 +67,12 @@ export class SharedPins implements PinStore {
   private readonly remote: RedisPins;
   private readonly local: SessionPins;
 
+  private readonly health: SharedStateHealth;
   constructor(
-    private readonly health: SharedStateHealth,
+    health: SharedStateHealth,
     opts: { clock: Clock; maxPins: number; ttlMs?: number },
   ) {
+    this.health = health;
     this.remote = new RedisPins(health.redis, opts.ttlMs);
     this.local = new SessionPins(opts);
   }

@@ -11,7 +11,10 @@ export function slot(name: string): string {
 
 /** An already-serialized JSON fragment, inserted verbatim (use for compact values reused across events). */
 export class RawJson {
-  constructor(readonly json: string) {}
+  readonly json: string;
+  constructor(json: string) {
+    this.json = json;
+  }
 }
 
 export interface JsonTemplate {

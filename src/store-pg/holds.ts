@@ -83,7 +83,10 @@ WITH h AS (
 SELECT (SELECT COUNT(*) FROM l) AS released`;
 
 export class PgHolds {
-  constructor(private readonly pool: PgPool) {}
+  private readonly pool: PgPool;
+  constructor(pool: PgPool) {
+    this.pool = pool;
+  }
 
   /**
    * Takes `amount` on the workspace's wallet when balance − held covers it, in one statement.

@@ -38,10 +38,15 @@ function toRecord(r: KeyRow): ApiKeyRecord {
 }
 
 export class PgApiKeys {
+  private readonly pool: PgPool;
+  private readonly clock: Clock;
   constructor(
-    private readonly pool: PgPool,
-    private readonly clock: Clock,
-  ) {}
+    pool: PgPool,
+    clock: Clock,
+  ) {
+    this.pool = pool;
+    this.clock = clock;
+  }
 
   async create(input: CreateKeyInput): Promise<CreatedApiKey> {
     if (typeof input.workspace !== 'string' || input.workspace === '') throw new RangeError('workspace is required');

@@ -41,13 +41,19 @@ export class PgStore implements AdminStore {
   readonly requestLog: PgRequestLog;
   private closed: Promise<void> | null = null;
 
+  readonly pool: PgPool;
+  readonly location: string;
+  readonly clock: Clock;
   constructor(
-    readonly pool: PgPool,
+    pool: PgPool,
     /** The URL without its password. */
-    readonly location: string,
-    readonly clock: Clock,
+    location: string,
+    clock: Clock,
     opts: PgStoreOptions,
   ) {
+    this.pool = pool;
+    this.location = location;
+    this.clock = clock;
     const masterKey = 'masterKey' in opts ? opts.masterKey : process.env.PI_MASTER_KEY;
     this.apiKeys = new PgApiKeys(pool, clock);
     this.wallets = new PgWallets(pool, clock);

@@ -44,12 +44,16 @@ export class PgRequestLog {
   private readonly maxBatch: number;
   private counts = { transactions: 0, written: 0, dropped: 0 };
 
+  private readonly pool: PgPool;
+  private readonly onError: (err: unknown) => void;
   constructor(
-    private readonly pool: PgPool,
+    pool: PgPool,
     opts: RequestLogOptions = {},
-    private readonly onError: (err: unknown) => void = (err) =>
+    onError: (err: unknown) => void = (err) =>
       process.stderr.write(`pi-gateway: request log write failed, will retry: ${err instanceof Error ? err.message : String(err)}\n`),
   ) {
+    this.pool = pool;
+    this.onError = onError;
     this.flushMs = opts.flushIntervalMs ?? 200;
     // A statement takes at most 65 535 parameters: 25 columns a row.
     this.maxBatch = Math.min(opts.maxBatch ?? 1000, 2000);

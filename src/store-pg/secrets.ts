@@ -20,11 +20,18 @@ const SELECT_ALL = 'SELECT name, nonce, ciphertext, tag, key_id FROM secrets ORD
 export class PgSecrets {
   private master: MasterKey | SecretError | null = null;
 
+  private readonly pool: PgPool;
+  private readonly clock: Clock;
+  private readonly rawKey: string | undefined;
   constructor(
-    private readonly pool: PgPool,
-    private readonly clock: Clock,
-    private readonly rawKey: string | undefined,
-  ) {}
+    pool: PgPool,
+    clock: Clock,
+    rawKey: string | undefined,
+  ) {
+    this.pool = pool;
+    this.clock = clock;
+    this.rawKey = rawKey;
+  }
 
   async set(name: string, plaintext: string): Promise<void> {
     checkName(name);

@@ -15,10 +15,15 @@ const DAY_MS = 86_400_000;
 const PG_LEDGER_QUERIES = ledgerQueries((expr) => `SUM(${expr})::bigint`);
 
 export class PgWallets {
+  private readonly pool: PgPool;
+  private readonly clock: Clock;
   constructor(
-    private readonly pool: PgPool,
-    private readonly clock: Clock,
-  ) {}
+    pool: PgPool,
+    clock: Clock,
+  ) {
+    this.pool = pool;
+    this.clock = clock;
+  }
 
   async credit(workspace: string, amountNano: bigint, note: string): Promise<{ traceId: string; balance: bigint }> {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');

@@ -65,13 +65,23 @@ export class ThreadWriter implements LedgerWriter {
   private dead: string | null = null;
   private readonly counts = { transactions: 0, rowsDropped: 0, failures: 0 };
 
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly signal: Int32Array;
+  private readonly capacity: number;
+  private readonly onError: (event: string, err: unknown) => void;
   private constructor(
-    private readonly worker: Worker,
-    private readonly port: MessagePort,
-    private readonly signal: Int32Array,
-    private readonly capacity: number,
-    private readonly onError: (event: string, err: unknown) => void,
+    worker: Worker,
+    port: MessagePort,
+    signal: Int32Array,
+    capacity: number,
+    onError: (event: string, err: unknown) => void,
   ) {
+    this.worker = worker;
+    this.port = port;
+    this.signal = signal;
+    this.capacity = capacity;
+    this.onError = onError;
     port.on('message', (m: WriterReply) => this.handle(m));
     worker.on('error', (err) => this.fail(`writer thread failed: ${err.message}`));
     worker.on('exit', (code) => this.fail(`writer thread exited (${code})`));

@@ -139,7 +139,10 @@ class TopMembers {
   private keyEnd = -1;
   private valueStart = -1;
 
-  constructor(private readonly buf: Buffer) {}
+  private readonly buf: Buffer;
+  constructor(buf: Buffer) {
+    this.buf = buf;
+  }
 
   /** A closing bracket with nothing open: not one document. */
   spoil(): void {

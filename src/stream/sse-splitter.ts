@@ -18,8 +18,11 @@ export class SseSplitter {
   private beforeLast = NONE;
   private over = false;
 
+  readonly maxEventBytes: number;
   /** `maxEventBytes`: the most bytes one event may hold (its blank line included). */
-  constructor(readonly maxEventBytes = Number.POSITIVE_INFINITY) {}
+  constructor(maxEventBytes = Number.POSITIVE_INFINITY) {
+    this.maxEventBytes = maxEventBytes;
+  }
 
   /** Bytes held waiting for the end of an event. */
   get pendingBytes(): number {

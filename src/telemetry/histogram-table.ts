@@ -19,10 +19,15 @@ interface Row {
 export class HistogramTable {
   private readonly rows = new Map<string, Row>();
 
+  readonly labelName: string;
+  readonly bounds: readonly number[];
   constructor(
-    readonly labelName: string,
-    readonly bounds: readonly number[],
-  ) {}
+    labelName: string,
+    bounds: readonly number[],
+  ) {
+    this.labelName = labelName;
+    this.bounds = bounds;
+  }
 
   observe(label: string, value: number): void {
     let row = this.rows.get(label);
@@ -50,11 +55,15 @@ interface ExportedValue {
 
 /** A prom-client histogram whose samples come from a HistogramTable. */
 export class TableHistogram extends Histogram<string> {
+  private readonly spec: { name: string; help: string; registers: ConstructorParameters<typeof Histogram<string>>[0]['registers'] };
+  private readonly table: HistogramTable;
   constructor(
-    private readonly spec: { name: string; help: string; registers: ConstructorParameters<typeof Histogram<string>>[0]['registers'] },
-    private readonly table: HistogramTable,
+    spec: { name: string; help: string; registers: ConstructorParameters<typeof Histogram<string>>[0]['registers'] },
+    table: HistogramTable,
   ) {
     super({ name: spec.name, help: spec.help, labelNames: [table.labelName], buckets: [...table.bounds], registers: spec.registers ?? [] });
+    this.spec = spec;
+    this.table = table;
   }
 
   /** What prom-client's registry formats as text (the same shape its own histogram returns). */

@@ -26,10 +26,15 @@ export class BufferedLines implements LineSink {
   private used = 0;
   private timer: NodeJS.Timeout | null = null;
 
+  private readonly out: TextOut;
+  private readonly flushMs: number;
   constructor(
-    private readonly out: TextOut,
-    private readonly flushMs = DEFAULT_FLUSH_MS,
-  ) {}
+    out: TextOut,
+    flushMs = DEFAULT_FLUSH_MS,
+  ) {
+    this.out = out;
+    this.flushMs = flushMs;
+  }
 
   write(line: string): void {
     // A UTF-16 code unit takes at most 3 bytes in UTF-8: make sure the whole line fits.

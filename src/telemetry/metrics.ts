@@ -256,10 +256,14 @@ class MetricsWatch implements RequestWatch, AttemptWatch {
   private upstreamMs = 0;
   private provider = '';
 
+  private readonly m: GatewayMetrics;
+  private readonly endpoint: string;
   constructor(
-    private readonly m: GatewayMetrics,
-    private readonly endpoint: string,
+    m: GatewayMetrics,
+    endpoint: string,
   ) {
+    this.m = m;
+    this.endpoint = endpoint;
     m.inFlight.series(endpoint).value++;
   }
 

@@ -20,7 +20,9 @@ export class SeriesTable {
   private readonly root: Level = { next: new Map(), series: null };
   private readonly list: Series[] = [];
 
-  constructor(readonly labelNames: readonly [string, ...string[]]) {
+  readonly labelNames: readonly [string, ...string[]];
+  constructor(labelNames: readonly [string, ...string[]]) {
+    this.labelNames = labelNames;
     if (labelNames.length > 4) throw new RangeError('a SeriesTable takes at most four labels');
   }
 

@@ -144,12 +144,14 @@ class RequestSpan implements RequestWatch {
   private readonly ctx: Context;
   private readonly operation: string;
 
+  private readonly t: Tracing;
   constructor(
-    private readonly t: Tracing,
+    t: Tracing,
     endpoint: string,
     traceId: string,
     req: IncomingRequest,
   ) {
+    this.t = t;
     this.operation = operationOf(endpoint);
     const parent = t.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
     // A request that continues no trace gets a trace named after its request id.

@@ -61,7 +61,10 @@ export class ConnectionGuard {
   private exchange: GuardedExchange | null = null;
   private readonly interim = new InterimHeadFilter();
 
-  constructor(private readonly socket: Socket) {}
+  private readonly socket: Socket;
+  constructor(socket: Socket) {
+    this.socket = socket;
+  }
 
   /** A request was written on this connection: its answer starts with the next bytes. */
   requestWritten(exchange: GuardedExchange | null): void {

@@ -54,7 +54,10 @@ export class Exchange implements Dispatcher.DispatchHandler, UpstreamControl, Gu
   private waiting: Buffer[] = [];
   private endWaiting = false;
 
-  constructor(private readonly sink: UpstreamSink) {}
+  private readonly sink: UpstreamSink;
+  constructor(sink: UpstreamSink) {
+    this.sink = sink;
+  }
 
   /** The streamed request body was read to its end by the connection's writer. */
   requestSent(): void {

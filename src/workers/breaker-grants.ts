@@ -31,17 +31,30 @@ export class BreakerGrants {
   private turn = 0;
   private closed = false;
 
+  readonly tracker: HealthTracker;
+  private readonly clock: Clock;
+  private readonly deployment: (id: string) => CompiledDeployment | undefined;
+  private readonly workers: () => readonly number[];
+  private readonly broadcast: (states: BreakerMirrorState[]) => void;
+  private readonly schedule_: Schedule;
   constructor(
-    readonly tracker: HealthTracker,
-    private readonly clock: Clock,
+    tracker: HealthTracker,
+    clock: Clock,
     /** The deployment as the current config has it (undefined once a reload removed it). */
-    private readonly deployment: (id: string) => CompiledDeployment | undefined,
+    deployment: (id: string) => CompiledDeployment | undefined,
     /** The workers that can take a probe now (ready, not draining). */
-    private readonly workers: () => readonly number[],
+    workers: () => readonly number[],
     /** Sends changed states to every worker. */
-    private readonly broadcast: (states: BreakerMirrorState[]) => void,
-    private readonly schedule_: Schedule = realSchedule,
-  ) {}
+    broadcast: (states: BreakerMirrorState[]) => void,
+    schedule_: Schedule = realSchedule,
+  ) {
+    this.tracker = tracker;
+    this.clock = clock;
+    this.deployment = deployment;
+    this.workers = workers;
+    this.broadcast = broadcast;
+    this.schedule_ = schedule_;
+  }
 
   /** Every breaker as the mirrors should have it (a worker that just started). */
   states(): BreakerMirrorState[] {

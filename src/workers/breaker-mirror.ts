@@ -20,12 +20,18 @@ export class BreakerMirror implements BreakerBoard {
   private readonly states = new Map<string, Mirrored>();
   readonly passive: HealthView;
 
+  private readonly worker: number;
+  private readonly client: Pick<CoordinatorClient, 'tell'>;
+  private readonly clock: Clock;
   constructor(
-    private readonly worker: number,
-    private readonly client: Pick<CoordinatorClient, 'tell'>,
-    private readonly clock: Clock,
+    worker: number,
+    client: Pick<CoordinatorClient, 'tell'>,
+    clock: Clock,
     initial: readonly BreakerMirrorState[] = [],
   ) {
+    this.worker = worker;
+    this.client = client;
+    this.clock = clock;
     this.update(initial);
     this.passive = { isDown: (d) => d.status === 'down' || (this.states.get(d.id)?.openUntil ?? null) !== null };
   }

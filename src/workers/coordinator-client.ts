@@ -42,7 +42,10 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   private behindNow = false;
   private closed = false;
 
-  constructor(private readonly port: Pick<MessagePort, 'postMessage'>) {}
+  private readonly port: Pick<MessagePort, 'postMessage'>;
+  constructor(port: Pick<MessagePort, 'postMessage'>) {
+    this.port = port;
+  }
 
   /** Handles the coordinator's answers (the worker's message listener passes `replies` here). */
   receive(m: Extract<CoordinatorMessage, { kind: 'replies' }>): void {

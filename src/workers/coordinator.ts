@@ -42,7 +42,10 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
 export class Coordinator {
   private readonly links = new Map<number, WorkerLink>();
 
-  constructor(private readonly parts: CoordinatorParts) {}
+  private readonly parts: CoordinatorParts;
+  constructor(parts: CoordinatorParts) {
+    this.parts = parts;
+  }
 
   attach(worker: number, port: WorkerPort): void {
     this.links.set(worker, { port, holds: new Set(), replies: [], scheduled: false });

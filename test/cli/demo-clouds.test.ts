@@ -122,7 +122,7 @@ t.test('`pi-gateway demo` answers on Bedrock, Vertex and Azure, also after a res
     const [port, simPort] = [await freePort(), await freePort()];
     const env = { ...process.env };
     delete env['PI_CONFIG'];
-    const demo = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--dir', dir, '--port', String(port), '--sim-port', String(simPort)], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const demo = spawn(process.execPath, ['src/cli/main.ts', 'demo', '--dir', dir, '--port', String(port), '--sim-port', String(simPort)], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise((r) => demo.on('close', r));
     let out = '';
     demo.stdout.on('data', (d: Buffer) => (out += d.toString()));

@@ -143,7 +143,7 @@ t.test('--json, and refusals that change nothing', async (t) => {
   t.match(JSON.parse(json.stdout), { resealed: credentials.slice(1), fromKeyId: /^[0-9a-f]{16}$/, toKeyId: /^[0-9a-f]{16}$/, scrubbed: true });
 
   const none = tempDbFile(t);
-  const nothing = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'secret', 'rotate-master', '--db', none], {
+  const nothing = spawnSync(process.execPath, ['src/cli/main.ts', 'secret', 'rotate-master', '--db', none], {
     input: NEW,
     env: { ...process.env, PI_MASTER_KEY: '' },
     encoding: 'utf8',

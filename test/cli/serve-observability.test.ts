@@ -24,7 +24,7 @@ interface Served {
 }
 
 function serve(t: Test, args: string[], env: Record<string, string>): Promise<Served> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', GATEWAY_CONFIG, '--port', '0', ...args], {
+  const child = spawn(process.execPath, ['src/cli/main.ts', 'serve', '--config', GATEWAY_CONFIG, '--port', '0', ...args], {
     cwd: REPO,
     env: { ...process.env, PI_ADMIN_PORT: '', PI_ACCESS_LOG: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -121,7 +121,7 @@ t.test('--access-log off prints nothing per request; PI_ADMIN_PORT and --metrics
 t.test('bad observability values are usage errors; demo documents the options', async (t) => {
   const run = (args: string[]) =>
     new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const c = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PI_ADMIN_PORT: '' } });
+      const c = spawn(process.execPath, ['src/cli/main.ts', ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PI_ADMIN_PORT: '' } });
       let out = '';
       let err = '';
       c.stdout.on('data', (d: Buffer) => (out += d.toString()));

@@ -254,9 +254,9 @@ export interface CliRun {
   stderr: string;
 }
 
-/** `pi-gateway <args>` as a separate process (`node --import tsx src/cli/main.ts`), from the repo root. */
+/** `pi-gateway <args>` as a separate process (`node src/cli/main.ts`, Node.js strips the types), from the repo root. */
 export function cli(args: string[], env: Record<string, string> = {}, input = ''): Promise<CliRun> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+  const child = spawn(process.execPath, ['src/cli/main.ts', ...args], {
     cwd: REPO,
     env: { ...process.env, PI_CONFIG: GATEWAY_CONFIG, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],

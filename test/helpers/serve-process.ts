@@ -77,7 +77,7 @@ export interface ServeOptions {
 
 /** Starts `pi-gateway serve`; killed (SIGKILL) at teardown if still running. */
 export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProcess> {
-  const args = ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', opts.config, '--db', opts.db.file, '--port', String(opts.port ?? 0)];
+  const args = ['src/cli/main.ts', 'serve', '--config', opts.config, '--db', opts.db.file, '--port', String(opts.port ?? 0)];
   if (opts.upstream) args.push('--upstream-override', opts.upstream);
   if (opts.args) args.push(...opts.args);
   const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...opts.env, PI_MASTER_KEY: opts.db.masterKey }, stdio: ['ignore', 'pipe', 'pipe'] });

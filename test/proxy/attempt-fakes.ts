@@ -137,11 +137,17 @@ class FakeTimer implements AttemptTimer {
   state: 'armed' | 'fired' | 'closed' = 'armed';
   dueAt: number;
 
+  private readonly clock: FakeTimers;
+  readonly fn: () => void;
+  readonly ms: number;
   constructor(
-    private readonly clock: FakeTimers,
-    readonly fn: () => void,
-    readonly ms: number,
+    clock: FakeTimers,
+    fn: () => void,
+    ms: number,
   ) {
+    this.clock = clock;
+    this.fn = fn;
+    this.ms = ms;
     this.dueAt = clock.now() + ms;
   }
 

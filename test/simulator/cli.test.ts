@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 t.test('runs until SIGTERM and closes cleanly', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'simulator', '--port', '0', '--api-key', 'sk-cli', '--no-record'], {
+  const child = spawn(process.execPath, [MAIN, 'simulator', '--port', '0', '--api-key', 'sk-cli', '--no-record'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PI_SIM_PORT: '' },
   });
@@ -44,7 +44,7 @@ t.test('runs until SIGTERM and closes cleanly', async (t) => {
 t.test('--help and bad options', async (t) => {
   const run = (args: string[]) =>
     new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const c = spawn(process.execPath, ['--import', 'tsx', MAIN, 'simulator', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const c = spawn(process.execPath, [MAIN, 'simulator', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       c.stdout.on('data', (d: Buffer) => (out += d.toString()));

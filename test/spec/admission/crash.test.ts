@@ -35,7 +35,7 @@ interface Server {
 function serve(t: Parameters<typeof tempDir>[0], db: string, masterKey: string, simUrl: string): Promise<Server> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', GATEWAY_CONFIG, '--db', db, '--port', '0', '--upstream-override', simUrl],
+    ['src/cli/main.ts', 'serve', '--config', GATEWAY_CONFIG, '--db', db, '--port', '0', '--upstream-override', simUrl],
     { cwd: REPO, env: { ...process.env, PI_MASTER_KEY: masterKey }, stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let out = '';
