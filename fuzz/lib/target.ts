@@ -20,6 +20,8 @@ export interface TargetOptions {
   coverage: boolean;
   /** No answer and no close within this long is a hang. */
   hangMs: number;
+  /** Cases in flight at once over HTTP (each target has its default). */
+  concurrency?: number;
   log: (line: string) => void;
 }
 

@@ -249,7 +249,7 @@ export const clientBody: Target = {
         target: 'client-body',
         opts,
         session,
-        concurrency: 4,
+        concurrency: opts.concurrency ?? 4,
         build: (n) => {
           const c = buildBodyCase(opts.seed, n, ctx);
           // A crash's files carry the key of the process the case ran on.

@@ -308,7 +308,7 @@ export const clientHttp: Target = {
         target: 'client-http',
         opts,
         session,
-        concurrency: 8,
+        concurrency: opts.concurrency ?? 8,
         build: (n) => {
           const c = buildHttpCase(opts.seed, n);
           c.files = () => httpCaseFiles(c, session.generations[session.generations.length - 1]?.db.key ?? '', undefined);

@@ -78,6 +78,43 @@ function parseJson(buf: Buffer): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
+/**
+ * Whether any object of a JSON text JSON.parse accepts has a key twice, or a key written with an
+ * escape (so its bytes are not its name): the documents a byte scanner may read differently from a
+ * parser. A plain scan with a stack of key sets; strings are read with JSON.parse.
+ */
+export function hasDuplicateOrEscapedKey(text: string): boolean {
+  const stack: (Set<string> | null)[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const top = stack[stack.length - 1];
+      if (expectKey && top) {
+        const raw = text.slice(i, j + 1);
+        if (raw.includes('\\')) return true;
+        const key = raw.slice(1, -1);
+        if (top.has(key)) return true;
+        top.add(key);
+      }
+      expectKey = false;
+      i = j;
+    } else if (c === '{') {
+      stack.push(new Set());
+      expectKey = true;
+    } else if (c === '[') {
+      stack.push(null);
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+    } else if (c === ',') {
+      expectKey = stack[stack.length - 1] !== null && stack.length > 0;
+    }
+  }
+  return false;
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -268,6 +305,15 @@ export const jsonKeySubject: Subject = {
     const parsed = parseJson(input);
     if (!parsed.ok || !isPlainObject(parsed.value)) return problems;
     const obj = parsed.value;
+    if (hasDuplicateOrEscapedKey(input.toString('utf8'))) {
+      // Which of two `usage` members counts is not specified; the `model` rule is: whatever the
+      // client's JSON parser reads after the rewrite is the slug (or the answer is refused upstream
+      // of this scanner — then this check must be narrowed to what the refusal lets through).
+      const after = rewritten ? parseJson(rewritten) : null;
+      const seen = after?.ok && isPlainObject(after.value) ? after.value['model'] : obj['model'];
+      if (typeof seen === 'string' && seen !== 'vendor/slug') problems.push({ oracle: 'disagreement', signature: 'with duplicate or escaped keys, JSON.parse reads a model that is not the slug after the rewrite', detail: input.toString('utf8').slice(0, 200) });
+      return problems;
+    }
     const model = obj['model'];
     if (typeof model === 'string' && span === null) problems.push({ oracle: 'disagreement', signature: 'a string model JSON.parse reads is not found by the scanner', detail: input.toString('utf8').slice(0, 200) });
     if (span && read !== undefined && typeof model === 'string' && read !== model) problems.push({ oracle: 'disagreement', signature: 'the scanner reads another model than JSON.parse', detail: `${read} vs ${model}` });
@@ -287,14 +333,14 @@ export const jsonKeySubject: Subject = {
     {
       name: 'many `error` keys one level down',
       minSize: 4 * 1024,
-      maxSize: 32 * 1024,
+      maxSize: 8 * 1024,
       build: (n) => Buffer.from(`{"a":[${Array(Math.floor(n / 12)).fill('{"error":1}').join(',')}]}`),
       run: (b) => void hasNonNullKey(b, 'error', 1),
     },
     {
       name: 'many `model` keys one level down',
       minSize: 4 * 1024,
-      maxSize: 32 * 1024,
+      maxSize: 8 * 1024,
       build: (n) => Buffer.from(`{"a":[${Array(Math.floor(n / 12)).fill('{"model":1}').join(',')}]}`),
       run: (b) => void findValueStart(b, 'model', 1),
     },

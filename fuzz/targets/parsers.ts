@@ -113,8 +113,9 @@ export interface ParsersOptions {
   budget: TargetOptions['budget'];
   findings: FindingBook;
   guided: boolean;
-  /** The scaling check's sizes: 'full' (the shapes' ranges) or 'small' (their minimum). */
-  scale: 'full' | 'small';
+  /** The scaling check's sizes: 'full' (anywhere in the shapes' ranges) or 'fixed' (each shape's
+   *  smallest: the same, short work on every run). */
+  scale: 'full' | 'fixed';
   log: (line: string) => void;
 }
 
@@ -177,7 +178,7 @@ async function costCheck(subject: Subject, input: Buffer, cuts: number[], ms: nu
 
 /** The shape at n and 4n bytes: 4n costing more than 10 × n (over 100 ms), twice, is superlinear (true). */
 async function scalingCheck(subject: Subject, shape: Shape, rng: Rng, o: ParsersOptions): Promise<boolean> {
-  const n = o.scale === 'small' ? shape.minSize : rng.int(shape.minSize, shape.maxSize);
+  const n = o.scale === 'fixed' ? shape.minSize : rng.int(shape.minSize, shape.maxSize);
   const small = shape.build(n);
   const large = shape.build(4 * n);
   const measure = async (): Promise<[number, number]> => {
