@@ -1,7 +1,8 @@
 // The `parsers` target in a process of its own, started by fuzz/run.ts under NODE_V8_COVERAGE: runs
-// the loop, replays its final corpus once more (the coverage guide's takes reset V8's counters, so
-// this last pass is what the exit coverage records), and prints one JSON line: cases, notes and
-// the findings its book recorded (written under the same output directory).
+// the loop, then replays every input that reached a new block and each timing shape once more (the
+// coverage guide's takes reset V8's counters, so this last pass is what the exit coverage records),
+// and prints one JSON line: cases, notes and the findings its book recorded (written under the same
+// output directory).
 import { FindingBook } from './lib/findings.ts';
 import { runParsers } from './targets/parsers.ts';
 import { SUBJECTS } from './targets/parser-subjects.ts';
@@ -24,7 +25,9 @@ async function main(): Promise<void> {
     scale: 'full',
     log: (l) => process.stderr.write(l + '\n'),
   });
-  for (const s of SUBJECTS) for (const input of r.corpus.get(s.name) ?? []) await s.check(input, [Math.floor(input.length / 2)]);
+  for (const x of r.reachedNew) await x.subject.check(x.input, x.cuts);
+  // The shapes at their smallest size: the scaling checks ran them, the replay above did not.
+  for (const s of SUBJECTS) for (const shape of s.shapes) await shape.run(shape.build(shape.minSize));
   process.stdout.write(JSON.stringify({ cases: r.cases, notes: r.notes, findings: book.signatures() }) + '\n');
 }
 

@@ -102,12 +102,17 @@ export class GatewaySession {
   }
 }
 
-/** The first line of a crash's error from the child's stderr, for a signature. */
+/** The error of a crash from the child's stderr, for a signature: its `…Error…:` line (with the
+ *  line after it when that one only introduces it, as an assertion's does), else the last line. */
 export function crashSignature(stderr: string, exit: ChildExit | null): string {
-  const lines = stderr.split('\n');
-  // An uncaught exception prints its message, then the stack; Node's own trailer follows.
-  const interesting = lines.filter((l) => /(Error|error|Assertion|assert|must not|FATAL|Uncaught|RangeError|TypeError)/.test(l) && !l.trimStart().startsWith('at '));
-  const pick = interesting.find((l) => !l.startsWith('{')) ?? interesting[0] ?? lines.filter((l) => l.trim() !== '').pop() ?? '';
+  const lines = stderr.split('\n').map((l) => l.trim());
+  let pick = '';
+  const at = lines.findIndex((l) => /^[A-Za-z]*Error\b[^{]*:/.test(l));
+  if (at !== -1) {
+    pick = lines[at] as string;
+    const next = lines.slice(at + 1).find((l) => l !== '');
+    if (pick.endsWith(':') && next !== undefined && !next.startsWith('at ')) pick = `${pick} ${next}`;
+  } else pick = lines.filter((l) => l !== '' && !l.startsWith('at ') && !l.startsWith('{')).pop() ?? '';
   const exitText = exit ? (exit.signal ? `signal ${exit.signal}` : `exit ${exit.code}`) : 'exit';
-  return `${exitText}: ${pick.trim().replace(/\b[0-9a-f]{8}-[0-9a-f-]{27}\b/g, '<id>').slice(0, 200)}`;
+  return `${exitText}: ${pick.replace(/\b[0-9a-f]{8}-[0-9a-f-]{27}\b/g, '<id>').slice(0, 200)}`;
 }

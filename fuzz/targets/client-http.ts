@@ -308,7 +308,8 @@ export const clientHttp: Target = {
         target: 'client-http',
         opts,
         session,
-        concurrency: opts.concurrency ?? 8,
+        // Many at once: a case the server leaves unanswered waits out its idle close (8–12 s).
+        concurrency: opts.concurrency ?? 32,
         build: (n) => {
           const c = buildHttpCase(opts.seed, n);
           c.files = () => httpCaseFiles(c, session.generations[session.generations.length - 1]?.db.key ?? '', undefined);

@@ -12,8 +12,9 @@ export interface LedgerNotes {
   notes: string[];
 }
 
-/** `traceFiles`: the files of the case a trace id belongs to, when the target knows it. */
-export function ledgerNotes(target: string, checks: GenerationCheck[], book: FindingBook, traceFiles: (traceId: string) => FindingFiles | null = () => null): LedgerNotes {
+/** `traceFiles`: the files of the case a trace id belongs to (with the key of the database it ran
+ *  against), when the target knows it. */
+export function ledgerNotes(target: string, checks: GenerationCheck[], book: FindingBook, traceFiles: (traceId: string, key: string) => FindingFiles | null = () => null): LedgerNotes {
   let failed = 0;
   let open = 0;
   let orphaned = 0;
@@ -35,11 +36,11 @@ export function ledgerNotes(target: string, checks: GenerationCheck[], book: Fin
     if (!c.ledger) continue;
     for (const [trace, amount] of c.ledger.openHolds) {
       open++;
-      book.record(target, 'open-hold', 'hold open after a graceful stop', `trace ${trace} holds ${amount} nano-USD`, { ...(traceFiles(trace) ?? {}), 'hold.json': { trace, amountNano: amount, ...where } });
+      book.record(target, 'open-hold', 'hold open after a graceful stop', `trace ${trace} holds ${amount} nano-USD`, { ...(traceFiles(trace, g.db.key) ?? {}), 'hold.json': { trace, amountNano: amount, ...where } });
     }
     for (const s of c.ledger.settlements) {
       if (c.ledger.loggedTraces.has(s.traceId)) continue;
-      book.record(target, 'log-row', 'settlement without its request-log row', `trace ${s.traceId}`, { ...(traceFiles(s.traceId) ?? {}), 'settlement.json': { ...s, ...where } });
+      book.record(target, 'log-row', 'settlement without its request-log row', `trace ${s.traceId}`, { ...(traceFiles(s.traceId, g.db.key) ?? {}), 'settlement.json': { ...s, ...where } });
     }
   }
   const graceful = checks.filter((c) => !(c.generation.ended?.crashed ?? false)).length;

@@ -7,7 +7,8 @@
 // on one of its adversarial shapes: the shape at n and 4n bytes, fed as a socket would (4 KiB
 // reads); 4n costing more than 10 × n (and over 100 ms), twice, is `superlinear`.
 // In a campaign with coverage, the target runs in a child process under NODE_V8_COVERAGE (the child
-// replays its corpus at the end, so the line figures include everything the loop reached).
+// replays every input that reached a new block at the end, so the line figures include everything the
+// loop reached).
 import { spawn } from 'node:child_process';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
@@ -104,8 +105,9 @@ async function timed(fn: () => unknown): Promise<number> {
 export interface ParsersResult {
   cases: number;
   notes: string[];
-  /** Corpus inputs per subject at the end (replayed for coverage by the child). */
-  corpus: Map<string, Buffer[]>;
+  /** Every input that reached a new block (seeds or not: those with problems and large ones too),
+   *  with its split points: replayed by the child so its exit coverage holds what the loop reached. */
+  reachedNew: { subject: Subject; input: Buffer; cuts: number[] }[];
 }
 
 export interface ParsersOptions {
@@ -129,6 +131,7 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
   let scaled = 0;
   // A shape found superlinear is not measured again: each measurement of it costs seconds.
   const flagged = new Set<Shape>();
+  const reachedNew: ParsersResult['reachedNew'] = [];
   try {
     while (budgetLeft(o.budget, cases)) {
       const subject = SUBJECTS[cases % SUBJECTS.length] as Subject;
@@ -150,9 +153,12 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
       let problems: Awaited<ReturnType<Subject['check']>> = [];
       const ms = await timed(async () => (problems = await subject.check(input, cuts)));
       for (const p of problems) o.findings.record('parsers', p.oracle, `${subject.name}: ${p.signature}`, p.detail, { 'input.bin': input, 'meta.json': { target: 'parsers', subject: subject.name, seed: o.seed, case: k, cuts, detail: p.detail, replay: 'npm run fuzz -- --replay <this directory>' } });
-      if (guide && guide.take(subject.files) && input.length <= CORPUS_INPUT_MAX && problems.length === 0) {
-        seeds.push(input);
-        if (seeds.length > CORPUS_MAX) seeds.splice(rng.int(0, seeds.length - 1), 1);
+      if (guide && guide.take(subject.files)) {
+        reachedNew.push({ subject, input, cuts });
+        if (input.length <= CORPUS_INPUT_MAX && problems.length === 0) {
+          seeds.push(input);
+          if (seeds.length > CORPUS_MAX) seeds.splice(rng.int(0, seeds.length - 1), 1);
+        }
       }
       if (input.length >= 16 * 1024) await costCheck(subject, input, cuts, ms, costs.get(subject.name) as number[], o, k);
     }
@@ -160,7 +166,7 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
     guide?.close();
   }
   const sizes = [...corpus].map(([k, v]) => `${k} ${v.length}`).join(', ');
-  return { cases, notes: [`scaling checks: ${scaled}`, ...(guide ? [`blocks reached: ${guide.size}; corpus: ${sizes}`] : [])], corpus };
+  return { cases, notes: [`scaling checks: ${scaled}`, ...(guide ? [`blocks reached: ${guide.size}; corpus: ${sizes}`] : [])], reachedNew };
 }
 
 /** Cost per byte far above the parser's median, on two runs: `superlinear`. */

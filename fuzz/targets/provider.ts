@@ -36,14 +36,21 @@ const ROUTES: readonly { path: string; endpoint: string; models: string[] }[] = 
   { path: '/v1/images/edits', endpoint: 'images_edits', models: ['acme/painter'] },
 ];
 
+/** One upstream request of a case: what it asked for and which plan answered it. Its bytes are
+ *  compiled again from the plan when a finding is written (compileAnswer is deterministic), so a
+ *  long campaign keeps no answer bytes in memory. */
 export interface UpstreamAttempt {
   path: string;
   info: UpstreamRequestInfo;
-  actions: UpstreamAction[];
+  plan: number;
+  /** Bytes the upstream wrote (or meant to write) for it. */
+  sent: number;
 }
 
 export interface ProviderCase {
   n: number;
+  /** The round it ran in. */
+  round: number;
   seed: number;
   label: string;
   path: string;
@@ -71,7 +78,7 @@ export function marker(n: number): string {
   return `fzc-${n}-`;
 }
 
-export function buildProviderCase(seed: number, n: number, config: CompiledConfig): ProviderCase {
+export function buildProviderCase(seed: number, n: number, round: number, config: CompiledConfig): ProviderCase {
   const rng = Rng.forCase(seed, 'provider', n);
   const route = rng.pick(ROUTES);
   const model = rng.pick(route.models);
@@ -120,7 +127,7 @@ export function buildProviderCase(seed: number, n: number, config: CompiledConfi
   const plans = Array.from({ length: rng.chance(0.3) ? rng.int(2, 3) : 1 }, () => randomPlan(rng));
   const readPauseMs = rng.chance(0.05) ? rng.pick([200, 1000, 3000]) : null;
   const label = `${route.path} ${model}${stream ? ' stream' : ''}${pin ? ` only ${pin}` : ''}${maxTokens !== null ? ` max ${maxTokens}` : ''}${readPauseMs ? ` slow reader ${readPauseMs} ms` : ''} | ${plans.map(describePlan).join(' | ')}`;
-  return { n, seed, label, path: route.path, stream, bytes, plans, bound, readPauseMs, attempts: [] };
+  return { n, round, seed, label, path: route.path, stream, bytes, plans, bound, readPauseMs, attempts: [] };
 }
 
 /** The files that replay a case: the client's bytes and every byte the upstream wrote, per attempt. */
@@ -133,7 +140,7 @@ export function providerCaseFiles(c: ProviderCase, key: string, extra: Record<st
         wire: a.info.wire,
         stream: a.info.stream,
         model: a.info.model,
-        actions: a.actions.map((x) => (x.kind === 'write' ? { kind: 'write', delayMs: x.delayMs, bytes: x.bytes.length, base64: x.bytes.toString('base64') } : { kind: x.kind })),
+        actions: compileAnswer(c.plans[a.plan] as AnswerPlan, a.info).map((x) => (x.kind === 'write' ? { kind: 'write', delayMs: x.delayMs, bytes: x.bytes.length, base64: x.bytes.toString('base64') } : { kind: x.kind })),
       })),
     },
     'meta.json': { target: 'provider', seed: c.seed, case: c.n, label: c.label, key, marker: marker(c.n), bound: { nano: c.bound.nano, basis: c.bound.basis }, plans: c.plans, readPauseMs: c.readPauseMs, ...extra, replay: 'npm run fuzz -- --replay <this directory>' },
@@ -162,10 +169,12 @@ export function upstreamHandler(cases: () => Map<number, ProviderCase>): (ex: Ra
       ex.write('HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
       return;
     }
-    const plan = c.plans[Math.min(c.attempts.length, c.plans.length - 1)] as AnswerPlan;
+    const plan = Math.min(c.attempts.length, c.plans.length - 1);
     const info = requestInfo(ex.path, ex.body);
-    const actions = compileAnswer(plan, info);
-    c.attempts.push({ path: ex.path, info, actions });
+    const actions = compileAnswer(c.plans[plan] as AnswerPlan, info);
+    let sent = 0;
+    for (const a of actions) if (a.kind === 'write') sent += a.bytes.length;
+    c.attempts.push({ path: ex.path, info, plan, sent });
     void perform(ex, actions);
   };
 }
@@ -242,9 +251,23 @@ function resetPeak(pid: number): boolean {
 }
 
 export interface ProviderState {
+  /** Cases the upstream answers (the running round's). */
   byN: Map<number, ProviderCase>;
   byTrace: Map<string, ProviderCase>;
+  /** Every round's cases, by round (small: no answer bytes are kept). */
+  rounds: Map<number, ProviderCase[]>;
   maxBound: bigint;
+}
+
+/** A case's files, with the other cases of its round in case-N/ folders (a money finding may be
+ *  caused by a round-mate: one bad settlement can take its batch down with it). */
+export function roundFiles(state: ProviderState, c: ProviderCase, key: string, extra: Record<string, unknown> = {}): FindingFiles {
+  const files = providerCaseFiles(c, key, extra);
+  for (const m of state.rounds.get(c.round) ?? []) {
+    if (m === c) continue;
+    for (const [k, v] of Object.entries(providerCaseFiles(m, key))) files[`case-${m.n}/${k}`] = v;
+  }
+  return files;
 }
 
 export const provider: Target = {
@@ -252,7 +275,7 @@ export const provider: Target = {
   describe: 'a raw-socket provider that splits, truncates, mis-types, compresses, stalls and resets its answers',
   async run(opts: TargetOptions): Promise<TargetSummary> {
     const started = performance.now();
-    const state: ProviderState = { byN: new Map(), byTrace: new Map(), maxBound: 0n };
+    const state: ProviderState = { byN: new Map(), byTrace: new Map(), rounds: new Map(), maxBound: 0n };
     const teardowns: (() => unknown)[] = [];
     const up: RawUpstream = await rawUpstream({ teardown: (fn) => teardowns.push(fn) }, upstreamHandler(() => state.byN));
     const covDir = opts.coverage ? join(opts.workDir, 'coverage', 'provider') : null;
@@ -263,8 +286,10 @@ export const provider: Target = {
     const statuses = new Map<number, number>();
     try {
       let gen = await session.child();
+      let previous: ProviderCase[] = [];
       while (budgetLeft(opts.budget, cases)) {
-        const rng = Rng.forCase(opts.seed, 'provider-round', rounds++);
+        const r = rounds++;
+        const rng = Rng.forCase(opts.seed, 'provider-round', r);
         const size = rng.weighted([
           [1, 30],
           [rng.int(2, 8), 60],
@@ -272,19 +297,24 @@ export const provider: Target = {
         ] as const);
         const round: ProviderCase[] = [];
         for (let i = 0; i < size && budgetLeft(opts.budget, cases); i++) {
-          const c = buildProviderCase(opts.seed, cases++, session.config);
+          const c = buildProviderCase(opts.seed, cases++, r, session.config);
           state.byN.set(c.n, c);
           if (c.bound.nano !== null && c.bound.nano > state.maxBound) state.maxBound = c.bound.nano;
           round.push(c);
         }
+        state.rounds.set(r, round);
         const refused = await runRound(round, gen, opts, state, statuses, false);
         if (refused > 0 && !isCrashed(gen) && topUp(gen.db) > 0n) topUps++;
         if (isCrashed(gen)) {
-          await recordCrash(round, gen, opts, state, session);
+          // The previous round is a suspect too: its upstream connections may still have been
+          // writing (pauses, a close-delimited end) when this round began.
+          await recordCrash([...previous, ...round], gen, opts, state, session);
           gen = await session.child();
         }
-        // Cases of earlier rounds are no longer answered by marker (keeps the map small).
-        for (const c of round) state.byN.delete(c.n);
+        // Only the running round is answered by marker; the previous one's connections may still
+        // be finishing, and their attempts are already recorded.
+        for (const c of previous) state.byN.delete(c.n);
+        previous = round;
       }
     } catch (err) {
       await session.kill();
@@ -294,9 +324,9 @@ export const provider: Target = {
     const checks = await session.finish();
     for (const fn of teardowns) await fn();
     const settled = judgeSettlements(checks, opts, state);
-    const ledger = ledgerNotes('provider', checks, opts.findings, (trace) => {
+    const ledger = ledgerNotes('provider', checks, opts.findings, (trace, key) => {
       const c = state.byTrace.get(trace);
-      return c ? providerCaseFiles(c, '', { trace }) : null;
+      return c ? roundFiles(state, c, key, { trace }) : null;
     });
     const coverage = covDir ? await coverageReport(covDir, join(opts.workDir, 'coverage-report', 'provider')) : null;
     return {
@@ -341,7 +371,7 @@ async function runRound(round: ProviderCase[], gen: Generation, opts: TargetOpti
   if (quiet || !before || !after || isCrashed(gen)) return refused;
   // The bytes providers sent this round: a gateway may hold a few copies of them, not a bomb's inflation.
   let sent = 0;
-  for (const c of round) for (const a of c.attempts) for (const x of a.actions) if (x.kind === 'write') sent += x.bytes.length;
+  for (const c of round) for (const a of c.attempts) sent += a.sent;
   const growthKb = after.hwm - (canReset ? before.rss : before.hwm);
   const allowanceKb = (192 * MIB + 4 * sent) / 1024;
   if (growthKb > allowanceKb) {
@@ -356,8 +386,9 @@ async function recordCrash(round: ProviderCase[], crashed: Generation, opts: Tar
   const signature = crashSignature(crashed.child.stderrTail(), crashed.child.exit());
   const files: FindingFiles = { 'stderr.txt': crashed.child.stderrTail() };
   for (const c of round) for (const [k, v] of Object.entries(providerCaseFiles(c, crashed.db.key))) files[round.length === 1 ? k : `case-${c.n}/${k}`] = v;
-  // Once more on a fresh process: does the round stop it again?
+  // Once more on a fresh process: do these cases, all at once, stop it again?
   const again = await session.child();
+  for (const c of round) state.byN.set(c.n, c);
   await runRound(round, again, opts, state, new Map(), true);
   await new Promise((r) => setTimeout(r, 300));
   const confirmed = isCrashed(again);
@@ -376,7 +407,7 @@ function judgeSettlements(checks: Awaited<ReturnType<GatewaySession['finish']>>,
       const bound = c ? c.bound.nano : state.maxBound;
       if (bound === null) continue;
       judged++;
-      const files = (): FindingFiles => ({ ...(c ? providerCaseFiles(c, chk.generation.db.key, { trace: s.traceId }) : {}), 'settlement.json': { trace: s.traceId, amountNano: s.amountNano, boundNano: bound, basis: c?.bound.basis ?? 'the largest bound of any case (the trace is not known)', details: s.details } });
+      const files = (): FindingFiles => ({ ...(c ? roundFiles(state, c, chk.generation.db.key, { trace: s.traceId }) : {}), 'settlement.json': { trace: s.traceId, amountNano: s.amountNano, boundNano: bound, basis: c?.bound.basis ?? 'the largest bound of any case (the trace is not known)', details: s.details } });
       if (s.amountNano > bound) {
         opts.findings.record('provider', 'over-bound', `settlement above its bound${s.details['estimated'] === true ? ' (estimated)' : ''}${c ? '' : ' (case not known)'}`, `${s.amountNano} > ${bound} nano-USD: ${c?.label ?? s.traceId}`, files());
       }
