@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     findings: book,
     guided: true,
     scale: 'full',
+    keepCoverageOn: true,
     log: (l) => process.stderr.write(l + '\n'),
   });
   for (const x of r.reachedNew) await x.subject.check(x.input, x.cuts);

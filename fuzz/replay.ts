@@ -88,7 +88,7 @@ async function replayClient(dir: string, meta: Meta, log: Log): Promise<number> 
         at += w.bytes;
       }
       if (at < bytes.length) steps.push({ bytes: bytes.subarray(at) });
-      const r = await exchange({ port: g.child.port, steps, deadlineMs: 30_000, expect: caseMeta.expect ?? 1, halfClose: caseMeta.halfClose ?? false, head: caseMeta.head ?? false, ...(caseMeta.abortAfterMs ? { abortAfterMs: caseMeta.abortAfterMs } : {}) });
+      const r = await exchange({ port: g.child.port, steps, deadlineMs: 30_000, writeAll: true, expect: caseMeta.expect ?? 1, halfClose: caseMeta.halfClose ?? false, head: caseMeta.head ?? false, ...(caseMeta.abortAfterMs ? { abortAfterMs: caseMeta.abortAfterMs } : {}) });
       log(`${f}: ${describe(r)}`);
       await new Promise((res) => setTimeout(res, 300));
       if (isCrashed(g)) {

@@ -25,6 +25,10 @@ export interface ExchangeOptions {
   head?: boolean;
   /** Stop reading for this long after the first bytes arrive (a slow client: backpressure). */
   readPauseMs?: number;
+  /** Keep writing the request after the answers came (as an uploading client does), for at most
+   *  `writeGraceMs` (default 2 s) more: an early answer must cope with the rest of the body. */
+  writeAll?: boolean;
+  writeGraceMs?: number;
 }
 
 export interface HttpAnswer {
@@ -74,6 +78,14 @@ export function exchange(opts: ExchangeOptions): Promise<ExchangeResult> {
       resolve({ answers: parser.answers, closedByServer, timedOut, aborted, partial: parser.partial(), error, ms: performance.now() - started });
     };
     let paused = false;
+    let written = false;
+    let answered = false;
+    const onAnswered = (): void => {
+      if (answered) return;
+      answered = true;
+      if (!opts.writeAll || written) finish();
+      else timers.push(setTimeout(finish, opts.writeGraceMs ?? 2000));
+    };
     socket.on('data', (d: Buffer) => {
       if (opts.readPauseMs && !paused) {
         paused = true;
@@ -81,7 +93,7 @@ export function exchange(opts: ExchangeOptions): Promise<ExchangeResult> {
         timers.push(setTimeout(() => socket.resume(), opts.readPauseMs));
       }
       parser.push(d);
-      if (parser.answers.length >= expect) finish();
+      if (parser.answers.length >= expect) onAnswered();
     });
     socket.on('end', () => {
       parser.end();
@@ -117,6 +129,11 @@ export function exchange(opts: ExchangeOptions): Promise<ExchangeResult> {
       const next = (): void => {
         if (finished) return;
         if (at >= opts.steps.length) {
+          written = true;
+          if (answered) {
+            finish();
+            return;
+          }
           if (opts.halfClose) socket.end();
           armDeadline();
           return;

@@ -60,19 +60,32 @@ function encode(r: Request): Buffer {
 
 type Mutator = (rng: Rng, r: Request, n: number) => string;
 
-/** A byte (the sweep walks every value over successive cases) put into a header's name or value. */
-const headerByte: Mutator = (rng, r, n) => {
-  const byte = rng.chance(0.5) ? n % 256 : rng.int(0, 255);
+/** Every byte value, the ones a header parser or a forwarder treats specially first: DEL, NUL, the
+ *  line ends, other C0 controls, the bytes that start or end UTF-8 sequences, separators. */
+const SWEEP: readonly number[] = (() => {
+  const first = [0x7f, 0x00, 0x0d, 0x0a, 0x09, 0x0b, 0x0c, 0x1b, 0x80, 0xc3, 0xe9, 0xff, 0xfe, 0x20, 0x22, 0x3a, 0x2c, 0x3b, 0x5c];
+  return [...first, ...Array.from({ length: 256 }, (_, b) => b).filter((b) => !first.includes(b))];
+})();
+
+/** Puts `byte` into a header's name or value at `where`. */
+function putByte(r: Request, name: string, byte: number, inName: boolean, where: 'start' | 'middle' | 'end'): string {
   const ch = String.fromCharCode(byte);
-  const name = rng.pick(HEADER_TARGETS);
-  const inName = rng.chance(0.25);
   const base = name === 'Authorization' ? `Bearer ${KEY}` : name === 'Content-Type' ? 'application/json' : name === 'X-Pi-Session-Id' ? 'session-1' : 'My App';
-  const where = rng.pick(['start', 'middle', 'end'] as const);
-  const put = (s: string): string => (where === 'start' ? ch + s : where === 'end' ? s + ch : s.slice(0, 3) + ch + s.slice(3));
+  const put = (x: string): string => (where === 'start' ? ch + x : where === 'end' ? x + ch : x.slice(0, 3) + ch + x.slice(3));
   r.headers = r.headers.filter(([k]) => k !== name);
   r.headers.push(inName ? [put(name), base] : [name, put(base)]);
   return `byte 0x${byte.toString(16).padStart(2, '0')} in ${name} ${inName ? 'name' : 'value'} (${where})`;
+}
+
+/** Every 4th case: the sweep's next byte in a header value (by case number: the bytes in SWEEP's
+ *  order, each header in turn for 1,024 cases), so a campaign meets every byte in every header. */
+const sweepByte: Mutator = (_rng, r, n) => {
+  const k = Math.floor(n / 4);
+  return putByte(r, HEADER_TARGETS[Math.floor(k / 256) % HEADER_TARGETS.length] as string, SWEEP[k % 256] as number, false, 'middle');
 };
+
+/** A random byte in a random header's name or value. */
+const headerByte: Mutator = (rng, r) => putByte(r, rng.pick(HEADER_TARGETS), rng.int(0, 255), rng.chance(0.25), rng.pick(['start', 'middle', 'end'] as const));
 
 const requestLine: Mutator = (rng, r) => {
   const method = rng.pick(['POST', 'GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT', 'TRACE', 'post', 'P0ST', 'POST\u0000', '', 'X'.repeat(rng.int(1, 5000))]);
@@ -179,6 +192,12 @@ export interface HttpCase extends CaseSpec {
 
 export function buildHttpCase(seed: number, n: number): HttpCase {
   const rng = Rng.forCase(seed, 'client-http', n);
+  if (n % 4 === 0) {
+    // A sweep case changes nothing else, so what the byte does is all that is seen.
+    const r = baseRequest();
+    const label = sweepByte(rng, r, n);
+    return { n, bytes: encode(r), cuts: [], delays: [], expect: 1, halfClose: false, abortAfterMs: null, head: false, seed, label, files: () => ({}) };
+  }
   const labels: string[] = [];
   const requests: Request[] = [];
   const count = rng.chance(0.1) ? rng.int(2, 4) : 1;
@@ -316,7 +335,7 @@ export const clientHttp: Target = {
           return c;
         },
         async exec(c, g, quiet) {
-          const r = await exchange({ port: g.child.port, steps: httpWrites(c, g.db.key).steps, deadlineMs: opts.hangMs, expect: c.expect, halfClose: c.halfClose, head: c.head, ...(c.abortAfterMs !== null ? { abortAfterMs: c.abortAfterMs } : {}) });
+          const r = await exchange({ port: g.child.port, steps: httpWrites(c, g.db.key).steps, deadlineMs: opts.hangMs, writeAll: true, expect: c.expect, halfClose: c.halfClose, head: c.head, ...(c.abortAfterMs !== null ? { abortAfterMs: c.abortAfterMs } : {}) });
           if (quiet) return;
           for (const a of r.answers) if (a.status >= 500) opts.findings.record('client-http', '5xx', statusSignature(a), c.label, httpCaseFiles(c, g.db.key, observedOf(r)));
           if (r.answers.length > 0) answered++;

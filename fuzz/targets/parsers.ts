@@ -118,6 +118,9 @@ export interface ParsersOptions {
   /** The scaling check's sizes: 'full' (anywhere in the shapes' ranges) or 'fixed' (each shape's
    *  smallest: the same, short work on every run). */
   scale: 'full' | 'fixed';
+  /** Leave V8's precise coverage on at the end (the child under NODE_V8_COVERAGE: disconnecting the
+   *  guide's session turns block counting off, and the exit coverage would lose it). */
+  keepCoverageOn?: boolean;
   log: (line: string) => void;
 }
 
@@ -163,7 +166,7 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
       if (input.length >= 16 * 1024) await costCheck(subject, input, cuts, ms, costs.get(subject.name) as number[], o, k);
     }
   } finally {
-    guide?.close();
+    if (!o.keepCoverageOn) guide?.close();
   }
   const sizes = [...corpus].map(([k, v]) => `${k} ${v.length}`).join(', ');
   return { cases, notes: [`scaling checks: ${scaled}`, ...(guide ? [`blocks reached: ${guide.size}; corpus: ${sizes}`] : [])], reachedNew };
