@@ -92,6 +92,13 @@ export class FindingBook {
     return dir;
   }
 
+  /** Whether a hit of this signature would still be written (fewer than `keepPerSignature` saved):
+   *  costly confirmation work is skipped for a signature already saved enough times. */
+  wouldSave(target: string, oracle: Oracle, signature: string): boolean {
+    const rec = this.bySignature.get(`${target}\u0000${oracle}\u0000${signature}`);
+    return this.outDir !== null && (rec === undefined || rec.saved.length < this.keepPerSignature);
+  }
+
   /** Adds what another book (another process's) recorded: counts and the directories it wrote. */
   merge(records: SignatureRecord[]): void {
     for (const r of records) {

@@ -57,7 +57,9 @@ export async function runHttpCampaign<C extends CaseSpec>(camp: HttpCampaign<C>)
     suspects = null;
     const signature = crashSignature(crashed.child.stderrTail(), crashed.child.exit());
     let confirmed: C | null = null;
-    for (const c of list) {
+    // Replays cost a process start each: only while the signature still gets saved.
+    const confirm = opts.findings.wouldSave(camp.target, 'crash', signature);
+    for (const c of confirm ? list : []) {
       gen = await camp.session.child();
       await camp.exec(c, gen, true);
       await new Promise((r) => setTimeout(r, 200));
@@ -71,7 +73,8 @@ export async function runHttpCampaign<C extends CaseSpec>(camp: HttpCampaign<C>)
     saved.forEach((c, i) => {
       for (const [name, content] of Object.entries(c.files())) files[saved.length === 1 ? name : `case-${i + 1}-${name}`] = content;
     });
-    const where = camp.opts.findings.record(camp.target, 'crash', signature, `${confirmed ? 'confirmed by a replay on a fresh process' : `${list.length} case(s) in flight, none stopped a fresh process alone`}: ${saved.map((c) => c.label).join(' | ')}`, files);
+    const how = confirmed ? 'confirmed by a replay on a fresh process' : confirm ? `${list.length} case(s) in flight, none stopped a fresh process alone` : `${list.length} case(s) in flight (not replayed: this signature is saved enough)`;
+    const where = camp.opts.findings.record(camp.target, 'crash', signature, `${how}: ${saved.map((c) => c.label).join(' | ')}`, files);
     opts.log(`[${camp.target}] crash: ${signature}${where ? ` → ${where}` : ''}`);
     gen = await camp.session.child();
     watch(gen);

@@ -25,6 +25,10 @@ export const CLIENT_BODY_LIMITS = {
   max_body_bytes: 4 * 1024 * 1024,
   max_upload_bytes: 1024 * 1024,
   drain_timeout_ms: 5000,
+  // The simulator answers in milliseconds; the fixture's 2 s would let a loaded machine's stall be
+  // reported as a provider failure (a 503) to a client input that did nothing wrong.
+  first_byte_timeout_ms: 15_000,
+  stream_idle_timeout_ms: 15_000,
 };
 
 const ENDPOINTS = ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/images/generations', '/v1/images/edits'] as const;

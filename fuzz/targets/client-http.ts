@@ -19,7 +19,8 @@ import { GatewaySession } from '../lib/session.ts';
 import { type Target, type TargetOptions, type TargetSummary, hitsFrom } from '../lib/target.ts';
 import { ledgerNotes } from './ledger-oracles.ts';
 
-export const CLIENT_HTTP_LIMITS = { drain_timeout_ms: 5000 };
+/** Upstream limits well above the simulator's answer time (see CLIENT_BODY_LIMITS). */
+export const CLIENT_HTTP_LIMITS = { drain_timeout_ms: 5000, first_byte_timeout_ms: 15_000, stream_idle_timeout_ms: 15_000 };
 
 /** Where a case's key goes: replaced by the running database's key when the case is sent. */
 const KEY = '\u0000KEY\u0000';

@@ -28,9 +28,12 @@ export interface Problem {
 
 export interface Shape {
   name: string;
-  /** Sizes (bytes) the scaling check picks from: it times `size` and 4 × `size`. */
+  /** Sizes (bytes) the scaling check picks n from: it times n and 8 × n. */
   minSize: number;
   maxSize: number;
+  /** The n of a bounded run: where a quadratic implementation costs a fraction of a second at 8 × n
+   *  and a linear one milliseconds. */
+  testSize: number;
   build(size: number): Buffer;
   /** Runs the subject on the input the way the gateway feeds it (in 4 KiB reads where it streams). */
   run(input: Buffer): Promise<void> | void;
@@ -190,8 +193,8 @@ export const jsonDepthSubject: Subject = {
     return problems;
   },
   shapes: [
-    { name: 'many keys', minSize: 64 * 1024, maxSize: 1024 * 1024, build: (n) => Buffer.from(`{${Array.from({ length: Math.floor(n / 12) }, (_, i) => `"k${i}":${i % 10}`).join(',')}}`), run: (b) => void jsonShape(b, MAX_DEPTH) },
-    { name: 'escaped quotes in one string', minSize: 64 * 1024, maxSize: 1024 * 1024, build: (n) => Buffer.from(`{"a":"${'\\\\\\"'.repeat(Math.floor(n / 4))}"}`), run: (b) => void jsonShape(b, MAX_DEPTH) },
+    { name: 'many keys', minSize: 32 * 1024, maxSize: 256 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from(`{${Array.from({ length: Math.floor(n / 12) }, (_, i) => `"k${i}":${i % 10}`).join(',')}}`), run: (b) => void jsonShape(b, MAX_DEPTH) },
+    { name: 'escaped quotes in one string', minSize: 32 * 1024, maxSize: 256 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from(`{"a":"${'\\\\\\"'.repeat(Math.floor(n / 4))}"}`), run: (b) => void jsonShape(b, MAX_DEPTH) },
   ],
 };
 
@@ -253,13 +256,14 @@ export const sseSubject: Subject = {
   shapes: [
     {
       name: 'one data line without an event boundary',
-      minSize: 128 * 1024,
-      maxSize: 1024 * 1024,
+      minSize: 32 * 1024,
+      maxSize: 256 * 1024,
+      testSize: 256 * 1024,
       build: (n) => Buffer.concat([Buffer.from('data: {"pad":"'), Buffer.alloc(n, 0x79)]),
       run: (b) => void splitterRun(b, reads(b.length)),
     },
-    { name: 'many small events', minSize: 128 * 1024, maxSize: 1024 * 1024, build: (n) => Buffer.from('data: {"a":1}\n\n'.repeat(Math.floor(n / 15))), run: (b) => void splitterRun(b, reads(b.length)) },
-    { name: 'CR-only line ends', minSize: 128 * 1024, maxSize: 1024 * 1024, build: (n) => Buffer.from('data: {"a":1}\r\r'.repeat(Math.floor(n / 15))), run: (b) => void splitterRun(b, reads(b.length)) },
+    { name: 'many small events', minSize: 32 * 1024, maxSize: 256 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from('data: {"a":1}\n\n'.repeat(Math.floor(n / 15))), run: (b) => void splitterRun(b, reads(b.length)) },
+    { name: 'CR-only line ends', minSize: 32 * 1024, maxSize: 256 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from('data: {"a":1}\r\r'.repeat(Math.floor(n / 15))), run: (b) => void splitterRun(b, reads(b.length)) },
   ],
 };
 
@@ -332,19 +336,21 @@ export const jsonKeySubject: Subject = {
   shapes: [
     {
       name: 'many `error` keys one level down',
-      minSize: 4 * 1024,
+      minSize: 2 * 1024,
       maxSize: 8 * 1024,
+      testSize: 4 * 1024,
       build: (n) => Buffer.from(`{"a":[${Array(Math.floor(n / 12)).fill('{"error":1}').join(',')}]}`),
       run: (b) => void hasNonNullKey(b, 'error', 1),
     },
     {
       name: 'many `model` keys one level down',
-      minSize: 4 * 1024,
+      minSize: 2 * 1024,
       maxSize: 8 * 1024,
+      testSize: 4 * 1024,
       build: (n) => Buffer.from(`{"a":[${Array(Math.floor(n / 12)).fill('{"model":1}').join(',')}]}`),
       run: (b) => void findValueStart(b, 'model', 1),
     },
-    { name: 'one long event', minSize: 64 * 1024, maxSize: 1024 * 1024, build: (n) => Buffer.from(`{"id":"c","model":"m","choices":[{"delta":{"content":"${'x'.repeat(n)}"}}]}`), run: (b) => void findStringValue(b, 'model', 1) },
+    { name: 'one long event', minSize: 32 * 1024, maxSize: 256 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from(`{"id":"c","model":"m","choices":[{"delta":{"content":"${'x'.repeat(n)}"}}]}`), run: (b) => void findStringValue(b, 'model', 1) },
   ],
 };
 
@@ -402,12 +408,13 @@ export const bedrockSubject: Subject = {
   shapes: [
     {
       name: 'one large message',
-      minSize: 128 * 1024,
-      maxSize: 1024 * 1024,
+      minSize: 32 * 1024,
+      maxSize: 256 * 1024,
+      testSize: 256 * 1024,
       build: (n) => chunkMessage(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${'x'.repeat(n)}"}}`),
       run: (b) => void decoderRun(b, reads(b.length)),
     },
-    { name: 'many small messages', minSize: 128 * 1024, maxSize: 1024 * 1024, build: (n) => Buffer.concat(Array(Math.floor(n / 200)).fill(chunkMessage('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"w"}}'))), run: (b) => void decoderRun(b, reads(b.length)) },
+    { name: 'many small messages', minSize: 32 * 1024, maxSize: 256 * 1024, testSize: 256 * 1024, build: (n) => Buffer.concat(Array(Math.floor(n / 200)).fill(chunkMessage('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"w"}}'))), run: (b) => void decoderRun(b, reads(b.length)) },
   ],
 };
 
@@ -496,8 +503,9 @@ export const multipartSubject: Subject = {
   shapes: [
     {
       name: 'model after a large file',
-      minSize: 128 * 1024,
-      maxSize: 1024 * 1024,
+      minSize: 32 * 1024,
+      maxSize: 256 * 1024,
+      testSize: 256 * 1024,
       build: (n) => Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\n`), Buffer.alloc(n, 1), Buffer.from(`\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/painter\r\n--${BOUNDARY}--\r\n`)]),
       run: async (b) => void (await uploadRun(b, reads(b.length), 64 * 1024 * 1024)),
     },

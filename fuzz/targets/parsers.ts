@@ -4,8 +4,10 @@
 // parser's corpus; later inputs are mostly mutations of corpus entries.
 // Timing: the cost per byte of every input of 16 KiB or more is compared with its parser's median
 // (50 × and 100 ms over it, twice, is a finding), and every 25th case of a parser is a scaling check
-// on one of its adversarial shapes: the shape at n and 4n bytes, fed as a socket would (4 KiB
-// reads); 4n costing more than 10 × n (and over 100 ms), twice, is `superlinear`.
+// on one of its adversarial shapes: the shape at n and 8n bytes, fed as a socket would (4 KiB
+// reads); 8n costing more than 24 × n (and over 100 ms), twice, is `superlinear` (a linear parser
+// costs about 8 ×, a quadratic one about 64 ×; the margin absorbs allocation and GC steps, which
+// make a linear parser's cost per byte jump by 2–3 × at some sizes).
 // In a campaign with coverage, the target runs in a child process under NODE_V8_COVERAGE (the child
 // replays every input that reached a new block at the end, so the line figures include everything the
 // loop reached).
@@ -22,6 +24,9 @@ import { type Shape, type Subject, SUBJECTS } from './parser-subjects.ts';
 const CORPUS_MAX = 400;
 const CORPUS_INPUT_MAX = 64 * 1024;
 const SCALE_EVERY = 25;
+/** The scaling check: n and SCALE × n bytes; over RATIO × the time is superlinear. */
+const SCALE = 8;
+const RATIO = 24;
 
 interface ScriptCoverage {
   url: string;
@@ -116,7 +121,7 @@ export interface ParsersOptions {
   findings: FindingBook;
   guided: boolean;
   /** The scaling check's sizes: 'full' (anywhere in the shapes' ranges) or 'fixed' (each shape's
-   *  smallest: the same, short work on every run). */
+   *  test size: the same, short work on every run). */
   scale: 'full' | 'fixed';
   /** Leave V8's precise coverage on at the end (the child under NODE_V8_COVERAGE: disconnecting the
    *  guide's session turns block counting off, and the exit coverage would lose it). */
@@ -185,11 +190,11 @@ async function costCheck(subject: Subject, input: Buffer, cuts: number[], ms: nu
   o.findings.record('parsers', 'superlinear', `${subject.name}: an input costs far more per byte than the median`, `${ms.toFixed(0)} ms and ${again.toFixed(0)} ms for ${input.length} bytes; median ${m.toFixed(4)} ms/KiB`, { 'input.bin': input, 'meta.json': { target: 'parsers', subject: subject.name, seed: o.seed, case: k, cuts, replay: 'npm run fuzz -- --replay <this directory>' } });
 }
 
-/** The shape at n and 4n bytes: 4n costing more than 10 × n (over 100 ms), twice, is superlinear (true). */
+/** The shape at n and 8n bytes: 8n costing more than 24 × n (over 100 ms), twice, is superlinear (true). */
 async function scalingCheck(subject: Subject, shape: Shape, rng: Rng, o: ParsersOptions): Promise<boolean> {
-  const n = o.scale === 'fixed' ? shape.minSize : rng.int(shape.minSize, shape.maxSize);
+  const n = o.scale === 'fixed' ? shape.testSize : rng.int(shape.minSize, shape.maxSize);
   const small = shape.build(n);
-  const large = shape.build(4 * n);
+  const large = shape.build(SCALE * n);
   const measure = async (): Promise<[number, number]> => {
     const a = await timed(() => shape.run(small));
     const b = await timed(() => shape.run(large));
@@ -197,10 +202,10 @@ async function scalingCheck(subject: Subject, shape: Shape, rng: Rng, o: Parsers
   };
   await timed(() => shape.run(small)); // warm-up: the first run compiles
   const [a, b] = await measure();
-  if (b < 100 || b < 10 * Math.max(a, 0.5)) return false;
+  if (b < 100 || b < RATIO * Math.max(a, 0.5)) return false;
   const [a2, b2] = await measure();
-  if (b2 < 100 || b2 < 10 * Math.max(a2, 0.5)) return false;
-  o.findings.record('parsers', 'superlinear', `${subject.name}: ${shape.name} — 4 × the bytes cost over 10 × the time`, `${Math.round(b / Math.max(a, 0.5))} × the time: ${small.length} bytes ${a.toFixed(1)} ms / ${a2.toFixed(1)} ms; ${large.length} bytes ${b.toFixed(0)} ms / ${b2.toFixed(0)} ms (4 KiB reads)`, {
+  if (b2 < 100 || b2 < RATIO * Math.max(a2, 0.5)) return false;
+  o.findings.record('parsers', 'superlinear', `${subject.name}: ${shape.name} — ${SCALE} × the bytes cost over ${RATIO} × the time`, `${Math.round(b / Math.max(a, 0.5))} × the time: ${small.length} bytes ${a.toFixed(1)} ms / ${a2.toFixed(1)} ms; ${large.length} bytes ${b.toFixed(0)} ms / ${b2.toFixed(0)} ms (4 KiB reads)`, {
     'input.bin': large,
     'meta.json': { target: 'parsers', subject: subject.name, shape: shape.name, sizes: [small.length, large.length], ms: [a, b, a2, b2], replay: 'npm run fuzz -- --replay <this directory>' },
   });

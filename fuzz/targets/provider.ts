@@ -386,12 +386,16 @@ async function recordCrash(round: ProviderCase[], crashed: Generation, opts: Tar
   const signature = crashSignature(crashed.child.stderrTail(), crashed.child.exit());
   const files: FindingFiles = { 'stderr.txt': crashed.child.stderrTail() };
   for (const c of round) for (const [k, v] of Object.entries(providerCaseFiles(c, crashed.db.key))) files[round.length === 1 ? k : `case-${c.n}/${k}`] = v;
-  // Once more on a fresh process: do these cases, all at once, stop it again?
-  const again = await session.child();
-  for (const c of round) state.byN.set(c.n, c);
-  await runRound(round, again, opts, state, new Map(), true);
-  await new Promise((r) => setTimeout(r, 300));
-  const confirmed = isCrashed(again);
+  // Once more on a fresh process (while the signature still gets saved): do these cases, all at
+  // once, stop it again?
+  let confirmed = false;
+  if (opts.findings.wouldSave('provider', 'crash', signature)) {
+    const again = await session.child();
+    for (const c of round) state.byN.set(c.n, c);
+    await runRound(round, again, opts, state, new Map(), true);
+    await new Promise((r) => setTimeout(r, 300));
+    confirmed = isCrashed(again);
+  }
   files['crash.json'] = { target: 'provider', seed: opts.seed, cases: round.map((c) => c.n), confirmed };
   const where = opts.findings.record('provider', 'crash', signature, `${confirmed ? 'the round stopped a fresh process again' : 'not reproduced by one replay of the round'}: ${round.map((c) => c.label).join(' || ').slice(0, 800)}`, files);
   opts.log(`[provider] crash: ${signature}${where ? ` → ${where}` : ''}`);
