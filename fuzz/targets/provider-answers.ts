@@ -116,7 +116,7 @@ export function randomPlan(rng: Rng): AnswerPlan {
       ['bomb-gzip', 2],
       ['bomb-deflate', 2],
     ] as const),
-    interim: bad(0.08) ? Array.from({ length: rng.int(1, 3) }, () => rng.pick([100, 102, 103])) : [],
+    interim: bad(0.15) ? Array.from({ length: rng.int(1, 3) }, () => rng.pick([100, 102, 103])) : [],
     framing: rng.weighted([
       ['length', 55],
       ['chunked', 25],
