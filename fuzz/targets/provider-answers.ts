@@ -214,12 +214,14 @@ function text(plan: AnswerPlan): string {
 
 const IMAGE = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
-function errorBody(wire: Wire): string {
-  return wire === 'messages' ? '{"type":"error","error":{"type":"api_error","message":"fuzz upstream error"}}' : '{"error":{"message":"fuzz upstream error","type":"server_error","code":null}}';
+/** The wire's error body; `bare`: an `{"error":…}` object without the Messages wire's top-level type
+ *  (what some relays in front of a Messages provider send, with a 200). */
+function errorBody(wire: Wire, bare = false): string {
+  return wire === 'messages' && !bare ? '{"type":"error","error":{"type":"api_error","message":"fuzz upstream error"}}' : '{"error":{"message":"fuzz upstream error","type":"server_error","code":null}}';
 }
 
 function jsonBody(plan: AnswerPlan, info: UpstreamRequestInfo): string {
-  if (plan.status !== 200 || plan.errorIn200) return errorBody(info.wire);
+  if (plan.status !== 200 || plan.errorIn200) return errorBody(info.wire, plan.errorIn200 && plan.seed % 2 === 0);
   const u = usageMember(plan, info.wire, info.maxTokens);
   const usage = u === '' ? '' : `,${u}`;
   const model = modelMember(plan, info.model);
