@@ -11,6 +11,8 @@
 import { Readable } from 'node:stream';
 import { isDeepStrictEqual } from 'node:util';
 import { BedrockStreamDecoder } from '../../src/platforms/bedrock-event-stream.ts';
+import { GatewayError } from '../../src/errors.ts';
+import { slugModel } from '../../src/protocols/model-field.ts';
 import { MultipartUpload } from '../../src/protocols/multipart-upload.ts';
 import { chunkMessage, eventStreamMessage, exceptionMessage } from '../../src/simulator/event-stream-frames.ts';
 import { jsonShape, nestsDeeperThan } from '../../src/stream/json-depth.ts';
@@ -291,7 +293,7 @@ function eventDoc(rng: Rng): Buffer {
 
 export const jsonKeySubject: Subject = {
   name: 'json-key',
-  files: ['src/stream/json-key.ts'],
+  files: ['src/stream/json-key.ts', 'src/protocols/model-field.ts'],
   generate: eventDoc,
   mutate: (rng, input) => (rng.chance(0.6) ? mutateBytes(rng, input) : eventDoc(rng)),
   async check(input) {
@@ -315,7 +317,10 @@ export const jsonKeySubject: Subject = {
       // Which of two `usage` members counts is not specified; the `model` rule is: whatever the
       // client's JSON parser reads after the rewrite is the slug (or the answer is refused upstream
       // of this scanner — then this check must be narrowed to what the refusal lets through).
-      const after = rewritten ? parseJson(rewritten) : null;
+      // The gateway's rewrite (src/protocols/model-field.ts) walks the object's members: every member
+      // named model, however spelled, becomes the slug.
+      const whole = guard(problems, 'slugModel', () => slugModel(input, SLUG, 0, 1).out);
+      const after = whole ? parseJson(whole) : null;
       const seen = after?.ok && isPlainObject(after.value) ? after.value['model'] : obj['model'];
       if (typeof seen === 'string' && seen !== 'vendor/slug') problems.push({ oracle: 'disagreement', signature: 'with duplicate or escaped keys, JSON.parse reads a model that is not the slug after the rewrite', detail: input.toString('utf8').slice(0, 200) });
       return problems;
@@ -462,21 +467,37 @@ interface UploadResult {
 
 async function uploadRun(input: Buffer, cuts: number[], maxPrefix: number): Promise<UploadResult> {
   const source = Readable.from(splitAt(input, cuts).filter((p) => p.length > 0));
-  const u = new MultipartUpload(source, BOUNDARY, maxPrefix);
+  // Records every part the reader reports (no field rules: the reader itself is under test).
+  const fields: [string, string][] = [];
+  let files = 0;
+  const u = new MultipartUpload(source, BOUNDARY, maxPrefix, {
+    part: (part) => {
+      if (part.filename !== null) files++;
+      else fields.push([part.name, part.value ?? `<${part.size} bytes>`]);
+    },
+  });
   let found: boolean | string;
   try {
-    found = await u.readUntilModel();
+    found = await u.readPrefix();
   } catch (err) {
     if (err instanceof Error && err.message === NOT_FOUND) found = 'not found within the limit';
+    else if (err instanceof GatewayError) found = `refused: ${err.message}`;
     else throw err;
   }
   let body: Buffer | null = null;
   if (found === true) {
     const chunks: Buffer[] = [];
-    for await (const c of u.body('upstream/model')) chunks.push(c as Buffer);
-    body = Buffer.concat(chunks);
+    try {
+      for await (const c of u.body('upstream/model')) chunks.push(c as Buffer);
+      body = Buffer.concat(chunks);
+    } catch (err) {
+      // A part after the held prefix broke the form's rules (or the form was cut): the upload's
+      // documented refusal, as the attempt reads it.
+      if (!(err instanceof GatewayError)) throw err;
+      found = `refused while streaming: ${err.message}`;
+    }
   }
-  return { found, model: u.model, fields: [...u.fields], files: u.filesInPrefix, ended: u.ended, body };
+  return { found, model: u.model, fields, files, ended: u.formComplete, body };
 }
 
 export const multipartSubject: Subject = {
@@ -497,7 +518,8 @@ export const multipartSubject: Subject = {
     }
     // A refusal is the whole result: what was scanned before the limit was passed depends on where
     // the reads ended, and nothing reads it after the refusal.
-    const strip = (r: UploadResult): unknown => (r.found === true || r.found === false ? { ...r, body: r.body?.toString('base64') ?? null } : { found: r.found });
+    // `ended` (the whole form was in the held prefix) depends on how much the reads brought by design.
+    const strip = (r: UploadResult): unknown => (r.found === true || r.found === false ? { ...r, ended: undefined, body: r.body?.toString('base64') ?? null } : { found: r.found });
     if (!isDeepStrictEqual(strip(whole), strip(split))) {
       const diff = Object.keys(whole).filter((k) => !isDeepStrictEqual((strip(whole) as Record<string, unknown>)[k], (strip(split) as Record<string, unknown>)[k]));
       problems.push({ oracle: 'split-dependence', signature: `MultipartUpload ${diff.join(', ')} depend on the split points`, detail: JSON.stringify({ whole: { ...whole, body: whole.body?.length }, split: { ...split, body: split.body?.length } }).slice(0, 400) });

@@ -32,16 +32,30 @@ function header(headers: MessageHeaders, name: string): string | null {
 
 export class BedrockStreamDecoder implements StreamDecoder {
   private readonly codec = new EventStreamCodec(toUtf8, fromUtf8);
-  private held: Buffer = NOTHING;
+  /** The unfinished message's bytes, in the chunks they came in: joined once, when it is whole. */
+  private held: Buffer[] = [];
+  private heldBytes = 0;
   failure: string | null = null;
 
   get pendingBytes(): number {
-    return this.held.length;
+    return this.heldBytes;
   }
 
   push(chunk: Buffer): Buffer {
     if (this.failure) return NOTHING;
-    let buf = this.held.length === 0 ? chunk : Buffer.concat([this.held, chunk]);
+    let buf: Buffer;
+    if (this.heldBytes === 0) buf = chunk;
+    else {
+      this.held.push(chunk);
+      this.heldBytes += chunk.length;
+      // A large message arrives in many reads: wait until it is whole (or its length is refused)
+      // instead of joining everything held on every read.
+      const total = this.heldBytes >= 4 ? this.heldLength() : -1;
+      if (total === -1 || (total >= MIN_MESSAGE && total <= MAX_MESSAGE && this.heldBytes < total)) return NOTHING;
+      buf = Buffer.concat(this.held, this.heldBytes);
+      this.held = [];
+      this.heldBytes = 0;
+    }
     const out: Buffer[] = [];
     while (buf.length >= PRELUDE) {
       const total = buf.readUInt32BE(0);
@@ -69,13 +83,26 @@ export class BedrockStreamDecoder implements StreamDecoder {
       if (sse.length > 0) out.push(sse);
     }
     // Keep only the bytes of the unfinished message, never the whole chunk it came in.
-    this.held = buf.length === 0 ? NOTHING : Buffer.from(buf);
+    if (buf.length > 0) {
+      this.held = [Buffer.from(buf)];
+      this.heldBytes = buf.length;
+    }
     return out.length === 0 ? NOTHING : out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out);
+  }
+
+  /** The held message's declared length (its first four bytes, which may span chunks). */
+  private heldLength(): number {
+    const first = this.held[0] as Buffer;
+    if (first.length >= 4) return first.readUInt32BE(0);
+    const joined = Buffer.concat(this.held, this.heldBytes);
+    this.held = [joined];
+    return joined.readUInt32BE(0);
   }
 
   private fail(why: string): void {
     this.failure = why;
-    this.held = NOTHING;
+    this.held = [];
+    this.heldBytes = 0;
   }
 
   /** One message as SSE bytes: an event, an error event, nothing (an event we do not relay), or

@@ -37,9 +37,21 @@ export interface ValueSpan {
  * Returns null when absent or when the value is not a string.
  */
 export function findStringValue(buf: Buffer, key: string, depth: number, from = 0): ValueSpan | null {
-  const needle = keyNeedle(key);
+  const j = nextKeyValue(buf, keyNeedle(key), depth, from);
+  if (j === -1 || buf[j] !== QUOTE) return null;
+  let k = j + 1;
+  while (k < buf.length && buf[k] !== QUOTE) k += buf[k] === BACKSLASH ? 2 : 1;
+  if (k >= buf.length) return null;
+  return { start: j, end: k + 1 };
+}
+
+/**
+ * The first byte of the value of the first `needle` key (`"key"`) at `depth` at or after `from`, or
+ * -1. One depth walk from the start of the buffer, advanced to each candidate in turn: however many
+ * times the needle occurs (in keys at other depths, or inside strings), the bytes are walked once.
+ */
+function nextKeyValue(buf: Buffer, needle: Buffer, depth: number, from: number): number {
   let at = buf.indexOf(needle, from);
-  // One depth walk from the start, advanced incrementally to each candidate.
   let pos = 0;
   let d = 0;
   let inString = false;
@@ -61,17 +73,12 @@ export function findStringValue(buf: Buffer, key: string, depth: number, from = 
       if (buf[j] === COLON && isObjectLevel(buf, at)) {
         j++;
         while (isSpace(buf[j])) j++;
-        if (buf[j] !== QUOTE) return null;
-        const start = j;
-        j++;
-        while (j < buf.length && buf[j] !== QUOTE) j += buf[j] === BACKSLASH ? 2 : 1;
-        if (j >= buf.length) return null;
-        return { start, end: j + 1 };
+        return j;
       }
     }
     at = buf.indexOf(needle, Math.max(at + 1, pos));
   }
-  return null;
+  return -1;
 }
 
 /** A key at `depth` could also sit in an array at that depth; keys only follow `{` or `,` inside objects. */
@@ -84,7 +91,13 @@ function isObjectLevel(buf: Buffer, at: number): boolean {
 /** The decoded string at a span returned by `findStringValue`. */
 export function readString(buf: Buffer, span: ValueSpan): string {
   const raw = buf.toString('utf8', span.start, span.end);
-  return raw.indexOf('\\') === -1 ? raw.slice(1, -1) : (JSON.parse(raw) as string);
+  if (raw.indexOf('\\') === -1) return raw.slice(1, -1);
+  try {
+    return JSON.parse(raw) as string;
+  } catch {
+    // An escape JSON does not have (`\q`): the provider's bytes as they are, never an exception.
+    return raw.slice(1, -1);
+  }
 }
 
 /** A copy of `buf` with the string at `span` replaced by the JSON string `jsonString` (already quoted). */
@@ -108,16 +121,9 @@ export function spliceBytes(buf: Buffer, start: number, end: number, insert: Buf
  */
 export function hasNonNullKey(buf: Buffer, key: string, depth: number): boolean {
   const needle = keyNeedle(key);
-  let at = buf.indexOf(needle);
-  while (at !== -1) {
-    let j = at + needle.length;
-    while (isSpace(buf[j])) j++;
-    if (buf[j] === COLON) {
-      j++;
-      while (isSpace(buf[j])) j++;
-      if (!(buf[j] === 0x6e && buf[j + 1] === 0x75 && buf[j + 2] === 0x6c && buf[j + 3] === 0x6c) && depthAt(buf, at) === depth) return true;
-    }
-    at = buf.indexOf(needle, at + 1);
+  // JSON keeps the last of two equal keys, but any non-null one is worth the parse this guards.
+  for (let j = nextKeyValue(buf, needle, depth, 0); j !== -1; j = nextKeyValue(buf, needle, depth, j)) {
+    if (!(buf[j] === 0x6e && buf[j + 1] === 0x75 && buf[j + 2] === 0x6c && buf[j + 3] === 0x6c)) return true;
   }
   return false;
 }
@@ -151,19 +157,7 @@ export function findValueBytes(buf: Buffer, key: string, depth: number): Buffer 
 
 /** Index of the first byte of the value of `"<key>"` at `depth` (whatever its type), or -1 when the key is absent. */
 export function findValueStart(buf: Buffer, key: string, depth: number): number {
-  const needle = keyNeedle(key);
-  let at = buf.indexOf(needle);
-  while (at !== -1) {
-    let j = at + needle.length;
-    while (isSpace(buf[j])) j++;
-    if (buf[j] === COLON && isObjectLevel(buf, at) && depthAt(buf, at) === depth) {
-      j++;
-      while (isSpace(buf[j])) j++;
-      return j;
-    }
-    at = buf.indexOf(needle, at + 1);
-  }
-  return -1;
+  return nextKeyValue(buf, keyNeedle(key), depth, 0);
 }
 
 /**

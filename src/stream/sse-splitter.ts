@@ -4,6 +4,8 @@
 // and joined once, when the event ends. An event may hold at most `maxEventBytes`: past that the
 // splitter stops (`tooLarge`), so a provider that never ends an event costs bounded memory and CPU.
 // Splitting raw bytes is safe for UTF-8: the newline byte never occurs inside a multi-byte character.
+// Events end at a blank line of LF or CRLF line ends; CR-only line ends, which the SSE format allows
+// and no provider sends, are not split: such a stream meets the event bound and fails as oversized.
 
 const LF = 0x0a;
 const CR = 0x0d;
