@@ -1,5 +1,6 @@
-// The route table: one line per endpoint of the spec. Inference paths come from the endpoint
-// vocabulary (each with its protocol module); anything not listed answers the spec's "unserved
+// The route table: one line per endpoint of the public API (docs/api.md lists them, and
+// test/docs/api-reference.test.ts holds that list to this table). Inference paths come from the
+// endpoint vocabulary (each with its protocol module); anything not listed answers the "unserved
 // path" error.
 import type { GatewayContext } from '../api/context.ts';
 import { catalogHandlers } from '../api/catalog.ts';
@@ -10,6 +11,13 @@ import { createHttpServer, type HttpServer, type RouteDef } from './http-server.
 import { preflight } from './preflight.ts';
 
 export function createApp(ctx: GatewayContext): HttpServer {
+  return createHttpServer(publicRoutes(ctx), {
+    onUnexpectedError: (err, traceId) => ctx.log('unexpected_error', { trace_id: traceId, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+  });
+}
+
+/** Every route of the public listener, in registration order (the first that matches answers). */
+export function publicRoutes(ctx: GatewayContext): RouteDef[] {
   const catalog = catalogHandlers(ctx);
   const routes: RouteDef[] = [
     { method: 'get', pattern: '/v1/models', handler: catalog.list },
@@ -37,7 +45,5 @@ export function createApp(ctx: GatewayContext): HttpServer {
   }
   // Unserved paths (POST /v1/embeddings, GET /v1/responses/{id}, anything else): the spec's 400.
   routes.push({ method: 'any', pattern: '/*', handler: (_req, reply) => reply.sendError(modelRequired()) });
-  return createHttpServer(routes, {
-    onUnexpectedError: (err, traceId) => ctx.log('unexpected_error', { trace_id: traceId, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
-  });
+  return routes;
 }
