@@ -1,7 +1,7 @@
 // Malformed HTTP over raw sockets: every malformed request is answered and its connection closed at
 // once, or (where uWS gives the gateway no say) closed by uWS without an answer within its idle
 // timeout; never left open, and the gateway keeps serving. Which is which is documented in the
-// README ("Choices where the spec is silent", Requests and errors).
+// API reference (docs/api.md, malformed HTTP).
 import t, { type Test } from 'tap';
 import { parseResponses, rawConnect, rawExchange } from '../../helpers/raw-client.ts';
 import { startStack, type Stack } from '../../helpers/stack.ts';
