@@ -1,4 +1,4 @@
-// Admission micro-benchmark (issue 3, part a), in one process pinned to core 0: the per-request
+// Admission micro-benchmark (part (a) of bench/admission.mjs), in one process pinned to core 0: the per-request
 // store path of the gateway, called as src/admission/admission.ts calls it for the inference
 // handler, against a file-backed store in WAL mode (synchronous=NORMAL, as openStore configures it):
 //   StoreView.sync (PRAGMA data_version) + StoreView.verifyKey (cached after the first call)

@@ -1,4 +1,4 @@
-// Admission benchmark (issue 3).
+// Admission benchmark: what authenticating, rate-limiting, holding and settling cost per request.
 // (a) bench/admission-micro.mjs in its own process on core 0: µs per request of exactly the store
 //     path (sync + verifyKey + rate limit + hold + settle + request-log append with its batched
 //     flush) on a WAL file store, its parts, floors, and what-if schema variants.

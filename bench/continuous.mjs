@@ -1,5 +1,5 @@
-// Continuous benchmark (issue 12): one command that runs the interleaved comparison of the issue and
-// writes a dated table. Contenders, round-robin per round (starting contender rotating):
+// Continuous benchmark: one command that runs the interleaved comparison of every way to run the
+// gateway (and Portkey) and writes a dated table. Contenders, round-robin per round (starting contender rotating):
 //   direct        load generator → simulator (the baseline every "added" figure is taken against)
 //   passthrough   bench/passthrough.mjs, bare uWS → undici relay (the ceiling of a Node proxy)
 //   embedded      the compiled gateway on a WAL file store, this thread writing (batched)
@@ -247,7 +247,7 @@ out.push('');
 out.push(`Command: \`node bench/run.js continuous${flags.quick ? ' --quick' : ''}${flags.rounds ? ` --rounds ${flags.rounds}` : ''}${noPg ? ' --no-pg' : ''}${onlyArg !== null ? ` --only ${onlyArg}` : ''}\` — commit ${machine.tree.commit?.slice(0, 12) ?? '?'}${machine.tree.dirty ? ' (src/ or config/ modified)' : ''}, started ${started.toISOString()}.`);
 out.push('');
 out.push(
-  `Machine: ${machine.cores} cores (${machine.cpus.join(', ')}), Node ${machine.node}, load average at the end ${machine.loadavg.map((x) => fmt(x, 2)).join(' / ')} (1/5/15 min) — the cores are shared with other sessions, so every figure is noisy. Placement: process under test on core 0; load generator, simulator${pgw ? ', postgres and redis-server' : ''} on core 1 (${Object.entries(place).map(([k, v]) => `${k}=${v}`).join(', ')}).`,
+  `Machine: ${machine.cores} cores (${machine.cpus.join(', ')}), Node ${machine.node}, load average at the end ${machine.loadavg.map((x) => fmt(x, 2)).join(' / ')} (1/5/15 min) — the cores may be shared with other work, so every figure is noisy. Placement: process under test on core 0; load generator, simulator${pgw ? ', postgres and redis-server' : ''} on core 1 (${Object.entries(place).map(([k, v]) => `${k}=${v}`).join(', ')}).`,
 );
 out.push('');
 out.push(
@@ -296,7 +296,7 @@ out.push(
     .join('; ')}. Steal is time the hypervisor gave the VM's core to another guest: a stall no process here can see or avoid.`,
 );
 out.push('');
-out.push('Issue 12 targets (same-run ratios):');
+out.push('Performance goals (same-run ratios):');
 out.push('');
 out.push(table(['gateway', 'target', 'measured', ''], targetRows));
 if (notes.length) {

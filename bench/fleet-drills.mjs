@@ -1,4 +1,4 @@
-// The fleet drills of issue 11 at full size, over real processes: three compiled `pi-gateway serve`
+// The fleet's exactness drills at full size, over real processes: three compiled `pi-gateway serve`
 // nodes (dist/) on one private PostgreSQL and one private Redis (lib/services.mjs), the compiled
 // simulator upstream, the fixture config and workspaces of test/spec/fleet/drills.test.ts (the CI-sized
 // version of these drills). Each drill counts what it claims and prints one table:

@@ -1,4 +1,4 @@
-// What limits one hot wallet's admissions per second on PostgreSQL (issue 11): N concurrent clients
+// What limits one hot wallet's admissions per second on PostgreSQL: N concurrent clients
 // each loop hold → settle (the compiled store-pg functions a fleet node calls, src/store-pg/holds.ts)
 // on ONE wallet, against the same on N wallets (one per client) as the control. Every hold and every
 // settlement updates the wallet row, so on one wallet they serialise on that row's lock; on N

@@ -1,4 +1,4 @@
-// Proxy benchmark (issue 4). One run, four contenders interleaved round-robin, against the same
+// Proxy benchmark. One run, four contenders interleaved round-robin, against the same
 // simulator and the same request bytes:
 //   direct       the load generator → simulator (no proxy; its CPU column is the simulator's)
 //   passthrough  bench/passthrough.mjs: bare uWS → undici relay, no logic (the ceiling)

@@ -1,4 +1,4 @@
-// Routing micro-benchmark (issue 5, part 1), one process pinned to core 0: µs per routing decision
+// Routing micro-benchmark (part (1) of bench/routing.mjs), one process pinned to core 0: µs per routing decision
 // (mergePreferences + planRoute, as src/api/inference.ts calls them) on a synthetic CompiledConfig
 // built in memory: 50 platforms × 200 models, every model deployed on every platform (10,000
 // deployments, 50 candidates per request), varied weights, quantizations, data policies and

@@ -1,4 +1,4 @@
-// Routing benchmark (issue 5).
+// Routing benchmark: what a routing decision and a failover cost.
 // (1) bench/routing-micro.mjs on core 0: µs per routing decision (mergePreferences + planRoute) with
 //     50 platforms × 200 models in a synthetic compiled config, with and without `provider`
 //     preferences, median of several batches.

@@ -1,4 +1,4 @@
-// Issue 12: does a gateway whose clients stopped reading their streams still answer others promptly?
+// Stalled readers: does a gateway whose clients stopped reading their streams still answer others promptly?
 // N clients open a long stream each and never read (their sockets paused, so the kernel buffers
 // fill and backpressure reaches the gateway and then the simulator); meanwhile a probe asks the
 // admin listener's /health/live and the public /v1/models every 50 ms and records how long each took.

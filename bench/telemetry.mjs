@@ -1,4 +1,4 @@
-// Telemetry benchmark (issue 10): the CPU the gateway spends per request with metrics and the access
+// Telemetry benchmark: the CPU the gateway spends per request with metrics and the access
 // log on vs off. Contenders, interleaved round-robin against one simulator, same request bytes:
 //   off          the compiled gateway as the other benchmarks run it (no admin listener, no
 //                metrics, no access log; the request-log writer is on, as always)

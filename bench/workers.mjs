@@ -1,4 +1,4 @@
-// What `serve --workers N` costs per request (issue 11): the gateway as `serve` runs it on a database
+// What `serve --workers N` costs per request: the gateway as `serve` runs it on a database
 // file with one serving thread (the writer thread on: `workers-1`) against `--workers 2` (a
 // coordinator and two serving threads sharing its state by messages), interleaved per round. CPU is
 // the whole process's (/proc: every thread summed) per answered request, at a fixed 1,000 req/s

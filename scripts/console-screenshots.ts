@@ -1,4 +1,4 @@
-// Screenshots of every console page for the README (docs/console-*.png): the bundled config served
+// Screenshots of every console page for docs/console.md (docs/console-*.png): the bundled config served
 // offline through the simulator, a week of generated traffic on an injected clock (several
 // workspaces, models and providers, a few failovers and refusals), then headless Chromium (Debian's
 // package, through playwright-core) signs in and captures each page.

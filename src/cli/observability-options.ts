@@ -25,11 +25,11 @@ export const OBSERVABILITY_OPTIONS: OptionSpec = {
   'otlp-endpoint': { type: 'string' },
 };
 
-export const OBSERVABILITY_HELP = `Observability (see README "Operating it"):
+export const OBSERVABILITY_HELP = `Observability (see docs/operations.md):
   --admin-port N            admin listener for GET /health/live, /health/ready and /metrics,
                             on its own port (env PI_ADMIN_PORT; default: none; 0 picks a free one);
                             with env PI_ADMIN_TOKEN set it also serves the operator console at
-                            /console and the admin JSON endpoints /admin/… (README "Console")
+                            /console and the admin JSON endpoints /admin/… (docs/console.md)
   --admin-host HOST         admin listener address (env PI_ADMIN_HOST, default 127.0.0.1)
   --metrics on|off          Prometheus metrics on the admin listener (env PI_METRICS, default on)
   --access-log on|off       one JSON line per inference request on stdout (env PI_ACCESS_LOG,

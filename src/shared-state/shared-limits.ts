@@ -1,6 +1,6 @@
 // Rate limits and session pins of a node on Redis, and what happens when Redis does not answer.
 //
-// Choice (documented in README and docs/fleet.md): when Redis is unreachable the node keeps serving
+// Choice (documented in docs/operations.md and docs/fleet.md): when Redis is unreachable the node keeps serving
 // and falls back to its own in-process limiter and pins, with one logged warning when that starts
 // (`redis_unreachable`) and one when Redis answers again (`redis_recovered`); the fallback count is
 // kept for metrics and readiness. Why: money never depends on Redis (holds are exact in PostgreSQL,

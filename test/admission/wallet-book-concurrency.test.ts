@@ -1,7 +1,7 @@
 // Admission under concurrency, on the path the gateway takes (its wallet book admits in memory and
 // group-commits the ledger): 200 interleaved admissions against a wallet worth a few requests never
 // overdraw, whether the ledger is read from other connections mid-burst or other processes (the CLI)
-// write to the same file meanwhile. One gateway process owns a file's admission (README: Limits).
+// write to the same file meanwhile. One gateway process owns a file's admission (docs/operations.md: Limits).
 import t from 'tap';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { openStore } from '../../src/store/store.ts';

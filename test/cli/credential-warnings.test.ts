@@ -1,7 +1,7 @@
 // Credentials told by name: `serve` logs at start-up every credential that active deployments need
 // but the database lacks (with those deployments), every stored secret no resource names, and a
 // louder line when nothing can serve; `secret set` warns when no resource of the config names the
-// secret (the README's old `secret set openai-us`, a resource id, where the credential is openai-prod).
+// secret (`secret set openai-us` names a resource id, where the credential is openai-prod).
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { openStore } from '../../src/store/store.ts';

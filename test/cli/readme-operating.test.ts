@@ -1,5 +1,5 @@
-// The README works as written: its "Operating it" block and its "CLI on the demo's state" block are
-// read from README.md and run by bash, unchanged but for the port (a free one instead of 8080, the
+// The README works as written: its "Your first provider" block and its "CLI on the demo's state" block
+// are read from README.md and run by bash, unchanged but for the port (a free one instead of 8080, the
 // demo's too), in a fresh copy of the project (no dist/, no database), with every upstream pointed at
 // the simulator through PI_UPSTREAM_OVERRIDE and a placeholder OPENAI_API_KEY.
 import t, { type Test } from 'tap';
@@ -74,8 +74,8 @@ function cleanEnv(): Record<string, string> {
   return env;
 }
 
-t.test('"Operating it", as written', async (t) => {
-  const block = shBlock('## Operating it');
+t.test('"Your first provider", as written', async (t) => {
+  const block = shBlock('## Your first provider');
   t.match(block, /--port 8080/, 'the block names port 8080');
   const dir = freshCopy(t);
   const sim = await startSimulator({ port: 0 });
@@ -86,12 +86,16 @@ t.test('"Operating it", as written', async (t) => {
   if (r.code !== 0) t.comment(r.stderr.slice(-3000));
   t.equal(r.code, 0, 'the block ran to the end');
 
-  // The answer as the provider formatted it (the simulator pretty-prints, like OpenAI).
+  // The answer as the provider formatted it (the simulator pretty-prints, like OpenAI). The block
+  // sends serve's stdout (the access log) to a file, so no log line can land inside curl's answer.
   const answer = /^\{\n[\s\S]*?\n\}$/m.exec(r.stdout)?.[0] ?? '{}';
   t.match(JSON.parse(answer), { model: 'openai/gpt-6-luna', object: 'chat.completion' }, `the curl got a chat completion for the slug\n${r.stdout.slice(0, 2000)}`);
   t.match(r.stdout, /credited 100 USD to acme; balance 100 USD/, 'wallet credit');
   t.match(r.stdout, /openai\/gpt-6-luna/, 'logs show the request');
   t.match(r.stdout, /^ok: /m, 'ledger verify says ok');
+  t.notMatch(r.stdout, /"trace_id"/, 'no access-log line on the terminal');
+  const accessLog = readFileSync(join(dir, 'state', 'access.log'), 'utf8');
+  t.match(accessLog, /"model_served":"openai\/gpt-6-luna".*"status":200/, 'the access log went to state/access.log');
   t.ok(existsSync(join(dir, 'state', 'gateway.db')), 'the one database is state/gateway.db');
   t.notOk(existsSync(join(dir, 'pi-gateway.db')), 'no second database was created');
   t.match(r.stderr, /"event":"listening"/, 'serve started');

@@ -2,8 +2,8 @@
 // the bytes as sent, one character per byte (a repeated header's values too), except where uWS's
 // parser drops them before any API can see them — SP, HTAB and every byte >= 0x80 at the start and
 // the end of a value (its whitespace trim compares a signed char: bytes >= 0x80 count as below 33).
-// The limitation is documented in the README ("Limits"); this test pins it exactly, and fails the
-// day a uWS build keeps those bytes (then the README and the request-log test change with it).
+// The limitation is documented in docs/operations.md ("Limits"); this test pins it exactly, and fails
+// the day a uWS build keeps those bytes (then that page and the request-log test change with it).
 import t, { type Test } from 'tap';
 import { createHttpServer } from '../../src/server/http-server.ts';
 import { parseResponses, rawExchange } from '../helpers/raw-client.ts';

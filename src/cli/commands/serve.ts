@@ -17,7 +17,7 @@ import type { ObservabilityOptions } from '../observability-options.ts';
 const HELP = `Usage: pi-gateway serve [options]
 
 Runs the gateway: validates and compiles the config directory, opens (and migrates) the SQLite
-database, and listens for the API of SPEC.md.
+database, and listens for the API of docs/api.md.
 
 One server per database file and per port: a second serve on the same database refuses to start,
 naming the file and the pid that holds it (an OS lock on FILE.lock, dropped when the process dies);
@@ -44,7 +44,7 @@ Options:
                             one per core). With N > 1 this process's main thread coordinates: it
                             owns the database's writes, the wallet book, rate-limit windows,
                             session pins and breakers, and every thread shares them exactly (see
-                            README "All cores: --workers"); embedded database only
+                            docs/operations.md, "All cores"); embedded database only
   --host HOST               address to bind (env PI_HOST, default 127.0.0.1)
   --port N                  port (env PI_PORT, default 8080; 0 picks a free one)
   --upstream-override URL   send every upstream request to this origin instead of the

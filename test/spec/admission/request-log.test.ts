@@ -125,7 +125,7 @@ t.test('one row per request, with the spec’s fields', async (t) => {
   t.equal(r.status, 200, 'a title beyond Latin-1 does not change the answer');
   t.match(unicodeRow, { app_title: 'App: 日本語のアプリ v2', app_origin: 'https://xn--r8jz45g.jp' }, 'UTF-8 title and IDN referer recorded');
   // uWS drops every byte >= 0x80 (with SP and HTAB) at the start and the end of a header value
-  // before any API can read it (README "Limits"; test/server/header-bytes.test.ts pins it): only
+  // before any API can read it (docs/operations.md "Limits"; test/server/header-bytes.test.ts pins it): only
   // non-ASCII text between ASCII characters is kept.
   r = await send(s, CHAT, [auth, ['X-Title', 'é app é']]);
   t.equal((await logRow(s, r.trace))?.app_title, 'app', 'a title starting and ending with non-ASCII characters loses them');

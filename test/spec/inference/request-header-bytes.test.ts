@@ -105,7 +105,7 @@ t.test('API keys: extra bytes around a key are refused wherever uWS lets the gat
     ['a non-ASCII character, then ASCII, after the key', `Authorization: Bearer ${key}${utf8('é')}x\r\n`, 401],
     ['a DEL after the key', `Authorization: Bearer ${key}\x7f\r\n`, 401],
     ['X-Api-Key with a non-ASCII character before it', `X-Api-Key: x${utf8('é')}${key}\r\n`, 401],
-    // Known limitation (README "Limits"): uWS drops bytes >= 0x80 at the end of a value before any
+    // Known limitation (docs/operations.md "Limits"): uWS drops bytes >= 0x80 at the end of a value before any
     // API can read them, so this request reaches the gateway as the bare key. Pinned so that a uWS
     // build that keeps them turns this into the 401 it should be.
     ['a non-ASCII character at the very end (dropped by uWS)', `Authorization: Bearer ${key}${utf8('é')}\r\n`, 200],

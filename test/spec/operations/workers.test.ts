@@ -1,5 +1,5 @@
-// `pi-gateway serve --workers 2` as a real process on the embedded store: the exactness drills of
-// issue 11 across serving threads (zero overdraft on a wallet worth a few requests, `--rpm 50`
+// `pi-gateway serve --workers 2` as a real process on the embedded store: the fleet's exactness drills
+// across serving threads (zero overdraft on a wallet worth a few requests, `--rpm 50`
 // exact, a session pin honoured whichever thread answers, one breaker view, SIGKILL mid-burst with
 // no lost or doubled settlement), drain and reload across every thread, the admin listener
 // reporting every worker, and the port rule (a busy port fails). Which thread answers is the

@@ -1,5 +1,5 @@
-// The SQLite writer thread of a real `pi-gateway serve` (issue 12: no disk I/O on the event loop,
-// nothing charged goes unlogged): SIGKILLed mid-burst several times, every settlement in the ledger
+// The SQLite writer thread of a real `pi-gateway serve` (no disk I/O on the event loop, nothing
+// charged goes unlogged): SIGKILLed mid-burst several times, every settlement in the ledger
 // has its request-log row and `ledger verify` is clean; an answer the client read to its last byte
 // was settled and logged before it (a SIGKILL right after it loses neither); a full writer queue
 // refuses new requests with a clean 503 and the gateway recovers by itself once the writer catches up.

@@ -1,4 +1,4 @@
-// LangChain's chat models against the gateway, set up as the README's table says: ChatOpenAI with
+// LangChain's chat models against the gateway, set up as docs/clients.md's table says: ChatOpenAI with
 // `configuration.baseURL` {base}/v1, ChatAnthropic with `anthropicApiUrl` {base} (it wraps
 // @anthropic-ai/sdk, which adds /v1 itself), each with a gateway key and a slug as the model.
 // invoke, stream, usage metadata, the slug as the response's model, and gateway errors.

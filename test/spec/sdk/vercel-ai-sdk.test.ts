@@ -1,5 +1,5 @@
 // The Vercel AI SDK (`ai` with `@ai-sdk/openai` and `@ai-sdk/anthropic`) against the gateway, set up
-// as the README's table says: the OpenAI provider with baseURL {base}/v1 (chat completions and
+// as the table of docs/clients.md says: the OpenAI provider with baseURL {base}/v1 (chat completions and
 // responses), the Anthropic provider with baseURL {base}/v1 (it appends /messages itself, unlike
 // @anthropic-ai/sdk), each with a gateway key. Text, streams, usage, the slug as the response's model,
 // and gateway errors surfacing with the gateway's own message (the Anthropic provider reads it only
