@@ -50,7 +50,7 @@ export class GatewayError extends Error {
   }
 }
 
-/** The spec's message for a bare or unknown model name. */
+/** The API's message for a bare or unknown model name. */
 export function modelNotFound(name: string): GatewayError {
   return new GatewayError(
     'model_not_found',

@@ -1,7 +1,7 @@
 // Admission: who is calling, how fast, and whether their wallet covers the worst case — the steps
 // the inference handler takes before any upstream call, and the settlement after it.
 //
-// `Admission` holds the rules (which header carries the key, which limit applies, the spec's error
+// `Admission` holds the rules (which header carries the key, which limit applies, the API's error
 // for each refusal); the state behind them sits behind narrow interfaces that the composition root
 // (src/gateway.ts) fills — the state seam:
 //   KeyVerifier      key → record                  (StoreView: cached per process, SQLite on a miss)
@@ -38,7 +38,7 @@ export interface KeyVerifier {
   keyRecord?(presented: string): ApiKeyRecord | null | Promise<ApiKeyRecord | null>;
 }
 
-/** Who is calling: admitted, or refused with the spec's 401 — and, when the refused key is one we
+/** Who is calling: admitted, or refused with the API's 401 — and, when the refused key is one we
  *  issued (revoked, expired), its record, so the request log names its key and workspace. */
 export type Identified = { ok: true; admitted: Admitted } | { ok: false; error: GatewayError; key: ApiKeyRecord | null };
 
@@ -94,7 +94,7 @@ export class Admission {
     this.parts = parts;
   }
 
-  /** The caller's key and workspace, or the spec's 401 (spec: Authentication). Synchronous when the
+  /** The caller's key and workspace, or the API's 401 (docs/api.md: Authentication). Synchronous when the
    *  key verifier answered at once. */
   authenticate(headers: Record<string, string>, now: number): Admitted | Promise<Admitted> {
     const who = this.identify(headers, now);
@@ -197,7 +197,7 @@ export class PendingRate {
     decision.catch(() => undefined);
   }
 
-  /** Resolves when the request may go on; rejects with the spec's 429 (or the limiter's failure). */
+  /** Resolves when the request may go on; rejects with the API's 429 (or the limiter's failure). */
   settled(): Promise<void> {
     return this.decision.then((r) => rateOrThrow(r, this.limit));
   }

@@ -1,4 +1,4 @@
-// API key authentication (spec: Authentication). The key comes from `Authorization` (with or without
+// API key authentication (docs/api.md: Authentication). The key comes from `Authorization` (with or without
 // "Bearer "), or from `X-Api-Key` only when Authorization is absent or empty. The third SDK credential
 // header (x-goog-api-key) and cookies are never read. Public routes never call this.
 import { GatewayError } from '../errors.ts';
@@ -36,7 +36,7 @@ function malformedKeyMessage(presented: string): string {
   );
 }
 
-/** The spec's 401 for a failed check; `presented` lets a malformed key be told what is wrong with it. */
+/** The API's 401 for a failed check; `presented` lets a malformed key be told what is wrong with it. */
 export function authError(result: Exclude<KeyCheck, 'ok'> | 'missing', presented = ''): GatewayError {
   switch (result) {
     case 'missing':

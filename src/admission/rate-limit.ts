@@ -46,7 +46,7 @@ export class FixedWindowRateLimiter implements RateLimiter {
   }
 }
 
-/** Whole seconds to the next full minute, rounded up, within the spec's 1..60. */
+/** Whole seconds to the next full minute, rounded up, within the API's 1..60. */
 export function retryAfterSeconds(now: number): number {
   const toNext = WINDOW_MS - (((now % WINDOW_MS) + WINDOW_MS) % WINDOW_MS);
   return Math.min(60, Math.max(1, Math.ceil(toNext / 1000)));

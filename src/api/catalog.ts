@@ -3,7 +3,7 @@
 // the list is cached until the next instant a model's listing changes; the endpoints view depends on
 // credentials, health and time, so it is built per request (a handful of deployments per model).
 //
-// The single-model body is the catalog model object itself, byte for byte its list entry (the spec
+// The single-model body is the catalog model object itself, byte for byte its list entry (the API
 // leaves the shape open): OpenAI's `GET /v1/models/{model}` answers the model object at the top
 // level, and openai-node's `models.retrieve(id)` returns that body as the model. The same SDK sends
 // the slug as one percent-encoded segment (`/v1/models/openai%2Fgpt-6-luna`), which is answered too.

@@ -1,4 +1,4 @@
-// Model lifecycle (spec: "Lifecycle rule"): routing refuses a model from its expiration date (00:00 UTC
+// Model lifecycle (docs/api.md: "Lifecycle rule"): routing refuses a model from its expiration date (00:00 UTC
 // of that day); the catalog keeps listing it for 30 more days, then it disappears.
 import type { CompiledModel } from '../config/compiled.ts';
 

@@ -1,4 +1,4 @@
-// The one rule for "who can serve a model now" (spec: Selection rule 1), shared by the catalog's
+// The one rule for "who can serve a model now" (docs/api.md: Selection rule 1), shared by the catalog's
 // endpoints view and the router's candidate set: model, deployment and resource active, and the
 // resource's upstream credential stored sealed. Health is deliberately not part of it.
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';

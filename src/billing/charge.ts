@@ -22,7 +22,7 @@
 // 5. Clamping: a sub-count larger than what is left of its total is cut to it (a provider bug must
 //    never create a negative remainder), so input units always sum to promptTokens and output units
 //    to completionTokens. The order in 2 and 3 decides which part is cut first.
-// 6. Lines: one per billed class, in the spec's class order; units billed at a fallback class are
+// 6. Lines: one per billed class, in the API's class order; units billed at a fallback class are
 //    merged into that class's line; zero-unit lines are omitted (zero-price lines are kept: they show
 //    what was consumed).
 // 7. Total: exact sum of line amounts in atto-USD, rounded once, half up, to nano-USD.

@@ -202,7 +202,7 @@ function renderSet(set: PriceSet, out: Record<string, unknown>): void {
 }
 
 /**
- * Catalog rendering of a PriceList: spec key order, decimal strings via attoToDecimal, optional
+ * Catalog rendering of a PriceList: the API's key order, decimal strings via attoToDecimal, optional
  * classes absent when not priced, `overrides` only when non-empty, each bracket
  * `{min_prompt_tokens, ...restated classes}`.
  */

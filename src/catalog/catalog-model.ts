@@ -1,4 +1,4 @@
-// A catalog model object (spec: "Catalog model"), derived from a compiled model. Pure and
+// A catalog model object (docs/api.md: "Catalog model"), derived from a compiled model. Pure and
 // time-independent, so codegen can emit it into src/generated/catalog.json and the server can
 // precompute every model's JSON once at start.
 import type { CompiledModel } from '../config/compiled.ts';

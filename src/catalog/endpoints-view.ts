@@ -1,4 +1,4 @@
-// The endpoints view (spec: "Model endpoints view"): one entry per platform able to serve the model
+// The endpoints view (docs/api.md: "Model endpoints view"): one entry per platform able to serve the model
 // now, carrying its best deployment's facts, ordered by that deployment's weight then platform id.
 // Depends on time (discount windows, expiry), sealed credentials and health, so it is built per request.
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';

@@ -2,15 +2,15 @@
 // Plain data only (arrays, records, bigint), so codegen can print it as `src/generated/tables.ts`
 // and `serve --config DIR` can build the same value in memory. Runtime lookups live in `./index.ts`.
 
-/** The spec's seven reasoning levels, ascending. */
+/** The API's seven reasoning levels, ascending. */
 export const REASONING_LEVELS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 export type ReasoningLevel = (typeof REASONING_LEVELS)[number];
 
-/** The spec's quantization ids. */
+/** The API's quantization ids. */
 export const QUANTIZATIONS = ['fp4', 'int4', 'int8', 'fp8', 'fp16', 'bf16', 'fp32', 'unknown'] as const;
 export type Quantization = (typeof QUANTIZATIONS)[number];
 
-/** Price classes of the spec's pricing object, in the spec's order (also the catalog key order). */
+/** Price classes of the API's pricing object, in the API's order (also the catalog key order). */
 export const PRICE_CLASSES = [
   'prompt',
   'completion',

@@ -29,7 +29,7 @@ export type DecimalUsd = string;
  */
 export type Slug = string;
 /**
- * A reasoning effort level. The spec fixes the seven values; ascending order is none < minimal < low < medium < high < xhigh < max.
+ * A reasoning effort level. The API fixes the seven values; ascending order is none < minimal < low < medium < high < xhigh < max.
  *
  * This interface was referenced by `ConfigFiles`'s JSON-Schema
  * via the `definition` "ReasoningLevel".
@@ -579,14 +579,14 @@ export interface Resource {
   credential?: string;
 }
 /**
- * `config/vocabularies.yaml`: the ordered id lists the API spec leaves to the operator, declared once and referenced by every other file. Order matters: catalog arrays are emitted in the order given here.
+ * `config/vocabularies.yaml`: the ordered id lists the API leaves to the operator, declared once and referenced by every other file. Order matters: catalog arrays are emitted in the order given here.
  *
  * This interface was referenced by `ConfigFiles`'s JSON-Schema
  * via the `definition` "VocabulariesFile".
  */
 export interface VocabulariesFile {
   /**
-   * Inbound protocol ids, in catalog order: the spec's three inference protocols. The image endpoints belong to none of them; they appear in `supported_endpoints`, never in `protocols`.
+   * Inbound protocol ids, in catalog order: the API's three inference protocols. The image endpoints belong to none of them; they appear in `supported_endpoints`, never in `protocols`.
    *
    * @minItems 1
    */
@@ -598,7 +598,7 @@ export interface VocabulariesFile {
    */
   endpoints: EndpointVocab[];
   /**
-   * Input modality order. The spec fixes it: text, image, file, audio, video.
+   * Input modality order. The API fixes it: text, image, file, audio, video.
    */
   modalities: ['text', 'image', 'file', 'audio', 'video'];
   /**
@@ -614,7 +614,7 @@ export interface VocabulariesFile {
    */
   parameters: string[];
   /**
-   * The parameters that count as sampling parameters: a platform with `sampling.accept` has the others of this list removed from Chat Completions requests before forwarding (spec transformation 4).
+   * The parameters that count as sampling parameters: a platform with `sampling.accept` has the others of this list removed from Chat Completions requests before forwarding (Chat Completions rewrite 4 in docs/api.md).
    */
   sampling_parameters: string[];
   /**
@@ -636,7 +636,7 @@ export interface VocabulariesFile {
    */
   moderation: ModerationVocab[];
   /**
-   * Quantization ids. The spec fixes the list.
+   * Quantization ids. The API fixes the list.
    */
   quantizations: ['fp4', 'int4', 'int8', 'fp8', 'fp16', 'bf16', 'fp32', 'unknown'];
 }

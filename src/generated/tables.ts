@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "012315c23dc52e353d32352e581b127538cc0a2297d9beb31ba94d5aa34b8250",
+  sourceHash: "a83d7a544ac0953a071c704c646b1b372cc3706eb9f627f332f03a3ab6714ac6",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [

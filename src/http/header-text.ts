@@ -1,4 +1,4 @@
-// Header-text rules (spec: Optional request headers): which bytes a header value may carry on to a
+// Header-text rules (docs/api.md: Optional request headers): which bytes a header value may carry on to a
 // provider, raw header bytes decoded to text, and the attribution headers X-Title, HTTP-Referer /
 // Referer and X-Pi-Session-Id reduced to what is safe to record, forward and route on.
 // Transport-free: the server, the handlers and the proxy all use them.
@@ -49,7 +49,7 @@ export function unforwardableHeader(headers: Readonly<Record<string, string>>): 
 }
 
 const TITLE_MAX = 128;
-/** Spec Limits: a longer `X-Pi-Session-Id` counts as absent. */
+/** docs/api.md, Limits: a longer `X-Pi-Session-Id` counts as absent. */
 export const MAX_SESSION_ID_LENGTH = 256;
 /** Longer Referer values are not URLs a browser would send; refusing them bounds the parse. */
 const REFERER_MAX = 4096;
@@ -106,7 +106,7 @@ export function originOf(httpReferer?: string, referer?: string): string | null 
 export function sessionIdFrom(header: string | null | undefined): string | null {
   if (header === null || header === undefined || header.length === 0) return null;
   if (/[\x00-\x08\x0a-\x1f\x7f]/.test(header)) return null;
-  // Counted in characters (code points), the spec's unit, not UTF-16 code units.
+  // Counted in characters (code points), the API's unit, not UTF-16 code units.
   let n = 0;
   for (const _ of header) if (++n > MAX_SESSION_ID_LENGTH) return null;
   return header;

@@ -11,7 +11,7 @@ import type { RequestLogRow } from './request-row.ts';
 export interface AttemptStart {
   /** 0 for the first attempt of the request, then 1, 2… (failovers). */
   index: number;
-  /** Platform id of the deployment (the spec's `provider`). */
+  /** Platform id of the deployment (the API's `provider`). */
   provider: string;
   /** The model slug this attempt serves. */
   model: string;

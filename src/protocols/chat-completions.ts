@@ -1,4 +1,4 @@
-// Chat Completions (POST /v1/chat/completions): request checks, spec transformations 1–5 applied by
+// Chat Completions (POST /v1/chat/completions): request checks, the five rewrites of docs/api.md applied by
 // patching a copy of the original body (never rebuilding it, so unknown fields pass through), and
 // the reading of `chat.completion` bodies and `chat.completion.chunk` streams.
 import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
@@ -70,7 +70,7 @@ export function prepareChat(original: JsonObject, target: PrepareTarget): JsonOb
     const so = isObject(body['stream_options']) ? body['stream_options'] : {};
     body['stream_options'] = { ...so, include_usage: true };
   } else if ('stream_options' in body) {
-    // The spec says stream_options is ignored when not streaming; OpenAI-style providers refuse it
+    // The API says stream_options is ignored when not streaming; OpenAI-style providers refuse it
     // without `stream: true` (400), so it is dropped rather than forwarded.
     delete body['stream_options'];
   }
@@ -219,7 +219,7 @@ class ChatTap implements StreamTap {
   }
 
   /**
-   * Spec transformation 1: a usage frame always precedes [DONE]. A provider that ignored
+   * Chat Completions rewrite 1 (docs/api.md): a usage frame always precedes [DONE]. A provider that ignored
    * include_usage gets one written for it, holding the gateway's estimate (what settlement bills
    * when usage is missing: request bytes / 4 for the prompt, one token per content chunk), marked
    * `estimated: true` so nobody mistakes it for the provider's count.

@@ -164,7 +164,7 @@ export const messages: ProtocolModule = {
   inbandErrorStatus: messagesErrorStatus,
   // The Messages protocol's error body is `{"type":"error","error":{type, message}}`; its SDKs check
   // the top-level type (@ai-sdk/anthropic's schema requires it, else it shows only the status text).
-  // The spec's error object stays whole beside it (code included).
+  // The API's error object stays whole beside it (code included).
   errorBody: (err) => ({ type: 'error', ...err.toBody() }),
   streamErrorEvent(message) {
     return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message } })}\n\n`);

@@ -1,4 +1,4 @@
-// The response `model` rule shared by the protocol modules (spec: "model → slug in the JSON body and
+// The response `model` rule shared by the protocol modules (docs/api.md: "model → slug in the JSON body and
 // every SSE event"; X-Pi-Model equals the body's model): the provider's value is replaced by the
 // slug, and when the provider sent no `model` at all the member is added, so the client always reads
 // the slug. Every member named `model` is rewritten, however the provider spelled the name

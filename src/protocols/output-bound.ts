@@ -1,4 +1,4 @@
-// Output-token bounds for the wallet hold (spec: the hold covers the worst case): the limit a request
+// Output-token bounds for the wallet hold (docs/api.md: the hold covers the worst case): the limit a request
 // sets in its protocol's own fields — capped at what the model (or the deployment) can produce at
 // most — else the model's, else a documented default.
 import type { JsonObject, OutputLimits } from './types.ts';

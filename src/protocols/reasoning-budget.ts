@@ -1,4 +1,4 @@
-// Spec transformation 5: for platforms that limit reasoning only by a token budget, the requested
+// Chat Completions rewrite 5 (docs/api.md): for platforms that limit reasoning only by a token budget, the requested
 // level becomes a budget, and the output limit is split so that reasoning + reply never exceed it.
 import type { ReasoningLevel } from '../config/compiled.ts';
 

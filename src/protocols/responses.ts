@@ -1,5 +1,5 @@
 // Responses (POST /v1/responses): the body is forwarded as sent except `model` (no forced usage
-// option on streams, spec); `model` is rewritten to the slug in the body and in every streamed
+// option on streams, docs/api.md); `model` is rewritten to the slug in the body and in every streamed
 // event that carries the response object.
 import { inputSide, type InputUsage, usageFromResponses, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';

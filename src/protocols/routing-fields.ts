@@ -1,4 +1,4 @@
-// The routing fields every inference body may carry (spec: "Only routing fields are consumed by the
+// The routing fields every inference body may carry (docs/api.md: "Only routing fields are consumed by the
 // service: provider, models, route, fallbacks"; `preset` reserved). They are validated and removed
 // here, once, so no protocol module can forward them by mistake.
 import { GatewayError, modelRequired, validationFailed } from '../errors.ts';
@@ -21,7 +21,7 @@ function stringList(body: JsonObject, field: string): string[] | undefined {
 /**
  * Validates and removes the routing fields. Returns them and the body that remains (a shallow copy:
  * the caller's object is not modified). `fallbacks` is accepted as another name for `models` (the
- * spec leaves its shape to us); sending both is refused rather than guessing which wins.
+ * API leaves its shape to us); sending both is refused rather than guessing which wins.
  */
 export function takeRoutingFields(body: JsonObject): { fields: RoutingFields; rest: JsonObject } {
   if ('preset' in body) throw validationFailed('preset is not supported yet');
@@ -64,7 +64,7 @@ function withoutRoutingFields(body: JsonObject): JsonObject {
   return rest;
 }
 
-/** 400 for a missing required field (spec: "required field missing"). */
+/** 400 for a missing required field (docs/api.md: "required field missing"). */
 export function missingField(name: string): GatewayError {
   return new GatewayError('invalid_request', `${name} is required`);
 }

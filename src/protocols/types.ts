@@ -103,7 +103,7 @@ export interface PrepareTarget {
   vocabularies: Vocabularies;
 }
 
-/** How an event relates to the commit point (spec: failover only before the first byte; we commit on
+/** How an event relates to the commit point (docs/api.md: failover only before the first byte; we commit on
  *  the first content event, so a preamble-only or in-band-error start still fails over invisibly). */
 export type EventKind =
   /** Role-only chunk, message_start, ping, response.created…: held until content arrives. */
@@ -170,7 +170,7 @@ export interface ProtocolModule {
   /**
    * Reads and checks one request of this endpoint: the body (JSON, or a streamed upload read up to
    * its model field), the routing fields, whether a stream is wanted, and the hold bounds. Throws
-   * GatewayError for a request the spec refuses. JSON endpoints use ./json-request.ts, which applies
+   * GatewayError for a request the API refuses. JSON endpoints use ./json-request.ts, which applies
    * `validate`, `wantsStream` and `outputBound` below.
    */
   read(req: IncomingRequest, endpoint: string, limits: ReadLimits): InboundRequest | Promise<InboundRequest>;
@@ -197,6 +197,6 @@ export interface ProtocolModule {
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */
   streamErrorEvent(message: string, code: string): Buffer;
   /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs
-   *  need more than the spec's error object (absent: `err.toBody()` as is). */
+   *  need more than the API's error object (absent: `err.toBody()` as is). */
   errorBody?(err: GatewayError): object;
 }

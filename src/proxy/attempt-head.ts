@@ -1,7 +1,7 @@
 // Dispatch on the upstream's head: status, content type and content encoding decide which phase reads
 // the rest (a stream relay, a JSON answer, an error body), or that the answer is refused outright.
 // Also the headers a provider's answer goes out with (identity, upstream model and request id, the
-// provider headers the spec lets through).
+// provider headers the API lets through).
 import type { HeaderList } from '../http/reply.ts';
 import type { AnswerDecoding } from '../platforms/types.ts';
 import { forwardedHeaders, upstreamRequestId } from '../upstream/response-headers.ts';

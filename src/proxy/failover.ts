@@ -111,7 +111,7 @@ function sendProviderError(reply: Reply, outcome: Extract<AttemptOutcome, { kind
   reply.send(outcome.status, outcome.headers, outcome.body);
 }
 
-/** 503 naming the provider that refused our credential (spec: Response headers rule 2). */
+/** 503 naming the provider that refused our credential (docs/api.md: Response headers rule 2). */
 function credentialRefused(item: PlanItem): GatewayError {
   const headers: HeaderList = [
     ['X-Pi-Provider', item.deployment.platform],

@@ -1,5 +1,5 @@
 // Builds the upstream request of one attempt: the protocol's rewritten body (or the streamed upload),
-// the platform adapter's URL, wire quirks and auth, and the three client headers the spec forwards.
+// the platform adapter's URL, wire quirks and auth, and the three client headers the API forwards.
 // Client credentials never pass. Everything it needs of the gateway comes through a CallResolver.
 //
 // The order matters for adapters that sign the exact bytes (SigV4): request() → protocol rewrite →
@@ -22,7 +22,7 @@ import type { InboundBody, ProtocolModule } from '../protocols/types.ts';
 import { upstreamJson } from '../protocols/upstream-json.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
 
-/** Client headers forwarded to the provider (spec: Optional request headers). */
+/** Client headers forwarded to the provider (docs/api.md: Optional request headers). */
 export const FORWARDED_CLIENT_HEADERS = ['x-pi-session-id', 'x-title', 'http-referer'] as const;
 
 /** Where a deployment is reached now. */
@@ -127,7 +127,7 @@ function outgoing(
   for (const h of FORWARDED_CLIENT_HEADERS) {
     const v = input.clientHeaders[h];
     if (v === undefined || v === '') continue;
-    // A session id over 256 characters "counts as absent" (spec): not routed on, so not forwarded either.
+    // A session id over 256 characters "counts as absent" (docs/api.md): not routed on, so not forwarded either.
     if (h === 'x-pi-session-id' && sessionIdFrom(headerText(v)) === null) continue;
     headers[h] = v;
   }

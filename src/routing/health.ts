@@ -70,7 +70,7 @@ interface Breaker {
  *   failure → open again with the cool-down doubled, capped at `maxCooldownMs`.
  * - A claimed probe whose outcome never comes (the request succeeded on an earlier deployment, or
  *   was cancelled) lapses after `probeLeaseMs`, then the next caller may claim it. The default
- *   (120 s) outlasts the spec's 90 s start-of-answer limit, so a live probe is never doubled.
+ *   (120 s) outlasts the API's 90 s start-of-answer limit, so a live probe is never doubled.
  * - A declared `status: down` deployment is always down, and never takes a probe.
  * Memory: one small record per deployment id ever recorded (ids come from the compiled config), with
  * a window of at most `window` flags.

@@ -1,5 +1,5 @@
-// The request's `provider` preferences (spec: "Provider preferences object"): validation with the
-// spec's exact 422 messages, resolution of provider names to platform ids, and the merge with the
+// The request's `provider` preferences (docs/api.md: "Provider preferences object"): validation with the
+// API's exact 422 messages, resolution of provider names to platform ids, and the merge with the
 // workspace's routing settings into the one policy the candidate set and the ordering read.
 import type { CompiledRouting, Quantization } from '../config/compiled.ts';
 import { QUANTIZATIONS } from '../config/compiled.ts';
@@ -24,7 +24,7 @@ type ImplementedKey = (typeof IMPLEMENTED)[number];
 
 /**
  * OpenRouter's other `provider` fields: a client written for it may send them, so they get the
- * spec's "not supported yet" message instead of "unrecognized key". `min_throughput` and
+ * API's "not supported yet" message instead of "unrecognized key". `min_throughput` and
  * `max_latency` are the older spellings of the `preferred_*` fields.
  */
 const NOT_SUPPORTED_YET = new Set([
@@ -90,7 +90,7 @@ function sortMode(v: unknown): 'price' {
 function quantizations(v: unknown): Quantization[] {
   const out: Quantization[] = [];
   for (const q of stringArray('quantizations', v)) {
-    // Exact match: the spec's ids are lowercase and the catalog shows them that way.
+    // Exact match: the API's ids are lowercase and the catalog shows them that way.
     if (!QUANTIZATION_SET.has(q)) {
       throw validationFailed(`provider.quantizations: unknown quantization "${q}" (expected one of ${QUANTIZATIONS.join(', ')})`);
     }
@@ -104,7 +104,7 @@ function quantizations(v: unknown): Quantization[] {
  *
  * Keys are checked in the order the client sent them and the first problem is reported
  * (unknown key, "not supported yet" field, wrong type or unknown provider name), so one request
- * gets one precise message. Rules chosen where the spec is silent:
+ * gets one precise message. Rules chosen where the API is open:
  * - `null` (for `provider` itself or for any field) counts as absent: OpenRouter's schema declares
  *   these fields nullable and SDKs serialise unset optionals that way.
  * - An empty `order`, `only` or `quantizations` array counts as absent: "use only these: none"
@@ -194,7 +194,7 @@ function intersect<T>(a: Set<T> | null, b: Set<T> | null): Set<T> | null {
 }
 
 /**
- * Merges the request's preferences into the workspace's routing settings. Spec readings:
+ * Merges the request's preferences into the workspace's routing settings. Readings of the API:
  * - `only` is intersected with the workspace allowlist (limits only tighten).
  * - `ignore` adds to the workspace ignore list, and a platform in both `only` and `ignore` is
  *   ignored (ignore wins over only).

@@ -1,4 +1,4 @@
-// Model names from a request → compiled models (spec: model identifiers, lifecycle, "a model is served
+// Model names from a request → compiled models (docs/api.md: model identifiers, lifecycle, "a model is served
 // only on the protocols and endpoints it is registered for"). Slugs, canonical slugs and aliases
 // resolve; bare provider-native names do not.
 import type { CompiledModel } from '../config/compiled.ts';

@@ -1,4 +1,4 @@
-// Session pins (spec: `X-Pi-Session-Id`): requests with the same workspace, key, model and session
+// Session pins (docs/api.md: `X-Pi-Session-Id`): requests with the same workspace, key, model and session
 // id go first to the deployment that last answered for that session, for 1 hour after the last
 // admitted request. `PinStore` is the seam (the --workers coordinator, Redis implement it);
 // `SessionPins` is the in-process one: a bounded in-memory LRU; losing it (restart) only loses

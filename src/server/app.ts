@@ -43,7 +43,7 @@ export function publicRoutes(ctx: GatewayContext): RouteDef[] {
       handler: inferenceHandler(ctx, e.id, protocol),
     });
   }
-  // Unserved paths (POST /v1/embeddings, GET /v1/responses/{id}, anything else): the spec's 400.
+  // Unserved paths (POST /v1/embeddings, GET /v1/responses/{id}, anything else): the API's 400.
   routes.push({ method: 'any', pattern: '/*', handler: (_req, reply) => reply.sendError(modelRequired()) });
   return routes;
 }

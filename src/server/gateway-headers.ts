@@ -1,4 +1,4 @@
-// Headers the gateway puts on every response (spec: Response headers, security headers, CORS).
+// Headers the gateway puts on every response (docs/api.md: Response headers, security headers, CORS).
 
 /** Every X-Pi-* header plus Retry-After and Content-Encoding, so browsers may read them. */
 export const EXPOSED_HEADERS = [

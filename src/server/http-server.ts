@@ -19,7 +19,7 @@ export interface RouteDef {
   body?: BodyDelivery;
   /** Cap for 'buffer' and 'stream' bodies, read per request; exceeding it answers 413 `request_too_large`. */
   maxBodyBytes?: number | (() => number);
-  /** The JSON body of a gateway-raised error on this route (default: the spec's error object). */
+  /** The JSON body of a gateway-raised error on this route (default: the API's error object). */
   errorBody?: (err: GatewayError) => unknown;
   handler: Handler;
 }

@@ -1,4 +1,4 @@
-// Browser preflight (spec: Browser preflight): 204 without a key, a fixed list of allowed request
+// Browser preflight (docs/api.md: Browser preflight): 204 without a key, a fixed list of allowed request
 // headers plus the `X-Stainless-*` family SDKs add in browsers. A header outside the list is simply
 // not allowed back, which makes the browser fail the preflight.
 import type { HeaderList, Reply } from '../http/reply.ts';

@@ -1,4 +1,4 @@
-// Which provider response headers reach the client (spec: Response headers rule 3): exactly five.
+// Which provider response headers reach the client (docs/api.md: Response headers rule 3): exactly five.
 // Content-Length is not copied as-is: the gateway sends its own length for the (rewritten) body.
 import type { HeaderList } from '../http/reply.ts';
 
