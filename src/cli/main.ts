@@ -9,6 +9,7 @@ import type { Command } from './command.ts';
 
 /** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
 const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
+  init: () => import('./commands/init.ts'),
   check: () => import('./commands/check.ts'),
   build: () => import('./commands/build.ts'),
   serve: () => import('./commands/serve.ts'),

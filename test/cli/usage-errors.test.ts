@@ -71,4 +71,5 @@ t.test('no command or an unknown one is a usage error too', async (t) => {
   t.match(unknown.stderr, /^pi-gateway: unknown command "serv"/);
   const help = await cliInProcess(['--help']);
   t.equal(help.code, 0, '--help is not an error');
+  t.match(help.stdout, /init\s+write a starter config/);
 });
