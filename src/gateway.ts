@@ -224,6 +224,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const log = opts.log ?? jsonLog;
   const store = opts.store;
   const records: GatewayRecords | null = opts.records ?? (store ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names(), console: sqliteConsole(store) } : null);
+  const upstreamOverride = opts.upstreamOverride ? new URL(opts.upstreamOverride) : null; // before a writer thread could keep a refusal alive
   const local = opts.shared || !store ? null : await localState(opts, store, clock, log);
   const state: SharedStateParts | null = opts.shared ?? local;
   if (!records || !state) throw new Error('startGateway needs a store, or shared state and its records');
@@ -267,7 +268,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     health: state.health,
     pins: state.pins,
     client,
-    upstreamOverride: opts.upstreamOverride ? new URL(opts.upstreamOverride) : null,
+    upstreamOverride,
     inFlight: new InFlight(),
     stop: new StopSwitch(),
     observer: requestObserver(opts, records, writer, log),

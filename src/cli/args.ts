@@ -1,9 +1,11 @@
 // Option parsing shared by every command: node's util.parseArgs plus environment fallbacks, with
 // errors that name the option.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { redactPasswords } from '../store/redact-url.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 
+/** A mistake in how the command was called (an unknown option, a bad value): exit 2, never 1. */
 export class UsageError extends Error {}
 
 export interface Parsed {
@@ -63,13 +65,38 @@ const SAFE: IntRange = { min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INT
 export function int(p: Parsed, name: string, env?: string, dflt?: number, range: IntRange = SAFE): number | undefined {
   const raw = str(p, name, env);
   if (raw === undefined) return dflt;
-  const where = p.values[name] === undefined && env ? `${env}` : `--${name}`;
+  const where = optionName(p, name, env);
   if (!/^-?[0-9]+$/.test(raw)) throw new UsageError(`${where} must be an integer, got "${raw}"`);
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < range.min || n > range.max) {
     throw new UsageError(`${where} must be an integer from ${range.min} to ${range.max}, got ${raw}`);
   }
   return n;
+}
+
+/** How a message names a value: the option, or the environment variable it came from. */
+function optionName(p: Parsed, name: string, env?: string): string {
+  return p.values[name] === undefined && env ? env : `--${name}`;
+}
+
+/**
+ * A URL option (or environment variable) whose scheme is one of `schemes` (`['http:', 'https:']`);
+ * UsageError naming it otherwise. The refused value is echoed with any password masked.
+ */
+export function url(p: Parsed, name: string, env: string | undefined, schemes: readonly string[], example: string): string | undefined {
+  const raw = str(p, name, env);
+  if (raw === undefined) return undefined;
+  let u: URL | null = null;
+  try {
+    u = new URL(raw);
+  } catch {
+    // refused below
+  }
+  if (u === null || !schemes.includes(u.protocol) || u.host === '') {
+    const kinds = schemes.map((s) => s.slice(0, -1)).join(' or ');
+    throw new UsageError(`${optionName(p, name, env)} must be a URL such as ${example} (${kinds}), got "${redactPasswords(raw)}"`);
+  }
+  return raw;
 }
 
 /** Ports: 0 picks a free one. */

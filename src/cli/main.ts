@@ -9,6 +9,7 @@ import type { Command } from './command.ts';
 
 /** Command name → module. Loaded lazily so `pi-gateway check` never opens SQLite or uWS. */
 const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
+  init: () => import('./commands/init.ts'),
   check: () => import('./commands/check.ts'),
   build: () => import('./commands/build.ts'),
   serve: () => import('./commands/serve.ts'),
@@ -48,13 +49,18 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write((await usage()) + '\n');
-    return name ? 0 : 1;
+    // Asked for: the list on stdout, exit 0. No command at all is a usage error (exit 2).
+    if (name) {
+      process.stdout.write((await usage()) + '\n');
+      return 0;
+    }
+    process.stderr.write((await usage()) + '\n');
+    return 2;
   }
   const load = COMMANDS[name];
   if (!load) {
     process.stderr.write(`pi-gateway: unknown command "${name}"\n\n${await usage()}\n`);
-    return 1;
+    return 2;
   }
   const { command } = await load();
   if (rest.includes('--help') || rest.includes('-h')) {
@@ -71,11 +77,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(rest);
   } catch (err) {
-    // An option value refused after parsing by a command that does not map its own usage errors
-    // (serve's --port, demo's --sim-port…): named after the command, with the hint; exit 1 as before.
+    // A usage error a command did not map itself (check's unknown option, simulator's --port…):
+    // named after the command, with the hint, and exit 2 like every other usage error.
     if (!(err instanceof UsageError)) throw err;
     process.stderr.write(`pi-gateway ${name}: ${err.message}\nRun \`pi-gateway ${name} --help\` for usage.\n`);
-    return 1;
+    return 2;
   }
 }
 

@@ -1,11 +1,13 @@
 // The files beside a served database that say who serves it: the owner lock (`<db>.lock`, held by
 // the serving process, src/store/owner-lock.ts), the owner's pid (`<db>.pid`, what `pi-gateway reload`
-// signals) and the last config reload's result (`<db>.reload.json`, what `reload` waits for and
-// prints). The lock decides whether a server runs; the other two are written by the lock holder only.
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+// signals), the config directory it serves (`<db>.config-dir`, where the store commands look for
+// workspaces) and the last config reload's result (`<db>.reload.json`, what `reload` waits for and
+// prints). The lock decides whether a server runs; the others are written by the lock holder only,
+// readable by their owner only, like the database.
+import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ReloadResult } from '../gateway.ts';
-import { acquireOwnerLock, type OwnerLock, ownerLockFile } from '../store/store.ts';
+import { acquireOwnerLock, type OwnerLock, ownerLockFile, writePrivateFile } from '../store/store.ts';
 
 export function pidFile(db: string): string {
   return `${db}.pid`;
@@ -13,6 +15,10 @@ export function pidFile(db: string): string {
 
 export function reloadFile(db: string): string {
   return `${db}.reload.json`;
+}
+
+export function configDirFile(db: string): string {
+  return `${db}.config-dir`;
 }
 
 /** What `<db>.reload.json` holds: the result, which process wrote it, and its sequence number there. */
@@ -50,19 +56,32 @@ export function readReloadRecord(db: string): ReloadRecord | null {
   }
 }
 
-/** Written whole or not at all: a reader never sees half a file. */
+/**
+ * The config directory (absolute) the last server of `db` ran with, or null when none recorded one.
+ * Kept after that server stops: its workspaces are still the ones the database's keys belong to.
+ */
+export function readServedConfigDir(db: string): string | null {
+  try {
+    const dir = readFileSync(configDirFile(db), 'utf8').trim();
+    return dir === '' ? null : dir;
+  } catch {
+    return null;
+  }
+}
+
+/** Written whole or not at all (a reader never sees half a file), readable by its owner only. */
 function writeAtomically(file: string, text: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
+  writePrivateFile(tmp, text);
   renameSync(tmp, file);
 }
 
 /**
- * Claims `db` for this process (`serve`, `demo`), or throws ClaimError naming the file and the pid
- * that holds it. One server per database file: a second would admit against its own in-memory
- * wallets and overdraw them.
+ * Claims `db` for this process (`serve`, `demo`, serving `served.configDir`), or throws ClaimError
+ * naming the file and the pid that holds it. One server per database file: a second would admit
+ * against its own in-memory wallets and overdraw them.
  */
-export function claimDatabase(db: string): Owner {
+export function claimDatabase(db: string, served: { configDir: string }): Owner {
   // An in-memory database belongs to its process by nature: nothing to lock or signal.
   if (db === ':memory:' || db === '') return { db, recordReload: () => undefined, release: () => undefined };
   let lock: OwnerLock | null;
@@ -80,6 +99,7 @@ export function claimDatabase(db: string): Owner {
   }
   const held = lock;
   writeAtomically(pidFile(db), `${process.pid}\n`);
+  writeAtomically(configDirFile(db), `${resolve(served.configDir)}\n`);
   let seq = 0;
   return {
     db,

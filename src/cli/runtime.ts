@@ -9,6 +9,7 @@ import { Lifecycle } from '../observe/lifecycle.ts';
 import { ADAPTERS } from '../platforms/index.ts';
 import { type AdminListener, startAdminListener } from '../server/admin-app.ts';
 import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/store.ts';
+import { configDirProblem } from './config-dir.ts';
 import { installLastResort } from './last-resort.ts';
 import type { Owner } from './owner-files.ts';
 import { BufferedLines } from '../telemetry/line-sink.ts';
@@ -17,7 +18,10 @@ import type { GatewayMetrics } from '../telemetry/metrics.ts';
 import type { MetricsSource } from '../admin/routes.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
 
-export type LoadedConfig = { ok: true; config: CompiledConfig; source: 'generated tables' | 'compiled' } | { ok: false; hash: string | null; problems: string[] };
+export type LoadedConfig =
+  | { ok: true; config: CompiledConfig; source: 'generated tables' | 'compiled' }
+  /** `dirProblem`: the directory itself is missing (or not one); then it is the only problem. */
+  | { ok: false; hash: string | null; problems: string[]; dirProblem?: string };
 
 /**
  * The config in `dir`: the generated tables (src/generated/tables.ts, built and reviewed from the same
@@ -26,6 +30,9 @@ export type LoadedConfig = { ok: true; config: CompiledConfig; source: 'generate
  * yaml — is loaded only then). Problems come as `file:line:col path: message`.
  */
 export async function loadConfigDir(dir: string): Promise<LoadedConfig> {
+  // Said as it is, not as an issue at a made-up position inside it.
+  const missing = configDirProblem(dir);
+  if (missing !== null) return { ok: false, hash: null, problems: [missing], dirProblem: missing };
   const hash = sourceHashOf(dir);
   if (hash !== null) {
     try {
@@ -45,6 +52,10 @@ export async function loadConfigDir(dir: string): Promise<LoadedConfig> {
 export async function configForServe(dir: string): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
   const r = await loadConfigDir(dir);
   if (r.ok) return { config: r.config, source: r.source };
+  if (r.dirProblem !== undefined) {
+    process.stderr.write(`pi-gateway: ${r.dirProblem}; not starting\n`);
+    return null;
+  }
   for (const p of r.problems) process.stderr.write(p + '\n');
   process.stderr.write(`pi-gateway: the config in ${dir} has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; not starting\n`);
   return null;

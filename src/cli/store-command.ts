@@ -3,8 +3,11 @@
 import { existsSync } from 'node:fs';
 import { ADAPTERS } from '../platforms/index.ts';
 import { type AdminStore, isPostgresUrl, sqliteAdmin } from '../store/admin-store.ts';
+import { redactPasswords } from '../store/redact-url.ts';
 import { openStore, SecretError, StoreError, WalletError } from '../store/store.ts';
 import { str, UsageError, type OptionSpec, type Parsed } from './args.ts';
+import { configDirFor, configDirProblem, servedDirNote } from './config-dir.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
 
 /** Options every store-backed command accepts. */
 export const STORE_OPTIONS: OptionSpec = {
@@ -14,7 +17,9 @@ export const STORE_OPTIONS: OptionSpec = {
 export const CONFIG_OPTION: OptionSpec = { config: { type: 'string' } };
 
 export const DB_HELP = '  --db FILE|URL    SQLite database file, or a postgres://… URL (env PI_DB, default pi-gateway.db)';
-export const CONFIG_HELP = '  --config DIR     config directory, to check workspace ids (env PI_CONFIG, default config)';
+export const CONFIG_HELP =
+  '  --config DIR     config directory, to check workspace ids (env PI_CONFIG; default: the one the\n' +
+  '                   server of the database was started with, else config)';
 export const JSON_HELP = '  --json           print one JSON document';
 
 /** An operator mistake worth a one-line message and exit 1. */
@@ -35,34 +40,64 @@ export async function openFromArgs(p: Parsed, readonly: boolean): Promise<AdminS
   return sqliteAdmin(openStore(db, { readonly }));
 }
 
-/** --db, else PI_DB, else pi-gateway.db. */
+/** A value that names a URL scheme (`mysql://…`, `redis://…`): not a file path. */
+export const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * --db, else PI_DB, else pi-gateway.db: a file path or a postgres://… URL. Any other URL is a usage
+ * error, not a file to create (whose name, printed back, would carry the URL's password).
+ */
 export function dbFromArgs(p: Parsed): string {
-  return str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
+  const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
+  if (URL_LIKE.test(db) && !isPostgresUrl(db)) {
+    const where = p.values.db === undefined ? 'PI_DB' : '--db';
+    throw new UsageError(`${where} must be a database file or a postgres://… URL, got "${redactPasswords(db)}"`);
+  }
+  return db;
 }
 
 /**
- * Refuses a workspace id the config does not define (loaded with the config pipeline, --config /
- * PI_CONFIG). Imported lazily: commands that never check a workspace skip loading ajv and yaml.
+ * The config of the directory configDirFor chooses (--config, PI_CONFIG, the one the database's
+ * server was started with, ./config), saying which when it is the server's. Imported lazily:
+ * commands that never read the config skip loading ajv and yaml.
  */
-export async function requireWorkspace(p: Parsed, id: string): Promise<void> {
-  const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+async function loadChosenConfig(p: Parsed, command: string): Promise<{ dir: string; config: CompiledConfig | null; issues: number }> {
+  const db = dbFromArgs(p);
+  const chosen = configDirFor(p, db);
+  const note = servedDirNote(command, chosen, db);
+  if (note !== null) process.stderr.write(note);
+  const problem = configDirProblem(chosen.dir);
+  if (problem !== null) {
+    const hint = chosen.from === 'default' ? ' (give --config DIR or PI_CONFIG)' : '';
+    throw new CliError(`${problem}${hint}`);
+  }
   const { loadConfig } = await import('../config/load-config.ts');
-  const r = loadConfig(dir, { adapters: ADAPTERS });
-  if (!r.ok) throw new CliError(`the config in ${dir} has ${r.issues.length} issue(s); run \`pi-gateway check --config ${dir}\``);
-  const ids = r.config.workspaces.map((w) => w.id);
+  const r = loadConfig(chosen.dir, { adapters: ADAPTERS });
+  return r.ok ? { dir: chosen.dir, config: r.config, issues: 0 } : { dir: chosen.dir, config: null, issues: r.issues.length };
+}
+
+/** Refuses a workspace id the config (see loadChosenConfig) does not define. */
+export async function requireWorkspace(p: Parsed, id: string, command: string): Promise<void> {
+  const { dir, config, issues } = await loadChosenConfig(p, command);
+  if (config === null) throw new CliError(`the config in ${dir} has ${issues} issue(s); run \`pi-gateway check --config ${dir}\``);
+  const ids = config.workspaces.map((w) => w.id);
   if (!ids.includes(id)) throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);
 }
 
 /**
- * The credential names the resources of the config directory (--config / PI_CONFIG) use, or null when
- * that config does not load (then nothing can be said about names).
+ * The credential names the resources of the config (see loadChosenConfig) use, or null when that
+ * config does not load (then nothing can be said about names).
  */
-export async function configCredentials(p: Parsed): Promise<{ dir: string; names: string[] } | null> {
-  const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
-  const { loadConfig } = await import('../config/load-config.ts');
-  const r = loadConfig(dir, { adapters: ADAPTERS });
-  if (!r.ok) return null;
-  return { dir, names: [...new Set(r.config.resources.map((x) => x.credential))].sort() };
+export async function configCredentials(p: Parsed, command: string): Promise<{ dir: string; names: string[] } | null> {
+  let loaded;
+  try {
+    loaded = await loadChosenConfig(p, command);
+  } catch (err) {
+    if (err instanceof CliError) return null;
+    throw err;
+  }
+  if (loaded.config === null) return null;
+  return { dir: loaded.dir, names: [...new Set(loaded.config.resources.map((x) => x.credential))].sort() };
 }
 
 /** Runs a command body: usage mistakes exit 2 with a hint, known store/operator errors exit 1. */

@@ -53,6 +53,15 @@ type ListenWithOptions = (host: string, port: number, options: number, cb: (sock
 /** Its value is exported at run time (1); the types declare only the enum. */
 const LISTEN_EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
 
+/**
+ * `app.listen` binding exclusively (or sharing the port with this process's other threads when
+ * `shared`). Without the flag this uWS build binds a port another process already listens on
+ * (SO_REUSEPORT), and the kernel splits the traffic between the two.
+ */
+export function listenApp(app: TemplatedApp, host: string, port: number, shared: boolean, cb: (socket: us_listen_socket | false) => void): void {
+  (app.listen.bind(app) as unknown as ListenWithOptions)(host, port, shared ? 0 : LISTEN_EXCLUSIVE_PORT, cb);
+}
+
 export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {}): HttpServer {
   const app: TemplatedApp = uWS.App();
   // Shared with every reply: once draining, answers carry Connection: close.
@@ -83,9 +92,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   return {
     listen(host, port, listenOpts) {
       return new Promise((resolve, reject) => {
-        // Exclusive: without it this uWS build binds a port another process already listens on
-        // (SO_REUSEPORT), and the kernel splits the traffic between the two.
-        (app.listen.bind(app) as unknown as ListenWithOptions)(host, port, listenOpts?.shared ? 0 : LISTEN_EXCLUSIVE_PORT, (socket) => {
+        listenApp(app, host, port, listenOpts?.shared === true, (socket) => {
           if (!socket) {
             reject(new Error(`cannot listen on ${host}:${port}: the port is in use (by another process or another gateway) or the address is not available`));
             return;

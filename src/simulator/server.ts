@@ -5,6 +5,7 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { type Clock, systemClock } from '../clock.ts';
 import { type Behaviour, parseBehaviour } from './behaviour.ts';
+import { listenApp } from '../server/http-server.ts';
 import { readBody } from '../server/read-body.ts';
 import { handleBedrock } from './bedrock.ts';
 import { controlNeedsBody, controlReply } from './control.ts';
@@ -169,9 +170,10 @@ export function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> 
   app.any('/*', (res, req) => onRequest(state, res, req));
 
   return new Promise((resolve, reject) => {
-    app.listen(host, opts.port ?? 0, (socket: us_listen_socket | false) => {
+    // Exclusive, like the gateway: a busy port is refused, never shared with whoever listens there.
+    listenApp(app, host, opts.port ?? 0, false, (socket: us_listen_socket | false) => {
       if (!socket) {
-        reject(new Error(`simulator: cannot listen on ${host}:${opts.port ?? 0}`));
+        reject(new Error(`simulator: cannot listen on ${host}:${opts.port ?? 0}: the port is in use (by another process) or the address is not available`));
         return;
       }
       const port = uWS.us_socket_local_port(socket as unknown as us_socket);

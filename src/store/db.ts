@@ -12,6 +12,7 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { isSingleExecutable, loadNativeAddon } from '../install/single-executable.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
+import { createPrivateFile } from './private-file.ts';
 
 export type SqliteDatabase = Database.Database;
 
@@ -86,6 +87,7 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
 /** A writable connection, or a StoreError naming the file (and the missing directory, the usual cause). */
 function openWritable(file: string): SqliteDatabase {
   try {
+    createPrivateFile(file);
     return new Database(file, sqliteAddon());
   } catch (err) {
     const dir = dirname(resolve(file));

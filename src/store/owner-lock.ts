@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { sqliteAddon } from './db.ts';
+import { createPrivateFile } from './private-file.ts';
 
 export class OwnerLockError extends Error {
   constructor(message: string) {
@@ -42,6 +43,7 @@ export function acquireOwnerLock(dbFile: string): OwnerLock | null {
   if (!existsSync(dir)) throw new OwnerLockError(`cannot open database ${dbFile}: the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`);
   let db: Database.Database;
   try {
+    createPrivateFile(file);
     db = new Database(file, sqliteAddon());
   } catch (err) {
     throw new OwnerLockError(`cannot open the lock file ${file}: ${err instanceof Error ? err.message : String(err)}`);

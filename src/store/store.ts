@@ -13,6 +13,7 @@ import { Wallets } from './wallets.ts';
 export { ApiKeys, keyState, isWellFormedKey, KEY_PREFIX } from './api-keys.ts';
 export { StoreError } from './db.ts';
 export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type OwnerLock } from './owner-lock.ts';
+export { createPrivateFile, PRIVATE_MODE, writePrivateFile } from './private-file.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
 export type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
 export { ThreadWriter, WriterError, DEFAULT_WRITER_CAPACITY, WRITER_BATCH_WAIT_MS, type WriterStats } from './thread-writer.ts';

@@ -81,12 +81,12 @@ t.test('integers: in range, whole, named', async (t) => {
     t.equal(r.code, 2, args.join(' '));
     t.match(r.stderr, message, args.join(' '));
   }
-  // serve, demo and simulator keep exit 1 for a bad value (as before), now with the command's name.
+  // serve, demo and simulator too: every usage error exits 2, named after the command.
   const port = await cliInProcess(['serve', '--port', '70000'], env);
-  t.equal(port.code, 1);
+  t.equal(port.code, 2);
   t.match(port.stderr, /^pi-gateway serve: --port must be an integer from 0 to 65535, got 70000$/m);
   const fromEnv = await cliInProcess(['serve'], { ...env, PI_PORT: '-1' });
-  t.equal(fromEnv.code, 1);
+  t.equal(fromEnv.code, 2);
   t.match(fromEnv.stderr, /PI_PORT must be an integer from 0 to 65535, got -1/, 'a bad environment value names the variable');
 });
 

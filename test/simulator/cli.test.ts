@@ -55,6 +55,6 @@ t.test('--help and bad options', async (t) => {
   t.equal(help.code, 0);
   t.match(help.out, /Usage: pi-gateway simulator/);
   const bad = await run(['--port', 'abc']);
-  t.equal(bad.code, 1);
+  t.equal(bad.code, 2, 'a usage error');
   t.match(bad.err, /--port must be an integer/);
 });

@@ -4,7 +4,8 @@ import { backupDatabase } from '../../store/backup.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
-import { CliError, DB_HELP, dbFromArgs, guarded, JSON_HELP, STORE_OPTIONS } from '../store-command.ts';
+import { CliError, DB_HELP, dbFromArgs, guarded, JSON_HELP, STORE_OPTIONS, URL_LIKE } from '../store-command.ts';
+import { redactPasswords } from '../../store/redact-url.ts';
 
 const HELP = `Usage: pi-gateway backup --to FILE [--db FILE] [--json]
 
@@ -27,6 +28,7 @@ export const command: Command = {
       const p = parse(argv, { ...STORE_OPTIONS, to: { type: 'string' } }, false);
       const to = str(p, 'to');
       if (!to) throw new UsageError('--to FILE is required');
+      if (URL_LIKE.test(to)) throw new UsageError(`--to must be a file (the copy), got "${redactPasswords(to)}"; for PostgreSQL use pg_dump`);
       const db = dbFromArgs(p);
       if (isPostgresUrl(db)) throw new CliError('backup copies the embedded (SQLite) database; for PostgreSQL use pg_dump');
       const r = await backupDatabase(db, to);

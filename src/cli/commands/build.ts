@@ -3,6 +3,7 @@ import type { Command } from '../command.ts';
 import { flag, parse, str } from '../args.ts';
 import { runCodegen } from '../../codegen/run.ts';
 import { isSingleExecutable } from '../../install/single-executable.ts';
+import { configDirProblem } from '../config-dir.ts';
 
 const HELP = `Usage: pi-gateway build [--config DIR] [--check]
 
@@ -29,6 +30,12 @@ export const command: Command = {
       return 2;
     }
     const p = parse(argv, { config: { type: 'string' }, check: { type: 'boolean' } }, false);
-    return runCodegen({ configDir: str(p, 'config', 'PI_CONFIG', 'config') as string, check: flag(p, 'check') });
+    const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
+    const missing = configDirProblem(configDir);
+    if (missing !== null) {
+      process.stderr.write(`pi-gateway build: ${missing}\n`);
+      return 1;
+    }
+    return runCodegen({ configDir, check: flag(p, 'check') });
   },
 };

@@ -3,6 +3,7 @@
 import type { Command } from '../command.ts';
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import { printJson } from '../output.ts';
+import { configDirProblem } from '../config-dir.ts';
 import { formatIssue, loadConfig } from '../../config/load-config.ts';
 import type { CompiledConfig } from '../../config/compiled.ts';
 import { ADAPTERS } from '../../platforms/index.ts';
@@ -65,6 +66,12 @@ export function checkCommand(clock: Clock = systemClock): Command {
       const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
       const days = int(p, 'warn-expiring', undefined, undefined, { min: 0, max: 3650 });
       if (flag(p, 'strict') && days === undefined) throw new UsageError('--strict needs --warn-expiring DAYS');
+      const missing = configDirProblem(dir);
+      if (missing !== null) {
+        if (flag(p, 'json')) printJson({ ok: false, error: missing, issues: [] });
+        process.stderr.write(`pi-gateway check: ${missing}\n`);
+        return 1;
+      }
       const r = loadConfig(dir, { adapters: ADAPTERS });
       if (!r.ok) {
         if (flag(p, 'json')) printJson({ ok: false, issues: r.issues });

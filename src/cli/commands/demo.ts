@@ -12,7 +12,7 @@ import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
 import { sealDemoCredentials } from '../demo-credentials.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
-import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
+import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, type ObservabilityOptions, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { projectPath } from '../../install/project-root.ts';
@@ -33,8 +33,8 @@ Options:
   --config DIR      config directory (default ./config, else the bundled example config)
   --dir DIR         demo state directory (default .demo)
   --host HOST       gateway address (default 127.0.0.1)
-  --port N          gateway port (default 8080)
-  --sim-port N      simulator port (default 4010)
+  --port N          gateway port (default 8080; a busy port is refused)
+  --sim-port N      simulator port (default 4010; a busy port is refused)
   --workspace W     workspace of the demo key (default acme)
   -h, --help        this text
 
@@ -46,23 +46,45 @@ function defaultDemoConfig(): string {
   return existsSync('config') ? 'config' : projectPath('config');
 }
 
+interface DemoOptions {
+  configDir: string;
+  dir: string;
+  host: string;
+  port: number;
+  simPort: number;
+  workspace: string;
+  observability: ObservabilityOptions;
+}
+
+/** Every option of `demo`, read and checked before anything starts (a bad value is a UsageError). */
+function demoOptions(argv: string[]): DemoOptions {
+  const p = parse(argv, {
+    config: { type: 'string' },
+    dir: { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'sim-port': { type: 'string' },
+    workspace: { type: 'string' },
+    ...OBSERVABILITY_OPTIONS,
+  }, false);
+  return {
+    configDir: str(p, 'config', 'PI_CONFIG') ?? defaultDemoConfig(),
+    dir: str(p, 'dir', undefined, '.demo') as string,
+    host: str(p, 'host', undefined, '127.0.0.1') as string,
+    port: int(p, 'port', undefined, 8080, PORT_RANGE) as number,
+    simPort: int(p, 'sim-port', undefined, 4010, PORT_RANGE) as number,
+    workspace: str(p, 'workspace', undefined, 'acme') as string,
+    observability: observabilityOptions(p),
+  };
+}
+
 export const command: Command = {
   summary: 'run the gateway and the simulator together (offline quick start)',
   help: HELP,
   async run(argv) {
-    let p;
-    let observability;
+    let o: DemoOptions;
     try {
-      p = parse(argv, {
-        config: { type: 'string' },
-        dir: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        'sim-port': { type: 'string' },
-        workspace: { type: 'string' },
-        ...OBSERVABILITY_OPTIONS,
-      }, false);
-      observability = observabilityOptions(p);
+      o = demoOptions(argv);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway demo: ${err.message}\n`);
@@ -70,16 +92,11 @@ export const command: Command = {
       }
       throw err;
     }
+    const { configDir, dir, host, port, simPort, workspace, observability } = o;
     applyServingV8Flags();
-    const configDir = str(p, 'config', 'PI_CONFIG') ?? defaultDemoConfig();
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;
-    const dir = str(p, 'dir', undefined, '.demo') as string;
-    const host = str(p, 'host', undefined, '127.0.0.1') as string;
-    const port = int(p, 'port', undefined, 8080, PORT_RANGE) as number;
-    const simPort = int(p, 'sim-port', undefined, 4010, PORT_RANGE) as number;
-    const workspace = str(p, 'workspace', undefined, 'acme') as string;
     if (!config.workspaces.some((w) => w.id === workspace)) {
       process.stderr.write(`pi-gateway demo: workspace "${workspace}" is not in the config\n`);
       return 1;
@@ -89,7 +106,7 @@ export const command: Command = {
     const dbFile = join(dir, 'pi-gateway.db');
     let owner: Owner;
     try {
-      owner = claimDatabase(dbFile);
+      owner = claimDatabase(dbFile, { configDir });
     } catch (err) {
       process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
@@ -107,12 +124,13 @@ export const command: Command = {
     const target = 10_000_000_000n;
     if (wallet.balance < target) store.wallets.credit(workspace, target - wallet.balance, 'demo top-up');
 
-    const sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false, ...upstreamAuth });
+    let sim;
     let running;
     try {
+      sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false, ...upstreamAuth });
       running = await runGateway({ config, db: dbFile, host, port, upstreamOverride: sim.url, store, observability });
     } catch (err) {
-      await sim.close();
+      await sim?.close();
       store.close();
       owner.release();
       process.stderr.write(`pi-gateway demo: ${err instanceof Error ? err.message : String(err)}\n`);

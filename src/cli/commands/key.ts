@@ -57,7 +57,7 @@ export const command: Command = {
         const expiresAt = rawExpiry === undefined ? undefined : parseIsoTime(rawExpiry, 'expires-at');
         if (expiresAt !== undefined && expiresAt <= systemClock.now()) throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
         const rpm = int(p, 'rpm', undefined, undefined, { min: 1, max: Number.MAX_SAFE_INTEGER });
-        await requireWorkspace(p, workspace);
+        await requireWorkspace(p, workspace, 'key');
         const store = await openFromArgs(p, false);
         try {
           const k = await store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });

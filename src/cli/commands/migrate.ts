@@ -3,11 +3,12 @@
 // holds and the request log too), with `ledger verify` before and after.
 import { nanoToDecimal } from '../../money.ts';
 import { isPostgresUrl } from '../../store/admin-store.ts';
+import { redactPasswords } from '../../store/redact-url.ts';
 import { ownerLockHeld, openStore } from '../../store/store.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
-import { CliError, guarded, JSON_HELP } from '../store-command.ts';
+import { CliError, guarded, JSON_HELP, URL_LIKE } from '../store-command.ts';
 
 const HELP = `Usage:
   pi-gateway migrate --db postgres://USER@HOST/DB [--json]
@@ -44,7 +45,7 @@ export const command: Command = {
 };
 
 function requirePostgres(url: string, option: string): void {
-  if (!isPostgresUrl(url)) throw new UsageError(`${option} must be a postgres://… URL, got "${url}"`);
+  if (!isPostgresUrl(url)) throw new UsageError(`${option} must be a postgres://… URL, got "${redactPasswords(url)}"`);
 }
 
 async function migrateSchema(url: string, json: boolean): Promise<number> {
@@ -64,7 +65,7 @@ async function migrateSchema(url: string, json: boolean): Promise<number> {
 
 async function moveEmbedded(file: string, url: string, json: boolean): Promise<number> {
   requirePostgres(url, '--to');
-  if (isPostgresUrl(file)) throw new UsageError('--from must be an embedded database file');
+  if (isPostgresUrl(file) || URL_LIKE.test(file)) throw new UsageError(`--from must be an embedded database file, got "${redactPasswords(file)}"`);
   if (ownerLockHeld(file)) throw new CliError(`${file} is being served (its owner lock is held); stop that gateway first, then migrate`);
   const { openDump } = await import('../../store/dump.ts');
   const { openPgStore, importDump, pgIsEmpty } = await import('../../store-pg/pg-store.ts');

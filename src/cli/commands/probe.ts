@@ -1,7 +1,7 @@
 // `pi-gateway probe`: a container health check that needs no curl in the image — asks the admin
 // listener's readiness (or liveness) and exits 0 on 200.
 import type { Command } from '../command.ts';
-import { flag, int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
+import { flag, int, parse, PORT_RANGE, str, url, UsageError } from '../args.ts';
 
 const HELP = `Usage: pi-gateway probe [--live] [--port N] [--host HOST] [--url URL] [--timeout-ms N]
 
@@ -21,17 +21,17 @@ export const command: Command = {
   summary: 'exit 0 when the admin listener says ready (container health checks)',
   help: HELP,
   async run(argv) {
-    let url: string;
+    let target: string;
     let timeoutMs: number;
     try {
       const p = parse(argv, { port: { type: 'string' }, host: { type: 'string' }, url: { type: 'string' }, live: { type: 'boolean' }, 'timeout-ms': { type: 'string' } }, false);
       timeoutMs = int(p, 'timeout-ms', undefined, 2000, { min: 1, max: 600_000 }) as number;
-      const given = str(p, 'url');
-      if (given) url = given;
+      const given = url(p, 'url', undefined, ['http:', 'https:'], 'http://127.0.0.1:9090/health/ready');
+      if (given) target = given;
       else {
         const port = int(p, 'port', 'PI_ADMIN_PORT', undefined, PORT_RANGE);
         if (port === undefined || port === 0) throw new UsageError('the admin port is needed: --port N or PI_ADMIN_PORT');
-        url = `http://${str(p, 'host', undefined, '127.0.0.1')}:${port}/health/${flag(p, 'live') ? 'live' : 'ready'}`;
+        target = `http://${str(p, 'host', undefined, '127.0.0.1')}:${port}/health/${flag(p, 'live') ? 'live' : 'ready'}`;
       }
     } catch (err) {
       if (!(err instanceof UsageError)) throw err;
@@ -39,13 +39,13 @@ export const command: Command = {
       return 2;
     }
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetch(target, { signal: AbortSignal.timeout(timeoutMs) });
       const text = await res.text();
       if (res.status === 200) return 0;
-      process.stderr.write(`pi-gateway probe: ${url} answered ${res.status}: ${text.slice(0, 500)}\n`);
+      process.stderr.write(`pi-gateway probe: ${target} answered ${res.status}: ${text.slice(0, 500)}\n`);
       return 1;
     } catch (err) {
-      process.stderr.write(`pi-gateway probe: no answer from ${url}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`pi-gateway probe: no answer from ${target}: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
   },

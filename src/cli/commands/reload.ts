@@ -1,11 +1,13 @@
 // `pi-gateway reload`: asks the server that owns a database to reload its config directory (SIGHUP to
 // the pid it wrote beside the database), waits for the result it records, and prints it.
 import { resolve } from 'node:path';
-import { flag, int, parse, str } from '../args.ts';
+import { flag, int, parse } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
 import { readOwnerPid, readReloadRecord, type ReloadRecord } from '../owner-files.ts';
-import { CliError, DB_HELP, guarded, JSON_HELP, STORE_OPTIONS } from '../store-command.ts';
+import { CliError, DB_HELP, dbFromArgs, guarded, JSON_HELP, STORE_OPTIONS } from '../store-command.ts';
+import { isPostgresUrl } from '../../store/admin-store.ts';
+import { redactUrl } from '../../store/redact-url.ts';
 import { ownerLockHeld } from '../../store/store.ts';
 
 const HELP = `Usage: pi-gateway reload [--db FILE] [--timeout SECONDS] [--json]
@@ -47,14 +49,23 @@ function print(r: ReloadRecord, json: boolean): void {
   process.stderr.write(`pi-gateway reload: the config has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; the server keeps its running config\n`);
 }
 
+/** A fleet node has no owner files beside its database: `reload` cannot find its process by the URL. */
+function fleetReloadMessage(db: string): string {
+  return (
+    `${redactUrl(db)} is a PostgreSQL database that a fleet of nodes shares: reload --db finds the one server that owns an ` +
+    'embedded database file, not a node. Reload each node by sending SIGHUP to its process (kill -HUP PID); see docs/fleet.md'
+  );
+}
+
 export const command: Command = {
   summary: 'reload the running server’s config (SIGHUP through its pid file)',
   help: HELP,
   run: (argv) =>
     guarded('reload', async () => {
       const p = parse(argv, { ...STORE_OPTIONS, timeout: { type: 'string' } }, false);
-      const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
-      const timeoutMs = (int(p, 'timeout', undefined, 10) as number) * 1000;
+      const db = dbFromArgs(p);
+      const timeoutMs = (int(p, 'timeout', undefined, 10, { min: 1, max: 3600 }) as number) * 1000;
+      if (isPostgresUrl(db)) throw new CliError(fleetReloadMessage(db));
       // The lock, not the pid file, says whether a server runs: a stale pid is never signalled.
       if (!ownerLockHeld(db)) throw new CliError(`no running pi-gateway serve owns the database ${resolve(db)}`);
       const pid = readOwnerPid(db);

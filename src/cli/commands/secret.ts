@@ -24,8 +24,8 @@ ${ROTATE_HELP}
 
 Options:
 ${DB_HELP}
-  --config DIR     (set) config directory whose resources name the credentials (env PI_CONFIG,
-                   default config)
+  --config DIR     (set) config directory whose resources name the credentials (env PI_CONFIG;
+                   default: the one the server of the database was started with, else config)
 ${JSON_HELP}
 
 Environment:
@@ -89,7 +89,7 @@ export const command: Command = {
 
 /** A stored name no resource uses is almost always a typo (the resource id instead of its credential). */
 async function warnIfUnnamed(p: Parsed, name: string): Promise<void> {
-  const config = await configCredentials(p);
+  const config = await configCredentials(p, 'secret');
   if (!config || config.names.includes(name)) return;
   process.stderr.write(
     `warning: no resource in ${config.dir} names the credential "${name}", so it serves nothing. ` +

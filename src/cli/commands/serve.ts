@@ -1,6 +1,8 @@
 // `pi-gateway serve`: run the gateway on a config directory and a database file.
 import { availableParallelism } from 'node:os';
-import { flag, int, type Parsed, parse, PORT_RANGE, str, UsageError } from '../args.ts';
+import { int, parse, PORT_RANGE, str, url, UsageError } from '../args.ts';
+import { dbFromArgs } from '../store-command.ts';
+import { workerCount } from '../worker-count.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
@@ -44,7 +46,9 @@ Options:
                             one per core). With N > 1 this process's main thread coordinates: it
                             owns the database's writes, the wallet book, rate-limit windows,
                             session pins and breakers, and every thread shares them exactly (see
-                            docs/operations.md, "All cores"); embedded database only
+                            docs/operations.md, "All cores"); embedded database only. More
+                            than the core count is logged as a warning (workers_above_cores);
+                            more than 4 per core (at most 256) is refused
   --host HOST               address to bind (env PI_HOST, default 127.0.0.1)
   --port N                  port (env PI_PORT, default 8080; 0 picks a free one)
   --upstream-override URL   send every upstream request to this origin instead of the
@@ -58,26 +62,64 @@ Environment:
   PI_MASTER_KEY             32-byte key (base64 or hex) that unseals upstream credentials.
                             Required when the database holds sealed credentials.`;
 
+/** What `serve` was asked to run. */
+interface ServeOptions {
+  configDir: string;
+  db: string;
+  host: string;
+  port: number;
+  override: string | null;
+  redis: string | null;
+  workers: number;
+  workersWarning: string | null;
+  observability: ObservabilityOptions;
+}
+
+/** Every option of `serve`, read and checked before anything starts (a bad value is a UsageError). */
+function serveOptions(argv: string[]): ServeOptions {
+  const p = parse(argv, {
+    config: { type: 'string' },
+    db: { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'upstream-override': { type: 'string' },
+    redis: { type: 'string' },
+    workers: { type: 'string' },
+    ...OBSERVABILITY_OPTIONS,
+  }, false);
+  const workers = workerCount(str(p, 'workers', 'PI_WORKERS'), p.values.workers === undefined && process.env.PI_WORKERS ? 'PI_WORKERS' : '--workers', availableParallelism());
+  return {
+    configDir: str(p, 'config', 'PI_CONFIG', 'config') as string,
+    db: dbFromArgs(p),
+    host: str(p, 'host', 'PI_HOST', '127.0.0.1') as string,
+    port: int(p, 'port', 'PI_PORT', 8080, PORT_RANGE) as number,
+    override: url(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE', ['http:', 'https:'], 'http://127.0.0.1:4010') ?? null,
+    redis: url(p, 'redis', 'PI_REDIS_URL', ['redis:', 'rediss:'], 'redis://127.0.0.1:6379') ?? null,
+    workers: workers.workers,
+    workersWarning: workers.warning,
+    observability: observabilityOptions(p),
+  };
+}
+
+/** Option combinations serve refuses (a usage error), or null. */
+function refusedCombination(o: ServeOptions): string | null {
+  const { workers, db, redis } = o;
+  if (workers > 1 && (isPostgresUrl(db) || db === ':memory:' || db.startsWith('file::memory:'))) {
+    return `--workers ${workers} shares one database file between threads; ${isPostgresUrl(db) ? 'on PostgreSQL run more nodes instead (docs/fleet.md)' : 'give --db FILE'}`;
+  }
+  if (redis !== null && !isPostgresUrl(db)) return '--redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too';
+  return null;
+}
+
 export const command: Command = {
   summary: 'run the gateway',
   help: HELP,
   async run(argv) {
-    let p;
-    let observability;
-    let workers = 1;
+    let o: ServeOptions;
     try {
-      p = parse(argv, {
-        config: { type: 'string' },
-        db: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        'upstream-override': { type: 'string' },
-        redis: { type: 'string' },
-        workers: { type: 'string' },
-        ...OBSERVABILITY_OPTIONS,
-      }, false);
-      observability = observabilityOptions(p);
-      workers = workerCount(p);
+      o = serveOptions(argv);
+      const refused = refusedCombination(o);
+      if (refused !== null) throw new UsageError(refused);
     } catch (err) {
       if (err instanceof UsageError) {
         process.stderr.write(`pi-gateway serve: ${err.message}\n`);
@@ -85,31 +127,18 @@ export const command: Command = {
       }
       throw err;
     }
-    void flag;
+    const { configDir, db, host, port, override, redis, workers, observability } = o;
     applyServingV8Flags();
-    const configDir = str(p, 'config', 'PI_CONFIG', 'config') as string;
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;
-    const host = str(p, 'host', 'PI_HOST', '127.0.0.1') as string;
-    const port = int(p, 'port', 'PI_PORT', 8080, PORT_RANGE) as number;
-    const db = str(p, 'db', 'PI_DB', 'pi-gateway.db') as string;
-    const override = str(p, 'upstream-override', 'PI_UPSTREAM_OVERRIDE') ?? null;
-    const redis = str(p, 'redis', 'PI_REDIS_URL') ?? null;
-    if (workers > 1 && (isPostgresUrl(db) || db === ':memory:' || db.startsWith('file::memory:'))) {
-      process.stderr.write(`pi-gateway serve: --workers ${workers} shares one database file between threads; ${isPostgresUrl(db) ? 'on PostgreSQL run more nodes instead (docs/fleet.md)' : 'give --db FILE'}\n`);
-      return 2;
-    }
+    if (o.workersWarning !== null) jsonLog('workers_above_cores', { level: 'warn', workers, cores: availableParallelism(), message: o.workersWarning });
     if (isPostgresUrl(db)) return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
-    if (redis !== null) {
-      process.stderr.write('pi-gateway serve: --redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too\n');
-      return 2;
-    }
     let owner: Owner;
     let running: Running;
     try {
       // The database first: a second server must not even migrate or touch holds on it.
-      owner = claimDatabase(db);
+      owner = claimDatabase(db, { configDir });
     } catch (err) {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
@@ -198,15 +227,6 @@ async function serveNode(o: {
     },
     reload: () => reloadGateway(gateway, o.configDir, null),
   });
-}
-
-/** --workers N|auto (env PI_WORKERS): a whole number from 1 to 256, or auto (one per core). */
-function workerCount(p: Parsed): number {
-  const raw = str(p, 'workers', 'PI_WORKERS');
-  if (raw === undefined || raw === '') return 1;
-  if (raw === 'auto') return availableParallelism();
-  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256) throw new UsageError(`--workers must be a whole number from 1 to 256, or auto, got "${raw}"`);
-  return Number(raw);
 }
 
 /** `serve --workers N` (N > 1) on a database file: a coordinator and N serving threads. */

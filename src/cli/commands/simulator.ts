@@ -14,10 +14,11 @@ in the request body, or an "x-sim" JSON header. Recorded requests: GET /_sim/req
 
 Options:
   --host HOST        Interface to listen on (default 127.0.0.1).
-  --port N           Port (default $PI_SIM_PORT, else 4010; 0 picks a free port).
+  --port N           Port (default $PI_SIM_PORT, else 4010; 0 picks a free port). A port another
+                     process listens on is refused (exit 1).
   --api-key KEY      Require this key (Bearer, x-api-key or api-key) (default $PI_SIM_API_KEY; none).
   --no-record        Do not keep received requests.
-  --max-recorded N   How many requests to keep (default 1000).
+  --max-recorded N   How many requests to keep (0 to 1000000, default 1000).
 `;
 
 export const command: Command = {
@@ -38,10 +39,17 @@ export const command: Command = {
     const host = str(p, 'host', undefined, '127.0.0.1') as string;
     const port = int(p, 'port', 'PI_SIM_PORT', 4010, PORT_RANGE) as number;
     const apiKey = str(p, 'api-key', 'PI_SIM_API_KEY');
-    const maxRecorded = int(p, 'max-recorded', undefined, 1000) as number;
+    const maxRecorded = int(p, 'max-recorded', undefined, 1000, { min: 0, max: 1_000_000 }) as number;
     // Loaded here so `pi-gateway --help` never loads the native uWS module.
     const { startSimulator } = await import('../../simulator/server.ts');
-    const sim = await startSimulator({ host, port, apiKey, record: !flag(p, 'no-record'), maxRecorded });
+    let sim;
+    try {
+      sim = await startSimulator({ host, port, apiKey, record: !flag(p, 'no-record'), maxRecorded });
+    } catch (err) {
+      // A busy port is refused (exclusive listen), as serve refuses one.
+      process.stderr.write(`pi-gateway simulator: ${err instanceof Error ? err.message.replace(/^simulator: /, '') : String(err)}\n`);
+      return 1;
+    }
     process.stdout.write(`simulator listening on ${sim.url}\n`);
     await new Promise<void>((resolve) => {
       const stop = () => {

@@ -25,7 +25,7 @@ export const command: Command = {
       const workspace = required(p, 'workspace');
       const rawSince = str(p, 'since');
       const since = rawSince === undefined ? 0 : parseIsoTime(rawSince, 'since');
-      await requireWorkspace(p, workspace);
+      await requireWorkspace(p, workspace, 'usage');
       const store = await openFromArgs(p, true);
       try {
         const lines = await store.wallets.usage(workspace, since);

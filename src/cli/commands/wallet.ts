@@ -53,7 +53,7 @@ export const command: Command = {
         if (nano > MAX_WALLET_NANO) {
           throw new UsageError(`--usd ${raw} is more than a wallet can hold: at most ${nanoToDecimal(MAX_WALLET_NANO)} USD (SQLite's 64-bit integer in nano-USD)`);
         }
-        await requireWorkspace(p, workspace);
+        await requireWorkspace(p, workspace, 'wallet');
         const store = await openFromArgs(p, false);
         try {
           const r = await store.wallets.credit(workspace, nano, str(p, 'note') ?? '');
@@ -66,7 +66,7 @@ export const command: Command = {
       }
       const p = parse(rest, { ...STORE_OPTIONS, ...CONFIG_OPTION }, true);
       const workspace = onePositional(p, 'workspace id');
-      await requireWorkspace(p, workspace);
+      await requireWorkspace(p, workspace, 'wallet');
       const store = await openFromArgs(p, true);
       try {
         const v = await store.wallets.show(workspace, systemClock.now());
