@@ -2,8 +2,9 @@
 // file while a server keeps writing (WAL), and the copy is one consistent snapshot — what to keep
 // before an upgrade, and what a restore puts back. The copy is readable by its owner only, like the
 // database (it holds key hashes, sealed credentials and the ledger).
-import { chmodSync, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { openDatabase, StoreError } from './db.ts';
+import { createPrivateFile } from './private-file.ts';
 
 export interface BackupResult {
   pages: number;
@@ -13,6 +14,13 @@ export interface BackupResult {
 export async function backupDatabase(file: string, to: string): Promise<BackupResult> {
   if (existsSync(to)) throw new StoreError(`${to} exists: a backup never overwrites a file`);
   const db = openDatabase(file, { readonly: true });
+  // Created private before a byte is copied into it, so the copy is never readable by others.
+  try {
+    createPrivateFile(to);
+  } catch (err) {
+    db.close();
+    throw new StoreError(`cannot create ${to}: ${err instanceof Error ? err.message : String(err)}`);
+  }
   try {
     let progress;
     try {
@@ -20,7 +28,6 @@ export async function backupDatabase(file: string, to: string): Promise<BackupRe
     } catch (err) {
       throw new StoreError(`cannot back up ${file} to ${to}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    chmodSync(to, 0o600);
     const pageSize = db.pragma('page_size', { simple: true }) as number;
     return { pages: progress.totalPages, bytes: progress.totalPages * pageSize };
   } finally {
