@@ -188,6 +188,9 @@ export const jsonDepthSubject: Subject = {
     const shape = guard(problems, 'jsonShape', () => jsonShape(input, MAX_DEPTH));
     const parsed = parseJson(input);
     if (!parsed.ok || deep === undefined || shape === undefined) return problems;
+    // With a key written twice, JSON.parse keeps the last value and drops the other, nesting and
+    // all; a provider may keep the first. The scan judges the bytes, so the parse cannot referee.
+    if (hasDuplicateOrEscapedKey(input.toString('utf8'))) return problems;
     const expectDeep = depthOf(parsed.value) > MAX_DEPTH;
     if (deep !== expectDeep) problems.push({ oracle: 'disagreement', signature: 'nestsDeeperThan disagrees with the parsed depth', detail: `scan ${deep}, parsed depth ${depthOf(parsed.value)}` });
     if (shape.tooDeep !== expectDeep) problems.push({ oracle: 'disagreement', signature: 'jsonShape.tooDeep disagrees with the parsed depth', detail: `scan ${shape.tooDeep}, parsed depth ${depthOf(parsed.value)}` });
@@ -533,7 +536,10 @@ export const multipartSubject: Subject = {
     // A refusal is the whole result: what was scanned before the limit was passed depends on where
     // the reads ended, and nothing reads it after the refusal.
     // `ended` (the whole form was in the held prefix) depends on how much the reads brought by design.
-    const strip = (r: UploadResult): unknown => (r.found === true || r.found === false ? { ...r, ended: undefined, body: r.body?.toString('base64') ?? null } : { found: r.found });
+    // A refusal is the same verdict whether it came while the prefix was held or while the rest
+    // streamed: which of the two depends on how far the reads had got by design.
+    const strip = (r: UploadResult): unknown =>
+      r.found === true || r.found === false ? { ...r, ended: undefined, body: r.body?.toString('base64') ?? null } : { found: r.found.replace(/^refused while streaming: /, 'refused: ') };
     if (!isDeepStrictEqual(strip(whole), strip(split))) {
       const diff = Object.keys(whole).filter((k) => !isDeepStrictEqual((strip(whole) as Record<string, unknown>)[k], (strip(split) as Record<string, unknown>)[k]));
       problems.push({ oracle: 'split-dependence', signature: `MultipartUpload ${diff.join(', ')} depend on the split points`, detail: JSON.stringify({ whole: { ...whole, body: whole.body?.length }, split: { ...split, body: split.body?.length } }).slice(0, 400) });

@@ -80,8 +80,11 @@ export class MultipartUpload {
         }
         this.chunks.push(next.value);
         this.size += next.value.length;
-        if (this.modelSpan === null && this.size > this.maxPrefixBytes) throw new GatewayError('invalid_request', 'model field not found within the upload limit');
         this.reader.push(next.value);
+        // Judged on where the model ends, not on how the bytes were read: one large read and many
+        // small ones give the same verdict.
+        const found = this.modelSpan as FormPart | null;
+        if (found === null ? this.size > this.maxPrefixBytes : found.end > this.maxPrefixBytes) throw new GatewayError('invalid_request', 'model field not found within the upload limit');
       }
     } catch (err) {
       throw refusalOf(err);
