@@ -51,9 +51,12 @@ export async function reloadThroughAdmin(raw: string, token: string | undefined,
   try {
     res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
+    // A timeout rejects with the abort signal's TimeoutError; a network failure with `fetch failed`
+    // whose cause carries the system error's code (ECONNREFUSED, ENOTFOUND, …).
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
-    const why = cause instanceof Error ? ((cause as NodeJS.ErrnoException).code ?? cause.name) : String(cause);
-    throw new CliError(`cannot reach the admin listener at ${name} (${why === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : why})`);
+    const code = cause instanceof Error ? (cause as NodeJS.ErrnoException).code : undefined;
+    const why = cause instanceof Error && cause.name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : typeof code === 'string' ? code : cause instanceof Error ? cause.message : String(cause);
+    throw new CliError(`cannot reach the admin listener at ${name} (${why})`);
   }
   const text = await res.text();
   let body: unknown = null;

@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { sourceHashOf } from '../../../src/config/config-files.ts';
 import { decimalToNano } from '../../../src/money.ts';
@@ -166,6 +167,14 @@ t.test('a fleet node reloads through its admin listener', async (t) => {
   t.equal(unreachable.code, 1, 'nothing listening: exit 1');
   t.match(unreachable.stderr, new RegExp(`cannot reach the admin listener at 127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\)`));
   t.equal((await reload(runs, ['--admin', 'not a url'])).code, 2);
+  // A listener that accepts and never answers: the CLI gives up at --timeout.
+  const silent = createServer(() => undefined);
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  t.teardown(() => silent.close());
+  const silentPort = (silent.address() as AddressInfo).port;
+  const timedOut = await reload(runs, ['--admin', `http://127.0.0.1:${silentPort}`, '--timeout', '1']);
+  t.equal(timedOut.code, 1, 'no answer: exit 1');
+  t.match(timedOut.stderr, new RegExp(`cannot reach the admin listener at 127\\.0\\.0\\.1:${silentPort} \\(no answer within 1 s\\)`));
   noCredentialIn(t, runs);
 
   node.child.kill('SIGTERM');
