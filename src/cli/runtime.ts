@@ -171,15 +171,18 @@ export interface Supervised {
   flushNow?(): void;
   /** Second SIGTERM/SIGINT when stopping takes other threads down first (bounded to 5 s). */
   stopNow?(): Promise<void>;
-  /** SIGHUP. */
-  reload?(): Promise<unknown>;
+  /** SIGHUP, and POST /admin/reload on `admin`. */
+  reload?(): Promise<ReloadResult>;
+  /** The admin listener: with an operator token, POST /admin/reload runs `reload` there too (the
+   *  reload of a process no local signal reaches, such as each node of a fleet). */
+  admin?: AdminListener | null;
 }
 
 /**
  * Resolves to the exit code once the process stopped: 0 after a drain (streams ended at the drain
  * deadline included: they were ended properly), 1 when stopping failed. A second SIGTERM/SIGINT
  * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
- * reloads, one reload at a time. Until then an uncaught exception or unhandled rejection is logged
+ * reloads, and so does POST /admin/reload on `s.admin`, one reload at a time. Until then an uncaught exception or unhandled rejection is logged
  * (`uncaught_error`) and the process keeps serving.
  */
 export function untilStopped(s: Supervised): Promise<number> {
@@ -187,11 +190,18 @@ export function untilStopped(s: Supervised): Promise<number> {
     const lastResort = installLastResort(jsonLog);
     let stopping = false;
     let reloading: Promise<unknown> = Promise.resolve();
+    // One reload at a time, whoever asked (a signal or the admin listener): each waits for the last.
+    const reloadNext = (reload: () => Promise<ReloadResult>): Promise<ReloadResult> => {
+      const next = reloading.then(reload, reload);
+      reloading = next.catch((err: unknown) => jsonLog('reload_failed', { error: err instanceof Error ? err.message : String(err) }));
+      return next;
+    };
     const onHup = () => {
       if (stopping || !s.reload) return;
-      const reload = s.reload;
-      reloading = reloading.then(reload, reload).catch((err: unknown) => jsonLog('reload_failed', { error: err instanceof Error ? err.message : String(err) }));
+      void reloadNext(s.reload).catch(() => undefined);
     };
+    const reload = s.reload;
+    if (reload) s.admin?.setReloader(() => reloadNext(reload));
     const stop = (signal: string) => {
       if (stopping) {
         jsonLog('stopping_now', { signal });
@@ -209,6 +219,7 @@ export function untilStopped(s: Supervised): Promise<number> {
         }
       }
       stopping = true;
+      s.admin?.setReloader(null);
       jsonLog('stopping', { signal });
       s.stop().then(
         () => finish(0),

@@ -7,6 +7,7 @@
 //   GET  /admin/wallets, /admin/wallets/:ws; POST /admin/wallets/:ws/credit
 //   GET  /admin/keys; POST /admin/keys, /admin/keys/:id/revoke, /admin/keys/:id/expiry
 //   GET  /admin/health; POST /admin/route-preview; GET /admin/meta
+//   POST /admin/reload                re-read the config directory, as SIGHUP does (./reload.ts)
 // Every /admin/ route needs the operator token (bearer header) or a console session cookie; a
 // cookie-authenticated POST must also carry `X-Pi-Console: 1` (a header no cross-site form can set).
 // Without an operator token all of it answers 404 saying how to turn it on.
@@ -25,6 +26,7 @@ import { ASSETS, asset, CONSOLE_CSP, loginPage, notBuiltPage, offPage, shellPage
 import { listRequests, requestDetail } from './requests.ts';
 import { routePreview } from './route-preview.ts';
 import { spendCsv, spendReport } from './spend.ts';
+import { type ConfigReloader, reloadConfig } from './reload.ts';
 import { creditWallet, listWallets, walletDetail } from './wallets.ts';
 
 export interface ConsoleDeps {
@@ -34,6 +36,8 @@ export interface ConsoleDeps {
   view(): OperatorView | null;
   /** True once a gateway attached itself (with or without a view for the console). */
   attached(): boolean;
+  /** What POST /admin/reload runs; null while the process has not handed one over. */
+  reloader(): ConfigReloader | null;
 }
 
 const MAX_BODY = 64 * 1024;
@@ -54,9 +58,7 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
     ...(method === 'post' ? { body: 'buffer' as const, maxBodyBytes: MAX_BODY } : {}),
     handler: async (req, reply) => {
       try {
-        const how = auth.authenticated(req);
-        if (how === null) throw new ConsoleError(401, 'unauthorized', 'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console');
-        if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1') throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
+        authorize(auth, req, method);
         const view = deps.view();
         if (!view) {
           if (deps.attached()) throw new ConsoleError(503, 'console_unavailable', 'this gateway has no store for the console to read');
@@ -91,10 +93,34 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
     api('get', '/admin/health', (v) => healthReport(v, deps.lifecycle)),
     api('post', '/admin/route-preview', (v, req) => routePreview(v, jsonBody(req))),
     api('get', '/admin/meta', (v) => metaReport(v)),
+    {
+      // Needs no store: a gateway without the console's store reloads all the same.
+      method: 'post',
+      pattern: '/admin/reload',
+      body: 'buffer',
+      maxBodyBytes: 4096,
+      handler: async (req, reply) => {
+        try {
+          authorize(auth, req, 'post');
+          const answer = await reloadConfig(deps.lifecycle, deps.reloader(), deps.attached());
+          sendJson(reply, answer.ok ? 200 : 422, answer);
+        } catch (err) {
+          if (err instanceof ConsoleError) sendError(reply, err);
+          else throw err;
+        }
+      },
+    },
     api('get', '/admin/*', () => {
       throw new ConsoleError(404, 'not_found', 'no such admin endpoint');
     }),
   ];
+}
+
+/** The operator token as a bearer header, or a console session (whose POSTs carry X-Pi-Console: 1). */
+function authorize(auth: OperatorAuth, req: IncomingRequest, method: 'get' | 'post'): void {
+  const how = auth.authenticated(req);
+  if (how === null) throw new ConsoleError(401, 'unauthorized', 'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console');
+  if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1') throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
 }
 
 function secureRequest(req: IncomingRequest): boolean {

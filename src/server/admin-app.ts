@@ -2,10 +2,12 @@
 // otherwise), so the public API's paths and answers stay exactly as the spec says and the operator's
 // endpoints are never exposed where clients reach. It can start before the gateway it reports on
 // (readiness then says "starting"); the gateway attaches itself once it is built. With an operator
-// token it also serves the console (/console) and its admin JSON endpoints (/admin/…), src/console/.
+// token it also serves the console (/console) and its admin JSON endpoints (/admin/…), src/console/,
+// among them POST /admin/reload once the process hands over its reloader (`setReloader`).
 import { adminRoutes, type MetricsSource } from '../admin/routes.ts';
 import type { OperatorView } from '../admin/operator-view.ts';
 import type { ServingView } from '../admin/readiness.ts';
+import type { ConfigReloader } from '../console/reload.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
 import { createHttpServer } from './http-server.ts';
@@ -30,6 +32,9 @@ export interface AdminListener {
   /** Readiness reads `serving` from now on, and the console `operator` (its store embedded or
    *  PostgreSQL; null: the gateway has no store for the console, which answers 503 saying so). */
   attach(serving: ServingView, operator: OperatorView | null): void;
+  /** What POST /admin/reload runs (with the operator token): the process's own reload, the one
+   *  SIGHUP runs; null takes it away (the route then answers 503). */
+  setReloader(reloader: ConfigReloader | null): void;
   /** Stops listening. Idempotent. */
   close(): void;
 }
@@ -37,7 +42,8 @@ export interface AdminListener {
 export async function startAdminListener(opts: AdminListenerOptions): Promise<AdminListener> {
   let view: OperatorView | null = null;
   let serving: ServingView | null = null;
-  const operator = consoleRoutes({ token: opts.token ?? null, lifecycle: opts.lifecycle, view: () => view, attached: () => serving !== null });
+  let reloader: ConfigReloader | null = null;
+  const operator = consoleRoutes({ token: opts.token ?? null, lifecycle: opts.lifecycle, view: () => view, attached: () => serving !== null, reloader: () => reloader });
   const server = createHttpServer(
     // The console's routes first: the admin table ends with its catch-all 404.
     [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => serving, metrics: opts.metrics })],
@@ -53,6 +59,9 @@ export async function startAdminListener(opts: AdminListenerOptions): Promise<Ad
     attach(s, o) {
       serving = s;
       view = o;
+    },
+    setReloader(r) {
+      reloader = r;
     },
     close() {
       if (closed) return;

@@ -2,12 +2,17 @@
 // 127.0.0.1 with a free port (and its Unix socket in the same directory), trust authentication,
 // fsync off (the data dies with the test). Never the system service.
 //
+// Options for what a test must configure as an operator would (TLS, client authentication):
+// `settings` are passed as `-c name=value`, `hba` replaces pg_hba.conf (it must still let the
+// superuser `pigw` in over TCP from 127.0.0.1 without a password: the helper connects that way), and
+// `ownFiles` (a server's certificate key, say) are handed to the account the server runs as, mode 0600.
+//
 // Root: postgres refuses to run as root, and CI runs as root. Then the data directory is handed to
 // an unprivileged account (`postgres` when the Debian package created it, else `nobody`) and initdb
 // and postgres are spawned with that uid/gid (Node's spawn options: no su/runuser in between, so
 // the pid we hold is the postmaster's own and stopping by pid stays exact).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -49,9 +54,18 @@ function account(): Account | null {
   throw new Error('running as root and no unprivileged account (postgres, nobody) to run postgres as');
 }
 
+export interface PrivatePgOptions {
+  /** Server settings, each passed as `-c name=value`. */
+  settings?: Record<string, string>;
+  /** The whole pg_hba.conf (default: initdb's, trust for everyone). */
+  hba?: string;
+  /** Files the server reads that must be its account's own, mode 0600 (a TLS key). */
+  ownFiles?: string[];
+}
+
 let seq = 0;
 
-export async function startPrivatePg(): Promise<PrivatePg> {
+export async function startPrivatePg(opts: PrivatePgOptions = {}): Promise<PrivatePg> {
   if (!existsSync(join(BIN, 'postgres'))) throw new Error(`no PostgreSQL binaries in ${BIN} (apt-get install postgresql, or set PI_TEST_PG_BIN)`);
   const who = account();
   const dir = mkdtempSync(join(tmpdir(), 'pi-pg-'));
@@ -64,6 +78,16 @@ export async function startPrivatePg(): Promise<PrivatePg> {
     encoding: 'utf8',
   });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+  if (opts.hba !== undefined) {
+    const hba = join(data, 'pg_hba.conf');
+    writeFileSync(hba, opts.hba);
+    if (who) chownSync(hba, who.uid, who.gid);
+  }
+  for (const file of opts.ownFiles ?? []) {
+    chmodSync(file, 0o600);
+    if (who) chownSync(file, who.uid, who.gid);
+  }
+  const settings = Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
   const port = await freePort();
   let child: ChildProcess | null = null;
   let exited: Promise<void> = Promise.resolve();
@@ -71,7 +95,7 @@ export async function startPrivatePg(): Promise<PrivatePg> {
   const start = async (): Promise<void> => {
     const c = spawn(
       join(BIN, 'postgres'),
-      ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'],
+      ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'log_min_messages=fatal', ...settings],
       { ...ids, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let err = '';

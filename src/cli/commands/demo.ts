@@ -176,6 +176,7 @@ export const command: Command = {
         gateway.flushNow();
       },
       reload: () => reloadGateway(gateway, configDir, owner),
+      admin: gateway.admin,
     });
   },
 };

@@ -30,8 +30,10 @@ Signals:
                     limits.drain_timeout_ms (config/gateway.yaml, default 30 s), end the rest with
                     the protocol's error event, settle, write the log, exit 0. A second signal
                     exits at once (exit 1).
-  SIGHUP            reload the config directory (also: pi-gateway reload --db FILE); a config with
-                    problems is refused and the running one kept.
+  SIGHUP            reload the config directory (also: pi-gateway reload --db FILE, or
+                    POST /admin/reload on the admin listener with PI_ADMIN_TOKEN, which
+                    pi-gateway reload --admin URL sends); a config with problems is refused and
+                    the running one kept.
 
 Options:
   --config DIR              config directory (env PI_CONFIG, default config)
@@ -176,6 +178,7 @@ export const command: Command = {
         gateway.flushNow();
       },
       reload: () => reloadGateway(gateway, configDir, owner),
+      admin: gateway.admin,
     });
   },
 };
@@ -226,6 +229,7 @@ async function serveNode(o: {
       void running.store.requestLog.flush();
     },
     reload: () => reloadGateway(gateway, o.configDir, null),
+    admin: gateway.admin,
   });
 }
 
@@ -275,5 +279,6 @@ async function serveWorkers(o: {
     },
     stopNow: () => r.stopNow(),
     reload: () => reloadGateway(r, o.configDir, o.owner),
+    admin: r.admin,
   });
 }
