@@ -1,5 +1,5 @@
 // No CLI output carries the password of a --db (or --from, --to) URL: `reload` on a fleet's
-// PostgreSQL URL says that reload works per node (it used to treat the URL as a file path and print
+// PostgreSQL URL says how to reload a node (it used to treat the URL as a file path and print
 // it, password and all), a URL that is not PostgreSQL is refused with its password masked, and
 // PostgreSQL errors name the database masked.
 import t from 'tap';
@@ -14,8 +14,8 @@ t.test('reload --db postgres://…: a clear message for a fleet node, the passwo
     t.equal(r.code, 1);
     t.equal(
       r.stderr,
-      'pi-gateway reload: postgres://gw:***@127.0.0.1:1/gw is a PostgreSQL database that a fleet of nodes shares: reload --db finds the one server that owns an ' +
-        'embedded database file, not a node. Reload each node by sending SIGHUP to its process (kill -HUP PID); see docs/fleet.md\n',
+      'pi-gateway reload: postgres://gw:***@127.0.0.1:1/gw: the database is a PostgreSQL URL: a fleet node has no pid file to signal. Reload each node ' +
+        'through its admin listener: pi-gateway reload --admin http://NODE:ADMIN_PORT with PI_ADMIN_TOKEN set (docs/fleet.md), or send SIGHUP to the node on its host\n',
     );
   }
 });
