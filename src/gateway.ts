@@ -17,6 +17,7 @@ import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecyc
 import { adapterContext } from './proxy/adapter-context.ts';
 import { StopSwitch } from './proxy/stop-switch.ts';
 import { Lifecycle } from './observe/lifecycle.ts';
+import { logLine } from './observe/log-line.ts';
 import { combineObservers, type RequestObserver } from './observe/observer.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
@@ -136,9 +137,10 @@ export interface Gateway<S extends SharedState = LocalState> {
   flushNow(): void;
 }
 
-/** One JSON line per event on stderr. Callers pass only non-secret fields. */
+/** One JSON line per event on stderr (src/observe/log-line.ts: time, level, event, fields). Callers
+ *  pass only non-secret fields, named in snake_case. */
 export function jsonLog(event: string, fields: Record<string, unknown> = {}): void {
-  process.stderr.write(JSON.stringify({ t: new Date().toISOString(), event, ...fields }) + '\n');
+  process.stderr.write(logLine(event, fields));
 }
 
 /** The request-log writer first: it is the record of money and must not wait on the others. */

@@ -202,7 +202,7 @@ export function untilStopped(s: Supervised): Promise<number> {
       s.stop().then(
         () => finish(0),
         (err: unknown) => {
-          process.stderr.write(`pi-gateway: error while stopping: ${err instanceof Error ? err.message : String(err)}\n`);
+          jsonLog('stop_failed', { error: err instanceof Error ? err.message : String(err) });
           finish(1);
         },
       );

@@ -6,7 +6,7 @@
 import { createServer } from 'node:net';
 import { FixedWindowRateLimiter } from '../admission/rate-limit.ts';
 import { WalletBook } from '../admission/wallet-book.ts';
-import type { DrainReport, ReloadResult } from '../api/lifecycle.ts';
+import { type DrainReport, drainedFields, type ReloadResult } from '../api/lifecycle.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { ConfigIndex } from '../config/index.ts';
@@ -160,7 +160,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
         lifecycle.draining = true;
         return (drained ??= (async () => {
           const report = await pool.drain(deadlineMs ?? index.config.settings.limits.drainTimeoutMs);
-          jsonLog('drained', { ...report, workers: o.workers });
+          jsonLog('drained', { ...drainedFields(report), workers: o.workers });
           lifecycle.markStopped();
           wallets.close();
           await writer.close();

@@ -61,7 +61,7 @@ t.test('an uncaught exception or unhandled rejection is logged, counted, and the
   t.match(exception, { error: 'Error', code: 'EPLANTED', message: 'planted failure near …' });
   t.match(rejection, { error: 'Error', message: 'planted rejection of …' });
   t.same(lines.map((e) => e['count']).sort(), [1, 2], 'counted');
-  t.ok(Array.isArray(exception?.['at']) && (exception?.['at'] as string[]).some((f) => f.includes('plant-failures.mjs')), 'where it was thrown');
+  t.ok(Array.isArray(exception?.['stack']) && (exception?.['stack'] as string[]).some((f) => f.includes('plant-failures.mjs')), 'where it was thrown');
   t.notMatch(p.stderr(), 'sk-pi-planted-secret', 'the quoted text is not logged');
   t.notMatch(p.stderr(), 'a request body');
   t.equal(await answersOk(p, db.key), 200, 'still serving');
