@@ -40,7 +40,7 @@ function print(r: ReloadRecord, json: boolean): void {
   }
   if (r.ok) {
     process.stdout.write(`reloaded: config ${r.hash ?? '?'} (pid ${r.pid})\n`);
-    for (const note of r.restartNeeded) process.stdout.write(`note: takes effect at the next restart: ${note}\n`);
+    for (const note of r.restart_needed) process.stdout.write(`note: takes effect at the next restart: ${note}\n`);
     return;
   }
   for (const p of r.problems) process.stdout.write(p + '\n');
