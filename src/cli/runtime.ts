@@ -103,6 +103,7 @@ export async function startObservability(
   const telemetry = await startTelemetry({
     metrics: o?.admin !== null && o?.admin !== undefined && o.metrics,
     accessLog: o?.accessLog && !coordinator ? new BufferedLines(process.stdout) : null,
+    trustedProxies: o?.trustedProxies ?? [],
     traces: o?.tracesUrl && !coordinator ? { url: o.tracesUrl, serviceName: o.serviceName } : null,
     log: jsonLog,
   });

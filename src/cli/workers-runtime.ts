@@ -120,6 +120,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
         upstreamOverride: o.upstreamOverride ?? null,
         metrics: telemetry.metrics !== null,
         accessLog: obs?.accessLog ?? false,
+        trustedProxies: obs?.trustedProxies ?? [],
         traces: obs?.tracesUrl ? { url: obs.tracesUrl, serviceName: obs.serviceName } : null,
         breakers: coordinator.breakerStates(),
       }),

@@ -65,7 +65,7 @@ t.test('serve --admin-port: health, readiness and metrics apart from the API; th
   const { db, masterKey, key } = seed(t);
   const sim = await startSimulator({ record: false });
   t.teardown(() => sim.close());
-  const s = await serve(t, ['--db', db, '--upstream-override', sim.url, '--admin-port', '0'], { PI_MASTER_KEY: masterKey });
+  const s = await serve(t, ['--db', db, '--upstream-override', sim.url, '--admin-port', '0', '--trusted-proxies', '127.0.0.0/8, ::1'], { PI_MASTER_KEY: masterKey });
   const admin = s.listening.admin as string;
   t.match(admin, /^http:\/\/127\.0\.0\.1:\d+$/, 'the admin listener is on 127.0.0.1');
   t.not(admin, s.listening.url);
@@ -77,7 +77,7 @@ t.test('serve --admin-port: health, readiness and metrics apart from the API; th
 
   const res = await fetch(`${s.listening.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' },
     body: JSON.stringify({ model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }),
   });
   await res.text();
@@ -90,7 +90,8 @@ t.test('serve --admin-port: health, readiness and metrics apart from the API; th
   const lines = s.stdout().split('\n').filter((l) => l.startsWith('{'));
   t.equal(lines.length, 1, 'one access-log line on stdout');
   const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
-  t.match(line, { trace_id: trace, workspace: 'open', status: 200, ended: 'completed', provider: 'alpha' });
+  t.match(line, { time: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, level: 'info', event: 'request', trace_id: trace, workspace: 'open', status: 200, ended: 'completed', provider: 'alpha' });
+  t.equal(line['client_address'], '203.0.113.9', 'the client a trusted proxy (--trusted-proxies) names');
   t.notOk(s.stdout().includes(key), 'no key on stdout');
 
   s.child.kill('SIGTERM');
@@ -134,6 +135,8 @@ t.test('bad observability values are usage errors; demo documents the options', 
     [['--admin-port', '70000'], /--admin-port must be between 0 and 65535/],
     [['--admin-port', 'x'], /--admin-port must be an integer/],
     [['--otlp-endpoint', 'ftp://collector'], /--otlp-endpoint must be an http\(s\) URL/],
+    [['--trusted-proxies', '10.0.0.0/8,10.0.0.0/99'], /--trusted-proxies: "10\.0\.0\.0\/99": the prefix length must be a whole number from 0 to 32/],
+    [['--trusted-proxies', 'lb.internal'], /--trusted-proxies: "lb\.internal" is not an IP address or a CIDR range/],
   ] as const) {
     const r = await run(['serve', '--config', GATEWAY_CONFIG, ...args]);
     t.equal(r.code, 2, `${args.join(' ')}: exit 2`);
@@ -141,6 +144,6 @@ t.test('bad observability values are usage errors; demo documents the options', 
   }
   for (const cmd of ['serve', 'demo']) {
     const help = await run([cmd, '--help']);
-    for (const opt of ['--admin-port', '--admin-host', '--metrics', '--access-log', '--otlp-endpoint']) t.match(help.out, opt, `${cmd} --help names ${opt}`);
+    for (const opt of ['--admin-port', '--admin-host', '--metrics', '--access-log', '--trusted-proxies', '--otlp-endpoint']) t.match(help.out, opt, `${cmd} --help names ${opt}`);
   }
 });

@@ -152,8 +152,8 @@ t.test('a collector that refuses or hangs never holds up a shutdown; failures ar
   for (const [label, srv] of [['refusing', refusing], ['hanging', hanging]] as const) {
     const events: [string, Record<string, unknown> | undefined][] = [];
     const tel = await startTelemetry({ traces: { url: `http://127.0.0.1:${port(srv)}/v1/traces`, flushTimeoutMs: 300, exportTimeoutMs: 500 }, log: (e, f) => events.push([e, f]) });
-    const watch = (tel.observers[0] as RequestObserver).begin('chat_completions', '0190f0c2-8d8e-7c4b-9a7e-0123456789ab', { method: 'POST', path: CHAT, query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: performance.now() });
-    watch.end({ row: { ...EMPTY_ROW, ts: Date.now() }, durationMs: 1, routedModel: null, upstreamModel: null });
+    const watch = (tel.observers[0] as RequestObserver).begin('chat_completions', '0190f0c2-8d8e-7c4b-9a7e-0123456789ab', { method: 'POST', path: CHAT, query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: performance.now(), remoteAddress: '127.0.0.1', bodyBytes: 0 });
+    watch.end({ row: { ...EMPTY_ROW, ts: Date.now() }, durationMs: 1, routedModel: null, upstreamModel: null, requestBytes: 0, responseBytes: 0 });
     const t0 = performance.now();
     await tel.close();
     const ms = performance.now() - t0;
