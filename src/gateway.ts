@@ -19,6 +19,7 @@ import { StopSwitch } from './proxy/stop-switch.ts';
 import { Lifecycle } from './observe/lifecycle.ts';
 import { logLine } from './observe/log-line.ts';
 import { combineObservers, type RequestObserver } from './observe/observer.ts';
+import { protocolFor } from './protocols/index.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
@@ -156,7 +157,14 @@ function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Te
     breakers: () => ctx.index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: ctx.health.state(d.id).state })),
     configHash: () => ctx.index.config.sourceHash,
     lifecycle,
+    labels: () => metricLabels(ctx.index.config),
   };
+}
+
+/** The config and its inference endpoints (those with a protocol module, as the server routes
+ *  them): the label values whose metric series start at zero. */
+export function metricLabels(config: CompiledConfig): { config: CompiledConfig; endpoints: string[] } {
+  return { config, endpoints: config.vocabularies.endpoints.filter((e) => protocolFor(e.id) !== undefined).map((e) => e.id) };
 }
 
 /** What the admin listener (readiness, the console) reads of this gateway. */

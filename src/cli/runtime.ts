@@ -163,6 +163,8 @@ export interface Supervised {
   stopNow?(): Promise<void>;
   /** SIGHUP. */
   reload?(): Promise<unknown>;
+  /** Where `pi_gateway_uncaught_errors_total` reads the last-resort handler's count (metrics on). */
+  metrics?: Pick<GatewayMetrics, 'countUncaughtErrors'> | null;
 }
 
 /**
@@ -175,6 +177,7 @@ export interface Supervised {
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
     const lastResort = installLastResort(jsonLog);
+    s.metrics?.countUncaughtErrors(() => lastResort.count);
     let stopping = false;
     let reloading: Promise<unknown> = Promise.resolve();
     const onHup = () => {

@@ -10,7 +10,7 @@ import { type DrainReport, drainedFields, type ReloadResult } from '../api/lifec
 import { type Clock, systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { ConfigIndex } from '../config/index.ts';
-import { jsonLog } from '../gateway.ts';
+import { jsonLog, metricLabels } from '../gateway.ts';
 import { Lifecycle } from '../observe/lifecycle.ts';
 import { HealthTracker } from '../routing/health.ts';
 import { SessionPins } from '../routing/session-pins.ts';
@@ -132,6 +132,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       breakers: () => index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: health.state(d.id).state })),
       configHash: () => index.config.sourceHash,
       lifecycle,
+      labels: () => metricLabels(index.config),
     });
     const serving = { index: () => index, credentialNames: () => store.secrets.names(), workers: () => pool.samples() };
     admin?.attach(serving, { ...serving, store: sqliteConsole(store), health, creds: { has: (name: string) => store.secrets.names().has(name) }, now: () => clock.now() });

@@ -158,6 +158,7 @@ export const command: Command = {
         gateway.flushNow();
       },
       reload: () => reloadGateway(gateway, configDir, owner),
+      metrics: gateway.telemetry?.metrics,
     });
   },
 };

@@ -147,6 +147,7 @@ export const command: Command = {
         gateway.flushNow();
       },
       reload: () => reloadGateway(gateway, configDir, owner),
+      metrics: gateway.telemetry?.metrics,
     });
   },
 };
@@ -197,6 +198,7 @@ async function serveNode(o: {
       void running.store.requestLog.flush();
     },
     reload: () => reloadGateway(gateway, o.configDir, null),
+    metrics: gateway.telemetry?.metrics,
   });
 }
 
@@ -255,5 +257,6 @@ async function serveWorkers(o: {
     },
     stopNow: () => r.stopNow(),
     reload: () => reloadGateway(r, o.configDir, o.owner),
+    metrics: r.telemetry.metrics,
   });
 }
