@@ -55,7 +55,7 @@ const wallTo = Date.now();
 const slow = lines()
   .filter((l) => l.includes('"writer_slow_commit"'))
   .map((l) => JSON.parse(l.slice(l.indexOf('{'))))
-  .filter((x) => Date.parse(x.t) >= wallFrom && Date.parse(x.t) <= wallTo);
+  .filter((x) => Date.parse(x.time) >= wallFrom && Date.parse(x.time) <= wallTo);
 log(`writer commits of ${slowMs} ms or more in the window: ${slow.length}, ${fmt(slow.reduce((a, x) => a + x.ms, 0), 1)} ms in all (with --writer-thread)`);
 log(`major page faults in the window: gateway ${majflt(gw.pid) - f0}, machine ${vm1.pgmajfault - vm0.pgmajfault}; file pages refaulted (machine) ${vm1.workingset_refault_file - vm0.workingset_refault_file}`);
 if (eld) {

@@ -31,7 +31,7 @@ const sink = new BufferedLines({ write: (text) => writeSync(devnull, text) });
 const ENDPOINTS = ['chat_completions', 'messages', 'responses'];
 const MODELS = ['openai/gpt-6-luna', 'anthropic/claude-sonnet-5.5', 'meta-llama/llama-3.3-70b-instruct', 'google/gemini-3.8-flash'];
 const WORKSPACES = ['acme', 'globex', 'initech'];
-const REQ = { method: 'POST', path: '/v1/chat/completions', query: '', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-pi-x' }, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0 };
+const REQ = { method: 'POST', path: '/v1/chat/completions', query: '', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-pi-x' }, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0, remoteAddress: '127.0.0.1', bodyBytes: 182 };
 
 function summary(i) {
   const model = MODELS[i % MODELS.length];
@@ -66,6 +66,8 @@ function summary(i) {
     durationMs: 3.2,
     routedModel: model,
     upstreamModel: 'gpt-6-luna',
+    requestBytes: 182,
+    responseBytes: 4310,
   };
 }
 const SUMMARIES = Array.from({ length: 96 }, (_, i) => summary(i));

@@ -17,7 +17,9 @@ import { type DrainReport, drainGateway, type ReloadResult } from './api/lifecyc
 import { adapterContext } from './proxy/adapter-context.ts';
 import { StopSwitch } from './proxy/stop-switch.ts';
 import { Lifecycle } from './observe/lifecycle.ts';
+import { logLine } from './observe/log-line.ts';
 import { combineObservers, type RequestObserver } from './observe/observer.ts';
+import { protocolFor } from './protocols/index.ts';
 import { HealthTracker } from './routing/health.ts';
 import { SessionPins } from './routing/session-pins.ts';
 import type { AdminListener } from './server/admin-app.ts';
@@ -136,9 +138,10 @@ export interface Gateway<S extends SharedState = LocalState> {
   flushNow(): void;
 }
 
-/** One JSON line per event on stderr. Callers pass only non-secret fields. */
+/** One JSON line per event on stderr (src/observe/log-line.ts: time, level, event, fields). Callers
+ *  pass only non-secret fields, named in snake_case. */
 export function jsonLog(event: string, fields: Record<string, unknown> = {}): void {
-  process.stderr.write(JSON.stringify({ t: new Date().toISOString(), event, ...fields }) + '\n');
+  process.stderr.write(logLine(event, fields));
 }
 
 /** The request-log writer first: it is the record of money and must not wait on the others. */
@@ -154,7 +157,14 @@ function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Te
     breakers: () => ctx.index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: ctx.health.state(d.id).state })),
     configHash: () => ctx.index.config.sourceHash,
     lifecycle,
+    labels: () => metricLabels(ctx.index.config),
   };
+}
+
+/** The config and its inference endpoints (those with a protocol module, as the server routes
+ *  them): the label values whose metric series start at zero. */
+export function metricLabels(config: CompiledConfig): { config: CompiledConfig; endpoints: string[] } {
+  return { config, endpoints: config.vocabularies.endpoints.filter((e) => protocolFor(e.id) !== undefined).map((e) => e.id) };
 }
 
 /** What the admin listener (readiness, the console) reads of this gateway. */

@@ -4,7 +4,7 @@
 // the serving config's hash and the last reload's result.
 import { unservableReason } from '../availability/serving.ts';
 import type { ConfigIndex } from '../config/index.ts';
-import type { Lifecycle, LifecycleState } from '../observe/lifecycle.ts';
+import { type Lifecycle, type LifecycleState, type ReloadJson, reloadJson } from '../observe/lifecycle.ts';
 
 /** What readiness reads of the running gateway. */
 export interface ServingView {
@@ -32,7 +32,7 @@ export interface ReadinessReport {
   config: { loaded: boolean; hash: string | null };
   store: { ok: boolean; error?: string };
   deployments: { total: number; callable: number };
-  last_reload: { ok: boolean; hash: string | null; problems: string[]; restart_needed: string[]; at: string } | null;
+  last_reload: ReloadJson | null;
   /** `serve --workers N`: every serving thread; ready only while all of them listen. */
   workers?: { worker: number; state: WorkerReadiness['state']; restarts: number; thread_id: number | null }[];
 }
@@ -54,7 +54,7 @@ export function readiness(lifecycle: Lifecycle, view: ServingView | null): Readi
     config: { loaded: false, hash: null },
     store: { ok: false },
     deployments: { total: 0, callable: 0 },
-    last_reload: last && { ok: last.ok, hash: last.hash, problems: [...last.problems], restart_needed: [...(last.restartNeeded ?? [])], at: new Date(last.at).toISOString() },
+    last_reload: last && reloadJson(last),
   };
   if (!view) {
     reasons.push('no config is loaded yet');

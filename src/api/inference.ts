@@ -70,7 +70,7 @@ export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol
         // Not awaited: Admission.release reports a failure, and the wallet owner closes the hold
         // whatever this request does next.
         if (state.holdNano !== null && state.settledCost === null) void ctx.admission.release(state.traceId);
-        watch.end(requestSummary(req, state, ctx.clock.now()));
+        watch.end(requestSummary(req, state, ctx.clock.now(), reply.bytesSent));
       } finally {
         ctx.inFlight.leave();
       }

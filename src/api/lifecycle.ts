@@ -86,6 +86,11 @@ export async function drainGateway(steps: DrainSteps): Promise<DrainReport> {
   const unfinished = ctx.inFlight.size;
   if (unfinished > 0) log('drain_incomplete', { unfinished });
   const report = { inFlightAtStart, endedAtDeadline, unfinished, ms: Math.round(performance.now() - started) };
-  log('drained', { in_flight_at_start: inFlightAtStart, ended_at_deadline: endedAtDeadline, unfinished, ms: report.ms });
+  log('drained', drainedFields(report));
   return report;
+}
+
+/** The `drained` log line's fields (snake_case, like every log field). */
+export function drainedFields(r: DrainReport): Record<string, number> {
+  return { in_flight_at_start: r.inFlightAtStart, ended_at_deadline: r.endedAtDeadline, unfinished: r.unfinished, ms: r.ms };
 }

@@ -106,8 +106,9 @@ export function settledRow(req: IncomingRequest, s: RequestRecord, served: { mod
   return row;
 }
 
-/** What the request's observers hear when it is over: its log row, and what only they need. */
-export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: number): RequestSummary {
+/** What the request's observers hear when it is over: its log row, and what only they need
+ *  (`bytesSent`: the answer's body bytes, from the reply). */
+export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: number, bytesSent: number): RequestSummary {
   const row = requestLogRow(req, s, nowMs);
   const final = s.result?.final;
   return {
@@ -116,6 +117,8 @@ export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: nu
     routedModel: s.routedModel,
     upstreamModel: final?.kind === 'committed' ? final.outcome.upstreamModel : null,
     usageCapped: s.usageCapped,
+    requestBytes: req.bodyBytes,
+    responseBytes: bytesSent,
   };
 }
 

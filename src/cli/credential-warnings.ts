@@ -1,6 +1,7 @@
 // `serve`'s start-up warnings about credentials, one JSON line each on stderr, by name: every
 // credential active deployments need that is not stored (with the deployments that cannot serve
-// without it), every stored secret no resource names, and a louder line when nothing can serve at all.
+// without it), every stored secret no resource names (both at level warn), and a louder line when
+// nothing can serve at all (error). Levels are the events' own (src/observe/log-line.ts).
 import { auditCredentials } from '../availability/credential-audit.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 
@@ -11,7 +12,6 @@ export function logCredentialWarnings(config: CompiledConfig, stored: ReadonlySe
   const needed = [...new Set(config.resources.filter((r) => r.active).map((r) => r.credential))].sort();
   for (const m of audit.missing) {
     log('credential_missing', {
-      level: 'warn',
       credential: m.credential,
       resources: m.resources,
       deployments: m.deployments,
@@ -20,14 +20,12 @@ export function logCredentialWarnings(config: CompiledConfig, stored: ReadonlySe
   }
   for (const name of audit.unused) {
     log('secret_unused', {
-      level: 'warn',
       name,
       message: `stored secret "${name}" is named by no resource in the config, so it serves nothing; resources use: ${needed.join(', ') || 'none'}`,
     });
   }
   if (audit.servable === 0 && config.deployments.length > 0) {
     log('nothing_servable', {
-      level: 'warn',
       message: 'no deployment has its credential stored: every inference request will answer 404 no_eligible_provider until one is stored with `pi-gateway secret set <credential>`',
     });
   }

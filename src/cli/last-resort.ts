@@ -17,7 +17,7 @@ const MAX_FRAMES = 6;
 export function describeThrown(thrown: unknown): Record<string, unknown> {
   if (!(thrown instanceof Error)) return { error: `a thrown ${thrown === null ? 'null' : typeof thrown}` };
   const code = 'code' in thrown && (typeof thrown.code === 'string' || typeof thrown.code === 'number') ? thrown.code : null;
-  return { error: thrown.name, code, message: withoutQuotes(thrown.message), at: frames(thrown.stack) };
+  return { error: thrown.name, code, message: withoutQuotes(thrown.message), stack: frames(thrown.stack) };
 }
 
 function withoutQuotes(message: string): string {

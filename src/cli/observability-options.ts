@@ -2,6 +2,7 @@
 // metrics), metrics, the access log and OTLP traces — parsed from flags and their environment
 // variables, with their help text in one place.
 import { type OptionSpec, type Parsed, UsageError, int, str } from './args.ts';
+import { TrustedProxies, TrustedProxyError } from '../telemetry/client-address.ts';
 import { tracesUrl } from '../telemetry/telemetry.ts';
 
 export interface ObservabilityOptions {
@@ -11,6 +12,8 @@ export interface ObservabilityOptions {
   metrics: boolean;
   /** One JSON line per inference request on stdout. */
   accessLog: boolean;
+  /** Peers whose X-Forwarded-For the access log believes (addresses and CIDR ranges). */
+  trustedProxies: string[];
   /** OTLP/HTTP traces to this full …/v1/traces URL; null: no traces. */
   tracesUrl: string | null;
   /** `service.name` of the exported spans. */
@@ -22,6 +25,7 @@ export const OBSERVABILITY_OPTIONS: OptionSpec = {
   'admin-host': { type: 'string' },
   metrics: { type: 'string' },
   'access-log': { type: 'string' },
+  'trusted-proxies': { type: 'string' },
   'otlp-endpoint': { type: 'string' },
 };
 
@@ -34,6 +38,10 @@ export const OBSERVABILITY_HELP = `Observability (see docs/operations.md):
   --metrics on|off          Prometheus metrics on the admin listener (env PI_METRICS, default on)
   --access-log on|off       one JSON line per inference request on stdout (env PI_ACCESS_LOG,
                             default on)
+  --trusted-proxies LIST    comma-separated addresses or CIDR ranges of the load balancers and
+                            proxies in front of the gateway: for a peer among them the access log
+                            takes the client address from X-Forwarded-For (env
+                            PI_TRUSTED_PROXIES; default none: the peer's address, header ignored)
   --otlp-endpoint URL       export traces over OTLP/HTTP to URL/v1/traces (env
                             OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
                             as the full URL; default: no traces). OTEL_SERVICE_NAME,
@@ -69,6 +77,20 @@ function otlpTracesUrl(p: Parsed): string | null {
   return null;
 }
 
+/** --trusted-proxies (PI_TRUSTED_PROXIES): comma-separated addresses and CIDR ranges, checked now. */
+function trustedProxies(p: Parsed): string[] {
+  const v = str(p, 'trusted-proxies', 'PI_TRUSTED_PROXIES');
+  if (v === undefined || v.trim() === '') return [];
+  const entries = v.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  try {
+    new TrustedProxies(entries);
+  } catch (err) {
+    if (err instanceof TrustedProxyError) throw new UsageError(`--trusted-proxies: ${err.message}`);
+    throw err;
+  }
+  return entries;
+}
+
 /** The observability options of a parsed command line; UsageError on a bad value. */
 export function observabilityOptions(p: Parsed): ObservabilityOptions {
   const port = int(p, 'admin-port', 'PI_ADMIN_PORT');
@@ -77,6 +99,7 @@ export function observabilityOptions(p: Parsed): ObservabilityOptions {
     admin: port === undefined ? null : { host: str(p, 'admin-host', 'PI_ADMIN_HOST', '127.0.0.1') as string, port },
     metrics: onOff(p, 'metrics', 'PI_METRICS', true),
     accessLog: onOff(p, 'access-log', 'PI_ACCESS_LOG', true),
+    trustedProxies: trustedProxies(p),
     tracesUrl: otlpTracesUrl(p),
     serviceName: process.env.OTEL_SERVICE_NAME || 'pi-gateway',
   };

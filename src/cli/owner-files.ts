@@ -7,6 +7,7 @@
 import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ReloadResult } from '../gateway.ts';
+import { type ReloadJson, reloadJson } from '../observe/lifecycle.ts';
 import { acquireOwnerLock, type OwnerLock, ownerLockFile, writePrivateFile } from '../store/store.ts';
 
 export function pidFile(db: string): string {
@@ -21,8 +22,9 @@ export function configDirFile(db: string): string {
   return `${db}.config-dir`;
 }
 
-/** What `<db>.reload.json` holds: the result, which process wrote it, and its sequence number there. */
-export interface ReloadRecord extends ReloadResult {
+/** What `<db>.reload.json` holds: the result (as readiness shows it: snake_case, `at` in ISO 8601
+ *  UTC), which process wrote it, and its sequence number there. */
+export interface ReloadRecord extends ReloadJson {
   pid: number;
   seq: number;
 }
@@ -106,7 +108,7 @@ export function claimDatabase(db: string, served: { configDir: string }): Owner 
     recordReload(result) {
       seq++;
       try {
-        writeAtomically(reloadFile(db), JSON.stringify({ ...result, pid: process.pid, seq } satisfies ReloadRecord) + '\n');
+        writeAtomically(reloadFile(db), JSON.stringify({ ...reloadJson(result), pid: process.pid, seq } satisfies ReloadRecord) + '\n');
       } catch {
         // The result is still on the gateway and in the log; `reload` then times out waiting.
       }

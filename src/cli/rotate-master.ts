@@ -35,7 +35,7 @@ export async function rotateMaster(p: Parsed): Promise<number> {
   try {
     const r = await store.secrets.rotateMaster(newKey);
     if (json) {
-      printJson(r);
+      printJson({ resealed: r.resealed, from_key_id: r.fromKeyId, to_key_id: r.toKeyId, scrubbed: r.scrubbed });
     } else if (r.resealed.length === 0) {
       process.stdout.write('no sealed secrets: nothing to re-seal; use the new key as PI_MASTER_KEY from now on\n');
     } else {

@@ -114,6 +114,7 @@ export async function startObservability(
   const telemetry = await startTelemetry({
     metrics: o?.admin !== null && o?.admin !== undefined && o.metrics,
     accessLog: o?.accessLog && !coordinator ? new BufferedLines(process.stdout) : null,
+    trustedProxies: o?.trustedProxies ?? [],
     traces: o?.tracesUrl && !coordinator ? { url: o.tracesUrl, serviceName: o.serviceName } : null,
     log: jsonLog,
   });
@@ -176,6 +177,8 @@ export interface Supervised {
   /** The admin listener: with an operator token, POST /admin/reload runs `reload` there too (the
    *  reload of a process no local signal reaches, such as each node of a fleet). */
   admin?: AdminListener | null;
+  /** Where `pi_gateway_uncaught_errors_total` reads the last-resort handler's count (metrics on). */
+  metrics?: Pick<GatewayMetrics, 'countUncaughtErrors'> | null;
 }
 
 /**
@@ -188,6 +191,7 @@ export interface Supervised {
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
     const lastResort = installLastResort(jsonLog);
+    s.metrics?.countUncaughtErrors(() => lastResort.count);
     let stopping = false;
     let reloading: Promise<unknown> = Promise.resolve();
     // One reload at a time, whoever asked (a signal or the admin listener): each waits for the last.
@@ -224,7 +228,7 @@ export function untilStopped(s: Supervised): Promise<number> {
       s.stop().then(
         () => finish(0),
         (err: unknown) => {
-          process.stderr.write(`pi-gateway: error while stopping: ${err instanceof Error ? err.message : String(err)}\n`);
+          jsonLog('stop_failed', { error: err instanceof Error ? err.message : String(err) });
           finish(1);
         },
       );

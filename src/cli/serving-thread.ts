@@ -73,6 +73,7 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     telemetry = await startTelemetry({
       metrics: data.metrics ? { processMetrics: false } : false,
       accessLog: data.accessLog ? new BufferedLines(process.stdout) : null,
+      trustedProxies: data.trustedProxies,
       traces: data.traces,
       log,
     });

@@ -6,11 +6,11 @@
 import { createServer } from 'node:net';
 import { FixedWindowRateLimiter } from '../admission/rate-limit.ts';
 import { WalletBook } from '../admission/wallet-book.ts';
-import type { DrainReport, ReloadResult } from '../api/lifecycle.ts';
+import { type DrainReport, drainedFields, type ReloadResult } from '../api/lifecycle.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { ConfigIndex } from '../config/index.ts';
-import { jsonLog } from '../gateway.ts';
+import { jsonLog, metricLabels } from '../gateway.ts';
 import { Lifecycle } from '../observe/lifecycle.ts';
 import { HealthTracker } from '../routing/health.ts';
 import { SessionPins } from '../routing/session-pins.ts';
@@ -120,6 +120,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
         upstreamOverride: o.upstreamOverride ?? null,
         metrics: telemetry.metrics !== null,
         accessLog: obs?.accessLog ?? false,
+        trustedProxies: obs?.trustedProxies ?? [],
         traces: obs?.tracesUrl ? { url: obs.tracesUrl, serviceName: obs.serviceName } : null,
         breakers: coordinator.breakerStates(),
       }),
@@ -131,6 +132,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       breakers: () => index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: health.state(d.id).state })),
       configHash: () => index.config.sourceHash,
       lifecycle,
+      labels: () => metricLabels(index.config),
     });
     const serving = { index: () => index, credentialNames: () => store.secrets.names(), workers: () => pool.samples() };
     admin?.attach(serving, { ...serving, store: sqliteConsole(store), health, creds: { has: (name: string) => store.secrets.names().has(name) }, now: () => clock.now() });
@@ -160,7 +162,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
         lifecycle.draining = true;
         return (drained ??= (async () => {
           const report = await pool.drain(deadlineMs ?? index.config.settings.limits.drainTimeoutMs);
-          jsonLog('drained', { ...report, workers: o.workers });
+          jsonLog('drained', { ...drainedFields(report), workers: o.workers });
           lifecycle.markStopped();
           wallets.close();
           await writer.close();

@@ -14,6 +14,8 @@ export interface Reply {
   readonly started: boolean;
   /** The response is over (sent, ended, closed or aborted); nothing may be written any more. */
   readonly done: boolean;
+  /** Body bytes of the response handed to the connection so far (no headers, no chunk framing). */
+  readonly bytesSent: number;
 
   /** Called once if the client disconnects before the response ends. */
   onAborted(cb: () => void): void;

@@ -20,6 +20,10 @@ export interface IncomingRequest {
   bodyStream: Readable | null;
   /** Time the request arrived (performance.now() milliseconds) for latency accounting. */
   startedAt: number;
+  /** The connection's peer address as text (an IPv4 peer of a dual-stack socket as `::ffff:a.b.c.d`). */
+  remoteAddress: string;
+  /** Body bytes received so far: the whole body's length once read, or what its stream delivered. */
+  bodyBytes: number;
 }
 
 /** How a route wants its request body: not read, read whole (capped), or streamed (capped). */

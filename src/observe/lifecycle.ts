@@ -29,6 +29,20 @@ export interface ReloadRecord extends ReloadResult {
   at: number;
 }
 
+/** A reload record as the gateway writes it out (readiness's `last_reload`, the serving process's
+ *  `<db>.reload.json`): snake_case, the instant in ISO 8601 UTC like every time it writes. */
+export interface ReloadJson {
+  ok: boolean;
+  hash: string | null;
+  problems: string[];
+  restart_needed: string[];
+  at: string;
+}
+
+export function reloadJson(r: ReloadRecord): ReloadJson {
+  return { ok: r.ok, hash: r.hash, problems: [...r.problems], restart_needed: [...(r.restartNeeded ?? [])], at: new Date(r.at).toISOString() };
+}
+
 export class Lifecycle {
   private current: LifecycleState = 'starting';
   private last: ReloadRecord | null = null;

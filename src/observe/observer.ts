@@ -63,6 +63,10 @@ export interface RequestSummary {
   /** The charge was cut: a provider's usage priced above what the request could have cost (`bound`),
    *  or the gateway's estimate above the hold (`hold`); absent or null when it was not. */
   readonly usageCapped?: 'bound' | 'hold' | null;
+  /** Body bytes received from the client (what was read of it). */
+  readonly requestBytes: number;
+  /** Body bytes of the answer handed to the client's connection. */
+  readonly responseBytes: number;
 }
 
 /** One request as one observer follows it. */

@@ -13,13 +13,14 @@ import type { UwsReply } from './uws-reply.ts';
 /** What the server buffers for the consumer before it pauses the socket. */
 const BUFFERED_BYTES = 256 * 1024;
 
-export function streamBody(res: HttpResponse, reply: UwsReply, cap: number, declaredLength: number | null, tooLarge: () => void): Readable {
+export function streamBody(res: HttpResponse, reply: UwsReply, cap: number, declaredLength: number | null, tooLarge: () => void, counted: { bodyBytes: number }): Readable {
   const stream = new Readable({ highWaterMark: BUFFERED_BYTES, read: () => reader.resume() });
   // Errors reach whoever consumes the body (an async iterator, a pipeline); a handler that answered
   // without reading it has no listener, and an unheard 'error' event would be thrown at the process.
   stream.on('error', () => undefined);
   const reader: BodyReader = new BodyReader(res, cap, declaredLength, {
     data(chunk, last) {
+      counted.bodyBytes += chunk.byteLength;
       const more = stream.push(chunk);
       if (last) stream.push(null);
       else if (!more) reader.pause();

@@ -71,7 +71,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
       const traceId = newTraceId();
       const method = req.getCaseSensitiveMethod();
-      const incoming = copyRequest(req, paramCount, method);
+      const incoming = copyRequest(req, paramCount, method, res);
       const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain, ...(route.errorBody ? { errorBody: route.errorBody } : {}) });
       const refused = framingProblem(incoming, method);
       if (refused !== null) {
@@ -114,7 +114,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   };
 }
 
-function copyRequest(req: HttpRequest, paramCount: number, method: string): IncomingRequest {
+function copyRequest(req: HttpRequest, paramCount: number, method: string, res: HttpResponse): IncomingRequest {
   // Values are kept as bytes, one character per byte: forwarded unchanged, and decoded to text only
   // where text is needed (src/http/header-text.ts headerText). getHeader returns those bytes, but only
   // a header's first value; forEach returns every value, decoded as UTF-8 (an invalid byte becomes
@@ -149,6 +149,8 @@ function copyRequest(req: HttpRequest, paramCount: number, method: string): Inco
     body: EMPTY,
     bodyStream: null,
     startedAt: performance.now(),
+    remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+    bodyBytes: 0,
   };
 }
 
@@ -179,6 +181,7 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
       () => reply.done,
       (body) => {
         req.body = body;
+        req.bodyBytes = body.byteLength;
         run(route.handler, req, reply, opts);
       },
       () => tooLarge(reply, cap),
@@ -191,7 +194,7 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
     return;
   }
   if (mode === 'stream') {
-    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap));
+    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req);
   }
   run(route.handler, req, reply, opts);
 }

@@ -33,6 +33,7 @@ export class UwsReply implements Reply {
   aborted = false;
   started = false;
   done = false;
+  bytesSent = 0;
   private readonly res: HttpResponse;
   private abortHandlers: (() => void)[] = [];
   private finishingHandlers: (() => void)[] = [];
@@ -125,6 +126,7 @@ export class UwsReply implements Reply {
     const close = this.closing(headers);
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     // An answer that ends the connection goes out whole: tryEnd cannot close after it.
+    if (!this.headOnly && status !== 204 && status !== 304) this.bytesSent += bytes?.byteLength ?? 0;
     if (bytes && bytes.byteLength > LARGE_BODY && !this.headOnly && !close) {
       this.sendLarge(status, headers, bytes);
       return;
@@ -198,6 +200,7 @@ export class UwsReply implements Reply {
     if (this.done) return true;
     // One bound writer per reply instead of a closure per write: a stream writes once per event.
     this.pendingChunk = chunk;
+    this.bytesSent += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     this.wrote = true;
     this.res.cork(this.corkedWrite);
     this.pendingChunk = NO_CHUNK;

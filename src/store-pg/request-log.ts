@@ -2,6 +2,7 @@
 // (every `flushIntervalMs`, or at once at `maxBatch` rows), never one statement per request. While
 // the server does not answer, rows are kept up to a bounded backlog and retried; `close()` flushes.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
+import { logLine } from '../observe/log-line.ts';
 import { storedCost, unstorableCosts } from '../store/log-cost.ts';
 import type { RequestLogFilter } from '../store/request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../store/types.ts';
@@ -50,7 +51,7 @@ export class PgRequestLog {
     pool: PgPool,
     opts: RequestLogOptions = {},
     onError: (err: unknown) => void = (err) =>
-      process.stderr.write(`pi-gateway: request log write failed, will retry: ${err instanceof Error ? err.message : String(err)}\n`),
+      process.stderr.write(logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true })),
   ) {
     this.pool = pool;
     this.onError = onError;

@@ -2,6 +2,7 @@
 // batch (every `flushIntervalMs`, or at once when `maxBatch` rows are queued), never one per request.
 // Rows still queued when the process dies are lost; `Store.close()` flushes them on shutdown.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
+import { logLine } from '../observe/log-line.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
 import { writeEach } from './isolated-writes.ts';
@@ -80,7 +81,7 @@ export class RequestLog {
     this.readonly = opts.readonly ?? false;
     this.onError =
       opts.onError ??
-      ((err) => process.stderr.write(`pi-gateway: request log write failed, will retry: ${err instanceof Error ? err.message : String(err)}\n`));
+      ((err) => process.stderr.write(logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true })));
   }
 
   /** Queues one row; cheap and synchronous on the request path. */

@@ -1,53 +1,88 @@
 // The access log: one JSON line per finished inference request, for log shippers (stdout by
-// default). What it holds is the request-log row's non-secret facts — request id, trace id, who
-// called (workspace, key id: never the key), which model was asked for and which one served, the
-// provider, attempts, status, error code, how the request ended, latency, time to first byte,
-// tokens and cost — never a key, a credential, a header value, a prompt or an answer. The model
-// string a client sent is cut to a bounded length.
+// default), shaped like every log line the gateway writes — `time`, `level`, `event` ("request")
+// first. What it holds is where the request came from (the client's address — the peer's, or the
+// X-Forwarded-For client when the peer is a trusted proxy —, method, path, user agent) and the
+// request-log row's non-secret facts — request id, trace id, who called (workspace, key id: never
+// the key), which model was asked for and which one served, the provider, attempts, status, error
+// code, how the request ended, latency, time to first byte, body bytes each way, tokens and cost —
+// never a key, a credential, another header's value, a prompt or an answer. The model string and the
+// user agent a client sent are cut to a bounded length.
+import { headerText } from '../http/header-text.ts';
+import type { IncomingRequest } from '../http/request.ts';
 import { nanoToDecimal } from '../money.ts';
 import { IGNORED_ATTEMPT, type RequestObserver, type RequestSummary, type RequestWatch } from '../observe/observer.ts';
+import type { RequestEnd } from '../observe/request-end.ts';
 import { requestTraceId } from '../observe/trace-context.ts';
-import type { IncomingRequest } from '../http/request.ts';
+import { clientAddress, TrustedProxies } from './client-address.ts';
 import type { LineSink } from './line-sink.ts';
 
 /** Longest `model_requested` written (the client's string; the request log keeps it whole). */
 export const MAX_MODEL_CHARS = 200;
+/** Longest `user_agent` and `path` written. */
+export const MAX_HEADER_CHARS = 512;
 
 export interface AccessLogOptions {
   /** Traces are exported: each line carries the W3C trace id of the request's span. */
   traces: boolean;
+  /** Peers whose X-Forwarded-For names the client (none: the header is never read). */
+  trustedProxies?: TrustedProxies;
 }
 
+/** Where a request came from, read when it begins (`req` is only valid then). */
+export interface RequestOrigin {
+  client: string;
+  method: string;
+  path: string;
+  userAgent: string | null;
+  /** The W3C trace id of the request's span, when traces are on. */
+  otelTraceId: string | null;
+}
+
+const NO_PROXIES = new TrustedProxies([]);
+
 export function accessLogObserver(sink: LineSink, opts: AccessLogOptions): RequestObserver {
-  // Without traces the watch keeps nothing per request and is shared.
-  const shared: RequestWatch = {
-    read: () => undefined,
-    attempt: () => IGNORED_ATTEMPT,
-    end: (s) => sink.write(accessLine(s, null)),
-  };
+  const trusted = opts.trustedProxies ?? NO_PROXIES;
   return {
     begin(_endpoint: string, traceId: string, req: IncomingRequest): RequestWatch {
-      if (!opts.traces) return shared;
-      // The header is read now: `req` is only valid during begin().
-      const otelTraceId = requestTraceId(req.headers.traceparent, traceId);
-      return { read: shared.read, attempt: shared.attempt, end: (s) => sink.write(accessLine(s, otelTraceId)) };
+      const origin: RequestOrigin = {
+        client: clientAddress(req.remoteAddress, req.headers['x-forwarded-for'], trusted),
+        method: req.method,
+        path: cut(req.path, MAX_HEADER_CHARS),
+        userAgent: cut(headerText(req.headers['user-agent']) ?? null, MAX_HEADER_CHARS),
+        otelTraceId: opts.traces ? requestTraceId(req.headers.traceparent, traceId) : null,
+      };
+      return { read: () => undefined, attempt: () => IGNORED_ATTEMPT, end: (s) => sink.write(accessLine(s, origin)) };
     },
   };
 }
 
+/** Ends of an answer the gateway or the provider cut (the client leaving is the client's). */
+const CUT_ENDS: ReadonlySet<RequestEnd> = new Set<RequestEnd>(['upstream_cut', 'idle_timeout', 'write_stall', 'drained']);
+
+/** `error` when the gateway or the provider failed the request (a 5xx, a cut answer), else `info`:
+ *  a client's own 4xx is the client's (the same rule as a trace's server span). */
+export function accessLevel(status: number, ended: RequestEnd | null): 'info' | 'error' {
+  return status >= 500 || (ended !== null && CUT_ENDS.has(ended)) ? 'error' : 'info';
+}
+
+function cut<T extends string | null>(s: T, max: number): T {
+  return (s !== null && s.length > max ? s.slice(0, max) : s) as T;
+}
+
 /** The JSON line of one request (fixed key order; no newline). Written out by hand: JSON.stringify
  *  of the same object, and Date#toISOString, cost about twice as much per request. */
-export function accessLine(s: RequestSummary, otelTraceId: string | null): string {
+export function accessLine(s: RequestSummary, o: RequestOrigin): string {
   const r = s.row;
   const model = r.model_requested;
   return (
-    `{"ts":"${isoTime(r.ts)}","trace_id":${str(r.trace_id)}` +
-    (otelTraceId ? `,"otel_trace_id":${str(otelTraceId)}` : '') +
+    `{"time":"${isoTime(r.ts)}","level":"${accessLevel(r.status, r.ended)}","event":"request","trace_id":${str(r.trace_id)}` +
+    (o.otelTraceId ? `,"otel_trace_id":${str(o.otelTraceId)}` : '') +
+    `,"client_address":${str(o.client)},"method":${str(o.method)},"path":${str(o.path)},"user_agent":${str(o.userAgent)}` +
     `,"workspace":${str(r.workspace)},"key_id":${str(r.key_id)},"endpoint":${str(r.endpoint)}` +
-    `,"model_requested":${str(model !== null && model.length > MAX_MODEL_CHARS ? model.slice(0, MAX_MODEL_CHARS) : model)}` +
+    `,"model_requested":${str(cut(model, MAX_MODEL_CHARS))}` +
     `,"model_served":${str(r.model_served)},"provider":${str(r.provider)},"deployment":${str(r.deployment)}` +
     `,"attempts":${r.attempts},"stream":${r.stream},"status":${r.status},"error_code":${str(r.error_code)},"ended":${str(r.ended)}` +
-    `,"latency_ms":${num(r.latency_ms)},"ttfb_ms":${num(r.ttfb_ms)}` +
+    `,"latency_ms":${num(r.latency_ms)},"ttfb_ms":${num(r.ttfb_ms)},"request_bytes":${s.requestBytes},"response_bytes":${s.responseBytes}` +
     `,"prompt_tokens":${num(r.prompt_tokens)},"completion_tokens":${num(r.completion_tokens)}` +
     `,"reasoning_tokens":${num(r.reasoning_tokens)},"cached_tokens":${num(r.cached_tokens)}` +
     `,"cost_usd":${r.cost_nano === null ? 'null' : `"${usd(r.cost_nano)}"`}}`

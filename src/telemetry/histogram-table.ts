@@ -30,14 +30,20 @@ export class HistogramTable {
   }
 
   observe(label: string, value: number): void {
-    let row = this.rows.get(label);
-    if (!row) this.rows.set(label, (row = { label, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 }));
+    const row = this.row(label);
     const bounds = this.bounds;
     let i = 0;
     while (i < bounds.length && value > (bounds[i] as number)) i++;
     (row.counts[i] as number)++;
     row.sum += value;
     row.count++;
+  }
+
+  /** The row of `label`, made empty on first use (a series present from the start). */
+  row(label: string): Row {
+    let row = this.rows.get(label);
+    if (!row) this.rows.set(label, (row = { label, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 }));
+    return row;
   }
 
   all(): IterableIterator<Row> {
@@ -53,14 +59,19 @@ interface ExportedValue {
   metricName: string;
 }
 
+interface TableHistogramSpec {
+  name: string;
+  help: string;
+  registers: ConstructorParameters<typeof Histogram<string>>[0]['registers'];
+  /** Runs before each read of the table (the owner adds the rows a scrape should show). */
+  beforeRead?: () => void;
+}
+
 /** A prom-client histogram whose samples come from a HistogramTable. */
 export class TableHistogram extends Histogram<string> {
-  private readonly spec: { name: string; help: string; registers: ConstructorParameters<typeof Histogram<string>>[0]['registers'] };
+  private readonly spec: TableHistogramSpec;
   private readonly table: HistogramTable;
-  constructor(
-    spec: { name: string; help: string; registers: ConstructorParameters<typeof Histogram<string>>[0]['registers'] },
-    table: HistogramTable,
-  ) {
+  constructor(spec: TableHistogramSpec, table: HistogramTable) {
     super({ name: spec.name, help: spec.help, labelNames: [table.labelName], buckets: [...table.bounds], registers: spec.registers ?? [] });
     this.spec = spec;
     this.table = table;
@@ -69,6 +80,7 @@ export class TableHistogram extends Histogram<string> {
   /** What prom-client's registry formats as text (the same shape its own histogram returns). */
   async getForPromString(): Promise<{ name: string; help: string; type: string; aggregator: string; values: ExportedValue[] }> {
     const { name, help } = this.spec;
+    this.spec.beforeRead?.();
     const values: ExportedValue[] = [];
     for (const row of this.table.all()) {
       const shared = { [this.table.labelName]: row.label };

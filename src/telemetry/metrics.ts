@@ -1,18 +1,25 @@
 // The gateway's Prometheus metrics: a request observer that counts what every inference request did
 // (requests, how they ended, attempts, failovers, tokens, cost, refusals, in-flight requests and
 // streams, time added by the gateway, upstream time to first byte), gauges read at scrape time
-// (breaker state per deployment, config hash, readiness), config reloads by result, and prom-client's
-// process metrics (RSS, event-loop delay, GC, heap). Labels stay low-cardinality: endpoint ids,
-// model and deployment ids from the config, platform ids, workspace ids, HTTP statuses and the
-// fixed outcome vocabularies — never the model string a client sent.
+// (breaker state per deployment, config hash, readiness), config reloads by result, exceptions the
+// last-resort handler caught, the build, and prom-client's process metrics (RSS, event-loop delay,
+// GC, heap). Labels stay low-cardinality: endpoint ids, model and deployment ids from the config,
+// platform ids, workspace ids, HTTP statuses and the fixed outcome vocabularies — never the model
+// string a client sent. A series whose every label value comes from the config or a closed
+// vocabulary is there, at zero, from the first scrape (the config's values are read at each scrape,
+// so a reload's new workspace or provider appears too); only series with an open label (an HTTP
+// status, an attempt outcome) appear with their first event.
 //
 // Cost on the request path: counters, gauges and histograms are plain numbers in tables (one Map
 // lookup each, src/telemetry/series-table.ts and histogram-table.ts); prom-client reads them when
 // /metrics is scraped and formats the exposition.
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { CompiledConfig } from '../config/compiled.ts';
 import type { IncomingRequest } from '../http/request.ts';
+import { buildInfo } from '../install/build-info.ts';
 import type { Lifecycle, ReloadRecord } from '../observe/lifecycle.ts';
 import type { AttemptEnd, AttemptStart, AttemptWatch, RequestObserver, RequestSummary, RequestWatch } from '../observe/observer.ts';
+import { REQUEST_ENDS } from '../observe/request-end.ts';
 import { HistogramTable, TableHistogram } from './histogram-table.ts';
 import { SeriesTable } from './series-table.ts';
 
@@ -29,6 +36,9 @@ export interface MetricsBinding {
   /** sourceHash of the config serving now. */
   configHash(): string;
   lifecycle: Lifecycle;
+  /** The config serving now and its inference endpoint ids: the label values its series start at
+   *  zero with (absent: only the series of events seen). */
+  labels?(): { config: CompiledConfig; endpoints: readonly string[] };
 }
 
 /** A fleet node's Redis (`serve --redis`): whether it answers, and the decisions taken on this node
@@ -77,15 +87,63 @@ export class GatewayMetrics implements RequestObserver {
   readonly overhead = new HistogramTable('endpoint', OVERHEAD_BUCKETS);
   readonly ttfb = new HistogramTable('provider', LATENCY_BUCKETS);
   private binding: MetricsBinding | null = null;
+  /** The config whose label values the tables hold (see prime). */
+  private primedFor: CompiledConfig | null = null;
+  /** Exceptions and rejections the process's last-resort handler caught (see countUncaughtErrors). */
+  private uncaught: () => number = () => 0;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    new TableHistogram({ name: 'pi_gateway_request_duration_seconds', help: 'Inference requests: arrival to the end of the answer, by endpoint.', registers }, this.duration);
-    new TableHistogram({ name: 'pi_gateway_overhead_seconds', help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.', registers }, this.overhead);
-    new TableHistogram({ name: 'pi_gateway_upstream_ttfb_seconds', help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.", registers }, this.ttfb);
+    for (const result of ['ok', 'failed']) this.reloads.series(result);
+    const beforeRead = () => this.prime();
+    new TableHistogram({ name: 'pi_gateway_request_duration_seconds', help: 'Inference requests: arrival to the end of the answer, by endpoint.', registers, beforeRead }, this.duration);
+    new TableHistogram({ name: 'pi_gateway_overhead_seconds', help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.', registers, beforeRead }, this.overhead);
+    new TableHistogram({ name: 'pi_gateway_upstream_ttfb_seconds', help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.", registers, beforeRead }, this.ttfb);
     this.registerTables();
     this.registerScrapeGauges();
-    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    // The build and the process: the serving threads of `serve --workers N` leave them to the
+    // coordinator, whose scrape reports them once.
+    if (opts.processMetrics ?? true) {
+      this.registerProcessCounters();
+      collectDefaultMetrics({ register: this.registry });
+    }
+  }
+
+  /** The process's last-resort handler (src/cli/last-resort.ts): `read` says how many exceptions it
+   *  caught so far (`pi_gateway_uncaught_errors_total`, zero until then). */
+  countUncaughtErrors(read: () => number): void {
+    this.uncaught = read;
+  }
+
+  /**
+   * Every series whose label values the config names, at zero: request ends and in-flight gauges per
+   * endpoint, failovers, usage caps and time to first byte per provider, tokens per deployment's
+   * model and provider, refusals and cost per workspace. Called at each scrape; does the work only
+   * when the config changed (a reload adds the new values; a value that left keeps its series).
+   */
+  prime(): void {
+    const labels = this.binding?.labels?.();
+    if (!labels || labels.config === this.primedFor) return;
+    this.primedFor = labels.config;
+    const { config, endpoints } = labels;
+    for (const endpoint of endpoints) {
+      for (const ended of REQUEST_ENDS) this.ends.series(endpoint, ended);
+      this.inFlight.series(endpoint);
+      this.inFlightStreams.series(endpoint);
+      this.duration.row(endpoint);
+      this.overhead.row(endpoint);
+    }
+    for (const d of config.deployments) {
+      this.failovers.series(d.platform);
+      this.ttfb.row(d.platform);
+      for (const cap of ['bound', 'hold']) this.usageCapped.series(d.platform, cap);
+      for (const direction of ['input', 'output']) this.tokens.series(direction, d.model, d.platform);
+    }
+    for (const w of config.workspaces) {
+      this.walletRefusals.series(w.id);
+      this.rateLimited.series(w.id);
+      if (!this.costNano.has(w.id)) this.costNano.set(w.id, 0n);
+    }
   }
 
   get contentType(): string {
@@ -164,6 +222,7 @@ export class GatewayMetrics implements RequestObserver {
   /** Counters and gauges over the request-path tables, filled from them when scraped. */
   private registerTables(): void {
     const registers = [this.registry];
+    const metrics = this;
     const counter = (name: string, help: string, table: SeriesTable) =>
       new Counter({
         name,
@@ -171,6 +230,7 @@ export class GatewayMetrics implements RequestObserver {
         labelNames: table.labelNames,
         registers,
         collect() {
+          metrics.prime();
           this.reset();
           for (const s of table.all()) this.inc(s.labels, s.value);
         },
@@ -182,6 +242,7 @@ export class GatewayMetrics implements RequestObserver {
         labelNames: table.labelNames,
         registers,
         collect() {
+          metrics.prime();
           this.reset();
           for (const s of table.all()) this.set(s.labels, s.value);
         },
@@ -208,8 +269,35 @@ export class GatewayMetrics implements RequestObserver {
       labelNames: ['workspace'],
       registers,
       collect() {
+        metrics.prime();
         this.reset();
         for (const [workspace, nano] of costNano) this.inc({ workspace }, Number(nano) / NANO_PER_USD);
+      },
+    });
+  }
+
+  /** What only the process knows: the build it runs, and the exceptions nothing else caught. */
+  private registerProcessCounters(): void {
+    const registers = [this.registry];
+    const metrics = this;
+    new Gauge({
+      name: 'pi_gateway_build_info',
+      help: 'The build serving: 1, labelled with the package version, the commit it was built from (unknown without one) and the Node.js version.',
+      labelNames: ['version', 'commit', 'node'],
+      registers,
+      collect() {
+        this.reset();
+        const b = buildInfo();
+        this.set({ version: b.version, commit: b.commit, node: b.node }, 1);
+      },
+    });
+    new Counter({
+      name: 'pi_gateway_uncaught_errors_total',
+      help: 'Exceptions and promise rejections nothing caught, logged as uncaught_error by the last-resort handler (the process keeps serving; each is a bug to report).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(metrics.uncaught());
       },
     });
   }

@@ -4,6 +4,7 @@
 // neither and its request path does no telemetry work.
 import type { RequestObserver } from '../observe/observer.ts';
 import { accessLogObserver } from './access-log.ts';
+import { TrustedProxies } from './client-address.ts';
 import type { LineSink } from './line-sink.ts';
 import type { GatewayMetrics, MetricsBinding } from './metrics.ts';
 
@@ -13,6 +14,9 @@ export interface TelemetryOptions {
   metrics?: boolean | { processMetrics?: boolean };
   /** Where access-log lines go; absent or null: no access log. */
   accessLog?: LineSink | null;
+  /** Addresses and CIDR ranges of the proxies whose X-Forwarded-For the access log believes
+   *  (default none); a bad entry throws TrustedProxyError. */
+  trustedProxies?: readonly string[];
   /** OTLP/HTTP traces; absent or null: none. `url` is the full …/v1/traces URL, or null to let the
    *  exporter read the OTEL_EXPORTER_OTLP_* environment. */
   traces?: { url: string | null; serviceName?: string; scheduledDelayMillis?: number; flushTimeoutMs?: number; exportTimeoutMs?: number } | null;
@@ -67,7 +71,7 @@ export async function startTelemetry(opts: TelemetryOptions = {}): Promise<Telem
     observers.push(t);
   }
   const accessLog = opts.accessLog ?? null;
-  if (accessLog) observers.push(accessLogObserver(accessLog, { traces: tracing !== null }));
+  if (accessLog) observers.push(accessLogObserver(accessLog, { traces: tracing !== null, trustedProxies: new TrustedProxies(opts.trustedProxies ?? []) }));
 
   let closed: Promise<void> | null = null;
   const flush = async () => {

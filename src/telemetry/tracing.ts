@@ -32,8 +32,9 @@ export interface TracingOptions {
   /** How long flush() and close() wait for the exporter before giving up (ms; default 2000): a
    *  collector that is down never holds up a shutdown. */
   flushTimeoutMs?: number;
-  /** Timeout of one export request including its retries (ms); default: the exporter's own
-   *  (OTEL_EXPORTER_OTLP_TIMEOUT, else 10 s). */
+  /** Timeout of one export request including its retries (ms): this, else
+   *  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT / OTEL_EXPORTER_OTLP_TIMEOUT, and never more than the flush
+   *  timeout (see exportTimeout). */
   exportTimeoutMs?: number;
   /** Export failures (at most one report a minute while they last). */
   onExportError?: (message: string) => void;
@@ -41,6 +42,18 @@ export interface TracingOptions {
 
 const DEFAULT_FLUSH_TIMEOUT_MS = 2000;
 const EXPORT_ERROR_EVERY_MS = 60_000;
+
+/**
+ * One export's time, retries included: the one asked for (or the OTEL_* environment's), never more
+ * than the flush timeout. The exporter's sockets and retry timers keep the process alive while an
+ * export lasts, whoever stopped waiting for it: with its own default (10 s, retrying a collector that
+ * refuses with back-off, holding a socket to one that never answers) a gateway whose collector was
+ * down exited 8 to 10 s after SIGTERM, not the 2 s shutdown promises.
+ */
+export function exportTimeout(flushTimeoutMs: number, asked: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  const fromEnv = [env['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'], env['OTEL_EXPORTER_OTLP_TIMEOUT']].map((v) => (v && /^\d+$/.test(v.trim()) ? Number(v) : NaN)).find((n) => n > 0);
+  return Math.min(asked ?? fromEnv ?? flushTimeoutMs, flushTimeoutMs);
+}
 
 /** gen_ai.operation.name per endpoint id: the text protocols are chat; images generate content. */
 const OPERATION: Record<string, string> = {
@@ -86,9 +99,11 @@ export class Tracing implements RequestObserver {
     this.onExportError = opts.onExportError ?? (() => undefined);
     // The SDK reports failed exports here (one gateway per process owns this handler).
     setGlobalErrorHandler((err) => this.exportFailed(err));
+    // Every batch still queued is exported at once when the provider shuts down, each within this
+    // timeout: nothing of the exporter outlives a shutdown by more than the flush timeout.
     const exporter = new OTLPTraceExporter({
       ...(opts.url ? { url: opts.url } : {}),
-      ...(opts.exportTimeoutMs === undefined ? {} : { timeoutMillis: opts.exportTimeoutMs }),
+      timeoutMillis: exportTimeout(this.flushTimeoutMs, opts.exportTimeoutMs),
     });
     this.provider = new TracerProvider({
       resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.version': opts.serviceVersion }),

@@ -3,9 +3,10 @@
 // worker for its metrics as JSON and merges them with prom-client's aggregator — counters and
 // histograms summed, so the request series read as one gateway's. What only the coordinator knows
 // (breakers, config hash, readiness, reloads, the process's RSS and event-loop delay of the main
-// thread) comes from its own registry; per-worker gauges say which worker is up and how many
-// requests each has in flight.
-import { AggregatorRegistry, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+// thread, the build, the exceptions its last-resort handler caught) comes from its own registry; per
+// worker, gauges say whether it is up and how many requests it has in flight, counters how many it
+// answered and how often it was restarted — every worker's series there from the start, at zero.
+import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import type { GatewayMetrics } from './metrics.ts';
 
 export type MetricsJSON = MetricObjectWithValues<MetricValue<string>>[];
@@ -56,14 +57,14 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
       for (const w of workers()) this.set({ worker: String(w.worker) }, w.ready ? 1 : 0);
     },
   });
-  new Gauge({
-    name: 'pi_gateway_worker_restarts',
+  new Counter({
+    name: 'pi_gateway_worker_restarts_total',
     help: 'Times each serving thread was restarted after it ended unexpectedly (its open holds were released).',
     labelNames: ['worker'],
     registers: [own],
     collect() {
       this.reset();
-      for (const w of workers()) this.set({ worker: String(w.worker) }, w.restarts);
+      for (const w of workers()) this.inc({ worker: String(w.worker) }, w.restarts);
     },
   });
   const inFlight = new Gauge({
@@ -72,9 +73,9 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
     labelNames: ['worker'],
     registers: [own],
   });
-  const served = new Gauge({
-    name: 'pi_gateway_worker_requests',
-    help: 'Inference requests each serving thread answered since it started (how the kernel spreads connections over the threads).',
+  const served = new Counter({
+    name: 'pi_gateway_worker_requests_total',
+    help: 'Inference requests each serving thread answered since it started (how the kernel spreads connections over the threads); a restarted thread starts again from zero.',
     labelNames: ['worker'],
     registers: [own],
   });
@@ -84,6 +85,10 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
       const answers = await collect();
       inFlight.reset();
       served.reset();
+      for (const w of workers()) {
+        inFlight.set({ worker: String(w.worker) }, 0);
+        served.inc({ worker: String(w.worker) }, 0);
+      }
       const fromWorkers: MetricsJSON[] = [];
       for (const a of answers) {
         if (a.json === null) continue;
@@ -92,7 +97,7 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
         const f = json.find((m) => m.name === 'pi_gateway_in_flight_requests');
         inFlight.set({ worker: String(a.worker) }, (f?.values ?? []).reduce((n, v) => n + v.value, 0));
         const r = json.find((m) => m.name === 'pi_gateway_requests_total');
-        served.set({ worker: String(a.worker) }, (r?.values ?? []).reduce((n, v) => n + v.value, 0));
+        served.inc({ worker: String(a.worker) }, (r?.values ?? []).reduce((n, v) => n + v.value, 0));
       }
       const mine = (await coordinator.registry.getMetricsAsJSON()).filter((m) => !REQUEST_SERIES.has(m.name));
       // An empty worker list still yields every request series (at zero) from the coordinator's tables.

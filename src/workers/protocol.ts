@@ -72,6 +72,8 @@ export interface WorkerStart {
   /** What telemetry the thread runs: its metrics go to the coordinator's /metrics. */
   metrics: boolean;
   accessLog: boolean;
+  /** The access log's trusted proxies (serve --trusted-proxies). */
+  trustedProxies: string[];
   traces: { url: string | null; serviceName: string } | null;
   /** The breakers as the coordinator knows them at the start. */
   breakers: BreakerMirrorState[];

@@ -40,7 +40,7 @@ t.test('check: ok with counts', async (t) => {
 t.test('check: PI_CONFIG is the fallback for --config', async (t) => {
   const r = await run(check, ['--json'], { PI_CONFIG: MINI });
   t.equal(r.code, 0);
-  t.match(JSON.parse(r.out), { ok: true, counts: { models: 6, enabledModels: 5, platforms: 3 } });
+  t.match(JSON.parse(r.out), { ok: true, counts: { models: 6, enabled_models: 5, platforms: 3 } });
 });
 
 t.test('check: every issue, one per line, exit 1', async (t) => {

@@ -65,7 +65,7 @@ t.test('serve says so when nothing can serve at all', async (t) => {
   t.ok(lines.some((l) => l.event === 'credential_missing'));
   t.match(
     lines.find((l) => l.event === 'nothing_servable'),
-    { level: 'warn', message: /every inference request will answer 404 no_eligible_provider/ },
+    { level: 'error', message: /every inference request will answer 404 no_eligible_provider/ },
   );
 });
 

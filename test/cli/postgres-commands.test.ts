@@ -37,14 +37,14 @@ t.test('the commands on a postgres:// URL', async (t) => {
   t.match((await cliInProcess(['key', 'revoke', key.id], env)).stdout, /was already revoked/);
 
   const credit = await cliInProcess(['wallet', 'credit', '--workspace', WS, '--usd', '12.5', '--json'], env);
-  t.match(JSON.parse(credit.stdout), { workspace: WS, creditedUsd: '12.5', balanceUsd: '12.5' });
+  t.match(JSON.parse(credit.stdout), { workspace: WS, credited_usd: '12.5', balance_usd: '12.5' });
   const pg = await openPgStore(url);
   t.teardown(() => pg.close());
   await pg.holds.hold(WS, 'tr-1', 2_000_000_000n, Date.now(), 'test');
   await pg.holds.settle('tr-1', 1_250_000_000n, { model: 'v/m', provider: 'p1' }, Date.now());
   await pg.holds.hold(WS, 'tr-2', 1_000_000_000n, Date.now(), 'test');
   const show = await cliInProcess(['wallet', 'show', WS, '--json'], env);
-  t.match(JSON.parse(show.stdout), { balanceUsd: '11.25', heldUsd: '1', availableUsd: '10.25', openHolds: 1 });
+  t.match(JSON.parse(show.stdout), { balance_usd: '11.25', held_usd: '1', available_usd: '10.25', open_holds: 1 });
   const verify = await cliProcess(['ledger', 'verify'], { env });
   t.equal(verify.code, 0, verify.stderr);
   t.match(verify.stdout, /^ok: 1 wallet\(s\) agree with the ledger/);
@@ -92,7 +92,7 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
   t.equal((await cliInProcess(['migrate', '--from', file, '--to', 'file.db'], env)).code, 2, '--to must be a URL');
   const moved = await cliProcess(['migrate', '--from', file, '--to', url, '--json'], { env });
   t.equal(moved.code, 0, moved.stderr);
-  t.match(JSON.parse(moved.stdout), { moved: { keys: 1, secrets: 1, wallets: 1, ledger: 4, holds: 2 }, verifiedBefore: true, verifiedAfter: true, problems: [] });
+  t.match(JSON.parse(moved.stdout), { moved: { keys: 1, secrets: 1, wallets: 1, ledger: 4, holds: 2 }, verified_before: true, verified_after: true, problems: [] });
 
   const pg = await openPgStore(url, { masterKey: key });
   t.teardown(() => pg.close());

@@ -33,7 +33,7 @@ t.test('secret set via stdin, list, rm: the value is never printed', async (t) =
     run(['secret', 'set', 'X'], { input: 'v', env: { PI_MASTER_KEY: undefined } }),
   ]);
   t.equal(set2.code, 0, set2.stderr);
-  t.match(JSON.parse(set2.stdout), { name: 'MULTI', createdAt: String, updatedAt: String });
+  t.match(JSON.parse(set2.stdout), { name: 'MULTI', created_at: String, updated_at: String });
   t.equal(noKey.code, 1);
   t.match(noKey.stderr, /PI_MASTER_KEY is not set/);
 
@@ -72,7 +72,7 @@ t.test('key create, list, revoke with --json', async (t) => {
   const created = await cliProcess(['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '30', '--expires-at', '2099-01-01', '--json'], { env });
   t.equal(created.code, 0, created.stderr);
   const k = JSON.parse(created.stdout) as { id: string; key: string; prefix: string };
-  t.match(k, { workspace: WS, name: 'ci', rpm: 30, expiresAt: '2099-01-01T00:00:00.000Z', createdAt: String });
+  t.match(k, { workspace: WS, name: 'ci', rpm: 30, expires_at: '2099-01-01T00:00:00.000Z', created_at: String });
   t.match(k.key, /^sk-pi-[A-Za-z0-9_-]{43}$/);
   t.equal(k.prefix, k.key.slice(0, 14));
 
@@ -85,7 +85,7 @@ t.test('key create, list, revoke with --json', async (t) => {
   t.equal(list.code, 0, list.stderr);
   const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
   t.equal(rows.length, 2);
-  t.match(rows[0], { id: k.id, prefix: k.prefix, name: 'ci', workspace: WS, state: 'active', rpm: 30, expiresAt: '2099-01-01T00:00:00.000Z', revokedAt: null });
+  t.match(rows[0], { id: k.id, prefix: k.prefix, name: 'ci', workspace: WS, state: 'active', rpm: 30, expires_at: '2099-01-01T00:00:00.000Z', revoked_at: null });
   t.notOk('key' in (rows[0] as object) || 'hash' in (rows[0] as object), 'no key or hash field');
   t.match(table.stdout, /^ID\s+PREFIX\s+NAME\s+WORKSPACE\s+STATE\s+CREATED\s+EXPIRES/);
   for (const out of [list.stdout, table.stdout]) {
@@ -95,7 +95,7 @@ t.test('key create, list, revoke with --json', async (t) => {
 
   const revoked = await cliProcess(['key', 'revoke', k.id, '--json'], { env });
   t.equal(revoked.code, 0, revoked.stderr);
-  t.match(JSON.parse(revoked.stdout), { id: k.id, revoked: true, alreadyRevoked: false, revokedAt: String });
+  t.match(JSON.parse(revoked.stdout), { id: k.id, revoked: true, already_revoked: false, revoked_at: String });
   const listed = await cliProcess(['key', 'list', '--workspace', WS, '--json'], { env });
   t.equal((JSON.parse(listed.stdout) as { id: string; state: string }[]).find((r) => r.id === k.id)?.state, 'revoked');
   const store = openStore(db);

@@ -140,7 +140,7 @@ t.test('--json, and refusals that change nothing', async (t) => {
   store.close();
   const json = await cliProcess(['secret', 'rotate-master', '--json'], { env, input: NEW });
   t.equal(json.code, 0, json.stderr);
-  t.match(JSON.parse(json.stdout), { resealed: credentials.slice(1), fromKeyId: /^[0-9a-f]{16}$/, toKeyId: /^[0-9a-f]{16}$/, scrubbed: true });
+  t.match(JSON.parse(json.stdout), { resealed: credentials.slice(1), from_key_id: /^[0-9a-f]{16}$/, to_key_id: /^[0-9a-f]{16}$/, scrubbed: true });
 
   const none = tempDbFile(t);
   const nothing = spawnSync(process.execPath, ['src/cli/main.ts', 'secret', 'rotate-master', '--db', none], {

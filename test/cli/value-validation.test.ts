@@ -110,7 +110,7 @@ t.test('dates are checked against the calendar', async (t) => {
   // A leap day exists; a time without an offset is UTC, whatever the machine's zone.
   const ok = await cliInProcess(['key', 'create', '--workspace', WS, '--expires-at', '2096-02-29T12:30', '--json'], { ...env, TZ: 'America/New_York' });
   t.equal(ok.code, 0, ok.stderr);
-  t.equal((JSON.parse(ok.stdout) as { expiresAt: string }).expiresAt, '2096-02-29T12:30:00.000Z');
+  t.equal((JSON.parse(ok.stdout) as { expires_at: string }).expires_at, '2096-02-29T12:30:00.000Z');
   const since = await cliInProcess(['usage', '--workspace', WS, '--since', '2026-02-29'], env);
   t.equal(since.code, 2);
   t.match(since.stderr, /--since 2026-02-29 is not a valid time: February 2026 has days 01-28/);

@@ -16,7 +16,7 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   const env = { PI_DB: db };
   const credit = await cliProcess(['wallet', 'credit', '--workspace', WS, '--usd', '12.5', '--note', 'first top-up', '--json'], { env });
   t.equal(credit.code, 0, credit.stderr);
-  t.match(JSON.parse(credit.stdout), { workspace: WS, creditedUsd: '12.5', balanceUsd: '12.5', traceId: /^credit_/ });
+  t.match(JSON.parse(credit.stdout), { workspace: WS, credited_usd: '12.5', balance_usd: '12.5', trace_id: /^credit_/ });
   const tiny = await cliInProcess(['wallet', 'credit', '--workspace', WS, '--usd', '0.000000001'], env);
   t.equal(tiny.code, 0, tiny.stderr);
   t.match(tiny.stdout, /balance 12\.500000001 USD/, 'exact to the nano-dollar');
@@ -43,7 +43,7 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   ]);
   t.equal(show.code, 0, show.stderr);
   t.same(JSON.parse(show.stdout), {
-    workspace: WS, balanceUsd: '11.250000001', heldUsd: '1', availableUsd: '10.250000001', spendTodayUsd: '1.25', openHolds: 1,
+    workspace: WS, balance_usd: '11.250000001', held_usd: '1', available_usd: '10.250000001', spend_today_usd: '1.25', open_holds: 1,
   });
   t.match(showText.stdout, /BALANCE USD[\s\S]*11\.250000001/);
   t.equal(ok.code, 0, ok.stderr);
@@ -52,15 +52,15 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   const usage = await cliInProcess(['usage', '--workspace', WS, '--json'], env);
   t.equal(usage.code, 0, usage.stderr);
   t.same(JSON.parse(usage.stdout), {
-    workspace: WS, since: null, lines: [{ model: 'v/m', provider: 'p1', requests: 1, costUsd: '1.25' }], requests: 1, totalUsd: '1.25',
+    workspace: WS, since: null, lines: [{ model: 'v/m', provider: 'p1', requests: 1, cost_usd: '1.25' }], requests: 1, total_usd: '1.25',
   });
   const later = await cliInProcess(['usage', '--workspace', WS, '--since', '2999-01-01', '--json'], env);
-  t.match(JSON.parse(later.stdout), { since: '2999-01-01T00:00:00.000Z', lines: [], totalUsd: '0' });
+  t.match(JSON.parse(later.stdout), { since: '2999-01-01T00:00:00.000Z', lines: [], total_usd: '0' });
   t.match((await cliInProcess(['usage', '--workspace', WS], env)).stdout, /^MODEL\s+PROVIDER\s+REQUESTS\s+COST USD\nv\/m\s+p1\s+1\s+1\.25\ntotal/);
 
   const logs = await cliInProcess(['logs', '--json', '--limit', '5'], env);
   t.equal(logs.code, 0, logs.stderr);
-  t.match(JSON.parse(logs.stdout), [{ id: 1, trace_id: 'tr-1', ts: '2026-01-01T00:00:00.000Z', cost_usd: '1.25', status: 200 }]);
+  t.match(JSON.parse(logs.stdout), [{ id: 1, trace_id: 'tr-1', time: '2026-01-01T00:00:00.000Z', cost_usd: '1.25', status: 200 }]);
   t.match((await cliInProcess(['logs', '--workspace', WS], env)).stdout, /^ID\s+TIME\s+TRACE[\s\S]*tr-1/);
   t.same(JSON.parse((await cliInProcess(['logs', '--workspace', 'other', '--json'], env)).stdout), []);
 

@@ -50,7 +50,7 @@ t.before(async () => {
     port: 0,
     upstreamOverride: sim.url,
     clock,
-    observability: { admin: { host: '127.0.0.1', port: adminPort }, metrics: false, accessLog: false, tracesUrl: null, serviceName: 'pi-gateway-test' },
+    observability: { admin: { host: '127.0.0.1', port: adminPort }, metrics: false, accessLog: false, trustedProxies: [], tracesUrl: null, serviceName: 'pi-gateway-test' },
   });
   adminUrl = `http://127.0.0.1:${adminPort}`;
 });

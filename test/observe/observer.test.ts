@@ -8,7 +8,7 @@ import { Lifecycle } from '../../src/observe/lifecycle.ts';
 import { combineObservers, IGNORED_ATTEMPT, type AttemptEnd, type RequestObserver, type RequestSummary } from '../../src/observe/observer.ts';
 import { requestTraceId, traceIdOfRequestId, traceIdOfTraceparent } from '../../src/observe/trace-context.ts';
 
-const REQ: IncomingRequest = { method: 'POST', path: '/v1/chat/completions', query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0 };
+const REQ: IncomingRequest = { method: 'POST', path: '/v1/chat/completions', query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0, remoteAddress: '127.0.0.1', bodyBytes: 0 };
 const END: AttemptEnd = { outcome: 'ok', status: 200, ms: 5, firstByteMs: 2, responseModel: null, inputTokens: 1, outputTokens: 2 };
 const SUMMARY = { row: {}, durationMs: 9, routedModel: null, upstreamModel: null } as unknown as RequestSummary;
 const START = { index: 0, provider: 'alpha', model: 'acme/x', deployment: 'alpha/x', upstreamModel: 'x-v1' };

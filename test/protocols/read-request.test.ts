@@ -14,7 +14,7 @@ import { model } from '../routing/fixtures.ts';
 const LIMITS = { maxUploadBytes: 1 << 20 };
 
 function request(over: Partial<IncomingRequest>): IncomingRequest {
-  return { method: 'POST', path: '/', query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0, ...over };
+  return { method: 'POST', path: '/', query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0, remoteAddress: '127.0.0.1', bodyBytes: 0, ...over };
 }
 
 function jsonRequest(body: unknown): IncomingRequest {

@@ -18,6 +18,7 @@ export class FakeReply implements Reply {
   aborted = false;
   started = false;
   done = false;
+  bytesSent = 0;
   /** Effective operations only (what a real reply would put on the wire). */
   readonly wire: string[] = [];
   /** The headers of the started stream or the sent response. */

@@ -181,7 +181,7 @@ t.test('PI_WRITER_SLOW_COMMIT_MS reports each commit at or over the threshold on
   await writer.commit(charge('tr_slow'));
   t.ok(await until(() => lines.length >= 1), 'the commit was reported');
   const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
-  t.match(line, { event: 'writer_slow_commit', ledger_ops: 2, log_rows: 1 });
+  t.match(line, { time: /^\d{4}-\d\d-\d\dT[\d:.]+Z$/, level: 'warn', event: 'writer_slow_commit', ledger_ops: 2, log_rows: 1 });
   t.ok(typeof line['ms'] === 'number' && (line['ms'] as number) >= 0, 'with its duration in ms');
   t.notOk(JSON.stringify(line).includes('tr_slow'), 'no trace id, workspace or amount in the line');
   t.notOk(JSON.stringify(line).includes('"w"'), 'no workspace');

@@ -2,9 +2,14 @@
 // model, provider and status; how they ended; attempts, failovers and the breaker that opened;
 // tokens and exact cost per workspace; 402 and 429 refusals; in-flight requests and streams during
 // a slow stream; the histograms' counts; and that a client's unknown model string never becomes a
-// label.
+// label. Every series whose labels the config names is there at zero before any traffic (and after a
+// reload adds a value); counters are typed counter and named _total; the build and the last-resort
+// handler's count are reported; `serve --workers N`'s per-worker counters are counters.
 import t from 'tap';
-import { scrape, sampleValue, samplesOf, type Sample } from '../helpers/metrics.ts';
+import { buildInfo } from '../../src/install/build-info.ts';
+import { GatewayMetrics } from '../../src/telemetry/metrics.ts';
+import { metricsJSON, workerMetrics } from '../../src/telemetry/worker-metrics.ts';
+import { parseMetrics, scrape, sampleValue, samplesOf, type Sample } from '../helpers/metrics.ts';
 import { startStack } from '../helpers/stack.ts';
 import { USER } from '../helpers/admission.ts';
 
@@ -57,7 +62,8 @@ t.test('metric values after known traffic', async (t) => {
   t.equal(v('pi_gateway_upstream_attempts_total', { provider: 'alpha', outcome: 'ok' }), 8);
   t.equal(v('pi_gateway_upstream_attempts_total', { provider: 'beta', outcome: 'status_500' }), 3);
   t.equal(v('pi_gateway_failovers_total', { provider: 'beta' }), 3, 'three failovers away from beta');
-  t.equal(samplesOf(m, 'pi_gateway_failovers_total').length, 1);
+  t.equal(sum(samplesOf(m, 'pi_gateway_failovers_total')), 3, 'no other failover');
+  t.equal(v('pi_gateway_failovers_total', { provider: 'alpha' }), 0, 'alpha never failed over: at zero');
   t.equal(v('pi_gateway_breaker_state', { deployment: 'beta/chat-small', provider: 'beta' }), 2, "beta's breaker is open");
   t.equal(v('pi_gateway_breaker_state', { deployment: 'alpha/chat-small', provider: 'alpha' }), 0, "alpha's is closed");
 
@@ -69,7 +75,7 @@ t.test('metric values after known traffic', async (t) => {
   s.store.requestLog.flush();
   const logged = s.store.requestLog.query({ workspace: 'open', limit: 100 }).reduce((a, r) => a + (r.cost_nano ?? 0n), 0n);
   t.equal(BigInt(nano), logged, 'equal to the request log');
-  t.equal(samplesOf(m, 'pi_gateway_cost_usd_total').length, 1, 'no cost series for refused workspaces');
+  t.equal(v('pi_gateway_cost_usd_total', { workspace: 'cheap' }), 0, 'a refused workspace paid nothing: at zero');
 
   t.equal(v('pi_gateway_wallet_refusals_total', { workspace: 'cheap' }), 1);
   t.equal(v('pi_gateway_wallet_refusals_total', { workspace: 'slow' }), 3);
@@ -117,3 +123,93 @@ t.test('process metrics: RSS and event-loop delay', async (t) => {
 function sum(samples: Sample[]): number {
   return samples.reduce((a, x) => a + x.value, 0);
 }
+
+t.test('series present from the start: every label value the config names, at zero', async (t) => {
+  const s = await startStack(t, { admin: true, telemetry: { metrics: { processMetrics: false } } });
+  const admin = (s.admin as NonNullable<typeof s.admin>).url;
+  const m = await scrape(admin);
+  const v = (name: string, labels: Record<string, string> = {}) => sampleValue(m, name, labels);
+  const endpoints = ['chat_completions', 'responses', 'messages', 'images_generations', 'images_edits'];
+  const providers = [...new Set(s.config.deployments.map((d) => d.platform))];
+  for (const endpoint of endpoints) {
+    for (const ended of ['completed', 'client_abort', 'upstream_cut', 'idle_timeout', 'write_stall', 'drained', 'failed', 'rejected']) {
+      t.equal(v('pi_gateway_request_ends_total', { endpoint, ended }), 0, `request ends ${endpoint} ${ended}`);
+    }
+    t.equal(v('pi_gateway_in_flight_requests', { endpoint }), 0, `in flight ${endpoint}`);
+    t.equal(v('pi_gateway_in_flight_streams', { endpoint }), 0);
+    t.equal(v('pi_gateway_request_duration_seconds_count', { endpoint }), 0, `duration ${endpoint}`);
+    t.equal(v('pi_gateway_overhead_seconds_count', { endpoint }), 0);
+  }
+  for (const provider of providers) {
+    t.equal(v('pi_gateway_failovers_total', { provider }), 0, `failovers ${provider}`);
+    t.equal(v('pi_gateway_upstream_ttfb_seconds_count', { provider }), 0);
+    for (const cap of ['bound', 'hold']) t.equal(v('pi_gateway_usage_capped_total', { provider, cap }), 0);
+  }
+  for (const d of s.config.deployments) {
+    for (const direction of ['input', 'output']) t.equal(v('pi_gateway_tokens_total', { direction, model: d.model, provider: d.platform }), 0, `tokens ${d.id} ${direction}`);
+  }
+  for (const w of s.config.workspaces) {
+    t.equal(v('pi_gateway_wallet_refusals_total', { workspace: w.id }), 0, `refusals ${w.id}`);
+    t.equal(v('pi_gateway_rate_limited_total', { workspace: w.id }), 0);
+    t.equal(v('pi_gateway_cost_usd_total', { workspace: w.id }), 0);
+  }
+  t.equal(v('pi_gateway_config_reloads_total', { result: 'ok' }), 0);
+  t.equal(v('pi_gateway_config_reloads_total', { result: 'failed' }), 0);
+  t.same(samplesOf(m, 'pi_gateway_requests_total'), [], 'an open label (the status): present from its first request');
+
+  // A reload that names a new workspace and provider: their series appear at zero.
+  const base = s.config.deployments[0] as (typeof s.config.deployments)[number];
+  const workspace = s.config.workspaces[0] as (typeof s.config.workspaces)[number];
+  s.gw.reload({ ...s.config, workspaces: [...s.config.workspaces, { ...workspace, id: 'newcomer' }], deployments: [...s.config.deployments, { ...base, id: 'zeta/x', platform: 'zeta' }] });
+  const after = await scrape(admin);
+  t.equal(sampleValue(after, 'pi_gateway_cost_usd_total', { workspace: 'newcomer' }), 0, 'the new workspace');
+  t.equal(sampleValue(after, 'pi_gateway_failovers_total', { provider: 'zeta' }), 0, 'the new provider');
+  t.equal(sampleValue(after, 'pi_gateway_tokens_total', { direction: 'input', model: base.model, provider: 'zeta' }), 0);
+});
+
+/** `# TYPE name type` of every metric in a text exposition. */
+function types(text: string): Map<string, string> {
+  return new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((x) => [x[1] as string, x[2] as string]));
+}
+
+t.test('counters are typed counter and named _total; the build and uncaught errors are reported', async (t) => {
+  const metrics = new GatewayMetrics();
+  let caught = 0;
+  metrics.countUncaughtErrors(() => caught);
+  const text = await metrics.render();
+  for (const [name, type] of types(text)) {
+    if (!name.startsWith('pi_gateway_')) continue;
+    t.equal(type === 'counter', name.endsWith('_total'), `${name}: ${type}`);
+  }
+  const b = buildInfo();
+  const m = parseMetrics(text);
+  t.equal(sampleValue(m, 'pi_gateway_build_info', { version: b.version, commit: b.commit, node: process.version }), 1, 'pi_gateway_build_info{version,commit,node} 1');
+  t.match(b.version, /^\d+\.\d+\.\d+/);
+  t.equal(sampleValue(m, 'pi_gateway_uncaught_errors_total'), 0, 'no uncaught error yet: at zero');
+  caught = 2;
+  t.equal(sampleValue(parseMetrics(await metrics.render()), 'pi_gateway_uncaught_errors_total'), 2, 'read from the last-resort handler');
+});
+
+t.test('serve --workers N: per-worker ready and in-flight gauges, answered and restart counters from the start', async (t) => {
+  const coordinator = new GatewayMetrics({ processMetrics: false });
+  const worker = new GatewayMetrics({ processMetrics: false });
+  worker.requests.series('chat_completions', 'm', 'p', '200').value = 5;
+  const samples = [
+    { worker: 1, ready: true, restarts: 2 },
+    { worker: 2, ready: false, restarts: 0 },
+  ];
+  // Worker 2 is restarting: it does not answer the scrape.
+  const source = workerMetrics(coordinator, () => samples, async () => [{ worker: 1, json: await metricsJSON(worker) }, { worker: 2, json: null }]);
+  const text = await source.render();
+  const ty = types(text);
+  t.equal(ty.get('pi_gateway_worker_restarts_total'), 'counter');
+  t.equal(ty.get('pi_gateway_worker_requests_total'), 'counter');
+  t.equal(ty.get('pi_gateway_worker_ready'), 'gauge');
+  t.equal(ty.get('pi_gateway_worker_in_flight_requests'), 'gauge');
+  t.notOk(ty.has('pi_gateway_worker_restarts') || ty.has('pi_gateway_worker_requests'), 'the old gauge names are gone');
+  const m = parseMetrics(text);
+  t.equal(sampleValue(m, 'pi_gateway_worker_restarts_total', { worker: '1' }), 2);
+  t.equal(sampleValue(m, 'pi_gateway_worker_requests_total', { worker: '1' }), 5);
+  t.equal(sampleValue(m, 'pi_gateway_worker_requests_total', { worker: '2' }), 0, 'a worker that did not answer: at zero, not absent');
+  t.equal(sampleValue(m, 'pi_gateway_worker_in_flight_requests', { worker: '2' }), 0);
+});

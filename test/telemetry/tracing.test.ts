@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import type { RequestObserver } from '../../src/observe/observer.ts';
 import { startTelemetry } from '../../src/telemetry/telemetry.ts';
+import { exportTimeout } from '../../src/telemetry/tracing.ts';
 import { USER } from '../helpers/admission.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
@@ -152,14 +153,24 @@ t.test('a collector that refuses or hangs never holds up a shutdown; failures ar
   for (const [label, srv] of [['refusing', refusing], ['hanging', hanging]] as const) {
     const events: [string, Record<string, unknown> | undefined][] = [];
     const tel = await startTelemetry({ traces: { url: `http://127.0.0.1:${port(srv)}/v1/traces`, flushTimeoutMs: 300, exportTimeoutMs: 500 }, log: (e, f) => events.push([e, f]) });
-    const watch = (tel.observers[0] as RequestObserver).begin('chat_completions', '0190f0c2-8d8e-7c4b-9a7e-0123456789ab', { method: 'POST', path: CHAT, query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: performance.now() });
-    watch.end({ row: { ...EMPTY_ROW, ts: Date.now() }, durationMs: 1, routedModel: null, upstreamModel: null });
+    const watch = (tel.observers[0] as RequestObserver).begin('chat_completions', '0190f0c2-8d8e-7c4b-9a7e-0123456789ab', { method: 'POST', path: CHAT, query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: performance.now(), remoteAddress: '127.0.0.1', bodyBytes: 0 });
+    watch.end({ row: { ...EMPTY_ROW, ts: Date.now() }, durationMs: 1, routedModel: null, upstreamModel: null, requestBytes: 0, responseBytes: 0 });
     const t0 = performance.now();
     await tel.close();
     const ms = performance.now() - t0;
     t.ok(ms < 1500, `${label}: close returned in ${Math.round(ms)} ms`);
     if (label === 'refusing') t.equal(events[0]?.[0], 'trace_export_failed', 'the failed export is reported');
   }
+});
+
+t.test('an export, retries included, never outlives the shutdown bound', async (t) => {
+  t.equal(exportTimeout(2000, undefined, {}), 2000, 'default: the flush timeout (the exporter alone would take 10 s)');
+  t.equal(exportTimeout(2000, 500, {}), 500, 'a shorter one asked for');
+  t.equal(exportTimeout(2000, 10_000, {}), 2000, 'a longer one is cut to the bound');
+  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: '700' }), 700, 'OTEL_EXPORTER_OTLP_TIMEOUT, when shorter');
+  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '300', OTEL_EXPORTER_OTLP_TIMEOUT: '700' }), 300, 'the traces-specific one first');
+  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: '30000' }), 2000, 'never past the bound');
+  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: 'soon' }), 2000, 'a value that is no number is ignored');
 });
 
 const EMPTY_ROW = {

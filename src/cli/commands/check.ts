@@ -42,6 +42,11 @@ function countsOf(c: CompiledConfig): Record<string, number> {
   };
 }
 
+/** The counts as --json prints them (snake_case, like every JSON the gateway writes). */
+function snakeCounts(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
+}
+
 function countsLine(counts: Record<string, number>): string {
   const n = (k: string) => counts[k] ?? 0;
   return (
@@ -85,7 +90,7 @@ export function checkCommand(clock: Clock = systemClock): Command {
       const expiring = days === undefined ? null : expiringWithin(r.config.models, clock.now(), days);
       if (flag(p, 'json')) {
         const listed = expiring?.map((e) => ({ id: e.id, expiration_date: e.expirationDate, days_left: e.daysLeft }));
-        printJson({ ok: true, counts, sourceHash: r.config.sourceHash, ...(listed ? { expiring: listed } : {}) });
+        printJson({ ok: true, counts: snakeCounts(counts), source_hash: r.config.sourceHash, ...(listed ? { expiring: listed } : {}) });
       } else {
         process.stdout.write(countsLine(counts));
         for (const e of expiring ?? []) process.stdout.write(expiringLine(e));

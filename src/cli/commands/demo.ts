@@ -177,6 +177,7 @@ export const command: Command = {
       },
       reload: () => reloadGateway(gateway, configDir, owner),
       admin: gateway.admin,
+      metrics: gateway.telemetry?.metrics,
     });
   },
 };

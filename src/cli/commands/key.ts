@@ -62,7 +62,7 @@ export const command: Command = {
         try {
           const k = await store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });
           if (flag(p, 'json')) {
-            printJson({ id: k.id, key: k.key, prefix: k.prefix, workspace: k.workspace, name: k.name, rpm: k.rpm, createdAt: iso(k.createdAt), expiresAt: iso(k.expiresAt) });
+            printJson({ id: k.id, key: k.key, prefix: k.prefix, workspace: k.workspace, name: k.name, rpm: k.rpm, created_at: iso(k.createdAt), expires_at: iso(k.expiresAt) });
           } else {
             // The key alone on stdout, so `KEY=$(pi-gateway key create …)` captures just it.
             process.stdout.write(k.key + '\n');
@@ -86,15 +86,15 @@ export const command: Command = {
             workspace: k.workspace,
             state: keyState(k, now),
             rpm: k.rpm,
-            createdAt: iso(k.createdAt),
-            expiresAt: iso(k.expiresAt),
-            revokedAt: iso(k.revokedAt),
+            created_at: iso(k.createdAt),
+            expires_at: iso(k.expiresAt),
+            revoked_at: iso(k.revokedAt),
           }));
           if (flag(p, 'json')) printJson(rows);
           else
             printTable(
               ['ID', 'PREFIX', 'NAME', 'WORKSPACE', 'STATE', 'CREATED', 'EXPIRES', 'RPM'],
-              rows.map((r) => [r.id, r.prefix, r.name ?? '', r.workspace, r.state, r.createdAt ?? '', r.expiresAt ?? '', r.rpm === null ? '' : String(r.rpm)]),
+              rows.map((r) => [r.id, r.prefix, r.name ?? '', r.workspace, r.state, r.created_at ?? '', r.expires_at ?? '', r.rpm === null ? '' : String(r.rpm)]),
             );
           return 0;
         } finally {
@@ -110,7 +110,7 @@ export const command: Command = {
         if (!before) throw new CliError(`no key with id "${id}"`);
         const changed = await store.apiKeys.revoke(id);
         const after = await store.apiKeys.get(id);
-        if (flag(p, 'json')) printJson({ id, revoked: true, alreadyRevoked: !changed, revokedAt: iso(after?.revokedAt ?? null) });
+        if (flag(p, 'json')) printJson({ id, revoked: true, already_revoked: !changed, revoked_at: iso(after?.revokedAt ?? null) });
         else process.stdout.write(changed ? `key ${id} revoked\n` : `key ${id} was already revoked at ${iso(before.revokedAt)}\n`);
         return 0;
       } finally {

@@ -57,10 +57,11 @@ function cells(r: RequestLogEntry): string[] {
   ].map(printable);
 }
 
-/** bigint cost as a USD decimal string; everything else as stored. */
+/** bigint cost as a USD decimal string, the time in ISO 8601 UTC (`time`, as in every line the
+ *  gateway writes); everything else as stored. */
 function toJson(r: RequestLogEntry): Record<string, unknown> {
-  const { cost_nano, ...rest } = r;
-  return { ...rest, ts: iso(r.ts), cost_usd: cost_nano === null ? null : nanoToDecimal(cost_nano) };
+  const { id, ts, cost_nano, ...rest } = r;
+  return { id, time: iso(ts), ...rest, cost_usd: cost_nano === null ? null : nanoToDecimal(cost_nano) };
 }
 
 export const command: Command = {

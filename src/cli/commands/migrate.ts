@@ -93,7 +93,7 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
       if (a.balance !== b.balance || a.held !== b.held) mismatches.push(`wallet ${ws}: ${nanoToDecimal(a.balance)}/${nanoToDecimal(a.held)} became ${nanoToDecimal(b.balance)}/${nanoToDecimal(b.held)}`);
     }
     const problems = [...after.problems, ...mismatches];
-    if (json) printJson({ from: file, to: target.location, moved: counts, verifiedBefore: true, verifiedAfter: problems.length === 0, problems });
+    if (json) printJson({ from: file, to: target.location, moved: { keys: counts.keys, secrets: counts.secrets, wallets: counts.wallets, ledger: counts.ledger, holds: counts.holds, request_log: counts.requestLog }, verified_before: true, verified_after: problems.length === 0, problems });
     else {
       process.stdout.write(
         `moved ${file} to ${target.location}: ${counts.keys} key(s), ${counts.secrets} sealed secret(s), ${counts.wallets} wallet(s), ` +

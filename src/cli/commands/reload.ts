@@ -93,7 +93,7 @@ export const command: Command = {
       const r = await waitForRecord(db, pid, afterSeq, timeoutMs);
       if (r === null) throw new CliError(`sent SIGHUP to pid ${pid}, but it recorded no result within ${timeoutMs / 1000} s; see its log`);
       if (flag(p, 'json')) printJson(r);
-      else print(r, r.restartNeeded, `pid ${r.pid}`);
+      else print(r, r.restart_needed, `pid ${r.pid}`);
       return r.ok ? 0 : 1;
     }),
 };

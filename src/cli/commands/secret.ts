@@ -47,9 +47,9 @@ export const command: Command = {
       if (sub === 'list') {
         const store = await openFromArgs(p, true);
         try {
-          const rows = (await store.secrets.list()).map((s) => ({ name: s.name, createdAt: iso(s.createdAt), updatedAt: iso(s.updatedAt) }));
+          const rows = (await store.secrets.list()).map((s) => ({ name: s.name, created_at: iso(s.createdAt), updated_at: iso(s.updatedAt) }));
           if (json) printJson(rows);
-          else printTable(['NAME', 'CREATED', 'UPDATED'], rows.map((r) => [r.name, r.createdAt ?? '', r.updatedAt ?? '']));
+          else printTable(['NAME', 'CREATED', 'UPDATED'], rows.map((r) => [r.name, r.created_at ?? '', r.updated_at ?? '']));
           return 0;
         } finally {
           await store.close();
@@ -77,7 +77,7 @@ export const command: Command = {
         await store.secrets.assertUsable();
         await store.secrets.set(name, value);
         const row = (await store.secrets.list()).find((s) => s.name === name);
-        if (json) printJson({ name, createdAt: iso(row?.createdAt ?? null), updatedAt: iso(row?.updatedAt ?? null) });
+        if (json) printJson({ name, created_at: iso(row?.createdAt ?? null), updated_at: iso(row?.updatedAt ?? null) });
         else process.stdout.write(`secret ${name} stored\n`);
         await warnIfUnnamed(p, name);
         return 0;

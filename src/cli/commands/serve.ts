@@ -179,6 +179,7 @@ export const command: Command = {
       },
       reload: () => reloadGateway(gateway, configDir, owner),
       admin: gateway.admin,
+      metrics: gateway.telemetry?.metrics,
     });
   },
 };
@@ -230,6 +231,7 @@ async function serveNode(o: {
     },
     reload: () => reloadGateway(gateway, o.configDir, null),
     admin: gateway.admin,
+    metrics: gateway.telemetry?.metrics,
   });
 }
 
@@ -280,5 +282,6 @@ async function serveWorkers(o: {
     stopNow: () => r.stopNow(),
     reload: () => reloadGateway(r, o.configDir, o.owner),
     admin: r.admin,
+    metrics: r.telemetry.metrics,
   });
 }

@@ -35,9 +35,9 @@ export const command: Command = {
           printJson({
             workspace,
             since: rawSince === undefined ? null : iso(since),
-            lines: lines.map((l) => ({ model: l.model, provider: l.provider, requests: l.requests, costUsd: nanoToDecimal(l.costNano) })),
+            lines: lines.map((l) => ({ model: l.model, provider: l.provider, requests: l.requests, cost_usd: nanoToDecimal(l.costNano) })),
             requests,
-            totalUsd: nanoToDecimal(total),
+            total_usd: nanoToDecimal(total),
           });
         } else {
           printTable(

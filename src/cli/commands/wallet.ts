@@ -57,7 +57,7 @@ export const command: Command = {
         const store = await openFromArgs(p, false);
         try {
           const r = await store.wallets.credit(workspace, nano, str(p, 'note') ?? '');
-          if (flag(p, 'json')) printJson({ workspace, traceId: r.traceId, creditedUsd: nanoToDecimal(nano), balanceUsd: nanoToDecimal(r.balance) });
+          if (flag(p, 'json')) printJson({ workspace, trace_id: r.traceId, credited_usd: nanoToDecimal(nano), balance_usd: nanoToDecimal(r.balance) });
           else process.stdout.write(`credited ${nanoToDecimal(nano)} USD to ${workspace}; balance ${nanoToDecimal(r.balance)} USD (${r.traceId})\n`);
           return 0;
         } finally {
@@ -72,17 +72,17 @@ export const command: Command = {
         const v = await store.wallets.show(workspace, systemClock.now());
         const out = {
           workspace,
-          balanceUsd: nanoToDecimal(v.balance),
-          heldUsd: nanoToDecimal(v.held),
-          availableUsd: nanoToDecimal(v.available),
-          spendTodayUsd: nanoToDecimal(v.spendToday),
-          openHolds: v.openHolds,
+          balance_usd: nanoToDecimal(v.balance),
+          held_usd: nanoToDecimal(v.held),
+          available_usd: nanoToDecimal(v.available),
+          spend_today_usd: nanoToDecimal(v.spendToday),
+          open_holds: v.openHolds,
         };
         if (flag(p, 'json')) printJson(out);
         else
           printTable(
             ['WORKSPACE', 'BALANCE USD', 'HELD USD', 'AVAILABLE USD', 'SPEND TODAY USD', 'OPEN HOLDS'],
-            [[workspace, out.balanceUsd, out.heldUsd, out.availableUsd, out.spendTodayUsd, String(v.openHolds)]],
+            [[workspace, out.balance_usd, out.held_usd, out.available_usd, out.spend_today_usd, String(v.openHolds)]],
           );
         return 0;
       } finally {

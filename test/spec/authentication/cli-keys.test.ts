@@ -16,7 +16,7 @@ interface CreatedJson {
   prefix: string;
   workspace: string;
   rpm: number | null;
-  expiresAt: string | null;
+  expires_at: string | null;
 }
 
 t.test('a CLI-minted key: format, hash-only storage, and immediate use by the running server', async (t) => {
@@ -111,7 +111,7 @@ t.test('CLI --rpm and --expires-at apply on the running server', async (t) => {
   s.credit('open', '10');
   const limited = JSON.parse((await cli(['key', 'create', '--workspace', 'open', '--rpm', '2', '--expires-at', '2099-03-01T10:05:00Z', '--json', '--db', s.file])).stdout) as CreatedJson;
   t.equal(limited.rpm, 2);
-  t.equal(limited.expiresAt, '2099-03-01T10:05:00.000Z');
+  t.equal(limited.expires_at, '2099-03-01T10:05:00.000Z');
   for (let i = 0; i < 2; i++) {
     const r = await s.post('/v1/chat/completions', CHAT, { key: limited.key });
     t.equal(r.status, 200);
@@ -129,14 +129,14 @@ t.test('`wallet credit` from the CLI is spendable on the next request; `wallet s
   await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key }), 402, 'insufficient_balance', 'empty wallet');
   const credit = await cli(['wallet', 'credit', '--workspace', 'open', '--usd', '0.5', '--json', '--db', s.file]);
   t.equal(credit.code, 0, credit.stderr);
-  t.match(JSON.parse(credit.stdout), { workspace: 'open', creditedUsd: '0.5', balanceUsd: '0.5' });
+  t.match(JSON.parse(credit.stdout), { workspace: 'open', credited_usd: '0.5', balance_usd: '0.5' });
   const ok = await s.post('/v1/chat/completions', CHAT, { key });
   t.equal(ok.status, 200, 'admitted right after the credit');
   await ok.arrayBuffer();
   const show = JSON.parse((await cli(['wallet', 'show', 'open', '--json', '--db', s.file])).stdout) as Record<string, unknown>;
   const v = s.store.wallets.show('open', s.clock.now());
-  t.equal(show['balanceUsd'], nanoToDecimal(v.balance), 'the CLI sees the settled balance');
-  t.equal(show['openHolds'], 0);
+  t.equal(show['balance_usd'], nanoToDecimal(v.balance), 'the CLI sees the settled balance');
+  t.equal(show['open_holds'], 0);
   t.ok(v.balance < 500_000_000n && v.balance > 0n, 'the request was charged');
   const verify = await cli(['ledger', 'verify', '--db', s.file]);
   t.equal(verify.code, 0, verify.stdout + verify.stderr);

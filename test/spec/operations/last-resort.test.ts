@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { rawHead, rawJson, rawUpstream } from '../../helpers/raw-upstream.ts';
 import { parseSse, rawPost, USER, waitFor } from '../../helpers/inference.ts';
 import { GATEWAY_CONFIG } from '../../helpers/admission.ts';
+import { parseMetrics, sampleValue } from '../../helpers/metrics.ts';
 import { prepareDb, type ServeProcess, startServe } from '../../helpers/serve-process.ts';
 
 const CHAT = { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } };
@@ -51,7 +52,10 @@ t.test('an uncaught exception or unhandled rejection is logged, counted, and the
   const up = await rawUpstream(t, (ex) => ex.end(OK));
   const db = prepareDb(t);
   const plant = pathToFileURL(new URL('../../fixtures/processes/plant-failures.mjs', import.meta.url).pathname).href;
-  const p = await startServe(t, { config: GATEWAY_CONFIG, db, upstream: up.url, env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${plant}`.trim() } });
+  const p = await startServe(t, { config: GATEWAY_CONFIG, db, upstream: up.url, args: ['--admin-port', '0'], env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${plant}`.trim() } });
+  const admin = String(p.events.find((e) => e.event === 'listening')?.['admin']);
+  const uncaught = async () => sampleValue(parseMetrics(await (await fetch(`${admin}/metrics`)).text()), 'pi_gateway_uncaught_errors_total');
+  t.equal(await uncaught(), 0, 'pi_gateway_uncaught_errors_total is there from the start, at zero');
   t.equal(await answersOk(p, db.key), 200);
   p.child.kill('SIGUSR2');
   t.ok(await waitFor(() => p.events.filter((e) => e.event === 'uncaught_error').length === 2, 10_000), 'two lines');
@@ -61,7 +65,9 @@ t.test('an uncaught exception or unhandled rejection is logged, counted, and the
   t.match(exception, { error: 'Error', code: 'EPLANTED', message: 'planted failure near …' });
   t.match(rejection, { error: 'Error', message: 'planted rejection of …' });
   t.same(lines.map((e) => e['count']).sort(), [1, 2], 'counted');
-  t.ok(Array.isArray(exception?.['at']) && (exception?.['at'] as string[]).some((f) => f.includes('plant-failures.mjs')), 'where it was thrown');
+  t.equal(await uncaught(), 2, 'and counted in the metrics');
+  t.match(lines[0], { level: 'error' }, 'at level error');
+  t.ok(Array.isArray(exception?.['stack']) && (exception?.['stack'] as string[]).some((f) => f.includes('plant-failures.mjs')), 'where it was thrown');
   t.notMatch(p.stderr(), 'sk-pi-planted-secret', 'the quoted text is not logged');
   t.notMatch(p.stderr(), 'a request body');
   t.equal(await answersOk(p, db.key), 200, 'still serving');

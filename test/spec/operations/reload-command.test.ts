@@ -51,10 +51,13 @@ t.test('pi-gateway reload: a new workspace works; a broken file is refused and t
   t.equal(await ask(), 200, 'still served by the running config');
 
   const json = await cli(['reload', '--db', db.file, '--json']);
-  const record = JSON.parse(json.stdout) as { ok: boolean; hash: string; problems: string[]; at: number; pid: number; seq: number };
-  t.match(record, { ok: false, pid: p.child.pid, seq: 3 }, 'the recorded result: ok, hash, problems, time');
-  t.match(record.hash, /^[0-9a-f]{64}$/);
-  t.ok(record.problems.length > 0 && typeof record.at === 'number');
+  const record = JSON.parse(json.stdout) as Record<string, unknown>;
+  t.same(Object.keys(record), ['ok', 'hash', 'problems', 'restart_needed', 'at', 'pid', 'seq'], 'snake_case, as readiness shows it');
+  t.match(record, { ok: false, pid: p.child.pid, seq: 3, restart_needed: [] }, 'the recorded result: ok, hash, problems, time');
+  t.match(record['hash'], /^[0-9a-f]{64}$/);
+  t.ok((record['problems'] as string[]).length > 0);
+  t.match(record['at'], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'the time in ISO 8601 UTC');
+  t.same(JSON.parse(readFileSync(`${db.file}.reload.json`, 'utf8')), record, 'the file is what --json prints');
 });
 
 t.test('SIGHUP reloads too', async (t) => {

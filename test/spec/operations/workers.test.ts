@@ -63,7 +63,7 @@ async function metrics(s: { admin: string }): Promise<string> {
 /** Requests each worker answered, from /metrics. */
 async function perWorker(s: { admin: string }): Promise<number[]> {
   const text = await metrics(s);
-  return [1, 2].map((w) => Number(new RegExp(`^pi_gateway_worker_requests\\{worker="${w}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 'NaN'));
+  return [1, 2].map((w) => Number(new RegExp(`^pi_gateway_worker_requests_total\\{worker="${w}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 'NaN'));
 }
 
 function withStore<T>(db: PreparedDb, fn: (store: ReturnType<typeof openStore>) => T): T {
@@ -198,7 +198,7 @@ t.test('SIGTERM drains every worker: streams in flight on both threads finish, t
   );
   t.same(await s.exited.then((e) => e.code), 0);
   const drained = s.events.find((e) => e.event === 'drained' && e.workers === 2);
-  t.equal(drained?.inFlightAtStart, 8, 'the drain counted the streams of both threads');
+  t.equal(drained?.['in_flight_at_start'], 8, 'the drain counted the streams of both threads (snake_case, like every log field)');
   withStore(db, (store) => {
     t.same(store.wallets.verify(), { ok: true, problems: [] });
     for (const x of answers) t.equal(store.wallets.ledgerOf(x.trace as string).filter((e) => e.kind === 'settle').length, 1);
