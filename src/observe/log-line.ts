@@ -28,6 +28,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   config_reload: (f) => (f['ok'] === true ? 'info' : 'warn'),
   // Serving, degraded or needing attention.
   admin_token_unused: 'warn',
+  workers_above_cores: 'warn',
   credential_missing: 'warn',
   secret_unused: 'warn',
   drain_deadline: 'warn',

@@ -42,7 +42,7 @@ t.test('init → check → secret set → key create → wallet credit → serve
 
   const check = await cliProcess(['check', '--config', dir, '--json']);
   t.equal(check.code, 0, check.stdout + check.stderr);
-  t.match(JSON.parse(check.stdout), { ok: true, counts: { models: 2, enabledModels: 2, platforms: 1, resources: 1, deployments: 2, workspaces: 1 } });
+  t.match(JSON.parse(check.stdout), { ok: true, counts: { models: 2, enabled_models: 2, platforms: 1, resources: 1, deployments: 2, workspaces: 1 } });
 
   const upstreamKey = 'sk-openai-for-the-starter-test';
   const secret = await cliProcess(['secret', 'set', 'openai-api-key'], { env, input: upstreamKey });
