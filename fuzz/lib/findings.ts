@@ -15,6 +15,8 @@ export type Oracle =
   | 'crash'
   /** A request or connection got no answer and was not closed within the bound. */
   | 'hang'
+  /** A well-formed request (only its body mutated) whose connection was closed without an answer. */
+  | 'unanswered'
   /** A 5xx answer to a client's input (no upstream was told to fail). */
   | '5xx'
   /** A settlement above what the request could possibly have cost. */
@@ -46,7 +48,7 @@ export type Oracle =
   /** A parser's cost per byte far above its median (and again on a second run). */
   | 'superlinear';
 
-export const ORACLES: readonly Oracle[] = ['crash', 'hang', '5xx', 'over-bound', 'estimate-over-hold', 'open-hold', 'log-row', 'ledger-verify', 'stop', 'liveness', 'memory', 'broken-answer', 'exception', 'split-dependence', 'disagreement', 'superlinear'];
+export const ORACLES: readonly Oracle[] = ['crash', 'hang', 'unanswered', '5xx', 'over-bound', 'estimate-over-hold', 'open-hold', 'log-row', 'ledger-verify', 'stop', 'liveness', 'memory', 'broken-answer', 'exception', 'split-dependence', 'disagreement', 'superlinear'];
 
 export interface FindingFiles {
   /** File name → contents, written as given (Buffers byte for byte, objects as JSON). */

@@ -280,7 +280,11 @@ export const clientBody: Target = {
             noteSlow(slowest, r.ms, c.label);
           } else if (r.timedOut) {
             opts.findings.record('client-body', 'hang', `no answer within ${opts.hangMs} ms on ${c.endpoint}`, c.label, files());
-          } else if (g.child.exit() === null) closedUnanswered++;
+          } else if (g.child.exit() === null) {
+            // Every case is a well-formed HTTP request (only its body is mutated): it must be answered.
+            closedUnanswered++;
+            opts.findings.record('client-body', 'unanswered', `connection closed without an answer on ${c.endpoint}`, c.label, files());
+          }
         },
       });
     } catch (err) {
