@@ -379,7 +379,14 @@ t.test('docs/fleet.md, as written: roles, TLS, migrate, two nodes, a request thr
   await reader.read();
   const drain = await bash(sh('drain', [['systemctl stop pi-gateway', `kill -TERM ${na.pid}`]]), root, env);
   t.equal(drain.code, 0, 'the drain block ran');
-  const during = await fetch(`${na.admin}/health/ready`);
+  // kill returns once the signal is sent, not once the node has handled it: ask until the node
+  // has seen it (a bounded number of times), then readiness must say draining.
+  let during = await fetch(`${na.admin}/health/ready`);
+  for (let i = 0; during.status === 200 && i < 200; i++) {
+    await during.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    during = await fetch(`${na.admin}/health/ready`);
+  }
   t.equal(during.status, 503, 'readiness answers 503 while it drains');
   t.match(await during.json(), { status: 'not_ready', state: 'draining' });
   let text = '';
