@@ -122,7 +122,9 @@ export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProc
     },
   };
   if (opts.noWait) return proc;
-  const listening = await proc.waitForEvent('listening');
+  // A bound for a loaded machine (several serve processes starting at once), not a time rule: a
+  // process that exits early ends the wait at once.
+  const listening = await proc.waitForEvent('listening', () => true, 60_000);
   if (!listening) throw new Error(`serve did not start:\n${err}`);
   proc.url = String(listening['url']);
   proc.port = Number(new URL(proc.url).port);

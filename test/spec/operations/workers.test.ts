@@ -19,6 +19,9 @@ import { FIXTURES } from '../../helpers/stack.ts';
 const CONFIG = 'test/fixtures/config/gateway';
 let sim: Simulator;
 
+// Several multi-process drills in one file: two minutes is tight on a shared machine.
+t.setTimeout(300_000);
+
 t.before(async () => {
   sim = await startSimulator({});
 });
