@@ -13,6 +13,8 @@
 // body of unknown length (chunked) or over the cap ends the connection after the answer instead
 // (`release` says which).
 import type { HttpResponse } from 'uWebSockets.js';
+import type { GatewayError } from '../errors.ts';
+import { BodyDecoder, type RequestCoding } from './request-coding.ts';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -100,6 +102,8 @@ export class BodyReader {
 /**
  * Calls `done(body)` once the body is complete, or `tooLarge()` as soon as it passes `cap` bytes.
  * `answered()` says the response already went out (aborted, or answered early): stop collecting.
+ * With `decoding`, the body is decoded from its Content-Encoding as it arrives and `cap` bounds the
+ * decoded bytes too; data that does not decode ends in `decoding.corrupt`.
  */
 export function readBody(
   res: HttpResponse,
@@ -108,13 +112,15 @@ export function readBody(
   answered: () => boolean,
   done: (body: Buffer) => void,
   tooLarge: () => void,
+  decoding?: { coding: RequestCoding; corrupt: (err: GatewayError) => void },
 ): BodyReader {
   let chunks: Buffer[] = [];
   let size = 0;
-  const reader: BodyReader = new BodyReader(res, cap, declaredLength, {
+  const collect: BodySink = {
     data(chunk, last) {
       if (answered()) {
         chunks = [];
+        decoder?.close();
         reader.abandon();
         return;
       }
@@ -129,6 +135,9 @@ export function readBody(
       chunks = [];
       tooLarge();
     },
-  });
+  };
+  const decoder = decoding ? new BodyDecoder(decoding.coding, cap, { ...collect, corrupt: (err) => ((chunks = []), decoding.corrupt(err)) }) : null;
+  const reader: BodyReader = new BodyReader(res, cap, declaredLength, decoder ?? collect);
+  decoder?.attach(reader);
   return reader;
 }
