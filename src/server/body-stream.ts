@@ -51,12 +51,10 @@ export function streamBody(
   const source: { pause(): void; resume(): void } = decoder ?? reader;
   reply.onAborted(() => {
     reader.abandon();
-    decoder?.close();
     stream.destroy(new Error('client aborted the upload'));
   });
   reply.onFinishing(() => {
     if (!reader.release()) reply.closeAfterAnswer();
-    decoder?.close();
     if (!stream.readableEnded) stream.destroy(new Error('the answer was sent before the request body was read'));
   });
   return stream;

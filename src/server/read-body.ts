@@ -24,6 +24,8 @@ export interface BodySink {
   data(chunk: Buffer, last: boolean): void;
   /** The body passed the cap; nothing more is delivered. */
   tooLarge(): void;
+  /** The reader let go (the answer is ending, or the client left): nothing more will be delivered. */
+  detached?(): void;
 }
 
 export class BodyReader {
@@ -73,12 +75,14 @@ export class BodyReader {
       this.resume();
       this.detached = true;
       this.over = true;
+      this.sink.detached?.();
     }
     return this.complete || this.bounded;
   }
 
   /** The response is gone (the client left, or it ended without `release`): never touched again. */
   abandon(): void {
+    if (!this.detached) this.sink.detached?.();
     this.detached = true;
     this.over = true;
     this.paused = false;
@@ -120,7 +124,6 @@ export function readBody(
     data(chunk, last) {
       if (answered()) {
         chunks = [];
-        decoder?.close();
         reader.abandon();
         return;
       }

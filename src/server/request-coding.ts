@@ -134,6 +134,11 @@ export class BodyDecoder {
     if (!this.closed) this.zlib.resume();
   }
 
+  /** The raw reader let go of the body (answer sent, client gone): decoding stops. */
+  detached(): void {
+    this.close();
+  }
+
   /** Nobody wants the body any more: decoding stops and its memory goes. */
   close(): void {
     if (this.closed) return;
