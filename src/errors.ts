@@ -11,6 +11,8 @@ export const ERROR_CODES = {
   model_not_found: { status: 404, type: 'not_found_error' },
   no_eligible_provider: { status: 404, type: 'not_found_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
+  /** A request body in a Content-Encoding the gateway does not decode (or several stacked). */
+  unsupported_content_encoding: { status: 415, type: 'invalid_request_error' },
   validation_failed: { status: 422, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },

@@ -170,7 +170,7 @@ async function handle(
     protocol,
     reply,
     limits: cfg.settings.limits,
-    tapHints: { promptTokensEstimate: estimatedPromptTokens(asked.requestBytes) },
+    tapHints: { promptTokensEstimate: estimatedPromptTokens(asked.requestBytes), ...(asked.body.kind === 'json' ? { request: asked.body.original } : {}) },
     items: plan.plans.flatMap((p) => p.deployments.map((deployment) => ({ model: p.model, deployment }))),
     maxAttempts: cfg.settings.limits.maxAttempts,
     request: { endpoint, stream: state.stream, clientHeaders: req.headers, body: asked.body },

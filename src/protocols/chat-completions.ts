@@ -4,7 +4,7 @@
 import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
 import { usageFromChatCompletions } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { hasNonNullKey, sseDataStart, depthAt, spliceBytes } from '../stream/json-key.ts';
+import { hasNonNullKey, sseDataStart, depthAt, spliceBytes, withoutNullMember } from '../stream/json-key.ts';
 import { asciiAt, dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
@@ -157,12 +157,22 @@ class ChatTap implements StreamTap {
   private created: unknown = null;
   private readonly slugJson: Buffer;
   private readonly hints: TapHints;
+  /** The gateway asked for usage on the client's behalf (rewrite 1): chunks go out as they would
+   *  without include_usage, with no `"usage": null` (SDKs that never asked may refuse a null). */
+  private readonly unaskedUsage: boolean;
   constructor(
     slugJson: Buffer,
     hints: TapHints = {},
   ) {
     this.slugJson = slugJson;
     this.hints = hints;
+    const so = hints.request?.['stream_options'];
+    this.unaskedUsage = !(isObject(so) && so['include_usage'] === true);
+  }
+
+  /** The chunk as the client asked for it. */
+  private shaped(ev: Buffer): Buffer {
+    return this.unaskedUsage ? withoutNullMember(ev, 'usage', 1) : ev;
   }
 
   usage(): Usage | null {
@@ -215,7 +225,7 @@ class ChatTap implements StreamTap {
     if (hasNonNullKey(ev, 'usage', 1)) this.readUsage(ev);
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out: this.rewrite(ev) };
+    return { kind: 'content', out: this.shaped(this.rewrite(ev)) };
   }
 
   /**
@@ -255,7 +265,7 @@ class ChatTap implements StreamTap {
     if (this.streamId === null && obj['id'] !== undefined) this.streamId = obj['id'];
     if (this.created === null && obj['created'] !== undefined) this.created = obj['created'];
     if (obj['usage'] !== null && obj['usage'] !== undefined) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
-    const out = this.rewrite(ev);
+    const out = this.shaped(this.rewrite(ev));
     if (!chunkHasContent(obj)) return { kind: 'preamble', out };
     this.committed = true;
     this.contentEvents++;

@@ -153,6 +153,8 @@ export interface StreamTap {
 export interface TapHints {
   /** Estimated prompt tokens (the same estimate settlement bills when usage is missing). */
   promptTokensEstimate?: number;
+  /** The client's JSON request as read (routing fields removed), before any rewrite: what it asked for. */
+  request?: JsonObject;
 }
 
 export interface JsonAnswer {

@@ -8,6 +8,7 @@ import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts'
 import { GatewayError } from '../errors.ts';
 import { streamBody } from './body-stream.ts';
 import { readBody } from './read-body.ts';
+import { type RequestCoding, requestCoding } from './request-coding.ts';
 import { framingProblem } from './request-framing.ts';
 import { newTraceId } from './trace-id.ts';
 import { type ReplyDrainState, UwsReply } from './uws-reply.ts';
@@ -173,6 +174,16 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
     tooLarge(reply, cap);
     return;
   }
+  let coding: RequestCoding | null = null;
+  try {
+    if (mode !== 'none') coding = requestCoding(req.headers['content-encoding']);
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    // A body the gateway cannot decode is not read either.
+    reply.closeAfterAnswer();
+    reply.sendError(err);
+    return;
+  }
   if (mode === 'buffer') {
     const reader = readBody(
       res,
@@ -185,6 +196,7 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
         run(route.handler, req, reply, opts);
       },
       () => tooLarge(reply, cap),
+      coding === null ? undefined : { coding, corrupt: (err) => reply.sendError(err) },
     );
     // An answer before the body is whole (the 413) ends the reading; so does the client leaving.
     reply.onFinishing(() => {
@@ -194,7 +206,7 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
     return;
   }
   if (mode === 'stream') {
-    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req);
+    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req, coding);
   }
   run(route.handler, req, reply, opts);
 }

@@ -13,6 +13,8 @@
 // body of unknown length (chunked) or over the cap ends the connection after the answer instead
 // (`release` says which).
 import type { HttpResponse } from 'uWebSockets.js';
+import type { GatewayError } from '../errors.ts';
+import { BodyDecoder, type RequestCoding } from './request-coding.ts';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -22,6 +24,8 @@ export interface BodySink {
   data(chunk: Buffer, last: boolean): void;
   /** The body passed the cap; nothing more is delivered. */
   tooLarge(): void;
+  /** The reader let go (the answer is ending, or the client left): nothing more will be delivered. */
+  detached?(): void;
 }
 
 export class BodyReader {
@@ -71,12 +75,14 @@ export class BodyReader {
       this.resume();
       this.detached = true;
       this.over = true;
+      this.sink.detached?.();
     }
     return this.complete || this.bounded;
   }
 
   /** The response is gone (the client left, or it ended without `release`): never touched again. */
   abandon(): void {
+    if (!this.detached) this.sink.detached?.();
     this.detached = true;
     this.over = true;
     this.paused = false;
@@ -100,6 +106,8 @@ export class BodyReader {
 /**
  * Calls `done(body)` once the body is complete, or `tooLarge()` as soon as it passes `cap` bytes.
  * `answered()` says the response already went out (aborted, or answered early): stop collecting.
+ * With `decoding`, the body is decoded from its Content-Encoding as it arrives and `cap` bounds the
+ * decoded bytes too; data that does not decode ends in `decoding.corrupt`.
  */
 export function readBody(
   res: HttpResponse,
@@ -108,10 +116,11 @@ export function readBody(
   answered: () => boolean,
   done: (body: Buffer) => void,
   tooLarge: () => void,
+  decoding?: { coding: RequestCoding; corrupt: (err: GatewayError) => void },
 ): BodyReader {
   let chunks: Buffer[] = [];
   let size = 0;
-  const reader: BodyReader = new BodyReader(res, cap, declaredLength, {
+  const collect: BodySink = {
     data(chunk, last) {
       if (answered()) {
         chunks = [];
@@ -129,6 +138,9 @@ export function readBody(
       chunks = [];
       tooLarge();
     },
-  });
+  };
+  const decoder = decoding ? new BodyDecoder(decoding.coding, cap, { ...collect, corrupt: (err) => ((chunks = []), decoding.corrupt(err)) }) : null;
+  const reader: BodyReader = new BodyReader(res, cap, declaredLength, decoder ?? collect);
+  decoder?.attach(reader);
   return reader;
 }

@@ -128,6 +128,43 @@ export function hasNonNullKey(buf: Buffer, key: string, depth: number): boolean 
   return false;
 }
 
+/**
+ * `buf` without the `"<key>": null` members at `depth` (and one comma beside each), every other byte
+ * kept; `buf` itself when it has none. For a stream the gateway asked usage of on the client's
+ * behalf: its chunks then carry `"usage": null`, which a client that never asked does not expect.
+ */
+export function withoutNullMember(buf: Buffer, key: string, depth: number): Buffer {
+  const needle = keyNeedle(key);
+  let out = buf;
+  for (let j = nextKeyValue(out, needle, depth, 0); j !== -1; j = nextKeyValue(out, needle, depth, j)) {
+    if (!isNullAt(out, j)) continue;
+    // The key's opening quote: back over the value's separator to the name's closing quote.
+    let k = j - 1;
+    while (isSpace(out[k]) || out[k] === COLON) k--;
+    const nameStart = k - needle.length + 1;
+    let start = nameStart;
+    let end = j + 4;
+    let before = nameStart - 1;
+    while (isSpace(out[before])) before--;
+    if (out[before] === 0x2c) start = before;
+    else {
+      // The first member: the comma after it goes instead (none when it is the only member).
+      let after = end;
+      while (isSpace(out[after])) after++;
+      if (out[after] === 0x2c) end = after + 1;
+    }
+    out = spliceBytes(out, start, end, EMPTY);
+    j = start;
+  }
+  return out;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function isNullAt(buf: Buffer, j: number): boolean {
+  return buf[j] === 0x6e && buf[j + 1] === 0x75 && buf[j + 2] === 0x6c && buf[j + 3] === 0x6c;
+}
+
 /** Object/array depth at byte `at` (outside strings). */
 export function depthAt(buf: Buffer, at: number): number {
   let d = 0;

@@ -1,6 +1,6 @@
 // The key scanner finds `model` only where it is a key at the asked depth, never inside strings.
 import t from 'tap';
-import { findStringValue, hasNonNullKey, memberValues, readString, replaceSpan } from '../../src/stream/json-key.ts';
+import { findStringValue, hasNonNullKey, memberValues, readString, replaceSpan, withoutNullMember } from '../../src/stream/json-key.ts';
 
 const rewrite = (json: string, depth: number, to = 'v/slug') => {
   const buf = Buffer.from(json);
@@ -55,4 +55,19 @@ t.test('memberValues: every member of one object with a name, however spelled, n
   t.equal(spans('{"model":"a"'), null, 'cut short');
   t.equal(spans('{"model" "a"}'), null, 'not well formed');
   t.equal(spans('data: {"a":1,\ndata: "model":"x"}'), null, 'JSON over two data lines cannot be walked');
+});
+
+t.test('withoutNullMember drops a null member at the asked depth, with one comma, and nothing else', async (t) => {
+  const drop = (json: string) => withoutNullMember(Buffer.from(json), 'usage', 1).toString();
+  t.equal(drop('{"id":"c","choices":[],"usage":null}'), '{"id":"c","choices":[]}', 'last member');
+  t.equal(drop('{"usage":null,"id":"c"}'), '{"id":"c"}', 'first member');
+  t.equal(drop('{ "usage" : null }'), '{  }', 'the only member');
+  t.equal(drop('{"a":1, "usage" : null ,"b":2}'), '{"a":1 ,"b":2}', 'spaces around');
+  t.equal(drop('data: {"a":1,"usage":null,"obfuscation":"x"}\n\n'), 'data: {"a":1,"obfuscation":"x"}\n\n', 'an SSE event');
+  t.equal(drop('{"usage":null,"b":{"usage":null},"usage":null}'), '{"b":{"usage":null}}', 'every null one at depth 1, none deeper');
+  for (const keep of ['{"usage":{"prompt_tokens":1}}', '{"a":"\\"usage\\":null"}', '{"a":["usage",null]}', '{"usage":0}', '{"x":1}']) {
+    const buf = Buffer.from(keep);
+    t.equal(withoutNullMember(buf, 'usage', 1), buf, `${keep}: untouched, the same buffer`);
+  }
+  for (const json of ['{"usage":null,"a":[1,{"usage":null}],"z":"usage"}', '{"a":null,"usage":null}']) t.same(JSON.parse(drop(json)), Object.fromEntries(Object.entries(JSON.parse(json) as Record<string, unknown>).filter(([k]) => k !== 'usage')), json);
 });
