@@ -3,6 +3,8 @@
 
 export const ERROR_CODES = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
+  /** Token counting asked of a model none of whose eligible providers can count tokens. */
+  count_tokens_unsupported: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   api_key_not_found: { status: 401, type: 'authentication_error' },
   api_key_revoked: { status: 401, type: 'authentication_error' },

@@ -2,6 +2,14 @@
 // by every other observer of the request (access log, metrics, traces). Nothing secret goes here.
 import type { RequestEnd } from './request-end.ts';
 
+/** The `endpoint` of token counting's rows (POST /v1/messages/count_tokens): not an endpoint of the
+ *  vocabulary (no model is registered for it; it counts on a Messages deployment that can). */
+export const COUNT_TOKENS_ENDPOINT = 'count_tokens';
+
+/** Endpoints whose answers are never billed: no hold, no settlement, so a 2xx row of one has no
+ *  ledger rows by design (`ledger verify` does not ask for them). */
+export const UNBILLED_ENDPOINTS: readonly string[] = [COUNT_TOKENS_ENDPOINT];
+
 /** One upstream attempt of a request, as logged. */
 export interface AttemptLogEntry {
   provider: string;

@@ -1,6 +1,19 @@
 // Anthropic's own API: `x-api-key` plus the `anthropic-version` header; the client's version and
-// beta headers are forwarded so beta features keep working through the gateway.
+// beta headers are forwarded so beta features keep working through the gateway. Counts tokens at
+// `/v1/messages/count_tokens`, with the same headers and the Messages body as it is.
+import type { AdapterRequest, UpstreamTarget } from './types.ts';
 import { type PlatformAdapter, joinUrl } from './types.ts';
+
+function headersOf(target: UpstreamTarget, req: AdapterRequest): [string, string][] {
+  const version = req.clientHeaders['anthropic-version'] || String(target.platform.adapterOptions['version'] ?? '2023-06-01');
+  const headers: [string, string][] = [
+    ['x-api-key', target.credential],
+    ['anthropic-version', version],
+  ];
+  const beta = req.clientHeaders['anthropic-beta'];
+  if (beta) headers.push(['anthropic-beta', beta]);
+  return headers;
+}
 
 export const anthropic: PlatformAdapter = {
   id: 'anthropic',
@@ -14,13 +27,11 @@ export const anthropic: PlatformAdapter = {
     return problems;
   },
   request(target, req) {
-    const version = req.clientHeaders['anthropic-version'] || String(target.platform.adapterOptions['version'] ?? '2023-06-01');
-    const headers: [string, string][] = [
-      ['x-api-key', target.credential],
-      ['anthropic-version', version],
-    ];
-    const beta = req.clientHeaders['anthropic-beta'];
-    if (beta) headers.push(['anthropic-beta', beta]);
-    return { url: joinUrl(target.resource.baseUrl, '/v1/messages'), headers };
+    return { url: joinUrl(target.resource.baseUrl, '/v1/messages'), headers: headersOf(target, req) };
+  },
+  countTokens: {
+    request(target, req) {
+      return { url: joinUrl(target.resource.baseUrl, '/v1/messages/count_tokens'), headers: headersOf(target, req) };
+    },
   },
 };

@@ -6,10 +6,12 @@
 // Messages error shape (./bedrock-errors.ts). Chat Completions go to Bedrock's OpenAI-compatible
 // endpoint (`/openai/v1/chat/completions`, OpenAI's own wire). The resource base URL is the runtime
 // root, `https://bedrock-runtime.{region}.amazonaws.com`.
+// Token counting goes to CountTokens with the InvokeModel body wrapped (./bedrock-count-tokens.ts).
 // Credentials: a JSON object `{"access_key_id", "secret_access_key", "session_token"?}` signs every
 // request with SigV4 (service `bedrock`, the resource's region); any other string is a Bedrock API key
 // sent as a bearer token.
 import { signSigV4 } from './aws-sigv4.ts';
+import { countAnswer, countModelId, wrapForCount } from './bedrock-count-tokens.ts';
 import { bedrockErrorBody } from './bedrock-errors.ts';
 import { BedrockStreamDecoder, EVENT_STREAM_TYPE } from './bedrock-event-stream.ts';
 import { credentialField, credentialObject, optionalField } from './credential-json.ts';
@@ -20,6 +22,9 @@ const MESSAGES_DECODING: AnswerDecoding = {
   decoder: () => new BedrockStreamDecoder(),
   errorBody: bedrockErrorBody,
 };
+
+/** A count is never streamed (the stream fields are never read); errors and the answer are mapped. */
+const COUNT_DECODING: AnswerDecoding = { ...MESSAGES_DECODING, answerBody: countAnswer };
 
 /** The region SigV4 signs for: the resource's, else the one in a bedrock-runtime host name. */
 function regionOf(target: UpstreamTarget): string {
@@ -72,5 +77,20 @@ export const bedrock: PlatformAdapter = {
   },
   decoding(_target, req) {
     return req.endpoint === 'messages' ? MESSAGES_DECODING : null;
+  },
+  countTokens: {
+    request(target) {
+      const headers: [string, string][] = [];
+      if (!target.credential.trimStart().startsWith('{')) headers.push(['authorization', `Bearer ${target.credential}`]);
+      headers.push(['accept', 'application/json']);
+      const model = encodeURIComponent(countModelId(target.deployment.upstreamModel));
+      return { url: joinUrl(target.resource.baseUrl, `/model/${model}/count-tokens`), headers };
+    },
+    patchBody(body, target, req) {
+      // The body InvokeModel would get for this request, then wrapped.
+      bedrock.patchBody?.(body, target, { ...req, endpoint: 'messages', stream: false });
+      wrapForCount(body);
+    },
+    decoding: () => COUNT_DECODING,
   },
 };

@@ -89,6 +89,24 @@ export interface AnswerDecoding {
   /** A non-2xx answer's body in the inbound protocol's error shape (the body as received, up to the
    *  error cap), so a client reading a passed-on provider error sees its own protocol's error. */
   errorBody?(status: number, headers: Record<string, string>, body: Buffer): Buffer;
+  /** A 2xx JSON answer in the inbound protocol's shape (the decoded body), when the platform's
+   *  differs (Bedrock's token count); null when it is not a usable answer. */
+  answerBody?(body: Buffer): Buffer | null;
+}
+
+/**
+ * Token counting (POST /v1/messages/count_tokens) on a platform that can count: the count call's
+ * URL, static headers and body, built like an inference call's (`AdapterRequest.endpoint` is
+ * `count_tokens`, never a stream) from the Messages count body with `model` already the deployment's
+ * upstream model. The adapter's own authorize() and refused() authenticate it as they do inference.
+ * The answer the client gets is Messages' count, `{"input_tokens": n}`.
+ */
+export interface TokenCounting {
+  request(target: UpstreamTarget, req: AdapterRequest): { url: string; headers: [string, string][] };
+  /** Body changes the count call needs. Mutates. */
+  patchBody?(body: Record<string, unknown>, target: UpstreamTarget, req: AdapterRequest): void;
+  /** How the count answer and its errors are read when they are not Messages'. */
+  decoding?(target: UpstreamTarget, req: AdapterRequest): AnswerDecoding | null;
 }
 
 /** An adapter is also the facts config linking checks platform files against (see AdapterFacts). */
@@ -118,6 +136,8 @@ export interface PlatformAdapter extends AdapterFacts {
   refused?(out: OutgoingRequest, target: UpstreamTarget, ctx: AdapterContext): boolean;
   /** How this call's answers are read when they are not the protocol's own wire; null when they are. */
   decoding?(target: UpstreamTarget, req: AdapterRequest): AnswerDecoding | null;
+  /** Present when the platform can count a Messages request's input tokens (optional capability). */
+  readonly countTokens?: TokenCounting;
 }
 
 /** Appends a path to a base URL without doubling or dropping the slash. */

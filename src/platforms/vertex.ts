@@ -2,16 +2,28 @@
 // in the URL and `anthropic_version` in the body; Chat Completions go to Vertex's OpenAI-compatible
 // endpoint. The resource base URL is
 // `https://{region}-aiplatform.googleapis.com/v1/projects/{project}/locations/{region}`.
+// Token counting goes to the publisher's `count-tokens:rawPredict`, with the model kept in the body
+// and `anthropic_version` added (as Google documents it and Anthropic's Vertex SDK sends it).
 // Credentials: a service-account JSON key (the gateway mints its own access tokens and refreshes them,
 // ./google-service-account.ts), or a plain OAuth access token sent as it is (which expires: an
 // operator would re-seal it by hand).
 import { credentialObject } from './credential-json.ts';
 import { bearerOf, setBearer } from './token-cache.ts';
 import { dropServiceAccountToken, serviceAccountToken } from './google-service-account.ts';
-import { type PlatformAdapter, joinUrl } from './types.ts';
+import { type AdapterRequest, type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
 function isJson(credential: string): boolean {
   return credential.trimStart().startsWith('{');
+}
+
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
+/** A static token (not a service-account key) and the client's beta list. */
+function messagesHeaders(target: UpstreamTarget, req: AdapterRequest): [string, string][] {
+  const headers: [string, string][] = isJson(target.credential) ? [] : [['authorization', `Bearer ${target.credential}`]];
+  const beta = req.clientHeaders['anthropic-beta'];
+  if (beta) headers.push(['anthropic-beta', beta]);
+  return headers;
 }
 
 export const vertex: PlatformAdapter = {
@@ -21,20 +33,26 @@ export const vertex: PlatformAdapter = {
     return Object.keys(options).map((k) => `adapter "vertex" has no option "${k}"`);
   },
   request(target, req) {
-    const headers: [string, string][] = isJson(target.credential) ? [] : [['authorization', `Bearer ${target.credential}`]];
     if (req.endpoint === 'messages') {
       const verb = req.stream ? 'streamRawPredict' : 'rawPredict';
       const model = encodeURIComponent(target.deployment.upstreamModel);
-      const beta = req.clientHeaders['anthropic-beta'];
-      if (beta) headers.push(['anthropic-beta', beta]);
-      return { url: joinUrl(target.resource.baseUrl, `/publishers/anthropic/models/${model}:${verb}`), headers };
+      return { url: joinUrl(target.resource.baseUrl, `/publishers/anthropic/models/${model}:${verb}`), headers: messagesHeaders(target, req) };
     }
+    const headers: [string, string][] = isJson(target.credential) ? [] : [['authorization', `Bearer ${target.credential}`]];
     return { url: joinUrl(target.resource.baseUrl, '/endpoints/openapi/chat/completions'), headers };
   },
   patchBody(body, _target, req) {
     if (req.endpoint !== 'messages') return;
     delete body['model'];
-    body['anthropic_version'] = 'vertex-2023-10-16';
+    body['anthropic_version'] = VERTEX_ANTHROPIC_VERSION;
+  },
+  countTokens: {
+    request(target, req) {
+      return { url: joinUrl(target.resource.baseUrl, '/publishers/anthropic/models/count-tokens:rawPredict'), headers: messagesHeaders(target, req) };
+    },
+    patchBody(body) {
+      body['anthropic_version'] = VERTEX_ANTHROPIC_VERSION;
+    },
   },
   authorize(out, target, _req, ctx) {
     const obj = credentialObject(target.credential, target.platform.id);

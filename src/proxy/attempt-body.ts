@@ -33,16 +33,20 @@ export class JsonReader implements AttemptPhase {
   private readonly protocol: ProtocolModule;
   private readonly slugJson: Buffer;
   private readonly head: AnswerHead;
+  private readonly platformAnswer: AnswerDecoding['answerBody'];
   constructor(
     core: AttemptCore,
     protocol: ProtocolModule,
     slugJson: Buffer,
     head: AnswerHead,
+    /** The adapter's rewrite of a platform's 2xx answer into the protocol's shape, if it has one. */
+    platformAnswer?: AnswerDecoding['answerBody'],
   ) {
     this.core = core;
     this.protocol = protocol;
     this.slugJson = slugJson;
     this.head = head;
+    this.platformAnswer = platformAnswer;
     this.state = { kind: 'reading', body: answerBody(head.headers['content-encoding'], core.limits.maxUpstreamBodyBytes, this.onBody) };
   }
 
@@ -78,7 +82,8 @@ export class JsonReader implements AttemptPhase {
       this.inbandError(errorStatus, r.body);
       return;
     }
-    const answer = this.protocol.readJson(r.body, this.slugJson);
+    const body = this.platformAnswer ? this.platformAnswer(r.body) : r.body;
+    const answer = body === null ? null : this.protocol.readJson(body, this.slugJson);
     if (answer === null) {
       core.fail('malformed', 'the provider answer was not a usable JSON body');
       return;

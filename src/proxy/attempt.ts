@@ -98,7 +98,7 @@ export class AttemptSink implements UpstreamSink {
         return;
       }
       case 'json':
-        this.phase = new JsonReader(core, protocol, slugJson, head);
+        this.phase = new JsonReader(core, protocol, slugJson, head, this.input.decoding?.answerBody);
         return;
       case 'error':
         this.phase = new ErrorReader(core, head, this.input.decoding?.errorBody);

@@ -16,8 +16,10 @@ import {
   CredentialError,
   type OutgoingRequest,
   type PlatformAdapter,
+  type TokenCounting,
   type UpstreamTarget,
 } from '../platforms/types.ts';
+import { COUNT_TOKENS_ENDPOINT } from '../observe/request-row.ts';
 import type { InboundBody, ProtocolModule } from '../protocols/types.ts';
 import { upstreamJson } from '../protocols/upstream-json.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
@@ -81,13 +83,16 @@ export function buildCall(
   if (!target) return SKIP;
   const adapter = resolver.adapter(target.platform.adapter);
   if (!adapter) return SKIP;
+  // A token count is the adapter's counting call (a platform that cannot count is never planned).
+  const wire = input.endpoint === COUNT_TOKENS_ENDPOINT ? adapter.countTokens : adapter;
+  if (!wire) return SKIP;
   const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders: input.clientHeaders };
-  const out = outgoing(resolver, protocol, input, model, target, adapter, req);
+  const out = outgoing(resolver, protocol, input, model, target, wire, req);
   const ctx = resolver.context;
   const ready = (): ReadyCall => ({
     kind: 'call',
     call: out,
-    decoding: adapter.decoding?.(target, req) ?? null,
+    decoding: wire.decoding?.(target, req) ?? null,
     refused: adapter.refused ? () => adapter.refused?.(out, target, ctx) === true : null,
   });
   if (!adapter.authorize) return ready();
@@ -114,7 +119,7 @@ function outgoing(
   input: CallInput,
   model: CompiledModel,
   target: UpstreamTarget,
-  adapter: PlatformAdapter,
+  adapter: Pick<TokenCounting, 'request' | 'patchBody'>,
   req: AdapterRequest,
 ): OutgoingRequest & UpstreamCall {
   const { url, headers: adapterHeaders } = adapter.request(target, req);

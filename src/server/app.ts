@@ -1,12 +1,16 @@
 // The route table: one line per endpoint of the public API (docs/api.md lists them, and
 // test/docs/api-reference.test.ts holds that list to this table). Inference paths come from the
-// endpoint vocabulary (each with its protocol module); anything not listed answers the "unserved
-// path" error.
+// endpoint vocabulary (each with its protocol module), token counting sits beside Messages; anything
+// not listed answers the "unserved path" error, in the error shape of the protocol whose path it
+// falls under (the path prefix decides: `/v1/messages…` answers in the Messages envelope).
 import type { GatewayContext } from '../api/context.ts';
 import { catalogHandlers } from '../api/catalog.ts';
+import { countTokensHandler } from '../api/count-tokens.ts';
 import { inferenceHandler } from '../api/inference.ts';
 import { type GatewayError, modelRequired } from '../errors.ts';
+import { countTokens } from '../protocols/count-tokens.ts';
 import { protocolFor } from '../protocols/index.ts';
+import type { ProtocolModule } from '../protocols/types.ts';
 import { createHttpServer, type HttpServer, type RouteDef } from './http-server.ts';
 import { preflight } from './preflight.ts';
 
@@ -39,11 +43,26 @@ export function publicRoutes(ctx: GatewayContext): RouteDef[] {
       body: delivery,
       // Read per request: a reload may change the caps (the route table itself is fixed at start).
       maxBodyBytes: delivery === 'stream' ? () => ctx.settings.limits.maxUploadBytes : () => ctx.settings.limits.maxBodyBytes,
-      ...(protocol.errorBody ? { errorBody: (err: GatewayError) => protocol.errorBody?.(err) ?? err.toBody() } : {}),
+      ...errorShape(protocol),
       handler: inferenceHandler(ctx, e.id, protocol),
     });
+    if (e.id === 'messages') {
+      routes.push({ method: 'post', pattern: `${e.path}/count_tokens`, body: 'buffer', maxBodyBytes: () => ctx.settings.limits.maxBodyBytes, ...errorShape(countTokens), handler: countTokensHandler(ctx) });
+    }
+    // Unserved paths at and under a protocol's path (GET /v1/messages, POST /v1/messages/batches)
+    // answer the unserved-path 400 in that protocol's error shape, which its SDKs read.
+    if (protocol.errorBody) {
+      for (const pattern of [e.path, `${e.path}/*`]) routes.push({ method: 'any', pattern, ...errorShape(protocol), handler: unserved });
+    }
   }
   // Unserved paths (POST /v1/embeddings, GET /v1/responses/{id}, anything else): the API's 400.
-  routes.push({ method: 'any', pattern: '/*', handler: (_req, reply) => reply.sendError(modelRequired()) });
+  routes.push({ method: 'any', pattern: '/*', handler: unserved });
   return routes;
+}
+
+const unserved: RouteDef['handler'] = (_req, reply) => reply.sendError(modelRequired());
+
+/** The route's error body when the protocol's SDKs need their own envelope (absent: the API's). */
+function errorShape(protocol: ProtocolModule): Pick<RouteDef, 'errorBody'> {
+  return protocol.errorBody ? { errorBody: (err: GatewayError) => protocol.errorBody?.(err) ?? err.toBody() } : {};
 }

@@ -39,7 +39,7 @@ function bedrockHeaders(contentType: string, requestId: string | null): HeaderLi
   return h;
 }
 
-function sendError(ex: Exchange, status: number, requestId: string | null, exception?: string, message?: string, extra?: Record<string, string>): void {
+export function sendError(ex: Exchange, status: number, requestId: string | null, exception?: string, message?: string, extra?: Record<string, string>): void {
   const [name, text] = STATUS_ERRORS[status] ?? ['InternalServerException', 'The system encountered an unexpected error during processing.'];
   const headers = withExtraHeaders(bedrockHeaders(JSON_TYPE, requestId), extra);
   headers.push(['x-amzn-errortype', `${exception ?? name}:http://internal.amazon.com/coral/com.amazon.bedrock/`]);
@@ -47,7 +47,7 @@ function sendError(ex: Exchange, status: number, requestId: string | null, excep
 }
 
 /** SigV4 (always checked) or a Bedrock API key; false when refused (the 403 is already sent). */
-function authenticate(state: SimState, ex: Exchange, req: RequestCopy, raw: Buffer, requestId: string): boolean {
+export function authenticate(state: SimState, ex: Exchange, req: RequestCopy, raw: Buffer, requestId: string): boolean {
   const auth = req.headers['authorization'] ?? '';
   if (auth.startsWith('AWS4-HMAC-SHA256')) {
     const r = verifySigV4(req, raw, state.awsKeys, 'bedrock', state.clock.now());

@@ -55,7 +55,7 @@ function parseBody(raw: Buffer, contentType: string): ParsedBody {
   }
 }
 
-function authorized(headers: Record<string, string>, key: string): 'ok' | 'missing' | 'wrong' {
+export function authorized(headers: Record<string, string>, key: string): 'ok' | 'missing' | 'wrong' {
   const auth = headers['authorization'];
   const xKey = headers['x-api-key'];
   const azureKey = headers['api-key'];

@@ -15,13 +15,22 @@ export interface InferenceRoute {
   urlStream?: boolean;
 }
 
+/** Token counting: Anthropic's `/v1/messages/count_tokens`, Vertex's
+ *  `…/publishers/anthropic/models/count-tokens:rawPredict`, Bedrock's `/model/{modelId}/count-tokens`. */
+export interface CountRoute {
+  kind: 'count';
+  form: 'plain' | 'vertex' | 'bedrock';
+  /** Bedrock: the model id from the URL. */
+  urlModel?: string;
+}
+
 export interface ControlRoute {
   kind: 'control';
   /** What follows `/_sim/`, e.g. `requests` or `script`. */
   name: string;
 }
 
-export type Route = InferenceRoute | ControlRoute;
+export type Route = InferenceRoute | CountRoute | ControlRoute;
 
 const SUFFIXES: ReadonlyArray<readonly [string, Endpoint]> = [
   ['/chat/completions', 'chat_completions'],
@@ -34,6 +43,7 @@ const SUFFIXES: ReadonlyArray<readonly [string, Endpoint]> = [
 const AZURE = /\/openai\/deployments\/([^/]+)\/(?:chat\/completions|responses|images\/generations|images\/edits)$/;
 const VERTEX = /\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
 const BEDROCK = /\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/;
+const BEDROCK_COUNT = /\/model\/([^/]+)\/count-tokens$/;
 
 function decode(s: string): string {
   try {
@@ -46,6 +56,10 @@ function decode(s: string): string {
 /** The route for a URL path (no query), or null for an unknown path. */
 export function classify(path: string): Route | null {
   if (path.startsWith('/_sim/')) return { kind: 'control', name: path.slice(6) };
+  if (path.endsWith('/messages/count_tokens')) return { kind: 'count', form: 'plain' };
+  if (path.endsWith('/models/count-tokens:rawPredict')) return { kind: 'count', form: 'vertex' };
+  const bedrockCount = BEDROCK_COUNT.exec(path);
+  if (bedrockCount) return { kind: 'count', form: 'bedrock', urlModel: decode(bedrockCount[1] as string) };
   for (const [suffix, endpoint] of SUFFIXES) {
     if (!path.endsWith(suffix)) continue;
     const azure = AZURE.exec(path);

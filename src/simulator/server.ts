@@ -1,6 +1,7 @@
 // `startSimulator`: an HTTP server (uWebSockets.js) that behaves like the upstream providers —
 // OpenAI Chat Completions, Responses and Images, Anthropic Messages (plus the Azure and Vertex path
-// forms) — with scripted latency and faults, recording what it receives.
+// forms), token counting (Anthropic, Vertex, Bedrock) — with scripted latency and faults, recording
+// what it receives.
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { type Clock, systemClock } from '../clock.ts';
@@ -9,6 +10,7 @@ import { listenApp } from '../server/http-server.ts';
 import { readBody } from '../server/read-body.ts';
 import { handleBedrock } from './bedrock.ts';
 import { controlNeedsBody, controlReply } from './control.ts';
+import { handleCount } from './count-tokens.ts';
 import { Exchange } from './exchange.ts';
 import { organizationId } from './ids.ts';
 import { familyOf, handleInference } from './inference.ts';
@@ -107,7 +109,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     return;
   }
   const route = classify(copy.path);
-  if (route === null || (route.kind === 'inference' && copy.method !== 'POST')) {
+  if (route === null || (route.kind !== 'control' && copy.method !== 'POST')) {
     const message = `Invalid URL (${copy.method} ${copy.path})`;
     answerNow(res, 404, errorBody('openai', 404, '', null, { message, type: 'invalid_request_error', param: null, code: null }));
     return;
@@ -133,6 +135,10 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     return;
   }
   const ex = new Exchange(res, state.live);
+  if (route.kind === 'count') {
+    readBody(res, state.maxBodyBytes, null, () => ex.done, (raw) => handleCount(state, ex, route, copy, raw), () => ex.sendWhole(413, [['content-type', JSON_TYPE]], '{"message":"request body too large"}'));
+    return;
+  }
   readBody(
     res,
     state.maxBodyBytes,

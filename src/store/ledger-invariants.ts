@@ -10,8 +10,13 @@
 //   until the next start or the lease sweeper releases it);
 // - an answered request without its settlement: a request-log row that records a charge, or a 2xx
 //   answer a provider served (every answer that reaches its attempts' commit point is settled,
-//   exactly or on the documented estimate), whose trace has no settle row with that charge.
+//   exactly or on the documented estimate), whose trace has no settle row with that charge. Rows of
+//   an endpoint that is never billed (token counting) are answers without a settlement by design.
 import { nanoToDecimal } from '../money.ts';
+import { UNBILLED_ENDPOINTS } from '../observe/request-row.ts';
+
+/** The unbilled endpoints as an SQL list (ids of the code's own, never a client's text). */
+const UNBILLED_SQL = UNBILLED_ENDPOINTS.map((e) => `'${e.replace(/'/g, "''")}'`).join(', ');
 
 /** Wraps a SUM so the store returns it as an integer (PostgreSQL's SUM of bigint is numeric). */
 export type IntegerSum = (expr: string) => string;
@@ -40,7 +45,7 @@ export function ledgerQueries(sum: IntegerSum) {
     // The join names the close index's own condition (kind IN settle, release) so SQLite can use it.
     answeredUnsettled: `SELECT r.trace_id, r.status, r.cost_nano, c.kind AS close_kind, c.amount_nano AS close_amount FROM request_log r
        LEFT JOIN ledger c ON c.trace_id = r.trace_id AND c.kind IN ('settle', 'release')
-       WHERE (r.cost_nano IS NOT NULL OR (r.status >= 200 AND r.status < 300 AND r.model_served IS NOT NULL))
+       WHERE (r.cost_nano IS NOT NULL OR (r.status >= 200 AND r.status < 300 AND r.model_served IS NOT NULL AND r.endpoint NOT IN (${UNBILLED_SQL})))
          AND (c.kind IS NULL OR c.kind <> 'settle' OR (r.cost_nano IS NOT NULL AND c.amount_nano <> r.cost_nano))
        ORDER BY r.id`,
   };

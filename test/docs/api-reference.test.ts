@@ -153,9 +153,11 @@ t.test('the endpoint table lists exactly the public routes, and each answers as 
 /** Concrete requests for one documented route: the path parameters filled in, wildcards sampled. */
 function samples(method: string, pattern: string, vendor: string, name: string): [string, string][] {
   const fill = (p: string): string => p.replace('{vendor}', vendor).replace('{model}', name);
+  if (method === 'any' && pattern === '/v1/messages') return [['GET', '/v1/messages'], ['DELETE', '/v1/messages']];
   if (!pattern.includes('*')) return [[method, fill(pattern)]];
   if (method === 'GET' && pattern === '/v1/models/*') return [['GET', `/v1/models/${encodeURIComponent(`${vendor}/${name}`)}`]];
   if (method === 'OPTIONS' && pattern === '/*') return [['OPTIONS', '/v1/chat/completions'], ['OPTIONS', '/v1/models']];
+  if (method === 'any' && pattern === '/v1/messages/*') return [['POST', '/v1/messages/batches'], ['GET', '/v1/messages/count_tokens']];
   if (method === 'any' && pattern === '/*') {
     return [
       ['POST', '/v1/embeddings'],

@@ -4,7 +4,8 @@
 // of every endpoint and stream flag, client credentials never sent, the body patches, option
 // validation, inputs left untouched, authorize() (request signing, tokens from a token source, what a
 // 401 drops) and answer decoding (a platform stream format turned into SSE at every split point,
-// errors mapped into the protocol's shape). To extend it, add an optional field to AdapterSpec and
+// errors mapped into the protocol's shape) and, for adapters that can count tokens, the count call
+// (URL, headers, body, the answer and errors in Messages' shape). To extend it, add an optional field to AdapterSpec and
 // one entry to CHECKS. The registry-wide checks (every adapter a platform YAML names is registered)
 // are in ./index.test.ts.
 import { readFileSync } from 'node:fs';
@@ -92,6 +93,20 @@ export interface DecodingCase {
   error?: { status: number; headers: Record<string, string>; body: string; mapped: unknown };
 }
 
+/** Token counting (PlatformAdapter.countTokens): the count call, its body and how its answers read. */
+export interface CountingSpec {
+  /** What the count call's request() answers (client headers on top of CLIENT_CREDENTIALS). */
+  calls: { clientHeaders?: Record<string, string>; url: string; headers: [string, string][] }[];
+  /** What patchBody makes of a count body (`model` already the upstream id); absent: left as it is. */
+  bodies: { clientHeaders?: Record<string, string>; body: Record<string, unknown>; patched: Record<string, unknown> }[];
+  /** The platform's 2xx answer and the Messages count it becomes (absent: passed on as it is). */
+  answer?: { body: string; mapped: unknown };
+  /** Answers that carry no count: refused (null), so the attempt fails over. */
+  unusable?: string[];
+  /** An error answer and its body in the Messages error shape (absent: no mapping). */
+  error?: { status: number; headers: Record<string, string>; body: string; mapped: unknown };
+}
+
 /** An adapter and everything it is expected to do, as data. */
 export interface AdapterSpec {
   adapter: PlatformAdapter;
@@ -111,6 +126,8 @@ export interface AdapterSpec {
   authorizations?: AuthorizeCase[];
   /** Every endpoint and stream flag without a case here must have no decoding. */
   decodings?: DecodingCase[];
+  /** Present exactly when the adapter can count tokens. */
+  counting?: CountingSpec;
 }
 
 /** Credentials a client may send the gateway; none of them, name or value, may reach an upstream. */
@@ -138,6 +155,7 @@ const CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => void }[] = [
   { name: 'client credentials never reach the upstream', run: checkNeverSends },
   { name: 'body patches', run: checkBodies },
   { name: 'adapter_options validation', run: checkOptions },
+  { name: 'token counting', run: checkCounting },
 ];
 
 const ASYNC_CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => Promise<void> }[] = [
@@ -297,6 +315,49 @@ function checkDecodings(t: Test, spec: AdapterSpec): void {
       }
     }
   }
+}
+
+const COUNT_ENDPOINT = 'count_tokens';
+
+function checkCounting(t: Test, spec: AdapterSpec): void {
+  const counter = spec.adapter.countTokens;
+  const c = spec.counting;
+  if (!c) {
+    t.equal(counter, undefined, 'cannot count: no countTokens capability');
+    return;
+  }
+  t.ok(counter, 'countTokens is there');
+  if (!counter) return;
+  const credential = spec.fixture.credential;
+  for (const call of c.calls) {
+    const label = `count, client ${JSON.stringify(call.clientHeaders ?? {})}`;
+    const req = requestOf({ endpoint: COUNT_ENDPOINT, stream: false, ...(call.clientHeaders ? { clientHeaders: call.clientHeaders } : {}) });
+    const got = counter.request(targetOf(spec), req);
+    t.equal(got.url, call.url, `${label}: URL`);
+    t.same(got.headers, call.headers, `${label}: headers`);
+    t.equal(counter.request(targetOf(spec, spec.fixture.adapterOptions, `${spec.fixture.baseUrl}/`), req).url, call.url, `${label}: a base URL ending in / gives the same URL`);
+    if (spec.credentialIn === 'authorize') t.notOk(got.headers.some(([, v]) => v.includes(credential)), `${label}: the credential is left to authorize()`);
+    else t.ok(got.headers.some(([, v]) => v.includes(credential)), `${label}: the upstream credential is sent in a header`);
+    t.notOk(got.url.includes(credential), `${label}: never in the URL`);
+    const never = new Set(['cookie', ...spec.neverSends]);
+    t.same(got.headers.filter(([name]) => never.has(name)).map(([n]) => n), [], `${label}: none of ${[...never].join(', ')}`);
+    t.notOk(got.url.includes(CLIENT_SECRET) || got.headers.some(([, v]) => v.includes(CLIENT_SECRET)), `${label}: no client credential value`);
+  }
+  for (const b of c.bodies) {
+    const body = structuredClone(b.body);
+    counter.patchBody?.(body, targetOf(spec), requestOf({ endpoint: COUNT_ENDPOINT, stream: false, ...(b.clientHeaders ? { clientHeaders: b.clientHeaders } : {}) }));
+    t.same(body, b.patched, `count body ${JSON.stringify(b.body).slice(0, 60)}: patched`);
+  }
+  const decoding = counter.decoding?.(targetOf(spec), requestOf({ endpoint: COUNT_ENDPOINT, stream: false })) ?? null;
+  if (c.answer) {
+    const mapped = decoding?.answerBody?.(Buffer.from(c.answer.body));
+    t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.answer.mapped, "the platform's count answer in Messages' shape");
+  } else t.equal(decoding?.answerBody, undefined, "the count answer is Messages' own");
+  for (const body of c.unusable ?? []) t.equal(decoding?.answerBody?.(Buffer.from(body)) ?? null, null, `no count in ${body}: refused`);
+  if (c.error) {
+    const mapped = decoding?.errorBody?.(c.error.status, c.error.headers, Buffer.from(c.error.body));
+    t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.error.mapped, `count error ${c.error.status} in the Messages shape`);
+  } else t.equal(decoding?.errorBody, undefined, "count errors are Messages' own");
 }
 
 /** Cases without a stream flag stand for both flags. */

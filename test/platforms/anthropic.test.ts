@@ -1,6 +1,7 @@
 // The Anthropic adapter through the shared adapter suite: `x-api-key` and `anthropic-version` (the
 // client's, else the platform's `version` option, else 2023-06-01), the client's beta header
-// forwarded, Messages only, bodies left as the protocol wrote them.
+// forwarded, Messages only, bodies left as the protocol wrote them. Counts tokens at
+// /v1/messages/count_tokens with the same headers, the body and the answer as they are.
 import { anthropic } from '../../src/platforms/anthropic.ts';
 import { runAdapterSuite } from './adapter-suite.ts';
 
@@ -30,6 +31,17 @@ runAdapterSuite({
   ],
   neverSends: ['authorization', 'api-key', 'x-goog-api-key'],
   bodies: [],
+  counting: {
+    calls: [
+      { url: `${URL}/count_tokens`, headers: [KEY, ['anthropic-version', '2024-10-22']] },
+      {
+        clientHeaders: { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'token-counting-2024-11-01' },
+        url: `${URL}/count_tokens`,
+        headers: [KEY, ['anthropic-version', '2024-01-01'], ['anthropic-beta', 'token-counting-2024-11-01']],
+      },
+    ],
+    bodies: [{ body: { model: 'claude-x-20250101', messages: [{ role: 'user', content: 'hi' }] }, patched: { model: 'claude-x-20250101', messages: [{ role: 'user', content: 'hi' }] } }],
+  },
   options: [
     { options: {}, problems: [] },
     { options: { version: '2023-06-01' }, problems: [] },

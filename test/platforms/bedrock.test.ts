@@ -76,4 +76,32 @@ runAdapterSuite({
       error: { status: 500, headers: {}, body: 'upstream exploded', mapped: { type: 'error', error: { type: 'api_error', message: 'Amazon Bedrock answered HTTP 500' } } },
     },
   ],
+  counting: {
+    // CountTokens takes the foundation model: the inference profile's `us.` is dropped.
+    calls: [{ clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' }, url: `${BASE}/model/anthropic.claude-x-v1%3A0/count-tokens`, headers: [JSON_ACCEPT] }],
+    bodies: [
+      {
+        clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' },
+        body: { model: 'us.anthropic.claude-x-v1:0', messages: TURNS, system: 'terse' },
+        patched: { input: { invokeModel: { body: base64({ messages: TURNS, system: 'terse', anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['context-1m-2025-08-07'], max_tokens: 1 }) } } },
+      },
+      {
+        // InvokeModel needs max_tokens above an extended-thinking budget.
+        body: { model: 'us.anthropic.claude-x-v1:0', messages: TURNS, thinking: { type: 'enabled', budget_tokens: 2048 } },
+        patched: { input: { invokeModel: { body: base64({ messages: TURNS, thinking: { type: 'enabled', budget_tokens: 2048 }, anthropic_version: 'bedrock-2023-05-31', max_tokens: 2049 }) } } },
+      },
+    ],
+    answer: { body: '{"inputTokens":1234}', mapped: { input_tokens: 1234 } },
+    unusable: ['{"input_tokens":12}', '{"inputTokens":-1}', '{"inputTokens":"12"}', 'not json', '[]'],
+    error: {
+      status: 400,
+      headers: { 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
+      body: "{\"message\":\"The provided model doesn't support counting tokens.\"}",
+      mapped: { type: 'error', error: { type: 'invalid_request_error', message: "The provided model doesn't support counting tokens." } },
+    },
+  },
 });
+
+function base64(body: unknown): string {
+  return Buffer.from(JSON.stringify(body)).toString('base64');
+}

@@ -1,7 +1,8 @@
 // The Vertex AI adapter through the shared adapter suite: an OAuth bearer token; Messages go to the
 // Anthropic publisher's rawPredict (streamRawPredict when streaming) with the model in the URL and
 // `anthropic_version` in the body instead of `model`; Chat Completions go to the OpenAI-compatible
-// endpoint with the body untouched.
+// endpoint with the body untouched. Token counts go to the publisher's count-tokens:rawPredict with
+// the model kept in the body and `anthropic_version` added; the answer is Messages' own.
 import { vertex } from '../../src/platforms/vertex.ts';
 import { runAdapterSuite } from './adapter-suite.ts';
 
@@ -39,4 +40,11 @@ runAdapterSuite({
     { options: {}, problems: [] },
     { options: { project: 'p' }, problems: ['adapter "vertex" has no option "project"'] },
   ],
+  counting: {
+    calls: [
+      { url: `${BASE}/publishers/anthropic/models/count-tokens:rawPredict`, headers: [AUTH] },
+      { clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' }, url: `${BASE}/publishers/anthropic/models/count-tokens:rawPredict`, headers: [AUTH, ['anthropic-beta', 'context-1m-2025-08-07']] },
+    ],
+    bodies: [{ body: { model: 'claude-x@20250101', messages: TURNS }, patched: { model: 'claude-x@20250101', messages: TURNS, anthropic_version: 'vertex-2023-10-16' } }],
+  },
 });

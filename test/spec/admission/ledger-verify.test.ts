@@ -1,13 +1,14 @@
 // `pi-gateway ledger verify` fails on what the books agree on but must not be: a hold left open by a
 // `serve` that was SIGKILLed mid-request (nothing will ever close it until the next start) — and is
 // clean again once the next start released it; a request-log row that records an answered request
-// whose trace has no settlement.
+// whose trace has no settlement — but not a token count, which is answered and never billed.
 import t from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
 import { openStore } from '../../../src/store/store.ts';
 import { cli, GATEWAY_CONFIG, openHolds, USER, waitFor } from '../../helpers/admission.ts';
 import { rawUpstream } from '../../helpers/raw-upstream.ts';
 import { prepareDb, startServe } from '../../helpers/serve-process.ts';
+import { startSimulator } from '../../../src/simulator/server.ts';
 
 t.test('a hold a killed server left open fails ledger verify until the next start releases it', async (t) => {
   // A provider that never answers: the request stays in flight, its hold open.
@@ -74,4 +75,26 @@ t.test('an answered request without its settlement fails ledger verify', async (
   const r = await cli(['ledger', 'verify', '--db', db.file, '--json']);
   t.equal(r.code, 1, 'exit 1');
   t.same(JSON.parse(r.stdout), { ok: false, wallets: 1, problems: ['request lost-charge logged a charge of 0.00005 USD but has no settlement'] });
+});
+
+t.test('token counts are answered without a hold or a settlement, and ledger verify stays clean', async (t) => {
+  const sim = await startSimulator();
+  t.teardown(() => sim.close());
+  const db = prepareDb(t);
+  const server = await startServe(t, { config: GATEWAY_CONFIG, db, upstream: sim.url });
+  const post = (path: string, body: unknown) =>
+    fetch(`${server.url}${path}`, { method: 'POST', headers: { 'x-api-key': db.key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const count = await post('/v1/messages/count_tokens', { model: 'beta-labs/sonnet-ish', messages: USER });
+  t.equal(count.status, 200, await count.text());
+  const chat = await post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, max_tokens: 20 });
+  t.equal(chat.status, 200, 'a billed request beside it');
+  server.child.kill('SIGTERM');
+  t.equal((await server.exited).code, 0, 'stopped gracefully: every log row written');
+  const store = openStore(db.file, { masterKey: db.masterKey, clock: new ManualClock(Date.now()) });
+  const rows = store.requestLog.query({ limit: 10 });
+  store.close();
+  t.match(rows.find((r) => r.endpoint === 'count_tokens'), { status: 200, model_served: 'beta-labs/sonnet-ish', cost_nano: null }, 'the count is logged as answered, at no cost');
+  const r = await cli(['ledger', 'verify', '--db', db.file, '--json']);
+  t.equal(r.code, 0, r.stdout);
+  t.same(JSON.parse(r.stdout), { ok: true, wallets: 1, problems: [] });
 });
