@@ -8,6 +8,7 @@
 // Oracles: the process never exits; every request is answered (or its connection closed) within
 // the hang bound; no answer is a 5xx.
 import { join } from 'node:path';
+import { restIsBounded } from '../../src/server/read-body.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { mutateBytes } from '../lib/bytes-mutate.ts';
 import { coverageReport } from '../lib/coverage.ts';
@@ -152,6 +153,23 @@ export interface BodyCase extends CaseSpec {
   seed: number;
 }
 
+/**
+ * A body the gateway answers and then closes on at once, unread (docs/api.md, "HTTP transport"): a
+ * chunked body past its limit, or a length declared more than DROPPED_BODY_BYTES past it. A client
+ * still sending may then see the connection reset before it reads the answer: documented, not a
+ * finding. (Chunk framing counts towards the size here, so a body just under the limit is also
+ * let through: the oracle errs towards silence only within a few bytes of the limit.)
+ */
+export function closesUnread(c: { endpoint: string; bytes: Buffer }): boolean {
+  const headEnd = c.bytes.indexOf('\r\n\r\n');
+  if (headEnd === -1) return false;
+  const head = c.bytes.subarray(0, headEnd).toString('latin1').toLowerCase();
+  const cap = c.endpoint === '/v1/images/edits' ? CLIENT_BODY_LIMITS.max_upload_bytes : CLIENT_BODY_LIMITS.max_body_bytes;
+  const declared = /\r\ncontent-length: *(\d+)/.exec(head);
+  if (declared) return !restIsBounded(Number(declared[1]), cap);
+  return head.includes('\r\ntransfer-encoding: chunked') && c.bytes.length - headEnd - 4 > cap;
+}
+
 /** The bytes a case sends with `key` in place, and its writes. */
 export function caseWrites(c: { bytes: Buffer; cuts: number[]; delays: number[] }, key: string): { bytes: Buffer; steps: WriteStep[] } {
   const at = c.bytes.indexOf(KEY_SLOT);
@@ -280,7 +298,7 @@ export const clientBody: Target = {
             noteSlow(slowest, r.ms, c.label);
           } else if (r.timedOut) {
             opts.findings.record('client-body', 'hang', `no answer within ${opts.hangMs} ms on ${c.endpoint}`, c.label, files());
-          } else if (g.child.exit() === null) {
+          } else if (g.child.exit() === null && !closesUnread(c)) {
             // Every case is a well-formed HTTP request (only its body is mutated): it must be answered.
             closedUnanswered++;
             opts.findings.record('client-body', 'unanswered', `connection closed without an answer on ${c.endpoint}`, c.label, files());

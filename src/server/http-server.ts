@@ -7,7 +7,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import { GatewayError } from '../errors.ts';
 import { streamBody } from './body-stream.ts';
-import { readBody } from './read-body.ts';
+import { readBody, restIsBounded } from './read-body.ts';
 import { type RequestCoding, requestCoding } from './request-coding.ts';
 import { framingProblem } from './request-framing.ts';
 import { newTraceId } from './trace-id.ts';
@@ -169,8 +169,9 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
   const cap = typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
   const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
   if (mode !== 'none' && declared !== null && declared > cap) {
-    // Nothing of it is worth reading: answered, then the connection is closed.
-    reply.closeAfterAnswer();
+    // Nothing of it is read: with no onData consumer uWS drops the rest itself, keeping the
+    // connection in step, as long as the rest is bounded; past that the connection is closed.
+    if (!restIsBounded(declared, cap)) reply.closeAfterAnswer();
     tooLarge(reply, cap);
     return;
   }
@@ -179,8 +180,8 @@ function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, repl
     if (mode !== 'none') coding = requestCoding(req.headers['content-encoding']);
   } catch (err) {
     if (!(err instanceof GatewayError)) throw err;
-    // A body the gateway cannot decode is not read either.
-    reply.closeAfterAnswer();
+    // A body the gateway cannot decode is not read either (dropped by uWS, as above).
+    if (!restIsBounded(declared, cap)) reply.closeAfterAnswer();
     reply.sendError(err);
     return;
   }

@@ -9,14 +9,25 @@
 // before the answer ends (`release`, while the response is still valid: a socket it paused is resumed,
 // or uWS would never read the rest and the connection would hang) or when the client left
 // (`abandon`). From then on every chunk is dropped uncopied and nothing calls the response.
-// Reading the rest to drop it is bounded only when the body declared a length within the cap; a
-// body of unknown length (chunked) or over the cap ends the connection after the answer instead
+// Reading the rest to drop it is bounded only when the body declared its length, and that length is
+// within the cap or at most DROPPED_BODY_BYTES past it: then the client, still uploading, reads the
+// answer (a 413, a 401) instead of a reset — closing a socket with unread bytes in it makes the
+// kernel send RST, which discards an answer the client had not read yet. A body of unknown length
+// (chunked) or declared further past the cap ends the connection after the answer instead
 // (`release` says which).
 import type { HttpResponse } from 'uWebSockets.js';
 import type { GatewayError } from '../errors.ts';
 import { BodyDecoder, type RequestCoding } from './request-coding.ts';
 
 const EMPTY = Buffer.alloc(0);
+
+/** How far past the cap a body with a declared length is still read to its end (and dropped). */
+export const DROPPED_BODY_BYTES = 16 * 1024 * 1024;
+
+/** Whether what is left of a body after an early answer is bounded enough to read and drop. */
+export function restIsBounded(declaredLength: number | null, cap: number): boolean {
+  return declaredLength !== null && declaredLength <= cap + DROPPED_BODY_BYTES;
+}
 
 /** Where a BodyReader delivers the body. */
 export interface BodySink {
@@ -40,7 +51,7 @@ export class BodyReader {
   private readonly res: HttpResponse;
   private readonly cap: number;
   private readonly sink: BodySink;
-  /** The body declared a length within the cap: what is left of it after an answer is bounded. */
+  /** The body declared a length within reach (restIsBounded): what is left after an answer is read. */
   private readonly bounded: boolean;
 
   /** `declaredLength`: the request's Content-Length, or null when it has none (chunked). */
@@ -48,7 +59,7 @@ export class BodyReader {
     this.res = res;
     this.cap = cap;
     this.sink = sink;
-    this.bounded = declaredLength !== null && declaredLength <= cap;
+    this.bounded = restIsBounded(declaredLength, cap);
     res.onData((chunk, isLast) => this.onData(chunk, isLast));
   }
 

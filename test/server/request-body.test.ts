@@ -6,6 +6,7 @@
 import t, { type Test } from 'tap';
 import { GatewayError } from '../../src/errors.ts';
 import { createHttpServer, type RouteDef } from '../../src/server/http-server.ts';
+import { DROPPED_BODY_BYTES } from '../../src/server/read-body.ts';
 import { waitFor } from '../helpers/admission.ts';
 import { parseResponses, rawConnect } from '../helpers/raw-client.ts';
 
@@ -143,6 +144,29 @@ t.test('a client that leaves before a handler looked at its upload does not stop
   await after.write(NEXT);
   await after.until(/fine$/);
   after.destroy();
+  t.same(s.errors, []);
+});
+
+t.test('a declared body a little past the cap: 413, the rest read and dropped, the next request answered', async (t) => {
+  // Closing a socket with the client's bytes still unread makes the kernel send a reset, which can
+  // discard the 413 before the client reads it: the upload is read to its end instead.
+  const cap = 256 * 1024;
+  const s = await serve(t, [
+    { method: 'post', pattern: '/buffered', body: 'buffer', maxBodyBytes: cap, handler: (req, reply) => reply.sendJson(200, { length: req.body.length }) },
+    { method: 'post', pattern: '/stream', body: 'stream', maxBodyBytes: cap, handler: (_req, reply) => reply.sendJson(200, {}) },
+  ]);
+  for (const path of ['/buffered', '/stream']) {
+    const body = Buffer.alloc(cap + DROPPED_BODY_BYTES, 0x61);
+    const c = await rawConnect(s.port);
+    t.teardown(() => c.destroy());
+    await c.write(Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body]));
+    await c.until(/request_too_large"\}\}$/, 10_000);
+    t.notOk(c.closed, `${path}: the connection stays open while the rest arrives`);
+    await c.write(NEXT);
+    const [first, second] = parseResponses(await c.until(ANSWERED_THEN_NEXT, 10_000));
+    t.equal(first?.status, 413, `${path}: 413`);
+    t.equal(second?.body, 'fine', `${path}: the whole upload was read, and the next request on the connection answered`);
+  }
   t.same(s.errors, []);
 });
 
