@@ -2,9 +2,13 @@
 // query parameter. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
 // `{"tenant_id", "client_id", "client_secret"}` exchanged for bearer tokens that refresh themselves
 // (./entra-token.ts; `entra_authority` names a sovereign cloud's login host).
+// Errors: Azure's `{"error":{"code","message"}}` has no `type` and its front door answers
+// `{"statusCode","message"}`; both are read into the gateway's error model (Azure's code and its
+// other members, such as the content filter's `innererror`, kept) for the protocol to render.
 import { credentialObject } from './credential-json.ts';
 import { bearerOf, setBearer } from './token-cache.ts';
 import { DEFAULT_AUTHORITY, dropEntraToken, entraToken } from './entra-token.ts';
+import { readPlatformError } from './provider-errors.ts';
 import { type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
 const PATHS: Record<string, string> = {
@@ -53,4 +57,5 @@ export const azureOpenai: PlatformAdapter = {
     dropEntraToken(target.credential, authorityOf(target), bearerOf(out), ctx);
     return true;
   },
+  readError: (status, _headers, body, req) => readPlatformError(status, body, req.endpoint, 'Azure OpenAI'),
 };

@@ -2,15 +2,16 @@
 // the model id in the path (`/model/{id}/invoke`, `/invoke-with-response-stream`), `model` and
 // `stream` out of the body, `anthropic_version: "bedrock-2023-05-31"` in it and the client's
 // `anthropic-beta` header as the body's `anthropic_beta` list; the streamed answer is Bedrock's binary
-// event stream, decoded into Messages SSE (./bedrock-event-stream.ts), and errors are mapped into the
-// Messages error shape (./bedrock-errors.ts). Chat Completions go to Bedrock's OpenAI-compatible
-// endpoint (`/openai/v1/chat/completions`, OpenAI's own wire). The resource base URL is the runtime
+// event stream, decoded into Messages SSE (./bedrock-event-stream.ts), and errors are read into the
+// gateway's error model (./bedrock-errors.ts), which the protocol renders in its own shape. Chat
+// Completions go to Bedrock's OpenAI-compatible endpoint (`/openai/v1/chat/completions`, OpenAI's
+// own wire). The resource base URL is the runtime
 // root, `https://bedrock-runtime.{region}.amazonaws.com`.
 // Credentials: a JSON object `{"access_key_id", "secret_access_key", "session_token"?}` signs every
 // request with SigV4 (service `bedrock`, the resource's region); any other string is a Bedrock API key
 // sent as a bearer token.
 import { signSigV4 } from './aws-sigv4.ts';
-import { bedrockErrorBody } from './bedrock-errors.ts';
+import { bedrockError } from './bedrock-errors.ts';
 import { BedrockStreamDecoder, EVENT_STREAM_TYPE } from './bedrock-event-stream.ts';
 import { credentialField, credentialObject, optionalField } from './credential-json.ts';
 import { type AnswerDecoding, CredentialError, type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
@@ -18,7 +19,6 @@ import { type AnswerDecoding, CredentialError, type PlatformAdapter, type Upstre
 const MESSAGES_DECODING: AnswerDecoding = {
   streamType: EVENT_STREAM_TYPE,
   decoder: () => new BedrockStreamDecoder(),
-  errorBody: bedrockErrorBody,
 };
 
 /** The region SigV4 signs for: the resource's, else the one in a bedrock-runtime host name. */
@@ -73,4 +73,5 @@ export const bedrock: PlatformAdapter = {
   decoding(_target, req) {
     return req.endpoint === 'messages' ? MESSAGES_DECODING : null;
   },
+  readError: (status, headers, body, req) => bedrockError(status, headers, body, req.endpoint),
 };

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.ts';
 import type { AdapterFacts, AdapterOptions } from '../config/adapter-catalog.ts';
 import type { CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
+import type { ProviderError } from '../errors.ts';
 
 export type { AdapterOptions };
 
@@ -86,9 +87,6 @@ export interface AnswerDecoding {
   readonly streamType: string;
   /** A fresh decoder for one attempt. */
   decoder(): StreamDecoder;
-  /** A non-2xx answer's body in the inbound protocol's error shape (the body as received, up to the
-   *  error cap), so a client reading a passed-on provider error sees its own protocol's error. */
-  errorBody?(status: number, headers: Record<string, string>, body: Buffer): Buffer;
 }
 
 /** An adapter is also the facts config linking checks platform files against (see AdapterFacts). */
@@ -118,6 +116,13 @@ export interface PlatformAdapter extends AdapterFacts {
   refused?(out: OutgoingRequest, target: UpstreamTarget, ctx: AdapterContext): boolean;
   /** How this call's answers are read when they are not the protocol's own wire; null when they are. */
   decoding?(target: UpstreamTarget, req: AdapterRequest): AnswerDecoding | null;
+  /**
+   * A non-2xx answer (its plain body as received, up to the error cap) read into the gateway's error
+   * model, so that the inbound protocol renders it in its own error shape with the provider's status;
+   * null when the body already is the protocol's error (it goes on byte for byte). Never throws.
+   * Absent: the platform answers errors in the protocol's own shape.
+   */
+  readError?(status: number, headers: Record<string, string>, body: Buffer, req: AdapterRequest): ProviderError | null;
 }
 
 /** Appends a path to a base URL without doubling or dropping the slash. */

@@ -57,7 +57,7 @@ export interface FailoverResult {
   final: FailoverFinal;
 }
 
-export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 'identity' | 'slugJson' | 'beforeComplete'> {
+export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 'errorBody' | 'identity' | 'slugJson' | 'beforeComplete'> {
   items: PlanItem[];
   maxAttempts: number;
   /** What every attempt sends; an item whose call cannot be built now (say, an unreadable
@@ -194,6 +194,7 @@ async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, b
     client: input.client,
     call: built.call,
     decoding: built.decoding,
+    errorBody: built.errorBody,
     protocol: input.protocol,
     slugJson,
     reply: input.reply,

@@ -18,6 +18,7 @@ import {
   type PlatformAdapter,
   type UpstreamTarget,
 } from '../platforms/types.ts';
+import { renderProviderError } from '../protocols/provider-error.ts';
 import type { InboundBody, ProtocolModule } from '../protocols/types.ts';
 import { upstreamJson } from '../protocols/upstream-json.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
@@ -55,6 +56,9 @@ export interface ReadyCall {
   call: UpstreamCall;
   /** How the answer is read when it is not the protocol's own wire (null: it is). */
   decoding: AnswerDecoding | null;
+  /** A non-2xx answer's plain body as the client gets it: a platform's own error shape rendered in
+   *  the protocol's (null: the platform answers in the protocol's shape; bodies go on as they are). */
+  errorBody: ErrorBodyRewrite | null;
   /** After a 401: drops the adapter's cached token for this credential; true when one new attempt
    *  on the same deployment may succeed (null: the adapter caches nothing, a 401 is final). */
   refused: (() => boolean) | null;
@@ -68,6 +72,19 @@ export type CallBuild =
   | { kind: 'unauthorized'; detail: string };
 
 const SKIP: CallBuild = { kind: 'skip' };
+
+/** Rewrites a provider's error body (status and headers as received) into what the client gets. */
+export type ErrorBodyRewrite = (status: number, headers: Record<string, string>, body: Buffer) => Buffer;
+
+/** The adapter reads its platform's error bodies; the protocol renders what it read. */
+function errorRewrite(adapter: PlatformAdapter, protocol: ProtocolModule, req: AdapterRequest): ErrorBodyRewrite | null {
+  const read = adapter.readError?.bind(adapter);
+  if (!read) return null;
+  return (status, headers, body) => {
+    const err = read(status, headers, body, req);
+    return err === null ? body : renderProviderError(protocol, err);
+  };
+}
 
 /** The upstream call of one attempt: at once for static credentials, a promise when authorize() waits. */
 export function buildCall(
@@ -88,6 +105,7 @@ export function buildCall(
     kind: 'call',
     call: out,
     decoding: adapter.decoding?.(target, req) ?? null,
+    errorBody: errorRewrite(adapter, protocol, req),
     refused: adapter.refused ? () => adapter.refused?.(out, target, ctx) === true : null,
   });
   if (!adapter.authorize) return ready();

@@ -3,8 +3,8 @@
 // the same checks on it: registered under its id, the endpoints it can call, the URL and exact headers
 // of every endpoint and stream flag, client credentials never sent, the body patches, option
 // validation, inputs left untouched, authorize() (request signing, tokens from a token source, what a
-// 401 drops) and answer decoding (a platform stream format turned into SSE at every split point,
-// errors mapped into the protocol's shape). To extend it, add an optional field to AdapterSpec and
+// 401 drops), answer decoding (a platform stream format turned into SSE at every split point) and
+// the platform's own error bodies read into the gateway's error model. To extend it, add an optional field to AdapterSpec and
 // one entry to CHECKS. The registry-wide checks (every adapter a platform YAML names is registered)
 // are in ./index.test.ts.
 import { readFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import tap, { type Test } from 'tap';
 import { parse } from 'yaml';
 import { ManualClock } from '../../src/clock.ts';
 import { adapterFor, ADAPTERS } from '../../src/platforms/index.ts';
+import type { ProviderError } from '../../src/errors.ts';
 import type { AdapterContext, AdapterOptions, AdapterRequest, FormAnswer, OutgoingRequest, PlatformAdapter, UpstreamTarget } from '../../src/platforms/types.ts';
 import { deployment, platform, resource } from '../routing/fixtures.ts';
 
@@ -88,8 +89,16 @@ export interface DecodingCase {
   streamType: string;
   /** A streamed answer in the platform's format, and the SSE it must decode to at every split. */
   answer?: { bytes: Buffer; sse: string };
-  /** An error answer and its body in the protocol's error shape. */
-  error?: { status: number; headers: Record<string, string>; body: string; mapped: unknown };
+}
+
+/** One error answer of the platform and what readError() makes of it (null: already the protocol's
+ *  error shape, passed on as it is). */
+export interface ErrorCase {
+  endpoint: string;
+  status: number;
+  headers?: Record<string, string>;
+  body: string;
+  read: ProviderError | null;
 }
 
 /** An adapter and everything it is expected to do, as data. */
@@ -111,6 +120,8 @@ export interface AdapterSpec {
   authorizations?: AuthorizeCase[];
   /** Every endpoint and stream flag without a case here must have no decoding. */
   decodings?: DecodingCase[];
+  /** How its platform's error bodies are read (no cases: the adapter has no readError()). */
+  errors?: ErrorCase[];
 }
 
 /** Credentials a client may send the gateway; none of them, name or value, may reach an upstream. */
@@ -138,6 +149,7 @@ const CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => void }[] = [
   { name: 'client credentials never reach the upstream', run: checkNeverSends },
   { name: 'body patches', run: checkBodies },
   { name: 'adapter_options validation', run: checkOptions },
+  { name: 'platform error bodies read into the gateway\'s error model', run: checkErrors },
 ];
 
 const ASYNC_CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => Promise<void> }[] = [
@@ -291,10 +303,20 @@ function checkDecodings(t: Test, spec: AdapterSpec): void {
         }
         t.equal(bad, 0, `${label}: the same SSE at all ${bytes.length + 1} split points`);
       }
-      if (c.error) {
-        const mapped = decoding.errorBody?.(c.error.status, c.error.headers, Buffer.from(c.error.body));
-        t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.error.mapped, `${label}: error ${c.error.status} in the protocol's shape`);
-      }
+    }
+  }
+}
+
+function checkErrors(t: Test, spec: AdapterSpec): void {
+  const cases = spec.errors ?? [];
+  if (cases.length === 0) {
+    t.equal(spec.adapter.readError, undefined, 'no cases: the platform answers errors in the protocol\'s own shape');
+    return;
+  }
+  for (const c of cases) {
+    for (const stream of [false, true]) {
+      const read = spec.adapter.readError?.(c.status, c.headers ?? {}, Buffer.from(c.body), requestOf({ endpoint: c.endpoint, stream }));
+      t.same(read, c.read, `${c.endpoint} stream=${stream}: HTTP ${c.status} ${c.body.slice(0, 60)}`);
     }
   }
 }

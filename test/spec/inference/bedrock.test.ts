@@ -164,7 +164,7 @@ t.test('Bedrock errors passed to the client are in the Messages error shape', as
   s.sim.script(MODEL, { status: 400 }, 1);
   const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key });
   t.equal(res.status, 400);
-  t.same(await res.json(), { type: 'error', error: { type: 'invalid_request_error', message: 'Malformed input request, please reformat your input and try again.' } });
+  t.same(await res.json(), { type: 'error', error: { message: 'Malformed input request, please reformat your input and try again.', type: 'invalid_request_error', code: 'ValidationException' } });
 });
 
 t.test('an exception after the commit ends the stream with the Messages error event', async (t) => {
