@@ -96,6 +96,7 @@ function settings(g: LinkedConfig['gateway']): GatewaySettings {
       preambleMaxBytes: get('limits', 'preamble_max_bytes'),
       maxAttempts: get('limits', 'max_attempts'),
       writeStallTimeoutMs: get('limits', 'write_stall_timeout_ms'),
+      tokenTimeoutMs: get('limits', 'token_timeout_ms'),
       drainTimeoutMs: get('limits', 'drain_timeout_ms'),
     },
     health: {

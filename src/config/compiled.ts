@@ -211,6 +211,8 @@ export interface GatewaySettings {
     maxAttempts: number;
     /** A client that takes no stream bytes this long is cut (request end `write_stall`). */
     writeStallTimeoutMs: number;
+    /** A cloud token endpoint's time to answer one token request (connection included). */
+    tokenTimeoutMs: number;
     /** How long in-flight requests may finish after SIGTERM before they are ended (`drained`). */
     drainTimeoutMs: number;
   };

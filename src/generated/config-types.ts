@@ -261,6 +261,10 @@ export interface Limits {
    */
   write_stall_timeout_ms?: number;
   /**
+   * How long a cloud's token endpoint (Google's for Vertex AI service accounts, Microsoft Entra's for Azure OpenAI) may take to answer one token request, connection included. A fetch is shared by every request and deployment using the same credential; one that fails (the endpoint down, slower than this, or refusing the credential) fails those attempts over at once and is remembered for 10 s, so that the next deployment of the same credential does not wait again.
+   */
+  token_timeout_ms?: number;
+  /**
    * On SIGTERM/SIGINT, in-flight requests and streams may finish for this long; then the rest end with the protocol's error event (logged as `drained`) and the process exits 0.
    */
   drain_timeout_ms?: number;

@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "a83d7a544ac0953a071c704c646b1b372cc3706eb9f627f332f03a3ab6714ac6",
+  sourceHash: "aaecde6cd310f852fdd884c53bddc19c756b926a43725eddd8422ee360c1b542",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -231,6 +231,7 @@ export const tables: CompiledConfig = {
       preambleMaxBytes: 65536,
       maxAttempts: 5,
       writeStallTimeoutMs: 5000,
+      tokenTimeoutMs: 5000,
       drainTimeoutMs: 30000,
     },
     health: {

@@ -35,18 +35,37 @@ export interface FormAnswer {
   body: Buffer;
 }
 
+/** Why a token endpoint gave no answer: it could not be reached (connection refused or reset, no
+ *  such host) or did not answer within the configured token timeout. */
+export class TokenEndpointError extends Error {
+  readonly kind: 'unreachable' | 'timeout';
+  /** The system's error code when there is one (ECONNREFUSED, ECONNRESET, ENOTFOUND…). */
+  readonly code: string | null;
+  /** The limit it did not answer within (kind `timeout`). */
+  readonly timeoutMs: number;
+  constructor(kind: 'unreachable' | 'timeout', code: string | null, timeoutMs: number) {
+    super(kind === 'timeout' ? `no answer within ${timeoutMs} ms` : `could not be reached${code ? ` (${code})` : ''}`);
+    this.kind = kind;
+    this.code = code;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
 /**
  * What the gateway lends adapters beyond the target, one per gateway process (token caches keyed by
  * it survive config reloads): the clock every expiry is read from, the HTTP call to token endpoints
- * (undici lives in src/upstream/, never here), and where token endpoints really are.
+ * (undici lives in src/upstream/, never here), where token endpoints really are, and the log.
  */
 export interface AdapterContext {
   readonly clock: Clock;
-  /** POSTs an `application/x-www-form-urlencoded` form; rejects on a network failure or timeout. */
+  /** POSTs an `application/x-www-form-urlencoded` form within the token timeout
+   *  (`limits.token_timeout_ms`); rejects with TokenEndpointError when no answer came. */
   postForm(url: string, form: Record<string, string>): Promise<FormAnswer>;
   /** The URL a token endpoint is reached at: `url`, or re-pointed to the origin every resource base
    *  URL is sent to when the gateway runs against the simulator (demo, tests). */
   endpointUrl(url: string): string;
+  /** The gateway's operational log (docs/observability.md). Never given a secret. */
+  log(event: string, fields: Record<string, unknown>): void;
 }
 
 /** The request of one attempt as it will be sent: authorize() reads it and adds its headers. */

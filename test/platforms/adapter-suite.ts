@@ -234,9 +234,13 @@ function checkOptions(t: Test, spec: AdapterSpec): void {
 }
 
 /** A context on a manual clock whose token endpoint is `tokens` (none: every POST fails). */
-export function testContext(now: string, tokens?: TokenEndpoint): { ctx: AdapterContext; clock: ManualClock; posts: { url: string; form: Record<string, string> }[] } {
+export function testContext(
+  now: string,
+  tokens?: TokenEndpoint,
+): { ctx: AdapterContext; clock: ManualClock; posts: { url: string; form: Record<string, string> }[]; logs: { event: string; fields: Record<string, unknown> }[] } {
   const clock = new ManualClock(now);
   const posts: { url: string; form: Record<string, string> }[] = [];
+  const logs: { event: string; fields: Record<string, unknown> }[] = [];
   const ctx: AdapterContext = {
     clock,
     postForm(url, form) {
@@ -245,8 +249,9 @@ export function testContext(now: string, tokens?: TokenEndpoint): { ctx: Adapter
       return Promise.resolve(tokens.answer(url, form, posts.length));
     },
     endpointUrl: (url) => url,
+    log: (event, fields) => logs.push({ event, fields }),
   };
-  return { ctx, clock, posts };
+  return { ctx, clock, posts, logs };
 }
 
 async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {

@@ -178,6 +178,7 @@ export function buildIndex(parts: {
         preambleMaxBytes: 65536,
         maxAttempts: 5,
         writeStallTimeoutMs: 5000,
+        tokenTimeoutMs: 5000,
         drainTimeoutMs: 30_000,
       },
       health: HEALTH,

@@ -400,6 +400,7 @@ export const tables: CompiledConfig = {
       preambleMaxBytes: 65536,
       maxAttempts: 3,
       writeStallTimeoutMs: 5000,
+      tokenTimeoutMs: 5000,
       drainTimeoutMs: 30000,
     },
     health: {

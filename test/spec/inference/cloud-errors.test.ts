@@ -69,7 +69,8 @@ t.test('Azure errors: no type becomes one, a content filter\'s details are kept,
   const openai = new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 });
   const ask = () => openai.chat.completions.create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], ...only('azure-entra') }).catch((e: unknown) => e);
 
-  s.sim.script('small-deploy', { status: 429, errorBody: { error: { code: '429', message: 'Requests have exceeded token rate limit. Please retry after 6 seconds.' } } }, 1);
+  // Both regions answer 429 (a 429 is retried on the next deployment).
+  s.sim.script('small-deploy', { status: 429, errorBody: { error: { code: '429', message: 'Requests have exceeded token rate limit. Please retry after 6 seconds.' } } }, 2);
   const limited = await ask();
   t.ok(limited instanceof OpenAI.RateLimitError);
   if (limited instanceof OpenAI.APIError) t.same([limited.status, limited.type, limited.code], [429, 'rate_limit_error', null]);
