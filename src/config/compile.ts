@@ -2,6 +2,7 @@
 // fields computed once, defaults filled in from the schemas, prices as exact atto-USD, and every list
 // in a fixed order so two builds of the same YAML are byte-identical.
 import type {
+  BetaPolicy,
   ChannelPricing,
   CompiledConfig,
   CompiledDeployment,
@@ -168,6 +169,13 @@ function protocolsOf(vocab: Vocabularies, endpoints: readonly string[]): string[
   );
 }
 
+/** A platform's `anthropic_beta` (the schema allows exactly one of allow and deny). */
+function betaPolicy(b: LinkedConfig['platforms'][number]['anthropic_beta']): BetaPolicy | null {
+  if (!b) return null;
+  const lower = (names: string[]) => names.map((n) => n.toLowerCase());
+  return b.allow ? { kind: 'allow', names: lower(b.allow) } : { kind: 'deny', names: lower(b.deny ?? []) };
+}
+
 function platform(vocab: Vocabularies, p: LinkedConfig['platforms'][number]): CompiledPlatform {
   const endpoints = inOrder(
     vocab.endpoints.map((e) => e.id),
@@ -212,6 +220,7 @@ function platform(vocab: Vocabularies, p: LinkedConfig['platforms'][number]): Co
     samplingAccept: p.sampling ? inOrder(vocab.samplingParameters, p.sampling.accept) : null,
     reasoningDefaultEffort: p.reasoning?.default_effort ?? null,
     reasoningBudget,
+    anthropicBeta: betaPolicy(p.anthropic_beta),
   };
 }
 

@@ -119,7 +119,13 @@ export interface CompiledPlatform {
   samplingAccept: string[] | null;
   reasoningDefaultEffort: ReasoningLevel | null;
   reasoningBudget: { tokens: Partial<Record<ReasoningLevel, number>>; minReplyTokens: number } | null;
+  /** Which `anthropic-beta` values reach the platform (YAML `anthropic_beta`, names lowercased);
+   *  null: the adapter's default. */
+  anthropicBeta: BetaPolicy | null;
 }
+
+/** An allow list (only these are forwarded) or a deny list (these are dropped) of beta names. */
+export type BetaPolicy = { kind: 'allow'; names: string[] } | { kind: 'deny'; names: string[] };
 
 export interface CompiledResource {
   id: string;

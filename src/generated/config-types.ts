@@ -43,6 +43,13 @@ export type ReasoningLevel = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'x
  */
 export type IsoDate = string;
 /**
+ * A beta name as Anthropic spells it, in lowercase, such as `interleaved-thinking-2025-05-14`; a client's value matches it in any case.
+ *
+ * This interface was referenced by `ConfigFiles`'s JSON-Schema
+ * via the `definition` "BetaName".
+ */
+export type BetaName = string;
+/**
  * A vocabulary id: lowercase letters, digits, underscores and dashes, starting with a letter or digit (ids such as `chat_completions` follow the wire protocols' own spelling).
  *
  * This interface was referenced by `ConfigFiles`'s JSON-Schema
@@ -497,6 +504,7 @@ export interface PlatformFile {
    * Aborting a stream stops billing on this platform. When false, an aborted stream is billed as if it had run to its worst case.
    */
   supports_stream_cancellation: boolean;
+  anthropic_beta?: AnthropicBetaPolicy;
   /**
    * Present when the platform accepts only some sampling parameters; the others are removed from Chat Completions requests without an error.
    */
@@ -531,6 +539,13 @@ export interface DataPolicy {
    * True once an operator checked these fields against the upstream's published terms.
    */
   reviewed: boolean;
+}
+/**
+ * Which values of the client's `anthropic-beta` header reach this platform (Messages requests): `allow` lists the only ones forwarded, `deny` the ones dropped; the others go on, and a request whose values are all dropped goes without the header. Absent: the adapter's default — `bedrock` forwards only the betas Amazon Bedrock documents (docs/clouds.md), every other adapter forwards all.
+ */
+export interface AnthropicBetaPolicy {
+  allow?: BetaName[];
+  deny?: BetaName[];
 }
 /**
  * Present when the platform limits reasoning only by a token budget: the level becomes `reasoning.max_tokens` and the output limit is split so reasoning plus reply never exceed it.

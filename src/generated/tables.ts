@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "aaecde6cd310f852fdd884c53bddc19c756b926a43725eddd8422ee360c1b542",
+  sourceHash: "527c8acefb2db0666639d469d8695fffd2c94b7dc4516190706c3365792a5217",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -967,6 +967,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "aws",
@@ -990,6 +991,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "azure",
@@ -1015,6 +1017,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "deepinfra",
@@ -1038,6 +1041,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: "medium",
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "fireworks",
@@ -1061,6 +1065,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "gcp",
@@ -1084,6 +1089,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "gemini",
@@ -1107,6 +1113,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "groq",
@@ -1130,6 +1137,7 @@ export const tables: CompiledConfig = {
       samplingAccept: ["temperature", "top_p", "frequency_penalty", "presence_penalty", "seed", "stop"],
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "local",
@@ -1153,6 +1161,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "mistral",
@@ -1176,6 +1185,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "openai",
@@ -1199,6 +1209,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "together",
@@ -1230,6 +1241,7 @@ export const tables: CompiledConfig = {
         },
         minReplyTokens: 256,
       },
+      anthropicBeta: null,
     },
   ],
   resources: [

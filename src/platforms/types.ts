@@ -7,7 +7,7 @@
 import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.ts';
 import type { AdapterFacts, AdapterOptions } from '../config/adapter-catalog.ts';
-import type { CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
+import type { BetaPolicy, CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
 import type { ProviderError } from '../errors.ts';
 
 export type { AdapterOptions };
@@ -115,6 +115,9 @@ export interface PlatformAdapter extends AdapterFacts {
   readonly endpoints: readonly string[];
   /** Problems with a platform's `adapter_options` (empty when fine). Run at config load. */
   validateOptions(options: AdapterOptions): string[];
+  /** Which `anthropic-beta` values reach the platform when its YAML sets no `anthropic_beta`
+   *  (absent: all; see ./anthropic-beta.ts). The adapter sees the client headers already filtered. */
+  readonly anthropicBeta?: BetaPolicy;
   /** Absolute URL and the headers that do not depend on the body or on a token (content-type is
    *  added by the caller). Static credentials (an API key) go here. Never throws. */
   request(target: UpstreamTarget, req: AdapterRequest): { url: string; headers: [string, string][] };

@@ -9,6 +9,7 @@
 // stays free of microtask hops.
 import type { CompiledDeployment, CompiledModel, Vocabularies } from '../config/compiled.ts';
 import { headerText, sessionIdFrom } from '../http/header-text.ts';
+import { withBetaPolicy } from '../platforms/anthropic-beta.ts';
 import {
   type AdapterContext,
   type AdapterRequest,
@@ -98,7 +99,8 @@ export function buildCall(
   if (!target) return SKIP;
   const adapter = resolver.adapter(target.platform.adapter);
   if (!adapter) return SKIP;
-  const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders: input.clientHeaders };
+  const clientHeaders = withBetaPolicy(input.clientHeaders, target.platform.anthropicBeta ?? adapter.anthropicBeta ?? null);
+  const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders };
   const out = outgoing(resolver, protocol, input, model, target, adapter, req);
   const ctx = resolver.context;
   const ready = (): ReadyCall => ({

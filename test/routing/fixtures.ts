@@ -71,6 +71,7 @@ export function platform(id: string, over: Partial<CompiledPlatform> = {}): Comp
     samplingAccept: null,
     reasoningDefaultEffort: null,
     reasoningBudget: null,
+    anthropicBeta: null,
     ...over,
   };
 }

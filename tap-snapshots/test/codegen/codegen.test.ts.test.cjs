@@ -676,6 +676,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "bravo",
@@ -701,6 +702,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "charlie",
@@ -731,6 +733,7 @@ export const tables: CompiledConfig = {
         },
         minReplyTokens: 256,
       },
+      anthropicBeta: null,
     },
   ],
   resources: [
