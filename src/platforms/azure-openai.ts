@@ -1,5 +1,6 @@
 // Azure OpenAI: the deployment name (our upstream model id) is part of the path, the API version is a
-// query parameter. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
+// query parameter; Responses go to the v1 API (`/openai/v1/responses`, the deployment name as the
+// body's `model`, no API version), which Azure serves in the regions and for the models it lists. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
 // `{"tenant_id", "client_id", "client_secret"}` exchanged for bearer tokens that refresh themselves
 // (./entra-token.ts; `entra_authority` names a sovereign cloud's login host).
 // Errors: Azure's `{"error":{"code","message"}}` has no `type` and its front door answers
@@ -13,9 +14,14 @@ import { type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
 const PATHS: Record<string, string> = {
   chat_completions: '/chat/completions',
+  responses: '/responses',
   images_generations: '/images/generations',
   images_edits: '/images/edits',
 };
+
+/** Responses live only on Azure's v1 API: no deployment in the path, no `api-version`; the
+ *  deployment name is the body's `model` (the protocol writes the upstream model there). */
+const V1_RESPONSES = '/openai/v1/responses';
 const OPTIONS = new Set(['api_version', 'entra_authority']);
 
 function authorityOf(target: UpstreamTarget): string {
@@ -43,7 +49,7 @@ export const azureOpenai: PlatformAdapter = {
   request(target, req) {
     const version = encodeURIComponent(String(target.platform.adapterOptions['api_version']));
     const deployment = encodeURIComponent(target.deployment.upstreamModel);
-    const path = `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
+    const path = req.endpoint === 'responses' ? V1_RESPONSES : `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
     const headers: [string, string][] = isJson(target.credential) ? [] : [['api-key', target.credential]];
     return { url: joinUrl(target.resource.baseUrl, path), headers };
   },

@@ -2,7 +2,7 @@
 // status kept, over real servers (gateway + simulator): a Vertex 429 in Google's shape through the
 // official Anthropic SDK (RateLimitError with its `type`), on a stream too, and through openai-node on
 // Vertex's Chat Completions; Azure's errors (no `type`; a content filter's details kept) through
-// openai-node. A body already in the protocol's shape passes byte for byte.
+// openai-node's chat and responses. A body already in the protocol's shape passes byte for byte.
 import { generateKeyPairSync } from 'node:crypto';
 import t, { type Test } from 'tap';
 import Anthropic from '@anthropic-ai/sdk';
@@ -86,4 +86,13 @@ t.test('Azure errors: no type becomes one, a content filter\'s details are kept,
   const res404 = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, ...only('azure-entra') }, { key });
   t.equal(res404.status, 404);
   t.same(await res404.json(), own, 'already the protocol\'s shape: byte for byte');
+});
+
+t.test('Responses on Azure: its error in the Responses client\'s shape', async (t) => {
+  const { s, key } = await setup(t);
+  s.sim.script('small-deploy', { status: 429, errorBody: { error: { code: 'too_many_requests', message: 'Rate limit is exceeded. Try again in 6 seconds.' } } }, 1);
+  const openai = new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 });
+  const err = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', ...only('azure-entra') }).catch((e: unknown) => e);
+  t.ok(err instanceof OpenAI.RateLimitError, `RateLimitError, got ${String(err)}`);
+  if (err instanceof OpenAI.APIError) t.same([err.status, err.type, err.code, err.message], [429, 'rate_limit_error', 'too_many_requests', '429 Rate limit is exceeded. Try again in 6 seconds.']);
 });

@@ -6,7 +6,7 @@
 // concurrent requests, refresh ahead of expiry, a 401 refreshed and retried once on the same
 // deployment, a key the token endpoint refuses failing over; two Azure regions on one Entra app
 // sharing one token, and when its endpoint is slow, down or refusing, waiting for it once (the
-// configured token timeout), with a log line saying which.
+// configured token timeout), with a log line saying which; Responses on Azure's v1 API.
 import { generateKeyPairSync } from 'node:crypto';
 import t, { type Test } from 'tap';
 import Anthropic from '@anthropic-ai/sdk';
@@ -168,4 +168,22 @@ t.test('the log says whether the token endpoint was down, slow or refused', asyn
     await s.close();
   }
   t.same(reasons, ['unreachable', 'timeout', 'refused'], 'three distinct reasons');
+});
+
+t.test('Azure OpenAI serves Responses on its v1 API, JSON and stream, through openai-node', async (t) => {
+  const { s, key } = await setup(t);
+  const openai = new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 });
+  const res = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', ...only('azure-entra') });
+  t.equal(res.model, 'acme/chat-small');
+  t.ok(res.output_text.length > 0, 'an answer');
+  const stream = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', stream: true, ...only('azure-entra') });
+  const types: string[] = [];
+  for await (const ev of stream) types.push(ev.type);
+  t.equal(types.at(-1), 'response.completed');
+  const calls = inference(s);
+  t.same(calls.map((c) => c.path), ['/openai/v1/responses', '/openai/v1/responses'], 'the v1 API, no deployment in the path');
+  t.same(calls.map((c) => c.query), ['', ''], 'no api-version');
+  t.same(calls.map((c) => (c.body as { model?: string } | null)?.model), ['small-deploy', 'small-deploy'], 'the deployment name as the model');
+  t.match(calls[0]?.headers['authorization'], /^Bearer sim-token-/);
+  t.equal(tokenCalls(s).length, 1);
 });
