@@ -1,5 +1,7 @@
 // Every error the gateway raises itself: one table of code → status and type, one error class.
-// Provider errors are passed through as the provider sent them and never go through this table.
+// Provider errors never go through this table: one already in the inbound protocol's shape is passed
+// through as the provider sent it; a platform's own shape (a cloud's) is read by its adapter into a
+// ProviderError (below), which the protocol renders in its error shape with the provider's status.
 
 export const ERROR_CODES = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
@@ -52,6 +54,42 @@ export class GatewayError extends Error {
     if (this.metadata !== undefined) error.metadata = this.metadata;
     return { error };
   }
+}
+
+/**
+ * A provider's error answer in the gateway's terms, read from the platform's own error body by its
+ * adapter so that the inbound protocol can render it in its own shape. `status` is the provider's,
+ * kept as it is; `type` is the error class in the API's vocabulary (errorTypeForStatus);
+ * `code` the platform's own name for the error when it has one (a Google status such as
+ * `RESOURCE_EXHAUSTED`, a Bedrock exception, an Azure code); `extra`: members of the platform's error
+ * object kept beside them (Azure's `innererror` with its content-filter results, a `param`).
+ */
+export interface ProviderError {
+  status: number;
+  type: string;
+  code: string | null;
+  message: string;
+  extra?: Record<string, unknown>;
+}
+
+/** The API's error type for a provider status: the classes Anthropic's and OpenAI's SDKs know. */
+export function errorTypeForStatus(status: number): string {
+  switch (status) {
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+  }
+  return status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error';
 }
 
 /** The API's message for a bare or unknown model name. */

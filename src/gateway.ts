@@ -247,8 +247,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     limits: opts.limits,
     reveal: (credential: string) => view.reveal(credential),
     upstreamOverride: () => ctx.upstreamOverride,
-    // One for the process: token caches live as long as the gateway, across reloads.
-    adapters: adapterContext({ clock, postForm: (url, form) => client.postForm(url, form), upstreamOverride: () => ctx.upstreamOverride }),
+    // One for the process (token caches outlive reloads); token requests get the current timeout.
+    adapters: adapterContext({ clock, postForm: client.postForm.bind(client), upstreamOverride: () => ctx.upstreamOverride, tokenTimeoutMs: () => snapshot.settings.limits.tokenTimeoutMs, log }),
   };
   // The one mutable reference to the config: a reload replaces it in a single assignment.
   let snapshot: ConfigSnapshot = configSnapshot(opts.config, sources);

@@ -2,6 +2,7 @@
 // fields computed once, defaults filled in from the schemas, prices as exact atto-USD, and every list
 // in a fixed order so two builds of the same YAML are byte-identical.
 import type {
+  BetaPolicy,
   ChannelPricing,
   CompiledConfig,
   CompiledDeployment,
@@ -96,6 +97,7 @@ function settings(g: LinkedConfig['gateway']): GatewaySettings {
       preambleMaxBytes: get('limits', 'preamble_max_bytes'),
       maxAttempts: get('limits', 'max_attempts'),
       writeStallTimeoutMs: get('limits', 'write_stall_timeout_ms'),
+      tokenTimeoutMs: get('limits', 'token_timeout_ms'),
       drainTimeoutMs: get('limits', 'drain_timeout_ms'),
     },
     health: {
@@ -167,6 +169,13 @@ function protocolsOf(vocab: Vocabularies, endpoints: readonly string[]): string[
   );
 }
 
+/** A platform's `anthropic_beta` (the schema allows exactly one of allow and deny). */
+function betaPolicy(b: LinkedConfig['platforms'][number]['anthropic_beta']): BetaPolicy | null {
+  if (!b) return null;
+  const lower = (names: string[]) => names.map((n) => n.toLowerCase());
+  return b.allow ? { kind: 'allow', names: lower(b.allow) } : { kind: 'deny', names: lower(b.deny ?? []) };
+}
+
 function platform(vocab: Vocabularies, p: LinkedConfig['platforms'][number]): CompiledPlatform {
   const endpoints = inOrder(
     vocab.endpoints.map((e) => e.id),
@@ -211,6 +220,7 @@ function platform(vocab: Vocabularies, p: LinkedConfig['platforms'][number]): Co
     samplingAccept: p.sampling ? inOrder(vocab.samplingParameters, p.sampling.accept) : null,
     reasoningDefaultEffort: p.reasoning?.default_effort ?? null,
     reasoningBudget,
+    anthropicBeta: betaPolicy(p.anthropic_beta),
   };
 }
 

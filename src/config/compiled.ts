@@ -119,7 +119,13 @@ export interface CompiledPlatform {
   samplingAccept: string[] | null;
   reasoningDefaultEffort: ReasoningLevel | null;
   reasoningBudget: { tokens: Partial<Record<ReasoningLevel, number>>; minReplyTokens: number } | null;
+  /** Which `anthropic-beta` values reach the platform (YAML `anthropic_beta`, names lowercased);
+   *  null: the adapter's default. */
+  anthropicBeta: BetaPolicy | null;
 }
+
+/** An allow list (only these are forwarded) or a deny list (these are dropped) of beta names. */
+export type BetaPolicy = { kind: 'allow'; names: string[] } | { kind: 'deny'; names: string[] };
 
 export interface CompiledResource {
   id: string;
@@ -211,6 +217,8 @@ export interface GatewaySettings {
     maxAttempts: number;
     /** A client that takes no stream bytes this long is cut (request end `write_stall`). */
     writeStallTimeoutMs: number;
+    /** A cloud token endpoint's time to answer one token request (connection included). */
+    tokenTimeoutMs: number;
     /** How long in-flight requests may finish after SIGTERM before they are ended (`drained`). */
     drainTimeoutMs: number;
   };

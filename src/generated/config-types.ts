@@ -43,6 +43,13 @@ export type ReasoningLevel = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'x
  */
 export type IsoDate = string;
 /**
+ * A beta name as Anthropic spells it, in lowercase, such as `interleaved-thinking-2025-05-14`; a client's value matches it in any case.
+ *
+ * This interface was referenced by `ConfigFiles`'s JSON-Schema
+ * via the `definition` "BetaName".
+ */
+export type BetaName = string;
+/**
  * A vocabulary id: lowercase letters, digits, underscores and dashes, starting with a letter or digit (ids such as `chat_completions` follow the wire protocols' own spelling).
  *
  * This interface was referenced by `ConfigFiles`'s JSON-Schema
@@ -260,6 +267,10 @@ export interface Limits {
    * A client that takes no bytes of a committed stream for this long is cut: the protocol's error event is queued behind what it has not read, the upstream is cancelled, and the request is logged as `write_stall`. At most 7 s: the HTTP server library closes a connection that accepts no bytes for 8 to 12 s on its own.
    */
   write_stall_timeout_ms?: number;
+  /**
+   * How long a cloud's token endpoint (Google's for Vertex AI service accounts, Microsoft Entra's for Azure OpenAI) may take to answer one token request, connection included. A fetch is shared by every request and deployment using the same credential; one that fails (the endpoint down, slower than this, or refusing the credential) fails those attempts over at once and is remembered for 10 s, so that the next deployment of the same credential does not wait again.
+   */
+  token_timeout_ms?: number;
   /**
    * On SIGTERM/SIGINT, in-flight requests and streams may finish for this long; then the rest end with the protocol's error event (logged as `drained`) and the process exits 0.
    */
@@ -493,6 +504,7 @@ export interface PlatformFile {
    * Aborting a stream stops billing on this platform. When false, an aborted stream is billed as if it had run to its worst case.
    */
   supports_stream_cancellation: boolean;
+  anthropic_beta?: AnthropicBetaPolicy;
   /**
    * Present when the platform accepts only some sampling parameters; the others are removed from Chat Completions requests without an error.
    */
@@ -527,6 +539,13 @@ export interface DataPolicy {
    * True once an operator checked these fields against the upstream's published terms.
    */
   reviewed: boolean;
+}
+/**
+ * Which values of the client's `anthropic-beta` header reach this platform (Messages requests): `allow` lists the only ones forwarded, `deny` the ones dropped; the others go on, and a request whose values are all dropped goes without the header. Absent: the adapter's default — `bedrock` forwards only the betas Amazon Bedrock documents (docs/clouds.md), every other adapter forwards all.
+ */
+export interface AnthropicBetaPolicy {
+  allow?: BetaName[];
+  deny?: BetaName[];
 }
 /**
  * Present when the platform limits reasoning only by a token budget: the level becomes `reasoning.max_tokens` and the output limit is split so reasoning plus reply never exceed it.

@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "a83d7a544ac0953a071c704c646b1b372cc3706eb9f627f332f03a3ab6714ac6",
+  sourceHash: "527c8acefb2db0666639d469d8695fffd2c94b7dc4516190706c3365792a5217",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -231,6 +231,7 @@ export const tables: CompiledConfig = {
       preambleMaxBytes: 65536,
       maxAttempts: 5,
       writeStallTimeoutMs: 5000,
+      tokenTimeoutMs: 5000,
       drainTimeoutMs: 30000,
     },
     health: {
@@ -966,6 +967,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "aws",
@@ -989,6 +991,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "azure",
@@ -1014,6 +1017,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "deepinfra",
@@ -1037,6 +1041,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: "medium",
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "fireworks",
@@ -1060,6 +1065,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "gcp",
@@ -1083,6 +1089,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "gemini",
@@ -1106,6 +1113,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "groq",
@@ -1129,6 +1137,7 @@ export const tables: CompiledConfig = {
       samplingAccept: ["temperature", "top_p", "frequency_penalty", "presence_penalty", "seed", "stop"],
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "local",
@@ -1152,6 +1161,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "mistral",
@@ -1175,6 +1185,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "openai",
@@ -1198,6 +1209,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "together",
@@ -1229,6 +1241,7 @@ export const tables: CompiledConfig = {
         },
         minReplyTokens: 256,
       },
+      anthropicBeta: null,
     },
   ],
   resources: [

@@ -40,6 +40,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   sealed_secret_kept_after_rotation: 'warn',
   store_connection_lost: 'warn',
   trace_export_failed: 'warn',
+  token_fetch_failed: 'warn',
   usage_capped: 'warn',
   writer_slow_commit: 'warn',
   // Failures.

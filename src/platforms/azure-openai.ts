@@ -1,17 +1,27 @@
 // Azure OpenAI: the deployment name (our upstream model id) is part of the path, the API version is a
-// query parameter. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
+// query parameter; Responses go to the v1 API (`/openai/v1/responses`, the deployment name as the
+// body's `model`, no API version), which Azure serves in the regions and for the models it lists. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
 // `{"tenant_id", "client_id", "client_secret"}` exchanged for bearer tokens that refresh themselves
 // (./entra-token.ts; `entra_authority` names a sovereign cloud's login host).
+// Errors: Azure's `{"error":{"code","message"}}` has no `type` and its front door answers
+// `{"statusCode","message"}`; both are read into the gateway's error model (Azure's code and its
+// other members, such as the content filter's `innererror`, kept) for the protocol to render.
 import { credentialObject } from './credential-json.ts';
 import { bearerOf, setBearer } from './token-cache.ts';
 import { DEFAULT_AUTHORITY, dropEntraToken, entraToken } from './entra-token.ts';
+import { readPlatformError } from './provider-errors.ts';
 import { type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
 const PATHS: Record<string, string> = {
   chat_completions: '/chat/completions',
+  responses: '/responses',
   images_generations: '/images/generations',
   images_edits: '/images/edits',
 };
+
+/** Responses live only on Azure's v1 API: no deployment in the path, no `api-version`; the
+ *  deployment name is the body's `model` (the protocol writes the upstream model there). */
+const V1_RESPONSES = '/openai/v1/responses';
 const OPTIONS = new Set(['api_version', 'entra_authority']);
 
 function authorityOf(target: UpstreamTarget): string {
@@ -39,7 +49,7 @@ export const azureOpenai: PlatformAdapter = {
   request(target, req) {
     const version = encodeURIComponent(String(target.platform.adapterOptions['api_version']));
     const deployment = encodeURIComponent(target.deployment.upstreamModel);
-    const path = `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
+    const path = req.endpoint === 'responses' ? V1_RESPONSES : `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
     const headers: [string, string][] = isJson(target.credential) ? [] : [['api-key', target.credential]];
     return { url: joinUrl(target.resource.baseUrl, path), headers };
   },
@@ -53,4 +63,5 @@ export const azureOpenai: PlatformAdapter = {
     dropEntraToken(target.credential, authorityOf(target), bearerOf(out), ctx);
     return true;
   },
+  readError: (status, _headers, body, req) => readPlatformError(status, body, req.endpoint, 'Azure OpenAI'),
 };

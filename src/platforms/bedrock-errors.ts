@@ -1,7 +1,9 @@
-// Bedrock's errors in the Messages protocol's shape. Bedrock answers errors as `{"message": …}` with
-// the exception name in the `x-amzn-errortype` header, and reports failures inside a stream as
+// Bedrock's errors in the gateway's terms. Bedrock answers errors as `{"message": …}` with the
+// exception name in the `x-amzn-errortype` header, and reports failures inside a stream as
 // `exception` messages named e.g. `throttlingException`; a Messages client expects
 // `{"type":"error","error":{"type":…,"message":…}}` for both. The message text is Bedrock's own.
+import { type ProviderError, errorTypeForStatus } from '../errors.ts';
+import { inProtocolShape, jsonOf, plainMessage, readPlatformError } from './provider-errors.ts';
 
 /** Bedrock exception name (either case of the first letter) → Anthropic error type. */
 const TYPES: Record<string, string> = {
@@ -26,25 +28,12 @@ export function anthropicErrorType(exception: string, status: number | null): st
   const name = exception.split(':')[0]?.trim().toLowerCase() ?? '';
   const known = TYPES[name];
   if (known) return known;
-  if (status === 429) return 'rate_limit_error';
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status !== null && status >= 400 && status < 500) return 'invalid_request_error';
-  return status === 503 || status === 529 ? 'overloaded_error' : 'api_error';
+  return status === null ? 'api_error' : errorTypeForStatus(status);
 }
 
 /** Bedrock's `message` (or `Message`) field of an error payload, if there is one. */
 export function bedrockMessage(payload: Buffer): string | null {
-  try {
-    const obj: unknown = JSON.parse(payload.toString('utf8'));
-    if (typeof obj !== 'object' || obj === null) return null;
-    const rec = obj as Record<string, unknown>;
-    const m = rec['message'] ?? rec['Message'];
-    return typeof m === 'string' ? m : null;
-  } catch {
-    return null;
-  }
+  return plainMessage(jsonOf(payload));
 }
 
 /** The Messages error JSON for a Bedrock error. */
@@ -52,10 +41,13 @@ export function messagesError(type: string, message: string): string {
   return JSON.stringify({ type: 'error', error: { type, message } });
 }
 
-/** A non-2xx InvokeModel answer as the Messages protocol's error body. */
-export function bedrockErrorBody(status: number, headers: Record<string, string>, body: Buffer): Buffer {
+/** A non-2xx Bedrock answer in the gateway's terms: the exception names the type (InvokeModel's
+ *  `{"message"}` bodies); on the OpenAI-compatible endpoint a body already in that shape goes on. */
+export function bedrockError(status: number, headers: Record<string, string>, body: Buffer, endpoint: string): ProviderError | null {
   const exception = headers['x-amzn-errortype'] ?? '';
-  const name = exception.split(':')[0] ?? '';
-  const message = bedrockMessage(body) ?? `Amazon Bedrock answered HTTP ${status}${name ? ` (${name})` : ''}`;
-  return Buffer.from(messagesError(anthropicErrorType(exception, status), message));
+  const name = exception.split(':')[0]?.trim() || null;
+  if (endpoint !== 'messages' && inProtocolShape(jsonOf(body), endpoint)) return null;
+  const read = readPlatformError(status, body, endpoint, 'Amazon Bedrock', name);
+  if (read === null) return null;
+  return { ...read, type: name ? anthropicErrorType(name, status) : read.type };
 }

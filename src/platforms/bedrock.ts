@@ -1,18 +1,21 @@
 // Amazon Bedrock, natively. Messages (Claude) go to InvokeModel / InvokeModelWithResponseStream with
 // the model id in the path (`/model/{id}/invoke`, `/invoke-with-response-stream`), `model` and
 // `stream` out of the body, `anthropic_version: "bedrock-2023-05-31"` in it and the client's
-// `anthropic-beta` header as the body's `anthropic_beta` list; the streamed answer is Bedrock's binary
-// event stream, decoded into Messages SSE (./bedrock-event-stream.ts), and errors are mapped into the
-// Messages error shape (./bedrock-errors.ts). Chat Completions go to Bedrock's OpenAI-compatible
-// endpoint (`/openai/v1/chat/completions`, OpenAI's own wire). The resource base URL is the runtime
+// `anthropic-beta` header, filtered to the betas Bedrock accepts (BEDROCK_BETAS unless the platform's
+// YAML says otherwise), as the body's `anthropic_beta` list; the streamed answer is Bedrock's binary
+// event stream, decoded into Messages SSE (./bedrock-event-stream.ts), and errors are read into the
+// gateway's error model (./bedrock-errors.ts), which the protocol renders in its own shape. Chat
+// Completions go to Bedrock's OpenAI-compatible endpoint (`/openai/v1/chat/completions`, OpenAI's
+// own wire). The resource base URL is the runtime
 // root, `https://bedrock-runtime.{region}.amazonaws.com`.
 // Token counting goes to CountTokens with the InvokeModel body wrapped (./bedrock-count-tokens.ts).
 // Credentials: a JSON object `{"access_key_id", "secret_access_key", "session_token"?}` signs every
 // request with SigV4 (service `bedrock`, the resource's region); any other string is a Bedrock API key
 // sent as a bearer token.
+import type { BetaPolicy } from '../config/compiled.ts';
 import { signSigV4 } from './aws-sigv4.ts';
 import { countAnswer, countModelId, wrapForCount } from './bedrock-count-tokens.ts';
-import { bedrockErrorBody } from './bedrock-errors.ts';
+import { bedrockError } from './bedrock-errors.ts';
 import { BedrockStreamDecoder, EVENT_STREAM_TYPE } from './bedrock-event-stream.ts';
 import { credentialField, credentialObject, optionalField } from './credential-json.ts';
 import { type AnswerDecoding, CredentialError, type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
@@ -20,7 +23,6 @@ import { type AnswerDecoding, CredentialError, type PlatformAdapter, type Upstre
 const MESSAGES_DECODING: AnswerDecoding = {
   streamType: EVENT_STREAM_TYPE,
   decoder: () => new BedrockStreamDecoder(),
-  errorBody: bedrockErrorBody,
 };
 
 /** A count is never streamed (the stream fields are never read); errors and the answer are mapped. */
@@ -34,9 +36,19 @@ function regionOf(target: UpstreamTarget): string {
   throw new CredentialError(`provider "${target.platform.id}": resource "${target.resource.id}" has no region to sign for`);
 }
 
+/**
+ * The betas forwarded when the platform's YAML sets no `anthropic_beta`: only those Amazon Bedrock's
+ * own documentation names for Claude on InvokeModel (the request reference's `anthropic_beta`
+ * example, the extended-thinking guide's interleaved thinking). Bedrock refuses a request carrying a
+ * beta it does not know, so an unknown one is dropped rather than sent; docs/clouds.md says how to
+ * allow more.
+ */
+export const BEDROCK_BETAS: BetaPolicy = { kind: 'allow', names: ['computer-use-2024-10-22', 'interleaved-thinking-2025-05-14'] };
+
 export const bedrock: PlatformAdapter = {
   id: 'bedrock',
   endpoints: ['messages', 'chat_completions'],
+  anthropicBeta: BEDROCK_BETAS,
   validateOptions(options) {
     return Object.keys(options).map((k) => `adapter "bedrock" has no option "${k}"`);
   },
@@ -93,4 +105,5 @@ export const bedrock: PlatformAdapter = {
     },
     decoding: () => COUNT_DECODING,
   },
+  readError: (status, headers, body, req) => bedrockError(status, headers, body, req.endpoint),
 };

@@ -7,7 +7,8 @@
 import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.ts';
 import type { AdapterFacts, AdapterOptions } from '../config/adapter-catalog.ts';
-import type { CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
+import type { BetaPolicy, CompiledDeployment, CompiledPlatform, CompiledResource } from '../config/compiled.ts';
+import type { ProviderError } from '../errors.ts';
 
 export type { AdapterOptions };
 
@@ -34,18 +35,37 @@ export interface FormAnswer {
   body: Buffer;
 }
 
+/** Why a token endpoint gave no answer: it could not be reached (connection refused or reset, no
+ *  such host) or did not answer within the configured token timeout. */
+export class TokenEndpointError extends Error {
+  readonly kind: 'unreachable' | 'timeout';
+  /** The system's error code when there is one (ECONNREFUSED, ECONNRESET, ENOTFOUND…). */
+  readonly code: string | null;
+  /** The limit it did not answer within (kind `timeout`). */
+  readonly timeoutMs: number;
+  constructor(kind: 'unreachable' | 'timeout', code: string | null, timeoutMs: number) {
+    super(kind === 'timeout' ? `no answer within ${timeoutMs} ms` : `could not be reached${code ? ` (${code})` : ''}`);
+    this.kind = kind;
+    this.code = code;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
 /**
  * What the gateway lends adapters beyond the target, one per gateway process (token caches keyed by
  * it survive config reloads): the clock every expiry is read from, the HTTP call to token endpoints
- * (undici lives in src/upstream/, never here), and where token endpoints really are.
+ * (undici lives in src/upstream/, never here), where token endpoints really are, and the log.
  */
 export interface AdapterContext {
   readonly clock: Clock;
-  /** POSTs an `application/x-www-form-urlencoded` form; rejects on a network failure or timeout. */
+  /** POSTs an `application/x-www-form-urlencoded` form within the token timeout
+   *  (`limits.token_timeout_ms`); rejects with TokenEndpointError when no answer came. */
   postForm(url: string, form: Record<string, string>): Promise<FormAnswer>;
   /** The URL a token endpoint is reached at: `url`, or re-pointed to the origin every resource base
    *  URL is sent to when the gateway runs against the simulator (demo, tests). */
   endpointUrl(url: string): string;
+  /** The gateway's operational log (docs/observability.md). Never given a secret. */
+  log(event: string, fields: Record<string, unknown>): void;
 }
 
 /** The request of one attempt as it will be sent: authorize() reads it and adds its headers. */
@@ -86,9 +106,6 @@ export interface AnswerDecoding {
   readonly streamType: string;
   /** A fresh decoder for one attempt. */
   decoder(): StreamDecoder;
-  /** A non-2xx answer's body in the inbound protocol's error shape (the body as received, up to the
-   *  error cap), so a client reading a passed-on provider error sees its own protocol's error. */
-  errorBody?(status: number, headers: Record<string, string>, body: Buffer): Buffer;
   /** A 2xx JSON answer in the inbound protocol's shape (the decoded body), when the platform's
    *  differs (Bedrock's token count); null when it is not a usable answer. */
   answerBody?(body: Buffer): Buffer | null;
@@ -116,6 +133,9 @@ export interface PlatformAdapter extends AdapterFacts {
   readonly endpoints: readonly string[];
   /** Problems with a platform's `adapter_options` (empty when fine). Run at config load. */
   validateOptions(options: AdapterOptions): string[];
+  /** Which `anthropic-beta` values reach the platform when its YAML sets no `anthropic_beta`
+   *  (absent: all; see ./anthropic-beta.ts). The adapter sees the client headers already filtered. */
+  readonly anthropicBeta?: BetaPolicy;
   /** Absolute URL and the headers that do not depend on the body or on a token (content-type is
    *  added by the caller). Static credentials (an API key) go here. Never throws. */
   request(target: UpstreamTarget, req: AdapterRequest): { url: string; headers: [string, string][] };
@@ -138,6 +158,13 @@ export interface PlatformAdapter extends AdapterFacts {
   decoding?(target: UpstreamTarget, req: AdapterRequest): AnswerDecoding | null;
   /** Present when the platform can count a Messages request's input tokens (optional capability). */
   readonly countTokens?: TokenCounting;
+  /**
+   * A non-2xx answer (its plain body as received, up to the error cap) read into the gateway's error
+   * model, so that the inbound protocol renders it in its own error shape with the provider's status;
+   * null when the body already is the protocol's error (it goes on byte for byte). Never throws.
+   * Absent: the platform answers errors in the protocol's own shape.
+   */
+  readError?(status: number, headers: Record<string, string>, body: Buffer, req: AdapterRequest): ProviderError | null;
 }
 
 /** Appends a path to a base URL without doubling or dropping the slash. */

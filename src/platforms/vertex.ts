@@ -7,9 +7,13 @@
 // Credentials: a service-account JSON key (the gateway mints its own access tokens and refreshes them,
 // ./google-service-account.ts), or a plain OAuth access token sent as it is (which expires: an
 // operator would re-seal it by hand).
+// Errors: Claude's own errors come in the Messages shape and go on as they are; Vertex's (quota,
+// permissions, a model not found) come in Google's `{"error":{"code","message","status"}}` and are
+// read into the gateway's error model, which the protocol renders in its own shape.
 import { credentialObject } from './credential-json.ts';
 import { bearerOf, setBearer } from './token-cache.ts';
 import { dropServiceAccountToken, serviceAccountToken } from './google-service-account.ts';
+import { readPlatformError } from './provider-errors.ts';
 import { type AdapterRequest, type PlatformAdapter, type UpstreamTarget, joinUrl } from './types.ts';
 
 function isJson(credential: string): boolean {
@@ -64,4 +68,5 @@ export const vertex: PlatformAdapter = {
     dropServiceAccountToken(target.credential, bearerOf(out), ctx);
     return true;
   },
+  readError: (status, _headers, body, req) => readPlatformError(status, body, req.endpoint, 'Vertex AI'),
 };

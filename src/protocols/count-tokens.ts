@@ -48,5 +48,6 @@ export const countTokens: ProtocolModule = {
   },
   inbandErrorStatus: messages.inbandErrorStatus,
   errorBody: messages.errorBody,
+  providerErrorBody: messages.providerErrorBody,
   streamErrorEvent: messages.streamErrorEvent,
 };

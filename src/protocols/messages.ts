@@ -7,6 +7,7 @@ import { findStringValue, findValueBytes, hasNonNullKey, readString, sseDataStar
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
 import { slugModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
+import { providerErrorObject } from './provider-error.ts';
 import { requestedOutputLimit } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
@@ -166,6 +167,8 @@ export const messages: ProtocolModule = {
   // the top-level type (@ai-sdk/anthropic's schema requires it, else it shows only the status text).
   // The API's error object stays whole beside it (code included).
   errorBody: (err) => ({ type: 'error', ...err.toBody() }),
+  // A cloud's error (a Vertex 429 in Google's shape, a Bedrock exception) in the same envelope.
+  providerErrorBody: (err) => ({ type: 'error', error: providerErrorObject(err) }),
   streamErrorEvent(message) {
     return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message } })}\n\n`);
   },

@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { CompiledDeployment, CompiledModel, CompiledPlatform, Vocabularies } from '../config/compiled.ts';
 import type { InputUsage, Usage } from '../billing/usage.ts';
-import type { GatewayError } from '../errors.ts';
+import type { GatewayError, ProviderError } from '../errors.ts';
 import type { BodyDelivery, IncomingRequest } from '../http/request.ts';
 import type { MemberSpans } from '../stream/json-depth.ts';
 
@@ -201,4 +201,7 @@ export interface ProtocolModule {
   /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs
    *  need more than the API's error object (absent: `err.toBody()` as is). */
   errorBody?(err: GatewayError): object;
+  /** A provider's error read by its platform adapter (a cloud's own error shape), as this protocol's
+   *  error body (absent: `{"error":{message, type, code, …}}`, the OpenAI protocols' shape). */
+  providerErrorBody?(err: ProviderError): object;
 }

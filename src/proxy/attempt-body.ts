@@ -8,7 +8,7 @@ import { findStringValue, readString } from '../stream/json-key.ts';
 import { type AnswerBody, answerBody, BodyBuffer, type BodyResult } from './answer-body.ts';
 import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, providerHeaders } from './attempt-head.ts';
-import type { CommittedOutcome } from './attempt-types.ts';
+import type { AttemptInput, CommittedOutcome } from './attempt-types.ts';
 
 export { BodyBuffer } from './answer-body.ts';
 
@@ -166,14 +166,14 @@ export class ErrorReader implements AttemptPhase {
 
   private readonly core: AttemptCore;
   private readonly head: AnswerHead;
-  private readonly errorBody?: AnswerDecoding['errorBody'];
+  private readonly errorBody?: AttemptInput['errorBody'];
   /** The error head is the provider's first byte; the idle limit starts with it, so an error body
    *  that stops midway cannot hold the request forever. */
   constructor(
     core: AttemptCore,
     head: AnswerHead,
-    /** The adapter's rewrite of a platform error into the protocol's error shape, if it has one. */
-    errorBody?: AnswerDecoding['errorBody'],
+    /** The rewrite of a platform's own error body into the protocol's error shape, if it has one. */
+    errorBody?: AttemptInput['errorBody'],
   ) {
     this.core = core;
     this.head = head;

@@ -26,6 +26,9 @@ export interface AttemptInput {
   /** How the platform's answers are read when they are not the protocol's own wire (Bedrock's
    *  event stream and error bodies); absent or null: they are. */
   decoding?: AnswerDecoding | null;
+  /** A non-2xx answer's plain body rewritten into the protocol's error shape (a cloud's own error
+   *  bodies); absent or null: passed on as received. */
+  errorBody?: ((status: number, headers: Record<string, string>, body: Buffer) => Buffer) | null;
   protocol: ProtocolModule;
   /** The slug as a JSON string, spliced into `model` fields. */
   slugJson: Buffer;

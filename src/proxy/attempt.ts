@@ -61,10 +61,10 @@ export class AttemptSink implements UpstreamSink {
   private phase: AttemptPhase;
 
   private readonly core: AttemptCore;
-  private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>;
+  private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding' | 'errorBody'>;
   constructor(
     core: AttemptCore,
-    input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding'>,
+    input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding' | 'errorBody'>,
   ) {
     this.core = core;
     this.input = input;
@@ -101,7 +101,7 @@ export class AttemptSink implements UpstreamSink {
         this.phase = new JsonReader(core, protocol, slugJson, head, this.input.decoding?.answerBody);
         return;
       case 'error':
-        this.phase = new ErrorReader(core, head, this.input.decoding?.errorBody);
+        this.phase = new ErrorReader(core, head, this.input.errorBody ?? undefined);
         return;
     }
   }

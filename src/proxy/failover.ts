@@ -57,7 +57,7 @@ export interface FailoverResult {
   final: FailoverFinal;
 }
 
-export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 'identity' | 'slugJson' | 'beforeComplete'> {
+export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 'errorBody' | 'identity' | 'slugJson' | 'beforeComplete'> {
   items: PlanItem[];
   maxAttempts: number;
   /** What every attempt sends; an item whose call cannot be built now (say, an unreadable
@@ -111,13 +111,15 @@ function sendProviderError(reply: Reply, outcome: Extract<AttemptOutcome, { kind
   reply.send(outcome.status, outcome.headers, outcome.body);
 }
 
-/** 503 naming the provider that refused our credential (docs/api.md: Response headers rule 2). */
-function credentialRefused(item: PlanItem): GatewayError {
+/** 503 naming the provider that refused our credential (docs/api.md: Response headers rule 2). An
+ *  adapter that could not authenticate says why (`detail`: a token endpoint down, slow or refusing). */
+function credentialRefused(item: PlanItem, detail: string | null): GatewayError {
   const headers: HeaderList = [
     ['X-Pi-Provider', item.deployment.platform],
     ['X-Pi-Model', item.model.id],
   ];
-  return new GatewayError('provider_unavailable', `provider "${item.deployment.platform}" refused the gateway's credential and no other provider could take over`, { headers });
+  const what = detail ?? `provider "${item.deployment.platform}" refused the gateway's credential`;
+  return new GatewayError('provider_unavailable', `${what}, and no other provider could take over`, { headers });
 }
 
 /** The answer to a request whose attempts the drain deadline ended before any commit. */
@@ -194,6 +196,7 @@ async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, b
     client: input.client,
     call: built.call,
     decoding: built.decoding,
+    errorBody: built.errorBody,
     protocol: input.protocol,
     slugJson,
     reply: input.reply,
@@ -264,7 +267,7 @@ function allFailed(input: FailoverInput, state: LoopState): FailoverFinal {
   if (input.stop?.stopped) return drained(input.reply);
   const refused = last !== null && ((last.outcome.kind === 'provider_error' && (last.outcome.status === 401 || last.outcome.status === 403)) || (last.outcome.kind === 'failed' && last.outcome.reason === 'credential'));
   if (last && refused) {
-    const error = credentialRefused(last.item);
+    const error = credentialRefused(last.item, last.outcome.kind === 'failed' ? last.outcome.detail : null);
     input.reply.sendError(error);
     return { kind: 'gateway_error', error };
   }

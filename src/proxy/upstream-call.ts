@@ -9,6 +9,7 @@
 // stays free of microtask hops.
 import type { CompiledDeployment, CompiledModel, Vocabularies } from '../config/compiled.ts';
 import { headerText, sessionIdFrom } from '../http/header-text.ts';
+import { withBetaPolicy } from '../platforms/anthropic-beta.ts';
 import {
   type AdapterContext,
   type AdapterRequest,
@@ -20,6 +21,7 @@ import {
   type UpstreamTarget,
 } from '../platforms/types.ts';
 import { COUNT_TOKENS_ENDPOINT } from '../observe/request-row.ts';
+import { renderProviderError } from '../protocols/provider-error.ts';
 import type { InboundBody, ProtocolModule } from '../protocols/types.ts';
 import { upstreamJson } from '../protocols/upstream-json.ts';
 import type { UpstreamCall } from '../upstream/client.ts';
@@ -57,6 +59,9 @@ export interface ReadyCall {
   call: UpstreamCall;
   /** How the answer is read when it is not the protocol's own wire (null: it is). */
   decoding: AnswerDecoding | null;
+  /** A non-2xx answer's plain body as the client gets it: a platform's own error shape rendered in
+   *  the protocol's (null: the platform answers in the protocol's shape; bodies go on as they are). */
+  errorBody: ErrorBodyRewrite | null;
   /** After a 401: drops the adapter's cached token for this credential; true when one new attempt
    *  on the same deployment may succeed (null: the adapter caches nothing, a 401 is final). */
   refused: (() => boolean) | null;
@@ -70,6 +75,21 @@ export type CallBuild =
   | { kind: 'unauthorized'; detail: string };
 
 const SKIP: CallBuild = { kind: 'skip' };
+
+/** Rewrites a provider's error body (status and headers as received) into what the client gets. */
+export type ErrorBodyRewrite = (status: number, headers: Record<string, string>, body: Buffer) => Buffer;
+
+/** The adapter reads its platform's error bodies; the protocol renders what it read. */
+function errorRewrite(adapter: PlatformAdapter, protocol: ProtocolModule, req: AdapterRequest): ErrorBodyRewrite | null {
+  const read = adapter.readError?.bind(adapter);
+  if (!read) return null;
+  // A token count is a Messages request: its errors are read as Messages errors.
+  const asked: AdapterRequest = req.endpoint === COUNT_TOKENS_ENDPOINT ? { ...req, endpoint: 'messages' } : req;
+  return (status, headers, body) => {
+    const err = read(status, headers, body, asked);
+    return err === null ? body : renderProviderError(protocol, err);
+  };
+}
 
 /** The upstream call of one attempt: at once for static credentials, a promise when authorize() waits. */
 export function buildCall(
@@ -86,13 +106,15 @@ export function buildCall(
   // A token count is the adapter's counting call (a platform that cannot count is never planned).
   const wire = input.endpoint === COUNT_TOKENS_ENDPOINT ? adapter.countTokens : adapter;
   if (!wire) return SKIP;
-  const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders: input.clientHeaders };
+  const clientHeaders = withBetaPolicy(input.clientHeaders, target.platform.anthropicBeta ?? adapter.anthropicBeta ?? null);
+  const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders };
   const out = outgoing(resolver, protocol, input, model, target, wire, req);
   const ctx = resolver.context;
   const ready = (): ReadyCall => ({
     kind: 'call',
     call: out,
     decoding: wire.decoding?.(target, req) ?? null,
+    errorBody: errorRewrite(adapter, protocol, req),
     refused: adapter.refused ? () => adapter.refused?.(out, target, ctx) === true : null,
   });
   if (!adapter.authorize) return ready();

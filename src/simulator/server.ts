@@ -20,7 +20,7 @@ import { ScriptBook } from './script-book.ts';
 import { tokenEndpointOf, tokenReply } from './token-endpoints.ts';
 import type { AwsSimKey } from './sigv4-verify.ts';
 import type { RequestCopy, SimState } from './state.ts';
-import { errorBody } from './wire-errors.ts';
+import { customErrorBody, errorBody } from './wire-errors.ts';
 import { JSON_TYPE, providerHeaders, statusLine } from './wire-headers.ts';
 
 export type { Behaviour } from './behaviour.ts';
@@ -60,7 +60,8 @@ export interface Simulator {
   requests: RecordedRequest[];
   /** Forgets recorded requests and scripted behaviours. */
   clear(): void;
-  /** Applies `behaviour` to the next `times` requests for that upstream model id (default: until cleared). */
+  /** Applies `behaviour` to the next `times` requests for that upstream model id (default: until
+   *  cleared); `token:google` and `token:entra` script the token endpoints (delay, reset, status). */
   script(upstreamModel: string, behaviour: Behaviour, times?: number): void;
   /** Resets every open connection and stops listening. */
   close(): Promise<void>;
@@ -89,6 +90,21 @@ function answerNow(res: HttpResponse, status: number, body: string, headers: [st
   res.end(body);
 }
 
+/**
+ * A token endpoint's answer, unless a behaviour is scripted for it (`sim.script('token:entra' or
+ * 'token:google', …)`): `ttfbMs` delays the answer (a slow endpoint), `reset` drops the connection
+ * (a down one), `status` with `errorBody` answers that instead of a token (a refusing one).
+ */
+function answerToken(state: SimState, ex: Exchange, kind: 'google' | 'entra', raw: Buffer): void {
+  const b = state.scripts.take(`token:${kind}`) ?? {};
+  ex.after(b.ttfbMs ?? 0, () => {
+    if (b.reset !== undefined) return ex.reset();
+    if (b.status !== undefined) return ex.sendWhole(b.status, [['content-type', JSON_TYPE]], b.errorBody === undefined ? '{"error":"invalid_client"}' : customErrorBody(b.errorBody));
+    const r = tokenReply(state, kind, raw);
+    ex.sendWhole(r.status, [['content-type', JSON_TYPE]], r.body);
+  });
+}
+
 function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
   const copy = copyRequest(req, state.clock);
   const token = copy.method === 'POST' ? tokenEndpointOf(copy.path) : null;
@@ -101,8 +117,7 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
       () => ex.done,
       (raw) => {
         state.recorder.add({ method: copy.method, path: copy.path, query: copy.query, headers: copy.headers, body: null, rawBody: raw, at: copy.at });
-        const r = tokenReply(state, token, raw);
-        ex.sendWhole(r.status, [['content-type', JSON_TYPE]], r.body);
+        answerToken(state, ex, token, raw);
       },
       () => ex.sendWhole(413, [['content-type', JSON_TYPE]], '{"error":"invalid_request"}'),
     );

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { Agent } from 'undici';
 import { guardedConnector } from './connection-guard.ts';
 import { Exchange, type UpstreamControl, type UpstreamSink } from './exchange.ts';
-import { type FormPostAnswer, postForm } from './form-post.ts';
+import { FORM_POST_LIMITS, type FormPostAnswer, postForm } from './form-post.ts';
 
 export interface UpstreamCall {
   url: string;
@@ -76,9 +76,10 @@ export class UpstreamClient {
     return exchange;
   }
 
-  /** A form POST answered whole (OAuth token endpoints), on the same keep-alive pools. */
-  postForm(url: string, form: Record<string, string>): Promise<FormPostAnswer> {
-    return postForm(this.agent, url, form);
+  /** A form POST answered whole (OAuth token endpoints), on the same keep-alive pools, within
+   *  `timeoutMs` (connection included; default FORM_POST_LIMITS'). */
+  postForm(url: string, form: Record<string, string>, timeoutMs?: number): Promise<FormPostAnswer> {
+    return postForm(this.agent, url, form, timeoutMs === undefined ? FORM_POST_LIMITS : { ...FORM_POST_LIMITS, timeoutMs });
   }
 
   async close(): Promise<void> {

@@ -3,9 +3,9 @@
 // the same checks on it: registered under its id, the endpoints it can call, the URL and exact headers
 // of every endpoint and stream flag, client credentials never sent, the body patches, option
 // validation, inputs left untouched, authorize() (request signing, tokens from a token source, what a
-// 401 drops) and answer decoding (a platform stream format turned into SSE at every split point,
-// errors mapped into the protocol's shape) and, for adapters that can count tokens, the count call
-// (URL, headers, body, the answer and errors in Messages' shape). To extend it, add an optional field to AdapterSpec and
+// 401 drops), answer decoding (a platform stream format turned into SSE at every split point), the
+// platform's own error bodies read into the gateway's error model and, for adapters that can count
+// tokens, the count call (URL, headers, body, the answer and errors in Messages' shape). To extend it, add an optional field to AdapterSpec and
 // one entry to CHECKS. The registry-wide checks (every adapter a platform YAML names is registered)
 // are in ./index.test.ts.
 import { readFileSync } from 'node:fs';
@@ -14,6 +14,9 @@ import tap, { type Test } from 'tap';
 import { parse } from 'yaml';
 import { ManualClock } from '../../src/clock.ts';
 import { adapterFor, ADAPTERS } from '../../src/platforms/index.ts';
+import type { ProviderError } from '../../src/errors.ts';
+import { messages } from '../../src/protocols/messages.ts';
+import { renderProviderError } from '../../src/protocols/provider-error.ts';
 import type { AdapterContext, AdapterOptions, AdapterRequest, FormAnswer, OutgoingRequest, PlatformAdapter, UpstreamTarget } from '../../src/platforms/types.ts';
 import { deployment, platform, resource } from '../routing/fixtures.ts';
 
@@ -89,8 +92,16 @@ export interface DecodingCase {
   streamType: string;
   /** A streamed answer in the platform's format, and the SSE it must decode to at every split. */
   answer?: { bytes: Buffer; sse: string };
-  /** An error answer and its body in the protocol's error shape. */
-  error?: { status: number; headers: Record<string, string>; body: string; mapped: unknown };
+}
+
+/** One error answer of the platform and what readError() makes of it (null: already the protocol's
+ *  error shape, passed on as it is). */
+export interface ErrorCase {
+  endpoint: string;
+  status: number;
+  headers?: Record<string, string>;
+  body: string;
+  read: ProviderError | null;
 }
 
 /** Token counting (PlatformAdapter.countTokens): the count call, its body and how its answers read. */
@@ -128,6 +139,8 @@ export interface AdapterSpec {
   decodings?: DecodingCase[];
   /** Present exactly when the adapter can count tokens. */
   counting?: CountingSpec;
+  /** How its platform's error bodies are read (no cases: the adapter has no readError()). */
+  errors?: ErrorCase[];
 }
 
 /** Credentials a client may send the gateway; none of them, name or value, may reach an upstream. */
@@ -156,6 +169,7 @@ const CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => void }[] = [
   { name: 'body patches', run: checkBodies },
   { name: 'adapter_options validation', run: checkOptions },
   { name: 'token counting', run: checkCounting },
+  { name: 'platform error bodies read into the gateway\'s error model', run: checkErrors },
 ];
 
 const ASYNC_CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => Promise<void> }[] = [
@@ -240,9 +254,13 @@ function checkOptions(t: Test, spec: AdapterSpec): void {
 }
 
 /** A context on a manual clock whose token endpoint is `tokens` (none: every POST fails). */
-export function testContext(now: string, tokens?: TokenEndpoint): { ctx: AdapterContext; clock: ManualClock; posts: { url: string; form: Record<string, string> }[] } {
+export function testContext(
+  now: string,
+  tokens?: TokenEndpoint,
+): { ctx: AdapterContext; clock: ManualClock; posts: { url: string; form: Record<string, string> }[]; logs: { event: string; fields: Record<string, unknown> }[] } {
   const clock = new ManualClock(now);
   const posts: { url: string; form: Record<string, string> }[] = [];
+  const logs: { event: string; fields: Record<string, unknown> }[] = [];
   const ctx: AdapterContext = {
     clock,
     postForm(url, form) {
@@ -251,8 +269,9 @@ export function testContext(now: string, tokens?: TokenEndpoint): { ctx: Adapter
       return Promise.resolve(tokens.answer(url, form, posts.length));
     },
     endpointUrl: (url) => url,
+    log: (event, fields) => logs.push({ event, fields }),
   };
-  return { ctx, clock, posts };
+  return { ctx, clock, posts, logs };
 }
 
 async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {
@@ -309,10 +328,20 @@ function checkDecodings(t: Test, spec: AdapterSpec): void {
         }
         t.equal(bad, 0, `${label}: the same SSE at all ${bytes.length + 1} split points`);
       }
-      if (c.error) {
-        const mapped = decoding.errorBody?.(c.error.status, c.error.headers, Buffer.from(c.error.body));
-        t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.error.mapped, `${label}: error ${c.error.status} in the protocol's shape`);
-      }
+    }
+  }
+}
+
+function checkErrors(t: Test, spec: AdapterSpec): void {
+  const cases = spec.errors ?? [];
+  if (cases.length === 0) {
+    t.equal(spec.adapter.readError, undefined, 'no cases: the platform answers errors in the protocol\'s own shape');
+    return;
+  }
+  for (const c of cases) {
+    for (const stream of [false, true]) {
+      const read = spec.adapter.readError?.(c.status, c.headers ?? {}, Buffer.from(c.body), requestOf({ endpoint: c.endpoint, stream }));
+      t.same(read, c.read, `${c.endpoint} stream=${stream}: HTTP ${c.status} ${c.body.slice(0, 60)}`);
     }
   }
 }
@@ -354,10 +383,12 @@ function checkCounting(t: Test, spec: AdapterSpec): void {
     t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.answer.mapped, "the platform's count answer in Messages' shape");
   } else t.equal(decoding?.answerBody, undefined, "the count answer is Messages' own");
   for (const body of c.unusable ?? []) t.equal(decoding?.answerBody?.(Buffer.from(body)) ?? null, null, `no count in ${body}: refused`);
+  // A count's errors are read like any of the platform's errors (readError) and rendered by Messages.
   if (c.error) {
-    const mapped = decoding?.errorBody?.(c.error.status, c.error.headers, Buffer.from(c.error.body));
+    const read = spec.adapter.readError?.(c.error.status, c.error.headers, Buffer.from(c.error.body), requestOf({ endpoint: 'messages', stream: false }));
+    const mapped = read ? renderProviderError(messages, read) : null;
     t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.error.mapped, `count error ${c.error.status} in the Messages shape`);
-  } else t.equal(decoding?.errorBody, undefined, "count errors are Messages' own");
+  }
 }
 
 /** Cases without a stream flag stand for both flags. */

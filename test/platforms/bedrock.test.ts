@@ -58,12 +58,6 @@ runAdapterSuite({
       endpoint: 'messages',
       stream: false,
       streamType: 'application/vnd.amazon.eventstream',
-      error: {
-        status: 429,
-        headers: { 'x-amzn-errortype': 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
-        body: '{"message":"Too many requests, please wait before trying again."}',
-        mapped: { type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests, please wait before trying again.' } },
-      },
     },
     {
       endpoint: 'messages',
@@ -73,7 +67,31 @@ runAdapterSuite({
         bytes: Buffer.concat([chunkMessage(PING), chunkMessage(STOP), exceptionMessage('throttlingException', 'slow down')]),
         sse: `event: ping\ndata: ${PING}\n\nevent: message_stop\ndata: ${STOP}\n\nevent: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}\n\n`,
       },
-      error: { status: 500, headers: {}, body: 'upstream exploded', mapped: { type: 'error', error: { type: 'api_error', message: 'Amazon Bedrock answered HTTP 500' } } },
+    },
+  ],
+  errors: [
+    {
+      endpoint: 'messages',
+      status: 429,
+      headers: { 'x-amzn-errortype': 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
+      body: '{"message":"Too many requests, please wait before trying again."}',
+      read: { status: 429, type: 'rate_limit_error', code: 'ThrottlingException', message: 'Too many requests, please wait before trying again.' },
+    },
+    { endpoint: 'messages', status: 500, body: 'upstream exploded', read: { status: 500, type: 'api_error', code: null, message: 'Amazon Bedrock answered HTTP 500' } },
+    {
+      endpoint: 'messages',
+      status: 400,
+      headers: { 'x-amzn-errortype': 'ValidationException' },
+      body: '{"message":"invalid beta flag"}',
+      read: { status: 400, type: 'invalid_request_error', code: 'ValidationException', message: 'invalid beta flag' },
+    },
+    { endpoint: 'chat_completions', status: 429, body: '{"error":{"message":"slow down","type":"rate_limit_error","code":null}}', read: null },
+    {
+      endpoint: 'chat_completions',
+      status: 403,
+      headers: { 'x-amzn-errortype': 'AccessDeniedException' },
+      body: '{"message":"not authorized"}',
+      read: { status: 403, type: 'permission_error', code: 'AccessDeniedException', message: 'not authorized' },
     },
   ],
   counting: {
@@ -97,7 +115,7 @@ runAdapterSuite({
       status: 400,
       headers: { 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
       body: "{\"message\":\"The provided model doesn't support counting tokens.\"}",
-      mapped: { type: 'error', error: { type: 'invalid_request_error', message: "The provided model doesn't support counting tokens." } },
+      mapped: { type: 'error', error: { type: 'invalid_request_error', code: 'ValidationException', message: "The provided model doesn't support counting tokens." } },
     },
   },
 });

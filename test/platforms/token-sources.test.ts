@@ -1,13 +1,15 @@
 // Token sources on an injected clock (never a sleep): the first call fetches once for 100 concurrent
 // callers (single flight); a cached token is served synchronously; inside the early window the old
 // token is still served while exactly one background refresh runs; after expiry callers wait for a
-// new one; a refused (401) token is dropped, the next call fetches; a failed fetch is not cached and
-// names no secret. Vertex service accounts: the JWT is RS256 over the claims Google checks, verified
+// new one; a refused (401) token is dropped, the next call fetches; a failed fetch is held for a
+// short while (the next deployment of the credential does not wait again), logged with why (down,
+// slow, refused) and names no secret; deployments on different resources share one fetch. Vertex service accounts: the JWT is RS256 over the claims Google checks, verified
 // here with the public key. Entra: the client-credentials form to the tenant's token endpoint.
 import { generateKeyPairSync, verify } from 'node:crypto';
 import t from 'tap';
 import { azureOpenai } from '../../src/platforms/azure-openai.ts';
-import { CredentialError, type OutgoingRequest, type UpstreamTarget } from '../../src/platforms/types.ts';
+import { FAILURE_HOLD_MS } from '../../src/platforms/token-cache.ts';
+import { type AdapterContext, CredentialError, type FormAnswer, type OutgoingRequest, TokenEndpointError, type UpstreamTarget } from '../../src/platforms/types.ts';
 import { vertex } from '../../src/platforms/vertex.ts';
 import { deployment, platform, resource } from '../routing/fixtures.ts';
 import { testContext } from './adapter-suite.ts';
@@ -121,19 +123,50 @@ t.test('a 401 drops the refused token: the next call fetches a new one', async (
   t.equal(vertex.refused?.(out(), target('vertex', 'static-token'), ctx), false, 'a static token: a 401 is final');
 });
 
-t.test('a refused or unreachable token endpoint: CredentialError naming no secret, and nothing cached', async (t) => {
+t.test('a refused, slow or unreachable token endpoint: CredentialError and a log line saying which, naming no secret', async (t) => {
   const ep = endpoint();
   ep.state.fail = true;
-  const { ctx, posts } = testContext(NOW, ep);
+  const { ctx, posts, logs, clock } = testContext(NOW, ep);
   const tg = target('vertex', SA);
-  await t.rejects(auth(tg, ctx), new CredentialError('provider "p": the token endpoint refused the gateway\'s credential (HTTP 400)'));
+  await t.rejects(auth(tg, ctx), new CredentialError('provider "p" refused the gateway\'s credential: its token endpoint answered HTTP 400'));
+  t.same(logs, [{ event: 'token_fetch_failed', fields: { provider: 'p', reason: 'refused', endpoint: 'https://oauth2.googleapis.com/token', status: 400 } }]);
   ep.state.fail = false;
-  t.equal((await auth(tg, ctx)).o.headers['authorization'], 'Bearer tok-2', 'the failure was not cached');
+  await t.rejects(auth(tg, ctx), new CredentialError('provider "p" refused the gateway\'s credential: its token endpoint answered HTTP 400'), 'within the hold: the same failure at once');
+  t.equal(posts.length, 1, 'without asking the endpoint again');
+  clock.advance(FAILURE_HOLD_MS);
+  t.equal((await auth(tg, ctx)).o.headers['authorization'], 'Bearer tok-2', 'after the hold the endpoint is asked again');
   t.equal(posts.length, 2);
-  const none = testContext(NOW);
-  await t.rejects(auth(tg, none.ctx), new CredentialError('provider "p": the token endpoint could not be reached'));
+
+  const down = testContext(NOW, { answer: () => { throw new TokenEndpointError('unreachable', 'ECONNREFUSED', 5000); } });
+  await t.rejects(auth(tg, down.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint could not be reached (ECONNREFUSED)'));
+  t.same(down.logs.map((l) => l.fields), [{ provider: 'p', reason: 'unreachable', endpoint: 'https://oauth2.googleapis.com/token', error_code: 'ECONNREFUSED' }]);
+  const slow = testContext(NOW, { answer: () => { throw new TokenEndpointError('timeout', null, 250); } });
+  await t.rejects(auth(tg, slow.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint gave no answer within 250 ms'));
+  t.same(slow.logs.map((l) => l.fields), [{ provider: 'p', reason: 'timeout', endpoint: 'https://oauth2.googleapis.com/token', timeout_ms: 250 }]);
+  const broken = testContext(NOW, { answer: () => ({ status: 503, body: Buffer.from('try later') }) });
+  await t.rejects(auth(tg, broken.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint failed (HTTP 503)'));
+  const empty = testContext(NOW, { answer: () => ({ status: 200, body: Buffer.from('{"token_type":"Bearer"}') }) });
+  await t.rejects(auth(tg, empty.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint answered without a usable access token'));
+  t.same([broken, empty].map((c) => c.logs[0]?.fields['reason']), ['failed', 'no_token']);
+  for (const c of [{ logs }, down, slow, broken, empty]) t.notMatch(JSON.stringify(c.logs), /BEGIN|private_key|secret-ish|entra-secret/, 'no secret and no endpoint text in the log');
+
   await t.rejects(auth(target('vertex', '{"type":"service_account","client_email":"x"}'), ctx), new CredentialError('provider "p": the sealed service account has no "private_key"'));
   await t.rejects(auth(target('vertex', '{"type":"service_account"'), ctx), new CredentialError('provider "p": the sealed credential starts like JSON but is not valid JSON'));
+});
+
+t.test('one credential, many deployments: they share one fetch and one failure', async (t) => {
+  const cred = JSON.stringify({ tenant_id: 'tenant-1', client_id: 'client-1', client_secret: 'entra-secret' });
+  let release: (a: FormAnswer) => void = () => undefined;
+  const posts: string[] = [];
+  const { ctx } = testContext(NOW, { answer: () => ({ status: 0, body: Buffer.alloc(0) }) });
+  const slowCtx: AdapterContext = { ...ctx, postForm: (url) => { posts.push(url); return new Promise((r) => (release = r)); } };
+  const east = { ...target('azure-openai', cred), resource: resource('east', 'p', { baseUrl: 'https://east.example' }) };
+  const west = { ...target('azure-openai', cred), resource: resource('west', 'p', { baseUrl: 'https://west.example' }) };
+  const both = Promise.all([auth(east, slowCtx, azureOpenai), auth(west, slowCtx, azureOpenai)]);
+  await new Promise((r) => setImmediate(r));
+  t.equal(posts.length, 1, 'two resources, one token request');
+  release({ status: 200, body: Buffer.from('{"access_token":"shared","expires_in":3600}') });
+  t.same((await both).map((a) => a.o.headers['authorization']), ['Bearer shared', 'Bearer shared']);
 });
 
 t.test('Entra: client credentials to the tenant endpoint with the Cognitive Services scope', async (t) => {

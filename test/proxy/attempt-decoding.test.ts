@@ -35,8 +35,9 @@ class PipeDecoder implements StreamDecoder {
 const DECODING: AnswerDecoding = {
   streamType: 'application/vnd.test-frames',
   decoder: () => new PipeDecoder(),
-  errorBody: (status, _headers, body) => Buffer.from(JSON.stringify({ mapped: status, was: body.toString('utf8') })),
 };
+/** The platform's error rewrite (src/proxy/upstream-call.ts builds it from adapter and protocol). */
+const ERROR_BODY = (status: number, _headers: Record<string, string>, body: Buffer): Buffer => Buffer.from(JSON.stringify({ mapped: status, was: body.toString('utf8') }));
 const FRAMES = { 'content-type': 'application/vnd.test-frames' };
 
 t.test('routeHead: the platform stream type goes to the decoder; everything else as before', async (t) => {
@@ -103,7 +104,7 @@ t.test('a frame still incomplete past the size limit before the commit is too la
 });
 
 t.test('error bodies are rewritten into the protocol shape, compressed ones pass as they are', async (t) => {
-  const h = attemptHarness({ decoding: DECODING });
+  const h = attemptHarness({ decoding: DECODING, errorBody: ERROR_BODY });
   h.upstream().onHead(429, { 'content-type': 'application/json', 'x-amzn-requestid': 'r1' });
   h.upstream().onData(Buffer.from('{"message":"slow down"}'));
   h.upstream().onEnd();
@@ -115,7 +116,7 @@ t.test('error bodies are rewritten into the protocol shape, compressed ones pass
     t.ok(o.headers.some(([n, v]) => n === 'X-Pi-Upstream-Request-Id' && v === 'r1'));
   }
 
-  const gz = attemptHarness({ decoding: DECODING });
+  const gz = attemptHarness({ decoding: DECODING, errorBody: ERROR_BODY });
   gz.upstream().onHead(500, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
   gz.upstream().onData(Buffer.from('zz'));
   gz.upstream().onEnd();

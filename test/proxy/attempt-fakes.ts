@@ -318,7 +318,7 @@ export function answerHead(status: number, headers: Record<string, string> = {})
 }
 
 /** runAttempt over a fake client: the test plays the upstream through `sink`. */
-export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding']; body?: UpstreamCall['body'] } = {}) {
+export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding']; errorBody?: AttemptInput['errorBody']; body?: UpstreamCall['body'] } = {}) {
   const reply = new FakeReply();
   const ctrl = new FakeControl();
   const timers = new FakeTimers();
@@ -342,6 +342,7 @@ export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: 
       ...(opts.beforeComplete ? { beforeComplete: opts.beforeComplete } : {}),
       ...(opts.stop ? { stop: opts.stop } : {}),
       ...(opts.decoding ? { decoding: opts.decoding } : {}),
+      ...(opts.errorBody ? { errorBody: opts.errorBody } : {}),
     },
     timers,
   ).then((o) => (outcome = o));

@@ -84,7 +84,7 @@ function scriptedClient(script: Record<string, number[]>) {
 function resolverWith(adapter: PlatformAdapter): CallResolver {
   return {
     vocabularies: index.config.vocabularies,
-    context: adapterContext({ clock: new ManualClock(), postForm: () => Promise.reject(new Error('unused')), upstreamOverride: () => null }),
+    context: adapterContext({ clock: new ManualClock(), postForm: () => Promise.reject(new Error('unused')), upstreamOverride: () => null, tokenTimeoutMs: () => 5000, log: () => undefined }),
     adapter: (id) => (id === adapter.id ? adapter : undefined),
     target(d: CompiledDeployment): UpstreamTarget | null {
       const res = index.resourceById.get(d.resource);
@@ -163,7 +163,7 @@ t.test('credentials unusable everywhere: 503 provider_unavailable naming the las
   t.equal(result.final.kind, 'gateway_error');
   t.same(client.seen, []);
   t.match(reply.wire[0], /^send 503 /);
-  t.match(reply.wire[0], /provider \\"pb\\" refused the gateway's credential/);
+  t.match(reply.wire[0], /provider \\"pb\\": the token endpoint refused the gateway's credential, and no other provider could take over/, 'the adapter\'s reason');
   t.same(reply.headers, [['X-Pi-Provider', 'pb'], ['X-Pi-Model', 'acme/m']]);
 });
 

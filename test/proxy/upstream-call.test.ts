@@ -28,6 +28,8 @@ const context = adapterContext({
   clock: new ManualClock(),
   postForm: () => Promise.reject(new Error('no token endpoint in these tests')),
   upstreamOverride: () => null,
+  tokenTimeoutMs: () => 5000,
+  log: () => undefined,
 });
 
 /** The gateway resolver over the fixture index (the adapter context is the same for every test). */

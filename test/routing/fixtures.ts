@@ -71,6 +71,7 @@ export function platform(id: string, over: Partial<CompiledPlatform> = {}): Comp
     samplingAccept: null,
     reasoningDefaultEffort: null,
     reasoningBudget: null,
+    anthropicBeta: null,
     ...over,
   };
 }
@@ -178,6 +179,7 @@ export function buildIndex(parts: {
         preambleMaxBytes: 65536,
         maxAttempts: 5,
         writeStallTimeoutMs: 5000,
+        tokenTimeoutMs: 5000,
         drainTimeoutMs: 30_000,
       },
       health: HEALTH,

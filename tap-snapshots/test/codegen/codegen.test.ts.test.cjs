@@ -400,6 +400,7 @@ export const tables: CompiledConfig = {
       preambleMaxBytes: 65536,
       maxAttempts: 3,
       writeStallTimeoutMs: 5000,
+      tokenTimeoutMs: 5000,
       drainTimeoutMs: 30000,
     },
     health: {
@@ -675,6 +676,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "bravo",
@@ -700,6 +702,7 @@ export const tables: CompiledConfig = {
       samplingAccept: null,
       reasoningDefaultEffort: null,
       reasoningBudget: null,
+      anthropicBeta: null,
     },
     {
       id: "charlie",
@@ -730,6 +733,7 @@ export const tables: CompiledConfig = {
         },
         minReplyTokens: 256,
       },
+      anthropicBeta: null,
     },
   ],
   resources: [

@@ -4,7 +4,8 @@
 // wants it; the binary event stream relayed as byte-faithful Messages SSE, also when every write is
 // split; the official Anthropic SDK on top; throttling (HTTP 429 and an in-stream exception) failing
 // over before the commit; an exception after the commit ending the stream with the error event;
-// settlement from the stream's usage; Bedrock API keys as bearer tokens; anthropic-beta in the body.
+// settlement from the stream's usage; Bedrock API keys as bearer tokens; anthropic-beta in the body,
+// only the betas the platform accepts (the adapter's documented default, or the platform's YAML).
 import t, { type Test } from 'tap';
 import Anthropic from '@anthropic-ai/sdk';
 import { ManualClock } from '../../../src/clock.ts';
@@ -39,7 +40,7 @@ function bedrockCalls(s: Stack) {
 
 t.test('a signed InvokeModel: Bedrock body and path, SigV4 over the exact bytes, the Messages JSON back', async (t) => {
   const { s, key } = await setup(t);
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key, headers: { 'anthropic-beta': 'context-1m-2025-08-07, fine-grained-tool-streaming-2025-05-14' } });
+  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key, headers: { 'anthropic-beta': 'computer-use-2024-10-22, Interleaved-Thinking-2025-05-14' } });
   const text = await res.text();
   t.equal(res.status, 200, text);
   t.equal(res.headers.get('x-pi-provider'), 'bedrock');
@@ -49,7 +50,7 @@ t.test('a signed InvokeModel: Bedrock body and path, SigV4 over the exact bytes,
   t.equal(r?.path, `/model/${encodeURIComponent(MODEL)}/invoke`);
   t.match(r?.headers['authorization'], new RegExp(`^AWS4-HMAC-SHA256 Credential=${AKID}/\\d{8}/us-east-1/bedrock/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$`));
   t.equal(r?.headers['x-amz-date']?.slice(0, 8), '20260115', 'signed at the gateway clock');
-  t.same(r?.body, { max_tokens: 20, messages: USER, anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['context-1m-2025-08-07', 'fine-grained-tool-streaming-2025-05-14'] }, 'no model, no stream; betas in the body');
+  t.same(r?.body, { max_tokens: 20, messages: USER, anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['computer-use-2024-10-22', 'Interleaved-Thinking-2025-05-14'] }, 'no model, no stream; betas in the body');
   t.notOk(JSON.stringify(r?.headers).includes(SECRET), 'the secret never travels');
 });
 
@@ -164,7 +165,7 @@ t.test('Bedrock errors passed to the client are in the Messages error shape', as
   s.sim.script(MODEL, { status: 400 }, 1);
   const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key });
   t.equal(res.status, 400);
-  t.same(await res.json(), { type: 'error', error: { type: 'invalid_request_error', message: 'Malformed input request, please reformat your input and try again.' } });
+  t.same(await res.json(), { type: 'error', error: { message: 'Malformed input request, please reformat your input and try again.', type: 'invalid_request_error', code: 'ValidationException' } });
 });
 
 t.test('an exception after the commit ends the stream with the Messages error event', async (t) => {
@@ -187,4 +188,22 @@ t.test('a Bedrock API key is a bearer token; nothing is signed', async (t) => {
   t.equal(r?.headers['x-amz-date'], undefined);
   t.equal(r?.path, `/model/${encodeURIComponent(MODEL)}/invoke-with-response-stream`);
   t.equal(r?.headers['accept'], 'application/vnd.amazon.eventstream');
+});
+
+t.test('only the betas Bedrock accepts reach it: the documented default, or the platform\'s own list', async (t) => {
+  const { s, key } = await setup(t);
+  const claudeCode = 'claude-code-20250219,interleaved-thinking-2025-05-14,prompt-caching-scope-2026-01-05,effort-2025-11-24';
+  const betas = () => (bedrockCalls(s).at(-1)?.body as Record<string, unknown> | undefined)?.['anthropic_beta'];
+  const send = (provider: string, beta: string) => s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: { only: [provider] } }, { key, headers: { 'anthropic-beta': beta } });
+
+  t.equal((await send('bedrock', claudeCode)).status, 200);
+  t.same(betas(), ['interleaved-thinking-2025-05-14'], 'the default: Bedrock\'s documented betas only');
+  t.equal((await send('bedrock', 'prompt-caching-scope-2026-01-05')).status, 200, 'a request whose betas are all dropped is still served');
+  t.equal(betas(), undefined, 'without the field');
+
+  t.equal((await send('bedrock-key', claudeCode)).status, 200);
+  t.same(betas(), ['claude-code-20250219', 'interleaved-thinking-2025-05-14', 'effort-2025-11-24'], 'a deny list in the platform YAML: all but the denied');
+
+  t.equal((await send('delta', claudeCode)).status, 200);
+  t.equal(s.sim.requests.at(-1)?.headers['anthropic-beta'], claudeCode, 'Anthropic\'s own API gets the header as sent');
 });

@@ -4,7 +4,9 @@
 // client credentials through openai-node. Clocks are injected (the gateway's and the simulator's
 // separately, so a token can expire upstream before the gateway expects it): single flight under 100
 // concurrent requests, refresh ahead of expiry, a 401 refreshed and retried once on the same
-// deployment, a key the token endpoint refuses failing over.
+// deployment, a key the token endpoint refuses failing over; two Azure regions on one Entra app
+// sharing one token, and when its endpoint is slow, down or refusing, waiting for it once (the
+// configured token timeout), with a log line saying which; Responses on Azure's v1 API.
 import { generateKeyPairSync } from 'node:crypto';
 import t, { type Test } from 'tap';
 import Anthropic from '@anthropic-ai/sdk';
@@ -18,10 +20,12 @@ const EMAIL = 'pi-gateway@p.iam.gserviceaccount.com';
 const SA = JSON.stringify({ type: 'service_account', project_id: 'p', private_key_id: 'k1', private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }), client_email: EMAIL, token_uri: 'https://oauth2.googleapis.com/token' });
 const ENTRA = JSON.stringify({ tenant_id: 'tenant-1', client_id: 'client-1', client_secret: 'entra-secret' });
 
-async function setup(t: Test, opts: { lifetime?: number; sa?: string } = {}): Promise<{ s: Stack; key: string; simClock: ManualClock }> {
+async function setup(t: Test, opts: { lifetime?: number; sa?: string; tokenTimeoutMs?: number; log?: (event: string, fields?: Record<string, unknown>) => void } = {}): Promise<{ s: Stack; key: string; simClock: ManualClock }> {
   const simClock = new ManualClock(DEFAULT_NOW);
   const s = await startStack(t, {
     config: 'clouds',
+    ...(opts.tokenTimeoutMs ? { limits: { tokenTimeoutMs: opts.tokenTimeoutMs } } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
     secrets: { 'vertex-sa-1': opts.sa ?? SA, 'azure-entra-1': ENTRA },
     simulator: { clock: simClock, serviceAccounts: { [EMAIL]: publicKey.export({ type: 'spki', format: 'pem' }).toString() }, entraClients: { 'client-1': 'entra-secret' }, tokenLifetimeSec: opts.lifetime ?? 600 },
   });
@@ -112,4 +116,74 @@ t.test('Azure OpenAI with Entra ID: client credentials, bearer token, openai-nod
   t.match(call?.headers['authorization'], /^Bearer sim-token-/);
   t.equal(call?.headers['api-key'], undefined);
   t.equal(call?.path, '/openai/deployments/small-deploy/chat/completions');
+});
+
+t.test('two Azure regions on one Entra app share one token', async (t) => {
+  const { s, key } = await setup(t);
+  // The first region answers 503: the request fails over to the second, on the same token.
+  s.sim.script('small-deploy', { status: 503 }, 1);
+  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, ...only('azure-entra') }, { key });
+  t.equal(res.status, 200, await res.text());
+  t.equal(inference(s).length, 2, 'both regions called');
+  t.equal(new Set(inference(s).map((r) => r.headers['authorization'])).size, 1, 'with one token');
+  t.equal(tokenCalls(s).length, 1, 'fetched once');
+});
+
+t.test('a slow Entra endpoint costs one token timeout for the two regions that share it, not two', async (t) => {
+  const logs: { event: string; fields: Record<string, unknown> }[] = [];
+  const { s, key } = await setup(t, { tokenTimeoutMs: 300, log: (event, fields = {}) => logs.push({ event, fields }) });
+  s.sim.script('token:entra', { ttfbMs: 4000 });
+  const started = performance.now();
+  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, ...only('azure-entra') }, { key });
+  const ms = performance.now() - started;
+  t.equal(res.status, 503);
+  t.equal(res.headers.get('x-pi-provider'), 'azure-entra');
+  const body = (await res.json()) as { error: { message: string } };
+  t.equal(body.error.message, 'provider "azure-entra" could not authenticate the gateway: its token endpoint gave no answer within 300 ms, and no other provider could take over');
+  t.equal(tokenCalls(s).length, 1, 'one token request for both deployments');
+  t.same(inference(s), [], 'nothing sent without a token');
+  t.ok(ms >= 300 && ms < 2 * 300 + 400, `one timeout, not two (${Math.round(ms)} ms)`);
+  const failed = logs.filter((l) => l.event === 'token_fetch_failed');
+  t.same(failed.map((l) => l.fields), [{ provider: 'azure-entra', reason: 'timeout', endpoint: 'https://login.microsoftonline.com/tenant-1/oauth2/v2.0/token', timeout_ms: 300 }], 'logged once, as slow');
+});
+
+t.test('the log says whether the token endpoint was down, slow or refused', async (t) => {
+  const reasons: unknown[] = [];
+  const log = (event: string, fields: Record<string, unknown> = {}) => {
+    if (event === 'token_fetch_failed') reasons.push(fields['reason']);
+  };
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['down', { reset: 'before_head' }, /its token endpoint could not be reached/],
+    ['slow', { ttfbMs: 4000 }, /its token endpoint gave no answer within 200 ms/],
+    ['refused', { status: 401, errorBody: { error: 'invalid_client', error_description: 'AADSTS7000215: Invalid client secret provided.' } }, /provider \\"azure-entra\\" refused the gateway's credential: its token endpoint answered HTTP 401/],
+  ];
+  for (const [name, behaviour, message] of cases) {
+    const { s, key } = await setup(t, { tokenTimeoutMs: 200, log });
+    s.sim.script('token:entra', behaviour);
+    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, ...only('azure-entra') }, { key });
+    t.equal(res.status, 503, name);
+    const text = await res.text();
+    t.match(text, message, `${name}: the client is told which`);
+    t.notMatch(text, /AADSTS|entra-secret/, `${name}: nothing of the endpoint's text or the secret`);
+    await s.close();
+  }
+  t.same(reasons, ['unreachable', 'timeout', 'refused'], 'three distinct reasons');
+});
+
+t.test('Azure OpenAI serves Responses on its v1 API, JSON and stream, through openai-node', async (t) => {
+  const { s, key } = await setup(t);
+  const openai = new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 });
+  const res = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', ...only('azure-entra') });
+  t.equal(res.model, 'acme/chat-small');
+  t.ok(res.output_text.length > 0, 'an answer');
+  const stream = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', stream: true, ...only('azure-entra') });
+  const types: string[] = [];
+  for await (const ev of stream) types.push(ev.type);
+  t.equal(types.at(-1), 'response.completed');
+  const calls = inference(s);
+  t.same(calls.map((c) => c.path), ['/openai/v1/responses', '/openai/v1/responses'], 'the v1 API, no deployment in the path');
+  t.same(calls.map((c) => c.query), ['', ''], 'no api-version');
+  t.same(calls.map((c) => (c.body as { model?: string } | null)?.model), ['small-deploy', 'small-deploy'], 'the deployment name as the model');
+  t.match(calls[0]?.headers['authorization'], /^Bearer sim-token-/);
+  t.equal(tokenCalls(s).length, 1);
 });
