@@ -207,15 +207,17 @@ class ChatTap implements StreamTap {
     // Hot path after the commit point: no JSON parse unless the event carries usage or an error.
     if (asciiAt(ev, 0, 'data: [DONE]') || asciiAt(ev, 0, 'data:[DONE]')) {
       this.completed = true;
-      return { kind: 'terminal', out: this.lastUsage === null ? Buffer.concat([this.estimatedUsageFrame(), ev]) : ev };
+      // Without the provider's usage, the frame written for it is the usage the settlement billed.
+      return this.lastUsage === null ? { kind: 'terminal', out: Buffer.concat([this.estimatedUsageFrame(), ev]), usage: true } : { kind: 'terminal', out: ev };
     }
     if (!asciiAt(ev, 0, 'data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
     if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
     if (hasNonNullKey(ev, 'error', 1)) return { kind: 'error', out: ev };
-    if (hasNonNullKey(ev, 'usage', 1)) this.readUsage(ev);
+    const usage = hasNonNullKey(ev, 'usage', 1);
+    if (usage) this.readUsage(ev);
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out: this.rewrite(ev) };
+    return usage ? { kind: 'content', out: this.rewrite(ev), usage } : { kind: 'content', out: this.rewrite(ev) };
   }
 
   /**
@@ -260,7 +262,7 @@ class ChatTap implements StreamTap {
     this.committed = true;
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out };
+    return obj['usage'] !== null && obj['usage'] !== undefined ? { kind: 'content', out, usage: true } : { kind: 'content', out };
   }
 }
 

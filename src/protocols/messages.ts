@@ -76,7 +76,7 @@ class MessagesTap implements StreamTap {
         if (!obj) return { kind: 'malformed', out: ev };
         if (obj['usage'] !== undefined) this.deltaUsage = obj['usage'];
         this.committed = true;
-        return { kind: 'content', out: ev };
+        return isObject(obj['usage']) ? { kind: 'content', out: ev, usage: true } : { kind: 'content', out: ev };
       }
       case 'message_stop':
         this.completed = true;

@@ -77,7 +77,7 @@ class ResponsesTap implements StreamTap {
       this.completed = true;
       const wasCommitted = this.committed;
       this.committed = true;
-      return { kind: wasCommitted ? 'terminal' : 'content', out };
+      return { kind: wasCommitted ? 'terminal' : 'content', out, usage: resp !== null && isObject(resp['usage']) };
     }
     if (!this.committed && PREAMBLE.has(type)) {
       if (obj !== null && (type === 'response.created' || type === 'response.in_progress')) this.readStartUsage(obj);
@@ -117,6 +117,7 @@ export const responses: ProtocolModule = {
   outputBound: (body, _endpoint, model) => requestedOutputLimit(body, ['max_output_tokens'], model),
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: (slugJson) => new ResponsesTap(slugJson),
+  usageEventContainer: 'response',
   readJson(body, slugJson) {
     const answer = readJsonBody(body, slugJson, usageFromResponses);
     // A 200 body whose status is `failed` is an in-band error: not a usable answer.

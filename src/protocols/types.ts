@@ -121,6 +121,9 @@ export interface TappedEvent {
   kind: EventKind;
   /** The event bytes to send to the client (model rewritten where the protocol carries one). */
   out: Buffer;
+  /** The event carries the answer's usage object: the stream relay holds it back while it is the last
+   *  event, so the settlement can add what it charged (./usage-cost.ts) before it goes out. */
+  usage?: boolean;
 }
 
 export interface StreamTap {
@@ -194,6 +197,9 @@ export interface ProtocolModule {
    *  then goes on as the provider's error with that status (retried or passed on like a non-2xx one,
    *  never billed). Absent: a 2xx error body is only an unusable answer (readJson's null). */
   inbandErrorStatus?(body: Buffer): number | null;
+  /** The member of a streamed event's object that holds the usage object (the Responses `response`);
+   *  absent: the usage is a member of the event's object itself (as in every JSON answer). */
+  readonly usageEventContainer?: string;
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */
   streamErrorEvent(message: string, code: string): Buffer;
   /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs
