@@ -6,7 +6,7 @@ import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
 import { attoToDecimal, nanoToDecimal } from '../money.ts';
-import { requestHoldNano } from '../admission/hold-size.ts';
+import { outputLimitAdvice, requestHoldNano } from '../admission/hold-size.ts';
 import { promptTokenLimit } from '../billing/bound.ts';
 import { estimatedPromptTokens, type Settlement, settlementFor } from '../billing/settlement.ts';
 import { headerText, sessionIdFrom, unforwardableHeader } from '../http/header-text.ts';
@@ -148,7 +148,9 @@ async function handle(
   }
   const { plan, pin } = route;
   try {
-    const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined);
+    // A refusal says the largest output limit the wallet could have held (worked out only then).
+    const advise = (available: bigint): string => outputLimitAdvice(plan.plans, asked, available, now);
+    const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined, advise);
     if (pendingRate) {
       // A refused rate decision left nothing held; its 429 is the answer.
       if (held instanceof Promise) held.catch(() => undefined);

@@ -291,6 +291,7 @@ export const chatCompletions: ProtocolModule = {
   validate: validateChat,
   wantsStream: (body) => body['stream'] === true,
   outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
+  outputLimitFields: OUTPUT_LIMIT_FIELDS,
   prepare: (original, target) => prepareChat(original, target),
   tap: (slugJson, hints) => new ChatTap(slugJson, hints),
   readJson: (body, slugJson) => readJsonBody(body, slugJson, usageFromChatCompletions),

@@ -91,6 +91,9 @@ class MessagesTap implements StreamTap {
   }
 }
 
+/** Where a request sets its output limit (required on this protocol). */
+const OUTPUT_LIMIT_FIELDS = ['max_tokens'];
+
 /** The statuses Anthropic's API answers its error types with (its errors documentation). */
 const ERROR_STATUS: Readonly<Record<string, number>> = {
   invalid_request_error: 400,
@@ -141,7 +144,8 @@ export const messages: ProtocolModule = {
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
-  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, ['max_tokens'], model),
+  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
+  outputLimitFields: OUTPUT_LIMIT_FIELDS,
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: (slugJson) => new MessagesTap(slugJson),
   readJson(body, slugJson): JsonAnswer | null {

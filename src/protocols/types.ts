@@ -83,6 +83,17 @@ export interface InboundRequest {
   /** Most output tokens the request can be billed for on one model; with a deployment, within that
    *  deployment's limits (which default to the model's). */
   outputBound(model: CompiledModel, deployment?: OutputLimits): number;
+  /** The field that sets the request's output limit, when its protocol has one (absent: image
+   *  requests): what a 402 advises a smaller value of. */
+  outputLimit?: OutputLimitField;
+}
+
+/** The request field that sets its output limit (`max_tokens`, `max_output_tokens`…), and the hold
+ *  bounds the request would have with it set to `tokens` instead — the body otherwise as sent, the
+ *  number edited in place (or added when the request did not set it). */
+export interface OutputLimitField {
+  name: string;
+  boundsAt(tokens: number): { promptTokens: number; outputBound(model: CompiledModel, deployment?: OutputLimits): number };
 }
 
 /** Limits a request reader works within (from gateway.yaml `limits`). */
@@ -185,6 +196,9 @@ export interface ProtocolModule {
    *  sets (in this protocol's own fields) capped at the model's, else the model's, else a documented
    *  default (./output-bound.ts). */
   outputBound(body: JsonObject, endpoint: string, limits: OutputLimits): number;
+  /** The fields that set the output limit, the first one set winning (the last is the one to add
+   *  when none is); absent when the protocol has none. */
+  readonly outputLimitFields?: readonly string[];
   /** The upstream body for one attempt, built from the untouched original (routing fields already
    *  removed). Must not mutate `original`: every attempt starts from it. */
   prepare(original: JsonObject, target: PrepareTarget, endpoint: string): JsonObject;

@@ -134,13 +134,18 @@ t.test('image answers with a usage object carry the cost too', async (t) => {
   checkAnswer(t, 'images', p, false, text, settled);
 });
 
+function extra(body: Record<string, unknown>): Record<string, never> {
+  return body as Record<string, never>;
+}
+
 t.test('the official SDKs read answers that carry the cost', async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '100');
   const openai = new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 });
   const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
-  const sim = { provider: { only: ['alpha'] }, sim: { usage: { prompt: 12, completion: 7 } } } as Record<string, never>;
+  // Routing and simulator fields the SDKs forward as they are.
+  const sim = extra({ provider: { only: ['alpha'] }, sim: { usage: { prompt: 12, completion: 7 } } });
   const costOf = (trace: string | null) => Number(nanoToDecimal(settlementOf(s, trace ?? '')?.amount ?? -1n));
   type Costed = { cost?: number } | null | undefined;
 
@@ -160,7 +165,7 @@ t.test('the official SDKs read answers that carry the cost', async (t) => {
   for await (const ev of respStream.data) if (ev.type === 'response.completed') completed = ev.response.usage as Costed;
   t.equal(completed?.cost, costOf(respStream.response.headers.get('x-pi-trace-id')), 'openai responses stream: response.completed');
 
-  const onDelta = { provider: { only: ['delta'] }, sim: { usage: { prompt: 12, completion: 7 } } } as Record<string, never>;
+  const onDelta = extra({ provider: { only: ['delta'] }, sim: { usage: { prompt: 12, completion: 7 } } });
   const msg = await anthropic.messages.create({ model: 'beta-labs/sonnet-ish', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], ...onDelta }).withResponse();
   t.equal((msg.data.usage as Costed)?.cost, costOf(msg.response.headers.get('x-pi-trace-id')), 'anthropic messages: usage.cost');
 
