@@ -39,17 +39,21 @@ export function requestHoldNano(plans: readonly ModelPlan[], bounds: RequestBoun
  * never shrinks as the limit grows, so a binary search over it is exact); or, when not even one
  * output token fits, that — and what its input alone holds when even zero output tokens do not.
  */
-export function outputLimitAdvice(plans: readonly ModelPlan[], asked: Pick<InboundRequest, 'promptBound' | 'outputLimit'>, availableNano: bigint, nowMs: number): string {
+export function outputLimitAdvice(plans: readonly ModelPlan[], asked: Pick<InboundRequest, 'promptBound' | 'outputBound' | 'outputLimit'>, availableNano: bigint, nowMs: number): string {
   const field = asked.outputLimit;
   if (field === undefined) return '';
   const fits = (tokens: number): boolean => {
     const at = field.boundsAt(tokens);
     return requestHoldNano(plans, { promptTokens: at.promptTokens, outputTokens: (m, d) => at.outputBound(m, d) }, nowMs) <= availableNano;
   };
-  let lo = 0;
-  let hi = Number.MAX_SAFE_INTEGER;
-  if (fits(hi)) return '';
+  // No advice above what the request was held at (its largest output bound): past it a larger value
+  // changes nothing but the body's length.
+  let top = 0;
+  for (const p of plans) for (const d of p.deployments) top = Math.max(top, asked.outputBound(p.model, d));
+  if (fits(top)) return top >= 1 ? `; it fits with ${field.name} at most ${top}` : '';
   // Invariant: lo fits (0 counts as fitting here), hi does not.
+  let lo = 0;
+  let hi = top;
   while (hi - lo > 1) {
     const mid = lo + Math.floor((hi - lo) / 2);
     if (fits(mid)) lo = mid;
