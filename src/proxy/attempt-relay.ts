@@ -6,8 +6,8 @@
 //
 // The event that carries the answer's usage (Chat's usage frame, Messages' message_delta) is held
 // back while it is the stream's last event: when the end follows it, the settlement adds what it
-// charged to that usage (src/protocols/usage-cost.ts) and it goes out with the end; any other event
-// after it sends it on unchanged first. An end event that carries the usage itself (Responses'
+// charged to that usage (src/protocols/usage-cost.ts) and it goes out with the end; any other content
+// event after it sends it on unchanged first (a keep-alive passes it). An end event that carries the usage itself (Responses'
 // response.completed) gets the addition as it goes out.
 //
 // A client that takes no bytes for the write-stall limit while the relay waits on it (backpressure)
@@ -189,7 +189,10 @@ export class StreamRelay implements AttemptPhase {
       const t = this.tap.onEvent(ev);
       if (s.kind === 'preamble') {
         if (!this.beforeCommit(s, t)) return;
-      } else if (t.kind === 'content' || t.kind === 'preamble') {
+      } else if (t.kind === 'preamble') {
+        // A keep-alive (a ping) may pass a held usage event: it says nothing about the answer.
+        out.push(t.out);
+      } else if (t.kind === 'content') {
         this.sendHeldUsage(out);
         if (t.usage === true) this.heldUsage = t.out;
         else out.push(t.out);

@@ -222,6 +222,10 @@ t.test('the last usage event waits for the settlement and carries what it adds; 
   await new Promise((resolve) => setImmediate(resolve));
   t.same(r.reply.wire.slice(2), [`write ${s(ev('{"usage":{"n":1,"cost":0.5}}'))}`, `write ${DONE}`, 'end'], 'sent with the end, the addition in its usage');
 
+  const ping = relay({ beforeComplete: () => COST });
+  ping.data(ev('c1'), usageEv, ev('p1'), ': keep-alive\n\n', DONE);
+  t.same(ping.reply.wire.slice(1), [`write ${s(ev('c1'))}`, `write ${s(ev('p1'))}: keep-alive\n\n`, `write ${s(ev('{"usage":{"n":1,"cost":0.5}}'))}`, `write ${DONE}`, 'end'], 'a keep-alive passes it: it keeps the addition');
+
   const later = relay({ beforeComplete: () => COST });
   later.data(ev('c1'), usageEv, ev('c2'));
   later.data(DONE);
