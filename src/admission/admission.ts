@@ -147,18 +147,19 @@ export class Admission {
    * decision not known yet) the hold is taken only if that decision lets the request through: in
    * the same round trip when the wallet's owner also decides rate limits (`holdIfAllowed`), else
    * once the decision came. A refused decision leaves nothing held; the caller learns of it from
-   * `after.settled()` (429), which it awaits before this.
+   * `after.settled()` (429), which it awaits before this. `advise`, given the amount the wallet had
+   * available, ends the refusal's message with what the request could do to fit.
    */
-  hold(workspace: string, traceId: string, amountNano: bigint, after?: PendingRate): void | Promise<void> {
+  hold(workspace: string, traceId: string, amountNano: bigint, after?: PendingRate, advise?: Advise): void | Promise<void> {
     const wallets = this.parts.wallets;
     if (after !== undefined) {
       const gated = wallets.holdIfAllowed
         ? wallets.holdIfAllowed(workspace, traceId, amountNano, after.decision)
         : after.decision.then((d) => (d.ok ? wallets.hold(workspace, traceId, amountNano) : null));
-      return gated.then((h) => (h === null ? undefined : heldOrThrow(h, amountNano)));
+      return gated.then((h) => (h === null ? undefined : heldOrThrow(h, amountNano, advise)));
     }
     const held = wallets.hold(workspace, traceId, amountNano);
-    return held instanceof Promise ? held.then((h) => heldOrThrow(h, amountNano)) : heldOrThrow(held, amountNano);
+    return held instanceof Promise ? held.then((h) => heldOrThrow(h, amountNano, advise)) : heldOrThrow(held, amountNano, advise);
   }
 
   /** See WalletAdmission.settle. */
@@ -216,11 +217,15 @@ function rateOrThrow(rate: RateDecision, limit: number): void {
   }
 }
 
-function heldOrThrow(held: HoldResult, amountNano: bigint): void {
+/** What a refused request could do to fit the amount the wallet has available (a message tail). */
+export type Advise = (availableNano: bigint) => string;
+
+function heldOrThrow(held: HoldResult, amountNano: bigint, advise?: Advise): void {
   if (!held.ok) {
+    const available = held.available < 0n ? 0n : held.available;
     throw new GatewayError(
       'insufficient_balance',
-      `insufficient balance: this request needs up to $${nanoToDecimal(amountNano)} held and the wallet has $${nanoToDecimal(held.available < 0n ? 0n : held.available)} available`,
+      `insufficient balance: this request needs up to $${nanoToDecimal(amountNano)} held and the wallet has $${nanoToDecimal(available)} available${advise?.(available) ?? ''}`,
     );
   }
 }

@@ -6,14 +6,15 @@ import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
 import { attoToDecimal, nanoToDecimal } from '../money.ts';
-import { requestHoldNano } from '../admission/hold-size.ts';
+import { outputLimitAdvice, requestHoldNano } from '../admission/hold-size.ts';
 import { promptTokenLimit } from '../billing/bound.ts';
 import { estimatedPromptTokens, type Settlement, settlementFor } from '../billing/settlement.ts';
 import { headerText, sessionIdFrom, unforwardableHeader } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { InboundRequest, ProtocolModule, RoutingFields } from '../protocols/types.ts';
-import type { CommittedOutcome } from '../proxy/attempt.ts';
+import type { CommittedOutcome, UsageAddition } from '../proxy/attempt.ts';
+import { costMembers } from '../protocols/usage-cost.ts';
 import { type FailoverFinal, type PlanItem, runWithFailover } from '../proxy/failover.ts';
 import { type EffectivePolicy, mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
 import { planRoute, type RoutePlan } from '../routing/plan.ts';
@@ -147,7 +148,9 @@ async function handle(
   }
   const { plan, pin } = route;
   try {
-    const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined);
+    // A refusal says the largest output limit the wallet could have held (worked out only then).
+    const advise = (available: bigint): string => outputLimitAdvice(plan.plans, asked, available, now);
+    const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined, advise);
     if (pendingRate) {
       // A refused rate decision left nothing held; its 429 is the answer.
       if (held instanceof Promise) held.catch(() => undefined);
@@ -267,11 +270,13 @@ function finish(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
 
 /**
  * Charges the answering attempt (exact usage, or the documented estimate) and records it for the log.
- * Resolves when the charge is committed: the answer's last bytes wait for it (beforeComplete).
+ * Resolves when the charge is committed: the answer's last bytes wait for it (beforeComplete), and
+ * carry in their usage what it charged — only once the ledger holds it (a charge the store refused,
+ * or no charge at all, adds nothing).
  */
-function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<void> | undefined {
+function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<UsageAddition> | null {
   const platform = index.platformById.get(item.deployment.platform);
-  if (!platform || state.settledCost !== null) return undefined;
+  if (!platform || state.settledCost !== null) return null;
   const bound = { promptTokens: promptTokenLimit(item.deployment, basis.promptBound), completionTokens: basis.outputBound(item.model, item.deployment) };
   const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, holdNano: basis.holdNano, requestBytes: basis.requestBytes, pricedAtMs: basis.pricedAtMs, bound });
   state.settledCost = s.costNano;
@@ -288,8 +293,8 @@ function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
   // reports it (ledger_write_failed) and the request stays uncharged.
   const row = settledRow(req, state, { model: item.model.id, platform: item.deployment.platform, deployment: item.deployment.id }, outcome.status, outcome.firstByteMs, ctx.clock.now());
   return ctx.admission.settle(state.traceId, s.costNano, s.details, row).then(
-    () => undefined,
-    () => undefined,
+    (charged) => (charged ? costMembers(s.costNano) : null),
+    () => null,
   );
 }
 

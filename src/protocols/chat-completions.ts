@@ -217,15 +217,18 @@ class ChatTap implements StreamTap {
     // Hot path after the commit point: no JSON parse unless the event carries usage or an error.
     if (asciiAt(ev, 0, 'data: [DONE]') || asciiAt(ev, 0, 'data:[DONE]')) {
       this.completed = true;
-      return { kind: 'terminal', out: this.lastUsage === null ? Buffer.concat([this.estimatedUsageFrame(), ev]) : ev };
+      // Without the provider's usage, the frame written for it is the usage the settlement billed.
+      return this.lastUsage === null ? { kind: 'terminal', out: Buffer.concat([this.estimatedUsageFrame(), ev]), usage: true } : { kind: 'terminal', out: ev };
     }
     if (!asciiAt(ev, 0, 'data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
     if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
     if (hasNonNullKey(ev, 'error', 1)) return { kind: 'error', out: ev };
-    if (hasNonNullKey(ev, 'usage', 1)) this.readUsage(ev);
+    const usage = hasNonNullKey(ev, 'usage', 1);
+    if (usage) this.readUsage(ev);
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out: this.shaped(this.rewrite(ev)) };
+    const out = this.shaped(this.rewrite(ev));
+    return usage ? { kind: 'content', out, usage } : { kind: 'content', out };
   }
 
   /**
@@ -270,7 +273,7 @@ class ChatTap implements StreamTap {
     this.committed = true;
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return { kind: 'content', out };
+    return obj['usage'] !== null && obj['usage'] !== undefined ? { kind: 'content', out, usage: true } : { kind: 'content', out };
   }
 }
 
@@ -299,6 +302,7 @@ export const chatCompletions: ProtocolModule = {
   validate: validateChat,
   wantsStream: (body) => body['stream'] === true,
   outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
+  outputLimitFields: OUTPUT_LIMIT_FIELDS,
   prepare: (original, target) => prepareChat(original, target),
   tap: (slugJson, hints) => new ChatTap(slugJson, hints),
   readJson: (body, slugJson) => readJsonBody(body, slugJson, usageFromChatCompletions),

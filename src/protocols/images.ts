@@ -12,7 +12,7 @@ import { readJsonRequest } from './json-request.ts';
 import { imageCount, modelOutputBound, timesBound } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
-import { jsonObjectOf, type JsonAnswer, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import { isObject, jsonObjectOf, type JsonAnswer, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
 
 class ImagesTap implements StreamTap {
   upstreamModel: string | null = null;
@@ -54,7 +54,7 @@ class ImagesTap implements StreamTap {
     // settlement); as the first event it is the output itself, and the stream is complete with it.
     this.completed = true;
     if (obj['usage'] !== undefined && obj['usage'] !== null) this.lastUsage = usageFromImages(obj['usage']);
-    return { kind: wasCommitted ? 'terminal' : 'content', out: ev };
+    return { kind: wasCommitted ? 'terminal' : 'content', out: ev, usage: isObject(obj['usage']) };
   }
 }
 

@@ -7,7 +7,8 @@ import type { IncomingRequest } from '../http/request.ts';
 import { type JsonLimit, type JsonLimits, jsonShape, type MemberSpans } from '../stream/json-depth.ts';
 import { SPLICE_FROM_BYTES } from './upstream-json.ts';
 import { takeRoutingFields } from './routing-fields.ts';
-import type { InboundRequest, JsonObject, ProtocolModule } from './types.ts';
+import { isPositiveInt } from './positive-int.ts';
+import type { InboundRequest, JsonObject, OutputLimitField, ProtocolModule } from './types.ts';
 
 /**
  * Deepest nesting of objects and arrays a request body may have (the top-level object is level 1).
@@ -45,13 +46,13 @@ const LIMIT_MESSAGES: Record<JsonLimit, string> = {
 };
 
 /** The protocol rules a JSON request is read with. */
-export type JsonRules = Pick<ProtocolModule, 'validate' | 'wantsStream' | 'outputBound'>;
+export type JsonRules = Pick<ProtocolModule, 'validate' | 'wantsStream' | 'outputBound' | 'outputLimitFields'>;
 
 export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: JsonRules): InboundRequest {
   const { body, members } = parseJsonBody(req.body);
   const { fields, rest } = takeRoutingFields(body);
   rules.validate(rest, endpoint);
-  return {
+  const read: InboundRequest = {
     fields,
     stream: rules.wantsStream(rest),
     // The bytes and their member spans go along, so each attempt's upstream body reuses them.
@@ -59,6 +60,30 @@ export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: J
     requestBytes: req.body.length,
     promptBound: promptTokenBound(req.body.length),
     outputBound: (m, d) => rules.outputBound(rest, endpoint, d ?? m),
+  };
+  const limitField = rules.outputLimitFields === undefined ? null : outputLimitField(rest, endpoint, rules, req.body.length);
+  if (limitField !== null) read.outputLimit = limitField;
+  return read;
+}
+
+/**
+ * The output-limit field of a request and its hold bounds at another value: the protocol's own bound
+ * rule on the body with that value, and the prompt bound of the body it makes — the number's digits
+ * replacing the sent ones, or, when the request set none, the member added as `, "name": N` (the
+ * longer spelling, so that a compact one only holds less).
+ */
+function outputLimitField(rest: JsonObject, endpoint: string, rules: JsonRules, bodyBytes: number): OutputLimitField | null {
+  const names = rules.outputLimitFields ?? [];
+  const sent = names.find((f) => isPositiveInt(rest[f]));
+  const name = sent ?? names.at(-1);
+  if (name === undefined) return null;
+  const base = sent === undefined ? bodyBytes + JSON.stringify(name).length + 4 : bodyBytes - String(rest[sent]).length;
+  return {
+    name,
+    boundsAt(tokens) {
+      const body = { ...rest, [name]: tokens };
+      return { promptTokens: promptTokenBound(base + String(tokens).length), outputBound: (m, d) => rules.outputBound(body, endpoint, d ?? m) };
+    },
   };
 }
 

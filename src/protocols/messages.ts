@@ -77,7 +77,7 @@ class MessagesTap implements StreamTap {
         if (!obj) return { kind: 'malformed', out: ev };
         if (obj['usage'] !== undefined) this.deltaUsage = obj['usage'];
         this.committed = true;
-        return { kind: 'content', out: ev };
+        return isObject(obj['usage']) ? { kind: 'content', out: ev, usage: true } : { kind: 'content', out: ev };
       }
       case 'message_stop':
         this.completed = true;
@@ -91,6 +91,9 @@ class MessagesTap implements StreamTap {
     }
   }
 }
+
+/** Where a request sets its output limit (required on this protocol). */
+const OUTPUT_LIMIT_FIELDS = ['max_tokens'];
 
 /** The statuses Anthropic's API answers its error types with (its errors documentation). */
 const ERROR_STATUS: Readonly<Record<string, number>> = {
@@ -142,7 +145,8 @@ export const messages: ProtocolModule = {
     if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
-  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, ['max_tokens'], model),
+  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
+  outputLimitFields: OUTPUT_LIMIT_FIELDS,
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: (slugJson) => new MessagesTap(slugJson),
   readJson(body, slugJson): JsonAnswer | null {

@@ -17,6 +17,8 @@ import { isObject, jsonObjectOf, type JsonObject, type ProtocolModule, type Stre
 const PREAMBLE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);
 /** Provider-side failure events. */
 const FAILURE = new Set(['error', 'response.failed']);
+/** Where a request sets its output limit. */
+const OUTPUT_LIMIT_FIELDS = ['max_output_tokens'];
 /** The normal ends of a Responses stream. */
 const FINAL = new Set(['response.completed', 'response.incomplete']);
 
@@ -77,7 +79,7 @@ class ResponsesTap implements StreamTap {
       this.completed = true;
       const wasCommitted = this.committed;
       this.committed = true;
-      return { kind: wasCommitted ? 'terminal' : 'content', out };
+      return { kind: wasCommitted ? 'terminal' : 'content', out, usage: resp !== null && isObject(resp['usage']) };
     }
     if (!this.committed && PREAMBLE.has(type)) {
       if (obj !== null && (type === 'response.created' || type === 'response.in_progress')) this.readStartUsage(obj);
@@ -114,9 +116,11 @@ export const responses: ProtocolModule = {
     if (r !== undefined && r !== null && !isObject(r)) throw validationFailed('reasoning must be an object');
   },
   wantsStream: (body) => body['stream'] === true,
-  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, ['max_output_tokens'], model),
+  outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
+  outputLimitFields: OUTPUT_LIMIT_FIELDS,
   prepare: (original, target) => ({ ...original, model: target.deployment.upstreamModel }),
   tap: (slugJson) => new ResponsesTap(slugJson),
+  usageEventContainer: 'response',
   readJson(body, slugJson) {
     const answer = readJsonBody(body, slugJson, usageFromResponses);
     // A 200 body whose status is `failed` is an in-band error: not a usable answer.

@@ -83,6 +83,17 @@ export interface InboundRequest {
   /** Most output tokens the request can be billed for on one model; with a deployment, within that
    *  deployment's limits (which default to the model's). */
   outputBound(model: CompiledModel, deployment?: OutputLimits): number;
+  /** The field that sets the request's output limit, when its protocol has one (absent: image
+   *  requests): what a 402 advises a smaller value of. */
+  outputLimit?: OutputLimitField;
+}
+
+/** The request field that sets its output limit (`max_tokens`, `max_output_tokens`…), and the hold
+ *  bounds the request would have with it set to `tokens` instead — the body otherwise as sent, the
+ *  number edited in place (or added when the request did not set it). */
+export interface OutputLimitField {
+  name: string;
+  boundsAt(tokens: number): { promptTokens: number; outputBound(model: CompiledModel, deployment?: OutputLimits): number };
 }
 
 /** Limits a request reader works within (from gateway.yaml `limits`). */
@@ -121,6 +132,9 @@ export interface TappedEvent {
   kind: EventKind;
   /** The event bytes to send to the client (model rewritten where the protocol carries one). */
   out: Buffer;
+  /** The event carries the answer's usage object: the stream relay holds it back while it is the last
+   *  event, so the settlement can add what it charged (./usage-cost.ts) before it goes out. */
+  usage?: boolean;
 }
 
 export interface StreamTap {
@@ -184,6 +198,9 @@ export interface ProtocolModule {
    *  sets (in this protocol's own fields) capped at the model's, else the model's, else a documented
    *  default (./output-bound.ts). */
   outputBound(body: JsonObject, endpoint: string, limits: OutputLimits): number;
+  /** The fields that set the output limit, the first one set winning (the last is the one to add
+   *  when none is); absent when the protocol has none. */
+  readonly outputLimitFields?: readonly string[];
   /** The upstream body for one attempt, built from the untouched original (routing fields already
    *  removed). Must not mutate `original`: every attempt starts from it. */
   prepare(original: JsonObject, target: PrepareTarget, endpoint: string): JsonObject;
@@ -196,6 +213,9 @@ export interface ProtocolModule {
    *  then goes on as the provider's error with that status (retried or passed on like a non-2xx one,
    *  never billed). Absent: a 2xx error body is only an unusable answer (readJson's null). */
   inbandErrorStatus?(body: Buffer): number | null;
+  /** The member of a streamed event's object that holds the usage object (the Responses `response`);
+   *  absent: the usage is a member of the event's object itself (as in every JSON answer). */
+  readonly usageEventContainer?: string;
   /** The event that ends a stream cut after the commit point, in the protocol's own shape. */
   streamErrorEvent(message: string, code: string): Buffer;
   /** The JSON body of a gateway-raised error on this protocol's endpoints, when the protocol's SDKs

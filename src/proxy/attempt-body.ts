@@ -4,6 +4,7 @@
 // failover loop as a provider_error, never sent from here).
 import type { AnswerDecoding } from '../platforms/types.ts';
 import type { ProtocolModule } from '../protocols/types.ts';
+import { addToUsage, type UsagePlace } from '../protocols/usage-cost.ts';
 import { findStringValue, readString } from '../stream/json-key.ts';
 import { type AnswerBody, answerBody, BodyBuffer, type BodyResult } from './answer-body.ts';
 import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
@@ -11,6 +12,9 @@ import { type AnswerHead, providerHeaders } from './attempt-head.ts';
 import type { AttemptInput, CommittedOutcome } from './attempt-types.ts';
 
 export { BodyBuffer } from './answer-body.ts';
+
+/** A JSON answer's usage is a member of its top-level object, on every protocol. */
+const JSON_USAGE: UsagePlace = { form: 'json' };
 
 /** An error body is kept up to this many bytes (the rest is dropped, the answer still passed on). */
 export const MAX_ERROR_BODY = 1024 * 1024;
@@ -106,8 +110,9 @@ export class JsonReader implements AttemptPhase {
       contentBytes: answer.body.length,
     };
     this.state = { kind: 'delivering', outcome };
-    core.complete(outcome, () => {
-      core.reply.send(this.head.status, providerHeaders(this.head, answer.upstreamModel, false), answer.body);
+    core.complete(outcome, (added) => {
+      const body = added === null ? answer.body : addToUsage(answer.body, added, JSON_USAGE);
+      core.reply.send(this.head.status, providerHeaders(this.head, answer.upstreamModel, false), body);
       core.finish(outcome);
     });
   };

@@ -5,7 +5,7 @@
 import type { Reply } from '../http/reply.ts';
 import { DispatchRefused, type UpstreamControl } from '../upstream/client.ts';
 import type { AttemptTimer, AttemptTimers } from './attempt-timers.ts';
-import type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason } from './attempt-types.ts';
+import type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason, UsageAddition, BeforeCompleteResult } from './attempt-types.ts';
 
 /** What a silence of `streamIdleTimeoutMs` means depends on the phase that armed the idle timer. */
 export interface IdleWatcher {
@@ -170,16 +170,17 @@ export class AttemptCore {
     this.finish({ kind: 'failed', reason: 'client_aborted', detail: 'client went away', firstByteMs: this.firstByteMs });
   }
 
-  /** Runs the beforeComplete hook, then `deliver` (which sends the last bytes and finishes); a
-   *  returned promise delays `deliver` until it settles either way. */
-  complete(outcome: CommittedOutcome, deliver: () => void): void {
-    let r: void | Promise<void> = undefined;
+  /** Runs the beforeComplete hook, then `deliver` with what the hook adds to the answer's usage
+   *  (which sends the last bytes and finishes); a returned promise delays `deliver` until it settles
+   *  either way (a failed hook adds nothing). */
+  complete(outcome: CommittedOutcome, deliver: (added: UsageAddition) => void): void {
+    let r: BeforeCompleteResult = null;
     try {
       r = this.beforeComplete?.(outcome);
     } catch {
       // The hook owns its failures (it logs them); the answer is still delivered.
     }
-    if (r && typeof r.then === 'function') r.then(deliver, deliver);
-    else deliver();
+    if (r instanceof Promise) r.then((added) => deliver(added ?? null), () => deliver(null));
+    else deliver(r ?? null);
   }
 }

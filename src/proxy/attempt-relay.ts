@@ -4,6 +4,12 @@
 // the protocol's own error event and never with its normal end marker; a stream that completes waits
 // for beforeComplete (the settlement) before its end marker and end go out.
 //
+// The event that carries the answer's usage (Chat's usage frame, Messages' message_delta) is held
+// back while it is the stream's last event: when the end follows it, the settlement adds what it
+// charged to that usage (src/protocols/usage-cost.ts) and it goes out with the end; any other content
+// event after it sends it on unchanged first (a keep-alive passes it). An end event that carries the usage itself (Responses'
+// response.completed) gets the addition as it goes out.
+//
 // A client that takes no bytes for the write-stall limit while the relay waits on it (backpressure)
 // is cut: the error event is queued behind what it has not read (it gets it if it reads again before
 // the server library drops the connection), the upstream is cancelled, the outcome is `write_stall`.
@@ -14,10 +20,11 @@
 // the decoder cannot read is a malformed event (before the commit: fail over; after: broken stream).
 import type { StreamDecoder } from '../platforms/types.ts';
 import type { ProtocolModule, StreamTap, TappedEvent } from '../protocols/types.ts';
+import { addToUsage, type UsagePlace } from '../protocols/usage-cost.ts';
 import { isBlankOrComment, SseSplitter } from '../stream/sse-splitter.ts';
 import { type AttemptCore, type AttemptPhase, DRAINED_DETAIL } from './attempt-core.ts';
 import { type AnswerHead, providerHeaders } from './attempt-head.ts';
-import type { CommittedOutcome, FailureReason } from './attempt-types.ts';
+import type { CommittedOutcome, FailureReason, UsageAddition } from './attempt-types.ts';
 
 type RelayState =
   /** Before the commit point: nothing has reached the client; preamble events wait here. */
@@ -39,6 +46,10 @@ export class StreamRelay implements AttemptPhase {
   private state: RelayState = { kind: 'preamble', held: [], heldBytes: 0 };
   /** The client is not keeping up: the upstream read is paused until the reply is writable again. */
   private paused = false;
+  /** The last event, when it carries the answer's usage: sent with the end (the settlement's
+   *  addition in it) or before the next event. */
+  private heldUsage: Buffer | null = null;
+  private readonly usagePlace: UsagePlace;
   private readonly splitter: SseSplitter;
 
   private readonly core: AttemptCore;
@@ -60,6 +71,7 @@ export class StreamRelay implements AttemptPhase {
     this.head = head;
     this.decoder = decoder;
     this.splitter = new SseSplitter(core.limits.maxUpstreamEventBytes);
+    this.usagePlace = protocol.usageEventContainer === undefined ? { form: 'event' } : { form: 'event', container: protocol.usageEventContainer };
   }
 
   onData(chunk: Buffer): void {
@@ -177,8 +189,13 @@ export class StreamRelay implements AttemptPhase {
       const t = this.tap.onEvent(ev);
       if (s.kind === 'preamble') {
         if (!this.beforeCommit(s, t)) return;
-      } else if (t.kind === 'content' || t.kind === 'preamble') {
+      } else if (t.kind === 'preamble') {
+        // A keep-alive (a ping) may pass a held usage event: it says nothing about the answer.
         out.push(t.out);
+      } else if (t.kind === 'content') {
+        this.sendHeldUsage(out);
+        if (t.usage === true) this.heldUsage = t.out;
+        else out.push(t.out);
       } else {
         this.afterCommitEnd(t, out);
         return;
@@ -204,7 +221,9 @@ export class StreamRelay implements AttemptPhase {
         if (s.heldBytes > this.core.limits.preambleMaxBytes) this.commit(s, NOTHING);
         return true;
       case 'content':
-        this.commit(s, t.out);
+        // A first content event that carries the usage goes out with the end, like any other.
+        if (t.usage === true) this.heldUsage = t.out;
+        this.commit(s, t.usage === true ? NOTHING : t.out);
         return true;
       case 'error':
         this.core.fail('inband_error', 'the provider stream opened with an error event');
@@ -222,9 +241,10 @@ export class StreamRelay implements AttemptPhase {
   private afterCommitEnd(t: TappedEvent, out: Buffer[]): void {
     if (t.kind === 'terminal') {
       this.flush(out);
-      this.completeStream(t.out);
+      this.completeStream(t.out, t.usage === true);
     } else if (t.kind === 'error') {
       // The provider's own error event after content: pass it on, then end without a normal end.
+      this.sendHeldUsage(out);
       out.push(t.out);
       this.flush(out);
       this.core.ctrl?.abort(new Error('provider error event'));
@@ -246,8 +266,17 @@ export class StreamRelay implements AttemptPhase {
     const parts = s.held.length > 0 ? Buffer.concat([...s.held, first]) : first;
     core.reply.cork(() => {
       core.reply.startStream(this.head.status, head);
-      this.write(parts);
+      // Nothing to write when the first content event is a held usage event (an empty write could
+      // read as the end of a chunked body).
+      if (parts.length > 0) this.write(parts);
     });
+  }
+
+  /** The held usage event goes out as it is (another event follows it, or the stream breaks). */
+  private sendHeldUsage(out: Buffer[]): void {
+    if (this.heldUsage === null) return;
+    out.push(this.heldUsage);
+    this.heldUsage = null;
   }
 
   private flush(out: Buffer[]): void {
@@ -291,8 +320,11 @@ export class StreamRelay implements AttemptPhase {
     const core = this.core;
     core.ctrl?.abort(new Error(message));
     const reply = core.reply;
+    const held = this.heldUsage;
+    this.heldUsage = null;
     if (!reply.done) {
       reply.cork(() => {
+        if (held !== null) reply.write(held);
         reply.write(this.protocol.streamErrorEvent(`${message}; the answer is incomplete`, code));
         reply.end();
       });
@@ -300,17 +332,26 @@ export class StreamRelay implements AttemptPhase {
     core.finish(this.outcome(reason));
   }
 
-  /** The stream reached its normal end: settle first, then the end marker (if any) and the end. */
-  private completeStream(finalBytes: Buffer | null): void {
+  /** The stream reached its normal end: settle first, then the held usage event and the end marker
+   *  (if any) with the settlement's addition in whichever carries the usage, and the end. */
+  private completeStream(finalBytes: Buffer | null, finalCarriesUsage = false): void {
     this.state = COMPLETING;
     const core = this.core;
     core.clearTimers();
     const outcome = this.outcome(null);
-    core.complete(outcome, () => {
+    core.complete(outcome, (added: UsageAddition) => {
+      let held = this.heldUsage;
+      this.heldUsage = null;
+      let last = finalBytes;
+      if (added !== null) {
+        if (finalCarriesUsage && last !== null) last = addToUsage(last, added, this.usagePlace);
+        else if (held !== null) held = addToUsage(held, added, this.usagePlace);
+      }
       const reply = core.reply;
       if (!reply.done) {
         reply.cork(() => {
-          if (finalBytes) reply.write(finalBytes);
+          if (held !== null) reply.write(held);
+          if (last) reply.write(last);
           reply.end();
         });
       }

@@ -40,15 +40,24 @@ export interface AttemptInput {
   tapHints?: TapHints;
   /**
    * Runs when the answer is complete and before its last bytes go out (the JSON body; a stream's
-   * end marker and end), so that whatever it records (the wallet settlement) is committed before
-   * the client holds a complete answer. A returned promise delays those bytes until it settles.
+   * last usage event, end marker and end), so that whatever it records (the wallet settlement) is
+   * committed before the client holds a complete answer. A returned promise delays those bytes until
+   * it settles. What it answers is added to the answer's usage object (the settled cost); nothing
+   * (void, null) adds nothing.
    */
-  beforeComplete?: (outcome: CommittedOutcome) => void | Promise<void>;
+  beforeComplete?: (outcome: CommittedOutcome) => BeforeCompleteResult;
   /** Ends the attempt from outside when thrown (the gateway's drain deadline): outcome `drained`. */
   stop?: StopSwitch;
 }
 
 export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
+
+/** JSON members (`"name":value`, comma separated) to append to an answer's usage object once it is
+ *  settled, or null for none (src/protocols/usage-cost.ts). */
+export type UsageAddition = Buffer | null;
+
+/** What the beforeComplete hook answers: an addition, or nothing, at once or once it is settled. */
+export type BeforeCompleteResult = UsageAddition | void | Promise<UsageAddition | void>;
 
 /**
  * Why an attempt ended without a normal answer. `write_stall`: the client took no bytes of a committed

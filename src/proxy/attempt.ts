@@ -17,7 +17,7 @@ import { AFTER_THE_END, StreamRelay } from './attempt-relay.ts';
 import { type AttemptTimers, systemTimers } from './attempt-timers.ts';
 import type { AttemptInput, AttemptOutcome } from './attempt-types.ts';
 
-export type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason } from './attempt-types.ts';
+export type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason, UsageAddition, BeforeCompleteResult } from './attempt-types.ts';
 
 /** Before the upstream's head: only an early end, a broken exchange or a client abort can happen. */
 class AwaitingHead implements AttemptPhase {

@@ -23,7 +23,7 @@
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
-import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt } from './attempt.ts';
+import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt, type BeforeCompleteResult } from './attempt.ts';
 import type { AttemptEnd, AttemptObserver, AttemptWatch } from '../observe/observer.ts';
 import { type HealthRecorder, healthSignal } from './health-signal.ts';
 import { addAttemptHeaders, buildCall, type CallBuild, type CallInput, type CallResolver, type ReadyCall } from './upstream-call.ts';
@@ -68,7 +68,7 @@ export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 
   /** Receives every attempt's health signal. */
   health: HealthRecorder;
   /** Runs before the answering attempt's last bytes go out (see AttemptInput.beforeComplete). */
-  beforeComplete?(item: PlanItem, outcome: CommittedOutcome): void | Promise<void>;
+  beforeComplete?(item: PlanItem, outcome: CommittedOutcome): BeforeCompleteResult;
   /** Hears each attempt's start and end (metrics, spans) and adds its headers (trace context). */
   observe?: AttemptObserver;
 }

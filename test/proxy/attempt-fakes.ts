@@ -253,6 +253,12 @@ class FakeTap implements StreamTap {
       return { kind: 'terminal', out: ev };
     }
     const k = text.slice(6, 7);
+    if (k === '{') {
+      // A JSON event carries the answer's usage (the relay holds it while it is the last event).
+      this.contentEvents++;
+      this.contentBytes += ev.length;
+      return { kind: 'content', out: ev, usage: true };
+    }
     if (k === 'p') {
       this.upstreamModel ??= 'up-model';
       return { kind: 'preamble', out: ev };

@@ -212,6 +212,39 @@ t.test('settle before the last byte: beforeComplete runs first and its promise d
   t.equal(r.seen.count, 1);
 });
 
+t.test('the last usage event waits for the settlement and carries what it adds; any other event sends it on unchanged', async (t) => {
+  const usageEv = ev('{"usage":{"n":1}}');
+  const COST = Buffer.from('"cost":0.5');
+  const r = relay({ beforeComplete: () => Promise.resolve(COST) });
+  r.data(ev('c1'), usageEv);
+  t.same(r.reply.wire, ['head 200', `write ${s(ev('c1'))}`], 'held while it is the last event');
+  r.data(DONE);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(r.reply.wire.slice(2), [`write ${s(ev('{"usage":{"n":1,"cost":0.5}}'))}`, `write ${DONE}`, 'end'], 'sent with the end, the addition in its usage');
+
+  const ping = relay({ beforeComplete: () => COST });
+  ping.data(ev('c1'), usageEv, ev('p1'), ': keep-alive\n\n', DONE);
+  t.same(ping.reply.wire.slice(1), [`write ${s(ev('c1'))}`, `write ${s(ev('p1'))}: keep-alive\n\n`, `write ${s(ev('{"usage":{"n":1,"cost":0.5}}'))}`, `write ${DONE}`, 'end'], 'a keep-alive passes it: it keeps the addition');
+
+  const later = relay({ beforeComplete: () => COST });
+  later.data(ev('c1'), usageEv, ev('c2'));
+  later.data(DONE);
+  t.same(later.reply.wire, ['head 200', `write ${s(ev('c1'))}`, `write ${s(usageEv)}${s(ev('c2'))}`, `write ${DONE}`, 'end'], 'followed by another event: unchanged, and the addition goes nowhere');
+
+  const broken = relay({ beforeComplete: () => COST });
+  broken.data(ev('c1'), usageEv);
+  broken.unit.onEnd();
+  t.same(broken.reply.wire.slice(2), [`write ${s(usageEv)}`, `write ${errorEvent('the provider stream ended before its end marker')}`, 'end'], 'a stream cut after it: sent unchanged before the error event');
+
+  const first = relay({ beforeComplete: () => COST });
+  first.data(ev('p1'), usageEv, DONE);
+  t.same(first.reply.wire, ['head 200', `write ${s(ev('p1'))}`, `write ${s(ev('{"usage":{"n":1,"cost":0.5}}'))}`, `write ${DONE}`, 'end'], 'the first content event too');
+
+  const nothing = relay({ beforeComplete: () => null });
+  nothing.data(ev('c1'), usageEv, DONE);
+  t.same(nothing.reply.wire.slice(2), [`write ${s(usageEv)}`, `write ${DONE}`, 'end'], 'a hook that adds nothing: the event as it came');
+});
+
 t.test('settle before the last byte: a throwing or rejecting hook still delivers the end', async (t) => {
   const r = relay({
     beforeComplete: () => {

@@ -4,6 +4,7 @@
 // content event fail over invisibly, and the start-of-answer limit applies.
 import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
+import { nanoToDecimal } from '../../../src/money.ts';
 import { startStack, type Stack } from '../../helpers/stack.ts';
 import { handUpstream, logRow, parseSse, spyUpstream, USER } from '../../helpers/inference.ts';
 
@@ -112,6 +113,13 @@ const RESPONSES_UP = [
   'event: response.completed\ndata: {"type":"response.completed","sequence_number":4,"response":{"id":"r1","object":"response","status":"completed","model":"up-model","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}\n\n',
 ].join('');
 
+/** `text` with `"cost":<USD>` appended to its last usage object (the one the settlement bills). */
+function withCost(text: string, costNano: number | bigint | null | undefined): string {
+  const at = text.lastIndexOf('"usage":{');
+  const close = text.indexOf('}', at);
+  return `${text.slice(0, close)},"cost":${nanoToDecimal(costNano ?? 0)}${text.slice(close)}`;
+}
+
 t.test('SSE framing is preserved when upstream chunks split events anywhere', async (t) => {
   const { s, key } = await stack(t, { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 5000 });
   const cases: [Proto, string, string][] = [
@@ -139,7 +147,9 @@ t.test('SSE framing is preserved when upstream chunks split events anywhere', as
       const res = await s.post(p.path, p.body, { key });
       t.equal(res.status, 200);
       const got = await res.text();
-      const expected = upstreamText.replaceAll('"model":"up-model"', `"model":${JSON.stringify(slug)}`);
+      // The model rewritten, and the settled cost added to the answer's final usage.
+      const cost = (await logRow(s, res.headers.get('x-pi-trace-id')))?.cost_nano;
+      const expected = withCost(upstreamText.replaceAll('"model":"up-model"', `"model":${JSON.stringify(slug)}`), cost);
       t.ok(spy.dataAt.length - before > (size === 64 ? 5 : 20), `${p.name}/${size}: the gateway got the stream in ${spy.dataAt.length - before} chunks`);
       t.equal(got, expected, `${p.name} split every ${size} bytes${crlf ? ' (CRLF)' : ''}: the same events, model rewritten`);
       t.equal(res.headers.get('x-pi-upstream-model'), 'up-model');
