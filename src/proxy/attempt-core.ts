@@ -173,13 +173,14 @@ export class AttemptCore {
   /** Runs the beforeComplete hook, then `deliver` (which sends the last bytes and finishes); a
    *  returned promise delays `deliver` until it settles either way. */
   complete(outcome: CommittedOutcome, deliver: () => void): void {
-    let r: void | Promise<void> = undefined;
+    let pending: Promise<void> | undefined;
     try {
-      r = this.beforeComplete?.(outcome);
+      const r = this.beforeComplete?.(outcome);
+      if (r && typeof r.then === 'function') pending = r;
     } catch {
       // The hook owns its failures (it logs them); the answer is still delivered.
     }
-    if (r && typeof r.then === 'function') r.then(deliver, deliver);
+    if (pending !== undefined) pending.then(deliver, deliver);
     else deliver();
   }
 }
