@@ -68,6 +68,7 @@ t.teardown(async () => {
   else process.env.PI_MASTER_KEY = env.master;
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: the assertions walk the admin API's JSON answers freely and tap checks their shape; a type per answer would restate the API in the test.
 async function call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ status: number; body: any; text: string }> {
   const token = init.token === undefined ? TOKEN : init.token;
   const headers: Record<string, string> = {};

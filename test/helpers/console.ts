@@ -12,6 +12,7 @@ export const PROMPT_MARK = 'PROMPT-MUST-NOT-LEAK-7f3a';
 export interface ConsoleStack extends Stack {
   adminUrl: string;
   /** An admin JSON call with the operator token (or `token`, null for none), parsed. */
+  // biome-ignore lint/suspicious/noExplicitAny: the assertions walk the admin API's JSON answers freely and tap checks their shape; a type per answer would restate the API in every test.
   call(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: any; text: string; headers: Headers }>;
 }
 
