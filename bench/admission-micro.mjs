@@ -145,7 +145,12 @@ for (const perTurn of [1, 16]) {
         store.requestLog.append(logRow(traceId, check.key.id, now));
         if ((i + 1) % perTurn === 0) book.flush();
       },
-      { perBatch: () => ({ end: () => (book.flush(), store.requestLog.flush()) }) },
+      { perBatch: () => ({
+        end: () => {
+          book.flush();
+          return store.requestLog.flush();
+        },
+      }) },
     ),
   );
 }
@@ -184,7 +189,7 @@ results.push(
   ),
 );
 results.push(
-  bench('RequestLog.append (+ flush at batch end)', (i) => store.requestLog.append(logRow(randomUUID(), 'key_bench', Date.now())), {
+  bench('RequestLog.append (+ flush at batch end)', () => store.requestLog.append(logRow(randomUUID(), 'key_bench', Date.now())), {
     perBatch: () => ({ end: () => store.requestLog.flush() }),
   }),
 );

@@ -130,7 +130,12 @@ function ledgerVerify() {
 }
 
 /** { "200": n, "503": m, … }; a 200 whose stream was cut counts as "200-cut". */
-const statuses = (xs) => xs.reduce((m, x) => ((m[x.status === 200 && !complete(x) ? '200-cut' : String(x.status)] = (m[x.status === 200 && !complete(x) ? '200-cut' : String(x.status)] ?? 0) + 1), m), {});
+const statuses = (xs) =>
+  xs.reduce((m, x) => {
+    const k = x.status === 200 && !complete(x) ? '200-cut' : String(x.status);
+    m[k] = (m[k] ?? 0) + 1;
+    return m;
+  }, {});
 const count = (xs, s) => xs.filter((x) => x.status === s).length;
 const results = { started: new Date().toISOString(), params: P, machine: machineInfo() };
 

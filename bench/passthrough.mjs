@@ -118,7 +118,7 @@ function forward(res, method, path, headers, body) {
         return;
       }
       res.cork(() => {
-        res.writeStatus('502 Bad Gateway').end(JSON.stringify({ error: { message: String(err && err.message) } }));
+        res.writeStatus('502 Bad Gateway').end(JSON.stringify({ error: { message: String(err?.message) } }));
       });
     },
   };

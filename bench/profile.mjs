@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { summarise } from './lib/cpuprofile.mjs';
 import { closedLoop, once, streamLoop } from './lib/load.mjs';
 import { RESULTS_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
-import { chatRequest, scriptSim, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
+import { chatRequest, scriptSim, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { startNode } from './lib/proc.mjs';
 import { fmt, fmtInt, log, machineInfo, parseFlags, saveResult, table } from './lib/stats.mjs';
 

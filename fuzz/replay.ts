@@ -139,7 +139,7 @@ async function replayProvider(dir: string, log: Log): Promise<number> {
   try {
     const g = await session.child();
     const results = await Promise.all(cases.map((c) => exchange({ port: g.child.port, steps: [{ bytes: swapKey(c.request, c.meta.key, g.db.key) }], deadlineMs: 30_000 })));
-    results.forEach((r, i) => log(`${cases[i]?.dir}: ${describe(r)}`));
+    for (const [i, r] of results.entries()) log(`${cases[i]?.dir}: ${describe(r)}`);
     if (results.some((r) => r.timedOut)) reproduced = true;
     await new Promise((res) => setTimeout(res, 300));
     if (isCrashed(g)) {
@@ -153,6 +153,7 @@ async function replayProvider(dir: string, log: Log): Promise<number> {
       log(`open holds after the stop: ${ledger.openHolds.size}; settlements: ${ledger.settlements.map((s) => `${s.amountNano} nano-USD${s.details['estimated'] ? ' (estimated)' : ''}`).join(', ') || 'none'}`);
       if (!chk.verify.ok || ledger.openHolds.size > 0) reproduced = true;
       const bounds = cases.map((c) => (c.meta.bound?.nano ? BigInt(c.meta.bound.nano) : null)).filter((b): b is bigint => b !== null);
+      // biome-ignore lint/complexity/useMathMinMax: bigints; Math.max throws a TypeError on them.
       const largest = bounds.reduce((m, b) => (b > m ? b : m), 0n);
       if (bounds.length > 0 && ledger.settlements.some((s) => s.amountNano > largest)) {
         reproduced = true;

@@ -169,7 +169,7 @@ function cycles(edges: Map<string, Set<string>>): string[][] {
 }
 
 const rankOf = new Map<string, number>();
-LAYERS.forEach((layer, rank) => layer.forEach((folder) => rankOf.set(folder, rank)));
+for (const [rank, layer] of LAYERS.entries()) for (const folder of layer) rankOf.set(folder, rank);
 
 const parsed = sourceFiles(srcDir).map(parse);
 const fileEdges = new Map<string, Set<string>>();

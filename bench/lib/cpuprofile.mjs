@@ -37,7 +37,7 @@ export function locate(callFrame) {
   const sm = sourceMapFor(file);
   if (sm && callFrame.lineNumber >= 0) {
     const e = sm.findEntry(callFrame.lineNumber, Math.max(0, callFrame.columnNumber));
-    if (e && e.originalSource) {
+    if (e?.originalSource) {
       const src = pathOf(e.originalSource.startsWith('file:') ? e.originalSource : new URL(e.originalSource, `file://${file}`).href);
       const rel = src.includes('/node_modules/') ? src.replace(/^.*node_modules\//, 'node_modules/') : relative(ROOT, src);
       return { file: rel, line: e.originalLine + 1, where: `${rel}:${e.originalLine + 1}` };

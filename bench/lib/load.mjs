@@ -74,7 +74,7 @@ export class Conn {
       try {
         await this.connect();
       } catch (err) {
-        cb({ status: 0, error: String(err && err.message) });
+        cb({ status: 0, error: String(err?.message) });
         return;
       }
     }
@@ -109,7 +109,7 @@ export class Conn {
       this.socket.destroy();
       this.socket = null;
     }
-    if (cb) cb({ status: this.status || 0, error: String(err && err.message), bytes: this.bytes, events: this.events, firstByteAt: this.firstByteAt });
+    if (cb) cb({ status: this.status || 0, error: String(err?.message), bytes: this.bytes, events: this.events, firstByteAt: this.firstByteAt });
   }
 
   finish() {

@@ -58,12 +58,12 @@ function hookExit() {
     });
   }
   process.on('uncaughtException', (err) => {
-    process.stderr.write(`bench: ${err && err.stack ? err.stack : String(err)}\n`);
+    process.stderr.write(`bench: ${err?.stack ? err.stack : String(err)}\n`);
     killAllSync();
     process.exit(1);
   });
   process.on('unhandledRejection', (err) => {
-    process.stderr.write(`bench: ${err && err.stack ? err.stack : String(err)}\n`);
+    process.stderr.write(`bench: ${err?.stack ? err.stack : String(err)}\n`);
     killAllSync();
     process.exit(1);
   });

@@ -29,7 +29,11 @@ export function startServeProcess(args, env = {}) {
   const events = [];
   let pending = '';
   let err = '';
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => (live.delete(child), resolve({ code, signal }))));
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+    }),
+  );
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${err}`)), 30_000);
     child.stderr.on('data', (d) => {

@@ -1,6 +1,6 @@
 // Charts as inline SVG, drawn here (no chart library): a bar per group for the spend tables and a
 // column per day. Every bar has a <title> with its exact figure; the tables beside them carry the
-// same numbers as text.
+// same numbers as text. The chart itself is named by `label` (its aria-label) for screen readers.
 import { usd } from './format.ts';
 
 export interface Bar {
@@ -11,7 +11,7 @@ export interface Bar {
   text: string;
 }
 
-export function BarChart(props: { bars: Bar[]; testid: string }) {
+export function BarChart(props: { bars: Bar[]; label: string; testid: string }) {
   const max = Math.max(0, ...props.bars.map((b) => b.value));
   const row = 24;
   const width = 520;
@@ -19,7 +19,7 @@ export function BarChart(props: { bars: Bar[]; testid: string }) {
   const barW = width - labelW - 90;
   if (props.bars.length === 0) return <p class="empty">No spend in this range.</p>;
   return (
-    <svg class="chart" data-testid={props.testid} viewBox={`0 0 ${width} ${props.bars.length * row + 4}`} width={width} height={props.bars.length * row + 4} role="img">
+    <svg class="chart" data-testid={props.testid} viewBox={`0 0 ${width} ${props.bars.length * row + 4}`} width={width} height={props.bars.length * row + 4} role="img" aria-label={props.label}>
       {props.bars.map((b, i) => {
         const w = max > 0 ? Math.max(1, (b.value / max) * barW) : 1;
         return (
@@ -39,7 +39,7 @@ export function BarChart(props: { bars: Bar[]; testid: string }) {
   );
 }
 
-export function DayColumns(props: { days: { key: string; cost_usd: string; requests: number }[]; testid: string }) {
+export function DayColumns(props: { days: { key: string; cost_usd: string; requests: number }[]; label: string; testid: string }) {
   const height = 160;
   const width = 640;
   const n = props.days.length;
@@ -47,7 +47,7 @@ export function DayColumns(props: { days: { key: string; cost_usd: string; reque
   const max = Math.max(0, ...props.days.map((d) => Number(d.cost_usd)));
   const slot = Math.min(60, (width - 40) / n);
   return (
-    <svg class="chart" data-testid={props.testid} viewBox={`0 0 ${width} ${height + 30}`} width={width} height={height + 30} role="img">
+    <svg class="chart" data-testid={props.testid} viewBox={`0 0 ${width} ${height + 30}`} width={width} height={height + 30} role="img" aria-label={props.label}>
       <line x1={30} y1={height} x2={width} y2={height} class="chart-axis" />
       {props.days.map((d, i) => {
         const h = max > 0 ? Math.max(1, (Number(d.cost_usd) / max) * (height - 20)) : 1;

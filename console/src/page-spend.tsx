@@ -9,7 +9,7 @@ function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }
   return (
     <div class="panel">
       <h2>{props.title}</h2>
-      <BarChart testid={`${props.testid}-chart`} bars={props.lines.map((l) => ({ label: l.key, value: Number(l.cost_usd), text: usd(l.cost_usd) }))} />
+      <BarChart testid={`${props.testid}-chart`} label={`Cost ${props.title.toLowerCase()}`} bars={props.lines.map((l) => ({ label: l.key, value: Number(l.cost_usd), text: usd(l.cost_usd) }))} />
       <table class="grid" data-testid={props.testid}>
         <thead>
           <tr>
@@ -100,7 +100,7 @@ export function SpendPage(props: { meta: Meta }) {
           </div>
           <div class="panel">
             <h2>By day</h2>
-            <DayColumns testid="day-chart" days={spend.by_day} />
+            <DayColumns testid="day-chart" label="Cost by day" days={spend.by_day} />
           </div>
           <div class="columns">
             <SpendTable title="By workspace" lines={spend.by_workspace} testid="by-workspace" />

@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { coverageReport } from '../lib/coverage.ts';
-import { FindingBook, type SignatureRecord } from '../lib/findings.ts';
+import type { FindingBook, SignatureRecord } from '../lib/findings.ts';
 import { REPO } from '../lib/gateway-child.ts';
 import { Rng } from '../lib/rng.ts';
 import { type Target, type TargetOptions, type TargetSummary, budgetLeft, hitsFrom } from '../lib/target.ts';
@@ -164,7 +164,7 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
       let problems: Awaited<ReturnType<Subject['check']>> = [];
       const ms = await timed(async () => (problems = await subject.check(input, cuts)));
       for (const p of problems) o.findings.record('parsers', p.oracle, `${subject.name}: ${p.signature}`, p.detail, { 'input.bin': input, 'meta.json': { target: 'parsers', subject: subject.name, seed: o.seed, case: k, cuts, detail: p.detail, replay: 'npm run fuzz -- --replay <this directory>' } });
-      if (guide && guide.take(subject.files)) {
+      if (guide?.take(subject.files)) {
         reachedNew.push({ subject, input, cuts });
         if (input.length <= CORPUS_INPUT_MAX && problems.length === 0) {
           seeds.push(input);

@@ -186,7 +186,7 @@ function observedOf(r: ExchangeResult): Record<string, unknown> {
 /** Whether what reached the client is a provider's answer or an error; the problem, or null. */
 export function brokenAnswer(c: ProviderCase, r: ExchangeResult): string | null {
   const a = r.answers[0];
-  if (!a || a.status !== 200) return null;
+  if (a?.status !== 200) return null;
   const slug = header(a, 'x-pi-model');
   const text = a.body.toString('utf8');
   const isImage = c.path.startsWith('/v1/images/');

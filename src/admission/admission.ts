@@ -135,10 +135,12 @@ export class Admission {
    * may hand to `hold` before waiting for it (see there) and must wait for (`settled()`) before
    * anything else is refused or answered.
    */
-  rateLimit({ key, workspace }: Admitted): void | PendingRate {
+  rateLimit({ key, workspace }: Admitted): PendingRate | undefined {
     const limit = key.rpm ?? workspace.rateLimitRpm;
     const rate = this.parts.limiter.take(key.id, limit);
-    return rate instanceof Promise ? new PendingRate(rate, limit) : rateOrThrow(rate, limit);
+    if (rate instanceof Promise) return new PendingRate(rate, limit);
+    rateOrThrow(rate, limit);
+    return undefined;
   }
 
   /**

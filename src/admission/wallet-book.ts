@@ -71,7 +71,6 @@ export class WalletBook implements WalletService {
   /** Batches are committed on this thread's connection (no writer thread). */
   private readonly inline: boolean;
 
-  private readonly store: Store;
   private readonly onError: (err: unknown) => void;
   private readonly holdDelayMs: number;
   constructor(
@@ -82,7 +81,6 @@ export class WalletBook implements WalletService {
     /** How long a batch of holds alone may wait for a settlement to ride with (0: this turn). */
     holdDelayMs = 0,
   ) {
-    this.store = store;
     this.onError = onError;
     this.holdDelayMs = holdDelayMs;
     this.wallets = store.wallets;
@@ -164,7 +162,7 @@ export class WalletBook implements WalletService {
     for (let round = 0; round < 2; round++) {
       const batch = this.take();
       if (batch === null) return;
-      let refused: void | readonly LedgerRefusal[];
+      let refused: readonly LedgerRefusal[] | undefined;
       try {
         refused = this.writer.commitNow(batch.ops);
       } catch (err) {

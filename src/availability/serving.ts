@@ -42,7 +42,7 @@ export function isModelActive(model: CompiledModel, nowMs: number): boolean {
 export function unservableReason(index: ConfigIndex, d: CompiledDeployment, creds: CredentialView): string | null {
   if (!d.active) return 'deployment inactive';
   const resource = index.resourceById.get(d.resource);
-  if (!resource || !resource.active) return 'resource inactive';
+  if (!resource?.active) return 'resource inactive';
   if (!creds.has(resource.credential)) return 'no sealed upstream credential';
   return null;
 }

@@ -110,6 +110,7 @@ export function settlementFor(args: {
   if (outcome.clientAborted && !outcome.completed && !platform.supportsStreamCancellation) {
     // The hold is sized on the body, the bound on the context window: a body larger than the window
     // holds more than the request could cost.
+    // biome-ignore lint/complexity/useMathMinMax: bigints; Math.min throws a TypeError on them.
     const costNano = args.holdNano < boundNano ? args.holdNano : boundNano;
     return { costNano, usage: outcome.usage, details: { model: model.id, provider: platform.id, deployment: deployment.id, basis: 'hold_uncancellable_abort' }, capped: null };
   }

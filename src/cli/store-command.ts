@@ -89,7 +89,7 @@ export async function requireWorkspace(p: Parsed, id: string, command: string): 
  * config does not load (then nothing can be said about names).
  */
 export async function configCredentials(p: Parsed, command: string): Promise<{ dir: string; names: string[] } | null> {
-  let loaded;
+  let loaded: Awaited<ReturnType<typeof loadChosenConfig>>;
   try {
     loaded = await loadChosenConfig(p, command);
   } catch (err) {

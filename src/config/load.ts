@@ -151,7 +151,8 @@ export function locate(f: SourceFile, path: readonly PathSegment[], at: 'value' 
   let offset = 0;
   if (doc) {
     let node: unknown = doc.contents;
-    if (node && (node as Node).range) offset = (node as Node).range![0];
+    const range = node ? (node as Node).range : undefined;
+    if (range) offset = range[0];
     for (let i = 0; i < path.length; i++) {
       const seg = path[i] as PathSegment;
       if (isAlias(node)) node = node.resolve(doc);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { projectPath } from '../install/project-root.ts';
-import { type ConfigIssue, type PathSegment } from './issues.ts';
+import type { ConfigIssue, PathSegment } from './issues.ts';
 import { type FileKind, issueAt, type SourceFile } from './load.ts';
 
 /** Schema file of each config file kind. */

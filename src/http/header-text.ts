@@ -105,6 +105,7 @@ export function originOf(httpReferer?: string, referer?: string): string | null 
  *  carrying a byte no header value may (it could not be forwarded, nor routed on). */
 export function sessionIdFrom(header: string | null | undefined): string | null {
   if (header === null || header === undefined || header.length === 0) return null;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control bytes (tab allowed) are what is refused.
   if (/[\x00-\x08\x0a-\x1f\x7f]/.test(header)) return null;
   // Counted in characters (code points), the API's unit, not UTF-16 code units.
   let n = 0;

@@ -40,5 +40,5 @@ export function imageCount(n: unknown): number {
  */
 export function timesBound(count: number, perAnswer: number): number {
   const v = count * perAnswer;
-  return v > Number.MAX_SAFE_INTEGER ? Number.MAX_SAFE_INTEGER : v;
+  return Math.min(v, Number.MAX_SAFE_INTEGER);
 }

@@ -20,7 +20,7 @@ export type HeadRoute =
   | { kind: 'refused'; detail: string };
 
 function isEventStream(contentType: string | undefined): boolean {
-  return contentType !== undefined && contentType.toLowerCase().startsWith('text/event-stream');
+  return contentType?.toLowerCase().startsWith('text/event-stream') === true;
 }
 
 /** The media type of a Content-Type value: lowercase, parameters dropped. */

@@ -91,7 +91,10 @@ export class StreamRelay implements AttemptPhase {
     if (this.core.done || (this.state as RelayState).kind === 'completing') return;
     // The events before an unreadable frame or an oversized event went their way first; the frame or
     // event itself ends the attempt.
-    if (decoder?.failure) return this.unreadable(decoder.failure);
+    if (decoder?.failure) {
+      this.unreadable(decoder.failure);
+      return;
+    }
     const max = this.core.limits.maxUpstreamEventBytes;
     if (this.splitter.tooLarge || (decoder !== null && decoder.pendingBytes > max)) this.tooLarge(max);
   }

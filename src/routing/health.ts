@@ -90,7 +90,7 @@ export class HealthTracker implements BreakerBoard {
     this.clock = clock;
     this.probeLeaseMs = opts.probeLeaseMs ?? DEFAULT_PROBE_LEASE_MS;
     this.passive = {
-      isDown: (d, nowMs) => d.status === 'down' || this.breakers.get(d.id)?.openUntil != null,
+      isDown: (d) => d.status === 'down' || this.breakers.get(d.id)?.openUntil != null,
     };
   }
 

@@ -157,7 +157,7 @@ function copyRequest(req: HttpRequest, paramCount: number, method: string, res: 
 
 const EMPTY = Buffer.alloc(0);
 /** A character outside ASCII: the header's bytes were not all below 0x80. */
-const NON_ASCII = /[^\x00-\x7f]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** A value forEach decoded from UTF-8, back as its bytes (one character per byte). */
 function utf8Bytes(v: string): string {

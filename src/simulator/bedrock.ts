@@ -80,9 +80,15 @@ export function handleBedrock(state: SimState, ex: Exchange, route: InferenceRou
   state.recorder.add({ method: req.method, path: req.path, query: req.query, headers: req.headers, body, rawBody: raw, at: req.at });
   const requestId = randomUUID();
   if (!authenticate(state, ex, req, raw, requestId)) return;
-  if (body === null) return sendError(ex, 400, requestId);
+  if (body === null) {
+    sendError(ex, 400, requestId);
+    return;
+  }
   const invalid = bedrockInvalid(body, route);
-  if (invalid) return sendError(ex, 400, requestId, 'ValidationException', invalid);
+  if (invalid) {
+    sendError(ex, 400, requestId, 'ValidationException', invalid);
+    return;
+  }
 
   const model = route.urlModel ?? '';
   let b: Behaviour;
@@ -90,7 +96,8 @@ export function handleBedrock(state: SimState, ex: Exchange, route: InferenceRou
     b = selectBehaviour(state.scripts.take(model), body['sim'], req.headers['x-sim'], model).behaviour;
   } catch (err) {
     if (!(err instanceof BehaviourError)) throw err;
-    return sendError(ex, 400, requestId, 'ValidationException', `simulator: ${err.message}`);
+    sendError(ex, 400, requestId, 'ValidationException', `simulator: ${err.message}`);
+    return;
   }
   const rid = b.requestId !== undefined ? b.requestId : requestId;
   ex.after(b.ttfbMs ?? 0, () => answer(state, ex, route, body, b, model, rid));

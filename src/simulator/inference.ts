@@ -11,7 +11,7 @@ import type { Endpoint, InferenceRoute } from './routes.ts';
 import type { RequestCopy, SimState } from './state.ts';
 import { issuedTokenValid } from './token-endpoints.ts';
 import { resolveUsage } from './usage.ts';
-import { type Body, type ReplyContext, type StreamEvents, type Wire } from './wire.ts';
+import type { Body, ReplyContext, StreamEvents, Wire } from './wire.ts';
 import { type ErrorDetails, authErrorBody, customErrorBody, errorBody } from './wire-errors.ts';
 import { type Family, JSON_TYPE, SSE_TYPE, providerHeaders, withExtraHeaders } from './wire-headers.ts';
 import { chatCompletions } from './wires/chat-completions.ts';

@@ -98,7 +98,7 @@ export class PgHolds {
     if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
     if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
     checkFits(amount, 'hold', traceId);
-    let r;
+    let r: { rows: { held: bigint; available: bigint | null }[] };
     try {
       r = await this.pool.query<{ held: bigint; available: bigint | null }>(HOLD_SQL, [workspace, traceId, amount, now, node, now + leaseMs]);
     } catch (err) {

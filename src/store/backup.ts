@@ -22,7 +22,7 @@ export async function backupDatabase(file: string, to: string): Promise<BackupRe
     throw new StoreError(`cannot create ${to}: ${err instanceof Error ? err.message : String(err)}`);
   }
   try {
-    let progress;
+    let progress: Awaited<ReturnType<typeof db.backup>>;
     try {
       progress = await db.backup(to);
     } catch (err) {

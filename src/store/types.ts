@@ -137,6 +137,6 @@ export interface LedgerRefusal {
  * (the disk, a lock never given up) throws or rejects instead, and none of it was written.
  */
 export interface LedgerWriter {
-  commit(ops: LedgerOp[]): void | readonly LedgerRefusal[] | Promise<void | readonly LedgerRefusal[]>;
-  commitNow(ops: LedgerOp[]): void | readonly LedgerRefusal[];
+  commit(ops: LedgerOp[]): readonly LedgerRefusal[] | undefined | Promise<readonly LedgerRefusal[] | undefined>;
+  commitNow(ops: LedgerOp[]): readonly LedgerRefusal[] | undefined;
 }

@@ -90,6 +90,7 @@ export function accessLine(s: RequestSummary, o: RequestOrigin): string {
 }
 
 /** Characters JSON.stringify would escape (quote, backslash, controls, lone surrogate halves). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON must escape.
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 function str(v: string | null): string {

@@ -89,7 +89,7 @@ export class ConnectionGuard {
   /** What the parser reads: nothing while the exchange holds; otherwise the socket's bytes, interim
    *  `100` heads removed. */
   read(original: (size?: number) => Buffer | null, size: number | undefined): Buffer | null {
-    if (this.exchange !== null && this.exchange.held) return null;
+    if (this.exchange?.held) return null;
     const chunk = original.call(this.socket, size);
     return chunk === null ? null : this.interim.push(chunk);
   }

@@ -124,9 +124,15 @@ export class BreakerGrants {
     const openUntil = this.tracker.state(deploymentId).openUntil;
     if (!d || openUntil === null || workers.length === 0) return;
     const now = this.clock.now();
-    if (now < openUntil) return this.schedule(deploymentId, openUntil);
+    if (now < openUntil) {
+      this.schedule(deploymentId, openUntil);
+      return;
+    }
     // The tracker's own claim: false means the probe was free and is now held for this grant.
-    if (this.tracker.isDown(d, now)) return this.schedule(deploymentId, now + GRANT_MS);
+    if (this.tracker.isDown(d, now)) {
+      this.schedule(deploymentId, now + GRANT_MS);
+      return;
+    }
     const worker = workers[this.turn++ % workers.length] as number;
     this.grants.set(deploymentId, { worker, claimed: false });
     this.timers.set(deploymentId, this.schedule_(() => this.expire(deploymentId, worker), GRANT_MS));

@@ -61,7 +61,7 @@ export class BreakerMirror implements BreakerBoard {
 
   releaseProbe(deploymentId: string): void {
     const s = this.states.get(deploymentId);
-    if (!s || !s.claimed) return;
+    if (!s?.claimed) return;
     // The grant is gone with it: the coordinator grants the probe again (perhaps to another worker).
     s.claimed = false;
     s.probeWorker = null;

@@ -28,6 +28,7 @@ export type StateCall =
   | { id: number; op: 'log'; row: RequestLogRow }
   | { id: number; op: 'refresh' };
 
+// biome-ignore lint/suspicious/noConfusingVoidType: a reply carries what the called method returned, and several (release, pin-drop, record, …) return void.
 export type StateValue = HoldResult | RateDecision | boolean | string | null | void;
 
 export type Reply = { id: number; ok: true; value: StateValue } | { id: number; ok: false; error: string };

@@ -27,8 +27,14 @@ const acme: CompiledWorkspace = { id: 'acme', name: 'Acme', rateLimitRpm: 60, ro
 function setup(opts: { key?: ApiKeyRecord; verdict?: KeyVerification; rate?: RateDecision; hold?: HoldResult } = {}) {
   const calls: string[] = [];
   const wallets: WalletAdmission = {
-    hold: (ws, trace, amount) => (calls.push(`hold ${ws} ${trace} ${amount}`), opts.hold ?? { ok: true }),
-    settle: (trace, cost, details: LedgerDetails) => (calls.push(`settle ${trace} ${cost} ${String(details.model)}`), Promise.resolve(true)),
+    hold: (ws, trace, amount) => {
+      calls.push(`hold ${ws} ${trace} ${amount}`);
+      return opts.hold ?? { ok: true };
+    },
+    settle: (trace, cost, details: LedgerDetails) => {
+      calls.push(`settle ${trace} ${cost} ${String(details.model)}`);
+      return Promise.resolve(true);
+    },
     release: (trace) => void calls.push(`release ${trace}`),
   };
   const admission = new Admission({
@@ -40,7 +46,10 @@ function setup(opts: { key?: ApiKeyRecord; verdict?: KeyVerification; rate?: Rat
     },
     workspaceOf: (id) => (id === 'acme' ? acme : undefined),
     limiter: {
-      take: (key, limit) => (calls.push(`take ${key} ${limit}`), opts.rate ?? { ok: true, remaining: 1 }),
+      take: (key, limit) => {
+        calls.push(`take ${key} ${limit}`);
+        return opts.rate ?? { ok: true, remaining: 1 };
+      },
     },
     wallets,
   });
@@ -113,7 +122,10 @@ t.test('a rate decision answered later: the hold waits for it, and a refused req
     workspaceOf: () => acme,
     limiter: { take: () => new Promise<RateDecision>((resolve) => (answer = resolve)) },
     // A wallet that cannot tie a hold to the decision (no holdIfAllowed), like PostgreSQL's.
-    wallets: { hold: (ws, trace) => (calls.push(`hold ${trace}`), { ok: true }), settle: () => Promise.resolve(true), release: () => undefined },
+    wallets: { hold: (_ws, trace) => {
+        calls.push(`hold ${trace}`);
+        return { ok: true };
+      }, settle: () => Promise.resolve(true), release: () => undefined },
   });
   const admitted = { key: record(), workspace: acme };
   const pending = admission.rateLimit(admitted);

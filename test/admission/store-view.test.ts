@@ -28,7 +28,10 @@ t.test('keys: definite answers cached, expiry re-judged, another connection seen
   const k = cli.apiKeys.create({ workspace: 'acme', expiresAt: clock.now() + 1000 });
   let lookups = 0;
   const verify = gateway.apiKeys.verify.bind(gateway.apiKeys);
-  gateway.apiKeys.verify = (presented, now) => (lookups++, verify(presented, now));
+  gateway.apiKeys.verify = (presented, now) => {
+    lookups++;
+    return verify(presented, now);
+  };
 
   t.match(view.verifyKey(k.key, clock.now()), { status: 'ok', key: { id: k.id } });
   t.match(view.verifyKey(k.key, clock.now()), { status: 'ok' });
@@ -141,7 +144,10 @@ t.test('the store is asked once per event-loop turn, however many requests the t
   const gateway = openStore(file);
   t.teardown(() => gateway.close());
   let asked = 0;
-  const view = new StoreView(gateway, undefined, undefined, () => (asked++, false));
+  const view = new StoreView(gateway, undefined, undefined, () => {
+    asked++;
+    return false;
+  });
   view.sync();
   view.sync();
   view.sync();

@@ -186,14 +186,14 @@ t.test('with a hold delay, holds ride with the next settlement or go alone once 
   store.wallets.credit('w', 10_000n, 'seed');
   /** What the writer thread would receive: each batch's operations, acknowledged on the next turn. */
   const sent: string[][] = [];
-  let last: Promise<void> = Promise.resolve();
+  let last: Promise<undefined> = Promise.resolve(undefined);
   const writer = {
     commit: (ops: LedgerOp[]) => {
       sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
-      last = new Promise<void>((resolve) => setImmediate(() => resolve(store.batch(() => store.wallets.apply(ops)))));
+      last = new Promise<undefined>((resolve) => setImmediate(() => resolve(store.batch(() => void store.wallets.apply(ops)))));
       return last;
     },
-    commitNow: (ops: LedgerOp[]) => {
+    commitNow: (ops: LedgerOp[]): undefined => {
       sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
       store.batch(() => store.wallets.apply(ops));
     },

@@ -17,8 +17,14 @@ async function run(cmd: typeof check, argv: string[], env: Record<string, string
     saved[k] = process.env[k];
     process.env[k] = v;
   }
-  process.stdout.write = ((s: string | Uint8Array) => ((out += String(s)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string | Uint8Array) => ((err += String(s)), true)) as typeof process.stderr.write;
+  process.stdout.write = ((s: string | Uint8Array) => {
+    out += String(s);
+    return true;
+  }) as typeof process.stdout.write;
+  process.stderr.write = ((s: string | Uint8Array) => {
+    err += String(s);
+    return true;
+  }) as typeof process.stderr.write;
   try {
     return { code: await cmd.run(argv), out, err };
   } finally {

@@ -25,7 +25,10 @@ async function startupLines(db: string, masterKey: string): Promise<LogLine[]> {
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
       // The warnings are written in the same turn as "listening"; one more turn and they are all out.
-      if (stderr.includes('"listening"')) setTimeout(() => (clearTimeout(timer), resolve()), 300);
+      if (stderr.includes('"listening"')) setTimeout(() => {
+          clearTimeout(timer);
+          resolve();
+        }, 300);
     });
   });
   child.kill('SIGTERM');

@@ -13,7 +13,7 @@ const TIME_KEY = /(^time$|_at$|^since$)/;
 
 function walk(t: Test, label: string, v: unknown, path = '$'): void {
   if (Array.isArray(v)) {
-    v.forEach((x, i) => walk(t, label, x, `${path}[${i}]`));
+    for (const [i, x] of v.entries()) walk(t, label, x, `${path}[${i}]`);
     return;
   }
   if (v === null || typeof v !== 'object') return;

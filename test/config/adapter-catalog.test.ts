@@ -8,7 +8,12 @@ import { MINI } from './fixture-tree.ts';
 
 function stub(seen: [string, AdapterOptions][]): AdapterCatalog {
   return new Map([
-    ['openai', { id: 'openai', endpoints: ['chat_completions'], validateOptions: (o: AdapterOptions) => (seen.push(['openai', o]), ['stub: openai takes no options here']) }],
+    ['openai', { id: 'openai', endpoints: ['chat_completions'], validateOptions: (o: AdapterOptions) => {
+          seen.push(['openai', o]);
+          return ['stub: openai takes no options here'];
+        },
+      },
+    ],
     ['zulu', { id: 'zulu', endpoints: [], validateOptions: () => [] }],
   ]);
 }
@@ -35,7 +40,12 @@ t.test('with a catalog that knows every adapter the mini tree names, it loads', 
   const seen: [string, AdapterOptions][] = [];
   const endpoints = ['chat_completions', 'responses', 'images_generations', 'messages'];
   const adapters: AdapterCatalog = new Map(
-    ['openai', 'anthropic'].map((id) => [id, { id, endpoints, validateOptions: (o: AdapterOptions) => (seen.push([id, o]), []) }]),
+    ['openai', 'anthropic'].map((id) => [id, { id, endpoints, validateOptions: (o: AdapterOptions) => {
+          seen.push([id, o]);
+          return [];
+        },
+      },
+    ]),
   );
   const r = loadConfig(MINI, { adapters });
   t.equal(r.ok, true);

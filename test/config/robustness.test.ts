@@ -25,7 +25,7 @@ function yamlFiles(dir: string): string[] {
 
 function paths(v: unknown, at: Seg[] = [], out: Seg[][] = []): Seg[][] {
   out.push(at);
-  if (Array.isArray(v)) v.forEach((x, i) => paths(x, [...at, i], out));
+  if (Array.isArray(v)) for (const [i, x] of v.entries()) paths(x, [...at, i], out);
   else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) paths(x, [...at, k], out);
   return out;
 }

@@ -12,7 +12,7 @@ import { runNode, type RunningNode } from '../../src/cli/node-runtime.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { openPgStore } from '../../src/store-pg/pg-store.ts';
-import { knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
+import { type AdminBody, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
 import { freePort } from '../helpers/free-port.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { DEFAULT_NOW, fixtureConfig } from '../helpers/stack.ts';
@@ -68,7 +68,7 @@ t.teardown(async () => {
   else process.env.PI_MASTER_KEY = env.master;
 });
 
-async function call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ status: number; body: any; text: string }> {
+async function call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ status: number; body: AdminBody; text: string }> {
   const token = init.token === undefined ? TOKEN : init.token;
   const headers: Record<string, string> = {};
   if (token !== null) headers['authorization'] = `Bearer ${token}`;

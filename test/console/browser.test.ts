@@ -74,6 +74,8 @@ t.test('every page of the console, in Chromium', async (t) => {
   t.same(alphaSpend, ['alpha', '2', '2,000', '1,000', '$0.004'], 'spend through alpha');
   t.equal(await page.locator('[data-testid=by-workspace-chart] rect').count(), spend.by_workspace.length, 'a bar per workspace');
   t.equal(await page.locator('[data-testid=day-chart] rect').count(), 1, 'a column per day');
+  t.equal(await page.getAttribute('[data-testid=by-workspace-chart]', 'aria-label'), 'Cost by workspace', 'a chart is named for screen readers');
+  t.equal(await page.getAttribute('[data-testid=day-chart]', 'aria-label'), 'Cost by day');
   const csvHref = await page.getAttribute('[data-testid=csv]', 'href');
   const csv = await page.evaluate(async (href) => (await fetch(href as string)).text(), csvHref);
   t.match(csv, /^day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd\r\n2026-01-15,cheap,/, 'the CSV downloads with the session');

@@ -205,8 +205,8 @@ t.test('the limits table matches the config defaults and the fixed limits', asyn
 t.test('every error-event code a broken stream can carry is documented', async (t) => {
   const relay = readFileSync(join(REPO, 'src', 'proxy', 'attempt-relay.ts'), 'utf8');
   const codes = new Set<string>();
-  for (const m of relay.matchAll(/breakStream\([^;]*?, '([a-z_]+)'\);/g)) codes.add(m[1] as string);
-  for (const m of relay.matchAll(/breakStream\(reason: FailureReason, message: string, code = '([a-z_]+)'\)/g)) codes.add(m[1] as string);
+  for (const m of relay.matchAll(/breakStream\([^;]*?,\s*'([a-z_]+)',?\s*\);/g)) codes.add(m[1] as string);
+  for (const m of relay.matchAll(/breakStream\(\s*reason: FailureReason,\s*message: string,\s*code = '([a-z_]+)',?\s*\)/g)) codes.add(m[1] as string);
   t.ok(codes.size >= 3, `codes found in the relay: ${[...codes].join(', ')}`);
   const documented = new Set(allRows(section('### When a stream breaks')).map((r) => code(r[0])));
   for (const c of codes) t.ok(documented.has(c), `stream error code ${c} has a row`);

@@ -9,10 +9,14 @@ export const TOKEN = 'operator-token-for-tests-0123456789';
 /** A prompt no admin answer may ever contain. */
 export const PROMPT_MARK = 'PROMPT-MUST-NOT-LEAK-7f3a';
 
+/** An admin API answer, parsed. */
+// biome-ignore lint/suspicious/noExplicitAny: the assertions walk the JSON freely and tap checks its shape; a type per answer would restate the API in every test.
+export type AdminBody = any;
+
 export interface ConsoleStack extends Stack {
   adminUrl: string;
   /** An admin JSON call with the operator token (or `token`, null for none), parsed. */
-  call(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: any; text: string; headers: Headers }>;
+  call(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: AdminBody; text: string; headers: Headers }>;
 }
 
 export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promise<ConsoleStack> {

@@ -5,7 +5,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RecordedRequest } from '../../src/simulator/server.ts';
-import type { LedgerDetails, RequestLogEntry } from '../../src/store/types.ts';
+import type { LedgerDetails } from '../../src/store/types.ts';
 import type { UpstreamCall, UpstreamControl, UpstreamSink } from '../../src/upstream/client.ts';
 import type { Stack } from './stack.ts';
 export { logRow, USER, waitFor } from './admission.ts';

@@ -299,7 +299,7 @@ async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {
     }
     if (c.tokenCalls) {
       t.same(posts.map((p) => p.url), c.tokenCalls.map((p) => p.url), `${label}: token endpoint calls`);
-      c.tokenCalls.forEach((want, i) => t.match(posts[i]?.form, want.form, `${label}: token request ${i + 1}`));
+      for (const [i, want] of c.tokenCalls.entries()) t.match(posts[i]?.form, want.form, `${label}: token request ${i + 1}`);
     }
     if (c.refusedRetries !== undefined) t.equal(spec.adapter.refused?.(out, target, ctx) ?? false, c.refusedRetries, `${label}: refused()`);
   }

@@ -47,8 +47,8 @@ function split(body: Buffer, cuts: number[]): Buffer[] {
   return out;
 }
 
-const boundaryArb = fc.stringMatching(/^[A-Za-z0-9'()+_,.\/:=?-]{1,40}$/);
-const fieldName = fc.stringMatching(/^[A-Za-z0-9_\[\] .-]{0,12}$/);
+const boundaryArb = fc.stringMatching(/^[A-Za-z0-9'()+_,./:=?-]{1,40}$/);
+const fieldName = fc.stringMatching(/^[A-Za-z0-9_[\] .-]{0,12}$/);
 
 interface Spec {
   name: string;
@@ -133,7 +133,7 @@ t.test('any form reads as the parts it was built from, for any split', async (t)
   t.pass('400 random forms');
 });
 
-t.test('one byte at a time reads the same', async (t) => {
+t.test('one byte at a time reads the same', async () => {
   fc.assert(
     fc.property(formArb, (f) => {
       const { body } = build(f);
@@ -184,7 +184,7 @@ t.test('malformed forms: MalformedForm, the same for any split', async (t) => {
   for (let cut = 16 * 1024; cut < 16 * 1024 + 12; cut++) t.strictSame(readForm('b', split(exact, [cut])), whole, `cut at ${cut}`);
 });
 
-t.test('arbitrary bytes: only MalformedForm, the same for any split', async (t) => {
+t.test('arbitrary bytes: only MalformedForm, the same for any split', async () => {
   const noise = fc.oneof(
     fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
     fc.array(fc.constantFrom('--b', '\r\n', '--', '\r\n--b', 'Content-Disposition: form-data; name="m"', '\r\n\r\n', 'x', ' '), { maxLength: 40 }).map((p) => Buffer.from(p.join(''))),

@@ -62,7 +62,7 @@ function formBody(f: { before: { kind: string; name: string; value: string | Buf
   return Buffer.concat([...f.before.map(part), Buffer.from(textPart('model', f.model)), ...f.after.map(part), Buffer.from(`--${B}--\r\n`)]);
 }
 
-t.test('any split: the model swapped, every other byte as the client sent it', async (t) => {
+t.test('any split: the model swapped, every other byte as the client sent it', async () => {
   await fc.assert(
     fc.asyncProperty(formArb, fc.array(fc.nat(), { maxLength: 10 }), fc.constantFrom('painter-v1', 'p'), async (f, cuts, upstreamModel) => {
       const body = formBody(f);
@@ -95,7 +95,7 @@ t.test('the held prefix: up to model, then on through text fields to the first f
   t.equal(whole.formComplete, true, 'a form of text fields only is read whole before the hold');
 });
 
-t.test('a refused part: never forwarded whole, for any split', async (t) => {
+t.test('a refused part: never forwarded whole, for any split', async () => {
   const refusal = new GatewayError('validation_failed', 'n is wrong');
   const rules: FormListener = {
     part: (p) => {
@@ -124,7 +124,7 @@ t.test('a refused part: never forwarded whole, for any split', async (t) => {
   );
 });
 
-t.test('arbitrary bytes: a GatewayError or a body, never a throw of anything else, never a hang', async (t) => {
+t.test('arbitrary bytes: a GatewayError or a body, never a throw of anything else, never a hang', async () => {
   const noise = fc.oneof(
     fc.uint8Array({ maxLength: 400 }).map((a) => Buffer.from(a)),
     fc.array(fc.constantFrom(`--${B}`, '\r\n', '--', `\r\n--${B}`, 'Content-Disposition: form-data; name="model"', '; filename="x"', '\r\n\r\n', 'acme/painter', `--${B}--`), { maxLength: 30 }).map((p) => Buffer.from(p.join(''))),

@@ -8,7 +8,7 @@ import type { JsonAnswer, ProtocolModule, StreamTap, TappedEvent } from '../../s
 import type { AttemptOutcome, AttemptLimits, AttemptInput } from '../../src/proxy/attempt-types.ts';
 import type { AttemptTimer, AttemptTimers } from '../../src/proxy/attempt-timers.ts';
 import { AttemptCore } from '../../src/proxy/attempt-core.ts';
-import { type AnswerHead } from '../../src/proxy/attempt-head.ts';
+import type { AnswerHead } from '../../src/proxy/attempt-head.ts';
 import { runAttempt } from '../../src/proxy/attempt.ts';
 import type { UpstreamCall, UpstreamControl, UpstreamSink } from '../../src/upstream/client.ts';
 

@@ -64,8 +64,14 @@ t.test('before the commit: error, malformed, terminal, end and upstream errors f
     ['in-band error', (r) => r.data(ev('p1'), ev('e1')), 'inband_error', 'the provider stream opened with an error event'],
     ['malformed event', (r) => r.data(ev('p1'), ev('x1')), 'malformed', 'the provider sent a malformed event before any content'],
     ['terminal before content', (r) => r.data(ev('p1'), DONE), 'empty', 'the provider stream ended before any content'],
-    ['end before content', (r) => (r.data(ev('p1')), r.unit.onEnd()), 'empty', 'the provider stream ended before any content'],
-    ['end inside an event', (r) => (r.data('data: c1'), r.unit.onEnd()), 'malformed', 'the provider stream ended inside an event'],
+    ['end before content', (r) => {
+        r.data(ev('p1'));
+        r.unit.onEnd();
+      }, 'empty', 'the provider stream ended before any content'],
+    ['end inside an event', (r) => {
+        r.data('data: c1');
+        r.unit.onEnd();
+      }, 'malformed', 'the provider stream ended inside an event'],
     ['an event over the size limit', (r) => r.data(`data: p${'a'.repeat(300)}`), 'too_large', 'a provider event exceeded 256 bytes'],
   ];
   for (const [name, run, reason, detail] of cases) {
@@ -114,7 +120,10 @@ t.test('after the commit: malformed, provider error, end and reset break the str
   const cases: [string, (r: ReturnType<typeof relay>) => void, string, string[]][] = [
     ['malformed event', (r) => r.data(ev('c2'), ev('x1'), ev('c3')), 'malformed', [`write ${s(ev('c2'))}`, `write ${errorEvent('the provider sent a malformed event')}`, 'end']],
     ['end before the end marker', (r) => r.unit.onEnd(), 'reset', [`write ${errorEvent('the provider stream ended before its end marker')}`, 'end']],
-    ['end inside an event', (r) => (r.data('data: c2'), r.unit.onEnd()), 'malformed', [`write ${errorEvent('the provider stream ended inside an event')}`, 'end']],
+    ['end inside an event', (r) => {
+        r.data('data: c2');
+        r.unit.onEnd();
+      }, 'malformed', [`write ${errorEvent('the provider stream ended inside an event')}`, 'end']],
     ['connection broke', (r) => r.unit.onError(new Error('socket hang up')), 'reset', [`write ${errorEvent('the provider connection broke')}`, 'end']],
     ['provider error event', (r) => r.data(ev('c2'), ev('e1')), 'inband_error', [`write ${s(ev('c2'))}${s(ev('e1'))}`, 'end']],
   ];

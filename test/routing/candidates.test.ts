@@ -282,7 +282,7 @@ t.test('eligibleOnly is the funnel-free twin of eligibleDeployments', async (t) 
   // never disagree, whatever the policy: checked over every fixture model, endpoint and workspace.
   for (const name of ['gateway', 'routing-http']) {
     const index = new ConfigIndex(fixtureConfig(name));
-    const sealed = new Set(index.config.resources.filter((r, i) => i % 3 !== 0).map((r) => r.credential));
+    const sealed = new Set(index.config.resources.filter((_r, i) => i % 3 !== 0).map((r) => r.credential));
     const creds = { has: (n: string) => sealed.has(n) };
     for (const model of index.config.models) {
       for (const endpoint of index.config.vocabularies.endpoints.map((e) => e.id)) {

@@ -14,7 +14,9 @@ function setup(over: Partial<GatewaySettings['health']> = {}, opts: { probeLease
   const clock = new ManualClock(NOW);
   const h = new HealthTracker({ ...HEALTH, ...over }, clock, opts);
   const down = () => h.isDown(d, clock.now());
-  const feed = (...outcomes: Outcome[]) => outcomes.forEach((o) => h.record(d.id, o));
+  const feed = (...outcomes: Outcome[]) => {
+    for (const o of outcomes) h.record(d.id, o);
+  };
   return { clock, h, down, feed };
 }
 

@@ -173,7 +173,11 @@ t.test('down deployments go after the healthy ones of their tier, keeping their 
 t.test('isDown is asked exactly once per deployment', async (t) => {
   const w = world([deployment('a', 'acme/chat', 'p1'), deployment('b', 'acme/chat', 'p2'), deployment('c', 'acme/chat', 'p3')]);
   const asked = new Map<string, number>();
-  const health: HealthView = { isDown: (d) => (asked.set(d.id, (asked.get(d.id) ?? 0) + 1), false) };
+  const health: HealthView = { isDown: (d) => {
+      asked.set(d.id, (asked.get(d.id) ?? 0) + 1);
+      return false;
+    },
+  };
   order(w, policy(), { health, pinned: 'b' });
   t.same(Object.fromEntries(asked), { a: 1, b: 1, c: 1 });
 });

@@ -51,7 +51,7 @@ function raw(port: number, parts: (string | Buffer)[], o: RawOptions = {}): Prom
       size += d.length;
       o.onData?.(Buffer.concat(chunks).toString('latin1'));
       if (o.destroyAfterBytes !== undefined && size >= o.destroyAfterBytes) sock.destroy();
-      else if (o.until && o.until.test(Buffer.concat(chunks).toString('latin1'))) sock.destroy();
+      else if (o.until?.test(Buffer.concat(chunks).toString('latin1'))) sock.destroy();
     });
     sock.on('close', () => resolve(Buffer.concat(chunks)));
     sock.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' || e.code === 'EPIPE' ? undefined : reject(e)));

@@ -45,7 +45,7 @@ t.test('chat stream without include_usage: no usage anywhere, ends with [DONE]',
   const choices = chunks.map((c) => (c['choices'] as Record<string, unknown>[])[0]);
   t.same(choices[0], { index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null });
   t.same(choices[4], { index: 0, delta: {}, logprobs: null, finish_reason: 'stop' });
-  t.equal(choices.slice(1, 4).map((c) => (c?.['delta'] as { content: string }).content).join(''), TEXT);
+  t.equal(choices.slice(1, 4).map((c) => (c!['delta'] as { content: string }).content).join(''), TEXT);
 });
 
 t.test('chat stream with include_usage: usage:null on every chunk, usage chunk with empty choices', async (t) => {
@@ -56,7 +56,7 @@ t.test('chat stream with include_usage: usage:null on every chunk, usage chunk w
   for (const c of chunks.slice(0, 5)) t.same(Object.keys(c), ['id', 'object', 'created', 'model', 'service_tier', 'system_fingerprint', 'choices', 'usage']);
   for (const c of chunks.slice(0, 5)) t.equal(c['usage'], null);
   t.same(chunks[5]?.['choices'], []);
-  t.equal((chunks[5]?.['usage'] as { completion_tokens: number }).completion_tokens, 10);
+  t.equal((chunks[5]!['usage'] as { completion_tokens: number }).completion_tokens, 10);
 
   res = await post(sim.url + '/v1/chat/completions', { ...CHAT, stream: true, stream_options: { include_usage: true }, sim: { noUsageInStream: true } });
   chunks = sseJson(await res.text());
@@ -68,7 +68,7 @@ t.test('max_tokens / max_completion_tokens cap the words; finish_reason length',
   let res = await post(sim.url + '/v1/chat/completions', { ...CHAT, max_completion_tokens: 2, stream: true });
   const chunks = sseJson(await res.text());
   t.equal(chunks.length, 1 + 2 + 1, 'two words → two deltas');
-  t.equal(((chunks[3]?.['choices'] as { finish_reason: string }[])[0])?.finish_reason, 'length');
+  t.equal(((chunks[3]!['choices'] as { finish_reason: string }[])[0])?.finish_reason, 'length');
   res = await post(sim.url + '/v1/chat/completions', { ...CHAT, max_tokens: 3 });
   const body = (await res.json()) as { choices: { message: { content: string }; finish_reason: string }[]; usage: { completion_tokens: number } };
   t.equal(body.choices[0]?.message.content, 'This is a ');
@@ -100,8 +100,8 @@ t.test('responses JSON: field order, echoed parameters, Python-style floats', as
   const sim = await startSim(t);
   const res = await post(sim.url + '/v1/responses', { model: 'gpt-4.1', input: 'hi', temperature: 1, top_p: 0.9, instructions: 'be brief', reasoning: { effort: 'low' } });
   const text = await res.text();
-  t.match(text, /\n  "temperature": 1\.0,\n/);
-  t.match(text, /\n  "top_p": 0\.9,\n/);
+  t.match(text, /\n {2}"temperature": 1\.0,\n/);
+  t.match(text, /\n {2}"top_p": 0\.9,\n/);
   const body = JSON.parse(text) as Record<string, unknown>;
   t.same(Object.keys(body), [
     'id', 'object', 'created_at', 'status', 'background', 'error', 'incomplete_details', 'instructions', 'max_output_tokens',
@@ -114,7 +114,7 @@ t.test('responses JSON: field order, echoed parameters, Python-style floats', as
   const output = body['output'] as Record<string, unknown>[];
   t.same(Object.keys(output[0] ?? {}), ['id', 'type', 'status', 'content', 'role']);
   t.match(output[0]?.['id'], /^msg_[0-9a-f]{48}$/);
-  t.same((output[0]?.['content'] as unknown[])[0], { type: 'output_text', annotations: [], logprobs: [], text: TEXT });
+  t.same((output[0]!['content'] as unknown[])[0], { type: 'output_text', annotations: [], logprobs: [], text: TEXT });
   t.same(Object.keys(body['usage'] as object), ['input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens']);
 });
 

@@ -147,7 +147,7 @@ t.test('the member spans under every limit are those of the depth scan alone', a
   t.equal(jsonShape(Buffer.from('{"a":[1,2,3]}'), { ...JSON_LIMITS, elements: 2 }).members, null, 'stopped at a limit: no spans');
 });
 
-t.test('any bytes: never throws, always a verdict', async (t) => {
+t.test('any bytes: never throws, always a verdict', async () => {
   const jsonish = fc
     .array(fc.oneof(fc.constantFrom('{', '}', '[', ']', '"', '\\', ':', ',', ' ', '\n', 'a', '1', '-', 'é', 'true', '"k":'), fc.string({ maxLength: 3 })), { maxLength: 60 })
     .map((p) => Buffer.from(p.join('')));

@@ -119,7 +119,7 @@ t.test('with traces on, each line carries the W3C trace id; long model strings a
   t.equal(b?.otel_trace_id, client, "the client's trace");
   t.same(Object.keys(a ?? {}).slice(0, 6), ['time', 'level', 'event', 'trace_id', 'otel_trace_id', 'client_address']);
   t.equal(c?.status, 404);
-  t.equal((c?.model_requested as string).length, 200, 'model_requested cut to 200 characters');
+  t.equal((c!.model_requested as string).length, 200, 'model_requested cut to 200 characters');
 });
 
 t.test('BufferedLines: one write per interval, at once near 64 KiB, and what is left on flush', async (t) => {

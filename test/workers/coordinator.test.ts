@@ -75,7 +75,11 @@ function rig(t: Test, opts: { workers?: number } = {}) {
     mirrors.set(w, mirror);
   }
   t.teardown(() => (coordinator as unknown as { parts: { breakers: BreakerGrants } }).parts.breakers.close());
-  return { detach: (w: number) => (live.delete(w), coordinator.detach(w)), advance, clock, store, wallets, health, coordinator, clients, mirrors, logged, sent, client: (w: number) => clients.get(w) as CoordinatorClient, mirror: (w: number) => mirrors.get(w) as BreakerMirror };
+  return { detach: (w: number) => {
+      live.delete(w);
+      return coordinator.detach(w);
+    },
+    advance, clock, store, wallets, health, coordinator, clients, mirrors, logged, sent, client: (w: number) => clients.get(w) as CoordinatorClient, mirror: (w: number) => mirrors.get(w) as BreakerMirror };
 }
 
 t.test('holds from two workers never exceed the wallet, and settle exactly', async (t) => {

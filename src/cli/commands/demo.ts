@@ -124,8 +124,8 @@ export const command: Command = {
     const target = 10_000_000_000n;
     if (wallet.balance < target) store.wallets.credit(workspace, target - wallet.balance, 'demo top-up');
 
-    let sim;
-    let running;
+    let sim: Awaited<ReturnType<typeof startSimulator>> | undefined;
+    let running: Awaited<ReturnType<typeof runGateway>>;
     try {
       sim = await startSimulator({ host: '127.0.0.1', port: simPort, record: false, ...upstreamAuth });
       running = await runGateway({ config, db: dbFile, host, port, upstreamOverride: sim.url, store, observability });

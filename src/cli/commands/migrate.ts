@@ -79,7 +79,7 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
     const empty = await pgIsEmpty(target.pool);
     if (!empty.empty) throw new CliError(`${target.location} is not empty (rows in ${empty.tables.join(', ')}); migrate into a fresh database`);
     const dump = openDump(file);
-    let counts;
+    let counts: Awaited<ReturnType<typeof importDump>>;
     try {
       counts = await importDump(target.pool, dump, Date.now());
     } finally {

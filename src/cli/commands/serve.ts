@@ -197,7 +197,7 @@ async function serveNode(o: {
   observability: ObservabilityOptions;
 }): Promise<number> {
   const { runNode } = await import('../node-runtime.ts');
-  let running;
+  let running: Awaited<ReturnType<typeof runNode>>;
   try {
     running = await runNode({ config: o.config, db: o.db, redis: o.redis, host: o.host, port: o.port, upstreamOverride: o.override, observability: o.observability });
   } catch (err) {
@@ -249,7 +249,7 @@ async function serveWorkers(o: {
   owner: Owner;
 }): Promise<number> {
   const { runWorkers } = await import('../workers-runtime.ts');
-  let running;
+  let running: Awaited<ReturnType<typeof runWorkers>>;
   try {
     running = await runWorkers({ config: o.config, db: o.db, host: o.host, port: o.port, workers: o.workers, upstreamOverride: o.override, observability: o.observability });
   } catch (err) {

@@ -42,7 +42,7 @@ export const command: Command = {
     const maxRecorded = int(p, 'max-recorded', undefined, 1000, { min: 0, max: 1_000_000 }) as number;
     // Loaded here so `pi-gateway --help` never loads the native uWS module.
     const { startSimulator } = await import('../../simulator/server.ts');
-    let sim;
+    let sim: Awaited<ReturnType<typeof startSimulator>>;
     try {
       sim = await startSimulator({ host, port, apiKey, record: !flag(p, 'no-record'), maxRecorded });
     } catch (err) {

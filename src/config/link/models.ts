@@ -152,7 +152,7 @@ function inputModalityRules(ctx: LinkContext, v: Vocab, c: CheckedFile, base: Pa
   const at = (...p: PathSegment[]) => [...base, ...p];
   const declared = m.input_modalities;
   if (!Array.isArray(declared) || !ctx.clean(c, at('input_modalities'))) return;
-  declared.forEach((x, j) => ctx.member(c, at('input_modalities', j), x, v.modalities, 'modality', 'modalities'));
+  for (const [j, x] of declared.entries()) ctx.member(c, at('input_modalities', j), x, v.modalities, 'modality', 'modalities');
   if (!declared.includes('text')) ctx.report(c, at('input_modalities'), 'input_modalities must include "text" (the catalog always lists it)');
   (caps ?? []).forEach((cap, j) => {
     const implied = v.capabilities?.get(cap)?.input_modality;

@@ -65,7 +65,7 @@ function platformRules(ctx: LinkContext, v: Vocab, adapters: AdapterCatalog, c: 
   }
   const sampling = p.sampling;
   if (isMapping(sampling) && Array.isArray(sampling.accept) && ctx.clean(c, ['sampling'])) {
-    sampling.accept.forEach((s, j) => ctx.member(c, ['sampling', 'accept', j], s, v.sampling, 'sampling parameter', 'sampling_parameters'));
+    for (const [j, s] of sampling.accept.entries()) ctx.member(c, ['sampling', 'accept', j], s, v.sampling, 'sampling parameter', 'sampling_parameters');
   }
 }
 
@@ -91,7 +91,7 @@ export function linkPlatforms(ctx: LinkContext, v: Vocab, adapters: AdapterCatal
   for (const { c, data: p } of files) {
     if (typeof p.id !== 'string' || !Array.isArray(p.aliases) || !ctx.clean(c, ['aliases'])) continue;
     const id = p.id;
-    p.aliases.forEach((a, j) => platformName(ctx, out, c, ['aliases', j], id, a, 'alias'));
+    for (const [j, a] of p.aliases.entries()) platformName(ctx, out, c, ['aliases', j], id, a, 'alias');
   }
   for (const { c, data: p } of files) {
     if (typeof p.id !== 'string' || out.ids.get(p.id)?.c !== c) continue;

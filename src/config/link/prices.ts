@@ -101,7 +101,7 @@ export function channelAgainstList(ctx: LinkContext, c: CheckedFile, path: PathS
     }
   };
   unpriced(pricesPath, ch);
-  (ch.overrides ?? []).forEach((b, k) => unpriced([...pricesPath, 'overrides', k], b));
+  for (const [k, b] of (ch.overrides ?? []).entries()) unpriced([...pricesPath, 'overrides', k], b);
   const above = aboveList(pricesPath, ch, list);
   if (acknowledged && above.length === 0) {
     ctx.report(c, [...path, 'above_list'], 'above_list is set but no price is above the list price; remove it');

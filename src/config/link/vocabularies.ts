@@ -84,7 +84,7 @@ function crossRules(ctx: LinkContext, c: CheckedFile, l: Lists, v: Vocab): void 
     const paths = new Map<string, number>();
     l.endpoints.forEach((e, i) => {
       if (e.protocol !== undefined) ctx.member(c, ['endpoints', i, 'protocol'], e.protocol, v.protocols, 'protocol', 'protocols');
-      e.modes.forEach((m, j) => ctx.member(c, ['endpoints', i, 'modes', j], m, v.modes, 'mode', 'modes'));
+      for (const [j, m] of e.modes.entries()) ctx.member(c, ['endpoints', i, 'modes', j], m, v.modes, 'mode', 'modes');
       const first = paths.get(e.path);
       if (first === undefined) paths.set(e.path, i);
       else ctx.report(c, ['endpoints', i, 'path'], `duplicate endpoint path "${e.path}" (first declared at endpoints[${first}])`);
@@ -92,7 +92,7 @@ function crossRules(ctx: LinkContext, c: CheckedFile, l: Lists, v: Vocab): void 
   }
   if (l.capabilities) {
     l.capabilities.forEach((cap, i) => {
-      (cap.parameters ?? []).forEach((p, j) => ctx.member(c, ['capabilities', i, 'parameters', j], p, v.parameters, 'parameter', 'parameters'));
+      for (const [j, p] of (cap.parameters ?? []).entries()) ctx.member(c, ['capabilities', i, 'parameters', j], p, v.parameters, 'parameter', 'parameters');
       if (cap.input_modality !== undefined) {
         ctx.member(c, ['capabilities', i, 'input_modality'], cap.input_modality, v.modalities, 'modality', 'modalities');
       }

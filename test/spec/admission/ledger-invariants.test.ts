@@ -181,6 +181,7 @@ t.test(`randomized concurrent workload keeps the ledger exact (seed ${SEED})`, a
     }
   }
   t.equal(bad, 0, `balance = credits − settlements and held = open holds in all ${samples.length} snapshots`);
+  // biome-ignore lint/complexity/useMathMinMax: bigints; Math.min throws a TypeError on them.
   const lowest = samples.flatMap((snap) => snap.map((w) => w.balance - w.held)).reduce((a, b) => (a < b ? a : b));
   t.ok(lowest >= 0n, 'available never negative');
   t.same(s.store.wallets.verify(), { ok: true, problems: [] }, 'verify() passes');

@@ -129,8 +129,14 @@ async function startRedis(t: Test, conf: string, port: number, ca: string): Prom
   const answers = () =>
     new Promise<boolean>((resolve) => {
       const s = connect({ host: '127.0.0.1', port, ca: readFileSync(ca) }, () => s.write('PING\r\n'));
-      s.setTimeout(500, () => (s.destroy(), resolve(false)));
-      s.once('data', () => (s.destroy(), resolve(true)));
+      s.setTimeout(500, () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.once('data', () => {
+        s.destroy();
+        resolve(true);
+      });
       s.once('error', () => resolve(false));
     });
   const until = Date.now() + 10_000;

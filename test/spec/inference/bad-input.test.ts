@@ -132,7 +132,7 @@ t.test('an output limit above the model’s is held at the model’s: a wallet c
   t.equal(res.status, 200, 'admitted and answered');
   await res.text();
   t.equal(w.holds.get(res.headers.get('x-pi-trace-id') ?? '')?.amount, need, 'held at the model’s 4096, not 1,000,000');
-  t.equal((s.sim.requests.at(-1)?.body as Record<string, unknown>)['max_tokens'], 1_000_000, 'the request is still forwarded as sent');
+  t.equal((s.sim.requests.at(-1)!.body as Record<string, unknown>)['max_tokens'], 1_000_000, 'the request is still forwarded as sent');
 
   // Messages and Responses take the same cap (beta-labs/sonnet-ish writes at most 8000).
   const messages = { model: 'beta-labs/sonnet-ish', max_tokens: 64_000, messages: USER };

@@ -58,7 +58,7 @@ async function uploadAfterAnswer(t: Test, port: number, c: EarlyCase, key: strin
   const first = body.subarray(0, 1024);
   await conn.write(`POST /v1/images/edits HTTP/1.1\r\nHost: x\r\n${c.headers(key)}${framing}\r\n`);
   await conn.write(chunked ? chunk(first) : first);
-  await conn.until(/\r\n\r\n\{[^]*\}$/);
+  await conn.until(/\r\n\r\n\{[\s\S]*\}$/);
   for (let i = first.length; i < body.length && !conn.closed; i += 64 * 1024) {
     const piece = body.subarray(i, i + 64 * 1024);
     await conn.write(chunked ? chunk(piece) : piece);
@@ -68,7 +68,7 @@ async function uploadAfterAnswer(t: Test, port: number, c: EarlyCase, key: strin
     return conn;
   }
   await conn.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
-  await conn.until(/^HTTP\/1\.1 [^]*HTTP\/1\.1 200 [^]*\r\n\r\n\{[^]*\]\}$/);
+  await conn.until(/^HTTP\/1\.1 [\s\S]*HTTP\/1\.1 200 [\s\S]*\r\n\r\n\{[\s\S]*\]\}$/);
   return conn;
 }
 

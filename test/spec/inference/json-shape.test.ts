@@ -88,5 +88,5 @@ t.test('a body exactly at every limit is forwarded as sent', async (t) => {
   const r2 = await s.post('/v1/chat/completions', elements, { key });
   t.equal(r2.status, 200, `an array of ${JSON_LIMITS.elements} elements is answered`);
   await r2.text();
-  t.equal((s.sim.requests.at(-1)?.body as { x: number[] }).x.length, JSON_LIMITS.elements);
+  t.equal((s.sim.requests.at(-1)!.body as { x: number[] }).x.length, JSON_LIMITS.elements);
 });

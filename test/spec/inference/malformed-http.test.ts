@@ -99,8 +99,8 @@ t.test('malformed input uWS neither answers nor refuses: closed by its idle time
   const started = performance.now();
   const outs = await Promise.all([...silent, ...extensions].map(([, bytes]) => rawExchange(s.gw.port, bytes, 20_000)));
   const seconds = (performance.now() - started) / 1000;
-  silent.forEach(([name], i) => t.equal(outs[i], '', `${name}: closed without an answer`));
-  extensions.forEach(([name], i) => t.match(outs[silent.length + i], /^$|^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/, `${name}: uWS's 400 or no answer, then closed`));
+  for (const [i, [name]] of silent.entries()) t.equal(outs[i], '', `${name}: closed without an answer`);
+  for (const [i, [name]] of extensions.entries()) t.match(outs[silent.length + i], /^$|^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/, `${name}: uWS's 400 or no answer, then closed`);
   t.ok(seconds < 20, `every connection closed within ${seconds.toFixed(1)} s`);
   t.equal(s.sim.requests.length, 0, 'nothing was forwarded');
   await stillServing(t, s, 'after the timeouts');
@@ -121,8 +121,8 @@ t.test('a request pipelined behind one still being answered: uWS drops the conne
   const d = await rawConnect(s.gw.port);
   t.teardown(() => d.destroy());
   await d.write(post);
-  await d.until(/"choices"[^]*\}$/);
+  await d.until(/"choices"[\s\S]*\}$/);
   await d.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
-  await d.until(/HTTP\/1\.1 200 [^]*HTTP\/1\.1 200 [^]*\]\}$/);
+  await d.until(/HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 200 [\s\S]*\]\}$/);
   t.pass('a keep-alive connection used one request at a time serves both');
 });

@@ -67,7 +67,8 @@ t.test('an uncaught exception or unhandled rejection is logged, counted, and the
   t.same(lines.map((e) => e['count']).sort(), [1, 2], 'counted');
   t.equal(await uncaught(), 2, 'and counted in the metrics');
   t.match(lines[0], { level: 'error' }, 'at level error');
-  t.ok(Array.isArray(exception?.['stack']) && (exception?.['stack'] as string[]).some((f) => f.includes('plant-failures.mjs')), 'where it was thrown');
+  const stack = exception?.['stack'];
+  t.ok(Array.isArray(stack) && (stack as string[]).some((f) => f.includes('plant-failures.mjs')), 'where it was thrown');
   t.notMatch(p.stderr(), 'sk-pi-planted-secret', 'the quoted text is not logged');
   t.notMatch(p.stderr(), 'a request body');
   t.equal(await answersOk(p, db.key), 200, 'still serving');

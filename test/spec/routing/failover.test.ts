@@ -59,7 +59,7 @@ function rounds<T>(list: T[], size: number): T[][] {
 
 /** Scripts the first deployments of the attempt order with one failure each. */
 function script(r: RoutingStack, modes: Mode[]): void {
-  modes.forEach(([, b], i) => r.s.sim.script(MULTI_ORDER[i] as string, b, 1));
+  for (const [i, [, b]] of modes.entries()) r.s.sim.script(MULTI_ORDER[i] as string, b, 1);
 }
 
 const PLATFORM_OF: Record<string, string> = {
@@ -242,7 +242,7 @@ t.test('every attempt fails: what the client gets', async (t) => {
     ] as const) {
       r.s.sim.clear();
       const ids = ['multi-aws', 'multi-gcp', 'multi-nu'];
-      statuses.forEach((status, i) => r.s.sim.script(ids[i] as string, { status }, 1));
+      for (const [i, status] of statuses.entries()) r.s.sim.script(ids[i] as string, { status }, 1);
       const res = await r.chat({ provider: { only: [...only] } });
       t.equal(res.status, 503);
       t.equal(res.headers.get('x-pi-provider'), refusing, 'names the refusing provider');

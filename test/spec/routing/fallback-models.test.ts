@@ -38,7 +38,7 @@ t.test('the fallback answers: body model, X-Pi-Model, X-Pi-Provider and the log 
       t.equal((JSON.parse(text) as { model: string }).model, 'acme/fourth');
     }
     t.same(upstreams(r.s), ['multi-aws', 'third-aws', 'fourth-aws']);
-    t.notOk('models' in (r.s.sim.requests[2]?.body as Record<string, unknown>), 'models is not forwarded');
+    t.notOk('models' in (r.s.sim.requests[2]!.body as Record<string, unknown>), 'models is not forwarded');
     const row = lastLog(r.s);
     t.equal(row.model_requested, 'acme/multi');
     t.equal(row.model_served, 'acme/fourth');

@@ -420,7 +420,7 @@ t.test('preferences apply on every inference endpoint', async (t: Test) => {
   t.equal(res.headers.get('x-pi-provider'), 'lambda');
   await res.text();
   t.same(upstreams(r.s), ['multi-nu', 'multi-lambda']);
-  t.notOk('provider' in (r.s.sim.requests[0]?.body as Record<string, unknown>), 'provider is not forwarded');
+  t.notOk('provider' in (r.s.sim.requests[0]!.body as Record<string, unknown>), 'provider is not forwarded');
 });
 
 t.test('sort: price ranks a channel above list at its own price', async (t) => {
