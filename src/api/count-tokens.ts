@@ -35,12 +35,13 @@ export function countTokensHandler(ctx: GatewayContext) {
     try {
       await handle(ctx, cfg, req, reply, state, watch);
     } catch (err) {
-      if (!(err instanceof GatewayError)) {
+      let ge: GatewayError;
+      if (err instanceof GatewayError) ge = err;
+      else {
         ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
-        err = new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting');
+        ge = new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting');
         state.ended = 'failed';
       }
-      const ge = err as GatewayError;
       state.errorCode = ge.code;
       state.status = ge.status;
       if (!reply.started && !reply.done) reply.sendError(ge);

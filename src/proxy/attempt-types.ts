@@ -57,6 +57,7 @@ export type CommittedOutcome = Extract<AttemptOutcome, { kind: 'committed' }>;
 export type UsageAddition = Buffer | null;
 
 /** What the beforeComplete hook answers: an addition, or nothing, at once or once it is settled. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a hook that adds nothing is any plain or async function returning nothing
 export type BeforeCompleteResult = UsageAddition | void | Promise<UsageAddition | void>;
 
 /**

@@ -150,7 +150,11 @@ export function readBody(
       tooLarge();
     },
   };
-  const decoder = decoding ? new BodyDecoder(decoding.coding, cap, { ...collect, corrupt: (err) => ((chunks = []), decoding.corrupt(err)) }) : null;
+  const decoder = decoding ? new BodyDecoder(decoding.coding, cap, { ...collect, corrupt: (err) => {
+          chunks = [];
+          decoding.corrupt(err);
+        },
+      }) : null;
   const reader: BodyReader = new BodyReader(res, cap, declaredLength, decoder ?? collect);
   decoder?.attach(reader);
   return reader;

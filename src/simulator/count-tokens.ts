@@ -67,12 +67,21 @@ function countAnthropic(state: SimState, ex: Exchange, route: CountRoute, req: R
   const headers = (): HeaderList => providerHeaders('anthropic', JSON_TYPE, requestId, performance.now() - req.startedAt, state.organizationId);
   const issued = issuedTokenValid(state, req.headers['authorization']);
   const auth = issued === null && state.apiKey !== undefined ? authorized(req.headers, state.apiKey) : 'ok';
-  if (issued === false || auth !== 'ok') return ex.sendWhole(401, headers(), authErrorBody('anthropic', auth === 'missing', requestId));
+  if (issued === false || auth !== 'ok') {
+    ex.sendWhole(401, headers(), authErrorBody('anthropic', auth === 'missing', requestId));
+    return;
+  }
   const invalid = anthropicInvalid(body, route);
-  if (invalid !== null || body === null) return ex.sendWhole(400, headers(), errorBody('anthropic', 400, '', requestId, { message: invalid ?? '', type: 'invalid_request_error' }));
+  if (invalid !== null || body === null) {
+    ex.sendWhole(400, headers(), errorBody('anthropic', 400, '', requestId, { message: invalid ?? '', type: 'invalid_request_error' }));
+    return;
+  }
   const model = String(body['model']);
   const b = behaviourOf(state, model, body, req);
-  if (typeof b === 'string') return ex.sendWhole(400, headers(), errorBody('anthropic', 400, model, requestId, { message: `simulator: ${b}`, type: 'invalid_request_error' }));
+  if (typeof b === 'string') {
+    ex.sendWhole(400, headers(), errorBody('anthropic', 400, model, requestId, { message: `simulator: ${b}`, type: 'invalid_request_error' }));
+    return;
+  }
   const status = b.status ?? 200;
   const text = status >= 200 && status < 300 ? JSON.stringify({ input_tokens: countOf(b, body) }) : b.errorBody !== undefined ? customErrorBody(b.errorBody) : errorBody('anthropic', status, model, requestId);
   deliver(ex, { kind: 'json', status, headers: withExtraHeaders(headers(), b.headers), body: text }, b);
@@ -82,14 +91,24 @@ function countBedrock(state: SimState, ex: Exchange, route: CountRoute, req: Req
   const requestId = randomUUID();
   if (!authenticate(state, ex, req, raw, requestId)) return;
   const inner = invokeBody(body);
-  if (typeof inner === 'string') return sendError(ex, 400, requestId, 'ValidationException', inner);
+  if (typeof inner === 'string') {
+    sendError(ex, 400, requestId, 'ValidationException', inner);
+    return;
+  }
   const model = route.urlModel ?? '';
   const b = behaviourOf(state, model, inner, req);
-  if (typeof b === 'string') return sendError(ex, 400, requestId, 'ValidationException', `simulator: ${b}`);
+  if (typeof b === 'string') {
+    sendError(ex, 400, requestId, 'ValidationException', `simulator: ${b}`);
+    return;
+  }
   const status = b.status ?? 200;
   if (status < 200 || status >= 300) {
-    if (b.errorBody === undefined) return ex.after(b.ttfbMs ?? 0, () => sendError(ex, status, requestId, undefined, undefined, b.headers));
-    return deliver(ex, { kind: 'json', status, headers: withExtraHeaders([['content-type', JSON_TYPE], ['x-amzn-requestid', requestId]], b.headers), body: customErrorBody(b.errorBody) }, b);
+    if (b.errorBody === undefined) {
+      ex.after(b.ttfbMs ?? 0, () => sendError(ex, status, requestId, undefined, undefined, b.headers));
+      return;
+    }
+    deliver(ex, { kind: 'json', status, headers: withExtraHeaders([['content-type', JSON_TYPE], ['x-amzn-requestid', requestId]], b.headers), body: customErrorBody(b.errorBody) }, b);
+    return;
   }
   const headers = withExtraHeaders([['content-type', JSON_TYPE], ['x-amzn-requestid', requestId]], b.headers);
   deliver(ex, { kind: 'json', status, headers, body: JSON.stringify({ inputTokens: countOf(b, inner) }) }, b);
