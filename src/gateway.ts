@@ -227,6 +227,59 @@ async function listenOrStop(listen: () => Promise<number>, wallets: SharedStateP
   }
 }
 
+/** What a request handler reaches: the config of the moment (`config()`: a reload replaces it in a
+ *  single assignment) and every seam of the state this gateway serves with. */
+function gatewayContext(
+  config: () => ConfigSnapshot,
+  parts: {
+    opts: GatewayOptions;
+    state: SharedStateParts;
+    local: (LocalState & { writer: ThreadWriter | null }) | null;
+    records: GatewayRecords;
+    writer: ThreadWriter | null;
+    client: UpstreamClient;
+    upstreamOverride: URL | null;
+    clock: Clock;
+    log: (event: string, fields?: Record<string, unknown>) => void;
+  },
+): GatewayContext {
+  const { opts, state, local, records, writer, client, upstreamOverride, clock, log } = parts;
+  const { wallets, view } = state;
+  const admission = new Admission({
+    keys: view,
+    // The current config: a workspace added by a reload admits its keys from then on.
+    workspaceOf: (id) => config().index.workspaceById.get(id),
+    limiter: state.limiter,
+    wallets,
+    onReleaseError: (traceId, err) => log('release_failed', { trace_id: traceId, error: err instanceof Error ? err.message : String(err) }),
+  });
+  return {
+    get current() {
+      return config();
+    },
+    get index() {
+      return config().index;
+    },
+    get settings() {
+      return config().settings;
+    },
+    admission,
+    wallets,
+    view,
+    clock,
+    random: opts.random ?? Math.random,
+    health: state.health,
+    pins: state.pins,
+    client,
+    upstreamOverride,
+    inFlight: new InFlight(),
+    stop: new StopSwitch(),
+    observer: requestObserver(opts, records, writer, log),
+    storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : (opts.shared?.behind?.bind(opts.shared) ?? (() => false)),
+    log,
+  };
+}
+
 export async function startGateway(opts: GatewayOptions & { shared?: undefined }): Promise<Gateway<LocalState>>;
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>>;
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>> {
@@ -252,39 +305,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   };
   // The one mutable reference to the config: a reload replaces it in a single assignment.
   let snapshot: ConfigSnapshot = configSnapshot(opts.config, sources);
-  const admission = new Admission({
-    keys: view,
-    // The current config: a workspace added by a reload admits its keys from then on.
-    workspaceOf: (id) => snapshot.index.workspaceById.get(id),
-    limiter: state.limiter,
-    wallets,
-    onReleaseError: (traceId, err) => log('release_failed', { trace_id: traceId, error: err instanceof Error ? err.message : String(err) }),
-  });
-  const ctx: GatewayContext = {
-    get current() {
-      return snapshot;
-    },
-    get index() {
-      return snapshot.index;
-    },
-    get settings() {
-      return snapshot.settings;
-    },
-    admission,
-    wallets,
-    view,
-    clock,
-    random: opts.random ?? Math.random,
-    health: state.health,
-    pins: state.pins,
-    client,
-    upstreamOverride,
-    inFlight: new InFlight(),
-    stop: new StopSwitch(),
-    observer: requestObserver(opts, records, writer, log),
-    storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : (opts.shared?.behind?.bind(opts.shared) ?? (() => false)),
-    log,
-  };
+  const ctx = gatewayContext(() => snapshot, { opts, state, local, records, writer, client, upstreamOverride, clock, log });
   opts.telemetry?.bind(telemetryView(ctx, lifecycle));
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';

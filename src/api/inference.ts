@@ -15,14 +15,14 @@ import type { IncomingRequest } from '../http/request.ts';
 import type { InboundRequest, ProtocolModule, RoutingFields } from '../protocols/types.ts';
 import type { CommittedOutcome, UsageAddition } from '../proxy/attempt.ts';
 import { costMembers } from '../protocols/usage-cost.ts';
-import { type FailoverFinal, type PlanItem, runWithFailover } from '../proxy/failover.ts';
+import { type FailoverFinal, type FailoverResult, type PlanItem, runWithFailover } from '../proxy/failover.ts';
 import { type EffectivePolicy, mergePreferences, parseProviderPreferences } from '../routing/preferences.ts';
 import { planRoute, type RoutePlan } from '../routing/plan.ts';
 import { resolveModel } from '../routing/resolve-model.ts';
 import { pinKey } from '../routing/session-pins.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
-import type { Admitted } from '../admission/admission.ts';
+import type { Admitted, PendingRate } from '../admission/admission.ts';
 import type { RequestWatch } from '../observe/observer.ts';
 import { newRequestRecord, type RequestRecord, requestEnd, requestSummary, settledRow } from './request-record.ts';
 
@@ -148,12 +148,27 @@ async function handle(
     throw err;
   }
   const { plan, pin } = route;
+  await takeHold(ctx, admitted, state, plan, asked, hold, pendingRate, now);
+  state.holdNano = hold;
+  if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
+
+  // 6. Ask the providers, in order, until one answers.
+  const basis: SettleBasis = { holdNano: hold, requestBytes: asked.requestBytes, pricedAtMs: now, promptBound: asked.promptBound, outputBound: (m, d) => asked.outputBound(m, d) };
+  const result = await askProviders(ctx, cfg, protocol, req, reply, state, watch, asked, plan, basis);
+  state.result = result;
+
+  // 7. Settle what was answered; everything else releases the hold (finally block).
+  finish(ctx, cfg.index, req, state, result.final, route, basis);
+}
+
+/** Step 5, the hold itself: taken after the rate decision when one is pending (a refused decision
+ *  left nothing held; its 429 is the answer). */
+async function takeHold(ctx: GatewayContext, admitted: Admitted, state: RequestRecord, plan: RoutePlan, asked: InboundRequest, hold: bigint, pendingRate: PendingRate | null, now: number): Promise<void> {
   try {
     // A refusal says the largest output limit the wallet could have held (worked out only then).
     const advise = (available: bigint): string => outputLimitAdvice(plan.plans, asked, available, now);
     const held = ctx.admission.hold(admitted.workspace.id, state.traceId, hold, pendingRate ?? undefined, advise);
     if (pendingRate) {
-      // A refused rate decision left nothing held; its 429 is the answer.
       if (held instanceof Promise) held.catch(() => undefined);
       await pendingRate.settled();
     }
@@ -164,11 +179,22 @@ async function handle(
     for (const id of plan.probes) ctx.health.releaseProbe(id);
     throw err;
   }
-  state.holdNano = hold;
-  if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
+}
 
-  // 6. Ask the providers, in order, until one answers.
-  const basis: SettleBasis = { holdNano: hold, requestBytes: asked.requestBytes, pricedAtMs: now, promptBound: asked.promptBound, outputBound: (m, d) => asked.outputBound(m, d) };
+/** Step 6: every deployment of the plan, in order, until one answers. */
+async function askProviders(
+  ctx: GatewayContext,
+  cfg: ConfigSnapshot,
+  protocol: ProtocolModule,
+  req: IncomingRequest,
+  reply: Reply,
+  state: RequestRecord,
+  watch: RequestWatch,
+  asked: InboundRequest,
+  plan: RoutePlan,
+  basis: SettleBasis,
+): Promise<FailoverResult> {
+  const endpoint = state.endpoint;
   const result = await runWithFailover({
     client: ctx.client,
     protocol,
@@ -185,13 +211,10 @@ async function handle(
     beforeComplete: (item, outcome) => settle(ctx, cfg.index, req, state, item, outcome, basis),
     observe: watch,
   });
-  state.result = result;
   // Half-open probes this request claimed while ordering but never reached go back at once, so the
   // next request that would reach the deployment probes it (instead of waiting out the lease).
   for (const id of plan.probes) if (!result.attempts.some((a) => a.deployment === id)) ctx.health.releaseProbe(id);
-
-  // 7. Settle what was answered; everything else releases the hold (finally block).
-  finish(ctx, cfg.index, req, state, result.final, route, basis);
+  return result;
 }
 
 /** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan

@@ -86,6 +86,25 @@ async function coordinatorState(o: WorkersOptions, clock: Clock) {
   }
 }
 
+/** What each serving thread starts with: the config of the moment (a thread restarted after a reload
+ *  starts on the new one), the shared listener and the node's telemetry settings. */
+function threadStart(o: WorkersOptions, config: () => CompiledConfig, port: number, metrics: boolean, coordinator: Coordinator) {
+  const obs = o.observability;
+  return (worker: number) => ({
+    worker,
+    config: config(),
+    db: o.db,
+    host: o.host,
+    port,
+    upstreamOverride: o.upstreamOverride ?? null,
+    metrics,
+    accessLog: obs?.accessLog ?? false,
+    trustedProxies: obs?.trustedProxies ?? [],
+    traces: obs?.tracesUrl ? { url: obs.tracesUrl, serviceName: obs.serviceName } : null,
+    breakers: coordinator.breakerStates(),
+  });
+}
+
 export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
   const clock = o.clock ?? systemClock;
   let index = new ConfigIndex(o.config);
@@ -108,24 +127,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       onError: (event, err) => jsonLog(event, { error: errorText(err) }),
     });
     const port = await claimPort(o.host, o.port);
-    const obs = o.observability;
-    const pool = new ServingThreads(
-      coordinator,
-      (worker) => ({
-        worker,
-        config: index.config,
-        db: o.db,
-        host: o.host,
-        port,
-        upstreamOverride: o.upstreamOverride ?? null,
-        metrics: telemetry.metrics !== null,
-        accessLog: obs?.accessLog ?? false,
-        trustedProxies: obs?.trustedProxies ?? [],
-        traces: obs?.tracesUrl ? { url: obs.tracesUrl, serviceName: obs.serviceName } : null,
-        breakers: coordinator.breakerStates(),
-      }),
-      jsonLog,
-    );
+    const pool = new ServingThreads(coordinator, threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator), jsonLog);
     threads = pool;
     await pool.start(o.workers);
     telemetry.bind({

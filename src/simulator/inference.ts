@@ -86,6 +86,34 @@ function bodySim(body: Body, multipart: boolean): unknown {
   }
 }
 
+/** Why the simulated provider refuses a request before any behaviour applies (its key, its body):
+ *  the status and error body it answers, or null when it serves the request. */
+function refusal(
+  state: SimState,
+  wire: (typeof WIRES)[keyof typeof WIRES],
+  route: InferenceRoute,
+  req: RequestCopy,
+  parsed: ReturnType<typeof parseBody>,
+  newRequestId: () => string,
+): { status: number; body: string; requestId: string } | null {
+  const family = wire.family;
+  // A request id is drawn only for a refusal (a served request draws its own later).
+  const refuse = (status: number, body: (requestId: string) => string) => {
+    const requestId = newRequestId();
+    return { status, body: body(requestId), requestId };
+  };
+  const issued = issuedTokenValid(state, req.headers['authorization']);
+  if (issued === false) return refuse(401, (id) => authErrorBody(family, false, id));
+  if (issued === null && state.apiKey !== undefined) {
+    const auth = authorized(req.headers, state.apiKey);
+    if (auth !== 'ok') return refuse(401, (id) => authErrorBody(family, auth === 'missing', id));
+  }
+  if (!parsed.ok) return refuse(400, (id) => errorBody(family, 400, '', id, BAD_JSON[family]));
+  const invalid = wire.validate(parsed.body, route);
+  if (invalid) return refuse(400, (id) => errorBody(family, 400, '', id, invalid));
+  return null;
+}
+
 export function handleInference(state: SimState, ex: Exchange, route: InferenceRoute, req: RequestCopy, raw: Buffer): void {
   const wire = WIRES[route.endpoint];
   const family = wire.family;
@@ -100,29 +128,9 @@ export function handleInference(state: SimState, ex: Exchange, route: InferenceR
     ex.sendWhole(status, headers, body);
   };
 
-  const issued = issuedTokenValid(state, req.headers['authorization']);
-  if (issued === false) {
-    const requestId = newRequestId();
-    fail(401, authErrorBody(family, false, requestId), requestId);
-    return;
-  }
-  if (issued === null && state.apiKey !== undefined) {
-    const auth = authorized(req.headers, state.apiKey);
-    if (auth !== 'ok') {
-      const requestId = newRequestId();
-      fail(401, authErrorBody(family, auth === 'missing', requestId), requestId);
-      return;
-    }
-  }
-  if (!parsed.ok) {
-    const requestId = newRequestId();
-    fail(400, errorBody(family, 400, '', requestId, BAD_JSON[family]), requestId);
-    return;
-  }
-  const invalid = wire.validate(parsed.body, route);
-  if (invalid) {
-    const requestId = newRequestId();
-    fail(400, errorBody(family, 400, '', requestId, invalid), requestId);
+  const refused = refusal(state, wire, route, req, parsed, newRequestId);
+  if (refused !== null || !parsed.ok) {
+    if (refused !== null) fail(refused.status, refused.body, refused.requestId);
     return;
   }
 
