@@ -223,8 +223,8 @@ t.test('Codex: a zstd-compressed body (Content-Encoding: zstd) is decoded and se
   const res = await replay(s, CODEX, key, { encode: (b) => ({ bytes: zstdCompressSync(b), encoding: 'zstd' }) });
   await checkResponsesStream(t, s, res, 'zstd');
   const call = upstream(s).at(-1);
-  t.same((call?.body as Record<string, unknown>).input, CODEX.request.body.input, 'the provider gets the decoded JSON');
-  t.equal(call?.headers['content-encoding'], undefined, 'forwarded uncompressed');
+  t.same((call!.body as Record<string, unknown>).input, CODEX.request.body.input, 'the provider gets the decoded JSON');
+  t.equal(call!.headers['content-encoding'], undefined, 'forwarded uncompressed');
 });
 
 t.test('opencode: its Chat Completions stream with tools and stream_options ends with one usage frame carrying the cost', async (t) => {
