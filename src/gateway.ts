@@ -280,6 +280,28 @@ function gatewayContext(
   };
 }
 
+/** Everything a gateway opened, closed in order: no new answers, upstream connections, the wallet
+ *  book and the writer (what is pending is committed), the request log, telemetry, the admin listener. */
+async function closeGateway(parts: {
+  lifecycle: Lifecycle;
+  server: ReturnType<typeof createApp>;
+  client: UpstreamClient;
+  wallets: SharedStateParts['wallets'];
+  writer: ThreadWriter | null;
+  records: GatewayRecords;
+  opts: GatewayOptions;
+}): Promise<void> {
+  const { lifecycle, server, client, wallets, writer, records, opts } = parts;
+  lifecycle.markStopped();
+  server.close();
+  await client.destroy();
+  await wallets.close();
+  await writer?.close();
+  await records.requestLog.flush();
+  await opts.telemetry?.close();
+  opts.admin?.close();
+}
+
 export async function startGateway(opts: GatewayOptions & { shared?: undefined }): Promise<Gateway<LocalState>>;
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>>;
 export async function startGateway(opts: GatewayOptions): Promise<Gateway<SharedState>> {
@@ -317,17 +339,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   let closed: Promise<void> | null = null;
   let drain: Promise<DrainReport> | null = null;
   let lastReload: ReloadResult | null = null;
-  const close = (): Promise<void> =>
-    (closed ??= (async () => {
-      lifecycle.markStopped();
-      server.close();
-      await ctx.client.destroy();
-      await wallets.close();
-      await writer?.close();
-      await records.requestLog.flush();
-      await opts.telemetry?.close();
-      opts.admin?.close();
-    })());
+  const close = (): Promise<void> => (closed ??= closeGateway({ lifecycle, server, client: ctx.client, wallets, writer, records, opts }));
 
   return {
     port,
