@@ -17,7 +17,17 @@
 // cost of work a saturated run spreads over many requests per event-loop turn).
 import { once } from './lib/load.mjs';
 import { ROOT, ensureBuilt, memKb, snapshotTree, stopProcess } from './lib/proc.mjs';
-import { chatRequest, measureLatency, measureStreams, measureThroughput, scriptSim, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
+import {
+  chatRequest,
+  measureLatency,
+  measureStreams,
+  measureThroughput,
+  scriptSim,
+  startGateway,
+  startPassthrough,
+  startSimulator,
+  target,
+} from './lib/stack.mjs';
 import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
@@ -28,8 +38,28 @@ const opt = (name, dflt = null) => {
 };
 const words = (s) => (s ?? '').split(' ').filter(Boolean);
 const P = flags.quick
-  ? { rounds: 3, conns: 50, tpWarm: 500, tpDur: 2000, streams: 200, chunks: 50, chunkDelayMs: 20, stWarm: 1000, stDur: 3000 }
-  : { rounds: 5, conns: 50, tpWarm: 1000, tpDur: 4000, streams: 200, chunks: 50, chunkDelayMs: 20, stWarm: 2000, stDur: 5000 };
+  ? {
+      rounds: 3,
+      conns: 50,
+      tpWarm: 500,
+      tpDur: 2000,
+      streams: 200,
+      chunks: 50,
+      chunkDelayMs: 20,
+      stWarm: 1000,
+      stDur: 3000,
+    }
+  : {
+      rounds: 5,
+      conns: 50,
+      tpWarm: 1000,
+      tpDur: 4000,
+      streams: 200,
+      chunks: 50,
+      chunkDelayMs: 20,
+      stWarm: 2000,
+      stDur: 5000,
+    };
 if (flags.rounds) P.rounds = flags.rounds;
 const sameTree = argv.includes('--same-tree');
 const base = opt('--base', 'HEAD');
@@ -53,21 +83,46 @@ await scriptSim(sim.url, ST_MODEL, { chunks: P.chunks, chunkDelayMs: P.chunkDela
 const common = argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : [];
 const pt = withPassthrough ? await startPassthrough(sim.url) : null;
 /** `--env-a "K=V K2=V2"`: environment of one side (e.g. PI_V8_PRETENURING=on). */
-const envOf = (side) => Object.fromEntries(words(opt(`--env-${side}`)).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const gwA = await startGateway('gateway-a', { upstream: sim.url, env: { PI_BENCH_TREE: snap.dir, ...envOf('a') }, nodeArgs: words(opt('--node-args-a')), args: [...common, ...words(opt('--args-a'))] });
-const gwB = await startGateway('gateway-b', { upstream: sim.url, env: { PI_BENCH_TREE: ROOT, ...envOf('b') }, nodeArgs: words(opt('--node-args-b')), args: [...common, ...words(opt('--args-b'))] });
+const envOf = (side) =>
+  Object.fromEntries(
+    words(opt(`--env-${side}`)).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+const gwA = await startGateway('gateway-a', {
+  upstream: sim.url,
+  env: { PI_BENCH_TREE: snap.dir, ...envOf('a') },
+  nodeArgs: words(opt('--node-args-a')),
+  args: [...common, ...words(opt('--args-a'))],
+});
+const gwB = await startGateway('gateway-b', {
+  upstream: sim.url,
+  env: { PI_BENCH_TREE: ROOT, ...envOf('b') },
+  nodeArgs: words(opt('--node-args-b')),
+  args: [...common, ...words(opt('--args-b'))],
+});
 
 const simKey = { Authorization: 'Bearer sk-bench-upstream' };
 const mk = (name, proc, headers) => {
   const t = target(proc.url);
-  return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, headers, NS_BODY), streamReq: chatRequest(t, headers, ST_BODY) };
+  return {
+    name,
+    proc,
+    pid: proc.pid,
+    target: t,
+    req: chatRequest(t, headers, NS_BODY),
+    streamReq: chatRequest(t, headers, ST_BODY),
+  };
 };
-const contenders = [...(pt ? [mk('passthrough', pt, simKey)] : []), mk('A', gwA, { Authorization: `Bearer ${gwA.key}` }), mk('B', gwB, { Authorization: `Bearer ${gwB.key}` })];
+const contenders = [
+  ...(pt ? [mk('passthrough', pt, simKey)] : []),
+  mk('A', gwA, { Authorization: `Bearer ${gwA.key}` }),
+  mk('B', gwB, { Authorization: `Bearer ${gwB.key}` }),
+];
 let expectEvents = null;
 for (const c of contenders) {
   const a = await once(c.target, c.req);
   const s = await once(c.target, c.streamReq);
-  if (a.status !== 200 || s.status !== 200 || !s.text.includes('[DONE]')) throw new Error(`${c.name}: sanity check failed: ${a.status} ${s.status} ${a.text.slice(0, 200)}`);
+  if (a.status !== 200 || s.status !== 200 || !s.text.includes('[DONE]'))
+    throw new Error(`${c.name}: sanity check failed: ${a.status} ${s.status} ${a.text.slice(0, 200)}`);
   expectEvents ??= s.events;
 }
 
@@ -78,17 +133,35 @@ for (let r = 0; r < P.rounds; r++) {
   for (const c of phases.tp ? order : []) {
     const x = await measureThroughput(c, { simPid: sim.pid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
     round.tp[c.name] = x;
-    log(`round ${r + 1} tp ${c.name.padEnd(12)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`);
+    log(
+      `round ${r + 1} tp ${c.name.padEnd(12)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`,
+    );
   }
   for (const c of rate !== null ? order : []) {
-    const x = await measureLatency(c, { simPid: sim.pid, rate, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
+    const x = await measureLatency(c, {
+      simPid: sim.pid,
+      rate,
+      conns: P.conns,
+      warmupMs: P.tpWarm,
+      durationMs: P.tpDur,
+    });
     round.lat[c.name] = x;
-    log(`round ${r + 1} lat ${c.name.padEnd(11)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  ${fmt(x.sutCpuUsPerUnit)} µs/req  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}`);
+    log(
+      `round ${r + 1} lat ${c.name.padEnd(11)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  ${fmt(x.sutCpuUsPerUnit)} µs/req  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}`,
+    );
   }
   for (const c of phases.st ? order : []) {
-    const x = await measureStreams(c, { simPid: sim.pid, streams: P.streams, warmupMs: P.stWarm, durationMs: P.stDur, expectEvents });
+    const x = await measureStreams(c, {
+      simPid: sim.pid,
+      streams: P.streams,
+      warmupMs: P.stWarm,
+      durationMs: P.stDur,
+      expectEvents,
+    });
     round.st[c.name] = x;
-    log(`round ${r + 1} st ${c.name.padEnd(12)} ${fmt(x.sutCpuUsPerUnit, 2)} µs/event  ttfc p50 ${fmt(x.ttfcP50, 2)} ms  short ${x.short}  err ${x.errors}`);
+    log(
+      `round ${r + 1} st ${c.name.padEnd(12)} ${fmt(x.sutCpuUsPerUnit, 2)} µs/event  ttfc p50 ${fmt(x.ttfcP50, 2)} ms  short ${x.short}  err ${x.errors}`,
+    );
   }
   rounds.push(round);
 }
@@ -111,23 +184,53 @@ const rows = names.map((n) => [
 const out = [];
 out.push(`## A/B: A = ${snap.commit}, B = working tree${common.length ? ' (writer thread)' : ''}`);
 out.push('');
-out.push(`${P.rounds} rounds; closed loop ${P.conns} connections ${P.tpDur / 1000} s; ${P.streams} streams × ${expectEvents} events, ${P.stDur / 1000} s. Medians over rounds. Load average at the end: ${machineInfo().loadavg.map((x) => x.toFixed(2)).join(' ')}`);
+out.push(
+  `${P.rounds} rounds; closed loop ${P.conns} connections ${P.tpDur / 1000} s; ${P.streams} streams × ${expectEvents} events, ${P.stDur / 1000} s. Medians over rounds. Load average at the end: ${machineInfo()
+    .loadavg.map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
 out.push('');
-out.push(table(['contender', 'req/s', 'CPU µs/req', 'CPU µs/event', 'CPU µs/stream', 'first content p50 ms', 'p99 ms', 'peak RSS MB'], rows));
+out.push(
+  table(
+    [
+      'contender',
+      'req/s',
+      'CPU µs/req',
+      'CPU µs/event',
+      'CPU µs/stream',
+      'first content p50 ms',
+      'p99 ms',
+      'peak RSS MB',
+    ],
+    rows,
+  ),
+);
 out.push('');
 if (rate !== null) {
-  const latRows = names.map((n) => [n, fmt(med('lat', n, 'p50'), 3), fmt(med('lat', n, 'p99'), 3), fmt(med('lat', n, 'sutCpuUsPerUnit'))]);
+  const latRows = names.map((n) => [
+    n,
+    fmt(med('lat', n, 'p50'), 3),
+    fmt(med('lat', n, 'p99'), 3),
+    fmt(med('lat', n, 'sutCpuUsPerUnit')),
+  ]);
   out.push(`At ${fmtInt(rate)} req/s (open loop, ${P.tpDur / 1000} s per round):`);
   out.push('');
   out.push(table(['contender', 'p50 ms', 'p99 ms', 'CPU µs/req'], latRows));
   out.push('');
-  out.push(`B / A per round at ${fmtInt(rate)} req/s, median: CPU/req ${fmt(ratio('lat', 'sutCpuUsPerUnit'), 3)}, p99 ${fmt(ratio('lat', 'p99'), 3)}`);
+  out.push(
+    `B / A per round at ${fmtInt(rate)} req/s, median: CPU/req ${fmt(ratio('lat', 'sutCpuUsPerUnit'), 3)}, p99 ${fmt(ratio('lat', 'p99'), 3)}`,
+  );
   out.push('');
 }
-out.push(`B / A per round, median: CPU/req ${fmt(ratio('tp', 'sutCpuUsPerUnit'), 3)}, req/s ${fmt(ratio('tp', 'rps'), 3)}, CPU/event ${fmt(ratio('st', 'sutCpuUsPerUnit'), 3)}`);
+out.push(
+  `B / A per round, median: CPU/req ${fmt(ratio('tp', 'sutCpuUsPerUnit'), 3)}, req/s ${fmt(ratio('tp', 'rps'), 3)}, CPU/event ${fmt(ratio('st', 'sutCpuUsPerUnit'), 3)}`,
+);
 if (pt) {
-  const vs = (n, phase) => median(rounds.map((r) => (r[phase][n] ? r[phase][n].sutCpuUsPerUnit / r[phase].passthrough.sutCpuUsPerUnit : NaN)));
-  out.push(`vs passthrough, CPU/req: A ${fmt(vs('A', 'tp'), 2)}×, B ${fmt(vs('B', 'tp'), 2)}×; CPU/event: A ${fmt(vs('A', 'st'), 2)}×, B ${fmt(vs('B', 'st'), 2)}×`);
+  const vs = (n, phase) =>
+    median(rounds.map((r) => (r[phase][n] ? r[phase][n].sutCpuUsPerUnit / r[phase].passthrough.sutCpuUsPerUnit : NaN)));
+  out.push(
+    `vs passthrough, CPU/req: A ${fmt(vs('A', 'tp'), 2)}×, B ${fmt(vs('B', 'tp'), 2)}×; CPU/event: A ${fmt(vs('A', 'st'), 2)}×, B ${fmt(vs('B', 'st'), 2)}×`,
+  );
 }
 const file = saveResult('ab', { bench: 'ab', params: P, base: snap.commit, argv, machine: machineInfo(), rounds, mem });
 out.push('');

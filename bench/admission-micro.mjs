@@ -35,14 +35,24 @@ process.on('exit', cleanup);
 // Stopped by the parent once it has the result line: exit through the 'exit' handler (cleanup).
 process.on('SIGTERM', () => process.exit(0));
 
-const store = openStore(join(dir, 'bench.db'), { masterKey: randomBytes(32).toString('base64'), requestLog: { flushIntervalMs: 200, maxBatch: 1000 } });
+const store = openStore(join(dir, 'bench.db'), {
+  masterKey: randomBytes(32).toString('base64'),
+  requestLog: { flushIntervalMs: 200, maxBatch: 1000 },
+});
 const WS = 'acme';
 const key = store.apiKeys.create({ workspace: WS, name: 'bench', rpm: 1_000_000_000 });
 store.wallets.credit(WS, 1_000_000n * 1_000_000_000n, 'bench credit');
 const view = new StoreView(store);
 const limiter = new FixedWindowRateLimiter(systemClock);
 
-const details = { model: 'openai/gpt-6-luna', provider: 'local', deployment: 'local-sim/gpt-6-luna', promptTokens: 20, completionTokens: 11, costAtto: '162500000000000' };
+const details = {
+  model: 'openai/gpt-6-luna',
+  provider: 'local',
+  deployment: 'local-sim/gpt-6-luna',
+  promptTokens: 20,
+  completionTokens: 11,
+  costAtto: '162500000000000',
+};
 function logRow(traceId, keyId, now) {
   return {
     trace_id: traceId,
@@ -55,7 +65,16 @@ function logRow(traceId, keyId, now) {
     provider: 'local',
     deployment: 'local-sim/gpt-6-luna',
     attempts: 1,
-    attempts_json: [{ provider: 'local', model: 'openai/gpt-6-luna', deployment: 'local-sim/gpt-6-luna', outcome: 'ok', status: 200, ms: 1 }],
+    attempts_json: [
+      {
+        provider: 'local',
+        model: 'openai/gpt-6-luna',
+        deployment: 'local-sim/gpt-6-luna',
+        outcome: 'ok',
+        status: 200,
+        ms: 1,
+      },
+    ],
     stream: false,
     status: 200,
     error_code: null,
@@ -91,7 +110,15 @@ function bench(name, body, { perBatch } = {}) {
   }
   per.sort((a, b) => a - b);
   cpu.sort((a, b) => a - b);
-  return { name, medianUs: per[per.length >> 1], minUs: per[0], maxUs: per[per.length - 1], cpuUs: cpu[cpu.length >> 1], batches: per.length, perBatch: N };
+  return {
+    name,
+    medianUs: per[per.length >> 1],
+    minUs: per[0],
+    maxUs: per[per.length - 1],
+    cpuUs: cpu[cpu.length >> 1],
+    batches: per.length,
+    perBatch: N,
+  };
 }
 
 const results = [];
@@ -145,12 +172,14 @@ for (const perTurn of [1, 16]) {
         store.requestLog.append(logRow(traceId, check.key.id, now));
         if ((i + 1) % perTurn === 0) book.flush();
       },
-      { perBatch: () => ({
-        end: () => {
-          book.flush();
-          return store.requestLog.flush();
-        },
-      }) },
+      {
+        perBatch: () => ({
+          end: () => {
+            book.flush();
+            return store.requestLog.flush();
+          },
+        }),
+      },
     ),
   );
 }
@@ -158,7 +187,9 @@ for (const perTurn of [1, 16]) {
 // Parts.
 results.push(bench('StoreView.sync (PRAGMA data_version)', () => view.sync()));
 results.push(bench('StoreView.verifyKey (cached)', () => view.verifyKey(presented, Date.now())));
-results.push(bench('ApiKeys.verify (uncached: sha256 + indexed query)', () => store.apiKeys.verify(presented, Date.now())));
+results.push(
+  bench('ApiKeys.verify (uncached: sha256 + indexed query)', () => store.apiKeys.verify(presented, Date.now())),
+);
 results.push(bench('FixedWindowRateLimiter.take', () => limiter.take('key_bench', 1_000_000_000)));
 results.push(
   bench('hold, one commit each (WalletBook.hold + flush)', (i) => {
@@ -189,9 +220,13 @@ results.push(
   ),
 );
 results.push(
-  bench('RequestLog.append (+ flush at batch end)', () => store.requestLog.append(logRow(randomUUID(), 'key_bench', Date.now())), {
-    perBatch: () => ({ end: () => store.requestLog.flush() }),
-  }),
+  bench(
+    'RequestLog.append (+ flush at batch end)',
+    () => store.requestLog.append(logRow(randomUUID(), 'key_bench', Date.now())),
+    {
+      perBatch: () => ({ end: () => store.requestLog.flush() }),
+    },
+  ),
 );
 results.push(bench('crypto.randomUUID (trace id)', () => randomUUID()));
 
@@ -204,7 +239,11 @@ const upd = raw.prepare('UPDATE t SET v = v + 1 WHERE id = 1');
 const tx = raw.transaction(() => upd.run());
 results.push(bench('floor: IMMEDIATE transaction with one UPDATE (WAL, synchronous=NORMAL)', () => tx.immediate()));
 results.push(bench('floor: the same UPDATE in autocommit', () => upd.run()));
-results.push(bench("floor: db.pragma('data_version', {simple:true}) (prepares every call)", () => raw.pragma('data_version', { simple: true })));
+results.push(
+  bench("floor: db.pragma('data_version', {simple:true}) (prepares every call)", () =>
+    raw.pragma('data_version', { simple: true }),
+  ),
+);
 const dv = raw.prepare('PRAGMA data_version').pluck();
 results.push(bench('floor: prepared PRAGMA data_version (.pluck().get())', () => dv.get()));
 raw.close();
@@ -241,12 +280,17 @@ function variant(label, edit, { group = 1 } = {}) {
 }
 const same = (sql) => sql;
 const noAutoinc = (sql) => sql.replace(/INTEGER PRIMARY KEY AUTOINCREMENT/g, 'INTEGER PRIMARY KEY');
-const holdsWithoutRowid = (sql) => sql.replace(/(CREATE TABLE holds \([\s\S]*?\n\)) STRICT;/, '$1 STRICT, WITHOUT ROWID;');
+const holdsWithoutRowid = (sql) =>
+  sql.replace(/(CREATE TABLE holds \([\s\S]*?\n\)) STRICT;/, '$1 STRICT, WITHOUT ROWID;');
 variant('hold + settle, schema as shipped', same);
 variant('hold + settle, ledger/request_log without AUTOINCREMENT', noAutoinc);
 variant('hold + settle, without AUTOINCREMENT + holds WITHOUT ROWID', (sql) => holdsWithoutRowid(noAutoinc(sql)));
-variant('hold + settle, schema as shipped, 16 requests per transaction (group commit; per request)', same, { group: 16 });
+variant('hold + settle, schema as shipped, 16 requests per transaction (group commit; per request)', same, {
+  group: 16,
+});
 
 const stats = store.requestLog.stats();
 store.close();
-process.stdout.write(JSON.stringify({ ready: true, result: { batches: BATCHES, perBatch: N, results, requestLog: stats } }) + '\n');
+process.stdout.write(
+  JSON.stringify({ ready: true, result: { batches: BATCHES, perBatch: N, results, requestLog: stats } }) + '\n',
+);

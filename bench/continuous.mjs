@@ -44,11 +44,37 @@ const flags = parseFlags(argv);
 const noPg = argv.includes('--no-pg');
 // --only embedded,writer-thread: start only these contenders beside direct and the passthrough (a
 // diagnosis run: does a gateway's tail depend on the others sharing its core and disk?).
-const onlyArg = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] ?? '' : null;
+const onlyArg = argv.includes('--only') ? (argv[argv.indexOf('--only') + 1] ?? '') : null;
 const wanted = (name) => onlyArg === null || onlyArg.split(',').includes(name);
 const P = flags.quick
-  ? { rounds: 2, conns: 50, tpWarm: 500, tpDur: 1500, latWarm: 1000, latDur: 2000, settleMs: 1000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 1500, stDur: 2000 }
-  : { rounds: 3, conns: 50, tpWarm: 1000, tpDur: 5000, latWarm: 3000, latDur: 5000, settleMs: 4000, streams: 200, chunks: 100, chunkDelayMs: 10, stWarm: 2000, stDur: 5000 };
+  ? {
+      rounds: 2,
+      conns: 50,
+      tpWarm: 500,
+      tpDur: 1500,
+      latWarm: 1000,
+      latDur: 2000,
+      settleMs: 1000,
+      streams: 200,
+      chunks: 100,
+      chunkDelayMs: 10,
+      stWarm: 1500,
+      stDur: 2000,
+    }
+  : {
+      rounds: 3,
+      conns: 50,
+      tpWarm: 1000,
+      tpDur: 5000,
+      latWarm: 3000,
+      latDur: 5000,
+      settleMs: 4000,
+      streams: 200,
+      chunks: 100,
+      chunkDelayMs: 10,
+      stWarm: 2000,
+      stDur: 5000,
+    };
 if (flags.rounds) P.rounds = flags.rounds;
 const RATES = [1000, 200];
 
@@ -67,7 +93,9 @@ function othersCpuUs(list) {
 
 /** One core's steal time so far from /proc/stat (its 8th field), ms. */
 function stealMs(core) {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `));
+  const line = readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`cpu${core} `));
   return (Number((line ?? '').trim().split(/\s+/)[8] ?? NaN) * 1000) / CLK_TCK;
 }
 
@@ -107,9 +135,19 @@ const gwArgs = ['--eld', 'on'];
 // --trace-gc: every gateway prints V8's GC trace into its log (bench/results/logs/gw-*.log), to line
 // its pauses up with the event-loop delay of a phase.
 const gwNodeArgs = argv.includes('--trace-gc') ? ['--trace-gc'] : [];
-const emb = wanted('embedded') ? await startGateway('gw-embedded', { upstream: sim.url, args: gwArgs, nodeArgs: gwNodeArgs }) : null;
-const wt = wanted('writer-thread') ? await startGateway('gw-writer-thread', { upstream: sim.url, args: [...gwArgs, '--writer-thread', 'on'], nodeArgs: gwNodeArgs }) : null;
-const w2 = wanted('workers-2') ? await startGateway('gw-workers-2', { upstream: sim.url, args: [...gwArgs, '--workers', '2'], nodeArgs: gwNodeArgs }) : null;
+const emb = wanted('embedded')
+  ? await startGateway('gw-embedded', { upstream: sim.url, args: gwArgs, nodeArgs: gwNodeArgs })
+  : null;
+const wt = wanted('writer-thread')
+  ? await startGateway('gw-writer-thread', {
+      upstream: sim.url,
+      args: [...gwArgs, '--writer-thread', 'on'],
+      nodeArgs: gwNodeArgs,
+    })
+  : null;
+const w2 = wanted('workers-2')
+  ? await startGateway('gw-workers-2', { upstream: sim.url, args: [...gwArgs, '--workers', '2'], nodeArgs: gwNodeArgs })
+  : null;
 const notes = [];
 let pgSrv = null;
 let redisSrv = null;
@@ -123,20 +161,35 @@ else {
   // CPU is what the table compares.
   pgSrv = await startPostgres({ core: GEN_CORE });
   redisSrv = await startRedis({ core: GEN_CORE });
-  pgw = await startGateway('gw-pg-redis', { upstream: sim.url, args: [...gwArgs, '--db', pgSrv.url, '--redis', redisSrv.url], nodeArgs: gwNodeArgs });
+  pgw = await startGateway('gw-pg-redis', {
+    upstream: sim.url,
+    args: [...gwArgs, '--db', pgSrv.url, '--redis', redisSrv.url],
+    nodeArgs: gwNodeArgs,
+  });
   log(`pg+redis: private postgres + redis-server up in ${fmtInt(performance.now() - t0)} ms`);
 }
-const havePortkey = wanted('portkey') && existsSync(join(BENCH_DIR, 'portkey', 'node_modules', '@portkey-ai', 'gateway'));
+const havePortkey =
+  wanted('portkey') && existsSync(join(BENCH_DIR, 'portkey', 'node_modules', '@portkey-ai', 'gateway'));
 const pk = havePortkey ? await startPortkey() : null;
 if (!havePortkey) {
-  notes.push('portkey: left out (bench/portkey/node_modules is not installed: `npm ci --prefix bench/portkey --ignore-scripts`).');
+  notes.push(
+    'portkey: left out (bench/portkey/node_modules is not installed: `npm ci --prefix bench/portkey --ignore-scripts`).',
+  );
   log('portkey: bench/portkey/node_modules missing; skipped');
 }
 
 const simKey = { Authorization: 'Bearer sk-bench-upstream' };
 const mk = (name, proc, headers, eld = false) => {
   const t = target(proc.url);
-  return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, headers, NS_BODY), streamReq: chatRequest(t, headers, ST_BODY), eld: eld ? eldReader(proc) : null };
+  return {
+    name,
+    proc,
+    pid: proc.pid,
+    target: t,
+    req: chatRequest(t, headers, NS_BODY),
+    streamReq: chatRequest(t, headers, ST_BODY),
+    eld: eld ? eldReader(proc) : null,
+  };
 };
 const gwHeaders = (g) => ({ Authorization: `Bearer ${g.key}` });
 const contenders = [
@@ -146,7 +199,9 @@ const contenders = [
   ...(wt ? [mk('writer-thread', wt, gwHeaders(wt), true)] : []),
   ...(w2 ? [mk('workers-2', w2, gwHeaders(w2), true)] : []),
   ...(pgw ? [mk('pg+redis', pgw, gwHeaders(pgw), true)] : []),
-  ...(pk ? [mk('portkey', pk, { ...simKey, 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` })] : []),
+  ...(pk
+    ? [mk('portkey', pk, { ...simKey, 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` })]
+    : []),
 ];
 const GATEWAYS = contenders.filter((c) => c.eld).map((c) => c.name);
 
@@ -154,13 +209,25 @@ let expectEvents = null;
 for (const c of contenders) {
   const a = await once(c.target, c.req);
   const s = await once(c.target, c.streamReq);
-  if (a.status !== 200 || !a.text.includes('chat.completion')) throw new Error(`${c.name}: non-streaming sanity check failed: ${a.status} ${a.error ?? ''} ${a.text.slice(0, 200)}`);
-  if (s.status !== 200 || !s.text.includes('[DONE]')) throw new Error(`${c.name}: streaming sanity check failed: ${s.status} ${s.error ?? ''} ${s.text.slice(0, 200)}`);
+  if (a.status !== 200 || !a.text.includes('chat.completion'))
+    throw new Error(
+      `${c.name}: non-streaming sanity check failed: ${a.status} ${a.error ?? ''} ${a.text.slice(0, 200)}`,
+    );
+  if (s.status !== 200 || !s.text.includes('[DONE]'))
+    throw new Error(`${c.name}: streaming sanity check failed: ${s.status} ${s.error ?? ''} ${s.text.slice(0, 200)}`);
   if (expectEvents === null) expectEvents = s.events;
   else if (s.events !== expectEvents) log(`warning: ${c.name} relayed ${s.events} events, direct ${expectEvents}`);
 }
 const simPid = sim.pid;
-const procs = { simulator: sim, passthrough: pt, embedded: emb, 'writer-thread': wt, 'workers-2': w2, 'pg+redis': pgw, portkey: pk };
+const procs = {
+  simulator: sim,
+  passthrough: pt,
+  embedded: emb,
+  'writer-thread': wt,
+  'workers-2': w2,
+  'pg+redis': pgw,
+  portkey: pk,
+};
 const place = placement(procs);
 log(`placement: ${JSON.stringify(place)}`);
 
@@ -171,7 +238,9 @@ for (let r = 0; r < P.rounds; r++) {
   for (const c of order) {
     const x = await measureThroughput(c, { simPid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
     round.tp[c.name] = x;
-    log(`round ${r + 1} tp      ${c.name.padEnd(13)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`);
+    log(
+      `round ${r + 1} tp      ${c.name.padEnd(13)} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  util ${fmt(x.sutUtil, 2)}  err ${x.errors}`,
+    );
   }
   for (const rate of RATES) {
     for (const c of order) {
@@ -183,7 +252,14 @@ for (let r = 0; r < P.rounds; r++) {
       const before = { others: othersCpuUs(others), steal: stealMs(SUT_CORE) };
       // The event-loop delay window opens when the warm-up is over, with the latency window.
       const onStart = rate === 1000 && c.eld ? () => c.eld() : null;
-      const x = await measureLatency(c, { simPid, rate, conns: P.conns, warmupMs: P.latWarm, durationMs: P.latDur, onStart });
+      const x = await measureLatency(c, {
+        simPid,
+        rate,
+        conns: P.conns,
+        warmupMs: P.latWarm,
+        durationMs: P.latDur,
+        onStart,
+      });
       // What else ran on the measured core meanwhile: the other contenders (idle, but collecting
       // garbage or ticking timers) and the hypervisor (steal: the VM's core given to another guest).
       x.othersCpuMs = (othersCpuUs(others) - before.others) / 1000;
@@ -191,14 +267,24 @@ for (let r = 0; r < P.rounds; r++) {
       round[`lat${rate}`][c.name] = x;
       if (rate === 1000 && c.eld) round.eld[c.name] = await c.eld();
       const e = round.eld[c.name];
-      log(`round ${r + 1} lat${rate} ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}${rate === 1000 && e ? `  eld p99 ${fmt(e.p99, 2)} max ${fmt(e.max, 1)} ms` : ''}  core ${SUT_CORE}: others ${fmt(x.othersCpuMs, 0)} ms CPU, steal ${fmt(x.stealMs, 0)} ms`);
+      log(
+        `round ${r + 1} lat${rate} ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}${rate === 1000 && e ? `  eld p99 ${fmt(e.p99, 2)} max ${fmt(e.max, 1)} ms` : ''}  core ${SUT_CORE}: others ${fmt(x.othersCpuMs, 0)} ms CPU, steal ${fmt(x.stealMs, 0)} ms`,
+      );
     }
   }
   for (const c of order) {
-    const x = await measureStreams(c, { simPid, streams: P.streams, warmupMs: P.stWarm, durationMs: P.stDur, expectEvents });
+    const x = await measureStreams(c, {
+      simPid,
+      streams: P.streams,
+      warmupMs: P.stWarm,
+      durationMs: P.stDur,
+      expectEvents,
+    });
     x.cpuUsPerStream = x.ok > 0 ? x.sutCpuUs / x.ok : NaN;
     round.st[c.name] = x;
-    log(`round ${r + 1} st      ${c.name.padEnd(13)} ${x.ok} streams  ttfc p50 ${fmt(x.ttfcP50, 2)} p99 ${fmt(x.ttfcP99, 2)} ms  ${fmtInt(x.cpuUsPerStream)} µs/stream  short ${x.short}  err ${x.errors}`);
+    log(
+      `round ${r + 1} st      ${c.name.padEnd(13)} ${x.ok} streams  ttfc p50 ${fmt(x.ttfcP50, 2)} p99 ${fmt(x.ttfcP99, 2)} ms  ${fmtInt(x.cpuUsPerStream)} µs/stream  short ${x.short}  err ${x.errors}`,
+    );
   }
   rounds.push(round);
 }
@@ -234,20 +320,38 @@ for (const n of names) {
     peakRssMb: mem[memKey] ? mem[memKey].hwmKb / 1024 : NaN,
     others1000Ms: med('lat1000', n, 'othersCpuMs'),
     steal1000Ms: med('lat1000', n, 'stealMs'),
-    errors: rounds.reduce((a, r) => a + (r.tp[n]?.errors ?? 0) + (r.lat1000[n]?.errors ?? 0) + (r.lat200[n]?.errors ?? 0) + (r.st[n]?.errors ?? 0) + (r.st[n]?.short ?? 0), 0),
+    errors: rounds.reduce(
+      (a, r) =>
+        a +
+        (r.tp[n]?.errors ?? 0) +
+        (r.lat1000[n]?.errors ?? 0) +
+        (r.lat200[n]?.errors ?? 0) +
+        (r.st[n]?.errors ?? 0) +
+        (r.st[n]?.short ?? 0),
+      0,
+    ),
   };
 }
 
 const machine = machineInfo();
 const sat = (n, rate) => (summary[n][`achieved${rate}`] < 0.97 * rate ? ' (sat.)' : '');
-const pair = (n, a, b, rate) => (n === 'direct' ? '—' : `${fmt(summary[n][a], 2)} / ${fmt(summary[n][b], 2)}${sat(n, rate)}`);
+const pair = (n, a, b, rate) =>
+  n === 'direct' ? '—' : `${fmt(summary[n][a], 2)} / ${fmt(summary[n][b], 2)}${sat(n, rate)}`;
 const out = [];
-out.push(`## continuous benchmark, ${started.toISOString().slice(0, 10)} (${flags.quick ? 'quick' : 'full'}: ${P.rounds} rounds, medians)`);
-out.push('');
-out.push(`Command: \`node bench/run.js continuous${flags.quick ? ' --quick' : ''}${flags.rounds ? ` --rounds ${flags.rounds}` : ''}${noPg ? ' --no-pg' : ''}${onlyArg !== null ? ` --only ${onlyArg}` : ''}\` — commit ${machine.tree.commit?.slice(0, 12) ?? '?'}${machine.tree.dirty ? ' (src/ or config/ modified)' : ''}, started ${started.toISOString()}.`);
+out.push(
+  `## continuous benchmark, ${started.toISOString().slice(0, 10)} (${flags.quick ? 'quick' : 'full'}: ${P.rounds} rounds, medians)`,
+);
 out.push('');
 out.push(
-  `Machine: ${machine.cores} cores (${machine.cpus.join(', ')}), Node ${machine.node}, load average at the end ${machine.loadavg.map((x) => fmt(x, 2)).join(' / ')} (1/5/15 min) — the cores may be shared with other work, so every figure is noisy. Placement: process under test on core 0; load generator, simulator${pgw ? ', postgres and redis-server' : ''} on core 1 (${Object.entries(place).map(([k, v]) => `${k}=${v}`).join(', ')}).`,
+  `Command: \`node bench/run.js continuous${flags.quick ? ' --quick' : ''}${flags.rounds ? ` --rounds ${flags.rounds}` : ''}${noPg ? ' --no-pg' : ''}${onlyArg !== null ? ` --only ${onlyArg}` : ''}\` — commit ${machine.tree.commit?.slice(0, 12) ?? '?'}${machine.tree.dirty ? ' (src/ or config/ modified)' : ''}, started ${started.toISOString()}.`,
+);
+out.push('');
+out.push(
+  `Machine: ${machine.cores} cores (${machine.cpus.join(', ')}), Node ${machine.node}, load average at the end ${machine.loadavg.map((x) => fmt(x, 2)).join(' / ')} (1/5/15 min) — the cores may be shared with other work, so every figure is noisy. Placement: process under test on core 0; load generator, simulator${pgw ? ', postgres and redis-server' : ''} on core 1 (${Object.entries(
+    place,
+  )
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ')}).`,
 );
 out.push('');
 out.push(
@@ -256,7 +360,20 @@ out.push(
 out.push('');
 out.push(
   table(
-    ['contender', 'req/s', 'CPU µs/req', '× passthrough', 'added p50 / p99 @1,000/s ms', 'added p50 / p99 @200/s ms', 'CPU µs/stream', '× passthrough', 'added TTFB p50 / p99 ms', 'ELD p50 / p99 / max ms', 'peak RSS MB', 'errors'],
+    [
+      'contender',
+      'req/s',
+      'CPU µs/req',
+      '× passthrough',
+      'added p50 / p99 @1,000/s ms',
+      'added p50 / p99 @200/s ms',
+      'CPU µs/stream',
+      '× passthrough',
+      'added TTFB p50 / p99 ms',
+      'ELD p50 / p99 / max ms',
+      'peak RSS MB',
+      'errors',
+    ],
     names.map((n) => {
       const s = summary[n];
       return [
@@ -285,15 +402,24 @@ for (const n of GATEWAYS) {
   t('added p50 @1,000/s ≤ 0.4 ms', `${fmt(s.added1000P50, 2)} ms`, s.added1000P50 <= 0.4);
   t('CPU/request ≤ 2× passthrough', `${fmt(s.cpuVsPassthrough, 2)}×`, s.cpuVsPassthrough <= 2);
   t('CPU/stream ≤ 1.25× passthrough', `${fmt(s.streamCpuVsPassthrough, 2)}×`, s.streamCpuVsPassthrough <= 1.25);
-  t('added TTFB p50 ≤ 1 ms / p99 ≤ 5 ms', `${fmt(s.addedTtfcP50, 2)} / ${fmt(s.addedTtfcP99, 2)} ms`, s.addedTtfcP50 <= 1 && s.addedTtfcP99 <= 5);
+  t(
+    'added TTFB p50 ≤ 1 ms / p99 ≤ 5 ms',
+    `${fmt(s.addedTtfcP50, 2)} / ${fmt(s.addedTtfcP99, 2)} ms`,
+    s.addedTtfcP50 <= 1 && s.addedTtfcP99 <= 5,
+  );
   t('peak RSS ≤ 120 MB', `${fmt(s.peakRssMb)} MB`, s.peakRssMb <= 120);
   t('ELD p99 @1,000/s ≤ 1 ms (raw histogram; ≈ 1 ms of it is the timer)', `${fmt(s.eldP99, 2)} ms`, s.eldP99 <= 1);
 }
 out.push(
   `During each contender's 1,000 req/s phase (${(P.latWarm + P.latDur) / 1000} s), what else ran on core ${SUT_CORE} (medians): ${names
     .filter((n) => n !== 'direct')
-    .map((n) => `${n} — other contenders ${fmt(summary[n].others1000Ms, 0)} ms CPU, steal ${fmt(summary[n].steal1000Ms, 0)} ms`)
-    .join('; ')}. Steal is time the hypervisor gave the VM's core to another guest: a stall no process here can see or avoid.`,
+    .map(
+      (n) =>
+        `${n} — other contenders ${fmt(summary[n].others1000Ms, 0)} ms CPU, steal ${fmt(summary[n].steal1000Ms, 0)} ms`,
+    )
+    .join(
+      '; ',
+    )}. Steal is time the hypervisor gave the VM's core to another guest: a stall no process here can see or avoid.`,
 );
 out.push('');
 out.push('Performance goals (same-run ratios):');
@@ -308,7 +434,17 @@ process.stdout.write(md);
 mkdirSync(RESULTS_DIR, { recursive: true });
 const mdFile = join(RESULTS_DIR, `continuous-${started.toISOString().replace(/[:.]/g, '-')}.md`);
 writeFileSync(mdFile, md);
-const file = saveResult('continuous', { bench: 'continuous', params: P, quick: flags.quick, machine, placement: place, notes, rounds, summary, mem });
+const file = saveResult('continuous', {
+  bench: 'continuous',
+  params: P,
+  quick: flags.quick,
+  machine,
+  placement: place,
+  notes,
+  rounds,
+  summary,
+  mem,
+});
 log(`saved ${mdFile} and ${file}`);
 for (const p of [pk, pgw, w2, wt, emb, pt, sim]) if (p) await stopProcess(p);
 await pgSrv?.stop();

@@ -49,7 +49,11 @@ function timeServe(i) {
   return new Promise((resolve, reject) => {
     const db = join(work, `serve-${i}-${Math.random().toString(36).slice(2)}.db`);
     const t0 = performance.now();
-    const child = spawn(exe, ['serve', '--config', join(root, 'test/fixtures/config/gateway'), '--db', db, '--port', '0'], { env, cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      exe,
+      ['serve', '--config', join(root, 'test/fixtures/config/gateway'), '--db', db, '--port', '0'],
+      { env, cwd: work, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let err = '';
     child.stderr.on('data', (d) => {
       err += d.toString();

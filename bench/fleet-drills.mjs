@@ -38,7 +38,8 @@ if (!havePostgres()) {
 ensureBuilt();
 // bench/run.js pins this script to one core; the drills are about exactness, not CPU, so the nodes,
 // PostgreSQL and Redis may use every core.
-if (TASKSET && CORES >= 2) spawnSync('taskset', ['-p', '-c', `0-${CORES - 1}`, String(process.pid)], { stdio: 'ignore' });
+if (TASKSET && CORES >= 2)
+  spawnSync('taskset', ['-p', '-c', `0-${CORES - 1}`, String(process.pid)], { stdio: 'ignore' });
 setGlobalDispatcher(new Agent({ connections: 512, keepAliveTimeout: 10_000 }));
 
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
@@ -64,7 +65,9 @@ const keys = {};
   await m.migrate();
   const cfg = loadConfig(CONFIG, { adapters: ADAPTERS });
   if (!cfg.ok) throw new Error('fixture config invalid');
-  for (const r of cfg.config.resources) if (!(await m.secrets.list()).some((s) => s.name === r.credential)) await m.secrets.set(r.credential, `upstream-${r.credential}`);
+  for (const r of cfg.config.resources)
+    if (!(await m.secrets.list()).some((s) => s.name === r.credential))
+      await m.secrets.set(r.credential, `upstream-${r.credential}`);
   for (const ws of ['open', 'cheap', 'pinned-order']) {
     const k = await m.apiKeys.create({ workspace: ws, name: 'drill', ...(ws === 'cheap' ? { rpm: 50 } : {}) });
     keys[ws] = k.key;
@@ -73,11 +76,16 @@ const keys = {};
   await m.close();
 }
 let store = await openPgStore(url, { masterKey });
-log(`fleet-drills: ${flags.quick ? 'quick' : 'full'} run; PostgreSQL + Redis + simulator up in ${fmtInt(performance.now() - wall0)} ms`);
+log(
+  `fleet-drills: ${flags.quick ? 'quick' : 'full'} run; PostgreSQL + Redis + simulator up in ${fmtInt(performance.now() - wall0)} ms`,
+);
 
 /** One `serve` node; resolves once it logged `listening`. */
 function startNode() {
-  return startServeProcess(['--config', CONFIG, '--db', url, '--redis', redisSrv.url, '--port', '0', '--upstream-override', sim.url], { PI_MASTER_KEY: masterKey });
+  return startServeProcess(
+    ['--config', CONFIG, '--db', url, '--redis', redisSrv.url, '--port', '0', '--upstream-override', sim.url],
+    { PI_MASTER_KEY: masterKey },
+  );
 }
 
 async function stopNode(n) {
@@ -93,21 +101,37 @@ async function chat(node, ws, extra = {}) {
     const res = await fetch(`${node.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${keys[ws]}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hello' }], max_tokens: 20, ...extra }),
+      body: JSON.stringify({
+        model: 'acme/chat-small',
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 20,
+        ...extra,
+      }),
     });
     const body = await res.text();
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), trace: res.headers.get('x-pi-trace-id'), body };
+    return {
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      trace: res.headers.get('x-pi-trace-id'),
+      body,
+    };
   } catch (err) {
     return { status: 0, retryAfter: null, trace: null, body: String(err) };
   }
 }
 
 /** A 200 the client holds complete: JSON without an error, or a stream that reached [DONE]. */
-const complete = (x) => x.status === 200 && x.trace !== null && (x.body.startsWith('{') ? !x.body.includes('"error"') : x.body.includes('[DONE]'));
+const complete = (x) =>
+  x.status === 200 &&
+  x.trace !== null &&
+  (x.body.startsWith('{') ? !x.body.includes('"error"') : x.body.includes('[DONE]'));
 
 /** Settle rows per trace among `traces`. */
 async function settleRows(traces) {
-  const r = await store.pool.query("SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind = 'settle' AND trace_id = ANY($1) GROUP BY trace_id", [traces]);
+  const r = await store.pool.query(
+    "SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind = 'settle' AND trace_id = ANY($1) GROUP BY trace_id",
+    [traces],
+  );
   return new Map(r.rows.map((x) => [x.trace_id, Number(x.n)]));
 }
 
@@ -115,18 +139,32 @@ async function settleRows(traces) {
 async function settlement(answers) {
   const traces = answers.filter(complete).map((x) => x.trace);
   const rows = await settleRows(traces);
-  return { answered: traces.length, settled: rows.size, lost: traces.length - rows.size, doubled: [...rows.values()].filter((n) => n > 1).length };
+  return {
+    answered: traces.length,
+    settled: rows.size,
+    lost: traces.length - rows.size,
+    doubled: [...rows.values()].filter((n) => n > 1).length,
+  };
 }
 
 function ledgerVerify() {
-  const r = spawnSync(process.execPath, [CLI, 'ledger', 'verify', '--db', url, '--json'], { cwd: TREE, encoding: 'utf8', env: { ...process.env, PI_MASTER_KEY: masterKey } });
+  const r = spawnSync(process.execPath, [CLI, 'ledger', 'verify', '--db', url, '--json'], {
+    cwd: TREE,
+    encoding: 'utf8',
+    env: { ...process.env, PI_MASTER_KEY: masterKey },
+  });
   let json = null;
   try {
     json = JSON.parse(r.stdout);
   } catch {
     // reported below as the raw output
   }
-  return { exit: r.status, ok: r.status === 0 && json?.ok === true, problems: json?.problems?.length ?? null, raw: json ? undefined : `${r.stdout}${r.stderr}`.slice(0, 400) };
+  return {
+    exit: r.status,
+    ok: r.status === 0 && json?.ok === true,
+    problems: json?.problems?.length ?? null,
+    raw: json ? undefined : `${r.stdout}${r.stderr}`.slice(0, 400),
+  };
 }
 
 /** { "200": n, "503": m, … }; a 200 whose stream was cut counts as "200-cut". */
@@ -203,16 +241,28 @@ async function drillKill(a, b) {
     const victim = await startNode();
     await chat(victim, 'pinned-order'); // warm: its key cache and connections, so its share is admitted before the kill
     const slow = { stream: true, sim: { chunks: 20, chunkDelayMs: 50 } };
-    const burst = Promise.all(Array.from({ length: 30 }, (_, i) => chat([a, b, victim][i % 3], 'pinned-order', i % 3 === 2 ? slow : {})));
+    const burst = Promise.all(
+      Array.from({ length: 30 }, (_, i) => chat([a, b, victim][i % 3], 'pinned-order', i % 3 === 2 ? slow : {})),
+    );
     await sleep(300);
     victim.child.kill('SIGKILL');
     const killedAt = Date.now();
     await victim.exited;
     const answers = await burst;
     done.push(...answers);
-    const orphans = await store.pool.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'open' AND node LIKE $1", [`%:${victim.pid}:%`]);
-    rounds.push({ pid: victim.pid, killedAt, orphans: Number(orphans.rows[0].n), answered: answers.filter(complete).length, cut: answers.filter((x) => !complete(x)).length });
-    log(`sigkill: round ${r + 1}/${P.kills}: ${rounds.at(-1).orphans} orphaned holds, ${rounds.at(-1).cut} requests cut`);
+    const orphans = await store.pool.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'open' AND node LIKE $1", [
+      `%:${victim.pid}:%`,
+    ]);
+    rounds.push({
+      pid: victim.pid,
+      killedAt,
+      orphans: Number(orphans.rows[0].n),
+      answered: answers.filter(complete).length,
+      cut: answers.filter((x) => !complete(x)).length,
+    });
+    log(
+      `sigkill: round ${r + 1}/${P.kills}: ${rounds.at(-1).orphans} orphaned holds, ${rounds.at(-1).cut} requests cut`,
+    );
   }
   // The surviving nodes' sweepers (every 10 s) release each orphan once its 30 s lease lapsed.
   const deadline = Date.now() + HOLD_LEASE_MS + 30_000;
@@ -224,11 +274,20 @@ async function drillKill(a, b) {
   }
   const releaseMs = [];
   for (const r of rounds) {
-    const q = await store.pool.query("SELECT closed_at FROM holds WHERE node LIKE $1 AND state = 'released' AND closed_at >= $2", [`%:${r.pid}:%`, r.killedAt]);
+    const q = await store.pool.query(
+      "SELECT closed_at FROM holds WHERE node LIKE $1 AND state = 'released' AND closed_at >= $2",
+      [`%:${r.pid}:%`, r.killedAt],
+    );
     for (const row of q.rows) releaseMs.push(Number(row.closed_at) - r.killedAt);
   }
   releaseMs.sort((x, y) => x - y);
-  const lapsed = Number((await store.pool.query("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'release' AND note LIKE 'hold lease lapsed%'")).rows[0].n);
+  const lapsed = Number(
+    (
+      await store.pool.query(
+        "SELECT COUNT(*) AS n FROM ledger WHERE kind = 'release' AND note LIKE 'hold lease lapsed%'",
+      )
+    ).rows[0].n,
+  );
   const s = await settlement(done);
   return {
     kills: rounds.length,
@@ -295,7 +354,10 @@ async function drillRestart(ns) {
     const until = performance.now() + 30_000;
     let e;
     // A node's reconnection may beat resume()'s own PING loop: negative means before it returned.
-    while (!(e = n.events.find((x) => x.event === 'redis_recovered' && x.at >= redisDown)) && performance.now() < until) {
+    while (
+      !(e = n.events.find((x) => x.event === 'redis_recovered' && x.at >= redisDown)) &&
+      performance.now() < until
+    ) {
       await chat(n, 'pinned-order');
       await sleep(100);
     }
@@ -322,7 +384,12 @@ async function drillRestart(ns) {
       duringStatuses: redisDuring.map((x) => x.status).join(','),
       unreachableLogged: ns.filter((n) => n.events.some((e) => e.event === 'redis_unreachable')).length,
       recoveredAfterBackMs: recovered,
-      events: ns.map((n) => n.events.filter((e) => e.event.startsWith('redis_')).map((e) => `${e.event}@${Math.round(e.at - redisBack)}`).join(' ')),
+      events: ns.map((n) =>
+        n.events
+          .filter((e) => e.event.startsWith('redis_'))
+          .map((e) => `${e.event}@${Math.round(e.at - redisBack)}`)
+          .join(' '),
+      ),
       burstAnswered: a2.filter(complete).length,
       burstStatuses: statuses(a2),
     },
@@ -366,15 +433,41 @@ try {
 }
 results.wallSeconds = (performance.now() - wall0) / 1000;
 const checks = [];
-if (results.bursts) checks.push(['bursts: overdraft 0', results.bursts.overdraft === 0], ['bursts: none lost or doubled', results.bursts.lost === 0 && results.bursts.doubled === 0], ['bursts: ledger verify ok', results.bursts.ledgerVerify.ok]);
-if (results.rpm) checks.push(['rpm: exactly 50 answered', results.rpm.answered === 50], ['rpm: the rest 429 with Retry-After', results.rpm.withRetryAfter === results.rpm.requests - 50]);
-if (results.sigkill) checks.push(['sigkill: none lost or doubled', results.sigkill.lost === 0 && results.sigkill.doubled === 0], ['sigkill: no hold left open', results.sigkill.stillOpen === 0], ['sigkill: released within lease + sweep interval', (results.sigkill.releaseAfterKillMs.max ?? 0) <= HOLD_LEASE_MS + 10_000 + 1_000]);
-if (results.restart) checks.push(['restart: no overdraft', results.restart.overdraft === 0], ['restart: no ledger row lost', results.restart.ledgerRowsLost === 0], ['restart: none lost or doubled', results.restart.lost === 0 && results.restart.doubled === 0], ['restart: service resumed', results.restart.pg.resumeAfterBackMs !== null], ['restart: ledger verify ok', results.restart.ledgerVerify.ok]);
+if (results.bursts)
+  checks.push(
+    ['bursts: overdraft 0', results.bursts.overdraft === 0],
+    ['bursts: none lost or doubled', results.bursts.lost === 0 && results.bursts.doubled === 0],
+    ['bursts: ledger verify ok', results.bursts.ledgerVerify.ok],
+  );
+if (results.rpm)
+  checks.push(
+    ['rpm: exactly 50 answered', results.rpm.answered === 50],
+    ['rpm: the rest 429 with Retry-After', results.rpm.withRetryAfter === results.rpm.requests - 50],
+  );
+if (results.sigkill)
+  checks.push(
+    ['sigkill: none lost or doubled', results.sigkill.lost === 0 && results.sigkill.doubled === 0],
+    ['sigkill: no hold left open', results.sigkill.stillOpen === 0],
+    [
+      'sigkill: released within lease + sweep interval',
+      (results.sigkill.releaseAfterKillMs.max ?? 0) <= HOLD_LEASE_MS + 10_000 + 1_000,
+    ],
+  );
+if (results.restart)
+  checks.push(
+    ['restart: no overdraft', results.restart.overdraft === 0],
+    ['restart: no ledger row lost', results.restart.ledgerRowsLost === 0],
+    ['restart: none lost or doubled', results.restart.lost === 0 && results.restart.doubled === 0],
+    ['restart: service resumed', results.restart.pg.resumeAfterBackMs !== null],
+    ['restart: ledger verify ok', results.restart.ledgerVerify.ok],
+  );
 results.checks = Object.fromEntries(checks);
 mkdirSync(RESULTS_DIR, { recursive: true });
 const file = join(RESULTS_DIR, `fleet-drills-${results.started.slice(0, 10)}${flags.quick ? '-quick' : ''}.json`);
 writeFileSync(file, JSON.stringify(results, null, 2));
-process.stdout.write(`\n## fleet drills (${flags.quick ? 'quick' : 'full'}), ${fmtInt(results.wallSeconds)} s wall\n\n| check | result |\n|---|---|\n`);
+process.stdout.write(
+  `\n## fleet drills (${flags.quick ? 'quick' : 'full'}), ${fmtInt(results.wallSeconds)} s wall\n\n| check | result |\n|---|---|\n`,
+);
 for (const [name, ok] of checks) process.stdout.write(`| ${name} | ${ok ? 'ok' : 'FAILED'} |\n`);
 process.stdout.write(`\n${file}\n`);
 process.exit(failed || checks.some(([, ok]) => !ok) ? 1 : 0);

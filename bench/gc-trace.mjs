@@ -6,7 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LOG_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
-import { chatRequest, measureLatency, measureStreams, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
+import {
+  chatRequest,
+  measureLatency,
+  measureStreams,
+  measureThroughput,
+  startGateway,
+  startSimulator,
+  target,
+} from './lib/stack.mjs';
 import { fmt, log } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
@@ -25,7 +33,12 @@ const gw = await startGateway('gc-gateway', {
   nodeArgs: ['--trace-gc', ...extraNode],
   // The writer thread reports each commit of --slow-ms or more (src/store/slow-commit.ts).
   env: { PI_WRITER_SLOW_COMMIT_MS: String(slowMs) },
-  args: [...(argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : []), '--eld', 'on', ...(opt('--gw-args', '') ?? '').split(' ').filter(Boolean)],
+  args: [
+    ...(argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : []),
+    '--eld',
+    'on',
+    ...(opt('--gw-args', '') ?? '').split(' ').filter(Boolean),
+  ],
 });
 const t = target(gw.url);
 const c = { name: 'gw', pid: gw.pid, target: t, req: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, NS_BODY) };
@@ -34,14 +47,25 @@ const lines = () => readFileSync(logFile, 'utf8').split('\n');
 
 const ST_BODY = { ...NS_BODY, stream: true };
 if (argv.includes('--streams-first')) {
-  const st = await measureStreams({ ...c, streamReq: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, ST_BODY) }, { simPid: sim.pid, streams: 200, warmupMs: 1000, durationMs: 4000, expectEvents: null });
+  const st = await measureStreams(
+    { ...c, streamReq: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, ST_BODY) },
+    { simPid: sim.pid, streams: 200, warmupMs: 1000, durationMs: 4000, expectEvents: null },
+  );
   log(`streams first: ${st.ok} streams`);
 }
 const tp = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: 1000, durationMs: 5000 });
 log(`saturation: ${Math.round(tp.rps)} req/s; idle ${gapS} s`);
 await new Promise((r) => setTimeout(r, gapS * 1000));
 const majflt = (pid) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[9]);
-const vm = () => Object.fromEntries(readFileSync('/proc/vmstat', 'utf8').trim().split('\n').map((l) => l.split(' ')).filter(([k]) => k === 'pgmajfault' || k === 'workingset_refault_file').map(([k, v]) => [k, Number(v)]));
+const vm = () =>
+  Object.fromEntries(
+    readFileSync('/proc/vmstat', 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '))
+      .filter(([k]) => k === 'pgmajfault' || k === 'workingset_refault_file')
+      .map(([k, v]) => [k, Number(v)]),
+  );
 const f0 = majflt(gw.pid);
 const vm0 = vm();
 const from = lines().length;
@@ -49,24 +73,45 @@ const wallFrom = Date.now();
 // --eld: the gateway's event-loop delay sampled during the window, as the continuous benchmark does.
 const eld = argv.includes('--eld');
 if (eld) process.kill(gw.pid, 'SIGUSR2');
-const lat = await measureLatency(c, { simPid: sim.pid, rate, conns: 50, warmupMs: 1000, durationMs: Number(opt('--dur-s', '5')) * 1000 });
+const lat = await measureLatency(c, {
+  simPid: sim.pid,
+  rate,
+  conns: 50,
+  warmupMs: 1000,
+  durationMs: Number(opt('--dur-s', '5')) * 1000,
+});
 const vm1 = vm();
 const wallTo = Date.now();
 const slow = lines()
   .filter((l) => l.includes('"writer_slow_commit"'))
   .map((l) => JSON.parse(l.slice(l.indexOf('{'))))
   .filter((x) => Date.parse(x.time) >= wallFrom && Date.parse(x.time) <= wallTo);
-log(`writer commits of ${slowMs} ms or more in the window: ${slow.length}, ${fmt(slow.reduce((a, x) => a + x.ms, 0), 1)} ms in all (with --writer-thread)`);
-log(`major page faults in the window: gateway ${majflt(gw.pid) - f0}, machine ${vm1.pgmajfault - vm0.pgmajfault}; file pages refaulted (machine) ${vm1.workingset_refault_file - vm0.workingset_refault_file}`);
+log(
+  `writer commits of ${slowMs} ms or more in the window: ${slow.length}, ${fmt(
+    slow.reduce((a, x) => a + x.ms, 0),
+    1,
+  )} ms in all (with --writer-thread)`,
+);
+log(
+  `major page faults in the window: gateway ${majflt(gw.pid) - f0}, machine ${vm1.pgmajfault - vm0.pgmajfault}; file pages refaulted (machine) ${vm1.workingset_refault_file - vm0.workingset_refault_file}`,
+);
 if (eld) {
   process.kill(gw.pid, 'SIGUSR2');
   await new Promise((r) => setTimeout(r, 200));
-  log(`eld: ${lines().filter((l) => l.startsWith('{"eld":')).pop()}`);
+  log(
+    `eld: ${lines()
+      .filter((l) => l.startsWith('{"eld":'))
+      .pop()}`,
+  );
 }
-const gcs = lines().slice(from).filter((l) => /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor)/.test(l));
+const gcs = lines()
+  .slice(from)
+  .filter((l) => /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor)/.test(l));
 const pause = (l) => Number((/, ([\d.]+) \/ [\d.]+ ms/.exec(l) ?? [])[1] ?? NaN);
 const long = gcs.filter((l) => pause(l) >= minMs);
-log(`${rate} req/s: p50 ${fmt(lat.p50, 3)} p99 ${fmt(lat.p99, 3)} max ${fmt(lat.max ?? NaN, 1)} ms; ${gcs.length} GCs in the window, ${long.length} of ${minMs} ms or more:`);
+log(
+  `${rate} req/s: p50 ${fmt(lat.p50, 3)} p99 ${fmt(lat.p99, 3)} max ${fmt(lat.max ?? NaN, 1)} ms; ${gcs.length} GCs in the window, ${long.length} of ${minMs} ms or more:`,
+);
 for (const l of long) process.stdout.write(l.trim() + '\n');
 const byKind = {};
 for (const l of gcs) {

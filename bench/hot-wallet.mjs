@@ -36,7 +36,9 @@ async function run(store, n, walletOf) {
   const sampler = (async () => {
     const c = await openPgStore(pgSrv.url, { poolMax: 1 });
     while (performance.now() < end) {
-      const r = await c.pool.query("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+      const r = await c.pool.query(
+        "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+      );
       lockWaitSamples += Number(r.rows[0].n);
       samples++;
       await new Promise((res) => setTimeout(res, 20));
@@ -78,8 +80,17 @@ try {
     const spread = await run(store, n, (i) => `w${i}`);
     await store.close();
     out.runs.push({ clients: n, hot, spread });
-    rows.push([String(n), fmtInt(hot.perSec), fmt(hot.meanLockWaiters, 1), fmtInt(spread.perSec), fmt(spread.meanLockWaiters, 1), fmt(spread.perSec / hot.perSec, 2)]);
-    log(`clients ${n}: one wallet ${fmtInt(hot.perSec)}/s (lock waiters ${fmt(hot.meanLockWaiters, 1)}), ${n} wallets ${fmtInt(spread.perSec)}/s`);
+    rows.push([
+      String(n),
+      fmtInt(hot.perSec),
+      fmt(hot.meanLockWaiters, 1),
+      fmtInt(spread.perSec),
+      fmt(spread.meanLockWaiters, 1),
+      fmt(spread.perSec / hot.perSec, 2),
+    ]);
+    log(
+      `clients ${n}: one wallet ${fmtInt(hot.perSec)}/s (lock waiters ${fmt(hot.meanLockWaiters, 1)}), ${n} wallets ${fmtInt(spread.perSec)}/s`,
+    );
   }
 } finally {
   await pgSrv.stop();

@@ -18,9 +18,25 @@ if (!values.upstream) {
   process.exit(2);
 }
 const origin = new URL(values.upstream).origin;
-const agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, headersTimeout: 0, bodyTimeout: 0, pipelining: 1 });
+const agent = new Agent({
+  keepAliveTimeout: 30_000,
+  keepAliveMaxTimeout: 600_000,
+  headersTimeout: 0,
+  bodyTimeout: 0,
+  pipelining: 1,
+});
 
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'content-length']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'content-length',
+]);
 const statusLines = new Map();
 const statusLine = (s) => {
   let l = statusLines.get(s);

@@ -31,7 +31,10 @@ const cases = [
   ['200,000 top-level keys', wide(200_000)],
   ['200,000 top-level keys, messages invalid', wide(200_000, '"messages":"no"')],
   ['10,000 top-level keys (at the limit)', wide(9_997)],
-  ['250,000 one-member objects, 5,000 names', `{"model":"acme/chat-small",${MSG},"x":[${repeat(3, () => `[${repeat(83_330, (i) => `{"a${i % 5000}":0}`)}]`)}]}`],
+  [
+    '250,000 one-member objects, 5,000 names',
+    `{"model":"acme/chat-small",${MSG},"x":[${repeat(3, () => `[${repeat(83_330, (i) => `{"a${i % 5000}":0}`)}]`)}]}`,
+  ],
   ['conversation of 5,600 messages', conversation(5_600)],
   ['small chat', `{"model":"acme/chat-small",${MSG}}`],
 ];
@@ -54,6 +57,8 @@ for (const [label, body] of cases) {
     cpu.push((c.user + c.system) / 1000);
     blocks.push(loop.max / 1e6);
   }
-  console.log(`${label.padEnd(44)} ${(body.length / 1048576).toFixed(2)} MiB  ${status}  CPU ${median(cpu).toFixed(0)} ms  longest block ${median(blocks).toFixed(0)} ms`);
+  console.log(
+    `${label.padEnd(44)} ${(body.length / 1048576).toFixed(2)} MiB  ${status}  CPU ${median(cpu).toFixed(0)} ms  longest block ${median(blocks).toFixed(0)} ms`,
+  );
 }
 for (const f of teardowns.reverse()) await f();

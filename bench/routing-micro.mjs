@@ -48,17 +48,38 @@ for (let i = 0; i < PLATFORMS; i++) {
     aliases: [],
     endpoints: ['chat_completions', 'responses', 'messages'],
     protocols: ['chat_completions', 'responses', 'messages'],
-    dataPolicy: { promptTraining: i % 3 === 0 ? true : i % 3 === 1 ? false : null, dataRetention: r.id, moderation: tmplPlatform.dataPolicy.moderation, reviewed: true },
+    dataPolicy: {
+      promptTraining: i % 3 === 0 ? true : i % 3 === 1 ? false : null,
+      dataRetention: r.id,
+      moderation: tmplPlatform.dataPolicy.moderation,
+      reviewed: true,
+    },
     retentionLimited: r.limited,
     zdr: r.zero,
   });
-  resources.push({ id: `${pid(i)}-main`, platform: pid(i), region: null, baseUrl: 'http://127.0.0.1:9/v1', active: true, credential: `${pid(i)}-key` });
+  resources.push({
+    id: `${pid(i)}-main`,
+    platform: pid(i),
+    region: null,
+    baseUrl: 'http://127.0.0.1:9/v1',
+    active: true,
+    credential: `${pid(i)}-key`,
+  });
 }
 const models = [];
 const deployments = [];
 for (let j = 0; j < MODELS; j++) {
   const id = `vendor${j % 10}/model-${String(j).padStart(3, '0')}`;
-  models.push({ ...tmplModel, id, vendor: `vendor${j % 10}`, canonicalSlug: id, aliases: [], name: `Model ${j}`, enabled: true, expirationDate: null });
+  models.push({
+    ...tmplModel,
+    id,
+    vendor: `vendor${j % 10}`,
+    canonicalSlug: id,
+    aliases: [],
+    name: `Model ${j}`,
+    enabled: true,
+    expirationDate: null,
+  });
   for (let i = 0; i < PLATFORMS; i++) {
     deployments.push({
       ...tmplDep,
@@ -84,13 +105,34 @@ const config = {
   platforms: platforms.sort(byId),
   resources: resources.sort(byId),
   deployments: deployments.sort(byId),
-  workspaces: [{ id: 'bench', name: 'Bench', rateLimitRpm: 600, routing: { allow: null, ignore: [], allowFallbacks: true, dataCollection: 'allow', zdr: false, quantizations: null, order: [], sort: null } }],
+  workspaces: [
+    {
+      id: 'bench',
+      name: 'Bench',
+      rateLimitRpm: 600,
+      routing: {
+        allow: null,
+        ignore: [],
+        allowFallbacks: true,
+        dataCollection: 'allow',
+        zdr: false,
+        quantizations: null,
+        order: [],
+        sort: null,
+      },
+    },
+  ],
 };
 const index = new ConfigIndex(config);
 const workspace = config.workspaces[0];
 const creds = { has: () => true };
 const health = new HealthTracker(config.settings.health, systemClock);
-const rawPrefs = { order: [pid(3), pid(7), pid(11)], ignore: [pid(5)], data_collection: 'deny', quantizations: ['fp8', 'bf16', 'fp16', 'unknown'] };
+const rawPrefs = {
+  order: [pid(3), pid(7), pid(11)],
+  ignore: [pid(5)],
+  data_collection: 'deny',
+  quantizations: ['fp8', 'bf16', 'fp16', 'unknown'],
+};
 const prefs = parseProviderPreferences(rawPrefs, index);
 const prefsPrice = parseProviderPreferences({ ...rawPrefs, sort: 'price' }, index);
 const modelList = config.models;
@@ -112,28 +154,65 @@ function bench(name, body) {
   }
   per.sort((a, b) => a - b);
   cpu.sort((a, b) => a - b);
-  return { name, medianUs: per[per.length >> 1], minUs: per[0], maxUs: per[per.length - 1], cpuUs: cpu[cpu.length >> 1], batches: per.length, perBatch: N, sink };
+  return {
+    name,
+    medianUs: per[per.length >> 1],
+    minUs: per[0],
+    maxUs: per[per.length - 1],
+    cpuUs: cpu[cpu.length >> 1],
+    batches: per.length,
+    perBatch: N,
+    sink,
+  };
 }
 
 const decide = (i, p) => {
   const now = Date.now();
   const policy = mergePreferences(workspace.routing, p);
-  const plan = planRoute({ index, endpoint: 'chat_completions', models: [modelList[i % MODELS]], policy, creds, health, nowMs: now, random: Math.random });
+  const plan = planRoute({
+    index,
+    endpoint: 'chat_completions',
+    models: [modelList[i % MODELS]],
+    policy,
+    creds,
+    health,
+    nowMs: now,
+    random: Math.random,
+  });
   return plan.plans[0].deployments.length;
 };
 const eligible = { none: decide(0, null), prefs: decide(0, prefs), price: decide(0, prefsPrice) };
 const results = [];
 results.push(bench('mergePreferences + planRoute, no provider preferences', (i) => decide(i, null)));
-results.push(bench('mergePreferences + planRoute, with preferences (order, ignore, data_collection deny, quantizations)', (i) => decide(i, prefs)));
+results.push(
+  bench('mergePreferences + planRoute, with preferences (order, ignore, data_collection deny, quantizations)', (i) =>
+    decide(i, prefs),
+  ),
+);
 results.push(bench('mergePreferences + planRoute, with preferences + sort: price', (i) => decide(i, prefsPrice)));
-results.push(bench('parseProviderPreferences (for scale)', () => Object.keys(parseProviderPreferences(rawPrefs, index)).length));
+results.push(
+  bench('parseProviderPreferences (for scale)', () => Object.keys(parseProviderPreferences(rawPrefs, index)).length),
+);
 results.push(
   bench('hold sizing over the plan (effectivePricing × deployments + worstCaseHoldNano), no preferences', (i) => {
     const now = Date.now();
     const model = modelList[i % MODELS];
-    const plan = planRoute({ index, endpoint: 'chat_completions', models: [model], policy: mergePreferences(workspace.routing, null), creds, health, nowMs: now, random: Math.random });
+    const plan = planRoute({
+      index,
+      endpoint: 'chat_completions',
+      models: [model],
+      policy: mergePreferences(workspace.routing, null),
+      creds,
+      health,
+      nowMs: now,
+      random: Math.random,
+    });
     const deps = plan.plans[0].deployments;
-    const h = worstCaseHoldNano({ pricings: deps.map((d) => effectivePricing(model, d, now).pricing), promptTokenBound: 120, completionTokenBound: 16384 });
+    const h = worstCaseHoldNano({
+      pricings: deps.map((d) => effectivePricing(model, d, now).pricing),
+      promptTokenBound: 120,
+      completionTokenBound: 16384,
+    });
     return Number(h & 1n);
   }),
 );
@@ -141,5 +220,18 @@ results.push(
 const holdOnly = results[4].cpuUs - results[0].cpuUs;
 
 process.stdout.write(
-  JSON.stringify({ ready: true, result: { platforms: PLATFORMS, models: MODELS, deployments: deployments.length, candidatesPerRequest: PLATFORMS, eligible, batches: BATCHES, perBatch: N, results, holdSizingCpuUs: holdOnly } }) + '\n',
+  JSON.stringify({
+    ready: true,
+    result: {
+      platforms: PLATFORMS,
+      models: MODELS,
+      deployments: deployments.length,
+      candidatesPerRequest: PLATFORMS,
+      eligible,
+      batches: BATCHES,
+      perBatch: N,
+      results,
+      holdSizingCpuUs: holdOnly,
+    },
+  }) + '\n',
 );

@@ -21,7 +21,11 @@ const P = flags.quick ? { pairs: 400, warmPairs: 50 } : { pairs: 3000, warmPairs
 ensureBuilt();
 
 log('routing (1): micro-benchmark on core 0');
-const micro = await startNode('routing-micro', { core: SUT_CORE, args: ['bench/routing-micro.mjs', ...(flags.quick ? ['--quick'] : [])], readyTimeoutMs: 600_000 });
+const micro = await startNode('routing-micro', {
+  core: SUT_CORE,
+  args: ['bench/routing-micro.mjs', ...(flags.quick ? ['--quick'] : [])],
+  readyTimeoutMs: 600_000,
+});
 const m = micro.result;
 await stopProcess(micro);
 
@@ -33,11 +37,35 @@ const st = target(sim.url);
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const provider = { order: ['openai', 'local'], only: ['openai', 'local'] };
 // openai-us/gpt-6-luna's upstream model is "gpt-6-luna"; local-sim/gpt-6-luna's is "openai/gpt-6-luna".
-const failBody = { model: 'openai/gpt-6-luna', messages, max_tokens: 64, provider, sim: { by_model: { 'gpt-6-luna': { status: 500 } } } };
-const okBody = { model: 'openai/gpt-6-luna', messages, max_tokens: 64, provider, sim: { by_model: { 'gpt-6-lunx': { status: 500 } } } };
+const failBody = {
+  model: 'openai/gpt-6-luna',
+  messages,
+  max_tokens: 64,
+  provider,
+  sim: { by_model: { 'gpt-6-luna': { status: 500 } } },
+};
+const okBody = {
+  model: 'openai/gpt-6-luna',
+  messages,
+  max_tokens: 64,
+  provider,
+  sim: { by_model: { 'gpt-6-lunx': { status: 500 } } },
+};
 const auth = { 'Content-Type': 'application/json', Authorization: `Bearer ${gw.key}` };
-const reqFail = buildRequest({ method: 'POST', host: gt.hostHeader, path: '/v1/chat/completions', headers: auth, body: failBody });
-const reqOk = buildRequest({ method: 'POST', host: gt.hostHeader, path: '/v1/chat/completions', headers: auth, body: okBody });
+const reqFail = buildRequest({
+  method: 'POST',
+  host: gt.hostHeader,
+  path: '/v1/chat/completions',
+  headers: auth,
+  body: failBody,
+});
+const reqOk = buildRequest({
+  method: 'POST',
+  host: gt.hostHeader,
+  path: '/v1/chat/completions',
+  headers: auth,
+  body: okBody,
+});
 const direct500 = buildRequest({
   method: 'POST',
   host: st.hostHeader,
@@ -50,14 +78,17 @@ if (reqFail.length !== reqOk.length) throw new Error('the two request bodies mus
 const providerOf = (head) => /\r\nX-Pi-Provider: ([^\r]+)/i.exec(head ?? '')?.[1] ?? null;
 const a = await once(gt, reqOk);
 const b = await once(gt, reqFail);
-if (a.status !== 200 || providerOf(a.headers) !== 'openai') throw new Error(`baseline request: ${a.status} served by ${providerOf(a.headers)}`);
-if (b.status !== 200 || providerOf(b.headers) !== 'local') throw new Error(`failover request: ${b.status} served by ${providerOf(b.headers)}`);
+if (a.status !== 200 || providerOf(a.headers) !== 'openai')
+  throw new Error(`baseline request: ${a.status} served by ${providerOf(a.headers)}`);
+if (b.status !== 200 || providerOf(b.headers) !== 'local')
+  throw new Error(`failover request: ${b.status} served by ${providerOf(b.headers)}`);
 const place = placement({ simulator: sim, gateway: gw });
 
-const send = (conn, buf) => new Promise((resolve) => {
-  const t0 = performance.now();
-  conn.send(buf, (r) => resolve({ ...r, ms: (r.doneAt ?? performance.now()) - t0 }));
-});
+const send = (conn, buf) =>
+  new Promise((resolve) => {
+    const t0 = performance.now();
+    conn.send(buf, (r) => resolve({ ...r, ms: (r.doneAt ?? performance.now()) - t0 }));
+  });
 const conn = new Conn(gt.host, gt.port, { keepBody: true });
 await conn.connect();
 const dconn = new Conn(st.host, st.port, {});
@@ -93,23 +124,68 @@ failover.addedP99 = failover.failover.p99 - failover.ok.p99;
 const out = [];
 out.push(`## routing (${flags.quick ? 'quick' : 'full'})`);
 out.push('');
-out.push(`(1) Synthetic config: ${m.platforms} platforms × ${m.models} models = ${fmtInt(m.deployments)} deployments (every model on every platform: ${m.candidatesPerRequest} candidates per request; eligible after the policy: none ${m.eligible.none}, preferences ${m.eligible.prefs}). ${m.batches} batches × ${fmtInt(m.perBatch)} decisions, median per decision:`);
+out.push(
+  `(1) Synthetic config: ${m.platforms} platforms × ${m.models} models = ${fmtInt(m.deployments)} deployments (every model on every platform: ${m.candidatesPerRequest} candidates per request; eligible after the policy: none ${m.eligible.none}, preferences ${m.eligible.prefs}). ${m.batches} batches × ${fmtInt(m.perBatch)} decisions, median per decision:`,
+);
 out.push('');
-out.push(table(['what', 'wall µs', 'CPU µs', 'wall min–max µs'], m.results.map((r) => [r.name, fmt(r.medianUs, 2), fmt(r.cpuUs, 2), `${fmt(r.minUs, 1)}–${fmt(r.maxUs, 1)}`])));
+out.push(
+  table(
+    ['what', 'wall µs', 'CPU µs', 'wall min–max µs'],
+    m.results.map((r) => [r.name, fmt(r.medianUs, 2), fmt(r.cpuUs, 2), `${fmt(r.minUs, 1)}–${fmt(r.maxUs, 1)}`]),
+  ),
+);
 out.push('');
-out.push(`Hold sizing alone (the last row minus the first): ≈ ${fmt(m.holdSizingCpuUs, 1)} µs CPU per request at 50 candidates.`);
+out.push(
+  `Hold sizing alone (the last row minus the first): ≈ ${fmt(m.holdSizingCpuUs, 1)} µs CPU per request at 50 candidates.`,
+);
 out.push('');
 out.push(`(2) Failover over HTTP, one connection, ${fmtInt(P.pairs)} pairs (+${P.warmPairs} warm-up), latency in ms:`);
 out.push('');
-out.push(table(['request', 'n', 'p50', 'p90', 'p99'], [
-  ['first deployment succeeds', failover.ok.n, fmt(failover.ok.p50, 3), fmt(failover.ok.p90, 3), fmt(failover.ok.p99, 3)],
-  ['first answers 500, second succeeds', failover.failover.n, fmt(failover.failover.p50, 3), fmt(failover.failover.p90, 3), fmt(failover.failover.p99, 3)],
-  ['(scale) direct: simulator 500 round trip', failover.direct500.n, fmt(failover.direct500.p50, 3), fmt(failover.direct500.p90, 3), fmt(failover.direct500.p99, 3)],
-].map((r) => r.map(String))));
+out.push(
+  table(
+    ['request', 'n', 'p50', 'p90', 'p99'],
+    [
+      [
+        'first deployment succeeds',
+        failover.ok.n,
+        fmt(failover.ok.p50, 3),
+        fmt(failover.ok.p90, 3),
+        fmt(failover.ok.p99, 3),
+      ],
+      [
+        'first answers 500, second succeeds',
+        failover.failover.n,
+        fmt(failover.failover.p50, 3),
+        fmt(failover.failover.p90, 3),
+        fmt(failover.failover.p99, 3),
+      ],
+      [
+        '(scale) direct: simulator 500 round trip',
+        failover.direct500.n,
+        fmt(failover.direct500.p50, 3),
+        fmt(failover.direct500.p90, 3),
+        fmt(failover.direct500.p99, 3),
+      ],
+    ].map((r) => r.map(String)),
+  ),
+);
 out.push('');
-out.push(`Failover overhead: p50 +${fmt(failover.addedP50, 3)} ms, p99 +${fmt(failover.addedP99, 3)} ms (requests served by the wrong provider or failed: ${wrong}).`);
+out.push(
+  `Failover overhead: p50 +${fmt(failover.addedP50, 3)} ms, p99 +${fmt(failover.addedP99, 3)} ms (requests served by the wrong provider or failed: ${wrong}).`,
+);
 out.push('');
-out.push(`Placement: ${Object.entries(place).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+out.push(
+  `Placement: ${Object.entries(place)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ')}`,
+);
 process.stdout.write(out.join('\n') + '\n');
-const file = saveResult('routing', { bench: 'routing', params: P, machine: machineInfo(), placement: place, micro: m, failover });
+const file = saveResult('routing', {
+  bench: 'routing',
+  params: P,
+  machine: machineInfo(),
+  placement: place,
+  micro: m,
+  failover,
+});
 log(`saved ${file}`);

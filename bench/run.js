@@ -42,11 +42,19 @@ if (revAt >= 0) {
   rest.splice(revAt, a.includes('=') ? 1 : 2);
 }
 if (!name || name === '-h' || name === '--help' || !(name in BENCHES || name === 'all')) {
-  process.stderr.write(`usage: node bench/run.js ${[...Object.keys(BENCHES), 'all'].join('|')} [--quick] [--rounds N] [--rev REV]\n`);
+  process.stderr.write(
+    `usage: node bench/run.js ${[...Object.keys(BENCHES), 'all'].join('|')} [--quick] [--rounds N] [--rev REV]\n`,
+  );
   process.exit(name ? 2 : 0);
 }
-if (!TASKSET) process.stderr.write('bench: taskset (util-linux) not found: processes are NOT pinned to cores; ratios will be noisier\n');
-if (CORES < 2) process.stderr.write(`bench: only ${CORES} core(s): processes are not pinned; the load generator competes with the process under test\n`);
+if (!TASKSET)
+  process.stderr.write(
+    'bench: taskset (util-linux) not found: processes are NOT pinned to cores; ratios will be noisier\n',
+  );
+if (CORES < 2)
+  process.stderr.write(
+    `bench: only ${CORES} core(s): processes are not pinned; the load generator competes with the process under test\n`,
+  );
 
 const env = { ...process.env };
 if (rev) {

@@ -13,7 +13,13 @@ import { ensureBuilt, stopProcess } from './lib/proc.mjs';
 import { scriptSim, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { fmt, log, pct, sorted } from './lib/stats.mjs';
 
-const { values } = parseArgs({ options: { clients: { type: 'string', default: '50' }, seconds: { type: 'string', default: '10' }, workers: { type: 'string', default: '1' } } });
+const { values } = parseArgs({
+  options: {
+    clients: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '10' },
+    workers: { type: 'string', default: '1' },
+  },
+});
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
 const MODEL = 'openai/gpt-6.2-sol';
@@ -21,14 +27,20 @@ const MODEL = 'openai/gpt-6.2-sol';
 ensureBuilt();
 const sim = await startSimulator();
 await scriptSim(sim.url, MODEL, { chunks: 20000, chunkDelayMs: 0 });
-const gw = await startGateway('gateway', { upstream: sim.url, args: ['--metrics', 'on', ...(values.workers === '1' ? ['--writer-thread', 'on'] : ['--workers', values.workers])], nodeArgs: (process.env.PI_BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) });
+const gw = await startGateway('gateway', {
+  upstream: sim.url,
+  args: ['--metrics', 'on', ...(values.workers === '1' ? ['--writer-thread', 'on'] : ['--workers', values.workers])],
+  nodeArgs: (process.env.PI_BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean),
+});
 const t = target(gw.url);
 const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true });
 const sockets = [];
 for (let i = 0; i < CLIENTS; i++) {
   const s = connect(t.port, t.host);
   s.on('error', () => undefined);
-  s.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${t.hostHeader}\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  s.write(
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: ${t.hostHeader}\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   // Read the first bytes only, then stop reading for good.
   s.once('data', () => s.pause());
   sockets.push(s);
@@ -49,9 +61,14 @@ while (Date.now() < end) {
   models.push(await timed(`${gw.url}/v1/models`));
   await new Promise((r) => setTimeout(r, 50));
 }
-for (const [name, xs] of [['admin /health/live', live], ['public /v1/models', models]]) {
+for (const [name, xs] of [
+  ['admin /health/live', live],
+  ['public /v1/models', models],
+]) {
   const s = sorted(xs);
-  log(`${name}: ${xs.length} probes, p50 ${fmt(pct(s, 50), 2)} ms, p99 ${fmt(pct(s, 99), 2)} ms, max ${fmt(s.at(-1), 2)} ms`);
+  log(
+    `${name}: ${xs.length} probes, p50 ${fmt(pct(s, 50), 2)} ms, p99 ${fmt(pct(s, 99), 2)} ms, max ${fmt(s.at(-1), 2)} ms`,
+  );
 }
 for (const s of sockets) s.destroy();
 await stopProcess(gw);

@@ -30,7 +30,9 @@ app.listen('127.0.0.1', Number(values.port), (socket) => {
     process.exit(1);
   }
   const port = uWS.us_socket_local_port(socket);
-  process.stdout.write(JSON.stringify({ ready: true, url: `http://127.0.0.1:${port}`, port, bytes: payload.length }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ ready: true, url: `http://127.0.0.1:${port}`, port, bytes: payload.length }) + '\n',
+  );
   const stop = () => {
     uWS.us_listen_socket_close(socket);
     process.exit(0);

@@ -29,9 +29,25 @@ process.on('SIGTERM', () => process.exit(0));
 const devnull = openSync('/dev/null', 'w');
 const sink = new BufferedLines({ write: (text) => writeSync(devnull, text) });
 const ENDPOINTS = ['chat_completions', 'messages', 'responses'];
-const MODELS = ['openai/gpt-6-luna', 'anthropic/claude-sonnet-5.5', 'meta-llama/llama-3.3-70b-instruct', 'google/gemini-3.8-flash'];
+const MODELS = [
+  'openai/gpt-6-luna',
+  'anthropic/claude-sonnet-5.5',
+  'meta-llama/llama-3.3-70b-instruct',
+  'google/gemini-3.8-flash',
+];
 const WORKSPACES = ['acme', 'globex', 'initech'];
-const REQ = { method: 'POST', path: '/v1/chat/completions', query: '', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-pi-x' }, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0, remoteAddress: '127.0.0.1', bodyBytes: 182 };
+const REQ = {
+  method: 'POST',
+  path: '/v1/chat/completions',
+  query: '',
+  headers: { 'content-type': 'application/json', authorization: 'Bearer sk-pi-x' },
+  params: [],
+  body: Buffer.alloc(0),
+  bodyStream: null,
+  startedAt: 0,
+  remoteAddress: '127.0.0.1',
+  bodyBytes: 182,
+};
 
 function summary(i) {
   const model = MODELS[i % MODELS.length];
@@ -71,14 +87,27 @@ function summary(i) {
   };
 }
 const SUMMARIES = Array.from({ length: 96 }, (_, i) => summary(i));
-const END = { outcome: 'ok', status: 200, ms: 2.1, firstByteMs: 1.4, responseModel: 'gpt-6-luna', inputTokens: 13, outputTokens: 64 };
+const END = {
+  outcome: 'ok',
+  status: 200,
+  ms: 2.1,
+  firstByteMs: 1.4,
+  responseModel: 'gpt-6-luna',
+  inputTokens: 13,
+  outputTokens: 64,
+};
 
 function variant(name, parts) {
   const log = { append: () => undefined };
   const observers = [requestLogObserver(log)];
   if (parts.metrics) observers.push(new GatewayMetrics({ processMetrics: false }));
   if (parts.accessLog) observers.push(accessLogObserver(sink, { traces: false }));
-  return { name, observer: combineObservers(observers, (err) => { throw err; }) };
+  return {
+    name,
+    observer: combineObservers(observers, (err) => {
+      throw err;
+    }),
+  };
 }
 
 function runBatch(observer) {
@@ -87,7 +116,13 @@ function runBatch(observer) {
     const s = SUMMARIES[i % SUMMARIES.length];
     const w = observer.begin(s.row.endpoint, s.row.trace_id, REQ);
     w.read(false, s.row.model_requested);
-    const a = w.attempt({ index: 0, provider: 'local', model: s.row.model_served, deployment: s.row.deployment, upstreamModel: 'gpt-6-luna' });
+    const a = w.attempt({
+      index: 0,
+      provider: 'local',
+      model: s.row.model_served,
+      deployment: s.row.deployment,
+      upstreamModel: 'gpt-6-luna',
+    });
     a.finish(END);
     w.end(s);
     if (i % PER_FLUSH === PER_FLUSH - 1) sink.flush();
@@ -108,7 +143,12 @@ for (const v of variants) runBatch(v.observer); // warm-up
 for (let b = 0; b < BATCHES; b++) for (const v of variants) samples[v.name].push(runBatch(v.observer));
 closeSync(devnull);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const result = { batches: BATCHES, perBatch: N, perFlush: PER_FLUSH, usPerRequest: Object.fromEntries(variants.map((v) => [v.name, median(samples[v.name])])) };
+const result = {
+  batches: BATCHES,
+  perBatch: N,
+  perFlush: PER_FLUSH,
+  usPerRequest: Object.fromEntries(variants.map((v) => [v.name, median(samples[v.name])])),
+};
 process.stdout.write(JSON.stringify({ ready: true, result }) + '\n');
 // Stay up until the parent stops this process (it reads the ready line first).
 setInterval(() => undefined, 60_000);

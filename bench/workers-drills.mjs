@@ -39,7 +39,8 @@ const SLOW = { stream: true, sim: { chunks: 20, chunkDelayMs: 30 } };
 ensureBuilt();
 // bench/run.js pins this script to one core; the drills are about exactness, not CPU, so the
 // gateway's threads and this load may use every core.
-if (TASKSET && CORES >= 2) spawnSync('taskset', ['-p', '-c', `0-${CORES - 1}`, String(process.pid)], { stdio: 'ignore' });
+if (TASKSET && CORES >= 2)
+  spawnSync('taskset', ['-p', '-c', `0-${CORES - 1}`, String(process.pid)], { stdio: 'ignore' });
 setGlobalDispatcher(new Agent({ connections: 1024, keepAliveTimeout: 1_000 }));
 
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
@@ -79,7 +80,8 @@ function withSql(fn) {
 const keys = withStore((store) => {
   const cfg = loadConfig(CONFIG, { adapters: ADAPTERS });
   if (!cfg.ok) throw new Error('fixture config invalid');
-  for (const r of cfg.config.resources) if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-${r.credential}`);
+  for (const r of cfg.config.resources)
+    if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-${r.credential}`);
   const k = {
     bursts: store.apiKeys.create({ workspace: 'cheap', name: 'bursts' }).key,
     rpm: store.apiKeys.create({ workspace: 'open', name: 'rpm', rpm: 50 }).key,
@@ -89,11 +91,31 @@ const keys = withStore((store) => {
   store.wallets.credit('pinned-order', decimalToNano('1000'), 'drill');
   return k;
 });
-log(`workers-drills: ${flags.quick ? 'quick' : 'full'} run; database ${file}, simulator up in ${fmtInt(performance.now() - wall0)} ms`);
+log(
+  `workers-drills: ${flags.quick ? 'quick' : 'full'} run; database ${file}, simulator up in ${fmtInt(performance.now() - wall0)} ms`,
+);
 
 /** `serve --workers 2` on the file; resolves once it logged `listening` (its public and admin URLs). */
 function startServe() {
-  return startServeProcess(['--config', CONFIG, '--db', file, '--port', '0', '--upstream-override', sim.url, '--workers', '2', '--admin-port', '0', '--access-log', 'off'], { PI_MASTER_KEY: masterKey });
+  return startServeProcess(
+    [
+      '--config',
+      CONFIG,
+      '--db',
+      file,
+      '--port',
+      '0',
+      '--upstream-override',
+      sim.url,
+      '--workers',
+      '2',
+      '--admin-port',
+      '0',
+      '--access-log',
+      'off',
+    ],
+    { PI_MASTER_KEY: masterKey },
+  );
 }
 
 async function stopServe(s) {
@@ -111,7 +133,12 @@ async function chat(s, key, extra = {}) {
       method: 'POST',
       // A fresh connection each time: the kernel picks the serving thread per connection.
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' },
-      body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hello' }], max_tokens: 20, ...extra }),
+      body: JSON.stringify({
+        model: 'acme/chat-small',
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 20,
+        ...extra,
+      }),
     });
     const body = await res.text();
     let code = null;
@@ -122,15 +149,30 @@ async function chat(s, key, extra = {}) {
         // not JSON
       }
     }
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), trace: res.headers.get('x-pi-trace-id'), code, body };
+    return {
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      trace: res.headers.get('x-pi-trace-id'),
+      code,
+      body,
+    };
   } catch (err) {
     // Status 0: no answer; an answer whose body was cut keeps its status (and is not complete).
-    return { status: res?.status ?? 0, retryAfter: null, trace: res?.headers.get('x-pi-trace-id') ?? null, code: null, body: `cut: ${err}` };
+    return {
+      status: res?.status ?? 0,
+      retryAfter: null,
+      trace: res?.headers.get('x-pi-trace-id') ?? null,
+      code: null,
+      body: `cut: ${err}`,
+    };
   }
 }
 
 /** A 200 the client holds complete: JSON without an error, or a stream that reached [DONE]. */
-const complete = (x) => x.status === 200 && x.trace !== null && (x.body.startsWith('{') ? !x.body.includes('"error"') : x.body.trimEnd().endsWith('data: [DONE]'));
+const complete = (x) =>
+  x.status === 200 &&
+  x.trace !== null &&
+  (x.body.startsWith('{') ? !x.body.includes('"error"') : x.body.trimEnd().endsWith('data: [DONE]'));
 const count = (xs, s) => xs.filter((x) => x.status === s).length;
 /** { "200": n, "402": m, … }; a 200 whose stream was cut counts as "200-cut", a dropped connection as "0". */
 const statuses = (xs) =>
@@ -147,24 +189,40 @@ function settlement(answers) {
     const q = db.prepare("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'settle' AND trace_id = ?");
     return traces.map((t) => Number(q.get(t).n));
   });
-  return { answered: traces.length, settled: rows.filter((n) => n >= 1).length, lost: rows.filter((n) => n === 0).length, doubled: rows.filter((n) => n > 1).length };
+  return {
+    answered: traces.length,
+    settled: rows.filter((n) => n >= 1).length,
+    lost: rows.filter((n) => n === 0).length,
+    doubled: rows.filter((n) => n > 1).length,
+  };
 }
 
 function ledgerVerify() {
-  const r = spawnSync(process.execPath, [CLI, 'ledger', 'verify', '--db', file, '--json'], { cwd: TREE, encoding: 'utf8', env: { ...process.env, PI_MASTER_KEY: masterKey } });
+  const r = spawnSync(process.execPath, [CLI, 'ledger', 'verify', '--db', file, '--json'], {
+    cwd: TREE,
+    encoding: 'utf8',
+    env: { ...process.env, PI_MASTER_KEY: masterKey },
+  });
   let json = null;
   try {
     json = JSON.parse(r.stdout);
   } catch {
     // reported below as the raw output
   }
-  return { exit: r.status, ok: r.status === 0 && json?.ok === true, problems: json?.problems?.length ?? null, raw: json ? undefined : `${r.stdout}${r.stderr}`.slice(0, 400) };
+  return {
+    exit: r.status,
+    ok: r.status === 0 && json?.ok === true,
+    problems: json?.problems?.length ?? null,
+    raw: json ? undefined : `${r.stdout}${r.stderr}`.slice(0, 400),
+  };
 }
 
 /** Requests each serving thread answered, from the admin /metrics. */
 async function perWorker(s) {
   const text = await (await fetch(`${s.admin}/metrics`)).text();
-  return [1, 2].map((w) => Number(new RegExp(`^pi_gateway_worker_requests\\{worker="${w}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 'NaN'));
+  return [1, 2].map((w) =>
+    Number(new RegExp(`^pi_gateway_worker_requests\\{worker="${w}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 'NaN'),
+  );
 }
 
 /** The lowest running balance (credits − settlements) of `workspace` right after any of its
@@ -173,7 +231,11 @@ function lowestLedgerBalance(workspace) {
   return withSql((db) => {
     let balance = 0n;
     let lowest = null;
-    for (const r of db.prepare("SELECT kind, amount_nano AS a FROM ledger WHERE workspace = ? AND kind IN ('credit', 'settle') ORDER BY id").iterate(workspace)) {
+    for (const r of db
+      .prepare(
+        "SELECT kind, amount_nano AS a FROM ledger WHERE workspace = ? AND kind IN ('credit', 'settle') ORDER BY id",
+      )
+      .iterate(workspace)) {
       balance += r.kind === 'credit' ? r.a : -r.a;
       if (r.kind === 'settle' && (lowest === null || balance < lowest)) lowest = balance;
     }
@@ -181,7 +243,10 @@ function lowestLedgerBalance(workspace) {
   });
 }
 
-const openHolds = (workspace) => withSql((db) => Number(db.prepare("SELECT COUNT(*) AS n FROM holds WHERE state = 'open' AND workspace = ?").get(workspace).n));
+const openHolds = (workspace) =>
+  withSql((db) =>
+    Number(db.prepare("SELECT COUNT(*) AS n FROM holds WHERE state = 'open' AND workspace = ?").get(workspace).n),
+  );
 const results = { started: new Date().toISOString(), params: P, machine: machineInfo() };
 
 // ---- bursts -------------------------------------------------------------------------------------
@@ -197,7 +262,13 @@ async function drillBursts(s) {
   let minBalance = null;
   for (let b = 0; b < P.bursts; b++) {
     // The first burst's wallet is worth five requests (less a nano-USD); each later one gets two more.
-    withStore((store) => store.wallets.credit('cheap', b === 0 ? hold * 5n - 2n : hold * 2n, b === 0 ? 'worth five requests' : 'top-up between bursts'));
+    withStore((store) =>
+      store.wallets.credit(
+        'cheap',
+        b === 0 ? hold * 5n - 2n : hold * 2n,
+        b === 0 ? 'worth five requests' : 'top-up between bursts',
+      ),
+    );
     const answers = await Promise.all(Array.from({ length: P.burst }, () => chat(s, keys.bursts)));
     all.push(...answers);
     // A settlement costs far less than its worst-case hold, so a burst admits more than five: the
@@ -256,7 +327,9 @@ async function drillRpm(s) {
     startedAt,
     answered: count(answers, 200),
     refused429: limited.length,
-    withRetryAfter: limited.filter((x) => x.code === 'rate_limited' && Number(x.retryAfter) >= 1 && Number(x.retryAfter) <= 60).length,
+    withRetryAfter: limited.filter(
+      (x) => x.code === 'rate_limited' && Number(x.retryAfter) >= 1 && Number(x.retryAfter) <= 60,
+    ).length,
     other: answers.length - count(answers, 200) - limited.length,
     perWorker: after.map((n, i) => n - before[i]),
     ms,
@@ -272,28 +345,53 @@ async function drillKill() {
   for (let r = 0; r < P.kills; r++) {
     const s = await startServe();
     starts.push(s);
-    const burst = Promise.all(Array.from({ length: KILL_BURST }, (_, i) => chat(s, keys.sigkill, i % 2 === 0 ? SLOW : {})));
+    const burst = Promise.all(
+      Array.from({ length: KILL_BURST }, (_, i) => chat(s, keys.sigkill, i % 2 === 0 ? SLOW : {})),
+    );
     await sleep(300);
     s.child.kill('SIGKILL');
     await s.exited;
     const answers = await burst;
     done.push(...answers);
     const orphans = openHolds('pinned-order');
-    rounds.push({ pid: s.pid, orphans, complete: answers.filter(complete).length, cut: answers.filter((x) => !complete(x)).length, statuses: statuses(answers) });
-    log(`sigkill: round ${r + 1}/${P.kills}: ${orphans} orphaned holds, ${rounds.at(-1).complete} complete, ${rounds.at(-1).cut} cut`);
+    rounds.push({
+      pid: s.pid,
+      orphans,
+      complete: answers.filter(complete).length,
+      cut: answers.filter((x) => !complete(x)).length,
+      statuses: statuses(answers),
+    });
+    log(
+      `sigkill: round ${r + 1}/${P.kills}: ${orphans} orphaned holds, ${rounds.at(-1).complete} complete, ${rounds.at(-1).cut} cut`,
+    );
   }
   // One more start releases what the last kill left open.
   const last = await startServe();
   starts.push(last);
   await stopServe(last);
-  const releasedLogged = starts.flatMap((s) => s.events.filter((e) => e.event === 'released_orphaned_holds')).reduce((n, e) => n + Number(e.count), 0);
+  const releasedLogged = starts
+    .flatMap((s) => s.events.filter((e) => e.event === 'released_orphaned_holds'))
+    .reduce((n, e) => n + Number(e.count), 0);
   const held = withStore((store) => store.wallets.show('pinned-order', Date.now()).held);
   const logged = withSql((db) => {
-    const settles = db.prepare("SELECT trace_id FROM ledger WHERE workspace = 'pinned-order' AND kind = 'settle'").all();
+    const settles = db
+      .prepare("SELECT trace_id FROM ledger WHERE workspace = 'pinned-order' AND kind = 'settle'")
+      .all();
     const q = db.prepare('SELECT COUNT(*) AS n FROM request_log WHERE trace_id = ?');
-    return { settlements: settles.length, withoutLogRow: settles.filter((r) => Number(q.get(r.trace_id).n) === 0).length };
+    return {
+      settlements: settles.length,
+      withoutLogRow: settles.filter((r) => Number(q.get(r.trace_id).n) === 0).length,
+    };
   });
-  const releasesWithoutLogRow = withSql((db) => Number(db.prepare("SELECT COUNT(*) AS n FROM ledger l WHERE l.workspace = 'pinned-order' AND l.kind = 'release' AND NOT EXISTS (SELECT 1 FROM request_log r WHERE r.trace_id = l.trace_id)").get().n));
+  const releasesWithoutLogRow = withSql((db) =>
+    Number(
+      db
+        .prepare(
+          "SELECT COUNT(*) AS n FROM ledger l WHERE l.workspace = 'pinned-order' AND l.kind = 'release' AND NOT EXISTS (SELECT 1 FROM request_log r WHERE r.trace_id = l.trace_id)",
+        )
+        .get().n,
+    ),
+  );
   return {
     kills: rounds.length,
     requests: done.length,
@@ -347,7 +445,11 @@ if (b)
     ['bursts: ledger verify exit 0', b.ledgerVerify.ok],
     ['bursts: both workers answered', b.perWorker.every((n) => n > 0)],
   );
-if (r) checks.push(['rpm: exactly 50 answered', r.answered === 50], ['rpm: 100 × 429 with Retry-After', r.refused429 === 100 && r.withRetryAfter === 100]);
+if (r)
+  checks.push(
+    ['rpm: exactly 50 answered', r.answered === 50],
+    ['rpm: 100 × 429 with Retry-After', r.refused429 === 100 && r.withRetryAfter === 100],
+  );
 if (k)
   checks.push(
     ['sigkill: every complete answer settled once, none twice', k.lost === 0 && k.doubled === 0],
@@ -367,13 +469,19 @@ if (b)
     `bursts: ${P.bursts} × ${P.burst} concurrent, wallet worth five (+2 between bursts)`,
     `${fmtInt(b.requests)} requests: ${fmtInt(b.admitted)} admitted, ${fmtInt(b.refused402)} 402, ${b.other} other; lowest balance ${b.minBalanceNano} nano-USD (${b.lowestLedgerBalanceNano} replaying the ledger); ${b.answered} answers = ${b.settled} settled, ${b.doubled} twice; held after ${b.heldAfter}; ledger verify exit ${b.ledgerVerify.exit}; per worker ${b.perWorker.join(' + ')}; ${b.seconds.toFixed(1)} s`,
   ]);
-if (r) figures.push(['rpm: 150 requests, key rpm 50', `${r.answered} answered, ${r.refused429} 429 (${r.withRetryAfter} with Retry-After), ${r.other} other; per worker ${r.perWorker.join(' + ')}; ${fmtInt(r.ms)} ms`]);
+if (r)
+  figures.push([
+    'rpm: 150 requests, key rpm 50',
+    `${r.answered} answered, ${r.refused429} 429 (${r.withRetryAfter} with Retry-After), ${r.other} other; per worker ${r.perWorker.join(' + ')}; ${fmtInt(r.ms)} ms`,
+  ]);
 if (k)
   figures.push([
     `sigkill: ${k.kills} rounds of ${KILL_BURST} (half slow streams), SIGKILL at ~300 ms`,
     `${k.answered} complete = ${k.settled} settled, ${k.lost} lost, ${k.doubled} twice; ${k.cut} cut; ${k.orphanedHolds} orphaned holds, ${k.releasedLogged} released (logged) at the restarts; ${k.stillOpen} open after; ledger verify exit ${k.ledgerVerify.exit}; ${k.settlementsInLedger} settlements, ${k.settlementsWithoutLogRow} without a request-log row (the ${k.releasesWithoutLogRow} orphan releases have none: their requests died with the process); ${k.seconds.toFixed(1)} s`,
   ]);
-process.stdout.write(`\n## serve --workers 2 drills (${flags.quick ? 'quick' : 'full'}), ${fmtInt(results.wallSeconds)} s wall\n\n`);
+process.stdout.write(
+  `\n## serve --workers 2 drills (${flags.quick ? 'quick' : 'full'}), ${fmtInt(results.wallSeconds)} s wall\n\n`,
+);
 process.stdout.write(`${table(['drill', 'figures'], figures)}\n\n| check | result |\n|---|---|\n`);
 for (const [name, ok] of checks) process.stdout.write(`| ${name} | ${ok ? 'ok' : 'FAILED'} |\n`);
 process.stdout.write(`\n${out}\n`);

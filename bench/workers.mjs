@@ -21,14 +21,21 @@ const ROUNDS = flags.rounds ?? (flags.quick ? 2 : 3);
 const DUR = flags.quick ? 2000 : 4000;
 const WARM = flags.quick ? 500 : 1000;
 // The continuous benchmark's non-streamed request (an instant default answer from the simulator).
-const BODY = { model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello, how are you today?' }], max_tokens: 64 };
+const BODY = {
+  model: 'openai/gpt-6-luna',
+  messages: [{ role: 'user', content: 'Hello, how are you today?' }],
+  max_tokens: 64,
+};
 
 ensureBuilt();
 const sim = await startSimulator();
 const ALL_CORES = process.argv.includes('--all-cores');
 const gateway = (name, args) =>
   ALL_CORES
-    ? startNode(name, { core: `0-${CORES - 1}`, args: ['bench/servers/gateway.mjs', '--upstream', sim.url, '--seal', 'local-sim', ...args] })
+    ? startNode(name, {
+        core: `0-${CORES - 1}`,
+        args: ['bench/servers/gateway.mjs', '--upstream', sim.url, '--seal', 'local-sim', ...args],
+      })
     : startGateway(name, { upstream: sim.url, args });
 const one = await gateway('gw-workers-1', ['--writer-thread', 'on']);
 const two = await gateway('gw-workers-2', ['--workers', '2']);
@@ -44,7 +51,9 @@ try {
     for (const c of rotate(contenders, r)) {
       const x = await measureLatency(c, { simPid: sim.pid, rate: 1000, conns: 50, warmupMs: WARM, durationMs: DUR });
       round.fixed[c.name] = x;
-      log(`round ${r + 1} 1000/s ${c.name} ${fmt(x.sutCpuUsPerUnit)} µs/req  p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  err ${x.errors}`);
+      log(
+        `round ${r + 1} 1000/s ${c.name} ${fmt(x.sutCpuUsPerUnit)} µs/req  p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  err ${x.errors}`,
+      );
     }
     for (const c of rotate(contenders, r)) {
       const x = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: WARM, durationMs: DUR });
@@ -70,7 +79,17 @@ try {
   const report = [
     `### serve --workers: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
     '',
-    table(['gateway', 'CPU µs/req @1,000/s', 'latency p50 / p99 @1,000/s ms', 'req/s (50 conns)', 'CPU µs/req at saturation', 'peak RSS MB'], rows),
+    table(
+      [
+        'gateway',
+        'CPU µs/req @1,000/s',
+        'latency p50 / p99 @1,000/s ms',
+        'req/s (50 conns)',
+        'CPU µs/req at saturation',
+        'peak RSS MB',
+      ],
+      rows,
+    ),
     '',
     `--workers 2 ÷ --workers 1, CPU per request: ${fmt(ratio, 2)}× at 1,000 req/s, ${fmt(satRatio, 2)}× at saturation — target ≤ 1.2×: **${ratio <= 1.2 ? 'met' : 'missed'}** (at 1,000 req/s).`,
   ].join('\n');

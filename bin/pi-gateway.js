@@ -16,5 +16,7 @@ if (major < 22 || (major === 22 && minor < 19)) {
 }
 
 const sources = new URL('../src/cli/main.ts', import.meta.url);
-const cli = await import(existsSync(fileURLToPath(sources)) ? sources.href : new URL('../dist/src/cli/main.js', import.meta.url).href);
+const cli = await import(
+  existsSync(fileURLToPath(sources)) ? sources.href : new URL('../dist/src/cli/main.js', import.meta.url).href
+);
 cli.runCli(process.argv.slice(2));

@@ -62,7 +62,9 @@ function swapKey(bytes: Buffer, oldKey: string | undefined, key: string): Buffer
   if (!oldKey) return bytes;
   const from = Buffer.from(oldKey, 'latin1');
   const at = bytes.indexOf(from);
-  return at === -1 ? bytes : Buffer.concat([bytes.subarray(0, at), Buffer.from(key, 'latin1'), bytes.subarray(at + from.length)]);
+  return at === -1
+    ? bytes
+    : Buffer.concat([bytes.subarray(0, at), Buffer.from(key, 'latin1'), bytes.subarray(at + from.length)]);
 }
 
 function describe(r: ExchangeResult): string {
@@ -74,12 +76,17 @@ async function replayClient(dir: string, meta: Meta, log: Log): Promise<number> 
   const files = readdirSync(dir).filter((f) => f === 'request.bin' || /^case-\d+-request\.bin$/.test(f));
   const sim = await startSimulator({ record: false });
   const work = mkdtempSync(join(tmpdir(), 'pi-fuzz-replay-'));
-  const session = new GatewaySession(work, () => sim.url, null, { limits: meta.target === 'client-http' ? CLIENT_HTTP_LIMITS : CLIENT_BODY_LIMITS });
+  const session = new GatewaySession(work, () => sim.url, null, {
+    limits: meta.target === 'client-http' ? CLIENT_HTTP_LIMITS : CLIENT_BODY_LIMITS,
+  });
   let reproduced = false;
   try {
     for (const f of files) {
       const g = await session.child();
-      const caseMeta = f === 'request.bin' ? meta : (JSON.parse(readFileSync(join(dir, f.replace('request.bin', 'meta.json')), 'utf8')) as Meta);
+      const caseMeta =
+        f === 'request.bin'
+          ? meta
+          : (JSON.parse(readFileSync(join(dir, f.replace('request.bin', 'meta.json')), 'utf8')) as Meta);
       const bytes = swapKey(readFileSync(join(dir, f)), caseMeta.key, g.db.key);
       const steps: WriteStep[] = [];
       let at = 0;
@@ -88,7 +95,16 @@ async function replayClient(dir: string, meta: Meta, log: Log): Promise<number> 
         at += w.bytes;
       }
       if (at < bytes.length) steps.push({ bytes: bytes.subarray(at) });
-      const r = await exchange({ port: g.child.port, steps, deadlineMs: 30_000, writeAll: true, expect: caseMeta.expect ?? 1, halfClose: caseMeta.halfClose ?? false, head: caseMeta.head ?? false, ...(caseMeta.abortAfterMs ? { abortAfterMs: caseMeta.abortAfterMs } : {}) });
+      const r = await exchange({
+        port: g.child.port,
+        steps,
+        deadlineMs: 30_000,
+        writeAll: true,
+        expect: caseMeta.expect ?? 1,
+        halfClose: caseMeta.halfClose ?? false,
+        head: caseMeta.head ?? false,
+        ...(caseMeta.abortAfterMs ? { abortAfterMs: caseMeta.abortAfterMs } : {}),
+      });
       log(`${f}: ${describe(r)}`);
       await new Promise((res) => setTimeout(res, 300));
       if (isCrashed(g)) {
@@ -118,8 +134,14 @@ interface SavedAttempt {
 async function replayProvider(dir: string, log: Log): Promise<number> {
   const cases = caseDirs(dir).map((d) => {
     const m = JSON.parse(readFileSync(join(d, 'meta.json'), 'utf8')) as Meta & { marker: string };
-    const attempts = (JSON.parse(readFileSync(join(d, 'upstream.json'), 'utf8')) as { attempts: SavedAttempt[] }).attempts.map((a): UpstreamAction[] =>
-      a.actions.map((x) => (x.kind === 'write' ? { kind: 'write', delayMs: x.delayMs, bytes: Buffer.from(x.base64, 'base64') } : { kind: x.kind })),
+    const attempts = (
+      JSON.parse(readFileSync(join(d, 'upstream.json'), 'utf8')) as { attempts: SavedAttempt[] }
+    ).attempts.map((a): UpstreamAction[] =>
+      a.actions.map((x) =>
+        x.kind === 'write'
+          ? { kind: 'write', delayMs: x.delayMs, bytes: Buffer.from(x.base64, 'base64') }
+          : { kind: x.kind },
+      ),
     );
     return { dir: d, meta: m, attempts, used: 0, request: readFileSync(join(d, 'request.bin')) };
   });
@@ -138,7 +160,15 @@ async function replayProvider(dir: string, log: Log): Promise<number> {
   let reproduced = false;
   try {
     const g = await session.child();
-    const results = await Promise.all(cases.map((c) => exchange({ port: g.child.port, steps: [{ bytes: swapKey(c.request, c.meta.key, g.db.key) }], deadlineMs: 30_000 })));
+    const results = await Promise.all(
+      cases.map((c) =>
+        exchange({
+          port: g.child.port,
+          steps: [{ bytes: swapKey(c.request, c.meta.key, g.db.key) }],
+          deadlineMs: 30_000,
+        }),
+      ),
+    );
     for (const [i, r] of results.entries()) log(`${cases[i]?.dir}: ${describe(r)}`);
     if (results.some((r) => r.timedOut)) reproduced = true;
     await new Promise((res) => setTimeout(res, 300));
@@ -150,9 +180,13 @@ async function replayProvider(dir: string, log: Log): Promise<number> {
     for (const chk of checks) {
       log(`ledger verify: ${chk.verify.ok ? 'ok' : chk.verify.output.trim()}`);
       const ledger = chk.ledger ?? readLedger(chk.generation.db.file);
-      log(`open holds after the stop: ${ledger.openHolds.size}; settlements: ${ledger.settlements.map((s) => `${s.amountNano} nano-USD${s.details['estimated'] ? ' (estimated)' : ''}`).join(', ') || 'none'}`);
+      log(
+        `open holds after the stop: ${ledger.openHolds.size}; settlements: ${ledger.settlements.map((s) => `${s.amountNano} nano-USD${s.details['estimated'] ? ' (estimated)' : ''}`).join(', ') || 'none'}`,
+      );
       if (!chk.verify.ok || ledger.openHolds.size > 0) reproduced = true;
-      const bounds = cases.map((c) => (c.meta.bound?.nano ? BigInt(c.meta.bound.nano) : null)).filter((b): b is bigint => b !== null);
+      const bounds = cases
+        .map((c) => (c.meta.bound?.nano ? BigInt(c.meta.bound.nano) : null))
+        .filter((b): b is bigint => b !== null);
       // biome-ignore lint/complexity/useMathMinMax: bigints; Math.max throws a TypeError on them.
       const largest = bounds.reduce((m, b) => (b > m ? b : m), 0n);
       if (bounds.length > 0 && ledger.settlements.some((s) => s.amountNano > largest)) {
@@ -164,7 +198,11 @@ async function replayProvider(dir: string, log: Log): Promise<number> {
     await session.kill();
     for (const fn of teardowns) await fn();
   }
-  log(reproduced ? 'reproduced' : 'not reproduced (a finding that needs other requests in flight may need its whole round)');
+  log(
+    reproduced
+      ? 'reproduced'
+      : 'not reproduced (a finding that needs other requests in flight may need its whole round)',
+  );
   return reproduced ? 1 : 0;
 }
 
@@ -177,7 +215,9 @@ async function replayParsers(dir: string, meta: Meta, log: Log): Promise<number>
     if (!shape) throw new Error(`unknown shape ${meta.shape}`);
     const t = performance.now();
     await shape.run(input);
-    log(`${subject.name} / ${shape.name}: ${input.length} bytes in ${(performance.now() - t).toFixed(0)} ms (4 KiB reads)`);
+    log(
+      `${subject.name} / ${shape.name}: ${input.length} bytes in ${(performance.now() - t).toFixed(0)} ms (4 KiB reads)`,
+    );
     return 0;
   }
   const problems = await subject.check(input, meta.cuts ?? []);

@@ -30,7 +30,16 @@ const USAGE = `usage: npm run fuzz -- [--target ${TARGETS.map((t) => t.name).joi
        npm run fuzz -- --replay FINDING_DIR`;
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { targets: [...TARGETS], minutes: null, cases: null, seed: 1, out: '', hangMs: 30_000, coverage: true, replay: null };
+  const a: Args = {
+    targets: [...TARGETS],
+    minutes: null,
+    cases: null,
+    seed: 1,
+    out: '',
+    hangMs: 30_000,
+    coverage: true,
+    replay: null,
+  };
   let seedGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
@@ -41,7 +50,10 @@ function parseArgs(argv: string[]): Args {
     };
     if (k === '--target') {
       const name = v();
-      a.targets = name === 'all' ? [...TARGETS] : name.split(',').map((n) => TARGETS.find((t) => t.name === n) ?? fail(`unknown target ${n}\n${USAGE}`));
+      a.targets =
+        name === 'all'
+          ? [...TARGETS]
+          : name.split(',').map((n) => TARGETS.find((t) => t.name === n) ?? fail(`unknown target ${n}\n${USAGE}`));
     } else if (k === '--minutes') a.minutes = positive(v(), k);
     else if (k === '--cases') a.cases = Math.floor(positive(v(), k));
     else if (k === '--seed') {
@@ -58,7 +70,8 @@ function parseArgs(argv: string[]): Args {
   }
   if (!seedGiven) a.seed = (Date.now() % 0x7fffffff) >>> 0;
   if (a.minutes === null && a.cases === null) a.minutes = 1;
-  if (a.out === '') a.out = join(REPO, 'fuzz', 'out', `${new Date().toISOString().replace(/[:.]/g, '-')}-seed${a.seed}`);
+  if (a.out === '')
+    a.out = join(REPO, 'fuzz', 'out', `${new Date().toISOString().replace(/[:.]/g, '-')}-seed${a.seed}`);
   return a;
 }
 
@@ -78,7 +91,9 @@ async function main(): Promise<number> {
   mkdirSync(args.out, { recursive: true });
   const book = new FindingBook(args.out);
   const log = (l: string): void => void process.stdout.write(l + '\n');
-  log(`fuzz campaign: targets ${args.targets.map((t) => t.name).join(', ')}; seed ${args.seed}; ${args.minutes !== null ? `${args.minutes} min in all` : `${args.cases} cases per target`}; out ${args.out}`);
+  log(
+    `fuzz campaign: targets ${args.targets.map((t) => t.name).join(', ')}; seed ${args.seed}; ${args.minutes !== null ? `${args.minutes} min in all` : `${args.cases} cases per target`}; out ${args.out}`,
+  );
   const summaries: TargetSummary[] = [];
   const shareMs = args.minutes !== null ? (args.minutes * 60_000) / args.targets.length : null;
   for (const t of args.targets) {
@@ -103,11 +118,23 @@ async function main(): Promise<number> {
   const sigs = book.signatures();
   if (sigs.length > 0) {
     log('findings:');
-    for (const r of sigs) log(`  ${r.target} ${r.oracle} ×${r.count}: ${r.signature}${r.saved[0] ? `\n      ${r.saved[0]}` : ''}`);
+    for (const r of sigs)
+      log(`  ${r.target} ${r.oracle} ×${r.count}: ${r.signature}${r.saved[0] ? `\n      ${r.saved[0]}` : ''}`);
   }
-  writeFileSync(join(args.out, 'summary.json'), JSON.stringify({ seed: args.seed, minutes: args.minutes, cases: args.cases, summaries, findings: sigs }, jsonReplacer, 2) + '\n');
+  writeFileSync(
+    join(args.out, 'summary.json'),
+    JSON.stringify(
+      { seed: args.seed, minutes: args.minutes, cases: args.cases, summaries, findings: sigs },
+      jsonReplacer,
+      2,
+    ) + '\n',
+  );
   const bad = summaries.reduce((n, s) => n + violations(s), 0);
-  log(bad === 0 ? 'no oracle failed' : `${bad} oracle failure(s); replay one with: npm run fuzz -- --replay <finding dir>`);
+  log(
+    bad === 0
+      ? 'no oracle failed'
+      : `${bad} oracle failure(s); replay one with: npm run fuzz -- --replay <finding dir>`,
+  );
   return bad === 0 ? 0 : 1;
 }
 

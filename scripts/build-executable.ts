@@ -14,7 +14,17 @@
 // the executable embeds exactly the Node.js the test suite runs on.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,36 +47,58 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-if (process.platform !== 'linux' || process.arch !== 'x64') fail(`the executable is built for linux-x64 only (this is ${process.platform}-${process.arch})`);
+if (process.platform !== 'linux' || process.arch !== 'x64')
+  fail(`the executable is built for linux-x64 only (this is ${process.platform}-${process.arch})`);
 const [major] = process.versions.node.split('.').map(Number);
-if (major !== 22) fail(`build with Node.js 22 (run it as \`npm run dist\`, which uses the Node.js 22 npm ci installed); this is ${process.version}`);
+if (major !== 22)
+  fail(
+    `build with Node.js 22 (run it as \`npm run dist\`, which uses the Node.js 22 npm ci installed); this is ${process.version}`,
+  );
 
 /** The addon files for this platform and the running Node.js's ABI. */
 const NATIVES: Record<string, string> = {
   uws: join(root, 'node_modules', 'uWebSockets.js', `uws_linux_x64_${process.versions.modules}.node`),
   better_sqlite3: join(root, 'node_modules', 'better-sqlite3', 'prebuilds', 'linux-x64.node'),
 };
-for (const [name, file] of Object.entries(NATIVES)) if (!existsSync(file)) fail(`the ${name} addon for Node.js ABI ${process.versions.modules} is missing: ${file}`);
+for (const [name, file] of Object.entries(NATIVES))
+  if (!existsSync(file)) fail(`the ${name} addon for Node.js ABI ${process.versions.modules} is missing: ${file}`);
 
 /** Modules replaced inside the bundle. */
 const replaced: Plugin = {
   name: 'executable-modules',
   setup(b) {
-    b.onResolve({ filter: /^(uWebSockets\.js|json-schema-to-typescript|bindings)$/ }, (args) => ({ path: args.path, namespace: 'replaced' }));
+    b.onResolve({ filter: /^(uWebSockets\.js|json-schema-to-typescript|bindings)$/ }, (args) => ({
+      path: args.path,
+      namespace: 'replaced',
+    }));
     b.onLoad({ filter: /.*/, namespace: 'replaced' }, (args) => {
       const installer = JSON.stringify(join(root, 'src', 'install', 'single-executable.ts'));
-      if (args.path === 'uWebSockets.js') return { contents: `module.exports = require(${installer}).loadNativeAddon('uws');`, loader: 'js', resolveDir: root };
+      if (args.path === 'uWebSockets.js')
+        return {
+          contents: `module.exports = require(${installer}).loadNativeAddon('uws');`,
+          loader: 'js',
+          resolveDir: root,
+        };
       if (args.path === 'json-schema-to-typescript')
-        return { contents: "exports.compile = () => { throw new Error('code generation (pi-gateway build) is not part of the single executable: run it from a checkout of the project (npm ci, then npx pi-gateway build)'); };", loader: 'js' };
+        return {
+          contents:
+            "exports.compile = () => { throw new Error('code generation (pi-gateway build) is not part of the single executable: run it from a checkout of the project (npm ci, then npx pi-gateway build)'); };",
+          loader: 'js',
+        };
       // better-sqlite3 finds its addon through `bindings` only when none is given; the executable always gives one.
-      return { contents: "module.exports = () => { throw new Error('the executable passes better-sqlite3 its addon'); };", loader: 'js' };
+      return {
+        contents: "module.exports = () => { throw new Error('the executable passes better-sqlite3 its addon'); };",
+        loader: 'js',
+      };
     });
   },
 };
 
 function commit(): string {
   try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     return 'unknown';
   }
@@ -87,7 +119,8 @@ async function main(): Promise<void> {
   const started = performance.now();
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
-  if (!existsSync(join(root, 'console', 'dist', 'app.js'))) fail('the console bundle is not built: run npm run build:console first');
+  if (!existsSync(join(root, 'console', 'dist', 'app.js')))
+    fail('the console bundle is not built: run npm run build:console first');
 
   const bundle = join(work, EXECUTABLE_BUNDLE);
   await build({
@@ -111,9 +144,17 @@ async function main(): Promise<void> {
   // The files the executable unpacks: the bundle again (for worker threads), the addons, the project's files.
   const assets: Record<string, string> = { [EXECUTABLE_BUNDLE]: bundle };
   for (const [name, file] of Object.entries(NATIVES)) assets[`natives/${name}.node`] = file;
-  for (const dir of ['schemas', 'console/dist', 'config']) for (const rel of filesUnder(dir)) assets[rel] = join(root, rel);
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
-  writeFileSync(join(work, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, license: pkg.license }, null, 2) + '\n');
+  for (const dir of ['schemas', 'console/dist', 'config'])
+    for (const rel of filesUnder(dir)) assets[rel] = join(root, rel);
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+    license?: string;
+  };
+  writeFileSync(
+    join(work, 'package.json'),
+    JSON.stringify({ name: pkg.name, version: pkg.version, license: pkg.license }, null, 2) + '\n',
+  );
   assets['package.json'] = join(work, 'package.json');
   writeFileSync(join(work, BUILD_INFO_FILE), JSON.stringify({ commit: commit(), built_with: process.version }) + '\n');
   assets[BUILD_INFO_FILE] = join(work, BUILD_INFO_FILE);
@@ -121,7 +162,11 @@ async function main(): Promise<void> {
   const hash = createHash('sha256');
   const files: Record<string, number> = {};
   for (const key of Object.keys(assets).sort()) {
-    hash.update(key).update('\0').update(readFileSync(assets[key] as string)).update('\0');
+    hash
+      .update(key)
+      .update('\0')
+      .update(readFileSync(assets[key] as string))
+      .update('\0');
     files[key] = key.startsWith('natives/') ? 0o755 : 0o644;
   }
   const manifest = { id: hash.digest('hex').slice(0, 24), files };
@@ -130,8 +175,18 @@ async function main(): Promise<void> {
 
   const blob = join(work, 'sea.blob');
   const seaConfig = join(work, 'sea-config.json');
-  writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets }, null, 2));
-  const made = spawnSync(process.execPath, ['--experimental-sea-config', seaConfig], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+  writeFileSync(
+    seaConfig,
+    JSON.stringify(
+      { main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets },
+      null,
+      2,
+    ),
+  );
+  const made = spawnSync(process.execPath, ['--experimental-sea-config', seaConfig], {
+    cwd: work,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (made.status !== 0) fail(`node --experimental-sea-config failed:\n${made.stderr.toString()}`);
 
   // The Node.js binary, without its symbol table (about 17 MB less; the SEA fuse is in the data).
@@ -139,7 +194,9 @@ async function main(): Promise<void> {
   copyFileSync(process.execPath, target);
   chmodSync(target, 0o755);
   const stripped = spawnSync('strip', ['--strip-all', target], { stdio: 'ignore' });
-  const { inject } = require('postject') as { inject: (file: string, name: string, data: Buffer, opts: { sentinelFuse: string }) => Promise<void> };
+  const { inject } = require('postject') as {
+    inject: (file: string, name: string, data: Buffer, opts: { sentinelFuse: string }) => Promise<void>;
+  };
   // postject prints a harmless warning per `.note` section it cannot parse; keep the output short.
   const warn = console.warn;
   console.warn = () => undefined;

@@ -14,7 +14,9 @@ if (process.argv.includes('--remove')) {
 } else {
   let commit = 'unknown';
   try {
-    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     // Packed outside a git checkout: the version alone identifies it.
   }

@@ -22,15 +22,31 @@ const today = Date.now() - (Date.now() % DAY);
 const clock = new ManualClock(today - 6 * DAY + 9 * 3_600_000);
 
 const sim = await startSimulator({ port: 0 });
-const store = openStore(':memory:', { clock, masterKey: randomBytes(32).toString('base64'), requestLog: { flushIntervalMs: 10 } });
+const store = openStore(':memory:', {
+  clock,
+  masterKey: randomBytes(32).toString('base64'),
+  requestLog: { flushIntervalMs: 10 },
+});
 for (const r of tables.resources) if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, 'demo');
-const admin = await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(clock), metrics: null, token: TOKEN });
+const admin = await startAdminListener({
+  host: '127.0.0.1',
+  port: 0,
+  lifecycle: new Lifecycle(clock),
+  metrics: null,
+  token: TOKEN,
+});
 const gw = await startGateway({ config: tables, store, clock, upstreamOverride: sim.url, admin, log: () => undefined });
 
 const workspaces = ['acme', 'globex', 'initech', 'umbrella'];
 const keys = new Map(workspaces.map((w) => [w, store.apiKeys.create({ workspace: w, name: `${w}-backend` }).key]));
 for (const w of workspaces) store.wallets.credit(w, decimalToNano(w === 'acme' ? '250' : '100'), 'opening balance');
-const models = ['openai/gpt-6-luna', 'openai/gpt-6.2-sol', 'google/gemini-3.8-flash', 'meta-llama/llama-3.3-70b-instruct', 'anthropic/claude-haiku-5.5'];
+const models = [
+  'openai/gpt-6-luna',
+  'openai/gpt-6.2-sol',
+  'google/gemini-3.8-flash',
+  'meta-llama/llama-3.3-70b-instruct',
+  'anthropic/claude-haiku-5.5',
+];
 const titles = ['Support bot', 'Docs search', 'Batch summariser'];
 // mulberry32: a small seeded generator, so every run draws the same traffic.
 let seed = 42;
@@ -49,8 +65,17 @@ for (let day = 0; day < 7; day++) {
     if (rand(9) === 0) sim.script(rand(2) === 0 ? 'gpt-6-luna' : 'gemini-3.8-flash', { status: 503 }, 1);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${keys.get(ws)}`, 'content-type': 'application/json', 'x-title': titles[rand(titles.length)] as string, 'http-referer': 'https://app.example.com/' },
-      body: JSON.stringify({ model: rand(15) === 0 ? 'openai/gpt-5-turbo' : model, messages: [{ role: 'user', content: 'Hello' }], sim: { usage: { prompt: 200 + rand(3000), completion: 50 + rand(900) } } }),
+      headers: {
+        authorization: `Bearer ${keys.get(ws)}`,
+        'content-type': 'application/json',
+        'x-title': titles[rand(titles.length)] as string,
+        'http-referer': 'https://app.example.com/',
+      },
+      body: JSON.stringify({
+        model: rand(15) === 0 ? 'openai/gpt-5-turbo' : model,
+        messages: [{ role: 'user', content: 'Hello' }],
+        sim: { usage: { prompt: 200 + rand(3000), completion: 50 + rand(900) } },
+      }),
     });
     await res.arrayBuffer();
     clock.advance(25 * 60_000 + rand(40) * 60_000);
@@ -59,7 +84,11 @@ for (let day = 0; day < 7; day++) {
 }
 store.requestLog.flush();
 
-const browser = await chromium.launch({ executablePath: process.env.PI_CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+const browser = await chromium.launch({
+  executablePath: process.env.PI_CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu'],
+});
 const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
 await page.goto(`${admin.url}/console`);
 await page.fill('#token', TOKEN);
@@ -71,7 +100,9 @@ const shot = async (name: string) => {
 };
 
 await page.waitForSelector('[data-testid=requests-table] tbody tr');
-await page.click('[data-testid=requests-table] tbody tr.bad >> nth=0').catch(() => page.click('[data-testid=requests-table] tbody tr >> nth=0'));
+await page
+  .click('[data-testid=requests-table] tbody tr.bad >> nth=0')
+  .catch(() => page.click('[data-testid=requests-table] tbody tr >> nth=0'));
 await page.waitForSelector('[data-testid=request-detail] dl');
 await shot('requests');
 await page.click('[data-testid=nav-spend]');

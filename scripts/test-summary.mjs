@@ -27,7 +27,9 @@ createInterface({ input: child.stdout }).on('line', (line) => {
     files += 1;
     const [, status, file, ms, rest] = top;
     const secs = ms ? `${(Number(ms) / 1000).toFixed(1)}s` : '';
-    process.stdout.write(`${status === 'ok' ? 'ok    ' : 'FAIL  '} ${file} ${secs}${/# (SKIP|TODO)/.test(rest) ? rest : ''}\n`);
+    process.stdout.write(
+      `${status === 'ok' ? 'ok    ' : 'FAIL  '} ${file} ${secs}${/# (SKIP|TODO)/.test(rest) ? rest : ''}\n`,
+    );
     if (status === 'not ok') failed.push({ file, lines: [...block, line] });
     block = [];
     return;

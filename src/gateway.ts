@@ -145,16 +145,27 @@ export function jsonLog(event: string, fields: Record<string, unknown> = {}): vo
 }
 
 /** The request-log writer first: it is the record of money and must not wait on the others. */
-function requestObserver(opts: GatewayOptions, records: GatewayRecords, writer: ThreadWriter | null, log: (event: string, fields?: Record<string, unknown>) => void): RequestObserver {
-  return combineObservers([requestLogObserver(writer ?? records.requestLog), ...(opts.telemetry?.observers ?? [])], (err) =>
-    log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
+function requestObserver(
+  opts: GatewayOptions,
+  records: GatewayRecords,
+  writer: ThreadWriter | null,
+  log: (event: string, fields?: Record<string, unknown>) => void,
+): RequestObserver {
+  return combineObservers(
+    [requestLogObserver(writer ?? records.requestLog), ...(opts.telemetry?.observers ?? [])],
+    (err) => log('observer_failed', { error: err instanceof Error ? err.message : String(err) }),
   );
 }
 
 /** What metrics read from the running gateway at scrape time. */
 function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Telemetry['bind']>[0] {
   return {
-    breakers: () => ctx.index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: ctx.health.state(d.id).state })),
+    breakers: () =>
+      ctx.index.config.deployments.map((d) => ({
+        deployment: d.id,
+        provider: d.platform,
+        state: ctx.health.state(d.id).state,
+      })),
     configHash: () => ctx.index.config.sourceHash,
     lifecycle,
     labels: () => metricLabels(ctx.index.config),
@@ -164,7 +175,10 @@ function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Te
 /** The config and its inference endpoints (those with a protocol module, as the server routes
  *  them): the label values whose metric series start at zero. */
 export function metricLabels(config: CompiledConfig): { config: CompiledConfig; endpoints: string[] } {
-  return { config, endpoints: config.vocabularies.endpoints.filter((e) => protocolFor(e.id) !== undefined).map((e) => e.id) };
+  return {
+    config,
+    endpoints: config.vocabularies.endpoints.filter((e) => protocolFor(e.id) !== undefined).map((e) => e.id),
+  };
 }
 
 /** What the admin listener (readiness, the console) reads of this gateway. */
@@ -185,15 +199,28 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
  * The in-process books over the store: the single-process gateway's shared state. Orphaned holds
  * are released first, on this thread's connection, before any writer thread starts.
  */
-async function localState(opts: GatewayOptions, store: Store, clock: Clock, log: (event: string, fields?: Record<string, unknown>) => void): Promise<LocalState & { limiter: RateLimiter; writer: ThreadWriter | null }> {
+async function localState(
+  opts: GatewayOptions,
+  store: Store,
+  clock: Clock,
+  log: (event: string, fields?: Record<string, unknown>) => void,
+): Promise<LocalState & { limiter: RateLimiter; writer: ThreadWriter | null }> {
   // Refuse to start with sealed secrets we cannot open (missing or wrong master key).
   store.secrets.assertUsable();
   const released = store.wallets.releaseOrphanedHolds();
   if (released > 0) log('released_orphaned_holds', { count: released });
   const writer = opts.writerThread
-    ? await ThreadWriter.start(opts.writerThread.file, { capacity: opts.writerThread.capacity, onError: (event, err) => log(event, { error: errorText(err) }) })
+    ? await ThreadWriter.start(opts.writerThread.file, {
+        capacity: opts.writerThread.capacity,
+        onError: (event, err) => log(event, { error: errorText(err) }),
+      })
     : null;
-  const wallets = new WalletBook(store, (err) => log('ledger_write_failed', { error: errorText(err) }), writer ?? undefined, writer ? WRITER_BATCH_WAIT_MS : 0);
+  const wallets = new WalletBook(
+    store,
+    (err) => log('ledger_write_failed', { error: errorText(err) }),
+    writer ?? undefined,
+    writer ? WRITER_BATCH_WAIT_MS : 0,
+  );
   const view = new StoreView(
     store,
     // kept: the master key was rotated under this process; it serves the values it had opened
@@ -217,7 +244,11 @@ async function localState(opts: GatewayOptions, store: Store, clock: Clock, log:
 
 /** Listens, or stops the wallet book and the writer thread (which would keep the process alive)
  *  before passing the refusal on: nothing was admitted yet. */
-async function listenOrStop(listen: () => Promise<number>, wallets: SharedStateParts['wallets'], writer: ThreadWriter | null): Promise<number> {
+async function listenOrStop(
+  listen: () => Promise<number>,
+  wallets: SharedStateParts['wallets'],
+  writer: ThreadWriter | null,
+): Promise<number> {
   try {
     return await listen();
   } catch (err) {
@@ -251,7 +282,8 @@ function gatewayContext(
     workspaceOf: (id) => config().index.workspaceById.get(id),
     limiter: state.limiter,
     wallets,
-    onReleaseError: (traceId, err) => log('release_failed', { trace_id: traceId, error: err instanceof Error ? err.message : String(err) }),
+    onReleaseError: (traceId, err) =>
+      log('release_failed', { trace_id: traceId, error: err instanceof Error ? err.message : String(err) }),
   });
   return {
     get current() {
@@ -275,7 +307,10 @@ function gatewayContext(
     inFlight: new InFlight(),
     stop: new StopSwitch(),
     observer: requestObserver(opts, records, writer, log),
-    storeBehind: writer && local ? () => writer.behind(local.wallets.pendingOps()) : (opts.shared?.behind?.bind(opts.shared) ?? (() => false)),
+    storeBehind:
+      writer && local
+        ? () => writer.behind(local.wallets.pendingOps())
+        : (opts.shared?.behind?.bind(opts.shared) ?? (() => false)),
     log,
   };
 }
@@ -308,7 +343,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? jsonLog;
   const store = opts.store;
-  const records: GatewayRecords | null = opts.records ?? (store ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names(), console: sqliteConsole(store) } : null);
+  const records: GatewayRecords | null =
+    opts.records ??
+    (store
+      ? { requestLog: store.requestLog, credentialNames: () => store.secrets.names(), console: sqliteConsole(store) }
+      : null);
   const upstreamOverride = opts.upstreamOverride ? new URL(opts.upstreamOverride) : null; // before a writer thread could keep a refusal alive
   const local = opts.shared || !store ? null : await localState(opts, store, clock, log);
   const state: SharedStateParts | null = opts.shared ?? local;
@@ -323,23 +362,47 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     reveal: (credential: string) => view.reveal(credential),
     upstreamOverride: () => ctx.upstreamOverride,
     // One for the process (token caches outlive reloads); token requests get the current timeout.
-    adapters: adapterContext({ clock, postForm: client.postForm.bind(client), upstreamOverride: () => ctx.upstreamOverride, tokenTimeoutMs: () => snapshot.settings.limits.tokenTimeoutMs, log }),
+    adapters: adapterContext({
+      clock,
+      postForm: client.postForm.bind(client),
+      upstreamOverride: () => ctx.upstreamOverride,
+      tokenTimeoutMs: () => snapshot.settings.limits.tokenTimeoutMs,
+      log,
+    }),
   };
   // The one mutable reference to the config: a reload replaces it in a single assignment.
   let snapshot: ConfigSnapshot = configSnapshot(opts.config, sources);
-  const ctx = gatewayContext(() => snapshot, { opts, state, local, records, writer, client, upstreamOverride, clock, log });
+  const ctx = gatewayContext(() => snapshot, {
+    opts,
+    state,
+    local,
+    records,
+    writer,
+    client,
+    upstreamOverride,
+    clock,
+    log,
+  });
   opts.telemetry?.bind(telemetryView(ctx, lifecycle));
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
-  const port = await listenOrStop(() => server.listen(host, opts.port ?? 0, { shared: opts.sharePort === true }), wallets, writer);
+  const port = await listenOrStop(
+    () => server.listen(host, opts.port ?? 0, { shared: opts.sharePort === true }),
+    wallets,
+    writer,
+  );
   // The console reads the records' store: the embedded file, or PostgreSQL on a fleet node.
-  opts.admin?.attach({ index: () => ctx.index, credentialNames: () => records.credentialNames() }, records.console ? operatorView(ctx, records, records.console) : null);
+  opts.admin?.attach(
+    { index: () => ctx.index, credentialNames: () => records.credentialNames() },
+    records.console ? operatorView(ctx, records, records.console) : null,
+  );
   lifecycle.markReady();
 
   let closed: Promise<void> | null = null;
   let drain: Promise<DrainReport> | null = null;
   let lastReload: ReloadResult | null = null;
-  const close = (): Promise<void> => (closed ??= closeGateway({ lifecycle, server, client: ctx.client, wallets, writer, records, opts }));
+  const close = (): Promise<void> =>
+    (closed ??= closeGateway({ lifecycle, server, client: ctx.client, wallets, writer, records, opts }));
 
   return {
     port,
@@ -368,11 +431,22 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     recordReload(result) {
       lastReload = result;
       lifecycle.recordReload(result);
-      log('config_reload', { ok: result.ok, hash: result.hash, problems: result.problems.length, restart_needed: result.restartNeeded });
+      log('config_reload', {
+        ok: result.ok,
+        hash: result.hash,
+        problems: result.problems.length,
+        restart_needed: result.restartNeeded,
+      });
     },
     drain(deadlineMs) {
       lifecycle.draining = true;
-      return (drain ??= drainGateway({ ctx, stopAccepting: () => server.stopAccepting(), close, log, deadlineMs: deadlineMs ?? snapshot.settings.limits.drainTimeoutMs }));
+      return (drain ??= drainGateway({
+        ctx,
+        stopAccepting: () => server.stopAccepting(),
+        close,
+        log,
+        deadlineMs: deadlineMs ?? snapshot.settings.limits.drainTimeoutMs,
+      }));
     },
     close,
     flushNow() {

@@ -57,6 +57,6 @@ export function attoToNanoRounded(atto: bigint): bigint {
 
 /** Round an atto-USD amount up to whole nano-USD (holds round up so they always cover the cost). */
 export function attoToNanoCeil(atto: bigint): bigint {
-  if (atto <= 0n) return -((-atto) / ATTO_PER_NANO);
+  if (atto <= 0n) return -(-atto / ATTO_PER_NANO);
   return (atto + ATTO_PER_NANO - 1n) / ATTO_PER_NANO;
 }

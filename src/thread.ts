@@ -14,7 +14,13 @@ export const EXECUTABLE_BUNDLE = 'pi-gateway.cjs';
 /** `entry` is the module's URL as the caller sees it (`siblingModule('x', import.meta.url)`). */
 export function spawnThread(
   entry: URL,
-  opts: { workerData: unknown; transferList?: TransferListItem[]; stdout?: boolean; stderr?: boolean; resourceLimits?: ResourceLimits },
+  opts: {
+    workerData: unknown;
+    transferList?: TransferListItem[];
+    stdout?: boolean;
+    stderr?: boolean;
+    resourceLimits?: ResourceLimits;
+  },
 ): Worker {
   const packaged = singleExecutableRoot();
   if (packaged !== null) {

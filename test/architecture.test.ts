@@ -114,16 +114,27 @@ function parse(file: string): Parsed {
   const long: string[] = [];
   const generated = file.includes(`${sep}generated${sep}`);
   const visit = (n: ts.Node): void => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) specs.push(n.moduleSpecifier.text);
+    if (
+      (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) &&
+      n.moduleSpecifier &&
+      ts.isStringLiteral(n.moduleSpecifier)
+    )
+      specs.push(n.moduleSpecifier.text);
     if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const arg = n.arguments[0];
       if (arg && ts.isStringLiteral(arg)) specs.push(arg.text);
     }
-    const isFunction = ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n) || ts.isArrowFunction(n) || ts.isFunctionExpression(n) || ts.isConstructorDeclaration(n);
+    const isFunction =
+      ts.isFunctionDeclaration(n) ||
+      ts.isMethodDeclaration(n) ||
+      ts.isArrowFunction(n) ||
+      ts.isFunctionExpression(n) ||
+      ts.isConstructorDeclaration(n);
     if (isFunction && !generated) {
       const start = sf.getLineAndCharacterOfPosition(n.getStart()).line;
       const end = sf.getLineAndCharacterOfPosition(n.getEnd()).line;
-      if (end - start + 1 > MAX_FUNCTION_LINES) long.push(`${relative(root, file)}:${start + 1} (${end - start + 1} lines)`);
+      if (end - start + 1 > MAX_FUNCTION_LINES)
+        long.push(`${relative(root, file)}:${start + 1} (${end - start + 1} lines)`);
     }
     ts.forEachChild(n, visit);
   };
@@ -202,8 +213,10 @@ for (const p of parsed) {
     }
     const rf = rankOf.get(from);
     const rt = rankOf.get(to);
-    if (rf !== undefined && rt !== undefined && rt > rf) upward.push(`${relative(root, p.file)} (${from}, rank ${rf}) imports ${spec} (${to}, rank ${rt})`);
-    if (BESIDE[from]?.includes(to)) besideViolations.push(`${relative(root, p.file)} (${from}) imports ${spec} (${to})`);
+    if (rf !== undefined && rt !== undefined && rt > rf)
+      upward.push(`${relative(root, p.file)} (${from}, rank ${rf}) imports ${spec} (${to}, rank ${rt})`);
+    if (BESIDE[from]?.includes(to))
+      besideViolations.push(`${relative(root, p.file)} (${from}) imports ${spec} (${to})`);
   }
 }
 
@@ -242,7 +255,8 @@ t.test('each heavy dependency has one home', async (t) => {
     const rel = relative(root, p.file);
     for (const spec of p.specs) {
       const homes = HOMES[spec];
-      if (homes && !homes.some((h) => rel.startsWith(h))) misplaced.push(`${rel} imports ${spec} (allowed only in ${homes.join(', ')})`);
+      if (homes && !homes.some((h) => rel.startsWith(h)))
+        misplaced.push(`${rel} imports ${spec} (allowed only in ${homes.join(', ')})`);
     }
   }
   t.same(misplaced, [], misplaced.join('\n'));
@@ -274,7 +288,9 @@ t.test('the browser code of the console (console/) imports nothing from src/', a
   const found: string[] = [];
   for (const f of existsSync(dir) ? readdirSync(dir) : []) {
     const text = readFileSync(join(dir, f), 'utf8');
-    for (const m of text.matchAll(/from\s+'([^']+)'/g)) if ((m[1] as string).includes('/src/') || (m[1] as string).startsWith('../../')) found.push(`console/src/${f} imports ${m[1]}`);
+    for (const m of text.matchAll(/from\s+'([^']+)'/g))
+      if ((m[1] as string).includes('/src/') || (m[1] as string).startsWith('../../'))
+        found.push(`console/src/${f} imports ${m[1]}`);
   }
   t.same(found, [], found.join('\n'));
 });
@@ -290,7 +306,10 @@ t.test('generated files say so in their first line', async (t) => {
 t.test("docs/ARCHITECTURE.md's folder table lists exactly these layers, in rank order", async (t) => {
   const doc = readFileSync(join(root, 'docs', 'ARCHITECTURE.md'), 'utf8');
   // Rows of the layer table: | rank | `src/folder/` or `src/file.ts` | owns |
-  const rows = [...doc.matchAll(/^\|\s*(\d+)\s*\|\s*`src\/([a-z-]+)(?:\/|\.ts)`\s*\|/gm)].map((m) => ({ rank: Number(m[1]), folder: m[2] as string }));
+  const rows = [...doc.matchAll(/^\|\s*(\d+)\s*\|\s*`src\/([a-z-]+)(?:\/|\.ts)`\s*\|/gm)].map((m) => ({
+    rank: Number(m[1]),
+    folder: m[2] as string,
+  }));
   const documented = rows.map((r) => `${r.rank} ${r.folder}`);
   const expected = LAYERS.flatMap((layer, rank) => layer.map((f) => `${rank} ${f}`));
   t.same(documented, expected);

@@ -19,7 +19,11 @@ t.test('startGateway refuses a missing or wrong master key', async (t) => {
     ['wrong', randomBytes(32).toString('base64')],
   ] as const) {
     const store = openStore(file, { masterKey });
-    await t.rejects(startGateway({ config: fixtureConfig('gateway'), store, log: () => undefined }), /master key|PI_MASTER_KEY/i, `${label} key`);
+    await t.rejects(
+      startGateway({ config: fixtureConfig('gateway'), store, log: () => undefined }),
+      /master key|PI_MASTER_KEY/i,
+      `${label} key`,
+    );
     store.close();
   }
   const ok = openStore(file, { masterKey: key });
@@ -34,11 +38,15 @@ t.test('`serve` exits 1 with the message and never listens', async (t) => {
   const seed = openStore(file, { masterKey: randomBytes(32).toString('base64') });
   seed.secrets.set('alpha-1', 'upstream-secret');
   seed.close();
-  const r = spawnSync(process.execPath, ['src/cli/main.ts', 'serve', '--config', 'test/fixtures/config/gateway', '--db', file, '--port', '0'], {
-    env: { ...process.env, PI_MASTER_KEY: '' },
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['src/cli/main.ts', 'serve', '--config', 'test/fixtures/config/gateway', '--db', file, '--port', '0'],
+    {
+      env: { ...process.env, PI_MASTER_KEY: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
   t.equal(r.status, 1);
   t.match(r.stderr, /master key|PI_MASTER_KEY/i);
   t.notMatch(r.stderr, /"listening"/);

@@ -38,8 +38,12 @@ export function locate(callFrame) {
   if (sm && callFrame.lineNumber >= 0) {
     const e = sm.findEntry(callFrame.lineNumber, Math.max(0, callFrame.columnNumber));
     if (e?.originalSource) {
-      const src = pathOf(e.originalSource.startsWith('file:') ? e.originalSource : new URL(e.originalSource, `file://${file}`).href);
-      const rel = src.includes('/node_modules/') ? src.replace(/^.*node_modules\//, 'node_modules/') : relative(ROOT, src);
+      const src = pathOf(
+        e.originalSource.startsWith('file:') ? e.originalSource : new URL(e.originalSource, `file://${file}`).href,
+      );
+      const rel = src.includes('/node_modules/')
+        ? src.replace(/^.*node_modules\//, 'node_modules/')
+        : relative(ROOT, src);
       return { file: rel, line: e.originalLine + 1, where: `${rel}:${e.originalLine + 1}` };
     }
   }
@@ -94,7 +98,8 @@ export function summarise(profilePath, { top = 25, window = null, under = {} } =
     const dt = timeDeltas[i + 1] ?? 0;
     self.set(samples[i], (self.get(samples[i]) ?? 0) + Math.max(0, dt));
   }
-  if (window && inWindow === 0) throw new Error(`${profilePath}: no sample inside the measurement window (clock mismatch?)`);
+  if (window && inWindow === 0)
+    throw new Error(`${profilePath}: no sample inside the measurement window (clock mismatch?)`);
   let total = 0;
   let idle = 0;
   const fn = new Map();

@@ -18,7 +18,12 @@ const DEFAULT_MARKER = Buffer.from('"delta":{"content":');
 
 /** A request serialised once: method, path, headers, body. */
 export function buildRequest({ method = 'GET', host, path, headers = {}, body = null }) {
-  const bodyBuf = body === null ? null : Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  const bodyBuf =
+    body === null
+      ? null
+      : Buffer.isBuffer(body)
+        ? body
+        : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
   let head = `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\n`;
   for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
   if (bodyBuf) head += `Content-Length: ${bodyBuf.length}\r\n`;
@@ -109,7 +114,14 @@ export class Conn {
       this.socket.destroy();
       this.socket = null;
     }
-    if (cb) cb({ status: this.status || 0, error: String(err?.message), bytes: this.bytes, events: this.events, firstByteAt: this.firstByteAt });
+    if (cb)
+      cb({
+        status: this.status || 0,
+        error: String(err?.message),
+        bytes: this.bytes,
+        events: this.events,
+        firstByteAt: this.firstByteAt,
+      });
   }
 
   finish() {
@@ -289,7 +301,15 @@ function isOk(r) {
  * request in flight has finished (CPU samples are taken there). Bounded: the drain waits at most
  * `drainTimeoutMs`.
  */
-export async function closedLoop({ target, req, conns = 64, warmupMs = 1000, durationMs = 5000, drainTimeoutMs = 10_000, hooks = {} }) {
+export async function closedLoop({
+  target,
+  req,
+  conns = 64,
+  warmupMs = 1000,
+  durationMs = 5000,
+  drainTimeoutMs = 10_000,
+  hooks = {},
+}) {
   const pool = await openConns(target, conns, {});
   let phase = 'warmup';
   let inflight = 0;
@@ -356,7 +376,16 @@ export async function closedLoop({ target, req, conns = 64, warmupMs = 1000, dur
  * from the scheduled send time (`p50`, `p99`) and, for reference, from the actual write (`svcP50`).
  * A request that finds no idle connection waits in a queue, on the clock.
  */
-export async function openLoop({ target, req, rate = 1000, conns = 64, warmupMs = 1000, durationMs = 5000, drainTimeoutMs = 10_000, hooks = {} }) {
+export async function openLoop({
+  target,
+  req,
+  rate = 1000,
+  conns = 64,
+  warmupMs = 1000,
+  durationMs = 5000,
+  drainTimeoutMs = 10_000,
+  hooks = {},
+}) {
   const pool = await openConns(target, conns, {});
   const idle = [...pool];
   const queue = [];
@@ -453,7 +482,16 @@ export async function openLoop({ target, req, rate = 1000, conns = 64, warmupMs 
  * Per stream: time to first response byte, time to the first content event (first body bytes
  * containing the marker), events received. `events` totals every event received in the window.
  */
-export async function streamLoop({ target, req, streams = 250, warmupMs = 2000, durationMs = 5000, drainTimeoutMs = 30_000, hooks = {}, expectEvents = null }) {
+export async function streamLoop({
+  target,
+  req,
+  streams = 250,
+  warmupMs = 2000,
+  durationMs = 5000,
+  drainTimeoutMs = 30_000,
+  hooks = {},
+  expectEvents = null,
+}) {
   const pool = [];
   for (let i = 0; i < streams; i++) {
     const c = new Conn(target.host, target.port, { scanEvents: true });

@@ -120,7 +120,11 @@ export function startNode(name, { core, args, env = {}, nodeArgs = [], readyTime
       log.end();
       if (!ready) {
         clearTimeout(timer);
-        reject(new Error(`${name}: exited before ready (code ${code}, signal ${signal}); see ${join(LOG_DIR, `${name}.log`)}`));
+        reject(
+          new Error(
+            `${name}: exited before ready (code ${code}, signal ${signal}); see ${join(LOG_DIR, `${name}.log`)}`,
+          ),
+        );
       }
     });
   });
@@ -201,12 +205,19 @@ export function ensureBuilt(tree = TREE) {
   const entry = join(tree, 'dist', 'src', 'gateway.js');
   const stale = () => {
     if (!existsSync(entry)) return true;
-    const r = spawnSync('find', [join(tree, 'src'), '-newer', entry, '-name', '*.ts', '-print', '-quit'], { encoding: 'utf8' });
+    const r = spawnSync('find', [join(tree, 'src'), '-newer', entry, '-name', '*.ts', '-print', '-quit'], {
+      encoding: 'utf8',
+    });
     return (r.stdout ?? '').trim() !== '';
   };
   if (!stale()) return;
-  process.stderr.write(`bench: ${join(tree, 'dist')} is missing or older than src/, building (tsc -p tsconfig.build.json)\n`);
-  const r = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: tree, stdio: 'inherit' });
+  process.stderr.write(
+    `bench: ${join(tree, 'dist')} is missing or older than src/, building (tsc -p tsconfig.build.json)\n`,
+  );
+  const r = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], {
+    cwd: tree,
+    stdio: 'inherit',
+  });
   if (r.status !== 0) throw new Error(`the build of ${tree} failed; benchmark a commit instead with --rev HEAD`);
 }
 
@@ -222,7 +233,9 @@ export function snapshotTree(rev) {
   const dir = join(tmpdir(), `pi-bench-tree-${id.slice(0, 12)}`);
   if (!existsSync(join(dir, 'package.json'))) {
     mkdirSync(dir, { recursive: true });
-    const r = spawnSync('sh', ['-c', `git -C "${ROOT}" archive --format=tar ${id} | tar -x -C "${dir}"`], { stdio: 'inherit' });
+    const r = spawnSync('sh', ['-c', `git -C "${ROOT}" archive --format=tar ${id} | tar -x -C "${dir}"`], {
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error(`git archive of ${id} failed`);
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   }
@@ -237,7 +250,10 @@ export function treeInfo(tree = TREE) {
     return { tree, commit: process.env.PI_BENCH_COMMIT || (m ? m[1] : null), dirty: false };
   }
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).stdout?.trim() ?? null;
-  const st = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no', '--', 'src', 'config'], { encoding: 'utf8' }).stdout ?? '';
+  const st =
+    spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no', '--', 'src', 'config'], {
+      encoding: 'utf8',
+    }).stdout ?? '';
   return { tree, commit: head, dirty: st.trim() !== '' };
 }
 

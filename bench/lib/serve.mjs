@@ -24,12 +24,17 @@ process.on('exit', killAll);
 /** Resolves to { child, url, admin, events, exited, pid } once it listens; rejects if it exits first
  *  or does not listen within 30 s. `exited` resolves to { code, signal }. */
 export function startServeProcess(args, env = {}) {
-  const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: TREE, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+    cwd: TREE,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   live.add(child);
   const events = [];
   let pending = '';
   let err = '';
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+  const exited = new Promise((resolve) =>
+    child.once('exit', (code, signal) => {
       live.delete(child);
       resolve({ code, signal });
     }),
@@ -52,7 +57,14 @@ export function startServeProcess(args, env = {}) {
         events.push(e);
         if (e.event === 'listening') {
           clearTimeout(timer);
-          resolve({ child, url: String(e.url), admin: e.admin === null ? null : String(e.admin), events, exited, pid: child.pid });
+          resolve({
+            child,
+            url: String(e.url),
+            admin: e.admin === null ? null : String(e.admin),
+            events,
+            exited,
+            pid: child.pid,
+          });
         }
       }
     });

@@ -75,12 +75,30 @@ export async function startPostgres({ core = null, fsync = false } = {}) {
   if (who) chownSync(dir, who.uid, who.gid);
   const data = join(dir, 'data');
   const ids = who ? { uid: who.uid, gid: who.gid } : {};
-  const init = spawnSync(join(PG_BIN, 'initdb'), ['-D', data, '-U', 'pigw', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { ...ids, cwd: dir, encoding: 'utf8' });
+  const init = spawnSync(
+    join(PG_BIN, 'initdb'),
+    ['-D', data, '-U', 'pigw', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
+    { ...ids, cwd: dir, encoding: 'utf8' },
+  );
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
   const port = await freePort();
   const [cmd, args] = pinned(
     join(PG_BIN, 'postgres'),
-    ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, ...(fsync ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'],
+    [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-h',
+      '127.0.0.1',
+      '-k',
+      dir,
+      ...(fsync ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
+      '-c',
+      'max_connections=200',
+      '-c',
+      'log_min_messages=fatal',
+    ],
     core,
   );
   let c = null;
@@ -149,7 +167,24 @@ function ping(port) {
 export async function startRedis({ core = null } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'pi-bench-redis-'));
   const port = await freePort();
-  const [cmd, args] = pinned('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], core);
+  const [cmd, args] = pinned(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--loglevel',
+      'warning',
+    ],
+    core,
+  );
   let c = null;
   process.on('exit', () => {
     try {

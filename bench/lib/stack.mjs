@@ -17,8 +17,16 @@ export function startSimulator(name = 'simulator') {
   return startNode(name, { core: GEN_CORE, args: ['bench/servers/simulator.mjs'] });
 }
 
-export function startGateway(name, { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {}, args = [] }) {
-  return startNode(name, { core: SUT_CORE, nodeArgs, env, args: ['bench/servers/gateway.mjs', '--upstream', upstream, '--seal', seal, '--store', store, ...args] });
+export function startGateway(
+  name,
+  { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {}, args = [] },
+) {
+  return startNode(name, {
+    core: SUT_CORE,
+    nodeArgs,
+    env,
+    args: ['bench/servers/gateway.mjs', '--upstream', upstream, '--seal', seal, '--store', store, ...args],
+  });
 }
 
 export function startPassthrough(upstream, name = 'passthrough') {
@@ -26,17 +34,32 @@ export function startPassthrough(upstream, name = 'passthrough') {
 }
 
 export function startPortkey(name = 'portkey') {
-  return startNode(name, { core: SUT_CORE, cwd: join(BENCH_DIR, 'portkey'), args: ['start.mjs', '--headless'], readyTimeoutMs: 60_000 });
+  return startNode(name, {
+    core: SUT_CORE,
+    cwd: join(BENCH_DIR, 'portkey'),
+    args: ['start.mjs', '--headless'],
+    readyTimeoutMs: 60_000,
+  });
 }
 
 export async function scriptSim(simUrl, model, behaviour) {
-  const r = await fetch(`${simUrl}/_sim/script`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, behaviour }) });
+  const r = await fetch(`${simUrl}/_sim/script`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, behaviour }),
+  });
   if (!r.ok) throw new Error(`scripting the simulator failed: ${r.status} ${await r.text()}`);
 }
 
 /** A POST /v1/chat/completions request to `t` with contender-specific headers. */
 export function chatRequest(t, headers, body) {
-  return buildRequest({ method: 'POST', host: t.hostHeader, path: '/v1/chat/completions', headers: { 'Content-Type': 'application/json', ...headers }, body });
+  return buildRequest({
+    method: 'POST',
+    host: t.hostHeader,
+    path: '/v1/chat/completions',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body,
+  });
 }
 
 /** CPU hooks around a measurement window: the process under test, the simulator, and this process. */
@@ -89,17 +112,26 @@ export async function measureThroughput(c, { simPid, conns, warmupMs, durationMs
 export async function measureLatency(c, { simPid, rate, conns, warmupMs, durationMs, onStart = null }) {
   const { s, hooks } = cpuHooks(c.pid, c.pid === simPid ? null : simPid);
   const start = hooks.start;
-  if (onStart) hooks.start = async () => {
-    await onStart();
-    start();
-  };
+  if (onStart)
+    hooks.start = async () => {
+      await onStart();
+      start();
+    };
   const r = await openLoop({ target: c.target, req: c.req, rate, conns, warmupMs, durationMs, hooks });
   return { ...r, ...cpuFields(s, r.ok) };
 }
 
 export async function measureStreams(c, { simPid, streams, warmupMs, durationMs, expectEvents }) {
   const { s, hooks } = cpuHooks(c.pid, c.pid === simPid ? null : simPid);
-  const r = await streamLoop({ target: c.target, req: c.streamReq, streams, warmupMs, durationMs, hooks, expectEvents });
+  const r = await streamLoop({
+    target: c.target,
+    req: c.streamReq,
+    streams,
+    warmupMs,
+    durationMs,
+    hooks,
+    expectEvents,
+  });
   return { ...r, ...cpuFields(s, r.events) };
 }
 

@@ -59,7 +59,10 @@ export function machineInfo() {
     tree: treeInfo(),
     date: new Date().toISOString(),
     node: process.version,
-    cpus: os.cpus().map((c) => c.model).filter((v, i, a) => a.indexOf(v) === i),
+    cpus: os
+      .cpus()
+      .map((c) => c.model)
+      .filter((v, i, a) => a.indexOf(v) === i),
     cores: os.cpus().length,
     loadavg: os.loadavg(),
     totalMemMb: Math.round(os.totalmem() / 2 ** 20),
@@ -71,7 +74,10 @@ export function saveResult(name, data) {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const file = join(RESULTS_DIR, `${name}-${stamp}.json`);
-  writeFileSync(file, JSON.stringify({ tree: treeInfo(), ...data }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n');
+  writeFileSync(
+    file,
+    JSON.stringify({ tree: treeInfo(), ...data }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n',
+  );
   return file;
 }
 

@@ -21,7 +21,10 @@ net.Server.prototype.listen = function patchedListen(...args) {
   this.once('listening', () => {
     const { port } = this.address();
     // After the entry's own 1 s start-up banner, so the line is not overwritten by console.clear().
-    setTimeout(() => process.stdout.write('\n' + JSON.stringify({ ready: true, url: `http://127.0.0.1:${port}`, port }) + '\n'), 1500);
+    setTimeout(
+      () => process.stdout.write('\n' + JSON.stringify({ ready: true, url: `http://127.0.0.1:${port}`, port }) + '\n'),
+      1500,
+    );
   });
   return listen.call(this, { port: 0, host: '127.0.0.1' }, cb);
 };

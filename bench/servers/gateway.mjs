@@ -63,7 +63,10 @@ const { values } = parseArgs({
 const { configForServe } = await dist('cli/runtime.js');
 // The V8 settings `serve` applies to itself (src/cli/v8-flags.ts; a build from before it has none),
 // unless PI_V8_PRETENURING=on.
-await dist('cli/v8-flags.js').then((m) => m.applyServingV8Flags(), () => undefined);
+await dist('cli/v8-flags.js').then(
+  (m) => m.applyServingV8Flags(),
+  () => undefined,
+);
 const { openStore } = await dist('store/store.js');
 const { startGateway } = await dist('gateway.js');
 const { startTelemetry, tracesUrl } = await dist('telemetry/telemetry.js');
@@ -88,8 +91,17 @@ if (values.store !== 'stub' && values.store !== 'wal') {
   process.exit(2);
 }
 const pgMode = values.db !== undefined;
-if (pgMode && (!/^postgres(ql)?:\/\//.test(values.db) || values.store !== 'wal' || values.metrics === 'on' || values['access-log'] === 'on' || values['writer-thread'] === 'on')) {
-  process.stderr.write('--db takes a postgres:// URL, and goes without --store stub, --metrics, --access-log and --writer-thread\n');
+if (
+  pgMode &&
+  (!/^postgres(ql)?:\/\//.test(values.db) ||
+    values.store !== 'wal' ||
+    values.metrics === 'on' ||
+    values['access-log'] === 'on' ||
+    values['writer-thread'] === 'on')
+) {
+  process.stderr.write(
+    '--db takes a postgres:// URL, and goes without --store stub, --metrics, --access-log and --writer-thread\n',
+  );
   process.exit(2);
 }
 
@@ -97,7 +109,11 @@ const dir = mkdtempSync(join(tmpdir(), 'pi-bench-gw-'));
 const dbFile = join(dir, 'bench.db');
 const masterKey = randomBytes(32).toString('base64');
 const wanted =
-  values.seal === 'all' ? new Set(config.resources.map((x) => x.credential)) : values.seal === 'none' ? new Set() : new Set(values.seal.split(','));
+  values.seal === 'all'
+    ? new Set(config.resources.map((x) => x.credential))
+    : values.seal === 'none'
+      ? new Set()
+      : new Set(values.seal.split(','));
 // $1,000,000 in nano-USD: holds are released/settled at once, so this never runs out.
 const CREDIT = 1_000_000n * 1_000_000_000n;
 
@@ -110,13 +126,21 @@ async function startPgNode() {
   let created;
   try {
     await seed.migrate();
-    for (const name of new Set(config.resources.map((x) => x.credential))) if (wanted.has(name)) await seed.secrets.set(name, `sim-${name}`);
+    for (const name of new Set(config.resources.map((x) => x.credential)))
+      if (wanted.has(name)) await seed.secrets.set(name, `sim-${name}`);
     created = await seed.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
     await seed.wallets.credit(values.workspace, CREDIT, 'bench credit');
   } finally {
     await seed.close();
   }
-  const node = await runNode({ config, db: values.db, redis: values.redis ?? null, host: '127.0.0.1', port: Number(values.port), upstreamOverride: values.upstream ?? null });
+  const node = await runNode({
+    config,
+    db: values.db,
+    redis: values.redis ?? null,
+    host: '127.0.0.1',
+    port: Number(values.port),
+    upstreamOverride: values.upstream ?? null,
+  });
   return { node, key: created };
 }
 
@@ -132,15 +156,31 @@ async function startWorkers() {
   const seed = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
   let created;
   try {
-    for (const res of config.resources) if (wanted.has(res.credential) && !seed.secrets.names().has(res.credential)) seed.secrets.set(res.credential, `sim-${res.credential}`);
+    for (const res of config.resources)
+      if (wanted.has(res.credential) && !seed.secrets.names().has(res.credential))
+        seed.secrets.set(res.credential, `sim-${res.credential}`);
     created = seed.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
     seed.wallets.credit(values.workspace, CREDIT, 'bench credit');
   } finally {
     seed.close();
   }
   const { runWorkers } = await dist('cli/workers-runtime.js');
-  const observability = { admin: values.metrics === 'on' ? { host: '127.0.0.1', port: 0 } : null, metrics: values.metrics === 'on', accessLog: false, tracesUrl: null, serviceName: 'pi-gateway' };
-  const running = await runWorkers({ config, db: dbFile, host: '127.0.0.1', port: Number(values.port), workers, upstreamOverride: values.upstream ?? null, observability });
+  const observability = {
+    admin: values.metrics === 'on' ? { host: '127.0.0.1', port: 0 } : null,
+    metrics: values.metrics === 'on',
+    accessLog: false,
+    tracesUrl: null,
+    serviceName: 'pi-gateway',
+  };
+  const running = await runWorkers({
+    config,
+    db: dbFile,
+    host: '127.0.0.1',
+    port: Number(values.port),
+    workers,
+    upstreamOverride: values.upstream ?? null,
+    observability,
+  });
   return { running, key: created };
 }
 
@@ -161,7 +201,9 @@ if (pgMode) {
   admin = workersRun.admin;
 } else {
   store = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
-  for (const res of config.resources) if (wanted.has(res.credential) && !store.secrets.names().has(res.credential)) store.secrets.set(res.credential, `sim-${res.credential}`);
+  for (const res of config.resources)
+    if (wanted.has(res.credential) && !store.secrets.names().has(res.credential))
+      store.secrets.set(res.credential, `sim-${res.credential}`);
   key = store.apiKeys.create({ workspace: values.workspace, name: 'bench', rpm: 1_000_000_000 });
   store.wallets.credit(values.workspace, CREDIT, 'bench credit');
 
@@ -171,7 +213,10 @@ if (pgMode) {
     accessLog: accessFd === null ? null : new BufferedLines({ write: (text) => writeSync(accessFd, text) }),
     traces: values.traces ? { url: tracesUrl(values.traces) } : null,
   });
-  admin = values.metrics === 'on' ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(), metrics: telemetry.metrics }) : null;
+  admin =
+    values.metrics === 'on'
+      ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(), metrics: telemetry.metrics })
+      : null;
 
   gw = await startGateway({
     config,
@@ -207,7 +252,11 @@ if (values.eld === 'on') {
     h.disable();
     on = false;
     const ms = (ns) => ns / 1e6;
-    process.stdout.write(JSON.stringify({ eld: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), count: h.count } }) + '\n');
+    process.stdout.write(
+      JSON.stringify({
+        eld: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), count: h.count },
+      }) + '\n',
+    );
   });
 }
 

@@ -17,7 +17,12 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
     headers['content-type'] = 'application/json';
     headers['x-pi-console'] = '1';
   }
-  const res = await fetch(path, { method, headers, credentials: 'same-origin', ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   if (res.status === 401) {
     // The session ended (expired, signed out elsewhere, gateway restarted): back to the sign-in form.
     location.href = '/console';
@@ -78,7 +83,15 @@ export interface RequestRow {
 
 export interface RequestDetail extends RequestRow {
   key: { id: string; name: string | null; prefix: string; workspace: string } | null;
-  attempt_list: { n: number; provider: string; model: string; deployment: string; outcome: string; status: number | null; ms: number }[];
+  attempt_list: {
+    n: number;
+    provider: string;
+    model: string;
+    deployment: string;
+    outcome: string;
+    status: number | null;
+    ms: number;
+  }[];
   ledger: { id: number; kind: string; amount_usd: string; time: string; estimated: boolean }[];
 }
 
@@ -154,7 +167,13 @@ export interface PreviewDeployment {
   down: boolean;
   breaker: string;
   quantization: string | null;
-  price: { prompt_usd_per_mtok: string | null; completion_usd_per_mtok: string | null; list_prompt_usd_per_mtok: string | null; list_completion_usd_per_mtok: string | null; discount_percent: number | null };
+  price: {
+    prompt_usd_per_mtok: string | null;
+    completion_usd_per_mtok: string | null;
+    list_prompt_usd_per_mtok: string | null;
+    list_completion_usd_per_mtok: string | null;
+    discount_percent: number | null;
+  };
 }
 
 export interface Preview {
@@ -177,7 +196,13 @@ export interface HealthDeployment {
   unservable_reason: string | null;
   down: boolean;
   breaker: { state: string; consecutive_failures: number; error_rate: number; open_until: string | null };
-  recent: { attempts: number; failures: number; failure_rate: number | null; ttfb_p50_ms: number | null; ttfb_p95_ms: number | null };
+  recent: {
+    attempts: number;
+    failures: number;
+    failure_rate: number | null;
+    ttfb_p50_ms: number | null;
+    ttfb_p95_ms: number | null;
+  };
 }
 
 export interface Health {

@@ -19,7 +19,15 @@ export function BarChart(props: { bars: Bar[]; label: string; testid: string }) 
   const barW = width - labelW - 90;
   if (props.bars.length === 0) return <p class="empty">No spend in this range.</p>;
   return (
-    <svg class="chart" data-testid={props.testid} viewBox={`0 0 ${width} ${props.bars.length * row + 4}`} width={width} height={props.bars.length * row + 4} role="img" aria-label={props.label}>
+    <svg
+      class="chart"
+      data-testid={props.testid}
+      viewBox={`0 0 ${width} ${props.bars.length * row + 4}`}
+      width={width}
+      height={props.bars.length * row + 4}
+      role="img"
+      aria-label={props.label}
+    >
       {props.bars.map((b, i) => {
         const w = max > 0 ? Math.max(1, (b.value / max) * barW) : 1;
         return (
@@ -39,7 +47,11 @@ export function BarChart(props: { bars: Bar[]; label: string; testid: string }) 
   );
 }
 
-export function DayColumns(props: { days: { key: string; cost_usd: string; requests: number }[]; label: string; testid: string }) {
+export function DayColumns(props: {
+  days: { key: string; cost_usd: string; requests: number }[];
+  label: string;
+  testid: string;
+}) {
   const height = 160;
   const width = 640;
   const n = props.days.length;
@@ -47,7 +59,15 @@ export function DayColumns(props: { days: { key: string; cost_usd: string; reque
   const max = Math.max(0, ...props.days.map((d) => Number(d.cost_usd)));
   const slot = Math.min(60, (width - 40) / n);
   return (
-    <svg class="chart" data-testid={props.testid} viewBox={`0 0 ${width} ${height + 30}`} width={width} height={height + 30} role="img" aria-label={props.label}>
+    <svg
+      class="chart"
+      data-testid={props.testid}
+      viewBox={`0 0 ${width} ${height + 30}`}
+      width={width}
+      height={height + 30}
+      role="img"
+      aria-label={props.label}
+    >
       <line x1={30} y1={height} x2={width} y2={height} class="chart-axis" />
       {props.days.map((d, i) => {
         const h = max > 0 ? Math.max(1, (Number(d.cost_usd) / max) * (height - 20)) : 1;

@@ -13,7 +13,10 @@ export function HealthPage() {
     const timer = setInterval(load, 5000);
     return () => clearInterval(timer);
   }, []);
-  if (!h) return <section data-testid="page-health">{error ? <p class="error">{error}</p> : <p class="boot">Loading…</p>}</section>;
+  if (!h)
+    return (
+      <section data-testid="page-health">{error ? <p class="error">{error}</p> : <p class="boot">Loading…</p>}</section>
+    );
   const r = h.last_reload;
   return (
     <section data-testid="page-health">
@@ -33,7 +36,9 @@ export function HealthPage() {
         </div>
         <div class="card">
           <span>Last reload</span>
-          <strong data-testid="last-reload">{r === null ? 'none since start' : `${r.ok ? 'ok' : 'refused'} at ${utc(r.at)}`}</strong>
+          <strong data-testid="last-reload">
+            {r === null ? 'none since start' : `${r.ok ? 'ok' : 'refused'} at ${utc(r.at)}`}
+          </strong>
         </div>
       </div>
       {h.reasons.length > 0 && (

@@ -19,11 +19,21 @@ interface Filters {
 const EMPTY: Filters = { workspace: '', key: '', model: '', provider: '', status: '', ended: '', from: '', to: '' };
 const TAIL_MS = 2000;
 
-function Select(props: { label: string; name: keyof Filters; value: string; options: string[]; onChange: (name: keyof Filters, v: string) => void }) {
+function Select(props: {
+  label: string;
+  name: keyof Filters;
+  value: string;
+  options: string[];
+  onChange: (name: keyof Filters, v: string) => void;
+}) {
   return (
     <label>
       {props.label}
-      <select name={props.name} value={props.value} onChange={(e) => props.onChange(props.name, (e.target as HTMLSelectElement).value)}>
+      <select
+        name={props.name}
+        value={props.value}
+        onChange={(e) => props.onChange(props.name, (e.target as HTMLSelectElement).value)}
+      >
         <option value="">any</option>
         {props.options.map((o) => (
           <option value={o}>{o}</option>
@@ -33,11 +43,22 @@ function Select(props: { label: string; name: keyof Filters; value: string; opti
   );
 }
 
-function Text(props: { label: string; name: keyof Filters; value: string; placeholder?: string; onChange: (name: keyof Filters, v: string) => void }) {
+function Text(props: {
+  label: string;
+  name: keyof Filters;
+  value: string;
+  placeholder?: string;
+  onChange: (name: keyof Filters, v: string) => void;
+}) {
   return (
     <label>
       {props.label}
-      <input name={props.name} value={props.value} placeholder={props.placeholder} onChange={(e) => props.onChange(props.name, (e.target as HTMLInputElement).value.trim())} />
+      <input
+        name={props.name}
+        value={props.value}
+        placeholder={props.placeholder}
+        onChange={(e) => props.onChange(props.name, (e.target as HTMLInputElement).value.trim())}
+      />
     </label>
   );
 }
@@ -68,18 +89,25 @@ export function RequestsPage(props: { meta: Meta }) {
   useEffect(() => {
     if (!live) return;
     const timer = setInterval(() => {
-      get<{ requests: RequestRow[] }>(`/admin/requests${qs({ ...filters, since: newest.current ?? 0, limit: 200 })}`).then((r) => {
-        if (r.requests.length === 0) return;
-        newest.current = r.requests[0]?.id ?? newest.current;
-        setRows((old) => [...r.requests, ...old].slice(0, 500));
-      }, () => undefined);
+      get<{ requests: RequestRow[] }>(
+        `/admin/requests${qs({ ...filters, since: newest.current ?? 0, limit: 200 })}`,
+      ).then(
+        (r) => {
+          if (r.requests.length === 0) return;
+          newest.current = r.requests[0]?.id ?? newest.current;
+          setRows((old) => [...r.requests, ...old].slice(0, 500));
+        },
+        () => undefined,
+      );
     }, TAIL_MS);
     return () => clearInterval(timer);
   }, [live, filters]);
 
   const older = () => {
     if (nextBefore === null) return;
-    get<{ requests: RequestRow[]; next_before: number | null }>(`/admin/requests${qs({ ...filters, before: nextBefore, limit: 50 })}`).then((r) => {
+    get<{ requests: RequestRow[]; next_before: number | null }>(
+      `/admin/requests${qs({ ...filters, before: nextBefore, limit: 50 })}`,
+    ).then((r) => {
       setRows((old) => [...old, ...r.requests]);
       setNextBefore(r.next_before);
     });
@@ -91,16 +119,34 @@ export function RequestsPage(props: { meta: Meta }) {
     <section data-testid="page-requests">
       <h1>Requests</h1>
       <form class="filters" onSubmit={(e) => e.preventDefault()}>
-        <Select label="Workspace" name="workspace" value={filters.workspace} options={m.workspaces.map((w) => w.id)} onChange={set} />
+        <Select
+          label="Workspace"
+          name="workspace"
+          value={filters.workspace}
+          options={m.workspaces.map((w) => w.id)}
+          onChange={set}
+        />
         <Text label="Key id" name="key" value={filters.key} placeholder="key_…" onChange={set} />
         <Select label="Model" name="model" value={filters.model} options={m.models} onChange={set} />
         <Select label="Provider" name="provider" value={filters.provider} options={m.providers} onChange={set} />
-        <Select label="Status" name="status" value={filters.status} options={['2xx', '4xx', '5xx', 'error', '200', '401', '402', '404', '429', '502', '503']} onChange={set} />
+        <Select
+          label="Status"
+          name="status"
+          value={filters.status}
+          options={['2xx', '4xx', '5xx', 'error', '200', '401', '402', '404', '429', '502', '503']}
+          onChange={set}
+        />
         <Select label="Ended" name="ended" value={filters.ended} options={m.ended} onChange={set} />
         <Text label="From (UTC)" name="from" value={filters.from} placeholder="2026-01-15" onChange={set} />
         <Text label="To (UTC)" name="to" value={filters.to} placeholder="2026-01-16T00:00" onChange={set} />
         <label class="check">
-          <input type="checkbox" checked={live} data-testid="live" onChange={(e) => setLive((e.target as HTMLInputElement).checked)} /> Live
+          <input
+            type="checkbox"
+            checked={live}
+            data-testid="live"
+            onChange={(e) => setLive((e.target as HTMLInputElement).checked)}
+          />{' '}
+          Live
         </label>
       </form>
       {error && <p class="error">{error}</p>}
@@ -122,17 +168,27 @@ export function RequestsPage(props: { meta: Meta }) {
         </thead>
         <tbody>
           {rows.map((r) => (
-            <tr key={r.id} class={`click${r.status >= 400 ? ' bad' : ''}`} data-trace={r.trace_id} onClick={() => setOpen(r.trace_id)}>
+            <tr
+              key={r.id}
+              class={`click${r.status >= 400 ? ' bad' : ''}`}
+              data-trace={r.trace_id}
+              onClick={() => setOpen(r.trace_id)}
+            >
               <td>{utc(r.time)}</td>
               <td>{r.workspace ?? '—'}</td>
               <td>{r.endpoint}</td>
               <td>{r.model_served ?? r.model_requested ?? '—'}</td>
               <td>{r.provider ?? '—'}</td>
-              <td>{r.status}{r.error_code ? ` ${r.error_code}` : ''}</td>
+              <td>
+                {r.status}
+                {r.error_code ? ` ${r.error_code}` : ''}
+              </td>
               <td>{r.ended ?? '—'}</td>
               <td class="n">{r.attempts}</td>
               <td class="n">{ms(r.latency_ms)}</td>
-              <td class="n">{num(r.prompt_tokens)} / {num(r.completion_tokens)}</td>
+              <td class="n">
+                {num(r.prompt_tokens)} / {num(r.completion_tokens)}
+              </td>
               <td class="n">{usd(r.cost_usd)}</td>
             </tr>
           ))}
@@ -154,7 +210,9 @@ function Drawer(props: { trace: string; onClose: () => void }) {
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     setD(null);
-    get<RequestDetail>(`/admin/requests/${encodeURIComponent(props.trace)}`).then(setD, (e: Error) => setError(e.message));
+    get<RequestDetail>(`/admin/requests/${encodeURIComponent(props.trace)}`).then(setD, (e: Error) =>
+      setError(e.message),
+    );
   }, [props.trace]);
   return (
     <aside class="drawer" data-testid="request-detail">
@@ -175,23 +233,39 @@ function Drawer(props: { trace: string; onClose: () => void }) {
               {d.workspace ?? '—'} / {d.key ? `${d.key.name ?? d.key.id} (${d.key.prefix}…)` : '—'}
             </dd>
             <dt>Endpoint</dt>
-            <dd>{d.endpoint}{d.stream ? ' (stream)' : ''}</dd>
+            <dd>
+              {d.endpoint}
+              {d.stream ? ' (stream)' : ''}
+            </dd>
             <dt>Model</dt>
-            <dd>{d.model_requested ?? '—'}{d.model_served && d.model_served !== d.model_requested ? ` → ${d.model_served}` : ''}</dd>
+            <dd>
+              {d.model_requested ?? '—'}
+              {d.model_served && d.model_served !== d.model_requested ? ` → ${d.model_served}` : ''}
+            </dd>
             <dt>Served by</dt>
             <dd>{d.deployment ?? '—'}</dd>
             <dt>Status</dt>
-            <dd>{d.status}{d.error_code ? ` ${d.error_code}` : ''} · ended {d.ended ?? '—'}</dd>
+            <dd>
+              {d.status}
+              {d.error_code ? ` ${d.error_code}` : ''} · ended {d.ended ?? '—'}
+            </dd>
             <dt>Latency / TTFB</dt>
-            <dd>{ms(d.latency_ms)} / {ms(d.ttfb_ms)}</dd>
+            <dd>
+              {ms(d.latency_ms)} / {ms(d.ttfb_ms)}
+            </dd>
             <dt>Tokens</dt>
             <dd data-testid="detail-tokens">
-              {num(d.prompt_tokens)} in, {num(d.completion_tokens)} out{d.cached_tokens ? `, ${num(d.cached_tokens)} cached` : ''}{d.reasoning_tokens ? `, ${num(d.reasoning_tokens)} reasoning` : ''}
+              {num(d.prompt_tokens)} in, {num(d.completion_tokens)} out
+              {d.cached_tokens ? `, ${num(d.cached_tokens)} cached` : ''}
+              {d.reasoning_tokens ? `, ${num(d.reasoning_tokens)} reasoning` : ''}
             </dd>
             <dt>Cost</dt>
             <dd data-testid="detail-cost">{usd(d.cost_usd)}</dd>
             <dt>App</dt>
-            <dd>{d.app_title ?? '—'}{d.app_origin ? ` · ${d.app_origin}` : ''}</dd>
+            <dd>
+              {d.app_title ?? '—'}
+              {d.app_origin ? ` · ${d.app_origin}` : ''}
+            </dd>
             <dt>Session</dt>
             <dd>{d.session_id ?? '—'}</dd>
           </dl>
@@ -226,7 +300,10 @@ function Drawer(props: { trace: string; onClose: () => void }) {
             <tbody>
               {d.ledger.map((l) => (
                 <tr>
-                  <td>{l.kind}{l.estimated ? ' (estimated)' : ''}</td>
+                  <td>
+                    {l.kind}
+                    {l.estimated ? ' (estimated)' : ''}
+                  </td>
                   <td class="n">{usd(l.amount_usd)}</td>
                   <td>{utc(l.time)}</td>
                 </tr>

@@ -8,7 +8,13 @@ import { pct, usd } from './format.ts';
 
 export function RoutingPage(props: { meta: Meta }) {
   const m = props.meta;
-  const [form, setForm] = useState({ workspace: m.workspaces[0]?.id ?? '', model: m.models[0] ?? '', endpoint: 'chat_completions', fallbacks: '', provider: '' });
+  const [form, setForm] = useState({
+    workspace: m.workspaces[0]?.id ?? '',
+    model: m.models[0] ?? '',
+    endpoint: 'chat_completions',
+    fallbacks: '',
+    provider: '',
+  });
   const [preview, setPreview] = useState<Preview | null>(null);
   const [error, setError] = useState<string | null>(null);
   const submit = (e: Event) => {
@@ -23,7 +29,13 @@ export function RoutingPage(props: { meta: Meta }) {
       }
     }
     const fallbacks = form.fallbacks.split(/[\s,]+/).filter(Boolean);
-    post<Preview>('/admin/route-preview', { workspace: form.workspace, model: form.model, endpoint: form.endpoint, fallbacks, provider }).then(
+    post<Preview>('/admin/route-preview', {
+      workspace: form.workspace,
+      model: form.model,
+      endpoint: form.endpoint,
+      fallbacks,
+      provider,
+    }).then(
       (p) => {
         setPreview(p);
         setError(null);
@@ -34,7 +46,8 @@ export function RoutingPage(props: { meta: Meta }) {
       },
     );
   };
-  const set = (name: keyof typeof form) => (e: Event) => setForm({ ...form, [name]: (e.target as HTMLInputElement).value });
+  const set = (name: keyof typeof form) => (e: Event) =>
+    setForm({ ...form, [name]: (e.target as HTMLInputElement).value });
   return (
     <section data-testid="page-routing">
       <h1>Route preview</h1>
@@ -70,16 +83,26 @@ export function RoutingPage(props: { meta: Meta }) {
         </label>
         <label class="wide">
           provider preferences (JSON)
-          <input name="provider" value={form.provider} placeholder='{"order": ["alpha"], "allow_fallbacks": false}' onInput={set('provider')} />
+          <input
+            name="provider"
+            value={form.provider}
+            placeholder='{"order": ["alpha"], "allow_fallbacks": false}'
+            onInput={set('provider')}
+          />
         </label>
         <button type="submit">Preview</button>
       </form>
-      {error && <p class="error" data-testid="route-error">{error}</p>}
+      {error && (
+        <p class="error" data-testid="route-error">
+          {error}
+        </p>
+      )}
       {preview && (
         <div data-testid="route-result">
           <p>
             {preview.eligible ? 'Attempt order' : 'No provider can serve this request'} · ordering within a tier:{' '}
-            {preview.ordering === 'price' ? 'cheapest first' : 'weighted random (share of first place shown)'} · at most {preview.max_attempts} attempts
+            {preview.ordering === 'price' ? 'cheapest first' : 'weighted random (share of first place shown)'} · at most{' '}
+            {preview.max_attempts} attempts
           </p>
           {preview.models.map((mp) => (
             <div class="panel">

@@ -9,7 +9,11 @@ function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }
   return (
     <div class="panel">
       <h2>{props.title}</h2>
-      <BarChart testid={`${props.testid}-chart`} label={`Cost ${props.title.toLowerCase()}`} bars={props.lines.map((l) => ({ label: l.key, value: Number(l.cost_usd), text: usd(l.cost_usd) }))} />
+      <BarChart
+        testid={`${props.testid}-chart`}
+        label={`Cost ${props.title.toLowerCase()}`}
+        bars={props.lines.map((l) => ({ label: l.key, value: Number(l.cost_usd), text: usd(l.cost_usd) }))}
+      />
       <table class="grid" data-testid={props.testid}>
         <thead>
           <tr>
@@ -52,7 +56,12 @@ export function SpendPage(props: { meta: Meta }) {
   const field = (name: 'from' | 'to') => (
     <label>
       {name === 'from' ? 'From (UTC)' : 'To (UTC, exclusive)'}
-      <input name={name} value={range[name]} placeholder={name === 'from' ? '30 days back' : 'end of today'} onChange={(e) => setRange({ ...range, [name]: (e.target as HTMLInputElement).value.trim() })} />
+      <input
+        name={name}
+        value={range[name]}
+        placeholder={name === 'from' ? '30 days back' : 'end of today'}
+        onChange={(e) => setRange({ ...range, [name]: (e.target as HTMLInputElement).value.trim() })}
+      />
     </label>
   );
   return (
@@ -63,7 +72,10 @@ export function SpendPage(props: { meta: Meta }) {
         {field('to')}
         <label>
           Workspace
-          <select value={range.workspace} onChange={(e) => setRange({ ...range, workspace: (e.target as HTMLSelectElement).value })}>
+          <select
+            value={range.workspace}
+            onChange={(e) => setRange({ ...range, workspace: (e.target as HTMLSelectElement).value })}
+          >
             <option value="">all</option>
             {props.meta.workspaces.map((w) => (
               <option value={w.id}>{w.id}</option>

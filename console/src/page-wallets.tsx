@@ -28,7 +28,11 @@ export function WalletsPage(props: { meta: Meta }) {
         </thead>
         <tbody>
           {wallets.map((w) => (
-            <tr class={`click${w.workspace === selected ? ' selected' : ''}`} data-workspace={w.workspace} onClick={() => setSelected(w.workspace)}>
+            <tr
+              class={`click${w.workspace === selected ? ' selected' : ''}`}
+              data-workspace={w.workspace}
+              onClick={() => setSelected(w.workspace)}
+            >
               <td>
                 {w.workspace} <small>{w.name ?? ''}</small>
               </td>
@@ -53,11 +57,16 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
   const [note, setNote] = useState('');
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
   useEffect(() => {
-    get<{ ledger: LedgerRow[] }>(`/admin/wallets/${encodeURIComponent(props.workspace)}${qs({ limit: 25 })}`).then((r) => setLedger(r.ledger));
+    get<{ ledger: LedgerRow[] }>(`/admin/wallets/${encodeURIComponent(props.workspace)}${qs({ limit: 25 })}`).then(
+      (r) => setLedger(r.ledger),
+    );
   }, [props.workspace, props.tick]);
   const credit = (e: Event) => {
     e.preventDefault();
-    post<{ credited_usd: string; balance_usd: string }>(`/admin/wallets/${encodeURIComponent(props.workspace)}/credit`, { usd: amount, note }).then(
+    post<{ credited_usd: string; balance_usd: string }>(
+      `/admin/wallets/${encodeURIComponent(props.workspace)}/credit`,
+      { usd: amount, note },
+    ).then(
       (r) => {
         setMessage({ ok: true, text: `Credited ${usd(r.credited_usd)}; balance ${usd(r.balance_usd)}.` });
         setAmount('');
@@ -73,15 +82,31 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
       <form class="inline" onSubmit={credit} data-testid="credit-form">
         <label>
           Credit (USD)
-          <input name="usd" value={amount} required placeholder="25" onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+          <input
+            name="usd"
+            value={amount}
+            required
+            placeholder="25"
+            onInput={(e) => setAmount((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label class="wide">
           Note (kept on the ledger row)
-          <input name="note" value={note} required placeholder="invoice 42" onInput={(e) => setNote((e.target as HTMLInputElement).value)} />
+          <input
+            name="note"
+            value={note}
+            required
+            placeholder="invoice 42"
+            onInput={(e) => setNote((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit">Credit</button>
       </form>
-      {message && <p class={message.ok ? 'ok' : 'error'} data-testid="credit-message">{message.text}</p>}
+      {message && (
+        <p class={message.ok ? 'ok' : 'error'} data-testid="credit-message">
+          {message.text}
+        </p>
+      )}
       <h3>Recent ledger rows</h3>
       <table class="grid" data-testid="ledger-table">
         <thead>
@@ -98,7 +123,10 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
           {ledger.map((l) => (
             <tr>
               <td>{utc(l.time)}</td>
-              <td>{l.kind}{l.estimated ? ' (estimated)' : ''}</td>
+              <td>
+                {l.kind}
+                {l.estimated ? ' (estimated)' : ''}
+              </td>
               <td class="n">{usd(l.amount_usd)}</td>
               <td>{l.model ? `${l.model} / ${l.provider ?? '—'}` : ''}</td>
               <td>{l.note ?? ''}</td>
@@ -114,7 +142,12 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
 function Keys(props: { meta: Meta }) {
   const [keys, setKeys] = useState<KeyRow[]>([]);
   const [tick, setTick] = useState(0);
-  const [form, setForm] = useState({ workspace: props.meta.workspaces[0]?.id ?? '', name: '', expires_at: '', rpm: '' });
+  const [form, setForm] = useState({
+    workspace: props.meta.workspaces[0]?.id ?? '',
+    name: '',
+    expires_at: '',
+    rpm: '',
+  });
   const [created, setCreated] = useState<KeyRow | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -127,7 +160,12 @@ function Keys(props: { meta: Meta }) {
   const fail = (err: Error) => setError(err.message);
   const create = (e: Event) => {
     e.preventDefault();
-    const body = { workspace: form.workspace, name: form.name || null, expires_at: form.expires_at || null, ...(form.rpm ? { rpm: Number(form.rpm) } : {}) };
+    const body = {
+      workspace: form.workspace,
+      name: form.name || null,
+      expires_at: form.expires_at || null,
+      ...(form.rpm ? { rpm: Number(form.rpm) } : {}),
+    };
     post<KeyRow>('/admin/keys', body).then((k) => {
       setCreated(k);
       done();
@@ -145,7 +183,12 @@ function Keys(props: { meta: Meta }) {
   const input = (name: 'name' | 'expires_at' | 'rpm', label: string, placeholder: string) => (
     <label>
       {label}
-      <input name={name} value={form[name]} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: (e.target as HTMLInputElement).value })} />
+      <input
+        name={name}
+        value={form[name]}
+        placeholder={placeholder}
+        onInput={(e) => setForm({ ...form, [name]: (e.target as HTMLInputElement).value })}
+      />
     </label>
   );
   return (
@@ -154,7 +197,11 @@ function Keys(props: { meta: Meta }) {
       <form class="inline" onSubmit={create} data-testid="key-form">
         <label>
           Workspace
-          <select name="workspace" value={form.workspace} onChange={(e) => setForm({ ...form, workspace: (e.target as HTMLSelectElement).value })}>
+          <select
+            name="workspace"
+            value={form.workspace}
+            onChange={(e) => setForm({ ...form, workspace: (e.target as HTMLSelectElement).value })}
+          >
             {props.meta.workspaces.map((w) => (
               <option value={w.id}>{w.id}</option>
             ))}

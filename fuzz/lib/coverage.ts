@@ -7,7 +7,19 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { REPO } from './gateway-child.ts';
 
-export const REQUEST_PATH_FOLDERS = ['server', 'http', 'api', 'admission', 'routing', 'proxy', 'protocols', 'stream', 'upstream', 'platforms', 'billing'] as const;
+export const REQUEST_PATH_FOLDERS = [
+  'server',
+  'http',
+  'api',
+  'admission',
+  'routing',
+  'proxy',
+  'protocols',
+  'stream',
+  'upstream',
+  'platforms',
+  'billing',
+] as const;
 
 export interface LineFigure {
   covered: number;
@@ -33,10 +45,26 @@ export function pct(f: LineFigure): string {
  * Runs `c8 report` over a NODE_V8_COVERAGE directory. `include`: globs relative to the repository
  * (default every file of src/, loaded or not). Null when there is no coverage data.
  */
-export async function coverageReport(tempDir: string, reportDir: string, include: string[] = ['src/**']): Promise<CoverageReport | null> {
+export async function coverageReport(
+  tempDir: string,
+  reportDir: string,
+  include: string[] = ['src/**'],
+): Promise<CoverageReport | null> {
   if (!existsSync(tempDir) || readdirSync(tempDir).length === 0) return null;
   rmSync(reportDir, { recursive: true, force: true });
-  const args = ['node_modules/c8/bin/c8.js', 'report', '--temp-directory', tempDir, '--report-dir', reportDir, '--reporter=json-summary', '--all', '--src', 'src', '--exclude-after-remap'];
+  const args = [
+    'node_modules/c8/bin/c8.js',
+    'report',
+    '--temp-directory',
+    tempDir,
+    '--report-dir',
+    reportDir,
+    '--reporter=json-summary',
+    '--all',
+    '--src',
+    'src',
+    '--exclude-after-remap',
+  ];
   for (const g of include) args.push('--include', g);
   const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
@@ -44,11 +72,18 @@ export async function coverageReport(tempDir: string, reportDir: string, include
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   const file = join(reportDir, 'coverage-summary.json');
   if (code !== 0 || !existsSync(file)) throw new Error(`c8 report failed (${code}): ${err.slice(-2000)}`);
-  return summarise(JSON.parse(readFileSync(file, 'utf8')) as Record<string, { lines: { total: number; covered: number } }>);
+  return summarise(
+    JSON.parse(readFileSync(file, 'utf8')) as Record<string, { lines: { total: number; covered: number } }>,
+  );
 }
 
 function summarise(summary: Record<string, { lines: { total: number; covered: number } }>): CoverageReport {
-  const out: CoverageReport = { all: { covered: 0, total: 0 }, requestPath: { covered: 0, total: 0 }, folders: {}, files: {} };
+  const out: CoverageReport = {
+    all: { covered: 0, total: 0 },
+    requestPath: { covered: 0, total: 0 },
+    folders: {},
+    files: {},
+  };
   const paths: readonly string[] = REQUEST_PATH_FOLDERS;
   for (const [path, v] of Object.entries(summary)) {
     if (path === 'total') continue;
@@ -72,7 +107,9 @@ function add(into: LineFigure, f: LineFigure): void {
 
 /** Lines for the summary: the request path, each of its folders, and everything counted. */
 export function coverageLines(r: CoverageReport): string[] {
-  const lines = [`line coverage: request path ${pct(r.requestPath)} (${r.requestPath.covered}/${r.requestPath.total}), all counted ${pct(r.all)}`];
+  const lines = [
+    `line coverage: request path ${pct(r.requestPath)} (${r.requestPath.covered}/${r.requestPath.total}), all counted ${pct(r.all)}`,
+  ];
   const parts: string[] = [];
   for (const f of REQUEST_PATH_FOLDERS) {
     const v = r.folders[f];

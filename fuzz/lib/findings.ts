@@ -48,7 +48,25 @@ export type Oracle =
   /** A parser's cost per byte far above its median (and again on a second run). */
   | 'superlinear';
 
-export const ORACLES: readonly Oracle[] = ['crash', 'hang', 'unanswered', '5xx', 'over-bound', 'estimate-over-hold', 'open-hold', 'log-row', 'ledger-verify', 'stop', 'liveness', 'memory', 'broken-answer', 'exception', 'split-dependence', 'disagreement', 'superlinear'];
+export const ORACLES: readonly Oracle[] = [
+  'crash',
+  'hang',
+  'unanswered',
+  '5xx',
+  'over-bound',
+  'estimate-over-hold',
+  'open-hold',
+  'log-row',
+  'ledger-verify',
+  'stop',
+  'liveness',
+  'memory',
+  'broken-answer',
+  'exception',
+  'split-dependence',
+  'disagreement',
+  'superlinear',
+];
 
 export interface FindingFiles {
   /** File name → contents, written as given (Buffers byte for byte, objects as JSON). */
@@ -71,10 +89,7 @@ export class FindingBook {
 
   private readonly outDir: string | null;
   private readonly keepPerSignature: number;
-  constructor(
-    outDir: string | null,
-    keepPerSignature = 3,
-  ) {
+  constructor(outDir: string | null, keepPerSignature = 3) {
     this.outDir = outDir;
     this.keepPerSignature = keepPerSignature;
   }
@@ -89,7 +104,11 @@ export class FindingBook {
     const dir = join(this.outDir, 'findings', target, oracle, slug(signature), String(rec.saved.length + 1));
     mkdirSync(dir, { recursive: true });
     for (const [name, content] of Object.entries(files)) {
-      const data = Buffer.isBuffer(content) ? content : typeof content === 'string' ? content : JSON.stringify(content, jsonReplacer, 2) + '\n';
+      const data = Buffer.isBuffer(content)
+        ? content
+        : typeof content === 'string'
+          ? content
+          : JSON.stringify(content, jsonReplacer, 2) + '\n';
       // A name may hold one folder level (a round's cases: case-12/request.bin).
       mkdirSync(dirname(join(dir, name)), { recursive: true });
       writeFileSync(join(dir, name), data);
@@ -122,7 +141,8 @@ export class FindingBook {
   /** Hits per oracle for one target. */
   counts(target: string): Map<Oracle, number> {
     const out = new Map<Oracle, number>();
-    for (const r of this.bySignature.values()) if (r.target === target) out.set(r.oracle, (out.get(r.oracle) ?? 0) + r.count);
+    for (const r of this.bySignature.values())
+      if (r.target === target) out.set(r.oracle, (out.get(r.oracle) ?? 0) + r.count);
     return out;
   }
 
@@ -144,7 +164,12 @@ export function slug(s: string): string {
 /** JSON for meta files: bigint as a decimal string, Buffers as base64. */
 export function jsonReplacer(_key: string, value: unknown): unknown {
   if (typeof value === 'bigint') return value.toString();
-  if (value && typeof value === 'object' && (value as { type?: unknown }).type === 'Buffer' && Array.isArray((value as { data?: unknown }).data)) {
+  if (
+    value &&
+    typeof value === 'object' &&
+    (value as { type?: unknown }).type === 'Buffer' &&
+    Array.isArray((value as { data?: unknown }).data)
+  ) {
     return { base64: Buffer.from((value as { data: number[] }).data).toString('base64') };
   }
   return value;

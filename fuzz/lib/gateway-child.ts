@@ -30,7 +30,10 @@ export interface CampaignConfig {
  * A copy of the gateway fixture under `dir`, with `limits` and `health` lines replaced or added
  * (values as YAML scalars). The fixture's other files are untouched.
  */
-export function campaignConfig(dir: string, patch: { limits?: Record<string, number>; health?: Record<string, number> } = {}): CampaignConfig {
+export function campaignConfig(
+  dir: string,
+  patch: { limits?: Record<string, number>; health?: Record<string, number> } = {},
+): CampaignConfig {
   const out = join(dir, 'config');
   cpSync(FIXTURE_CONFIG, out, { recursive: true });
   const file = join(out, 'gateway.yaml');
@@ -62,7 +65,8 @@ export function prepareCampaignDb(dir: string, config: CompiledConfig): Campaign
   const masterKey = randomBytes(32).toString('base64');
   const store = openStore(file, { masterKey, clock: new ManualClock(Date.now()) });
   try {
-    for (const r of config.resources) if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
+    for (const r of config.resources)
+      if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
     const key = store.apiKeys.create({ workspace: 'open', name: 'fuzz' }).key;
     store.wallets.credit('open', decimalToNano(CAMPAIGN_CREDIT_USD), 'fuzz credit');
     return { file, masterKey, key };
@@ -125,7 +129,18 @@ export interface StartOptions {
 }
 
 export async function startGatewayChild(opts: StartOptions): Promise<GatewayChild> {
-  const args = ['src/cli/main.ts', 'serve', '--config', opts.config, '--db', opts.db.file, '--port', '0', '--upstream-override', opts.upstream];
+  const args = [
+    'src/cli/main.ts',
+    'serve',
+    '--config',
+    opts.config,
+    '--db',
+    opts.db.file,
+    '--port',
+    '0',
+    '--upstream-override',
+    opts.upstream,
+  ];
   const env: NodeJS.ProcessEnv = { ...process.env, PI_MASTER_KEY: opts.db.masterKey };
   delete env['NODE_V8_COVERAGE'];
   if (opts.coverageDir) {

@@ -69,12 +69,31 @@ export async function runHttpCampaign<C extends CaseSpec>(camp: HttpCampaign<C>)
       }
     }
     const saved = confirmed ? [confirmed] : list;
-    const files: FindingFiles = { 'stderr.txt': crashed.child.stderrTail(), 'crash.json': { target: camp.target, seed: opts.seed, confirmed: confirmed !== null, cases: saved.map((c) => ({ n: c.n, label: c.label })) } };
+    const files: FindingFiles = {
+      'stderr.txt': crashed.child.stderrTail(),
+      'crash.json': {
+        target: camp.target,
+        seed: opts.seed,
+        confirmed: confirmed !== null,
+        cases: saved.map((c) => ({ n: c.n, label: c.label })),
+      },
+    };
     saved.forEach((c, i) => {
-      for (const [name, content] of Object.entries(c.files())) files[saved.length === 1 ? name : `case-${i + 1}-${name}`] = content;
+      for (const [name, content] of Object.entries(c.files()))
+        files[saved.length === 1 ? name : `case-${i + 1}-${name}`] = content;
     });
-    const how = confirmed ? 'confirmed by a replay on a fresh process' : confirm ? `${list.length} case(s) in flight, none stopped a fresh process alone` : `${list.length} case(s) in flight (not replayed: this signature is saved enough)`;
-    const where = camp.opts.findings.record(camp.target, 'crash', signature, `${how}: ${saved.map((c) => c.label).join(' | ')}`, files);
+    const how = confirmed
+      ? 'confirmed by a replay on a fresh process'
+      : confirm
+        ? `${list.length} case(s) in flight, none stopped a fresh process alone`
+        : `${list.length} case(s) in flight (not replayed: this signature is saved enough)`;
+    const where = camp.opts.findings.record(
+      camp.target,
+      'crash',
+      signature,
+      `${how}: ${saved.map((c) => c.label).join(' | ')}`,
+      files,
+    );
     opts.log(`[${camp.target}] crash: ${signature}${where ? ` → ${where}` : ''}`);
     gen = await camp.session.child();
     watch(gen);

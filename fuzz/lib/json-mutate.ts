@@ -16,7 +16,14 @@ export type Node =
 export function fromValue(v: unknown): Node {
   if (v === null) return { t: 'raw', raw: Buffer.from('null') };
   if (Array.isArray(v)) return { t: 'arr', items: v.map(fromValue) };
-  if (typeof v === 'object') return { t: 'obj', members: Object.entries(v as Record<string, unknown>).map(([k, x]) => [JSON.stringify(k).slice(1, -1), fromValue(x)]) };
+  if (typeof v === 'object')
+    return {
+      t: 'obj',
+      members: Object.entries(v as Record<string, unknown>).map(([k, x]) => [
+        JSON.stringify(k).slice(1, -1),
+        fromValue(x),
+      ]),
+    };
   if (typeof v === 'string') return { t: 'str', raw: JSON.stringify(v).slice(1, -1) };
   return { t: 'raw', raw: Buffer.from(JSON.stringify(v) ?? 'null') };
 }
@@ -55,47 +62,217 @@ function write(n: Node, out: Buffer[]): void {
 
 /** Number tokens at the edges: signs, zeros, the safe-integer limit and past it, past a double, floats, and tokens JSON forbids. */
 export const EDGE_NUMBERS = [
-  '0', '-0', '1', '-1', '2', '16', '255', '256', '4096', '65535', '65536', '2147483647', '2147483648', '-2147483649', '4294967296',
-  '9007199254740991', '9007199254740992', '9007199254740993', '-9007199254740991', '18446744073709551616', '1e12', '1.1e12', '1e15', '1e21',
-  '1e308', '1e400', '-1e400', '1e-400', '0.5', '1.5', '-0.0', '1E3', '1e+2', '123456789012345678901234567890', '0.1e1',
-  '01', '1.', '.5', '+1', 'NaN', 'Infinity', '-Infinity', '0x10', '1_000',
+  '0',
+  '-0',
+  '1',
+  '-1',
+  '2',
+  '16',
+  '255',
+  '256',
+  '4096',
+  '65535',
+  '65536',
+  '2147483647',
+  '2147483648',
+  '-2147483649',
+  '4294967296',
+  '9007199254740991',
+  '9007199254740992',
+  '9007199254740993',
+  '-9007199254740991',
+  '18446744073709551616',
+  '1e12',
+  '1.1e12',
+  '1e15',
+  '1e21',
+  '1e308',
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '0.5',
+  '1.5',
+  '-0.0',
+  '1E3',
+  '1e+2',
+  '123456789012345678901234567890',
+  '0.1e1',
+  '01',
+  '1.',
+  '.5',
+  '+1',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '0x10',
+  '1_000',
 ];
 
 /** Strings with what a parser or a header may trip on. */
 export const EDGE_STRINGS = [
-  '', ' ', 'a', '\\u0000', '\\ud800', '\\udfff', '\\ud800\\udc00', '\\n', '\\r\\n', '\\"', '\\\\', '\\u00e9', 'é', '日本語', '\\u007f', '%00', '../../etc', '<script>',
-  'auto', 'fallback', 'price', 'latency', 'throughput', 'deny', 'allow', 'none', 'high', 'low', 'medium', 'minimal', 'null', 'true', '-1', '1e400',
+  '',
+  ' ',
+  'a',
+  '\\u0000',
+  '\\ud800',
+  '\\udfff',
+  '\\ud800\\udc00',
+  '\\n',
+  '\\r\\n',
+  '\\"',
+  '\\\\',
+  '\\u00e9',
+  'é',
+  '日本語',
+  '\\u007f',
+  '%00',
+  '../../etc',
+  '<script>',
+  'auto',
+  'fallback',
+  'price',
+  'latency',
+  'throughput',
+  'deny',
+  'allow',
+  'none',
+  'high',
+  'low',
+  'medium',
+  'minimal',
+  'null',
+  'true',
+  '-1',
+  '1e400',
 ];
 
 /** Keys a request may carry: the protocols' own, routing fields, and some no protocol knows. */
 export const KEYS = [
-  'model', 'messages', 'input', 'prompt', 'max_tokens', 'max_completion_tokens', 'max_output_tokens', 'stream', 'stream_options', 'n', 'temperature',
-  'top_p', 'top_k', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'reasoning', 'reasoning_effort', 'thinking',
-  'system', 'metadata', 'user', 'logprobs', 'top_logprobs', 'logit_bias', 'frequency_penalty', 'presence_penalty', 'size', 'quality', 'background',
-  'provider', 'models', 'route', 'transforms', 'usage', 'include', 'instructions', 'previous_response_id', 'store', 'modalities', 'audio',
-  'web_search_options', 'verbosity', 'partial_images', 'output_format', 'include_usage', 'role', 'content', 'type', 'text', 'image_url',
-  'order', 'only', 'ignore', 'allow_fallbacks', 'sort', 'data_collection', 'quantizations', 'require_parameters', 'zdr', 'max_price',
-  '__proto__', 'constructor', 'toString', '', 'mod\\u0065l', 'MODEL', 'Model',
+  'model',
+  'messages',
+  'input',
+  'prompt',
+  'max_tokens',
+  'max_completion_tokens',
+  'max_output_tokens',
+  'stream',
+  'stream_options',
+  'n',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop',
+  'seed',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'reasoning',
+  'reasoning_effort',
+  'thinking',
+  'system',
+  'metadata',
+  'user',
+  'logprobs',
+  'top_logprobs',
+  'logit_bias',
+  'frequency_penalty',
+  'presence_penalty',
+  'size',
+  'quality',
+  'background',
+  'provider',
+  'models',
+  'route',
+  'transforms',
+  'usage',
+  'include',
+  'instructions',
+  'previous_response_id',
+  'store',
+  'modalities',
+  'audio',
+  'web_search_options',
+  'verbosity',
+  'partial_images',
+  'output_format',
+  'include_usage',
+  'role',
+  'content',
+  'type',
+  'text',
+  'image_url',
+  'order',
+  'only',
+  'ignore',
+  'allow_fallbacks',
+  'sort',
+  'data_collection',
+  'quantizations',
+  'require_parameters',
+  'zdr',
+  'max_price',
+  '__proto__',
+  'constructor',
+  'toString',
+  '',
+  'mod\\u0065l',
+  'MODEL',
+  'Model',
 ];
 
 /** Routing-field values: well-formed ones and the wrong types. */
 export function routingValue(rng: Rng, models: readonly string[], platforms: readonly string[]): Node {
   const key = rng.pick(['provider', 'models', 'route'] as const);
-  if (key === 'route') return rng.chance(0.6) ? { t: 'str', raw: rng.pick(['fallback', 'auto', '', 'FALLBACK', 'x']) } : randomValue(rng, 2);
+  if (key === 'route')
+    return rng.chance(0.6)
+      ? { t: 'str', raw: rng.pick(['fallback', 'auto', '', 'FALLBACK', 'x']) }
+      : randomValue(rng, 2);
   if (key === 'models') {
     const n = rng.chance(0.1) ? rng.int(0, 300) : rng.int(0, 4);
-    return { t: 'arr', items: Array.from({ length: n }, () => (rng.chance(0.8) ? { t: 'str', raw: rng.pick(models) } : randomValue(rng, 1))) };
+    return {
+      t: 'arr',
+      items: Array.from({ length: n }, () =>
+        rng.chance(0.8) ? { t: 'str', raw: rng.pick(models) } : randomValue(rng, 1),
+      ),
+    };
   }
   const members: [string, Node][] = [];
-  const subKeys = ['order', 'only', 'ignore', 'allow_fallbacks', 'sort', 'data_collection', 'quantizations', 'require_parameters', 'zdr', 'max_price', 'x'];
+  const subKeys = [
+    'order',
+    'only',
+    'ignore',
+    'allow_fallbacks',
+    'sort',
+    'data_collection',
+    'quantizations',
+    'require_parameters',
+    'zdr',
+    'max_price',
+    'x',
+  ];
   for (let i = rng.int(0, 4); i > 0; i--) {
     const k = rng.pick(subKeys);
     let v: Node;
-    if (['order', 'only', 'ignore'].includes(k) && rng.chance(0.7)) v = { t: 'arr', items: Array.from({ length: rng.int(0, 4) }, () => ({ t: 'str', raw: rng.pick(platforms) }) as Node) };
-    else if (k === 'quantizations' && rng.chance(0.7)) v = { t: 'arr', items: [{ t: 'str', raw: rng.pick(['fp8', 'bf16', 'int4', 'unknown', 'fp64']) }] };
+    if (['order', 'only', 'ignore'].includes(k) && rng.chance(0.7))
+      v = {
+        t: 'arr',
+        items: Array.from({ length: rng.int(0, 4) }, () => ({ t: 'str', raw: rng.pick(platforms) }) as Node),
+      };
+    else if (k === 'quantizations' && rng.chance(0.7))
+      v = { t: 'arr', items: [{ t: 'str', raw: rng.pick(['fp8', 'bf16', 'int4', 'unknown', 'fp64']) }] };
     else if (k === 'sort' && rng.chance(0.7)) v = { t: 'str', raw: rng.pick(['price', 'latency', 'throughput', 'x']) };
     else if (k === 'data_collection' && rng.chance(0.7)) v = { t: 'str', raw: rng.pick(['deny', 'allow', 'x']) };
-    else if (k === 'max_price' && rng.chance(0.6)) v = { t: 'obj', members: [[rng.pick(['prompt', 'completion', 'request', 'image']), { t: 'raw', raw: Buffer.from(rng.pick(EDGE_NUMBERS)) }]] };
+    else if (k === 'max_price' && rng.chance(0.6))
+      v = {
+        t: 'obj',
+        members: [
+          [
+            rng.pick(['prompt', 'completion', 'request', 'image']),
+            { t: 'raw', raw: Buffer.from(rng.pick(EDGE_NUMBERS)) },
+          ],
+        ],
+      };
     else v = randomValue(rng, 2);
     members.push([k, v]);
   }
@@ -119,7 +296,13 @@ export function randomValue(rng: Rng, depth: number): Node {
     case 5:
       return { t: 'arr', items: Array.from({ length: rng.int(0, 3) }, () => randomValue(rng, depth - 1)) };
     default:
-      return { t: 'obj', members: Array.from({ length: rng.int(0, 3) }, () => [rng.pick(KEYS), randomValue(rng, depth - 1)] as [string, Node]) };
+      return {
+        t: 'obj',
+        members: Array.from(
+          { length: rng.int(0, 3) },
+          () => [rng.pick(KEYS), randomValue(rng, depth - 1)] as [string, Node],
+        ),
+      };
   }
 }
 
@@ -239,11 +422,25 @@ function longString(rng: Rng, root: { node: Node }, ctx: MutationContext): strin
 function badString(rng: Rng, root: { node: Node }): string {
   const s = pickSlot(rng, root, (x) => x.get().t === 'str');
   if (!s) return 'bad-string:none';
-  const bad = rng.pick([Buffer.from([0xff]), Buffer.from([0xc0, 0x80]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xf4, 0x90, 0x80, 0x80]), Buffer.from([0x00]), Buffer.from([0x0a]), Buffer.from('\\ud800'), Buffer.from('\\x'), Buffer.from('\\u12'), Buffer.from([0xe2, 0x82])]);
+  const bad = rng.pick([
+    Buffer.from([0xff]),
+    Buffer.from([0xc0, 0x80]),
+    Buffer.from([0xed, 0xa0, 0x80]),
+    Buffer.from([0xf4, 0x90, 0x80, 0x80]),
+    Buffer.from([0x00]),
+    Buffer.from([0x0a]),
+    Buffer.from('\\ud800'),
+    Buffer.from('\\x'),
+    Buffer.from('\\u12'),
+    Buffer.from([0xe2, 0x82]),
+  ]);
   const cur = s.get() as Extract<Node, { t: 'str' }>;
   const text = Buffer.from(cur.raw, 'utf8');
   const at = rng.int(0, text.length);
-  s.set({ t: 'raw', raw: Buffer.concat([Buffer.from('"'), text.subarray(0, at), bad, text.subarray(at), Buffer.from('"')]) });
+  s.set({
+    t: 'raw',
+    raw: Buffer.concat([Buffer.from('"'), text.subarray(0, at), bad, text.subarray(at), Buffer.from('"')]),
+  });
   return 'bad-string';
 }
 
@@ -259,7 +456,9 @@ function escapedKey(rng: Rng, root: { node: Node }): string {
   const s = pickSlot(rng, root, (x) => x.member !== undefined);
   if (!s?.member) return 'escaped-key:none';
   const m = s.member.obj.members[s.member.index] as [string, Node];
-  m[0] = [...m[0]].map((c) => (rng.chance(0.5) && /[a-z]/.test(c) ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c)).join('');
+  m[0] = [...m[0]]
+    .map((c) => (rng.chance(0.5) && /[a-z]/.test(c) ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c))
+    .join('');
   return `escaped-key:${m[0]}`;
 }
 
@@ -293,7 +492,22 @@ function modelField(rng: Rng, root: { node: Node }, ctx: MutationContext): strin
   if (root.node.t !== 'obj') return 'model:none';
   const members = root.node.members;
   const at = members.findIndex(([k]) => k === 'model');
-  const v: Node = rng.chance(0.8) ? { t: 'str', raw: rng.pick([...ctx.models, 'acme/disabled', 'acme/retired', 'acme/embedder', 'nope/none', '', 'acme/chat-small:free', 'ACME/CHAT-SMALL', 'acme//chat-small']) } : randomValue(rng, 1);
+  const v: Node = rng.chance(0.8)
+    ? {
+        t: 'str',
+        raw: rng.pick([
+          ...ctx.models,
+          'acme/disabled',
+          'acme/retired',
+          'acme/embedder',
+          'nope/none',
+          '',
+          'acme/chat-small:free',
+          'ACME/CHAT-SMALL',
+          'acme//chat-small',
+        ]),
+      }
+    : randomValue(rng, 1);
   if (at === -1) members.unshift(['model', v]);
   else (members[at] as [string, Node])[1] = v;
   return 'model';

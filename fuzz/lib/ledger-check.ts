@@ -26,12 +26,19 @@ export function readLedger(file: string): LedgerState {
   try {
     const holds = new Map<string, bigint>();
     const openHolds = new Map<string, bigint>();
-    for (const r of db.prepare('SELECT trace_id, amount_nano, state FROM holds').safeIntegers(true).all() as { trace_id: string; amount_nano: bigint; state: string }[]) {
+    for (const r of db.prepare('SELECT trace_id, amount_nano, state FROM holds').safeIntegers(true).all() as {
+      trace_id: string;
+      amount_nano: bigint;
+      state: string;
+    }[]) {
       holds.set(r.trace_id, r.amount_nano);
       if (r.state === 'open') openHolds.set(r.trace_id, r.amount_nano);
     }
     const settlements: Settled[] = [];
-    for (const r of db.prepare("SELECT trace_id, amount_nano, details FROM ledger WHERE kind = 'settle'").safeIntegers(true).all() as { trace_id: string; amount_nano: bigint; details: string | null }[]) {
+    for (const r of db
+      .prepare("SELECT trace_id, amount_nano, details FROM ledger WHERE kind = 'settle'")
+      .safeIntegers(true)
+      .all() as { trace_id: string; amount_nano: bigint; details: string | null }[]) {
       let details: Record<string, unknown> = {};
       try {
         details = r.details ? (JSON.parse(r.details) as Record<string, unknown>) : {};
@@ -40,7 +47,9 @@ export function readLedger(file: string): LedgerState {
       }
       settlements.push({ traceId: r.trace_id, amountNano: r.amount_nano, details });
     }
-    const loggedTraces = new Set((db.prepare('SELECT DISTINCT trace_id FROM request_log').all() as { trace_id: string }[]).map((r) => r.trace_id));
+    const loggedTraces = new Set(
+      (db.prepare('SELECT DISTINCT trace_id FROM request_log').all() as { trace_id: string }[]).map((r) => r.trace_id),
+    );
     return { holds, openHolds, settlements, loggedTraces };
   } finally {
     db.close();
@@ -57,9 +66,15 @@ export interface VerifyResult {
 export function ledgerVerify(file: string, masterKey: string): Promise<VerifyResult> {
   const env: NodeJS.ProcessEnv = { ...process.env, PI_MASTER_KEY: masterKey };
   delete env['NODE_V8_COVERAGE'];
-  const child = spawn(process.execPath, ['src/cli/main.ts', 'ledger', 'verify', '--db', file], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/cli/main.ts', 'ledger', 'verify', '--db', file], {
+    cwd: REPO,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ ok: code === 0, code, output: output.slice(-4000) })));
+  return new Promise((resolve) =>
+    child.on('close', (code) => resolve({ ok: code === 0, code, output: output.slice(-4000) })),
+  );
 }

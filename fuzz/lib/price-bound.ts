@@ -11,9 +11,23 @@
 //             rounded up to nano-USD.
 // Web-search calls have no bound (nothing in a request caps them): a channel that prices them makes
 // the bound infinite (null), and such a request is not judged. The fixture prices none.
-import type { CompiledConfig, CompiledDeployment, CompiledModel, PriceList, PriceSet } from '../../src/config/compiled.ts';
+import type {
+  CompiledConfig,
+  CompiledDeployment,
+  CompiledModel,
+  PriceList,
+  PriceSet,
+} from '../../src/config/compiled.ts';
 
-const INPUT = ['prompt', 'input_cache_read', 'input_cache_write', 'input_cache_write_1h', 'input_audio_cache', 'audio', 'image_token'] as const;
+const INPUT = [
+  'prompt',
+  'input_cache_read',
+  'input_cache_write',
+  'input_cache_write_1h',
+  'input_audio_cache',
+  'audio',
+  'image_token',
+] as const;
 const OUTPUT = ['completion', 'internal_reasoning', 'audio_output', 'image_output'] as const;
 const DEFAULT_OUTPUT = 32_768;
 const ATTO_PER_NANO = 1_000_000_000n;
@@ -68,14 +82,31 @@ export function requestBound(config: CompiledConfig, input: BoundInput): Bound {
   const lists: PriceList[] = [model.listPricing];
   for (const d of deps) if (d.pricing.kind === 'channel') lists.push(d.pricing.prices);
   const sets = lists.flatMap(priceSets);
-  if (maxOf(sets, ['web_search']) > 0n) return { nano: null, promptTokens: 0, outputTokens: 0, basis: 'web search is priced: unbounded' };
+  if (maxOf(sets, ['web_search']) > 0n)
+    return { nano: null, promptTokens: 0, outputTokens: 0, basis: 'web search is priced: unbounded' };
   const contexts = [model.contextLength, ...deps.map((d) => d.contextLength)].filter((v): v is number => v !== null);
   const promptTokens = contexts.length > 0 ? Math.max(...contexts) : input.bodyBytes;
-  const ceilings = (deps.length > 0 ? deps : [null]).map((d) => d?.maxCompletionTokens ?? d?.contextLength ?? model.maxCompletionTokens ?? model.contextLength ?? DEFAULT_OUTPUT);
+  const ceilings = (deps.length > 0 ? deps : [null]).map(
+    (d) =>
+      d?.maxCompletionTokens ?? d?.contextLength ?? model.maxCompletionTokens ?? model.contextLength ?? DEFAULT_OUTPUT,
+  );
   const ceiling = Math.max(...ceilings);
   const isImage = input.endpoint.startsWith('images_');
-  const outputTokens = isImage ? Math.max(1, input.images) * ceiling : input.requestedOutput !== null ? Math.min(input.requestedOutput, ceiling) : ceiling;
-  const atto = BigInt(promptTokens) * maxOf(sets, INPUT) + BigInt(outputTokens) * maxOf(sets, OUTPUT) + maxOf(sets, ['request']) + BigInt(input.inputImages) * maxOf(sets, ['image']);
+  const outputTokens = isImage
+    ? Math.max(1, input.images) * ceiling
+    : input.requestedOutput !== null
+      ? Math.min(input.requestedOutput, ceiling)
+      : ceiling;
+  const atto =
+    BigInt(promptTokens) * maxOf(sets, INPUT) +
+    BigInt(outputTokens) * maxOf(sets, OUTPUT) +
+    maxOf(sets, ['request']) +
+    BigInt(input.inputImages) * maxOf(sets, ['image']);
   const nano = (atto + ATTO_PER_NANO - 1n) / ATTO_PER_NANO;
-  return { nano, promptTokens, outputTokens, basis: `${promptTokens} prompt tokens (${contexts.length > 0 ? 'context length' : 'body bytes'}) and ${outputTokens} output tokens at the highest prices of ${lists.length} price list(s)` };
+  return {
+    nano,
+    promptTokens,
+    outputTokens,
+    basis: `${promptTokens} prompt tokens (${contexts.length > 0 ? 'context length' : 'body bytes'}) and ${outputTokens} output tokens at the highest prices of ${lists.length} price list(s)`,
+  };
 }

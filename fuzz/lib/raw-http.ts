@@ -75,7 +75,15 @@ export function exchange(opts: ExchangeOptions): Promise<ExchangeResult> {
       for (const t of timers) clearTimeout(t);
       if (deadline) clearTimeout(deadline);
       socket.destroy();
-      resolve({ answers: parser.answers, closedByServer, timedOut, aborted, partial: parser.partial(), error, ms: performance.now() - started });
+      resolve({
+        answers: parser.answers,
+        closedByServer,
+        timedOut,
+        aborted,
+        partial: parser.partial(),
+        error,
+        ms: performance.now() - started,
+      });
     };
     let paused = false;
     let written = false;
@@ -155,7 +163,13 @@ export function exchange(opts: ExchangeOptions): Promise<ExchangeResult> {
 export class AnswerParser {
   readonly answers: HttpAnswer[] = [];
   private buf: Buffer = Buffer.alloc(0);
-  private current: { status: number; headers: [string, string][]; mode: 'length' | 'chunked' | 'close' | 'none'; left: number; chunks: Buffer[] } | null = null;
+  private current: {
+    status: number;
+    headers: [string, string][];
+    mode: 'length' | 'chunked' | 'close' | 'none';
+    left: number;
+    chunks: Buffer[];
+  } | null = null;
   private broken = false;
 
   private readonly head: boolean;

@@ -5,7 +5,14 @@
 // end: SIGTERM, then `ledger verify` and the holds and log rows of every generation's database.
 import { join } from 'node:path';
 import type { CompiledConfig } from '../../src/config/compiled.ts';
-import { type CampaignDb, type ChildExit, type GatewayChild, campaignConfig, prepareCampaignDb, startGatewayChild } from './gateway-child.ts';
+import {
+  type CampaignDb,
+  type ChildExit,
+  type GatewayChild,
+  campaignConfig,
+  prepareCampaignDb,
+  startGatewayChild,
+} from './gateway-child.ts';
 import { type LedgerState, ledgerVerify, readLedger } from './ledger-check.ts';
 
 export interface ConfigPatch {
@@ -44,12 +51,7 @@ export class GatewaySession {
   private readonly workDir: string;
   private readonly upstream: () => string;
   private readonly coverageDir: string | null;
-  constructor(
-    workDir: string,
-    upstream: () => string,
-    coverageDir: string | null,
-    patch: ConfigPatch,
-  ) {
+  constructor(workDir: string, upstream: () => string, coverageDir: string | null, patch: ConfigPatch) {
     this.workDir = workDir;
     this.upstream = upstream;
     this.coverageDir = coverageDir;
@@ -63,7 +65,12 @@ export class GatewaySession {
     if (this.current && this.current.child.exit() === null) return this.current;
     const index = this.generations.length;
     const db = prepareCampaignDb(join(this.workDir, `gen-${index}`), this.config);
-    const child = await startGatewayChild({ config: this.configDir, db, upstream: this.upstream(), coverageDir: this.coverageDir });
+    const child = await startGatewayChild({
+      config: this.configDir,
+      db,
+      upstream: this.upstream(),
+      coverageDir: this.coverageDir,
+    });
     const g: Generation = { index, db, child, ended: null, stopping: false };
     void child.exited.then((e) => {
       if (g.ended === null) g.ended = { ...e, graceful: false, crashed: !g.stopping };

@@ -73,7 +73,9 @@ export function summaryLines(s: TargetSummary): string[] {
     `  crashes ${h('crash')}, hangs ${h('hang')}, 5xx to client input ${h('5xx')}, settlements above bound ${h('over-bound')}${s.settlementsChecked === null ? ' (n/a)' : ` (of ${s.settlementsChecked} checked)`}`,
     `  ledger verify ${s.ledgerVerify}, open holds after graceful stop ${s.openHolds === null ? 'n/a' : s.openHolds}`,
   ];
-  const others = ORACLES.filter((o) => !['crash', 'hang', '5xx', 'over-bound'].includes(o) && h(o) > 0).map((o) => `${o} ${h(o)}`);
+  const others = ORACLES.filter((o) => !['crash', 'hang', '5xx', 'over-bound'].includes(o) && h(o) > 0).map(
+    (o) => `${o} ${h(o)}`,
+  );
   if (others.length > 0) lines.push(`  other oracles: ${others.join(', ')}`);
   for (const n of s.notes) lines.push(`  note: ${n}`);
   if (s.coverage) lines.push(...coverageLines(s.coverage).map((l) => `  ${l}`));

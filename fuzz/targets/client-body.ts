@@ -32,7 +32,13 @@ export const CLIENT_BODY_LIMITS = {
   stream_idle_timeout_ms: 15_000,
 };
 
-const ENDPOINTS = ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/images/generations', '/v1/images/edits'] as const;
+const ENDPOINTS = [
+  '/v1/chat/completions',
+  '/v1/responses',
+  '/v1/messages',
+  '/v1/images/generations',
+  '/v1/images/edits',
+] as const;
 type Endpoint = (typeof ENDPOINTS)[number];
 
 /** A valid body per JSON endpoint; the mutations start from one of these. */
@@ -44,12 +50,27 @@ function template(rng: Rng, endpoint: Endpoint): Record<string, unknown> {
         model: rng.pick(['acme/chat-small', 'acme/chat-big', 'acme/reasoner', 'acme/bracketed', 'acme/small']),
         messages: [
           { role: 'system', content: 'Be brief.' },
-          { role: 'user', content: rng.pick(['Hello there', [{ type: 'text', text: 'Describe' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }]]) },
+          {
+            role: 'user',
+            content: rng.pick([
+              'Hello there',
+              [
+                { type: 'text', text: 'Describe' },
+                { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+              ],
+            ]),
+          },
         ],
         max_tokens: rng.int(1, 64),
       };
       if (rng.chance(0.5)) body['temperature'] = 0.5;
-      if (rng.chance(0.2)) body['tools'] = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }];
+      if (rng.chance(0.2))
+        body['tools'] = [
+          {
+            type: 'function',
+            function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } },
+          },
+        ];
       if (rng.chance(0.2)) body['reasoning_effort'] = rng.pick(['low', 'high', 'none']);
       if (stream) {
         body['stream'] = true;
@@ -58,9 +79,20 @@ function template(rng: Rng, endpoint: Endpoint): Record<string, unknown> {
       return body;
     }
     case '/v1/responses':
-      return { model: rng.pick(['acme/chat-small', 'acme/reasoner']), input: rng.chance(0.5) ? 'Hello' : [{ role: 'user', content: [{ type: 'input_text', text: 'Hello' }] }], max_output_tokens: rng.int(1, 64), ...(stream ? { stream: true } : {}) };
+      return {
+        model: rng.pick(['acme/chat-small', 'acme/reasoner']),
+        input: rng.chance(0.5) ? 'Hello' : [{ role: 'user', content: [{ type: 'input_text', text: 'Hello' }] }],
+        max_output_tokens: rng.int(1, 64),
+        ...(stream ? { stream: true } : {}),
+      };
     case '/v1/messages':
-      return { model: rng.pick(['beta-labs/sonnet-ish', 'acme/chat-big']), max_tokens: rng.int(1, 64), messages: [{ role: 'user', content: 'Hello' }], ...(rng.chance(0.3) ? { system: 'Be brief.' } : {}), ...(stream ? { stream: true } : {}) };
+      return {
+        model: rng.pick(['beta-labs/sonnet-ish', 'acme/chat-big']),
+        max_tokens: rng.int(1, 64),
+        messages: [{ role: 'user', content: 'Hello' }],
+        ...(rng.chance(0.3) ? { system: 'Be brief.' } : {}),
+        ...(stream ? { stream: true } : {}),
+      };
     default:
       return { model: 'acme/painter', prompt: 'a cat', n: 1, size: '1024x1024', ...(stream ? { stream: true } : {}) };
   }
@@ -75,17 +107,30 @@ interface Part {
 
 /** An image-edit upload: the usual parts, then reordered, dropped, repeated, oversized or mangled. */
 function multipartBody(rng: Rng, labels: string[], large = false): { body: Buffer; contentType: string } {
-  const boundary = rng.chance(0.9) ? `fz${rng.int(0, 1e9).toString(36)}` : rng.pick(['', 'a b', '"q"', 'x'.repeat(200), '----', 'é']);
+  const boundary = rng.chance(0.9)
+    ? `fz${rng.int(0, 1e9).toString(36)}`
+    : rng.pick(['', 'a b', '"q"', 'x'.repeat(200), '----', 'é']);
   let parts: Part[] = [
     { name: 'model', value: Buffer.from('acme/painter') },
     { name: 'prompt', value: Buffer.from('make it blue') },
     { name: 'n', value: Buffer.from('1') },
     // Large now and then: past the upload limit, and past the point where the server stops reading
     // ahead (an early answer must not be followed by the body reader touching the reply).
-    { name: 'image', value: pngLike(rng, large || rng.chance(0.25) ? rng.int(256 * 1024, 1536 * 1024) : rng.int(64, 4096)), filename: 'in.png', contentType: 'image/png' },
+    {
+      name: 'image',
+      value: pngLike(rng, large || rng.chance(0.25) ? rng.int(256 * 1024, 1536 * 1024) : rng.int(64, 4096)),
+      filename: 'in.png',
+      contentType: 'image/png',
+    },
   ];
   if (rng.chance(0.2)) parts.push({ name: 'stream', value: Buffer.from(rng.pick(['true', 'false', '1', 'yes'])) });
-  if (rng.chance(0.2)) parts.push({ name: 'mask', value: pngLike(rng, rng.int(64, 2048)), filename: 'mask.png', contentType: 'image/png' });
+  if (rng.chance(0.2))
+    parts.push({
+      name: 'mask',
+      value: pngLike(rng, rng.int(64, 2048)),
+      filename: 'mask.png',
+      contentType: 'image/png',
+    });
   for (let i = rng.int(0, 3); i > 0; i--) {
     const what = rng.int(0, 6);
     if (what === 0) {
@@ -96,17 +141,28 @@ function multipartBody(rng: Rng, labels: string[], large = false): { body: Buffe
       if (m !== -1) parts.push(...parts.splice(m, 1));
       labels.push('model-last');
     } else if (what === 2) {
-      parts.splice(rng.int(0, parts.length), 0, { name: 'model', value: Buffer.from(rng.pick(['acme/chat-small', 'acme/painter', '', 'nope/x'])) });
+      parts.splice(rng.int(0, parts.length), 0, {
+        name: 'model',
+        value: Buffer.from(rng.pick(['acme/chat-small', 'acme/painter', '', 'nope/x'])),
+      });
       labels.push('model-twice');
     } else if (what === 3) {
       const v = rng.pick(EDGE_NUMBERS);
       parts = parts.map((p) => (p.name === 'n' ? { ...p, value: Buffer.from(v) } : p));
       labels.push(`n=${v}`);
     } else if (what === 4) {
-      parts = parts.map((p) => (p.name === 'prompt' ? { ...p, value: rng.chance(0.5) ? Buffer.alloc(rng.int(0, 200_000), 'p') : Buffer.alloc(0) } : p));
+      parts = parts.map((p) =>
+        p.name === 'prompt'
+          ? { ...p, value: rng.chance(0.5) ? Buffer.alloc(rng.int(0, 200_000), 'p') : Buffer.alloc(0) }
+          : p,
+      );
       labels.push('prompt-size');
     } else if (what === 5) {
-      parts.splice(rng.int(0, parts.length), 0, { name: rng.pick(['image', 'image[]', '', 'x"y', 'model"']), value: rng.bytes(rng.int(0, 64)), filename: rng.pick(['a.png', '', 'a"b', '../x']) });
+      parts.splice(rng.int(0, parts.length), 0, {
+        name: rng.pick(['image', 'image[]', '', 'x"y', 'model"']),
+        value: rng.bytes(rng.int(0, 64)),
+        filename: rng.pick(['a.png', '', 'a"b', '../x']),
+      });
       labels.push('extra-part');
     } else {
       parts = parts.filter((p) => p.name !== rng.pick(['prompt', 'image', 'n']));
@@ -132,7 +188,9 @@ function multipartBody(rng: Rng, labels: string[], large = false): { body: Buffe
     labels.push('bytes');
   }
   const quoted = rng.chance(0.1) ? `"${boundary}"` : boundary;
-  const contentType = rng.chance(0.95) ? `multipart/form-data; boundary=${quoted}` : rng.pick(['multipart/form-data', 'application/json', `multipart/mixed; boundary=${boundary}`]);
+  const contentType = rng.chance(0.95)
+    ? `multipart/form-data; boundary=${quoted}`
+    : rng.pick(['multipart/form-data', 'application/json', `multipart/mixed; boundary=${boundary}`]);
   return { body, contentType };
 }
 
@@ -164,16 +222,21 @@ export function closesUnread(c: { endpoint: string; bytes: Buffer }): boolean {
   const headEnd = c.bytes.indexOf('\r\n\r\n');
   if (headEnd === -1) return false;
   const head = c.bytes.subarray(0, headEnd).toString('latin1').toLowerCase();
-  const cap = c.endpoint === '/v1/images/edits' ? CLIENT_BODY_LIMITS.max_upload_bytes : CLIENT_BODY_LIMITS.max_body_bytes;
+  const cap =
+    c.endpoint === '/v1/images/edits' ? CLIENT_BODY_LIMITS.max_upload_bytes : CLIENT_BODY_LIMITS.max_body_bytes;
   const declared = /\r\ncontent-length: *(\d+)/.exec(head);
   if (declared) return !restIsBounded(Number(declared[1]), cap);
   return head.includes('\r\ntransfer-encoding: chunked') && c.bytes.length - headEnd - 4 > cap;
 }
 
 /** The bytes a case sends with `key` in place, and its writes. */
-export function caseWrites(c: { bytes: Buffer; cuts: number[]; delays: number[] }, key: string): { bytes: Buffer; steps: WriteStep[] } {
+export function caseWrites(
+  c: { bytes: Buffer; cuts: number[]; delays: number[] },
+  key: string,
+): { bytes: Buffer; steps: WriteStep[] } {
   const at = c.bytes.indexOf(KEY_SLOT);
-  if (at === -1) return { bytes: c.bytes, steps: splitAt(c.bytes, c.cuts).map((b, i) => ({ bytes: b, delayMs: c.delays[i] ?? 0 })) };
+  if (at === -1)
+    return { bytes: c.bytes, steps: splitAt(c.bytes, c.cuts).map((b, i) => ({ bytes: b, delayMs: c.delays[i] ?? 0 })) };
   const insertAt = at + KEY_SLOT.length - 2;
   const bytes = Buffer.concat([c.bytes.subarray(0, insertAt), Buffer.from(key, 'latin1'), c.bytes.subarray(insertAt)]);
   const cuts = c.cuts.map((x) => (x > insertAt ? x + key.length : x));
@@ -223,7 +286,14 @@ export function buildBodyCase(seed: number, n: number, ctx: MutationContext): Bo
   else if (auth === 'invalid') headers.push(['Authorization', 'Bearer sk-pi-not-a-key']);
   if (auth !== 'valid') labels.push(`key-${auth}`);
   if (rng.chance(0.05)) {
-    contentType = rng.pick(['text/plain', 'application/x-www-form-urlencoded', '', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'application/json']);
+    contentType = rng.pick([
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      '',
+      'application/json; charset=latin1',
+      'multipart/form-data; boundary=x',
+      'application/json',
+    ]);
     labels.push(`content-type:${contentType || 'empty'}`);
   }
   headers.push(['Content-Type', contentType]);
@@ -231,8 +301,14 @@ export function buildBodyCase(seed: number, n: number, ctx: MutationContext): Bo
   if (rng.chance(0.05)) {
     // Chunked upload of the same body.
     const chunks = splitAt(body, rng.cuts(body.length, rng.int(1, 5))).filter((c) => c.length > 0);
-    const framed = chunks.map((c) => Buffer.concat([Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n')]));
-    bytes = Buffer.concat([requestBytes('POST', endpoint, [...headers, ['Transfer-Encoding', 'chunked']], null), ...framed, Buffer.from('0\r\n\r\n')]);
+    const framed = chunks.map((c) =>
+      Buffer.concat([Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n')]),
+    );
+    bytes = Buffer.concat([
+      requestBytes('POST', endpoint, [...headers, ['Transfer-Encoding', 'chunked']], null),
+      ...framed,
+      Buffer.from('0\r\n\r\n'),
+    ]);
     labels.push('chunked');
   } else {
     bytes = requestBytes('POST', endpoint, headers, body);
@@ -253,7 +329,15 @@ export function bodyCaseFiles(c: BodyCase, key: string, observed: object | undef
   const w = caseWrites(c, key);
   return {
     'request.bin': w.bytes,
-    'meta.json': { target: 'client-body', seed: c.seed, case: c.n, label: c.label, key, writes: w.steps.map((s) => ({ bytes: s.bytes.length, delayMs: s.delayMs ?? 0 })), replay: 'npm run fuzz -- --replay <this directory>' },
+    'meta.json': {
+      target: 'client-body',
+      seed: c.seed,
+      case: c.n,
+      label: c.label,
+      key,
+      writes: w.steps.map((s) => ({ bytes: s.bytes.length, delayMs: s.delayMs ?? 0 })),
+      replay: 'npm run fuzz -- --replay <this directory>',
+    },
     ...(observed === undefined ? {} : { 'observed.json': observed }),
   };
 }
@@ -270,9 +354,14 @@ export const clientBody: Target = {
     const started = performance.now();
     const sim: Simulator = await startSimulator({ record: false });
     const covDir = opts.coverage ? join(opts.workDir, 'coverage', 'client-body') : null;
-    const session = new GatewaySession(join(opts.workDir, 'client-body'), () => sim.url, covDir, { limits: CLIENT_BODY_LIMITS });
+    const session = new GatewaySession(join(opts.workDir, 'client-body'), () => sim.url, covDir, {
+      limits: CLIENT_BODY_LIMITS,
+    });
     const models = session.config.models.flatMap((m) => [m.id, ...m.aliases]);
-    const ctx = mutationContext(models, session.config.platforms.map((p) => p.id));
+    const ctx = mutationContext(
+      models,
+      session.config.platforms.map((p) => p.id),
+    );
     const slowest: { ms: number; label: string }[] = [];
     let closedUnanswered = 0;
     let cases = 0;
@@ -285,23 +374,53 @@ export const clientBody: Target = {
         build: (n) => {
           const c = buildBodyCase(opts.seed, n, ctx);
           // A crash's files carry the key of the process the case ran on.
-          c.files = () => bodyCaseFiles(c, session.generations[session.generations.length - 1]?.db.key ?? '', undefined);
+          c.files = () =>
+            bodyCaseFiles(c, session.generations[session.generations.length - 1]?.db.key ?? '', undefined);
           return c;
         },
         async exec(c, g, quiet) {
-          const r = await exchange({ port: g.child.port, steps: caseWrites(c, g.db.key).steps, deadlineMs: opts.hangMs, writeAll: true });
+          const r = await exchange({
+            port: g.child.port,
+            steps: caseWrites(c, g.db.key).steps,
+            deadlineMs: opts.hangMs,
+            writeAll: true,
+          });
           if (quiet) return;
-          const files = (): FindingFiles => bodyCaseFiles(c, g.db.key, { ms: r.ms, answers: r.answers.map((a) => ({ status: a.status, headers: a.headers, body: a.body.subarray(0, 4096).toString('utf8') })), closedByServer: r.closedByServer, timedOut: r.timedOut, error: r.error });
+          const files = (): FindingFiles =>
+            bodyCaseFiles(c, g.db.key, {
+              ms: r.ms,
+              answers: r.answers.map((a) => ({
+                status: a.status,
+                headers: a.headers,
+                body: a.body.subarray(0, 4096).toString('utf8'),
+              })),
+              closedByServer: r.closedByServer,
+              timedOut: r.timedOut,
+              error: r.error,
+            });
           const a = r.answers[0];
           if (a) {
-            if (a.status >= 500) opts.findings.record('client-body', '5xx', `${statusSignature(a)} on ${c.endpoint}`, c.label, files());
+            if (a.status >= 500)
+              opts.findings.record('client-body', '5xx', `${statusSignature(a)} on ${c.endpoint}`, c.label, files());
             noteSlow(slowest, r.ms, c.label);
           } else if (r.timedOut) {
-            opts.findings.record('client-body', 'hang', `no answer within ${opts.hangMs} ms on ${c.endpoint}`, c.label, files());
+            opts.findings.record(
+              'client-body',
+              'hang',
+              `no answer within ${opts.hangMs} ms on ${c.endpoint}`,
+              c.label,
+              files(),
+            );
           } else if (g.child.exit() === null && !closesUnread(c)) {
             // Every case is a well-formed HTTP request (only its body is mutated): it must be answered.
             closedUnanswered++;
-            opts.findings.record('client-body', 'unanswered', `connection closed without an answer on ${c.endpoint}`, c.label, files());
+            opts.findings.record(
+              'client-body',
+              'unanswered',
+              `connection closed without an answer on ${c.endpoint}`,
+              c.label,
+              files(),
+            );
           }
         },
       });
@@ -322,7 +441,12 @@ export const clientBody: Target = {
       ledgerVerify: ledger.verify,
       openHolds: ledger.openHolds,
       settlementsChecked: null,
-      notes: [`connections closed without an answer: ${closedUnanswered}`, `gateway processes: ${session.generations.length}`, ...ledger.notes, ...slowest.map((s) => `slow answer ${s.ms.toFixed(0)} ms: ${s.label}`)],
+      notes: [
+        `connections closed without an answer: ${closedUnanswered}`,
+        `gateway processes: ${session.generations.length}`,
+        ...ledger.notes,
+        ...slowest.map((s) => `slow answer ${s.ms.toFixed(0)} ms: ${s.label}`),
+      ],
       coverage,
     };
   },

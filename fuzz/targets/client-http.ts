@@ -20,7 +20,11 @@ import { type Target, type TargetOptions, type TargetSummary, hitsFrom } from '.
 import { ledgerNotes } from './ledger-oracles.ts';
 
 /** Upstream limits well above the simulator's answer time (see CLIENT_BODY_LIMITS). */
-export const CLIENT_HTTP_LIMITS = { drain_timeout_ms: 5000, first_byte_timeout_ms: 15_000, stream_idle_timeout_ms: 15_000 };
+export const CLIENT_HTTP_LIMITS = {
+  drain_timeout_ms: 5000,
+  first_byte_timeout_ms: 15_000,
+  stream_idle_timeout_ms: 15_000,
+};
 
 /**
  * uWS answers a request line it cannot take as HTTP/1.1 (HTTP/1.0, an absolute-form target, a
@@ -47,7 +51,19 @@ function baseHeaders(): [string, string][] {
 }
 
 /** Headers whose values the gateway reads, forwards or logs: where a byte matters most. */
-const HEADER_TARGETS = ['X-Title', 'HTTP-Referer', 'X-Pi-Session-Id', 'Authorization', 'Content-Type', 'X-Custom', 'User-Agent', 'Accept', 'Origin', 'X-Pi-Trace-Id', 'Traceparent'] as const;
+const HEADER_TARGETS = [
+  'X-Title',
+  'HTTP-Referer',
+  'X-Pi-Session-Id',
+  'Authorization',
+  'Content-Type',
+  'X-Custom',
+  'User-Agent',
+  'Accept',
+  'Origin',
+  'X-Pi-Trace-Id',
+  'Traceparent',
+] as const;
 
 interface Request {
   line: string;
@@ -60,7 +76,13 @@ interface Request {
 }
 
 function baseRequest(): Request {
-  return { line: 'POST /v1/chat/completions HTTP/1.1', headers: baseHeaders(), rawLines: [], body: Buffer.from(BODY), autoLength: true };
+  return {
+    line: 'POST /v1/chat/completions HTTP/1.1',
+    headers: baseHeaders(),
+    rawLines: [],
+    body: Buffer.from(BODY),
+    autoLength: true,
+  };
 }
 
 function encode(r: Request): Buffer {
@@ -74,15 +96,25 @@ type Mutator = (rng: Rng, r: Request, n: number) => string;
 /** Every byte value, the ones a header parser or a forwarder treats specially first: DEL, NUL, the
  *  line ends, other C0 controls, the bytes that start or end UTF-8 sequences, separators. */
 const SWEEP: readonly number[] = (() => {
-  const first = [0x7f, 0x00, 0x0d, 0x0a, 0x09, 0x0b, 0x0c, 0x1b, 0x80, 0xc3, 0xe9, 0xff, 0xfe, 0x20, 0x22, 0x3a, 0x2c, 0x3b, 0x5c];
+  const first = [
+    0x7f, 0x00, 0x0d, 0x0a, 0x09, 0x0b, 0x0c, 0x1b, 0x80, 0xc3, 0xe9, 0xff, 0xfe, 0x20, 0x22, 0x3a, 0x2c, 0x3b, 0x5c,
+  ];
   return [...first, ...Array.from({ length: 256 }, (_, b) => b).filter((b) => !first.includes(b))];
 })();
 
 /** Puts `byte` into a header's name or value at `where`. */
 function putByte(r: Request, name: string, byte: number, inName: boolean, where: 'start' | 'middle' | 'end'): string {
   const ch = String.fromCharCode(byte);
-  const base = name === 'Authorization' ? `Bearer ${KEY}` : name === 'Content-Type' ? 'application/json' : name === 'X-Pi-Session-Id' ? 'session-1' : 'My App';
-  const put = (x: string): string => (where === 'start' ? ch + x : where === 'end' ? x + ch : x.slice(0, 3) + ch + x.slice(3));
+  const base =
+    name === 'Authorization'
+      ? `Bearer ${KEY}`
+      : name === 'Content-Type'
+        ? 'application/json'
+        : name === 'X-Pi-Session-Id'
+          ? 'session-1'
+          : 'My App';
+  const put = (x: string): string =>
+    where === 'start' ? ch + x : where === 'end' ? x + ch : x.slice(0, 3) + ch + x.slice(3);
   r.headers = r.headers.filter(([k]) => k !== name);
   r.headers.push(inName ? [put(name), base] : [name, put(base)]);
   return `byte 0x${byte.toString(16).padStart(2, '0')} in ${name} ${inName ? 'name' : 'value'} (${where})`;
@@ -92,14 +124,42 @@ function putByte(r: Request, name: string, byte: number, inName: boolean, where:
  *  order, each header in turn for 1,024 cases), so a campaign meets every byte in every header. */
 const sweepByte: Mutator = (_rng, r, n) => {
   const k = Math.floor(n / 4);
-  return putByte(r, HEADER_TARGETS[Math.floor(k / 256) % HEADER_TARGETS.length] as string, SWEEP[k % 256] as number, false, 'middle');
+  return putByte(
+    r,
+    HEADER_TARGETS[Math.floor(k / 256) % HEADER_TARGETS.length] as string,
+    SWEEP[k % 256] as number,
+    false,
+    'middle',
+  );
 };
 
 /** A random byte in a random header's name or value. */
-const headerByte: Mutator = (rng, r) => putByte(r, rng.pick(HEADER_TARGETS), rng.int(0, 255), rng.chance(0.25), rng.pick(['start', 'middle', 'end'] as const));
+const headerByte: Mutator = (rng, r) =>
+  putByte(
+    r,
+    rng.pick(HEADER_TARGETS),
+    rng.int(0, 255),
+    rng.chance(0.25),
+    rng.pick(['start', 'middle', 'end'] as const),
+  );
 
 const requestLine: Mutator = (rng, r) => {
-  const method = rng.pick(['POST', 'GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT', 'TRACE', 'post', 'P0ST', 'POST\u0000', '', 'X'.repeat(rng.int(1, 5000))]);
+  const method = rng.pick([
+    'POST',
+    'GET',
+    'HEAD',
+    'PUT',
+    'DELETE',
+    'OPTIONS',
+    'PATCH',
+    'CONNECT',
+    'TRACE',
+    'post',
+    'P0ST',
+    'POST\u0000',
+    '',
+    'X'.repeat(rng.int(1, 5000)),
+  ]);
   const target = rng.pick([
     '/v1/chat/completions',
     '/v1/chat/completions?x=1',
@@ -118,7 +178,17 @@ const requestLine: Mutator = (rng, r) => {
     '/v1/models/acme/chat-small/endpoints',
     `/v1/chat/completions${String.fromCharCode(rng.int(0, 255))}`,
   ]);
-  const version = rng.pick(['HTTP/1.1', 'HTTP/1.0', 'HTTP/1.2', 'HTTP/2.0', 'HTTP/0.9', 'http/1.1', 'HTTP/1.1 ', 'HTTP/11', '']);
+  const version = rng.pick([
+    'HTTP/1.1',
+    'HTTP/1.0',
+    'HTTP/1.2',
+    'HTTP/2.0',
+    'HTTP/0.9',
+    'http/1.1',
+    'HTTP/1.1 ',
+    'HTTP/11',
+    '',
+  ]);
   const sep = rng.chance(0.9) ? ' ' : rng.pick(['  ', '\t', '\u000b']);
   r.line = [method, target, version].join(sep);
   if (version === 'HTTP/1.0' && rng.chance(0.5)) r.headers = r.headers.filter(([k]) => k !== 'Host');
@@ -135,7 +205,20 @@ const framing: Mutator = (rng, r) => {
       return 'duplicate content-length';
     case 1:
       r.autoLength = false;
-      r.headers.push(['Content-Length', rng.pick([`${len}, ${len}`, `+${len}`, ` ${len} `, `0x${len.toString(16)}`, '-1', '99999999999999999999', '', `${len}a`, '1e3'])]);
+      r.headers.push([
+        'Content-Length',
+        rng.pick([
+          `${len}, ${len}`,
+          `+${len}`,
+          ` ${len} `,
+          `0x${len.toString(16)}`,
+          '-1',
+          '99999999999999999999',
+          '',
+          `${len}a`,
+          '1e3',
+        ]),
+      ]);
       return 'odd content-length';
     case 2: {
       r.autoLength = rng.chance(0.5);
@@ -145,18 +228,55 @@ const framing: Mutator = (rng, r) => {
     }
     case 3:
       r.autoLength = false;
-      r.headers.push(['Transfer-Encoding', rng.pick(['gzip, chunked', 'chunked, gzip', 'identity', 'chunked, chunked', 'xchunked', ' chunked', 'CHUNKED', 'chunked;q=1'])]);
+      r.headers.push([
+        'Transfer-Encoding',
+        rng.pick([
+          'gzip, chunked',
+          'chunked, gzip',
+          'identity',
+          'chunked, chunked',
+          'xchunked',
+          ' chunked',
+          'CHUNKED',
+          'chunked;q=1',
+        ]),
+      ]);
       r.body = chunked(r.body, rng);
       return 'odd transfer-encoding';
     case 4: {
       r.autoLength = false;
       r.headers.push(['Transfer-Encoding', 'chunked']);
-      const size = rng.pick(['-1', 'ffffffffffffffff', '1g', '', ' 5', '5 ', '5;ext=1', '0x5', '10000000000', String(len + 5)]);
-      r.body = Buffer.concat([Buffer.from(`${size}\r\n`), r.body, Buffer.from(rng.pick(['\r\n0\r\n\r\n', '\r\n', '0\r\n\r\n', '\n0\n\n']))]);
+      const size = rng.pick([
+        '-1',
+        'ffffffffffffffff',
+        '1g',
+        '',
+        ' 5',
+        '5 ',
+        '5;ext=1',
+        '0x5',
+        '10000000000',
+        String(len + 5),
+      ]);
+      r.body = Buffer.concat([
+        Buffer.from(`${size}\r\n`),
+        r.body,
+        Buffer.from(rng.pick(['\r\n0\r\n\r\n', '\r\n', '0\r\n\r\n', '\n0\n\n'])),
+      ]);
       return `bad chunk size ${JSON.stringify(size)}`;
     }
     case 5:
-      r.rawLines.push(rng.pick(['X-No-Colon', 'X-No-Colon value', ': empty-name', 'X-Space : v', 'X-Tab\t: v', ' X-Leading-Space: v', '\u0000: v']));
+      r.rawLines.push(
+        rng.pick([
+          'X-No-Colon',
+          'X-No-Colon value',
+          ': empty-name',
+          'X-Space : v',
+          'X-Tab\t: v',
+          ' X-Leading-Space: v',
+          '\u0000: v',
+        ]),
+      );
       return 'header line without a proper name/colon';
     case 6:
       r.headers.push(['X-Title', 'folded']);
@@ -174,7 +294,10 @@ const framing: Mutator = (rng, r) => {
       r.headers.push(['Expect', rng.pick(['100-continue', '100-Continue', 'nonsense'])]);
       return 'expect';
     case 10:
-      r.headers.push(['Connection', rng.pick(['close', 'keep-alive', 'upgrade', 'Upgrade, HTTP2-Settings'])], ...(rng.chance(0.5) ? ([['Upgrade', rng.pick(['websocket', 'h2c'])]] as [string, string][]) : []));
+      r.headers.push(
+        ['Connection', rng.pick(['close', 'keep-alive', 'upgrade', 'Upgrade, HTTP2-Settings'])],
+        ...(rng.chance(0.5) ? ([['Upgrade', rng.pick(['websocket', 'h2c'])]] as [string, string][]) : []),
+      );
       return 'connection/upgrade';
     default:
       r.headers = r.headers.filter(([k]) => k !== 'Host' || rng.chance(0.3));
@@ -185,7 +308,10 @@ const framing: Mutator = (rng, r) => {
 
 function chunked(body: Buffer, rng: Rng): Buffer {
   const pieces = splitAt(body, rng.cuts(body.length, rng.int(0, 4))).filter((p) => p.length > 0);
-  return Buffer.concat([...pieces.map((p) => Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')])), Buffer.from('0\r\n\r\n')]);
+  return Buffer.concat([
+    ...pieces.map((p) => Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')])),
+    Buffer.from('0\r\n\r\n'),
+  ]);
 }
 
 export interface HttpCase extends CaseSpec {
@@ -207,7 +333,19 @@ export function buildHttpCase(seed: number, n: number): HttpCase {
     // A sweep case changes nothing else, so what the byte does is all that is seen.
     const r = baseRequest();
     const label = sweepByte(rng, r, n);
-    return { n, bytes: encode(r), cuts: [], delays: [], expect: 1, halfClose: false, abortAfterMs: null, head: false, seed, label, files: () => ({}) };
+    return {
+      n,
+      bytes: encode(r),
+      cuts: [],
+      delays: [],
+      expect: 1,
+      halfClose: false,
+      abortAfterMs: null,
+      head: false,
+      seed,
+      label,
+      files: () => ({}),
+    };
   }
   const labels: string[] = [];
   const requests: Request[] = [];
@@ -301,12 +439,30 @@ export function httpCaseFiles(c: HttpCase, key: string, observed: object | undef
 }
 
 function observedOf(r: ExchangeResult): object {
-  return { ms: r.ms, answers: r.answers.map((a) => ({ status: a.status, headers: a.headers, body: a.body.subarray(0, 4096).toString('utf8') })), closedByServer: r.closedByServer, timedOut: r.timedOut, partial: r.partial, error: r.error };
+  return {
+    ms: r.ms,
+    answers: r.answers.map((a) => ({
+      status: a.status,
+      headers: a.headers,
+      body: a.body.subarray(0, 4096).toString('utf8'),
+    })),
+    closedByServer: r.closedByServer,
+    timedOut: r.timedOut,
+    partial: r.partial,
+    error: r.error,
+  };
 }
 
 /** The liveness probe: a well-formed chat request on a new connection, answered 200 with a completion. */
-export async function probe(port: number, key: string, deadlineMs: number): Promise<{ ok: boolean; signature: string; result: ExchangeResult }> {
-  const bytes = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`, 'latin1');
+export async function probe(
+  port: number,
+  key: string,
+  deadlineMs: number,
+): Promise<{ ok: boolean; signature: string; result: ExchangeResult }> {
+  const bytes = Buffer.from(
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`,
+    'latin1',
+  );
   const r = await exchange({ port, steps: [{ bytes }], deadlineMs });
   const a = r.answers[0];
   let ok = false;
@@ -317,7 +473,13 @@ export async function probe(port: number, key: string, deadlineMs: number): Prom
       ok = false;
     }
   }
-  const signature = a ? (a.status === 200 ? '200 without a completion' : statusSignature(a)) : r.timedOut ? 'no answer' : 'closed without an answer';
+  const signature = a
+    ? a.status === 200
+      ? '200 without a completion'
+      : statusSignature(a)
+    : r.timedOut
+      ? 'no answer'
+      : 'closed without an answer';
   return { ok, signature, result: r };
 }
 
@@ -328,7 +490,9 @@ export const clientHttp: Target = {
     const started = performance.now();
     const sim: Simulator = await startSimulator({ record: false });
     const covDir = opts.coverage ? join(opts.workDir, 'coverage', 'client-http') : null;
-    const session = new GatewaySession(join(opts.workDir, 'client-http'), () => sim.url, covDir, { limits: CLIENT_HTTP_LIMITS });
+    const session = new GatewaySession(join(opts.workDir, 'client-http'), () => sim.url, covDir, {
+      limits: CLIENT_HTTP_LIMITS,
+    });
     let closedUnanswered = 0;
     let answered = 0;
     let probes = 0;
@@ -342,21 +506,50 @@ export const clientHttp: Target = {
         concurrency: opts.concurrency ?? 32,
         build: (n) => {
           const c = buildHttpCase(opts.seed, n);
-          c.files = () => httpCaseFiles(c, session.generations[session.generations.length - 1]?.db.key ?? '', undefined);
+          c.files = () =>
+            httpCaseFiles(c, session.generations[session.generations.length - 1]?.db.key ?? '', undefined);
           return c;
         },
         async exec(c, g, quiet) {
-          const r = await exchange({ port: g.child.port, steps: httpWrites(c, g.db.key).steps, deadlineMs: opts.hangMs, writeAll: true, expect: c.expect, halfClose: c.halfClose, head: c.head, ...(c.abortAfterMs !== null ? { abortAfterMs: c.abortAfterMs } : {}) });
+          const r = await exchange({
+            port: g.child.port,
+            steps: httpWrites(c, g.db.key).steps,
+            deadlineMs: opts.hangMs,
+            writeAll: true,
+            expect: c.expect,
+            halfClose: c.halfClose,
+            head: c.head,
+            ...(c.abortAfterMs !== null ? { abortAfterMs: c.abortAfterMs } : {}),
+          });
           if (quiet) return;
-          for (const a of r.answers) if (a.status >= 500 && !libraryVersionRefusal(a)) opts.findings.record('client-http', '5xx', statusSignature(a), c.label, httpCaseFiles(c, g.db.key, observedOf(r)));
+          for (const a of r.answers)
+            if (a.status >= 500 && !libraryVersionRefusal(a))
+              opts.findings.record(
+                'client-http',
+                '5xx',
+                statusSignature(a),
+                c.label,
+                httpCaseFiles(c, g.db.key, observedOf(r)),
+              );
           if (r.answers.length > 0) answered++;
-          else if (r.timedOut) opts.findings.record('client-http', 'hang', `connection neither answered nor closed within ${opts.hangMs} ms`, c.label, httpCaseFiles(c, g.db.key, observedOf(r)));
+          else if (r.timedOut)
+            opts.findings.record(
+              'client-http',
+              'hang',
+              `connection neither answered nor closed within ${opts.hangMs} ms`,
+              c.label,
+              httpCaseFiles(c, g.db.key, observedOf(r)),
+            );
           else if (!r.aborted && g.child.exit() === null) closedUnanswered++;
         },
         async after(c, g) {
           probes++;
           const p = await probe(g.child.port, g.db.key, Math.min(opts.hangMs, 15_000));
-          if (!p.ok && g.child.exit() === null) opts.findings.record('client-http', 'liveness', `probe after a case: ${p.signature}`, c.label, { ...httpCaseFiles(c, g.db.key, undefined), 'probe.json': observedOf(p.result) });
+          if (!p.ok && g.child.exit() === null)
+            opts.findings.record('client-http', 'liveness', `probe after a case: ${p.signature}`, c.label, {
+              ...httpCaseFiles(c, g.db.key, undefined),
+              'probe.json': observedOf(p.result),
+            });
         },
       });
     } catch (err) {
@@ -376,7 +569,11 @@ export const clientHttp: Target = {
       ledgerVerify: ledger.verify,
       openHolds: ledger.openHolds,
       settlementsChecked: null,
-      notes: [`cases answered: ${answered}; closed without an answer: ${closedUnanswered}; liveness probes: ${probes}`, `gateway processes: ${session.generations.length}`, ...ledger.notes],
+      notes: [
+        `cases answered: ${answered}; closed without an answer: ${closedUnanswered}; liveness probes: ${probes}`,
+        `gateway processes: ${session.generations.length}`,
+        ...ledger.notes,
+      ],
       coverage,
     };
   },

@@ -16,8 +16,25 @@ import { slugModel } from '../../src/protocols/model-field.ts';
 import { MultipartUpload } from '../../src/protocols/multipart-upload.ts';
 import { chunkMessage, eventStreamMessage, exceptionMessage } from '../../src/simulator/event-stream-frames.ts';
 import { jsonShape, nestsDeeperThan } from '../../src/stream/json-depth.ts';
-import { findStringValue, findValueBytes, findValueStart, hasNonNullKey, insertMember, objectOpenAt, readString, replaceSpan, sseDataStart, valueEnd } from '../../src/stream/json-key.ts';
-import { SseSplitter, dataLooksWhole, isBlankOrComment, parseSseEvent, sseEventName } from '../../src/stream/sse-splitter.ts';
+import {
+  findStringValue,
+  findValueBytes,
+  findValueStart,
+  hasNonNullKey,
+  insertMember,
+  objectOpenAt,
+  readString,
+  replaceSpan,
+  sseDataStart,
+  valueEnd,
+} from '../../src/stream/json-key.ts';
+import {
+  SseSplitter,
+  dataLooksWhole,
+  isBlankOrComment,
+  parseSseEvent,
+  sseEventName,
+} from '../../src/stream/sse-splitter.ts';
 import { mutateBytes } from '../lib/bytes-mutate.ts';
 import { fromValue, mutateJson, randomValue, serialise } from '../lib/json-mutate.ts';
 import { type Rng, splitAt } from '../lib/rng.ts';
@@ -84,7 +101,11 @@ function guard<T>(problems: Problem[], where: string, fn: () => T): T | undefine
   try {
     return fn();
   } catch (err) {
-    problems.push({ oracle: 'exception', signature: `${where} threw ${err instanceof Error ? err.constructor.name : typeof err}`, detail: errorName(err) });
+    problems.push({
+      oracle: 'exception',
+      signature: `${where} threw ${err instanceof Error ? err.constructor.name : typeof err}`,
+      detail: errorName(err),
+    });
     return undefined;
   }
 }
@@ -154,7 +175,12 @@ function depthOf(v: unknown): number {
 /** A JSON document: a random value, or a request/event-like object, sometimes mutated. */
 function jsonDoc(rng: Rng): Buffer {
   const base = rng.chance(0.5)
-    ? { model: 'm', messages: [{ role: 'user', content: 'hi' }], usage: { prompt_tokens: 3, completion_tokens: 5 }, choices: [{ delta: { content: 'x' } }] }
+    ? {
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+        usage: { prompt_tokens: 3, completion_tokens: 5 },
+        choices: [{ delta: { content: 'x' } }],
+      }
     : randomValueJs(rng);
   const root = { node: fromValue(base) };
   if (rng.chance(0.7)) mutateJson(rng, root, { models: ['m', 'other'], platforms: ['p'], maxBytes: 64 * 1024 });
@@ -181,7 +207,10 @@ export const jsonDepthSubject: Subject = {
   name: 'json-depth',
   files: ['src/stream/json-depth.ts'],
   generate: jsonDoc,
-  mutate: (rng, input) => (rng.chance(0.5) ? mutateBytes(rng, input) : Buffer.concat([input.subarray(0, rng.int(0, input.length)), jsonDoc(rng)])),
+  mutate: (rng, input) =>
+    rng.chance(0.5)
+      ? mutateBytes(rng, input)
+      : Buffer.concat([input.subarray(0, rng.int(0, input.length)), jsonDoc(rng)]),
   async check(input) {
     const problems: Problem[] = [];
     const deep = guard(problems, 'nestsDeeperThan', () => nestsDeeperThan(input, MAX_DEPTH));
@@ -192,18 +221,37 @@ export const jsonDepthSubject: Subject = {
     // all; a provider may keep the first. The scan judges the bytes, so the parse cannot referee.
     if (hasDuplicateOrEscapedKey(input.toString('utf8'))) return problems;
     const expectDeep = depthOf(parsed.value) > MAX_DEPTH;
-    if (deep !== expectDeep) problems.push({ oracle: 'disagreement', signature: 'nestsDeeperThan disagrees with the parsed depth', detail: `scan ${deep}, parsed depth ${depthOf(parsed.value)}` });
-    if (shape.tooDeep !== expectDeep) problems.push({ oracle: 'disagreement', signature: 'jsonShape.tooDeep disagrees with the parsed depth', detail: `scan ${shape.tooDeep}, parsed depth ${depthOf(parsed.value)}` });
+    if (deep !== expectDeep)
+      problems.push({
+        oracle: 'disagreement',
+        signature: 'nestsDeeperThan disagrees with the parsed depth',
+        detail: `scan ${deep}, parsed depth ${depthOf(parsed.value)}`,
+      });
+    if (shape.tooDeep !== expectDeep)
+      problems.push({
+        oracle: 'disagreement',
+        signature: 'jsonShape.tooDeep disagrees with the parsed depth',
+        detail: `scan ${shape.tooDeep}, parsed depth ${depthOf(parsed.value)}`,
+      });
     if (shape.members && isPlainObject(parsed.value)) {
       const obj = parsed.value;
       const keys = [...shape.members.keys()].sort();
       const want = Object.keys(obj).sort();
-      if (!isDeepStrictEqual(keys, want)) problems.push({ oracle: 'disagreement', signature: 'jsonShape members are not the parsed keys', detail: `${JSON.stringify(keys).slice(0, 200)} vs ${JSON.stringify(want).slice(0, 200)}` });
+      if (!isDeepStrictEqual(keys, want))
+        problems.push({
+          oracle: 'disagreement',
+          signature: 'jsonShape members are not the parsed keys',
+          detail: `${JSON.stringify(keys).slice(0, 200)} vs ${JSON.stringify(want).slice(0, 200)}`,
+        });
       else {
         for (const [k, [s, e]] of shape.members) {
           const v = parseJson(input.subarray(s, e));
           if (!v.ok || !isDeepStrictEqual(v.value, obj[k])) {
-            problems.push({ oracle: 'disagreement', signature: 'a member span does not hold the parsed value', detail: `key ${JSON.stringify(k).slice(0, 60)}` });
+            problems.push({
+              oracle: 'disagreement',
+              signature: 'a member span does not hold the parsed value',
+              detail: `key ${JSON.stringify(k).slice(0, 60)}`,
+            });
             break;
           }
         }
@@ -214,8 +262,23 @@ export const jsonDepthSubject: Subject = {
   // Test sizes small: a document of a few MB fills V8's young generation, and the promotions that
   // follow make even a linear scan's cost per byte jump by several times.
   shapes: [
-    { name: 'many keys', minSize: 64 * 1024, maxSize: 512 * 1024, testSize: 32 * 1024, build: (n) => Buffer.from(`{${Array.from({ length: Math.floor(n / 12) }, (_, i) => `"k${i}":${i % 10}`).join(',')}}`), run: (b) => void jsonShape(b, MAX_DEPTH) },
-    { name: 'escaped quotes in one string', minSize: 64 * 1024, maxSize: 512 * 1024, testSize: 32 * 1024, build: (n) => Buffer.from(`{"a":"${'\\\\\\"'.repeat(Math.floor(n / 4))}"}`), run: (b) => void jsonShape(b, MAX_DEPTH) },
+    {
+      name: 'many keys',
+      minSize: 64 * 1024,
+      maxSize: 512 * 1024,
+      testSize: 32 * 1024,
+      build: (n) =>
+        Buffer.from(`{${Array.from({ length: Math.floor(n / 12) }, (_, i) => `"k${i}":${i % 10}`).join(',')}}`),
+      run: (b) => void jsonShape(b, MAX_DEPTH),
+    },
+    {
+      name: 'escaped quotes in one string',
+      minSize: 64 * 1024,
+      maxSize: 512 * 1024,
+      testSize: 32 * 1024,
+      build: (n) => Buffer.from(`{"a":"${'\\\\\\"'.repeat(Math.floor(n / 4))}"}`),
+      run: (b) => void jsonShape(b, MAX_DEPTH),
+    },
   ],
 };
 
@@ -224,11 +287,12 @@ export const jsonDepthSubject: Subject = {
 
 function sseStream(rng: Rng): Buffer {
   const parts: string[] = [];
-  const eol = (): string => rng.weighted([
-    ['\n', 70],
-    ['\r\n', 25],
-    ['\r', 5],
-  ] as const);
+  const eol = (): string =>
+    rng.weighted([
+      ['\n', 70],
+      ['\r\n', 25],
+      ['\r', 5],
+    ] as const);
   for (let i = rng.int(0, 12); i > 0; i--) {
     const kind = rng.int(0, 6);
     const e = eol();
@@ -262,10 +326,23 @@ export const sseSubject: Subject = {
     const whole = guard(problems, 'SseSplitter.push (one chunk)', () => splitterRun(input, []));
     const split = guard(problems, 'SseSplitter.push (split)', () => splitterRun(input, cuts));
     if (!whole || !split) return problems;
-    const same = whole.events.length === split.events.length && whole.events.every((e, i) => e.equals(split.events[i] as Buffer)) && (whole.tail === null ? split.tail === null : split.tail !== null && whole.tail.equals(split.tail));
-    if (!same) problems.push({ oracle: 'split-dependence', signature: 'SseSplitter events depend on the split points', detail: `${whole.events.length} events whole, ${split.events.length} split` });
+    const same =
+      whole.events.length === split.events.length &&
+      whole.events.every((e, i) => e.equals(split.events[i] as Buffer)) &&
+      (whole.tail === null ? split.tail === null : split.tail !== null && whole.tail.equals(split.tail));
+    if (!same)
+      problems.push({
+        oracle: 'split-dependence',
+        signature: 'SseSplitter events depend on the split points',
+        detail: `${whole.events.length} events whole, ${split.events.length} split`,
+      });
     const rebuilt = Buffer.concat([...whole.events, whole.tail ?? Buffer.alloc(0)]);
-    if (!rebuilt.equals(input)) problems.push({ oracle: 'disagreement', signature: 'SseSplitter events and tail are not the input', detail: `${rebuilt.length} of ${input.length} bytes` });
+    if (!rebuilt.equals(input))
+      problems.push({
+        oracle: 'disagreement',
+        signature: 'SseSplitter events and tail are not the input',
+        detail: `${rebuilt.length} of ${input.length} bytes`,
+      });
     for (const ev of whole.events) {
       guard(problems, 'isBlankOrComment', () => isBlankOrComment(ev));
       guard(problems, 'parseSseEvent', () => parseSseEvent(ev));
@@ -283,8 +360,22 @@ export const sseSubject: Subject = {
       build: (n) => Buffer.concat([Buffer.from('data: {"pad":"'), Buffer.alloc(n, 0x79)]),
       run: (b) => void splitterRun(b, reads(b.length)),
     },
-    { name: 'many small events', minSize: 64 * 1024, maxSize: 512 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from('data: {"a":1}\n\n'.repeat(Math.floor(n / 15))), run: (b) => void splitterRun(b, reads(b.length)) },
-    { name: 'CR-only line ends', minSize: 64 * 1024, maxSize: 512 * 1024, testSize: 512 * 1024, build: (n) => Buffer.from('data: {"a":1}\r\r'.repeat(Math.floor(n / 15))), run: (b) => void splitterRun(b, reads(b.length)) },
+    {
+      name: 'many small events',
+      minSize: 64 * 1024,
+      maxSize: 512 * 1024,
+      testSize: 256 * 1024,
+      build: (n) => Buffer.from('data: {"a":1}\n\n'.repeat(Math.floor(n / 15))),
+      run: (b) => void splitterRun(b, reads(b.length)),
+    },
+    {
+      name: 'CR-only line ends',
+      minSize: 64 * 1024,
+      maxSize: 512 * 1024,
+      testSize: 512 * 1024,
+      build: (n) => Buffer.from('data: {"a":1}\r\r'.repeat(Math.floor(n / 15))),
+      run: (b) => void splitterRun(b, reads(b.length)),
+    },
   ],
 };
 
@@ -294,10 +385,27 @@ export const sseSubject: Subject = {
 const SLUG = Buffer.from('"vendor/slug"');
 
 function eventDoc(rng: Rng): Buffer {
-  const model = rng.pick(['"model":"up-1",', '"model":"up-1","model":"other",', '"mod\\u0065l":"up-1",', '"model":null,', '"model":12,', '', '"model":"a\\"b",', '"model":"\\u00e9",']);
-  const usage = rng.pick(['', ',"usage":{"prompt_tokens":1,"completion_tokens":2}', ',"usage":null', ',"us\\u0061ge":{"a":1}', ',"usage":{"a":1},"usage":null']);
+  const model = rng.pick([
+    '"model":"up-1",',
+    '"model":"up-1","model":"other",',
+    '"mod\\u0065l":"up-1",',
+    '"model":null,',
+    '"model":12,',
+    '',
+    '"model":"a\\"b",',
+    '"model":"\\u00e9",',
+  ]);
+  const usage = rng.pick([
+    '',
+    ',"usage":{"prompt_tokens":1,"completion_tokens":2}',
+    ',"usage":null',
+    ',"us\\u0061ge":{"a":1}',
+    ',"usage":{"a":1},"usage":null',
+  ]);
   const error = rng.pick(['', ',"error":{"message":"x"}', ',"error":null', ',"nested":{"error":1}']);
-  let out: Buffer = Buffer.from(`{"id":"c",${model}"choices":[{"delta":{"content":"hi","model":"inner"}}]${usage}${error}}`);
+  let out: Buffer = Buffer.from(
+    `{"id":"c",${model}"choices":[{"delta":{"content":"hi","model":"inner"}}]${usage}${error}}`,
+  );
   if (rng.chance(0.3)) {
     const root = { node: fromValue(JSON.parse(out.toString('utf8')) as unknown) };
     mutateJson(rng, root, { models: ['up-1'], platforms: ['p'], maxBytes: 16 * 1024 });
@@ -325,7 +433,8 @@ export const jsonKeySubject: Subject = {
     const at = guard(problems, 'findValueStart', () => findValueStart(input, 'model', 1));
     if (at !== undefined && at !== -1) guard(problems, 'valueEnd', () => valueEnd(input, at));
     const open = guard(problems, 'objectOpenAt', () => objectOpenAt(input, 0));
-    if (open !== undefined && open !== -1) guard(problems, 'insertMember', () => insertMember(input, open, 'model', SLUG));
+    if (open !== undefined && open !== -1)
+      guard(problems, 'insertMember', () => insertMember(input, open, 'model', SLUG));
     guard(problems, 'sseDataStart', () => sseDataStart(input));
     const parsed = parseJson(input);
     if (!parsed.ok || !isPlainObject(parsed.value)) return problems;
@@ -339,21 +448,51 @@ export const jsonKeySubject: Subject = {
       const whole = guard(problems, 'slugModel', () => slugModel(input, SLUG, 0, 1).out);
       const after = whole ? parseJson(whole) : null;
       const seen = after?.ok && isPlainObject(after.value) ? after.value['model'] : obj['model'];
-      if (typeof seen === 'string' && seen !== 'vendor/slug') problems.push({ oracle: 'disagreement', signature: 'with duplicate or escaped keys, JSON.parse reads a model that is not the slug after the rewrite', detail: input.toString('utf8').slice(0, 200) });
+      if (typeof seen === 'string' && seen !== 'vendor/slug')
+        problems.push({
+          oracle: 'disagreement',
+          signature: 'with duplicate or escaped keys, JSON.parse reads a model that is not the slug after the rewrite',
+          detail: input.toString('utf8').slice(0, 200),
+        });
       return problems;
     }
     const model = obj['model'];
-    if (typeof model === 'string' && span === null) problems.push({ oracle: 'disagreement', signature: 'a string model JSON.parse reads is not found by the scanner', detail: input.toString('utf8').slice(0, 200) });
-    if (span && read !== undefined && typeof model === 'string' && read !== model) problems.push({ oracle: 'disagreement', signature: 'the scanner reads another model than JSON.parse', detail: `${read} vs ${model}` });
+    if (typeof model === 'string' && span === null)
+      problems.push({
+        oracle: 'disagreement',
+        signature: 'a string model JSON.parse reads is not found by the scanner',
+        detail: input.toString('utf8').slice(0, 200),
+      });
+    if (span && read !== undefined && typeof model === 'string' && read !== model)
+      problems.push({
+        oracle: 'disagreement',
+        signature: 'the scanner reads another model than JSON.parse',
+        detail: `${read} vs ${model}`,
+      });
     if (rewritten) {
       const after = parseJson(rewritten);
-      if (after.ok && isPlainObject(after.value) && after.value['model'] !== 'vendor/slug') problems.push({ oracle: 'disagreement', signature: 'after the rewrite JSON.parse still reads a model that is not the slug', detail: input.toString('utf8').slice(0, 200) });
+      if (after.ok && isPlainObject(after.value) && after.value['model'] !== 'vendor/slug')
+        problems.push({
+          oracle: 'disagreement',
+          signature: 'after the rewrite JSON.parse still reads a model that is not the slug',
+          detail: input.toString('utf8').slice(0, 200),
+        });
     }
     const usage = obj['usage'];
-    if (usagePresent !== undefined && usagePresent !== (usage !== undefined && usage !== null)) problems.push({ oracle: 'disagreement', signature: 'hasNonNullKey(usage) disagrees with JSON.parse', detail: input.toString('utf8').slice(0, 200) });
+    if (usagePresent !== undefined && usagePresent !== (usage !== undefined && usage !== null))
+      problems.push({
+        oracle: 'disagreement',
+        signature: 'hasNonNullKey(usage) disagrees with JSON.parse',
+        detail: input.toString('utf8').slice(0, 200),
+      });
     if (usageBytes && usage !== undefined) {
       const u = parseJson(usageBytes);
-      if (!u.ok || !isDeepStrictEqual(u.value, usage)) problems.push({ oracle: 'disagreement', signature: 'findValueBytes(usage) is not the usage JSON.parse reads', detail: input.toString('utf8').slice(0, 200) });
+      if (!u.ok || !isDeepStrictEqual(u.value, usage))
+        problems.push({
+          oracle: 'disagreement',
+          signature: 'findValueBytes(usage) is not the usage JSON.parse reads',
+          detail: input.toString('utf8').slice(0, 200),
+        });
     }
     return problems;
   },
@@ -363,7 +502,12 @@ export const jsonKeySubject: Subject = {
       minSize: 2 * 1024,
       maxSize: 8 * 1024,
       testSize: 4 * 1024,
-      build: (n) => Buffer.from(`{"a":[${Array(Math.floor(n / 12)).fill('{"error":1}').join(',')}]}`),
+      build: (n) =>
+        Buffer.from(
+          `{"a":[${Array(Math.floor(n / 12))
+            .fill('{"error":1}')
+            .join(',')}]}`,
+        ),
       run: (b) => void hasNonNullKey(b, 'error', 1),
     },
     {
@@ -371,10 +515,22 @@ export const jsonKeySubject: Subject = {
       minSize: 2 * 1024,
       maxSize: 8 * 1024,
       testSize: 4 * 1024,
-      build: (n) => Buffer.from(`{"a":[${Array(Math.floor(n / 12)).fill('{"model":1}').join(',')}]}`),
+      build: (n) =>
+        Buffer.from(
+          `{"a":[${Array(Math.floor(n / 12))
+            .fill('{"model":1}')
+            .join(',')}]}`,
+        ),
       run: (b) => void findValueStart(b, 'model', 1),
     },
-    { name: 'one long event', minSize: 64 * 1024, maxSize: 512 * 1024, testSize: 256 * 1024, build: (n) => Buffer.from(`{"id":"c","model":"m","choices":[{"delta":{"content":"${'x'.repeat(n)}"}}]}`), run: (b) => void findStringValue(b, 'model', 1) },
+    {
+      name: 'one long event',
+      minSize: 64 * 1024,
+      maxSize: 512 * 1024,
+      testSize: 256 * 1024,
+      build: (n) => Buffer.from(`{"id":"c","model":"m","choices":[{"delta":{"content":"${'x'.repeat(n)}"}}]}`),
+      run: (b) => void findStringValue(b, 'model', 1),
+    },
   ],
 };
 
@@ -398,9 +554,34 @@ function bedrockStream(rng: Rng): Buffer {
   for (let i = rng.int(0, 8); i > 0; i--) {
     const kind = rng.int(0, 9);
     if (kind < 6) frames.push(chunkMessage(messagesEvent(rng, i)));
-    else if (kind === 6) frames.push(exceptionMessage(rng.pick(['throttlingException', 'modelStreamErrorException', 'internalServerException']), 'slow down'));
-    else if (kind === 7) frames.push(eventStreamMessage([[':message-type', 'event'], [':event-type', rng.pick(['chunk', 'metadata', 'other'])]], Buffer.from(rng.pick(['{"bytes":12}', '{}', '{"bytes":"!!"}', 'x']))));
-    else frames.push(eventStreamMessage([[':message-type', 'error'], [':error-code', 'E'], [':error-message', 'boom']], Buffer.alloc(0)));
+    else if (kind === 6)
+      frames.push(
+        exceptionMessage(
+          rng.pick(['throttlingException', 'modelStreamErrorException', 'internalServerException']),
+          'slow down',
+        ),
+      );
+    else if (kind === 7)
+      frames.push(
+        eventStreamMessage(
+          [
+            [':message-type', 'event'],
+            [':event-type', rng.pick(['chunk', 'metadata', 'other'])],
+          ],
+          Buffer.from(rng.pick(['{"bytes":12}', '{}', '{"bytes":"!!"}', 'x'])),
+        ),
+      );
+    else
+      frames.push(
+        eventStreamMessage(
+          [
+            [':message-type', 'error'],
+            [':error-code', 'E'],
+            [':error-message', 'boom'],
+          ],
+          Buffer.alloc(0),
+        ),
+      );
   }
   let out: Buffer = Buffer.concat(frames);
   if (rng.chance(0.25)) out = mutateBytes(rng, out);
@@ -425,7 +606,11 @@ export const bedrockSubject: Subject = {
     const split = guard(problems, 'BedrockStreamDecoder.push (split)', () => decoderRun(input, cuts));
     if (!whole || !split) return problems;
     if (!whole.out.equals(split.out) || (whole.failure === null) !== (split.failure === null)) {
-      problems.push({ oracle: 'split-dependence', signature: 'the Bedrock decoder output depends on the split points', detail: `${whole.out.length} bytes / failure ${whole.failure} whole; ${split.out.length} bytes / failure ${split.failure} split` });
+      problems.push({
+        oracle: 'split-dependence',
+        signature: 'the Bedrock decoder output depends on the split points',
+        detail: `${whole.out.length} bytes / failure ${whole.failure} whole; ${split.out.length} bytes / failure ${split.failure} split`,
+      });
     }
     return problems;
   },
@@ -435,10 +620,25 @@ export const bedrockSubject: Subject = {
       minSize: 64 * 1024,
       maxSize: 512 * 1024,
       testSize: 256 * 1024,
-      build: (n) => chunkMessage(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${'x'.repeat(n)}"}}`),
+      build: (n) =>
+        chunkMessage(
+          `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${'x'.repeat(n)}"}}`,
+        ),
       run: (b) => void decoderRun(b, reads(b.length)),
     },
-    { name: 'many small messages', minSize: 64 * 1024, maxSize: 512 * 1024, testSize: 256 * 1024, build: (n) => Buffer.concat(Array(Math.floor(n / 200)).fill(chunkMessage('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"w"}}'))), run: (b) => void decoderRun(b, reads(b.length)) },
+    {
+      name: 'many small messages',
+      minSize: 64 * 1024,
+      maxSize: 512 * 1024,
+      testSize: 256 * 1024,
+      build: (n) =>
+        Buffer.concat(
+          Array(Math.floor(n / 200)).fill(
+            chunkMessage('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"w"}}'),
+          ),
+        ),
+      run: (b) => void decoderRun(b, reads(b.length)),
+    },
   ],
 };
 
@@ -461,11 +661,20 @@ function multipart(rng: Rng): Buffer {
   for (let i = rng.int(0, 3); i > 0; i--) {
     const a = rng.int(0, fields.length - 1);
     const b = rng.int(0, fields.length - 1);
-    [fields[a], fields[b]] = [fields[b] as [string, Buffer, string | null], fields[a] as [string, Buffer, string | null]];
+    [fields[a], fields[b]] = [
+      fields[b] as [string, Buffer, string | null],
+      fields[a] as [string, Buffer, string | null],
+    ];
   }
   if (rng.chance(0.1)) fields.splice(rng.int(0, fields.length - 1), 1);
   for (const [name, value, filename] of fields) {
-    parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`), value, Buffer.from('\r\n'));
+    parts.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`,
+      ),
+      value,
+      Buffer.from('\r\n'),
+    );
   }
   parts.push(Buffer.from(`--${BOUNDARY}--\r\n`));
   let out: Buffer = Buffer.concat(parts);
@@ -530,7 +739,11 @@ export const multipartSubject: Subject = {
       whole = await uploadRun(input, [], 256 * 1024);
       split = await uploadRun(input, cuts, 256 * 1024);
     } catch (err) {
-      problems.push({ oracle: 'exception', signature: `MultipartUpload threw ${err instanceof Error ? err.constructor.name : typeof err}`, detail: errorName(err) });
+      problems.push({
+        oracle: 'exception',
+        signature: `MultipartUpload threw ${err instanceof Error ? err.constructor.name : typeof err}`,
+        detail: errorName(err),
+      });
       return problems;
     }
     // A refusal is the whole result: what was scanned before the limit was passed depends on where
@@ -539,10 +752,25 @@ export const multipartSubject: Subject = {
     // A refusal is the same verdict whether it came while the prefix was held or while the rest
     // streamed: which of the two depends on how far the reads had got by design.
     const strip = (r: UploadResult): unknown =>
-      r.found === true || r.found === false ? { ...r, ended: undefined, body: r.body?.toString('base64') ?? null } : { found: r.found.replace(/^refused while streaming: /, 'refused: ') };
+      r.found === true || r.found === false
+        ? { ...r, ended: undefined, body: r.body?.toString('base64') ?? null }
+        : { found: r.found.replace(/^refused while streaming: /, 'refused: ') };
     if (!isDeepStrictEqual(strip(whole), strip(split))) {
-      const diff = Object.keys(whole).filter((k) => !isDeepStrictEqual((strip(whole) as Record<string, unknown>)[k], (strip(split) as Record<string, unknown>)[k]));
-      problems.push({ oracle: 'split-dependence', signature: `MultipartUpload ${diff.join(', ')} depend on the split points`, detail: JSON.stringify({ whole: { ...whole, body: whole.body?.length }, split: { ...split, body: split.body?.length } }).slice(0, 400) });
+      const diff = Object.keys(whole).filter(
+        (k) =>
+          !isDeepStrictEqual(
+            (strip(whole) as Record<string, unknown>)[k],
+            (strip(split) as Record<string, unknown>)[k],
+          ),
+      );
+      problems.push({
+        oracle: 'split-dependence',
+        signature: `MultipartUpload ${diff.join(', ')} depend on the split points`,
+        detail: JSON.stringify({
+          whole: { ...whole, body: whole.body?.length },
+          split: { ...split, body: split.body?.length },
+        }).slice(0, 400),
+      });
     }
     return problems;
   },
@@ -552,10 +780,23 @@ export const multipartSubject: Subject = {
       minSize: 64 * 1024,
       maxSize: 512 * 1024,
       testSize: 256 * 1024,
-      build: (n) => Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\n`), Buffer.alloc(n, 1), Buffer.from(`\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/painter\r\n--${BOUNDARY}--\r\n`)]),
+      build: (n) =>
+        Buffer.concat([
+          Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\n`),
+          Buffer.alloc(n, 1),
+          Buffer.from(
+            `\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/painter\r\n--${BOUNDARY}--\r\n`,
+          ),
+        ]),
       run: async (b) => void (await uploadRun(b, reads(b.length), 64 * 1024 * 1024)),
     },
   ],
 };
 
-export const SUBJECTS: readonly Subject[] = [jsonDepthSubject, sseSubject, jsonKeySubject, bedrockSubject, multipartSubject];
+export const SUBJECTS: readonly Subject[] = [
+  jsonDepthSubject,
+  sseSubject,
+  jsonKeySubject,
+  bedrockSubject,
+  multipartSubject,
+];

@@ -74,12 +74,20 @@ class CoverageGuide {
         const fk = `${script.url}#${first.startOffset}`;
         let known = this.known.get(fk);
         if (!known) this.known.set(fk, (known = []));
-        for (const r of fn.ranges) if (!known.some(([s, e]) => s === r.startOffset && e === r.endOffset)) known.push([r.startOffset, r.endOffset]);
+        for (const r of fn.ranges)
+          if (!known.some(([s, e]) => s === r.startOffset && e === r.endOffset))
+            known.push([r.startOffset, r.endOffset]);
         for (const [s, e] of known) {
           // The innermost reported range around a block gives its count (V8 reports a nested range
           // only where its count differs from its parent's).
           let best: { startOffset: number; endOffset: number; count: number } | null = null;
-          for (const r of fn.ranges) if (r.startOffset <= s && r.endOffset >= e && (best === null || r.endOffset - r.startOffset < best.endOffset - best.startOffset)) best = r;
+          for (const r of fn.ranges)
+            if (
+              r.startOffset <= s &&
+              r.endOffset >= e &&
+              (best === null || r.endOffset - r.startOffset < best.endOffset - best.startOffset)
+            )
+              best = r;
           const key = `${fk}:${s}-${e}`;
           if (best && best.count > 0 && !this.reached.has(key)) {
             this.reached.add(key);
@@ -159,11 +167,27 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
       }
       const seeds = corpus.get(subject.name) as Buffer[];
       const input = seeds.length > 0 && rng.chance(0.7) ? subject.mutate(rng, rng.pick(seeds)) : subject.generate(rng);
-      const cuts = rng.chance(0.3) ? Array.from({ length: Math.max(0, input.length - 1) }, (_, i) => i + 1).filter(() => rng.chance(0.5)).slice(0, 5000) : rng.cuts(input.length, rng.int(1, 12));
+      const cuts = rng.chance(0.3)
+        ? Array.from({ length: Math.max(0, input.length - 1) }, (_, i) => i + 1)
+            .filter(() => rng.chance(0.5))
+            .slice(0, 5000)
+        : rng.cuts(input.length, rng.int(1, 12));
       guide?.take([]);
       let problems: Awaited<ReturnType<Subject['check']>> = [];
       const ms = await timed(async () => (problems = await subject.check(input, cuts)));
-      for (const p of problems) o.findings.record('parsers', p.oracle, `${subject.name}: ${p.signature}`, p.detail, { 'input.bin': input, 'meta.json': { target: 'parsers', subject: subject.name, seed: o.seed, case: k, cuts, detail: p.detail, replay: 'npm run fuzz -- --replay <this directory>' } });
+      for (const p of problems)
+        o.findings.record('parsers', p.oracle, `${subject.name}: ${p.signature}`, p.detail, {
+          'input.bin': input,
+          'meta.json': {
+            target: 'parsers',
+            subject: subject.name,
+            seed: o.seed,
+            case: k,
+            cuts,
+            detail: p.detail,
+            replay: 'npm run fuzz -- --replay <this directory>',
+          },
+        });
       if (guide?.take(subject.files)) {
         reachedNew.push({ subject, input, cuts });
         if (input.length <= CORPUS_INPUT_MAX && problems.length === 0) {
@@ -171,17 +195,30 @@ export async function runParsers(o: ParsersOptions): Promise<ParsersResult> {
           if (seeds.length > CORPUS_MAX) seeds.splice(rng.int(0, seeds.length - 1), 1);
         }
       }
-      if (input.length >= 16 * 1024) await costCheck(subject, input, cuts, ms, costs.get(subject.name) as number[], o, k);
+      if (input.length >= 16 * 1024)
+        await costCheck(subject, input, cuts, ms, costs.get(subject.name) as number[], o, k);
     }
   } finally {
     if (!o.keepCoverageOn) guide?.close();
   }
   const sizes = [...corpus].map(([k, v]) => `${k} ${v.length}`).join(', ');
-  return { cases, notes: [`scaling checks: ${scaled}`, ...(guide ? [`blocks reached: ${guide.size}; corpus: ${sizes}`] : [])], reachedNew };
+  return {
+    cases,
+    notes: [`scaling checks: ${scaled}`, ...(guide ? [`blocks reached: ${guide.size}; corpus: ${sizes}`] : [])],
+    reachedNew,
+  };
 }
 
 /** Cost per byte far above the parser's median, on two runs: `superlinear`. */
-async function costCheck(subject: Subject, input: Buffer, cuts: number[], ms: number, samples: number[], o: ParsersOptions, k: number): Promise<void> {
+async function costCheck(
+  subject: Subject,
+  input: Buffer,
+  cuts: number[],
+  ms: number,
+  samples: number[],
+  o: ParsersOptions,
+  k: number,
+): Promise<void> {
   const perKb = ms / (input.length / 1024);
   samples.push(perKb);
   if (samples.length > 2000) samples.shift();
@@ -190,7 +227,23 @@ async function costCheck(subject: Subject, input: Buffer, cuts: number[], ms: nu
   if (ms < 100 || perKb < 50 * m) return;
   const again = await timed(() => subject.check(input, cuts));
   if (again < 100 || again / (input.length / 1024) < 50 * m) return;
-  o.findings.record('parsers', 'superlinear', `${subject.name}: an input costs far more per byte than the median`, `${ms.toFixed(0)} ms and ${again.toFixed(0)} ms for ${input.length} bytes; median ${m.toFixed(4)} ms/KiB`, { 'input.bin': input, 'meta.json': { target: 'parsers', subject: subject.name, seed: o.seed, case: k, cuts, replay: 'npm run fuzz -- --replay <this directory>' } });
+  o.findings.record(
+    'parsers',
+    'superlinear',
+    `${subject.name}: an input costs far more per byte than the median`,
+    `${ms.toFixed(0)} ms and ${again.toFixed(0)} ms for ${input.length} bytes; median ${m.toFixed(4)} ms/KiB`,
+    {
+      'input.bin': input,
+      'meta.json': {
+        target: 'parsers',
+        subject: subject.name,
+        seed: o.seed,
+        case: k,
+        cuts,
+        replay: 'npm run fuzz -- --replay <this directory>',
+      },
+    },
+  );
 }
 
 /** The shape at n and 8n bytes: 8n costing more than 24 × n (over 100 ms), twice, is superlinear (true). */
@@ -210,20 +263,41 @@ async function scalingCheck(subject: Subject, shape: Shape, rng: Rng, o: Parsers
   if (b < 100 || b < RATIO * Math.max(a, 0.5)) return false;
   const [a2, b2] = await measure();
   if (b2 < 100 || b2 < RATIO * Math.max(a2, 0.5)) return false;
-  o.findings.record('parsers', 'superlinear', `${subject.name}: ${shape.name} — ${SCALE} × the bytes cost over ${RATIO} × the time`, `${Math.round(b / Math.max(a, 0.5))} × the time: ${small.length} bytes ${a.toFixed(1)} ms / ${a2.toFixed(1)} ms; ${large.length} bytes ${b.toFixed(0)} ms / ${b2.toFixed(0)} ms (4 KiB reads)`, {
-    'input.bin': large,
-    'meta.json': { target: 'parsers', subject: subject.name, shape: shape.name, sizes: [small.length, large.length], ms: [a, b, a2, b2], replay: 'npm run fuzz -- --replay <this directory>' },
-  });
+  o.findings.record(
+    'parsers',
+    'superlinear',
+    `${subject.name}: ${shape.name} — ${SCALE} × the bytes cost over ${RATIO} × the time`,
+    `${Math.round(b / Math.max(a, 0.5))} × the time: ${small.length} bytes ${a.toFixed(1)} ms / ${a2.toFixed(1)} ms; ${large.length} bytes ${b.toFixed(0)} ms / ${b2.toFixed(0)} ms (4 KiB reads)`,
+    {
+      'input.bin': large,
+      'meta.json': {
+        target: 'parsers',
+        subject: subject.name,
+        shape: shape.name,
+        sizes: [small.length, large.length],
+        ms: [a, b, a2, b2],
+        replay: 'npm run fuzz -- --replay <this directory>',
+      },
+    },
+  );
   return true;
 }
 
 export const parsers: Target = {
   name: 'parsers',
-  describe: 'the JSON depth scan, SSE splitter, key scanner, Bedrock decoder and multipart reader, in process, coverage-guided',
+  describe:
+    'the JSON depth scan, SSE splitter, key scanner, Bedrock decoder and multipart reader, in process, coverage-guided',
   async run(opts: TargetOptions): Promise<TargetSummary> {
     const started = performance.now();
     if (!opts.coverage) {
-      const r = await runParsers({ seed: opts.seed, budget: opts.budget, findings: opts.findings, guided: true, scale: 'full', log: opts.log });
+      const r = await runParsers({
+        seed: opts.seed,
+        budget: opts.budget,
+        findings: opts.findings,
+        guided: true,
+        scale: 'full',
+        log: opts.log,
+      });
       return summary(r.cases, r.notes, opts, started, null);
     }
     // Under NODE_V8_COVERAGE in a child: its findings are written by its own book into the same
@@ -231,7 +305,10 @@ export const parsers: Target = {
     const covDir = join(opts.workDir, 'coverage', 'parsers');
     const outDir = join(opts.workDir, '..');
     const msLeft = opts.budget.deadline !== null ? Math.max(1000, opts.budget.deadline - performance.now()) : null;
-    const args = ['fuzz/parsers-child.ts', JSON.stringify({ seed: opts.seed, ms: msLeft, cases: opts.budget.cases, out: outDir })];
+    const args = [
+      'fuzz/parsers-child.ts',
+      JSON.stringify({ seed: opts.seed, ms: msLeft, cases: opts.budget.cases, out: outDir }),
+    ];
     const env: NodeJS.ProcessEnv = { ...process.env, NODE_V8_COVERAGE: covDir };
     const child = spawn(process.execPath, args, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let stdout = '';
@@ -251,6 +328,22 @@ export const parsers: Target = {
   },
 };
 
-function summary(cases: number, notes: string[], opts: TargetOptions, started: number, coverage: TargetSummary['coverage']): TargetSummary {
-  return { target: 'parsers', cases, seconds: (performance.now() - started) / 1000, hits: hitsFrom(opts.findings, 'parsers'), ledgerVerify: 'n/a', openHolds: null, settlementsChecked: null, notes, coverage };
+function summary(
+  cases: number,
+  notes: string[],
+  opts: TargetOptions,
+  started: number,
+  coverage: TargetSummary['coverage'],
+): TargetSummary {
+  return {
+    target: 'parsers',
+    cases,
+    seconds: (performance.now() - started) / 1000,
+    hits: hitsFrom(opts.findings, 'parsers'),
+    ledgerVerify: 'n/a',
+    openHolds: null,
+    settlementsChecked: null,
+    notes,
+    coverage,
+  };
 }

@@ -38,12 +38,31 @@ export function requestInfo(path: string, body: Buffer): UpstreamRequestInfo {
   const urlModel = /\/models\/([^/:]+):/.exec(p)?.[1];
   const multipartModel = /name="model"\r\n\r\n([^\r]*)/.exec(text)?.[1];
   const model = typeof json['model'] === 'string' ? json['model'] : (urlModel ?? multipartModel ?? 'unknown');
-  const mt = [json['max_tokens'], json['max_completion_tokens'], json['max_output_tokens']].find((v) => typeof v === 'number');
+  const mt = [json['max_tokens'], json['max_completion_tokens'], json['max_output_tokens']].find(
+    (v) => typeof v === 'number',
+  );
   return { wire, stream, model: decodeURIComponent(model), maxTokens: typeof mt === 'number' ? mt : null };
 }
 
 /** Raw JSON tokens a usage count may be written as (well-formed or not). */
-export const USAGE_TOKENS = ['0', '-1', '-100', '1.5', '1e12', '1100000000000', '4294967296', '9007199254740991', '9007199254740993', '1e300', '"12"', 'null', 'true', '[]', '{}', '<absent>'];
+export const USAGE_TOKENS = [
+  '0',
+  '-1',
+  '-100',
+  '1.5',
+  '1e12',
+  '1100000000000',
+  '4294967296',
+  '9007199254740991',
+  '9007199254740993',
+  '1e300',
+  '"12"',
+  'null',
+  'true',
+  '[]',
+  '{}',
+  '<absent>',
+];
 
 export interface AnswerPlan {
   /** Seeds the compile-time choices (chunk sizes, cut point), so a plan compiles the same every time. */
@@ -74,7 +93,11 @@ export interface AnswerPlan {
   pauseMs: number;
 }
 
-export type UpstreamAction = { kind: 'write'; bytes: Buffer; delayMs: number } | { kind: 'end' } | { kind: 'reset' } | { kind: 'stall' };
+export type UpstreamAction =
+  | { kind: 'write'; bytes: Buffer; delayMs: number }
+  | { kind: 'end' }
+  | { kind: 'reset' }
+  | { kind: 'stall' };
 
 const ERROR_STATUSES = [400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529];
 
@@ -87,7 +110,17 @@ export function randomPlan(rng: Rng): AnswerPlan {
     seed: rng.int(0, 0x7fffffff),
     status: bad(0.12) ? rng.pick(ERROR_STATUSES) : 200,
     errorIn200: bad(0.04),
-    contentType: bad(0.06) ? rng.pick([null, 'text/plain', 'text/html', 'application/octet-stream', 'application/json', 'text/event-stream', 'application/json; charset=utf-8']) : 'auto',
+    contentType: bad(0.06)
+      ? rng.pick([
+          null,
+          'text/plain',
+          'text/html',
+          'application/octet-stream',
+          'application/json',
+          'text/event-stream',
+          'application/json; charset=utf-8',
+        ])
+      : 'auto',
     usageShape: rng.weighted([
       ['object', 88],
       ['missing', 8],
@@ -124,7 +157,21 @@ export function randomPlan(rng: Rng): AnswerPlan {
       ['length-short', 4],
       ['length-long', 4],
     ] as const),
-    quirks: bad(0.25) ? Array.from({ length: rng.int(1, 2) }, () => rng.pick(['no-terminal', 'dup-usage', 'malformed', 'crlf', 'comments', 'after-terminal', 'unterminated', 'empty-data', 'no-blank-lines'])) : [],
+    quirks: bad(0.25)
+      ? Array.from({ length: rng.int(1, 2) }, () =>
+          rng.pick([
+            'no-terminal',
+            'dup-usage',
+            'malformed',
+            'crlf',
+            'comments',
+            'after-terminal',
+            'unterminated',
+            'empty-data',
+            'no-blank-lines',
+          ]),
+        )
+      : [],
     cut: bad(0.15) ? { at: rng.float(), how: rng.pick(['fin', 'reset', 'stall'] as const) } : null,
     pieces: rng.chance(0.4) ? rng.int(2, 12) : 1,
     pauseMs: bad(0.06) ? rng.pick([300, 1500, 2500]) : 0,
@@ -176,13 +223,41 @@ function usageMember(plan: AnswerPlan, wire: Wire, maxTokens: number | null): st
       .join(',')}}`;
   switch (wire) {
     case 'chat':
-      return `"usage":${obj([['prompt_tokens', v('p', p)], ['completion_tokens', v('c', c)], ['total_tokens', v('t', p + c)], ['prompt_tokens_details', obj([['cached_tokens', v('k', 0)]])], ['completion_tokens_details', obj([['reasoning_tokens', v('r', 0)]])]])}`;
+      return `"usage":${obj([
+        ['prompt_tokens', v('p', p)],
+        ['completion_tokens', v('c', c)],
+        ['total_tokens', v('t', p + c)],
+        ['prompt_tokens_details', obj([['cached_tokens', v('k', 0)]])],
+        ['completion_tokens_details', obj([['reasoning_tokens', v('r', 0)]])],
+      ])}`;
     case 'responses':
-      return `"usage":${obj([['input_tokens', v('p', p)], ['output_tokens', v('c', c)], ['total_tokens', v('t', p + c)], ['input_tokens_details', obj([['cached_tokens', v('k', 0)]])], ['output_tokens_details', obj([['reasoning_tokens', v('r', 0)]])]])}`;
+      return `"usage":${obj([
+        ['input_tokens', v('p', p)],
+        ['output_tokens', v('c', c)],
+        ['total_tokens', v('t', p + c)],
+        ['input_tokens_details', obj([['cached_tokens', v('k', 0)]])],
+        ['output_tokens_details', obj([['reasoning_tokens', v('r', 0)]])],
+      ])}`;
     case 'messages':
-      return `"usage":${obj([['input_tokens', v('p', p)], ['output_tokens', v('c', c)], ['cache_read_input_tokens', v('k', 0)], ['cache_creation_input_tokens', v('r', 0)]])}`;
+      return `"usage":${obj([
+        ['input_tokens', v('p', p)],
+        ['output_tokens', v('c', c)],
+        ['cache_read_input_tokens', v('k', 0)],
+        ['cache_creation_input_tokens', v('r', 0)],
+      ])}`;
     default:
-      return `"usage":${obj([['input_tokens', v('p', p)], ['output_tokens', v('c', c)], ['total_tokens', v('t', p + c)], ['input_tokens_details', obj([['text_tokens', v('p', p)], ['image_tokens', v('k', 0)]])]])}`;
+      return `"usage":${obj([
+        ['input_tokens', v('p', p)],
+        ['output_tokens', v('c', c)],
+        ['total_tokens', v('t', p + c)],
+        [
+          'input_tokens_details',
+          obj([
+            ['text_tokens', v('p', p)],
+            ['image_tokens', v('k', 0)],
+          ]),
+        ],
+      ])}`;
   }
 }
 
@@ -217,7 +292,9 @@ const IMAGE = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQD
 /** The wire's error body; `bare`: an `{"error":…}` object without the Messages wire's top-level type
  *  (what some relays in front of a Messages provider send, with a 200). */
 function errorBody(wire: Wire, bare = false): string {
-  return wire === 'messages' && !bare ? '{"type":"error","error":{"type":"api_error","message":"fuzz upstream error"}}' : '{"error":{"message":"fuzz upstream error","type":"server_error","code":null}}';
+  return wire === 'messages' && !bare
+    ? '{"type":"error","error":{"type":"api_error","message":"fuzz upstream error"}}'
+    : '{"error":{"message":"fuzz upstream error","type":"server_error","code":null}}';
 }
 
 function jsonBody(plan: AnswerPlan, info: UpstreamRequestInfo): string {
@@ -243,39 +320,103 @@ function sse(event: string | null, data: string): string {
 }
 
 /** The events of a stream answer, in order, before the quirks. */
-function streamEvents(plan: AnswerPlan, info: UpstreamRequestInfo): { events: string[]; terminal: number; usageAt: number } {
+function streamEvents(
+  plan: AnswerPlan,
+  info: UpstreamRequestInfo,
+): { events: string[]; terminal: number; usageAt: number } {
   const model = modelMember(plan, info.model);
   const u = usageMember(plan, info.wire, info.maxTokens);
   const ev: string[] = [];
   const deltaText = (i: number): string => JSON.stringify(plan.big !== null && i === 0 ? text(plan) : `w${i} `);
   let usageAt = -1;
   if (info.wire === 'chat') {
-    ev.push(sse(null, `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`));
-    for (let i = 0; i < plan.deltas; i++) ev.push(sse(null, `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[{"index":0,"delta":{"content":${deltaText(i)}},"finish_reason":null}]}`));
-    ev.push(sse(null, `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`));
+    ev.push(
+      sse(
+        null,
+        `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+      ),
+    );
+    for (let i = 0; i < plan.deltas; i++)
+      ev.push(
+        sse(
+          null,
+          `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[{"index":0,"delta":{"content":${deltaText(i)}},"finish_reason":null}]}`,
+        ),
+      );
+    ev.push(
+      sse(
+        null,
+        `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+      ),
+    );
     if (u !== '') {
       usageAt = ev.length;
       ev.push(sse(null, `{"id":"c","object":"chat.completion.chunk","created":1,${model}"choices":[],${u}}`));
     }
     ev.push('data: [DONE]\n\n');
   } else if (info.wire === 'responses') {
-    ev.push(sse('response.created', `{"type":"response.created","response":{"id":"resp_fz","object":"response","status":"in_progress",${model}"output":[]}}`));
-    for (let i = 0; i < plan.deltas; i++) ev.push(sse('response.output_text.delta', `{"type":"response.output_text.delta","item_id":"msg_fz","output_index":0,"content_index":0,"delta":${deltaText(i)}}`));
+    ev.push(
+      sse(
+        'response.created',
+        `{"type":"response.created","response":{"id":"resp_fz","object":"response","status":"in_progress",${model}"output":[]}}`,
+      ),
+    );
+    for (let i = 0; i < plan.deltas; i++)
+      ev.push(
+        sse(
+          'response.output_text.delta',
+          `{"type":"response.output_text.delta","item_id":"msg_fz","output_index":0,"content_index":0,"delta":${deltaText(i)}}`,
+        ),
+      );
     usageAt = ev.length;
-    ev.push(sse('response.completed', `{"type":"response.completed","response":{"id":"resp_fz","object":"response","status":"completed",${model}"output":[]${u === '' ? '' : `,${u}`}}}`));
+    ev.push(
+      sse(
+        'response.completed',
+        `{"type":"response.completed","response":{"id":"resp_fz","object":"response","status":"completed",${model}"output":[]${u === '' ? '' : `,${u}`}}}`,
+      ),
+    );
   } else if (info.wire === 'messages') {
-    ev.push(sse('message_start', `{"type":"message_start","message":{"id":"msg_fz","type":"message","role":"assistant",${model}"content":[],"stop_reason":null,"usage":{"input_tokens":${usageValue(plan, 'p', 20) ?? 20},"output_tokens":1}}}`));
-    ev.push(sse('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'));
-    for (let i = 0; i < plan.deltas; i++) ev.push(sse('content_block_delta', `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${deltaText(i)}}}`));
+    ev.push(
+      sse(
+        'message_start',
+        `{"type":"message_start","message":{"id":"msg_fz","type":"message","role":"assistant",${model}"content":[],"stop_reason":null,"usage":{"input_tokens":${usageValue(plan, 'p', 20) ?? 20},"output_tokens":1}}}`,
+      ),
+    );
+    ev.push(
+      sse('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+    );
+    for (let i = 0; i < plan.deltas; i++)
+      ev.push(
+        sse(
+          'content_block_delta',
+          `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${deltaText(i)}}}`,
+        ),
+      );
     ev.push(sse('content_block_stop', '{"type":"content_block_stop","index":0}'));
     usageAt = ev.length;
-    ev.push(sse('message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null}${u === '' ? '' : `,${u}`}}`));
+    ev.push(
+      sse(
+        'message_delta',
+        `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null}${u === '' ? '' : `,${u}`}}`,
+      ),
+    );
     ev.push(sse('message_stop', '{"type":"message_stop"}'));
   } else {
     const kind = info.wire === 'images' ? 'image_generation' : 'image_edit';
-    for (let i = 0; i < Math.min(plan.deltas, 3); i++) ev.push(sse(`${kind}.partial_image`, `{"type":"${kind}.partial_image","b64_json":${plan.big !== null && i === 0 ? JSON.stringify(text(plan)) : JSON.stringify(IMAGE)},"partial_image_index":${i}}`));
+    for (let i = 0; i < Math.min(plan.deltas, 3); i++)
+      ev.push(
+        sse(
+          `${kind}.partial_image`,
+          `{"type":"${kind}.partial_image","b64_json":${plan.big !== null && i === 0 ? JSON.stringify(text(plan)) : JSON.stringify(IMAGE)},"partial_image_index":${i}}`,
+        ),
+      );
     usageAt = ev.length;
-    ev.push(sse(`${kind}.completed`, `{"type":"${kind}.completed","b64_json":${JSON.stringify(IMAGE)}${u === '' ? '' : `,${u}`}}`));
+    ev.push(
+      sse(
+        `${kind}.completed`,
+        `{"type":"${kind}.completed","b64_json":${JSON.stringify(IMAGE)}${u === '' ? '' : `,${u}`}}`,
+      ),
+    );
   }
   return { events: ev, terminal: ev.length - 1, usageAt };
 }
@@ -287,11 +428,13 @@ function applyQuirks(plan: AnswerPlan, rng: Rng, s: { events: string[]; terminal
     else if (q === 'dup-usage' && s.usageAt >= 0) ev.splice(s.usageAt + 1, 0, s.events[s.usageAt] as string);
     else if (q === 'malformed') ev.splice(rng.int(0, ev.length), 0, 'data: {"choices":[{"delta":{"content":"cut\n\n');
     else if (q === 'comments') ev.splice(rng.int(0, ev.length), 0, ': ping\n\n', ':\n\n');
-    else if (q === 'after-terminal') ev.push(s.events[Math.max(0, s.terminal - 1)] as string, s.events[s.terminal] as string);
+    else if (q === 'after-terminal')
+      ev.push(s.events[Math.max(0, s.terminal - 1)] as string, s.events[s.terminal] as string);
     else if (q === 'empty-data') ev.splice(rng.int(0, ev.length), 0, 'data:\n\n', 'data: \n\n');
   }
   // A data line with no event boundary: everything after it joins one giant event.
-  if (plan.longLine !== null) ev.splice(rng.int(0, Math.max(0, ev.length - 1)), 0, `data: {"pad":"${'y'.repeat(plan.longLine)}`);
+  if (plan.longLine !== null)
+    ev.splice(rng.int(0, Math.max(0, ev.length - 1)), 0, `data: {"pad":"${'y'.repeat(plan.longLine)}`);
   let body = ev.join('');
   if (plan.quirks.includes('crlf')) body = body.replace(/\n/g, '\r\n');
   if (plan.quirks.includes('no-blank-lines')) body = body.replace(/\n\n/g, '\n');
@@ -332,17 +475,29 @@ function encode(plan: AnswerPlan, body: Buffer): { body: Buffer; header: string 
   }
 }
 
-const REASONS: Record<number, string> = { 100: 'Continue', 102: 'Processing', 103: 'Early Hints', 200: 'OK', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS: Record<number, string> = {
+  100: 'Continue',
+  102: 'Processing',
+  103: 'Early Hints',
+  200: 'OK',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
 
 /** The actions that answer `info` according to `plan`. */
 export function compileAnswer(plan: AnswerPlan, info: UpstreamRequestInfo): UpstreamAction[] {
   const rng = new Rng(plan.seed);
   const asStream = info.stream && plan.status === 200 && !plan.errorIn200;
-  let payload: Buffer = Buffer.from(asStream ? applyQuirks(plan, rng, streamEvents(plan, info)) : jsonBody(plan, info), 'utf8');
+  let payload: Buffer = Buffer.from(
+    asStream ? applyQuirks(plan, rng, streamEvents(plan, info)) : jsonBody(plan, info),
+    'utf8',
+  );
   // Bombs are a non-streamed answer's trick; a stream keeps its own encoding plan.
   const enc = encode(asStream && plan.encoding.startsWith('bomb') ? { ...plan, encoding: 'gzip' } : plan, payload);
   payload = enc.body;
-  const contentType = plan.contentType === 'auto' ? (asStream ? 'text/event-stream' : 'application/json') : plan.contentType;
+  const contentType =
+    plan.contentType === 'auto' ? (asStream ? 'text/event-stream' : 'application/json') : plan.contentType;
   const headers: string[] = [];
   if (contentType !== null) headers.push(`Content-Type: ${contentType}`);
   if (enc.header) headers.push(`Content-Encoding: ${enc.header}`);
@@ -354,7 +509,10 @@ export function compileAnswer(plan: AnswerPlan, info: UpstreamRequestInfo): Upst
     case 'chunked': {
       headers.push('Transfer-Encoding: chunked');
       const pieces = splitAt(payload, rng.cuts(payload.length, rng.int(1, 8))).filter((p) => p.length > 0);
-      framed = Buffer.concat([...pieces.map((p) => Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')])), Buffer.from('0\r\n\r\n')]);
+      framed = Buffer.concat([
+        ...pieces.map((p) => Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')])),
+        Buffer.from('0\r\n\r\n'),
+      ]);
       break;
     }
     case 'close':
@@ -376,7 +534,11 @@ export function compileAnswer(plan: AnswerPlan, info: UpstreamRequestInfo): Upst
       headers.push(`Content-Length: ${payload.length}`);
       framed = payload;
   }
-  const interim = plan.interim.map((s) => `HTTP/1.1 ${s} ${REASONS[s] ?? 'Info'}\r\n${s === 103 ? 'Link: </style.css>; rel=preload\r\n' : ''}\r\n`).join('');
+  const interim = plan.interim
+    .map(
+      (s) => `HTTP/1.1 ${s} ${REASONS[s] ?? 'Info'}\r\n${s === 103 ? 'Link: </style.css>; rel=preload\r\n' : ''}\r\n`,
+    )
+    .join('');
   const head = `${interim}HTTP/1.1 ${plan.status} ${REASONS[plan.status] ?? 'Status'}\r\n${headers.join('\r\n')}\r\n\r\n`;
   let all = Buffer.concat([Buffer.from(head, 'latin1'), framed]);
   let tail: UpstreamAction = endAfter ? { kind: 'end' } : { kind: 'stall' };
@@ -387,7 +549,11 @@ export function compileAnswer(plan: AnswerPlan, info: UpstreamRequestInfo): Upst
   const cuts = plan.pieces > 1 ? rng.cuts(all.length, plan.pieces - 1) : [];
   const pieces = splitAt(all, cuts);
   const pauseAt = plan.pauseMs > 0 && pieces.length > 1 ? rng.int(1, pieces.length - 1) : -1;
-  const actions: UpstreamAction[] = pieces.map((bytes, i) => ({ kind: 'write', bytes, delayMs: i === pauseAt ? plan.pauseMs : i === 0 ? 0 : rng.int(0, 15) }));
+  const actions: UpstreamAction[] = pieces.map((bytes, i) => ({
+    kind: 'write',
+    bytes,
+    delayMs: i === pauseAt ? plan.pauseMs : i === 0 ? 0 : rng.int(0, 15),
+  }));
   // A whole, well-framed answer leaves the connection open for the next request (keep-alive):
   // `stall` at the end means "do nothing more" there.
   actions.push(tail);

@@ -21,7 +21,15 @@ import { topUp } from '../lib/gateway-child.ts';
 import { type Generation, GatewaySession, crashSignature, isCrashed } from '../lib/session.ts';
 import { type Target, type TargetOptions, type TargetSummary, budgetLeft, hitsFrom } from '../lib/target.ts';
 import { ledgerNotes } from './ledger-oracles.ts';
-import { type AnswerPlan, type UpstreamAction, type UpstreamRequestInfo, compileAnswer, describePlan, randomPlan, requestInfo } from './provider-answers.ts';
+import {
+  type AnswerPlan,
+  type UpstreamAction,
+  type UpstreamRequestInfo,
+  compileAnswer,
+  describePlan,
+  randomPlan,
+  requestInfo,
+} from './provider-answers.ts';
 
 export const PROVIDER_LIMITS = { drain_timeout_ms: 5000, max_upstream_body_bytes: 8 * 1024 * 1024 };
 /** Short cool-downs: a breaker opened by a bad answer must not keep the next rounds from the upstream. */
@@ -29,7 +37,11 @@ export const PROVIDER_HEALTH = { cooldown_ms: 500, max_cooldown_ms: 1000 };
 const MIB = 1024 * 1024;
 
 const ROUTES: readonly { path: string; endpoint: string; models: string[] }[] = [
-  { path: '/v1/chat/completions', endpoint: 'chat_completions', models: ['acme/chat-small', 'acme/chat-big', 'acme/reasoner', 'acme/bracketed'] },
+  {
+    path: '/v1/chat/completions',
+    endpoint: 'chat_completions',
+    models: ['acme/chat-small', 'acme/chat-big', 'acme/reasoner', 'acme/bracketed'],
+  },
   { path: '/v1/responses', endpoint: 'responses', models: ['acme/chat-small', 'acme/reasoner'] },
   { path: '/v1/messages', endpoint: 'messages', models: ['beta-labs/sonnet-ish', 'acme/chat-big'] },
   { path: '/v1/images/generations', endpoint: 'images_generations', models: ['acme/painter'] },
@@ -84,7 +96,13 @@ export function buildProviderCase(seed: number, n: number, round: number, config
   const model = rng.pick(route.models);
   const stream = rng.chance(0.5);
   const maxTokens = rng.chance(0.7) ? rng.pick([1, 16, 64, 256, 4096, 100_000]) : null;
-  const platforms = [...new Set(config.deployments.filter((d) => d.model === model && d.endpoints.includes(route.endpoint)).map((d) => d.platform))];
+  const platforms = [
+    ...new Set(
+      config.deployments
+        .filter((d) => d.model === model && d.endpoints.includes(route.endpoint))
+        .map((d) => d.platform),
+    ),
+  ];
   const pin = rng.chance(0.35) && platforms.length > 0 ? rng.pick(platforms) : null;
   const images = route.endpoint.startsWith('images_') ? rng.int(1, 3) : 0;
   const prompt = `${marker(n)} say hello`;
@@ -100,7 +118,9 @@ export function buildProviderCase(seed: number, n: number, round: number, config
     ];
     body = Buffer.concat([
       ...fields.map(([k, v]) => Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)),
-      Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="image"; filename="in.png"\r\nContent-Type: image/png\r\n\r\n`),
+      Buffer.from(
+        `--${b}\r\nContent-Disposition: form-data; name="image"; filename="in.png"\r\nContent-Type: image/png\r\n\r\n`,
+      ),
       Buffer.alloc(rng.int(64, 2048), 7),
       Buffer.from(`\r\n--${b}--\r\n`),
     ]);
@@ -114,16 +134,41 @@ export function buildProviderCase(seed: number, n: number, round: number, config
       json['prompt'] = prompt;
       json['n'] = images;
     }
-    const limitField = route.endpoint === 'responses' ? 'max_output_tokens' : route.endpoint === 'messages' ? 'max_tokens' : route.endpoint === 'chat_completions' ? 'max_tokens' : null;
+    const limitField =
+      route.endpoint === 'responses'
+        ? 'max_output_tokens'
+        : route.endpoint === 'messages'
+          ? 'max_tokens'
+          : route.endpoint === 'chat_completions'
+            ? 'max_tokens'
+            : null;
     if (limitField && (maxTokens !== null || route.endpoint === 'messages')) json[limitField] = maxTokens ?? 1024;
     if (stream) json['stream'] = true;
-    if (stream && route.endpoint === 'chat_completions' && rng.chance(0.8)) json['stream_options'] = { include_usage: true };
+    if (stream && route.endpoint === 'chat_completions' && rng.chance(0.8))
+      json['stream_options'] = { include_usage: true };
     if (pin) json['provider'] = { only: [pin] };
     body = Buffer.from(JSON.stringify(json));
   }
-  const requested = route.endpoint === 'messages' ? (maxTokens ?? 1024) : route.endpoint.startsWith('images_') ? null : maxTokens;
-  const bound = requestBound(config, { model, endpoint: route.endpoint, requestedOutput: requested, images, inputImages: route.endpoint === 'images_edits' ? 1 : 0, bodyBytes: body.length });
-  const bytes = requestBytes('POST', route.path, [['Host', 'localhost'], ['Authorization', 'Bearer '], ['Content-Type', contentType]], body);
+  const requested =
+    route.endpoint === 'messages' ? (maxTokens ?? 1024) : route.endpoint.startsWith('images_') ? null : maxTokens;
+  const bound = requestBound(config, {
+    model,
+    endpoint: route.endpoint,
+    requestedOutput: requested,
+    images,
+    inputImages: route.endpoint === 'images_edits' ? 1 : 0,
+    bodyBytes: body.length,
+  });
+  const bytes = requestBytes(
+    'POST',
+    route.path,
+    [
+      ['Host', 'localhost'],
+      ['Authorization', 'Bearer '],
+      ['Content-Type', contentType],
+    ],
+    body,
+  );
   const plans = Array.from({ length: rng.chance(0.3) ? rng.int(2, 3) : 1 }, () => randomPlan(rng));
   const readPauseMs = rng.chance(0.05) ? rng.pick([200, 1000, 3000]) : null;
   const label = `${route.path} ${model}${stream ? ' stream' : ''}${pin ? ` only ${pin}` : ''}${maxTokens !== null ? ` max ${maxTokens}` : ''}${readPauseMs ? ` slow reader ${readPauseMs} ms` : ''} | ${plans.map(describePlan).join(' | ')}`;
@@ -140,10 +185,26 @@ export function providerCaseFiles(c: ProviderCase, key: string, extra: Record<st
         wire: a.info.wire,
         stream: a.info.stream,
         model: a.info.model,
-        actions: compileAnswer(c.plans[a.plan] as AnswerPlan, a.info).map((x) => (x.kind === 'write' ? { kind: 'write', delayMs: x.delayMs, bytes: x.bytes.length, base64: x.bytes.toString('base64') } : { kind: x.kind })),
+        actions: compileAnswer(c.plans[a.plan] as AnswerPlan, a.info).map((x) =>
+          x.kind === 'write'
+            ? { kind: 'write', delayMs: x.delayMs, bytes: x.bytes.length, base64: x.bytes.toString('base64') }
+            : { kind: x.kind },
+        ),
       })),
     },
-    'meta.json': { target: 'provider', seed: c.seed, case: c.n, label: c.label, key, marker: marker(c.n), bound: { nano: c.bound.nano, basis: c.bound.basis }, plans: c.plans, readPauseMs: c.readPauseMs, ...extra, replay: 'npm run fuzz -- --replay <this directory>' },
+    'meta.json': {
+      target: 'provider',
+      seed: c.seed,
+      case: c.n,
+      label: c.label,
+      key,
+      marker: marker(c.n),
+      bound: { nano: c.bound.nano, basis: c.bound.basis },
+      plans: c.plans,
+      readPauseMs: c.readPauseMs,
+      ...extra,
+      replay: 'npm run fuzz -- --replay <this directory>',
+    },
   };
 }
 
@@ -180,7 +241,18 @@ export function upstreamHandler(cases: () => Map<number, ProviderCase>): (ex: Ra
 }
 
 function observedOf(r: ExchangeResult): Record<string, unknown> {
-  return { ms: r.ms, answers: r.answers.map((a) => ({ status: a.status, headers: a.headers, body: a.body.subarray(0, 8192).toString('utf8') })), closedByServer: r.closedByServer, timedOut: r.timedOut, partial: r.partial, error: r.error };
+  return {
+    ms: r.ms,
+    answers: r.answers.map((a) => ({
+      status: a.status,
+      headers: a.headers,
+      body: a.body.subarray(0, 8192).toString('utf8'),
+    })),
+    closedByServer: r.closedByServer,
+    timedOut: r.timedOut,
+    partial: r.partial,
+    error: r.error,
+  };
 }
 
 /** Whether what reached the client is a provider's answer or an error; the problem, or null. */
@@ -197,10 +269,13 @@ export function brokenAnswer(c: ProviderCase, r: ExchangeResult): string | null 
     } catch {
       return 'a non-streamed 200 whose body is not whole JSON';
     }
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'a non-streamed 200 whose body is not an object';
+    if (typeof v !== 'object' || v === null || Array.isArray(v))
+      return 'a non-streamed 200 whose body is not an object';
     const o = v as Record<string, unknown>;
-    if (o['type'] === 'error' || (o['error'] !== undefined && o['error'] !== null)) return 'a 200 whose body is an error object';
-    if (!isImage && slug !== undefined && 'model' in o && o['model'] !== slug) return 'body model is not the model X-Pi-Model names';
+    if (o['type'] === 'error' || (o['error'] !== undefined && o['error'] !== null))
+      return 'a 200 whose body is an error object';
+    if (!isImage && slug !== undefined && 'model' in o && o['model'] !== slug)
+      return 'body model is not the model X-Pi-Model names';
     return null;
   }
   let completedSeen = false;
@@ -219,7 +294,8 @@ export function brokenAnswer(c: ProviderCase, r: ExchangeResult): string | null 
       o = null;
     }
     if (isImage) {
-      if (completedSeen && !/"type":"error"|event: error/.test(ev)) return 'an image stream event after its completed event';
+      if (completedSeen && !/"type":"error"|event: error/.test(ev))
+        return 'an image stream event after its completed event';
       if (/\.completed"/.test(data) || /event: image_(generation|edit)\.completed/.test(ev)) completedSeen = true;
     } else if (o && c.path === '/v1/chat/completions' && slug !== undefined && 'model' in o && o['model'] !== slug) {
       return 'a chunk model is not the model X-Pi-Model names';
@@ -261,7 +337,12 @@ export interface ProviderState {
 
 /** A case's files, with the other cases of its round in case-N/ folders (a money finding may be
  *  caused by a round-mate: one bad settlement can take its batch down with it). */
-export function roundFiles(state: ProviderState, c: ProviderCase, key: string, extra: Record<string, unknown> = {}): FindingFiles {
+export function roundFiles(
+  state: ProviderState,
+  c: ProviderCase,
+  key: string,
+  extra: Record<string, unknown> = {},
+): FindingFiles {
   const files = providerCaseFiles(c, key, extra);
   for (const m of state.rounds.get(c.round) ?? []) {
     if (m === c) continue;
@@ -277,9 +358,15 @@ export const provider: Target = {
     const started = performance.now();
     const state: ProviderState = { byN: new Map(), byTrace: new Map(), rounds: new Map(), maxBound: 0n };
     const teardowns: (() => unknown)[] = [];
-    const up: RawUpstream = await rawUpstream({ teardown: (fn) => teardowns.push(fn) }, upstreamHandler(() => state.byN));
+    const up: RawUpstream = await rawUpstream(
+      { teardown: (fn) => teardowns.push(fn) },
+      upstreamHandler(() => state.byN),
+    );
     const covDir = opts.coverage ? join(opts.workDir, 'coverage', 'provider') : null;
-    const session = new GatewaySession(join(opts.workDir, 'provider'), () => up.url, covDir, { limits: PROVIDER_LIMITS, health: PROVIDER_HEALTH });
+    const session = new GatewaySession(join(opts.workDir, 'provider'), () => up.url, covDir, {
+      limits: PROVIDER_LIMITS,
+      health: PROVIDER_HEALTH,
+    });
     let cases = 0;
     let rounds = 0;
     let topUps = 0;
@@ -337,32 +424,61 @@ export const provider: Target = {
       ledgerVerify: ledger.verify,
       openHolds: ledger.openHolds,
       settlementsChecked: settled,
-      notes: [`wallet top-ups after an over-charge: ${topUps}`, `rounds: ${rounds}; answers by status: ${[...statuses].sort((a, b) => a[0] - b[0]).map(([s, k]) => `${s}×${k}`).join(' ')}`, `gateway processes: ${session.generations.length}`, ...ledger.notes],
+      notes: [
+        `wallet top-ups after an over-charge: ${topUps}`,
+        `rounds: ${rounds}; answers by status: ${[...statuses]
+          .sort((a, b) => a[0] - b[0])
+          .map(([s, k]) => `${s}×${k}`)
+          .join(' ')}`,
+        `gateway processes: ${session.generations.length}`,
+        ...ledger.notes,
+      ],
       coverage,
     };
   },
 };
 
 /** Runs a round's cases at once and judges them; returns how many were refused 402. */
-async function runRound(round: ProviderCase[], gen: Generation, opts: TargetOptions, state: ProviderState, statuses: Map<number, number>, quiet: boolean): Promise<number> {
+async function runRound(
+  round: ProviderCase[],
+  gen: Generation,
+  opts: TargetOptions,
+  state: ProviderState,
+  statuses: Map<number, number>,
+  quiet: boolean,
+): Promise<number> {
   for (const c of round) c.attempts = [];
   let refused = 0;
   const canReset = resetPeak(gen.child.pid);
   const before = memoryOf(gen.child.pid);
   await Promise.all(
     round.map(async (c) => {
-      const r = await exchange({ port: gen.child.port, steps: [{ bytes: withKey(c.bytes, gen.db.key) }], deadlineMs: opts.hangMs, ...(c.readPauseMs ? { readPauseMs: c.readPauseMs } : {}) });
+      const r = await exchange({
+        port: gen.child.port,
+        steps: [{ bytes: withKey(c.bytes, gen.db.key) }],
+        deadlineMs: opts.hangMs,
+        ...(c.readPauseMs ? { readPauseMs: c.readPauseMs } : {}),
+      });
       if (quiet) return;
       const a = r.answers[0];
       const trace = a ? header(a, 'x-pi-trace-id') : undefined;
       if (trace) state.byTrace.set(trace, c);
       if (a) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
       if (a?.status === 402) refused++;
-      const files = (): FindingFiles => providerCaseFiles(c, gen.db.key, { trace: trace ?? null, observed: observedOf(r) });
-      if (!a && r.timedOut) opts.findings.record('provider', 'hang', `${c.stream ? 'stream' : 'request'} not ended within ${opts.hangMs} ms${r.partial ? ' (answer begun)' : ''}`, c.label, files());
+      const files = (): FindingFiles =>
+        providerCaseFiles(c, gen.db.key, { trace: trace ?? null, observed: observedOf(r) });
+      if (!a && r.timedOut)
+        opts.findings.record(
+          'provider',
+          'hang',
+          `${c.stream ? 'stream' : 'request'} not ended within ${opts.hangMs} ms${r.partial ? ' (answer begun)' : ''}`,
+          c.label,
+          files(),
+        );
       // A provider's own 5xx is passed on or failed over; only the gateway's catch-all answer (an
       // exception it did not expect) is judged here.
-      if (a && statusSignature(a) === '500 internal_error') opts.findings.record('provider', '5xx', `${statusSignature(a)} on ${c.path}`, c.label, files());
+      if (a && statusSignature(a) === '500 internal_error')
+        opts.findings.record('provider', '5xx', `${statusSignature(a)} on ${c.path}`, c.label, files());
       const broken = brokenAnswer(c, r);
       if (broken) opts.findings.record('provider', 'broken-answer', broken, c.label, files());
     }),
@@ -375,17 +491,41 @@ async function runRound(round: ProviderCase[], gen: Generation, opts: TargetOpti
   const growthKb = after.hwm - (canReset ? before.rss : before.hwm);
   const allowanceKb = (192 * MIB + 4 * sent) / 1024;
   if (growthKb > allowanceKb) {
-    const files: FindingFiles = { 'meta.json': { peakGrowthMiB: Math.round(growthKb / 1024), allowanceMiB: Math.round(allowanceKb / 1024), cases: round.map((c) => c.label) } };
-    for (const c of round) for (const [k, v] of Object.entries(providerCaseFiles(c, gen.db.key))) files[`case-${c.n}/${k}`] = v;
-    opts.findings.record('provider', 'memory', 'peak memory grew past 192 MiB + 4 × the bytes providers sent', `+${Math.round(growthKb / 1024)} MiB in a round of ${round.length}: ${round.map((c) => c.label).join(' || ').slice(0, 600)}`, files);
+    const files: FindingFiles = {
+      'meta.json': {
+        peakGrowthMiB: Math.round(growthKb / 1024),
+        allowanceMiB: Math.round(allowanceKb / 1024),
+        cases: round.map((c) => c.label),
+      },
+    };
+    for (const c of round)
+      for (const [k, v] of Object.entries(providerCaseFiles(c, gen.db.key))) files[`case-${c.n}/${k}`] = v;
+    opts.findings.record(
+      'provider',
+      'memory',
+      'peak memory grew past 192 MiB + 4 × the bytes providers sent',
+      `+${Math.round(growthKb / 1024)} MiB in a round of ${round.length}: ${round
+        .map((c) => c.label)
+        .join(' || ')
+        .slice(0, 600)}`,
+      files,
+    );
   }
   return refused;
 }
 
-async function recordCrash(round: ProviderCase[], crashed: Generation, opts: TargetOptions, state: ProviderState, session: GatewaySession): Promise<void> {
+async function recordCrash(
+  round: ProviderCase[],
+  crashed: Generation,
+  opts: TargetOptions,
+  state: ProviderState,
+  session: GatewaySession,
+): Promise<void> {
   const signature = crashSignature(crashed.child.stderrTail(), crashed.child.exit());
   const files: FindingFiles = { 'stderr.txt': crashed.child.stderrTail() };
-  for (const c of round) for (const [k, v] of Object.entries(providerCaseFiles(c, crashed.db.key))) files[round.length === 1 ? k : `case-${c.n}/${k}`] = v;
+  for (const c of round)
+    for (const [k, v] of Object.entries(providerCaseFiles(c, crashed.db.key)))
+      files[round.length === 1 ? k : `case-${c.n}/${k}`] = v;
   // Once more on a fresh process (while the signature still gets saved): do these cases, all at
   // once, stop it again?
   let confirmed = false;
@@ -397,12 +537,25 @@ async function recordCrash(round: ProviderCase[], crashed: Generation, opts: Tar
     confirmed = isCrashed(again);
   }
   files['crash.json'] = { target: 'provider', seed: opts.seed, cases: round.map((c) => c.n), confirmed };
-  const where = opts.findings.record('provider', 'crash', signature, `${confirmed ? 'the round stopped a fresh process again' : 'not reproduced by one replay of the round'}: ${round.map((c) => c.label).join(' || ').slice(0, 800)}`, files);
+  const where = opts.findings.record(
+    'provider',
+    'crash',
+    signature,
+    `${confirmed ? 'the round stopped a fresh process again' : 'not reproduced by one replay of the round'}: ${round
+      .map((c) => c.label)
+      .join(' || ')
+      .slice(0, 800)}`,
+    files,
+  );
   opts.log(`[provider] crash: ${signature}${where ? ` → ${where}` : ''}`);
 }
 
 /** Settlements against their bound, estimates against their hold; returns how many were judged. */
-function judgeSettlements(checks: Awaited<ReturnType<GatewaySession['finish']>>, opts: TargetOptions, state: ProviderState): number {
+function judgeSettlements(
+  checks: Awaited<ReturnType<GatewaySession['finish']>>,
+  opts: TargetOptions,
+  state: ProviderState,
+): number {
   let judged = 0;
   for (const chk of checks) {
     if (!chk.ledger) continue;
@@ -411,13 +564,34 @@ function judgeSettlements(checks: Awaited<ReturnType<GatewaySession['finish']>>,
       const bound = c ? c.bound.nano : state.maxBound;
       if (bound === null) continue;
       judged++;
-      const files = (): FindingFiles => ({ ...(c ? roundFiles(state, c, chk.generation.db.key, { trace: s.traceId }) : {}), 'settlement.json': { trace: s.traceId, amountNano: s.amountNano, boundNano: bound, basis: c?.bound.basis ?? 'the largest bound of any case (the trace is not known)', details: s.details } });
+      const files = (): FindingFiles => ({
+        ...(c ? roundFiles(state, c, chk.generation.db.key, { trace: s.traceId }) : {}),
+        'settlement.json': {
+          trace: s.traceId,
+          amountNano: s.amountNano,
+          boundNano: bound,
+          basis: c?.bound.basis ?? 'the largest bound of any case (the trace is not known)',
+          details: s.details,
+        },
+      });
       if (s.amountNano > bound) {
-        opts.findings.record('provider', 'over-bound', `settlement above its bound${s.details['estimated'] === true ? ' (estimated)' : ''}${c ? '' : ' (case not known)'}`, `${s.amountNano} > ${bound} nano-USD: ${c?.label ?? s.traceId}`, files());
+        opts.findings.record(
+          'provider',
+          'over-bound',
+          `settlement above its bound${s.details['estimated'] === true ? ' (estimated)' : ''}${c ? '' : ' (case not known)'}`,
+          `${s.amountNano} > ${bound} nano-USD: ${c?.label ?? s.traceId}`,
+          files(),
+        );
       }
       const hold = chk.ledger.holds.get(s.traceId);
       if (s.details['estimated'] === true && hold !== undefined && s.amountNano > hold) {
-        opts.findings.record('provider', 'estimate-over-hold', 'an estimated charge above its hold', `${s.amountNano} > hold ${hold} nano-USD: ${c?.label ?? s.traceId}`, files());
+        opts.findings.record(
+          'provider',
+          'estimate-over-hold',
+          'an estimated charge above its hold',
+          `${s.amountNano} > hold ${hold} nano-USD: ${c?.label ?? s.traceId}`,
+          files(),
+        );
       }
     }
   }

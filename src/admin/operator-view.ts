@@ -1,5 +1,6 @@
 // What the admin listener reads of the running gateway beyond readiness: the store (request log,
-// wallets and ledger, keys; asynchronous, embedded or PostgreSQL), the health tracker, the stored-credential view and the sources the
+// wallets and ledger, keys; asynchronous, embedded or PostgreSQL), the health tracker, the stored-credential view and
+// the sources the
 // router draws on. The composition root hands it over (`AdminListener.attach`), so nothing here or
 // in the console imports the gateway, and the gateway's request path never imports the console.
 import type { CredentialView } from '../availability/serving.ts';

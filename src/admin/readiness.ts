@@ -62,8 +62,14 @@ export function readiness(lifecycle: Lifecycle, view: ServingView | null): Readi
   }
   const workers = view.workers?.();
   if (workers) {
-    report.workers = workers.map((w) => ({ worker: w.worker, state: w.state, restarts: w.restarts, thread_id: w.threadId }));
-    for (const w of workers) if (w.state !== 'ready' && state === 'ready') reasons.push(`worker ${w.worker} is not serving (${w.state})`);
+    report.workers = workers.map((w) => ({
+      worker: w.worker,
+      state: w.state,
+      restarts: w.restarts,
+      thread_id: w.threadId,
+    }));
+    for (const w of workers)
+      if (w.state !== 'ready' && state === 'ready') reasons.push(`worker ${w.worker} is not serving (${w.state})`);
   }
   const index = view.index();
   report.config = { loaded: true, hash: index.config.sourceHash };
@@ -80,7 +86,10 @@ export function readiness(lifecycle: Lifecycle, view: ServingView | null): Readi
   const deployments = index.config.deployments;
   const callable = deployments.filter((d) => unservableReason(index, d, creds) === null).length;
   report.deployments = { total: deployments.length, callable };
-  if (callable === 0) reasons.push('no deployment can be called: none is active with its upstream credential stored (pi-gateway secret set NAME)');
+  if (callable === 0)
+    reasons.push(
+      'no deployment can be called: none is active with its upstream credential stored (pi-gateway secret set NAME)',
+    );
   if (reasons.length === 0) report.status = 'ready';
   return report;
 }

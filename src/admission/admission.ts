@@ -40,7 +40,9 @@ export interface KeyVerifier {
 
 /** Who is calling: admitted, or refused with the API's 401 — and, when the refused key is one we
  *  issued (revoked, expired), its record, so the request log names its key and workspace. */
-export type Identified = { ok: true; admitted: Admitted } | { ok: false; error: GatewayError; key: ApiKeyRecord | null };
+export type Identified =
+  | { ok: true; admitted: Admitted }
+  | { ok: false; error: GatewayError; key: ApiKeyRecord | null };
 
 export type HoldResult = { ok: true } | { ok: false; available: bigint };
 
@@ -67,7 +69,12 @@ export interface WalletAdmission {
    * refused request never holds money, not even for a moment. An owner that cannot tie the two waits
    * for the decision first. Resolves to null when the decision refused the request (nothing held).
    */
-  holdIfAllowed?(workspace: string, traceId: string, amount: bigint, decision: Promise<RateDecision>): Promise<HoldResult | null>;
+  holdIfAllowed?(
+    workspace: string,
+    traceId: string,
+    amount: bigint,
+    decision: Promise<RateDecision>,
+  ): Promise<HoldResult | null>;
 }
 
 /** A wallet book as the composition root drives it: admission plus its life cycle. */
@@ -106,7 +113,11 @@ export class Admission {
    * `workspaceOf` (default: the parts') lets the caller read the workspace from the config snapshot
    * its request started on, whatever a reload swapped in while the key was being verified.
    */
-  identify(headers: Record<string, string>, now: number, workspaceOf = this.parts.workspaceOf): Identified | Promise<Identified> {
+  identify(
+    headers: Record<string, string>,
+    now: number,
+    workspaceOf = this.parts.workspaceOf,
+  ): Identified | Promise<Identified> {
     const presented = presentedKey(headers);
     if (presented === null) return { ok: false, error: authError('missing'), key: null };
     const check = this.parts.keys.verifyKey(presented, now);
@@ -115,16 +126,29 @@ export class Admission {
       : this.judge(presented, check, workspaceOf);
   }
 
-  private judge(presented: string, check: KeyVerification, workspaceOf: (id: string) => CompiledWorkspace | undefined): Identified | Promise<Identified> {
+  private judge(
+    presented: string,
+    check: KeyVerification,
+    workspaceOf: (id: string) => CompiledWorkspace | undefined,
+  ): Identified | Promise<Identified> {
     if (check.status === 'invalid') return { ok: false, error: authError('invalid', presented), key: null };
     if (check.status !== 'ok') {
       const error = authError(check.status);
       const known = check.status === 'not_found' ? null : (this.parts.keys.keyRecord?.(presented) ?? null);
-      return known instanceof Promise ? known.then((key) => ({ ok: false, error, key })) : { ok: false, error, key: known };
+      return known instanceof Promise
+        ? known.then((key) => ({ ok: false, error, key }))
+        : { ok: false, error, key: known };
     }
     const workspace = workspaceOf(check.key.workspace);
     if (!workspace) {
-      return { ok: false, error: new GatewayError('api_key_not_found', `the workspace of this API key ("${check.key.workspace}") no longer exists`), key: check.key };
+      return {
+        ok: false,
+        error: new GatewayError(
+          'api_key_not_found',
+          `the workspace of this API key ("${check.key.workspace}") no longer exists`,
+        ),
+        key: check.key,
+      };
     }
     return { ok: true, admitted: { key: check.key, workspace } };
   }
@@ -152,7 +176,13 @@ export class Admission {
    * `after.settled()` (429), which it awaits before this. `advise`, given the amount the wallet had
    * available, ends the refusal's message with what the request could do to fit.
    */
-  hold(workspace: string, traceId: string, amountNano: bigint, after?: PendingRate, advise?: Advise): void | Promise<void> {
+  hold(
+    workspace: string,
+    traceId: string,
+    amountNano: bigint,
+    after?: PendingRate,
+    advise?: Advise,
+  ): void | Promise<void> {
     const wallets = this.parts.wallets;
     if (after !== undefined) {
       const gated = wallets.holdIfAllowed
@@ -161,12 +191,16 @@ export class Admission {
       return gated.then((h) => (h === null ? undefined : heldOrThrow(h, amountNano, advise)));
     }
     const held = wallets.hold(workspace, traceId, amountNano);
-    return held instanceof Promise ? held.then((h) => heldOrThrow(h, amountNano, advise)) : heldOrThrow(held, amountNano, advise);
+    return held instanceof Promise
+      ? held.then((h) => heldOrThrow(h, amountNano, advise))
+      : heldOrThrow(held, amountNano, advise);
   }
 
   /** See WalletAdmission.settle. */
   settle(traceId: string, costNano: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
-    return logRow === undefined ? this.parts.wallets.settle(traceId, costNano, details) : this.parts.wallets.settle(traceId, costNano, details, logRow);
+    return logRow === undefined
+      ? this.parts.wallets.settle(traceId, costNano, details)
+      : this.parts.wallets.settle(traceId, costNano, details, logRow);
   }
 
   /** See WalletAdmission.release. Callers may drop the promise: a failure is reported to
@@ -190,10 +224,7 @@ export class Admission {
 export class PendingRate {
   readonly decision: Promise<RateDecision>;
   private readonly limit: number;
-  constructor(
-    decision: Promise<RateDecision>,
-    limit: number,
-  ) {
+  constructor(decision: Promise<RateDecision>, limit: number) {
     this.decision = decision;
     this.limit = limit;
     // Awaited by `settled()`; a request that fails first (a shutdown) must not leave it unobserved.

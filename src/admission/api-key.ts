@@ -40,7 +40,10 @@ function malformedKeyMessage(presented: string): string {
 export function authError(result: Exclude<KeyCheck, 'ok'> | 'missing', presented = ''): GatewayError {
   switch (result) {
     case 'missing':
-      return new GatewayError('invalid_api_key', 'missing API key: send it as "Authorization: Bearer <key>" or in the X-Api-Key header');
+      return new GatewayError(
+        'invalid_api_key',
+        'missing API key: send it as "Authorization: Bearer <key>" or in the X-Api-Key header',
+      );
     case 'invalid':
       return new GatewayError('invalid_api_key', malformedKeyMessage(presented));
     case 'not_found':

@@ -39,12 +39,20 @@ export function requestHoldNano(plans: readonly ModelPlan[], bounds: RequestBoun
  * never shrinks as the limit grows, so a binary search over it is exact); or, when not even one
  * output token fits, that — and what its input alone holds when even zero output tokens do not.
  */
-export function outputLimitAdvice(plans: readonly ModelPlan[], asked: Pick<InboundRequest, 'promptBound' | 'outputBound' | 'outputLimit'>, availableNano: bigint, nowMs: number): string {
+export function outputLimitAdvice(
+  plans: readonly ModelPlan[],
+  asked: Pick<InboundRequest, 'promptBound' | 'outputBound' | 'outputLimit'>,
+  availableNano: bigint,
+  nowMs: number,
+): string {
   const field = asked.outputLimit;
   if (field === undefined) return '';
   const fits = (tokens: number): boolean => {
     const at = field.boundsAt(tokens);
-    return requestHoldNano(plans, { promptTokens: at.promptTokens, outputTokens: (m, d) => at.outputBound(m, d) }, nowMs) <= availableNano;
+    return (
+      requestHoldNano(plans, { promptTokens: at.promptTokens, outputTokens: (m, d) => at.outputBound(m, d) }, nowMs) <=
+      availableNano
+    );
   };
   // No advice above what the request was held at (its largest output bound): past it a larger value
   // changes nothing but the body's length.
@@ -61,6 +69,7 @@ export function outputLimitAdvice(plans: readonly ModelPlan[], asked: Pick<Inbou
   }
   if (lo >= 1) return `; it fits with ${field.name} at most ${lo}`;
   const inputOnly = requestHoldNano(plans, { promptTokens: asked.promptBound, outputTokens: () => 0 }, nowMs);
-  if (inputOnly > availableNano) return `; it does not fit even with no output tokens: its input alone needs up to $${nanoToDecimal(inputOnly)} held`;
+  if (inputOnly > availableNano)
+    return `; it does not fit even with no output tokens: its input alone needs up to $${nanoToDecimal(inputOnly)} held`;
   return `; it does not fit even with ${field.name} 1`;
 }

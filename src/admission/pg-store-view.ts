@@ -31,18 +31,18 @@ export class PgStoreView implements KeysAndCredentials {
   private readonly store: PgStore;
   private readonly onBadSecret: BadSecretHandler;
   private readonly pollMs: number;
-  private constructor(
-    store: PgStore,
-    onBadSecret: BadSecretHandler,
-    pollMs: number,
-  ) {
+  private constructor(store: PgStore, onBadSecret: BadSecretHandler, pollMs: number) {
     this.store = store;
     this.onBadSecret = onBadSecret;
     this.pollMs = pollMs;
   }
 
   /** Opens every credential and reads the change counter before the node serves. */
-  static async open(store: PgStore, onBadSecret: BadSecretHandler = () => undefined, pollMs = CHANGE_POLL_MS): Promise<PgStoreView> {
+  static async open(
+    store: PgStore,
+    onBadSecret: BadSecretHandler = () => undefined,
+    pollMs = CHANGE_POLL_MS,
+  ): Promise<PgStoreView> {
     const v = new PgStoreView(store, onBadSecret, pollMs);
     v.version = await store.changeVersion();
     await v.loadSecrets();
@@ -99,7 +99,10 @@ export class PgStoreView implements KeysAndCredentials {
       return await fn();
     } catch (err) {
       if (!isUnavailable(err)) throw err;
-      throw new GatewayError('store_unavailable', 'the key store (PostgreSQL) does not answer; the request was not admitted');
+      throw new GatewayError(
+        'store_unavailable',
+        'the key store (PostgreSQL) does not answer; the request was not admitted',
+      );
     }
   }
 
@@ -125,7 +128,8 @@ export class PgStoreView implements KeysAndCredentials {
         this.opened.set(name, r.value);
         continue;
       }
-      const previous = r.error instanceof SecretError && r.error.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
+      const previous =
+        r.error instanceof SecretError && r.error.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
       next.set(name, previous ?? null);
       this.onBadSecret(name, r.error, previous !== undefined);
     }

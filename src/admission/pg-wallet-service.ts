@@ -44,10 +44,7 @@ export class PgWalletService implements WalletService {
 
   private readonly store: PgStore;
   private readonly opts: PgWalletOptions;
-  constructor(
-    store: PgStore,
-    opts: PgWalletOptions,
-  ) {
+  constructor(store: PgStore, opts: PgWalletOptions) {
     this.store = store;
     this.opts = opts;
     this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
@@ -60,7 +57,14 @@ export class PgWalletService implements WalletService {
   async hold(workspace: string, traceId: string, amount: bigint): Promise<HoldResult> {
     if (this.closed) throw unavailableError('the gateway is shutting down');
     try {
-      const r = await this.store.holds.hold(workspace, traceId, amount, this.opts.clock.now(), this.opts.node, this.leaseMs);
+      const r = await this.store.holds.hold(
+        workspace,
+        traceId,
+        amount,
+        this.opts.clock.now(),
+        this.opts.node,
+        this.leaseMs,
+      );
       if (r.ok) this.open.add(traceId);
       return r;
     } catch (err) {
@@ -95,7 +99,11 @@ export class PgWalletService implements WalletService {
   private async releaseRefused(traceId: string, err: unknown): Promise<void> {
     this.log('settlement_refused', { trace_id: traceId, error: message(err) });
     try {
-      await this.store.holds.release(traceId, this.opts.clock.now(), `settlement refused by the store: ${message(err)}`);
+      await this.store.holds.release(
+        traceId,
+        this.opts.clock.now(),
+        `settlement refused by the store: ${message(err)}`,
+      );
     } catch (releaseErr) {
       // Released later (by the timer when PostgreSQL is back, else by the lease): never hides why
       // the settlement failed.

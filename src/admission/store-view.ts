@@ -112,7 +112,8 @@ export class StoreView implements KeysAndCredentials {
       if (value === null) this.opened.delete(name);
       else this.opened.set(name, value);
     } catch (err) {
-      const previous = err instanceof SecretError && err.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
+      const previous =
+        err instanceof SecretError && err.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
       if (previous !== undefined) value = previous;
       this.onBadSecret(name, err, previous !== undefined);
     }

@@ -30,7 +30,15 @@
 // Other processes: the CLI only adds money (`wallet credit`); `refresh()` — called when another
 // connection committed — writes what is pending, then reloads balances. Two gateways taking holds on
 // one database file is not supported (each would admit against its own memory).
-import { type LedgerDetails, type LedgerOp, type LedgerRefusal, type LedgerWriter, type RequestLogRow, type Store, WalletError } from '../store/store.ts';
+import {
+  type LedgerDetails,
+  type LedgerOp,
+  type LedgerRefusal,
+  type LedgerWriter,
+  type RequestLogRow,
+  type Store,
+  WalletError,
+} from '../store/store.ts';
 import type { HoldResult, WalletService } from './admission.ts';
 
 interface Account {
@@ -84,7 +92,8 @@ export class WalletBook implements WalletService {
     this.onError = onError;
     this.holdDelayMs = holdDelayMs;
     this.wallets = store.wallets;
-    const inline = (ops: LedgerOp[]): LedgerRefusal[] => store.batchEach((isolated) => this.wallets.applyEach(ops, isolated));
+    const inline = (ops: LedgerOp[]): LedgerRefusal[] =>
+      store.batchEach((isolated) => this.wallets.applyEach(ops, isolated));
     this.writer = writer ?? { commit: inline, commitNow: inline };
     this.inline = writer === undefined;
   }
@@ -97,7 +106,8 @@ export class WalletBook implements WalletService {
   hold(workspace: string, traceId: string, amount: bigint): HoldResult {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
     checkTrace(traceId);
-    if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+    if (typeof amount !== 'bigint' || amount < 0n)
+      throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
     if (this.open.has(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
     const a = this.account(workspace);
     const available = a.balance - a.held;
@@ -114,7 +124,8 @@ export class WalletBook implements WalletService {
    */
   settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
     checkTrace(traceId);
-    if (typeof cost !== 'bigint' || cost < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+    if (typeof cost !== 'bigint' || cost < 0n)
+      throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
     const h = this.open.get(traceId);
     if (!h) return Promise.resolve(false);
     this.open.delete(traceId);
@@ -259,7 +270,13 @@ export class WalletBook implements WalletService {
         rejected.set(r.traceId, err);
         const op = batch.ops.find((o) => o.kind === 'settle' && o.traceId === r.traceId);
         if (op && !lost.has(r.traceId)) {
-          this.queue.push({ kind: 'release', workspace: op.workspace, traceId: op.traceId, amount: op.amount, note: `settlement refused by the store: ${r.error}` });
+          this.queue.push({
+            kind: 'release',
+            workspace: op.workspace,
+            traceId: op.traceId,
+            amount: op.amount,
+            note: `settlement refused by the store: ${r.error}`,
+          });
           this.urgent = true;
         }
       }

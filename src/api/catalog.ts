@@ -21,7 +21,10 @@ const JSON_HEADERS: HeaderList = [['Content-Type', 'application/json']];
 const MODELS_PREFIX = '/v1/models/';
 
 function notFound(slug: string): GatewayError {
-  return new GatewayError('model_not_found', `model "${slug}" was not found in the catalog: ids are vendor-qualified slugs such as "vendor/model"; list them with GET /v1/models`);
+  return new GatewayError(
+    'model_not_found',
+    `model "${slug}" was not found in the catalog: ids are vendor-qualified slugs such as "vendor/model"; list them with GET /v1/models`,
+  );
 }
 
 /** Path parameters are matched exactly after percent-decoding; an undecodable one matches nothing. */
@@ -116,7 +119,9 @@ export function catalogHandlers(ctx: GatewayContext) {
       const model = listedModel(c, req);
       const synced = ctx.view.sync();
       if (synced instanceof Promise) {
-        return synced.then(() => reply.sendJson(200, { data: endpointsView(c.index, model, ctx.view, ctx.health.passive, ctx.clock.now()) }));
+        return synced.then(() =>
+          reply.sendJson(200, { data: endpointsView(c.index, model, ctx.view, ctx.health.passive, ctx.clock.now()) }),
+        );
       }
       const data = endpointsView(c.index, model, ctx.view, ctx.health.passive, ctx.clock.now());
       reply.sendJson(200, { data });

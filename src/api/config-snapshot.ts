@@ -31,7 +31,12 @@ export interface SnapshotSources {
 export function configSnapshot(config: CompiledConfig, sources: SnapshotSources): ConfigSnapshot {
   const index = new ConfigIndex(config);
   const settings: GatewaySettings = { ...config.settings, limits: { ...config.settings.limits, ...sources.limits } };
-  const targets = configuredTargets({ index, reveal: sources.reveal, upstreamOverride: sources.upstreamOverride, context: sources.adapters });
+  const targets = configuredTargets({
+    index,
+    reveal: sources.reveal,
+    upstreamOverride: sources.upstreamOverride,
+    context: sources.adapters,
+  });
   return { index, settings, targets, hash: config.sourceHash };
 }
 

@@ -56,11 +56,22 @@ export function countTokensHandler(ctx: GatewayContext) {
   };
 }
 
-async function handle(ctx: GatewayContext, cfg: ConfigSnapshot, req: IncomingRequest, reply: Reply, state: RequestRecord, watch: RequestWatch): Promise<void> {
+async function handle(
+  ctx: GatewayContext,
+  cfg: ConfigSnapshot,
+  req: IncomingRequest,
+  reply: Reply,
+  state: RequestRecord,
+  watch: RequestWatch,
+): Promise<void> {
   const now = ctx.clock.now();
   // The request still writes a log row: refused, like inference, while the store's writer is behind.
   if (ctx.storeBehind()) {
-    throw new GatewayError('provider_unavailable', 'the gateway is saving its ledger more slowly than requests arrive; retry shortly', { headers: [['Retry-After', '1']] });
+    throw new GatewayError(
+      'provider_unavailable',
+      'the gateway is saving its ledger more slowly than requests arrive; retry shortly',
+      { headers: [['Retry-After', '1']] },
+    );
   }
   const synced = ctx.view.sync();
   if (synced instanceof Promise) await synced;
@@ -127,15 +138,31 @@ async function handle(ctx: GatewayContext, cfg: ConfigSnapshot, req: IncomingReq
 
 /** The models resolved as Messages models, the workspace policy merged with the request's, the plan.
  *  Session pins are neither read nor written: a count is not a turn of the session. */
-function routeFor(ctx: GatewayContext, index: ConfigIndex, fields: RoutingFields, admitted: Admitted, now: number): RoutePlan {
+function routeFor(
+  ctx: GatewayContext,
+  index: ConfigIndex,
+  fields: RoutingFields,
+  admitted: Admitted,
+  now: number,
+): RoutePlan {
   const models = [resolveModel(index, fields.model, ROUTED_AS, now)];
   for (const name of fields.fallbacks) {
     const m = resolveModel(index, name, ROUTED_AS, now);
     if (!models.some((x) => x.id === m.id)) models.push(m);
   }
-  const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, index);
+  const prefs =
+    fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, index);
   const policy = mergePreferences(admitted.workspace.routing, prefs);
-  return planRoute({ index, endpoint: ROUTED_AS, models, policy, creds: ctx.view, health: ctx.health, nowMs: now, random: ctx.random });
+  return planRoute({
+    index,
+    endpoint: ROUTED_AS,
+    models,
+    policy,
+    creds: ctx.view,
+    health: ctx.health,
+    nowMs: now,
+    random: ctx.random,
+  });
 }
 
 /** The planned deployments, in order, whose platform's adapter can count tokens. */
@@ -144,7 +171,9 @@ function countingItems(cfg: ConfigSnapshot, plan: RoutePlan): PlanItem[] {
     const platform = cfg.index.platformById.get(platformId);
     return platform !== undefined && cfg.targets.adapter(platform.adapter)?.countTokens !== undefined;
   };
-  return plan.plans.flatMap((p) => p.deployments.filter((d) => counts(d.platform)).map((deployment) => ({ model: p.model, deployment })));
+  return plan.plans.flatMap((p) =>
+    p.deployments.filter((d) => counts(d.platform)).map((deployment) => ({ model: p.model, deployment })),
+  );
 }
 
 function unsupported(models: CompiledModel[]): GatewayError {

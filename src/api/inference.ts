@@ -94,7 +94,11 @@ async function handle(
   // The store's writer is behind (its bounded queue is full): refuse before anything is taken, so
   // memory stays bounded; requests already admitted still settle and log.
   if (ctx.storeBehind()) {
-    throw new GatewayError('provider_unavailable', 'the gateway is saving its ledger more slowly than requests arrive; retry shortly', { headers: [['Retry-After', '1']] });
+    throw new GatewayError(
+      'provider_unavailable',
+      'the gateway is saving its ledger more slowly than requests arrive; retry shortly',
+      { headers: [['Retry-After', '1']] },
+    );
   }
   // The admission and store steps answer synchronously on the embedded store and with a promise on
   // a shared one: a promise is awaited, a plain value is not (each needless await is a promise and a
@@ -153,7 +157,13 @@ async function handle(
   if (pin) background(ctx, 'pin_touch_failed', ctx.pins.touch(pin));
 
   // 6. Ask the providers, in order, until one answers.
-  const basis: SettleBasis = { holdNano: hold, requestBytes: asked.requestBytes, pricedAtMs: now, promptBound: asked.promptBound, outputBound: (m, d) => asked.outputBound(m, d) };
+  const basis: SettleBasis = {
+    holdNano: hold,
+    requestBytes: asked.requestBytes,
+    pricedAtMs: now,
+    promptBound: asked.promptBound,
+    outputBound: (m, d) => asked.outputBound(m, d),
+  };
   const result = await askProviders(ctx, cfg, protocol, req, reply, state, watch, asked, plan, basis);
   state.result = result;
 
@@ -163,7 +173,16 @@ async function handle(
 
 /** Step 5, the hold itself: taken after the rate decision when one is pending (a refused decision
  *  left nothing held; its 429 is the answer). */
-async function takeHold(ctx: GatewayContext, admitted: Admitted, state: RequestRecord, plan: RoutePlan, asked: InboundRequest, hold: bigint, pendingRate: PendingRate | null, now: number): Promise<void> {
+async function takeHold(
+  ctx: GatewayContext,
+  admitted: Admitted,
+  state: RequestRecord,
+  plan: RoutePlan,
+  asked: InboundRequest,
+  hold: bigint,
+  pendingRate: PendingRate | null,
+  now: number,
+): Promise<void> {
   try {
     // A refusal says the largest output limit the wallet could have held (worked out only then).
     const advise = (available: bigint): string => outputLimitAdvice(plan.plans, asked, available, now);
@@ -200,7 +219,10 @@ async function askProviders(
     protocol,
     reply,
     limits: cfg.settings.limits,
-    tapHints: { promptTokensEstimate: estimatedPromptTokens(asked.requestBytes), ...(asked.body.kind === 'json' ? { request: asked.body.original } : {}) },
+    tapHints: {
+      promptTokensEstimate: estimatedPromptTokens(asked.requestBytes),
+      ...(asked.body.kind === 'json' ? { request: asked.body.original } : {}),
+    },
     items: plan.plans.flatMap((p) => p.deployments.map((deployment) => ({ model: p.model, deployment }))),
     maxAttempts: cfg.settings.limits.maxAttempts,
     request: { endpoint, stream: state.stream, clientHeaders: req.headers, body: asked.body },
@@ -219,18 +241,28 @@ async function askProviders(
 
 /** Step 4: the requested models resolved, the workspace policy merged with the request's, the plan
  *  (a promise only when the session pin store answers with one). */
-function routeFor(ctx: GatewayContext, index: ConfigIndex, endpoint: string, fields: RoutingFields, admitted: Admitted, sessionId: string | null, now: number): Route | Promise<Route> {
+function routeFor(
+  ctx: GatewayContext,
+  index: ConfigIndex,
+  endpoint: string,
+  fields: RoutingFields,
+  admitted: Admitted,
+  sessionId: string | null,
+  now: number,
+): Route | Promise<Route> {
   const models = [resolveModel(index, fields.model, endpoint, now)];
   for (const name of fields.fallbacks) {
     const m = resolveModel(index, name, endpoint, now);
     if (!models.some((x) => x.id === m.id)) models.push(m);
   }
-  const prefs = fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, index);
+  const prefs =
+    fields.provider === undefined || fields.provider === null ? null : parseProviderPreferences(fields.provider, index);
   const policy = mergePreferences(admitted.workspace.routing, prefs);
   const primary = models[0] as CompiledModel;
   const pin = sessionId ? pinKey(admitted.workspace.id, admitted.key.id, primary.id, sessionId) : null;
   const pinned = pin ? ctx.pins.get(pin) : null;
-  if (pinned instanceof Promise) return pinned.then((p) => planFor(ctx, index, endpoint, models, policy, primary, pin, p, now));
+  if (pinned instanceof Promise)
+    return pinned.then((p) => planFor(ctx, index, endpoint, models, policy, primary, pin, p, now));
   return planFor(ctx, index, endpoint, models, policy, primary, pin, pinned, now);
 }
 
@@ -272,14 +304,24 @@ function planFor(
  * before its last bytes went out; a stream cut after its commit point (or abandoned by the client)
  * is settled here.
  */
-function finish(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, final: FailoverFinal, route: Route, basis: SettleBasis): void {
+function finish(
+  ctx: GatewayContext,
+  index: ConfigIndex,
+  req: IncomingRequest,
+  state: RequestRecord,
+  final: FailoverFinal,
+  route: Route,
+  basis: SettleBasis,
+): void {
   state.ended = requestEnd(final);
   if (final.kind === 'committed') {
     state.status = final.outcome.status;
     // Known before the settlement, so the log row committed with it already says how the stream ended.
-    if (final.outcome.broken && final.outcome.broken !== 'client_aborted') state.errorCode = `stream_${final.outcome.broken}`;
+    if (final.outcome.broken && final.outcome.broken !== 'client_aborted')
+      state.errorCode = `stream_${final.outcome.broken}`;
     if (state.settledCost === null) void settle(ctx, index, req, state, final.item, final.outcome, basis);
-    if (route.pin && final.item.model.id === route.primary.id) background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
+    if (route.pin && final.item.model.id === route.primary.id)
+      background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
   } else if (final.kind === 'provider_error') {
     state.status = final.status;
     state.errorCode = 'provider_error';
@@ -298,11 +340,31 @@ function finish(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
  * carry in their usage what it charged — only once the ledger holds it (a charge the store refused,
  * or no charge at all, adds nothing).
  */
-function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, state: RequestRecord, item: PlanItem, outcome: CommittedOutcome, basis: SettleBasis): Promise<UsageAddition> | null {
+function settle(
+  ctx: GatewayContext,
+  index: ConfigIndex,
+  req: IncomingRequest,
+  state: RequestRecord,
+  item: PlanItem,
+  outcome: CommittedOutcome,
+  basis: SettleBasis,
+): Promise<UsageAddition> | null {
   const platform = index.platformById.get(item.deployment.platform);
   if (!platform || state.settledCost !== null) return null;
-  const bound = { promptTokens: promptTokenLimit(item.deployment, basis.promptBound), completionTokens: basis.outputBound(item.model, item.deployment) };
-  const s = settlementFor({ model: item.model, deployment: item.deployment, platform, outcome, holdNano: basis.holdNano, requestBytes: basis.requestBytes, pricedAtMs: basis.pricedAtMs, bound });
+  const bound = {
+    promptTokens: promptTokenLimit(item.deployment, basis.promptBound),
+    completionTokens: basis.outputBound(item.model, item.deployment),
+  };
+  const s = settlementFor({
+    model: item.model,
+    deployment: item.deployment,
+    platform,
+    outcome,
+    holdNano: basis.holdNano,
+    requestBytes: basis.requestBytes,
+    pricedAtMs: basis.pricedAtMs,
+    bound,
+  });
   state.settledCost = s.costNano;
   if (s.capped) reportCapped(ctx, state, s);
   if (s.usage) {
@@ -315,7 +377,14 @@ function settle(ctx: GatewayContext, index: ConfigIndex, req: IncomingRequest, s
   }
   // A failed commit never withholds the answer the provider already produced; the wallet book
   // reports it (ledger_write_failed) and the request stays uncharged.
-  const row = settledRow(req, state, { model: item.model.id, platform: item.deployment.platform, deployment: item.deployment.id }, outcome.status, outcome.firstByteMs, ctx.clock.now());
+  const row = settledRow(
+    req,
+    state,
+    { model: item.model.id, platform: item.deployment.platform, deployment: item.deployment.id },
+    outcome.status,
+    outcome.firstByteMs,
+    ctx.clock.now(),
+  );
   return ctx.admission.settle(state.traceId, s.costNano, s.details, row).then(
     (charged) => (charged ? costMembers(s.costNano) : null),
     () => null,
@@ -345,5 +414,6 @@ function reportCapped(ctx: GatewayContext, state: RequestRecord, s: Settlement):
 
 /** A state call nobody waits for (pins): a failure is logged, never thrown. */
 function background(ctx: GatewayContext, event: string, r: void | Promise<void>): void {
-  if (r instanceof Promise) r.catch((err: unknown) => ctx.log(event, { error: err instanceof Error ? err.message : String(err) }));
+  if (r instanceof Promise)
+    r.catch((err: unknown) => ctx.log(event, { error: err instanceof Error ? err.message : String(err) }));
 }

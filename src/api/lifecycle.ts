@@ -92,5 +92,10 @@ export async function drainGateway(steps: DrainSteps): Promise<DrainReport> {
 
 /** The `drained` log line's fields (snake_case, like every log field). */
 export function drainedFields(r: DrainReport): Record<string, number> {
-  return { in_flight_at_start: r.inFlightAtStart, ended_at_deadline: r.endedAtDeadline, unfinished: r.unfinished, ms: r.ms };
+  return {
+    in_flight_at_start: r.inFlightAtStart,
+    ended_at_deadline: r.endedAtDeadline,
+    unfinished: r.unfinished,
+    ms: r.ms,
+  };
 }

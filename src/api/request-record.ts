@@ -72,7 +72,14 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
     provider: served?.deployment.platform ?? null,
     deployment: served?.deployment.id ?? null,
     attempts: attempts.length,
-    attempts_json: attempts.map((a) => ({ provider: a.provider, model: a.model, deployment: a.deployment, outcome: a.outcome, status: a.status, ms: a.ms })),
+    attempts_json: attempts.map((a) => ({
+      provider: a.provider,
+      model: a.model,
+      deployment: a.deployment,
+      outcome: a.outcome,
+      status: a.status,
+      ms: a.ms,
+    })),
     stream: s.stream,
     status: s.status,
     error_code: s.errorCode,
@@ -95,7 +102,14 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
  * what it cost, the request not yet ended. Committed with the settlement, so a crash never keeps a
  * charge without its row; the final row (attempts, latency, how it ended) replaces it.
  */
-export function settledRow(req: IncomingRequest, s: RequestRecord, served: { model: string; platform: string; deployment: string }, status: number, firstByteMs: number, nowMs: number): RequestLogRow {
+export function settledRow(
+  req: IncomingRequest,
+  s: RequestRecord,
+  served: { model: string; platform: string; deployment: string },
+  status: number,
+  firstByteMs: number,
+  nowMs: number,
+): RequestLogRow {
   const row = requestLogRow(req, s, nowMs);
   row.model_served = served.model;
   row.provider = served.platform;
@@ -108,7 +122,12 @@ export function settledRow(req: IncomingRequest, s: RequestRecord, served: { mod
 
 /** What the request's observers hear when it is over: its log row, and what only they need
  *  (`bytesSent`: the answer's body bytes, from the reply). */
-export function requestSummary(req: IncomingRequest, s: RequestRecord, nowMs: number, bytesSent: number): RequestSummary {
+export function requestSummary(
+  req: IncomingRequest,
+  s: RequestRecord,
+  nowMs: number,
+  bytesSent: number,
+): RequestSummary {
   const row = requestLogRow(req, s, nowMs);
   const final = s.result?.final;
   return {

@@ -47,7 +47,10 @@ export function settlementBoundNano(list: PriceList, bound: UsageBound): bigint 
 
 /** The most prompt tokens a deployment reads: its prompt limit, else its context window, else
  *  `fallback` (the request's own bound) when it declares neither. */
-export function promptTokenLimit(deployment: Pick<CompiledDeployment, 'maxPromptTokens' | 'contextLength'>, fallback: number): number {
+export function promptTokenLimit(
+  deployment: Pick<CompiledDeployment, 'maxPromptTokens' | 'contextLength'>,
+  fallback: number,
+): number {
   const { maxPromptTokens, contextLength } = deployment;
   if (maxPromptTokens !== null && contextLength !== null) return Math.min(maxPromptTokens, contextLength);
   return maxPromptTokens ?? contextLength ?? fallback;

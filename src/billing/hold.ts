@@ -101,6 +101,7 @@ export function worstCaseHoldNano(h: HoldInput): bigint {
  * (e.g. for tool use), which can exceed a very small body's syntax overhead.
  */
 export function promptTokenBound(bodyBytes: number): number {
-  if (!Number.isSafeInteger(bodyBytes) || bodyBytes < 0) throw new RangeError(`bodyBytes must be a non-negative integer, got ${bodyBytes}`);
+  if (!Number.isSafeInteger(bodyBytes) || bodyBytes < 0)
+    throw new RangeError(`bodyBytes must be a non-negative integer, got ${bodyBytes}`);
   return bodyBytes;
 }

@@ -1,7 +1,14 @@
 // Effective channel prices: what a deployment bills now (list, percent discount or channel price
 // list, within its time window), bracket selection by prompt length, and the catalog rendering of
 // a price list. All amounts are exact bigint atto-USD per unit; nothing here touches a float.
-import type { CompiledDeployment, CompiledModel, PriceBracket, PriceClass, PriceList, PriceSet } from '../config/compiled.ts';
+import type {
+  CompiledDeployment,
+  CompiledModel,
+  PriceBracket,
+  PriceClass,
+  PriceList,
+  PriceSet,
+} from '../config/compiled.ts';
 import { PRICE_CLASSES } from '../config/compiled.ts';
 import { attoToDecimal } from '../money.ts';
 import { type ResolvedPrices, billedUnitPrice } from './price-classes.ts';
@@ -86,7 +93,10 @@ export function discountedList(list: PriceList, percent: number): PriceList {
   }
   return {
     base: discountedSet(list.base, percent),
-    overrides: list.overrides.map((b) => ({ minPromptTokens: b.minPromptTokens, prices: discountedSet(b.prices, percent) })),
+    overrides: list.overrides.map((b) => ({
+      minPromptTokens: b.minPromptTokens,
+      prices: discountedSet(b.prices, percent),
+    })),
   };
 }
 
@@ -146,7 +156,13 @@ function channelPercentOff(channel: PriceList, list: PriceList): number {
     [[pricesAt(channel, 0)], [pricesAt(list, 0)], PRICE_CLASSES],
   ];
   // Evaluate both lists at the union of thresholds so the widest basket compares like with like.
-  const thresholds = [...new Set([0, ...list.overrides.map((b) => b.minPromptTokens), ...channel.overrides.map((b) => b.minPromptTokens)])];
+  const thresholds = [
+    ...new Set([
+      0,
+      ...list.overrides.map((b) => b.minPromptTokens),
+      ...channel.overrides.map((b) => b.minPromptTokens),
+    ]),
+  ];
   baskets.push([thresholds.map((t) => pricesAt(channel, t)), thresholds.map((t) => pricesAt(list, t)), PRICE_CLASSES]);
   for (const [ch, li, classes] of baskets) {
     const l = basket(li, classes);
@@ -166,7 +182,11 @@ function channelPercentOff(channel: PriceList, list: PriceList): number {
  * list that is dearer anywhere (the config linker forbids it) is still billed, but never shown as
  * a discount.
  */
-export function effectivePricing(model: CompiledModel, deployment: CompiledDeployment, nowMs: number): EffectivePricing {
+export function effectivePricing(
+  model: CompiledModel,
+  deployment: CompiledDeployment,
+  nowMs: number,
+): EffectivePricing {
   const ch = deployment.pricing;
   const active = ch.kind !== 'list' && isActive(ch.endsAt, nowMs);
   // The answer depends only on (model, deployment, active): both are immutable config, so it is
@@ -182,9 +202,16 @@ export function effectivePricing(model: CompiledModel, deployment: CompiledDeplo
   return value;
 }
 
-const MEMO = new WeakMap<CompiledDeployment, { model: CompiledModel; active: EffectivePricing | null; inactive: EffectivePricing | null }>();
+const MEMO = new WeakMap<
+  CompiledDeployment,
+  { model: CompiledModel; active: EffectivePricing | null; inactive: EffectivePricing | null }
+>();
 
-function computeEffectivePricing(model: CompiledModel, deployment: CompiledDeployment, active: boolean): EffectivePricing {
+function computeEffectivePricing(
+  model: CompiledModel,
+  deployment: CompiledDeployment,
+  active: boolean,
+): EffectivePricing {
   const list = model.listPricing;
   const ch = deployment.pricing;
   if (ch.kind === 'list' || !active) return { pricing: list, list, discount: null };

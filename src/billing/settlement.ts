@@ -112,7 +112,12 @@ export function settlementFor(args: {
     // holds more than the request could cost.
     // biome-ignore lint/complexity/useMathMinMax: bigints; Math.min throws a TypeError on them.
     const costNano = args.holdNano < boundNano ? args.holdNano : boundNano;
-    return { costNano, usage: outcome.usage, details: { model: model.id, provider: platform.id, deployment: deployment.id, basis: 'hold_uncancellable_abort' }, capped: null };
+    return {
+      costNano,
+      usage: outcome.usage,
+      details: { model: model.id, provider: platform.id, deployment: deployment.id, basis: 'hold_uncancellable_abort' },
+      capped: null,
+    };
   }
   let usage = outcome.usage;
   let estimated = false;
@@ -124,10 +129,18 @@ export function settlementFor(args: {
     };
   }
   const charge = computeCharge(usage, pricing);
-  const limit = estimated ? estimateLimit(args.holdNano, boundNano, outcome.inputUsage, pricing) : { nano: boundNano, cap: 'bound' as const };
+  const limit = estimated
+    ? estimateLimit(args.holdNano, boundNano, outcome.inputUsage, pricing)
+    : { nano: boundNano, cap: 'bound' as const };
   // Built field by field (this runs once per answered request): conditional object spreads took
   // V8's generic copy path. The key order is the ledger row's, as before.
-  const details: SettlementDetails = { model: model.id, provider: platform.id, deployment: deployment.id, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens };
+  const details: SettlementDetails = {
+    model: model.id,
+    provider: platform.id,
+    deployment: deployment.id,
+    promptTokens: usage.promptTokens,
+    completionTokens: usage.completionTokens,
+  };
   if (usage.reasoningTokens !== undefined) details.reasoningTokens = usage.reasoningTokens;
   if (usage.cacheReadTokens !== undefined) details.cachedTokens = usage.cacheReadTokens;
   if (charge.bracketMinPromptTokens !== null) details.bracket = charge.bracketMinPromptTokens;
@@ -141,7 +154,12 @@ export function settlementFor(args: {
   details.cap = limit.cap;
   details.reportedCostAtto = charge.totalAtto.toString();
   details.boundNano = boundNano.toString();
-  return { costNano: limit.nano, usage, details, capped: { cap: limit.cap, reportedAtto: charge.totalAtto, chargedNano: limit.nano, boundNano } };
+  return {
+    costNano: limit.nano,
+    usage,
+    details,
+    capped: { cap: limit.cap, reportedAtto: charge.totalAtto, chargedNano: limit.nano, boundNano },
+  };
 }
 
 /**
@@ -149,7 +167,12 @@ export function settlementFor(args: {
  * or the hold, whichever is more — the gateway's own guesses never add beyond the hold — and never
  * above the bound.
  */
-function estimateLimit(holdNano: bigint, boundNano: bigint, stated: InputUsage | null, pricing: PriceList): { nano: bigint; cap: 'bound' | 'hold' } {
+function estimateLimit(
+  holdNano: bigint,
+  boundNano: bigint,
+  stated: InputUsage | null,
+  pricing: PriceList,
+): { nano: bigint; cap: 'bound' | 'hold' } {
   let limit = holdNano;
   if (stated !== null) {
     const statedNano = computeCharge({ ...stated, completionTokens: 0 }, pricing).totalNano;

@@ -66,7 +66,8 @@
 //   5. Add a table test with a real-shaped payload (streamed and not) to test/billing/usage.test.ts.
 
 export interface Usage {
-  /** Total prompt context tokens as the provider counts the whole input (incl. cached reads, cache writes, audio/image tokens); selects the bracket. */
+  /** Total prompt context tokens as the provider counts the whole input (incl. cached reads, cache writes, audio/image
+   *  tokens); selects the bracket. */
   promptTokens: number;
   /** Total output tokens incl. reasoning/audio/image output. */
   completionTokens: number;
@@ -91,7 +92,13 @@ export interface Usage {
 }
 
 /** Output-side fields of a Usage: a provider knows them only when its answer ends. */
-const OUTPUT_FIELDS = ['completionTokens', 'reasoningTokens', 'audioOutputTokens', 'imageOutputTokens', 'webSearchCalls'] as const;
+const OUTPUT_FIELDS = [
+  'completionTokens',
+  'reasoningTokens',
+  'audioOutputTokens',
+  'imageOutputTokens',
+  'webSearchCalls',
+] as const;
 
 /**
  * The input side of a usage record: what a provider can state exactly before its answer ends (the

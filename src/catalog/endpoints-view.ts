@@ -42,8 +42,14 @@ export function endpointsView(
         provider: platform.id,
         provider_type: platform.providerType,
         headquarters: platform.headquarters,
-        protocols: inVocabOrder(vocab.protocols, deps.flatMap((x) => x.protocols)),
-        supported_endpoints: inVocabOrder(endpointOrder, deps.flatMap((x) => x.endpoints)),
+        protocols: inVocabOrder(
+          vocab.protocols,
+          deps.flatMap((x) => x.protocols),
+        ),
+        supported_endpoints: inVocabOrder(
+          endpointOrder,
+          deps.flatMap((x) => x.endpoints),
+        ),
         context_length: d.contextLength,
         max_prompt_tokens: d.maxPromptTokens,
         max_completion_tokens: d.maxCompletionTokens,
@@ -71,8 +77,14 @@ export function endpointsView(
     openness: model.openness,
     model_page_url: model.modelPageUrl,
     capabilities: model.capabilities,
-    protocols: inVocabOrder(vocab.protocols, list.flatMap((e) => e['protocols'] as string[])),
-    supported_endpoints: inVocabOrder(endpointOrder, list.flatMap((e) => e['supported_endpoints'] as string[])),
+    protocols: inVocabOrder(
+      vocab.protocols,
+      list.flatMap((e) => e['protocols'] as string[]),
+    ),
+    supported_endpoints: inVocabOrder(
+      endpointOrder,
+      list.flatMap((e) => e['supported_endpoints'] as string[]),
+    ),
     endpoints: list,
   };
 }

@@ -24,9 +24,12 @@ export function adminReloadUrl(raw: string): { url: URL; name: string } {
   } catch {
     throw new UsageError('--admin must be the admin listener’s http(s) URL, such as http://10.0.0.11:9090');
   }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`--admin must be an http(s) URL, not ${base.protocol}`);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:')
+    throw new UsageError(`--admin must be an http(s) URL, not ${base.protocol}`);
   if (base.username !== '' || base.password !== '') {
-    throw new UsageError('--admin must not carry a user name or password: the operator token is read from PI_ADMIN_TOKEN (or PI_ADMIN_TOKEN_FILE)');
+    throw new UsageError(
+      '--admin must not carry a user name or password: the operator token is read from PI_ADMIN_TOKEN (or PI_ADMIN_TOKEN_FILE)',
+    );
   }
   // A path is kept (a proxy may serve the admin listener under a prefix); query and fragment are not.
   const prefix = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
@@ -38,24 +41,48 @@ function refusal(status: number, body: unknown, name: string): CliError {
   const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   const code = typeof error?.code === 'string' ? error.code : null;
   const message = typeof error?.message === 'string' ? error.message : null;
-  if (status === 401) return new CliError(`${name} refused the operator token (401): set PI_ADMIN_TOKEN to the token that node was started with`);
-  if (code === 'console_off') return new CliError(`${name} has no operator token, so it takes no reload through its admin listener: start it with PI_ADMIN_TOKEN set (or send it SIGHUP)`);
+  if (status === 401)
+    return new CliError(
+      `${name} refused the operator token (401): set PI_ADMIN_TOKEN to the token that node was started with`,
+    );
+  if (code === 'console_off')
+    return new CliError(
+      `${name} has no operator token, so it takes no reload through its admin listener: start it with PI_ADMIN_TOKEN set (or send it SIGHUP)`,
+    );
   return new CliError(`${name} answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`);
 }
 
 /** POSTs the reload; resolves with the node's result (applied or refused), throws for anything else. */
-export async function reloadThroughAdmin(raw: string, token: string | undefined, timeoutMs: number): Promise<{ answer: AdminReloadAnswer; name: string }> {
+export async function reloadThroughAdmin(
+  raw: string,
+  token: string | undefined,
+  timeoutMs: number,
+): Promise<{ answer: AdminReloadAnswer; name: string }> {
   const { url, name } = adminReloadUrl(raw);
-  if (token === undefined || token === '') throw new CliError('reloading through the admin listener needs the operator token: set PI_ADMIN_TOKEN (or PI_ADMIN_TOKEN_FILE)');
+  if (token === undefined || token === '')
+    throw new CliError(
+      'reloading through the admin listener needs the operator token: set PI_ADMIN_TOKEN (or PI_ADMIN_TOKEN_FILE)',
+    );
   let res: Response;
   try {
-    res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
     // A timeout rejects with the abort signal's TimeoutError; a network failure with `fetch failed`
     // whose cause carries the system error's code (ECONNREFUSED, ENOTFOUND, …).
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
     const code = cause instanceof Error ? (cause as NodeJS.ErrnoException).code : undefined;
-    const why = cause instanceof Error && cause.name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : typeof code === 'string' ? code : cause instanceof Error ? cause.message : String(cause);
+    const why =
+      cause instanceof Error && cause.name === 'TimeoutError'
+        ? `no answer within ${timeoutMs / 1000} s`
+        : typeof code === 'string'
+          ? code
+          : cause instanceof Error
+            ? cause.message
+            : String(cause);
     throw new CliError(`cannot reach the admin listener at ${name} (${why})`);
   }
   const text = await res.text();

@@ -83,7 +83,13 @@ function optionName(p: Parsed, name: string, env?: string): string {
  * A URL option (or environment variable) whose scheme is one of `schemes` (`['http:', 'https:']`);
  * UsageError naming it otherwise. The refused value is echoed with any password masked.
  */
-export function url(p: Parsed, name: string, env: string | undefined, schemes: readonly string[], example: string): string | undefined {
+export function url(
+  p: Parsed,
+  name: string,
+  env: string | undefined,
+  schemes: readonly string[],
+  example: string,
+): string | undefined {
   const raw = str(p, name, env);
   if (raw === undefined) return undefined;
   let u: URL | null = null;
@@ -94,7 +100,9 @@ export function url(p: Parsed, name: string, env: string | undefined, schemes: r
   }
   if (u === null || !schemes.includes(u.protocol) || u.host === '') {
     const kinds = schemes.map((s) => s.slice(0, -1)).join(' or ');
-    throw new UsageError(`${optionName(p, name, env)} must be a URL such as ${example} (${kinds}), got "${redactPasswords(raw)}"`);
+    throw new UsageError(
+      `${optionName(p, name, env)} must be a URL such as ${example} (${kinds}), got "${redactPasswords(raw)}"`,
+    );
   }
   return raw;
 }

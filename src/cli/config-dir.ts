@@ -14,7 +14,9 @@ export function configDirProblem(dir: string): string | null {
     return statSync(dir).isDirectory() ? null : `config directory ${dir} is not a directory`;
   } catch (err) {
     const missing = err instanceof Error && 'code' in err && (err.code === 'ENOENT' || err.code === 'ENOTDIR');
-    return missing ? `config directory ${dir} does not exist` : `config directory ${dir} cannot be read (${err instanceof Error ? err.message : String(err)})`;
+    return missing
+      ? `config directory ${dir} does not exist`
+      : `config directory ${dir} cannot be read (${err instanceof Error ? err.message : String(err)})`;
   }
 }
 

@@ -7,7 +7,12 @@ import type { CompiledConfig } from '../config/compiled.ts';
 
 export type LogLine = (event: string, fields: Record<string, unknown>) => void;
 
-export function logCredentialWarnings(config: CompiledConfig, stored: ReadonlySet<string>, nowMs: number, log: LogLine): void {
+export function logCredentialWarnings(
+  config: CompiledConfig,
+  stored: ReadonlySet<string>,
+  nowMs: number,
+  log: LogLine,
+): void {
   const audit = auditCredentials(config, stored, nowMs);
   const needed = [...new Set(config.resources.filter((r) => r.active).map((r) => r.credential))].sort();
   for (const m of audit.missing) {
@@ -26,7 +31,8 @@ export function logCredentialWarnings(config: CompiledConfig, stored: ReadonlySe
   }
   if (audit.servable === 0 && config.deployments.length > 0) {
     log('nothing_servable', {
-      message: 'no deployment has its credential stored: every inference request will answer 404 no_eligible_provider until one is stored with `pi-gateway secret set <credential>`',
+      message:
+        'no deployment has its credential stored: every inference request will answer 404 no_eligible_provider until one is stored with `pi-gateway secret set <credential>`',
     });
   }
 }

@@ -43,11 +43,18 @@ export function demoCredential(adapter: string, name: string): string {
   switch (adapter) {
     case 'bedrock':
       // Shaped like an IAM user's keys (AKIA + 16 characters); the simulator's verifier knows them.
-      return JSON.stringify({ access_key_id: 'AKIAPIGATEWAYDEMO000', secret_access_key: `sim-demo-${name}-secret-access-key` });
+      return JSON.stringify({
+        access_key_id: 'AKIAPIGATEWAYDEMO000',
+        secret_access_key: `sim-demo-${name}-secret-access-key`,
+      });
     case 'vertex':
       return demoServiceAccount(name);
     case 'azure-openai':
-      return JSON.stringify({ tenant_id: 'pi-gateway-demo', client_id: `sim-demo-${name}`, client_secret: `sim-demo-${name}-secret` });
+      return JSON.stringify({
+        tenant_id: 'pi-gateway-demo',
+        client_id: `sim-demo-${name}`,
+        client_secret: `sim-demo-${name}-secret`,
+      });
     default:
       return `sim-demo-${name}`;
   }
@@ -79,7 +86,9 @@ function learn(auth: DemoUpstreamAuth, value: string): void {
   const pem = text(o, 'private_key');
   if (email && pem) {
     try {
-      auth.serviceAccounts[email] = createPublicKey(createPrivateKey(pem)).export({ type: 'spki', format: 'pem' }).toString();
+      auth.serviceAccounts[email] = createPublicKey(createPrivateKey(pem))
+        .export({ type: 'spki', format: 'pem' })
+        .toString();
     } catch {
       // Not a private key: the token endpoint refuses this account, as Google would.
     }

@@ -16,12 +16,16 @@ const MAX_FRAMES = 6;
 /** What the log line says about a thrown value: never the value itself, nor text it quotes. */
 export function describeThrown(thrown: unknown): Record<string, unknown> {
   if (!(thrown instanceof Error)) return { error: `a thrown ${thrown === null ? 'null' : typeof thrown}` };
-  const code = 'code' in thrown && (typeof thrown.code === 'string' || typeof thrown.code === 'number') ? thrown.code : null;
+  const code =
+    'code' in thrown && (typeof thrown.code === 'string' || typeof thrown.code === 'number') ? thrown.code : null;
   return { error: thrown.name, code, message: withoutQuotes(thrown.message), stack: frames(thrown.stack) };
 }
 
 function withoutQuotes(message: string): string {
-  const scrubbed = message.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, '…').replace(/\s+/g, ' ').trim();
+  const scrubbed = message
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, '…')
+    .replace(/\s+/g, ' ')
+    .trim();
   return scrubbed.length > MAX_MESSAGE ? `${scrubbed.slice(0, MAX_MESSAGE)}…` : scrubbed;
 }
 

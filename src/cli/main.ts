@@ -38,7 +38,10 @@ async function usage(): Promise<string> {
     }
     lines.push(`  ${name.padEnd(10)} ${summary}`);
   }
-  lines.push('', 'Run `pi-gateway <command> --help` for the options of one command, `pi-gateway --version` for the build.');
+  lines.push(
+    '',
+    'Run `pi-gateway <command> --help` for the options of one command, `pi-gateway --version` for the build.',
+  );
   return lines.join('\n');
 }
 

@@ -53,9 +53,15 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
   let redis: RedisConnection | null = null;
   let wallets: PgWalletService | null = null;
   try {
-    store = await openPgStore(opts.db, { clock, requestLog: opts.config.settings.requestLog, onIdleError: (err) => log('store_connection_lost', { error: err.message }) });
+    store = await openPgStore(opts.db, {
+      clock,
+      requestLog: opts.config.settings.requestLog,
+      onIdleError: (err) => log('store_connection_lost', { error: err.message }),
+    });
     await store.secrets.assertUsable();
-    const view = await PgStoreView.open(store, (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }));
+    const view = await PgStoreView.open(store, (name, _err, kept) =>
+      log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
+    );
     wallets = new PgWalletService(store, { clock, node, log });
     const settings = opts.config.settings;
     let limiter: RateLimiter;
@@ -66,15 +72,29 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
       const timeout = Number(process.env.PI_REDIS_TIMEOUT_MS ?? '');
       redis = new RedisConnection(opts.redis, {
         ...(Number.isSafeInteger(timeout) && timeout > 0 ? { commandTimeoutMs: timeout } : {}),
-        onStatus: (up, detail) => log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: 'per-node rate limits and session pins until Redis answers' }),
+        onStatus: (up, detail) =>
+          log(
+            up ? 'redis_recovered' : 'redis_unreachable',
+            up ? { detail } : { detail, fallback: 'per-node rate limits and session pins until Redis answers' },
+          ),
       });
-      if (!(await redis.start())) log('redis_unreachable', { detail: 'not reachable at start', fallback: 'per-node rate limits and session pins until Redis answers' });
+      if (!(await redis.start()))
+        log('redis_unreachable', {
+          detail: 'not reachable at start',
+          fallback: 'per-node rate limits and session pins until Redis answers',
+        });
       const health = new SharedStateHealth(redis);
-      telemetry.metrics?.watchSharedState(() => ({ redisUp: health.redisUp, rateLimitFallbacks: health.fallbacks.rateLimit, pinFallbacks: health.fallbacks.pins }));
+      telemetry.metrics?.watchSharedState(() => ({
+        redisUp: health.redisUp,
+        rateLimitFallbacks: health.fallbacks.rateLimit,
+        pinFallbacks: health.fallbacks.pins,
+      }));
       limiter = new SharedRateLimiter(health, clock, null);
       pins = new SharedPins(health, { clock, maxPins: settings.sessions.maxPins });
     } else {
-      log('per_node_limits', { detail: 'no --redis: rate limits and session pins are per node (a key may send limit × nodes a minute)' });
+      log('per_node_limits', {
+        detail: 'no --redis: rate limits and session pins are per node (a key may send limit × nodes a minute)',
+      });
       limiter = new FixedWindowRateLimiter(clock);
       pins = new SessionPins({ clock, maxPins: settings.sessions.maxPins });
     }
@@ -88,7 +108,16 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
       // The operator console (admin listener with PI_ADMIN_TOKEN) reads the fleet's database.
       console: pgConsole(store),
     };
-    const gwOpts: GatewayOptions = { config: opts.config, shared, records, clock, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
+    const gwOpts: GatewayOptions = {
+      config: opts.config,
+      shared,
+      records,
+      clock,
+      host: opts.host,
+      port: opts.port,
+      upstreamOverride: opts.upstreamOverride ?? null,
+      telemetry,
+    };
     if (admin) gwOpts.admin = admin;
     const gateway = await startGateway(gwOpts);
     const s = store;

@@ -62,7 +62,8 @@ function httpUrl(name: string, v: string): string {
   } catch {
     throw new UsageError(`${name} must be an http(s) URL, got "${v}"`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`${name} must be an http(s) URL, got "${v}"`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new UsageError(`${name} must be an http(s) URL, got "${v}"`);
   return v;
 }
 
@@ -81,7 +82,10 @@ function otlpTracesUrl(p: Parsed): string | null {
 function trustedProxies(p: Parsed): string[] {
   const v = str(p, 'trusted-proxies', 'PI_TRUSTED_PROXIES');
   if (v === undefined || v.trim() === '') return [];
-  const entries = v.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = v
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   try {
     new TrustedProxies(entries);
   } catch (err) {
@@ -94,7 +98,8 @@ function trustedProxies(p: Parsed): string[] {
 /** The observability options of a parsed command line; UsageError on a bad value. */
 export function observabilityOptions(p: Parsed): ObservabilityOptions {
   const port = int(p, 'admin-port', 'PI_ADMIN_PORT');
-  if (port !== undefined && (port < 0 || port > 65535)) throw new UsageError(`--admin-port must be between 0 and 65535, got ${port}`);
+  if (port !== undefined && (port < 0 || port > 65535))
+    throw new UsageError(`--admin-port must be between 0 and 65535, got ${port}`);
   return {
     admin: port === undefined ? null : { host: str(p, 'admin-host', 'PI_ADMIN_HOST', '127.0.0.1') as string, port },
     metrics: onOff(p, 'metrics', 'PI_METRICS', true),

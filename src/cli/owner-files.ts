@@ -108,7 +108,10 @@ export function claimDatabase(db: string, served: { configDir: string }): Owner 
     recordReload(result) {
       seq++;
       try {
-        writeAtomically(reloadFile(db), JSON.stringify({ ...reloadJson(result), pid: process.pid, seq } satisfies ReloadRecord) + '\n');
+        writeAtomically(
+          reloadFile(db),
+          JSON.stringify({ ...reloadJson(result), pid: process.pid, seq } satisfies ReloadRecord) + '\n',
+        );
       } catch {
         // The result is still on the gateway and in the log; `reload` then times out waiting.
       }

@@ -27,7 +27,8 @@ async function newKeyFromStdin(): Promise<string> {
 }
 
 export async function rotateMaster(p: Parsed): Promise<number> {
-  if (p.positionals.length > 0) throw new UsageError('rotate-master takes no arguments: give the new key on stdin, never on the command line');
+  if (p.positionals.length > 0)
+    throw new UsageError('rotate-master takes no arguments: give the new key on stdin, never on the command line');
   const json = flag(p, 'json');
   const newKey = (await newKeyFromStdin()).trim();
   if (newKey === '') throw new CliError('give the new master key on stdin (create one with `openssl rand -base64 32`)');

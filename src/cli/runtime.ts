@@ -49,7 +49,9 @@ export async function loadConfigDir(dir: string): Promise<LoadedConfig> {
 }
 
 /** The config to serve (see loadConfigDir), or null after printing every problem. */
-export async function configForServe(dir: string): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
+export async function configForServe(
+  dir: string,
+): Promise<{ config: CompiledConfig; source: 'generated tables' | 'compiled' } | null> {
   const r = await loadConfigDir(dir);
   if (r.ok) return { config: r.config, source: r.source };
   if (r.dirProblem !== undefined) {
@@ -57,7 +59,9 @@ export async function configForServe(dir: string): Promise<{ config: CompiledCon
     return null;
   }
   for (const p of r.problems) process.stderr.write(p + '\n');
-  process.stderr.write(`pi-gateway: the config in ${dir} has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; not starting\n`);
+  process.stderr.write(
+    `pi-gateway: the config in ${dir} has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; not starting\n`,
+  );
   return null;
 }
 
@@ -81,10 +85,18 @@ export async function runGateway(opts: {
   let gateway: Gateway;
   try {
     store ??= openStore(opts.db, { requestLog: opts.config.settings.requestLog });
-    const gwOpts: GatewayOptions & { shared?: undefined } = { config: opts.config, store, host: opts.host, port: opts.port, upstreamOverride: opts.upstreamOverride ?? null, telemetry };
+    const gwOpts: GatewayOptions & { shared?: undefined } = {
+      config: opts.config,
+      store,
+      host: opts.host,
+      port: opts.port,
+      upstreamOverride: opts.upstreamOverride ?? null,
+      telemetry,
+    };
     if (admin) gwOpts.admin = admin;
     // A database file gets its writer thread (an in-memory one cannot be shared with a thread).
-    if (opts.db !== '' && opts.db !== ':memory:' && !opts.db.startsWith('file::memory:')) gwOpts.writerThread = { file: opts.db, capacity: writerCapacity() };
+    if (opts.db !== '' && opts.db !== ':memory:' && !opts.db.startsWith('file::memory:'))
+      gwOpts.writerThread = { file: opts.db, capacity: writerCapacity() };
     gateway = await startGateway(gwOpts);
   } catch (err) {
     admin?.close();
@@ -100,7 +112,8 @@ export function writerCapacity(): number {
   const raw = process.env.PI_WRITER_QUEUE;
   if (raw === undefined || raw === '') return DEFAULT_WRITER_CAPACITY;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`PI_WRITER_QUEUE must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`PI_WRITER_QUEUE must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -121,7 +134,10 @@ export async function startObservability(
   const metrics = telemetry.metrics && coordinator ? coordinator.metricsSource(telemetry.metrics) : telemetry.metrics;
   const token = process.env.PI_ADMIN_TOKEN || null;
   if (!o?.admin) {
-    if (token) jsonLog('admin_token_unused', { reason: 'PI_ADMIN_TOKEN is set but there is no admin listener (--admin-port): the console is off' });
+    if (token)
+      jsonLog('admin_token_unused', {
+        reason: 'PI_ADMIN_TOKEN is set but there is no admin listener (--admin-port): the console is off',
+      });
     return { telemetry, admin: null };
   }
   try {
@@ -185,8 +201,8 @@ export interface Supervised {
  * Resolves to the exit code once the process stopped: 0 after a drain (streams ended at the drain
  * deadline included: they were ended properly), 1 when stopping failed. A second SIGTERM/SIGINT
  * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
- * reloads, and so does POST /admin/reload on `s.admin`, one reload at a time. Until then an uncaught exception or unhandled rejection is logged
- * (`uncaught_error`) and the process keeps serving.
+ * reloads, and so does POST /admin/reload on `s.admin`, one reload at a time. Until then an uncaught exception or
+ * unhandled rejection is logged (`uncaught_error`) and the process keeps serving.
  */
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
@@ -197,7 +213,9 @@ export function untilStopped(s: Supervised): Promise<number> {
     // One reload at a time, whoever asked (a signal or the admin listener): each waits for the last.
     const reloadNext = (reload: () => Promise<ReloadResult>): Promise<ReloadResult> => {
       const next = reloading.then(reload, reload);
-      reloading = next.catch((err: unknown) => jsonLog('reload_failed', { error: err instanceof Error ? err.message : String(err) }));
+      reloading = next.catch((err: unknown) =>
+        jsonLog('reload_failed', { error: err instanceof Error ? err.message : String(err) }),
+      );
       return next;
     };
     const onHup = () => {

@@ -22,7 +22,8 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
   const post = (m: WorkerMessage) => port.postMessage(m);
   const client = new CoordinatorClient(port);
   const breakers = new BreakerMirror(data.worker, client, systemClock, data.breakers);
-  const log = (event: string, fields: Record<string, unknown> = {}) => jsonLog(event, { worker: data.worker, ...fields });
+  const log = (event: string, fields: Record<string, unknown> = {}) =>
+    jsonLog(event, { worker: data.worker, ...fields });
   let gateway: Gateway<SharedState> | null = null;
   let telemetry: Telemetry | null = null;
   let store: Store | null = null;
@@ -30,7 +31,8 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     if (m.kind === 'replies') client.receive(m);
     else if (m.kind === 'breakers') breakers.update(m.states);
     else if (m.kind === 'metrics') void answerMetrics(m.id);
-    else if (m.kind === 'reload' && gateway) post({ kind: 'reloaded', restartNeeded: gateway.reload(m.config).restartNeeded });
+    else if (m.kind === 'reload' && gateway)
+      post({ kind: 'reloaded', restartNeeded: gateway.reload(m.config).restartNeeded });
     else if (m.kind === 'drain') void drain(m.deadlineMs);
     else if (m.kind === 'stop-now') void stopNow();
   });
@@ -80,7 +82,10 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     gateway = await startGateway({
       config: data.config,
       shared: { wallets: client, view, limiter: client, pins: client, health: breakers, behind: () => client.behind() },
-      records: { requestLog: { append: (row) => client.appendLog(row), flush: () => undefined }, credentialNames: () => s.secrets.names() },
+      records: {
+        requestLog: { append: (row) => client.appendLog(row), flush: () => undefined },
+        credentialNames: () => s.secrets.names(),
+      },
       host: data.host,
       port: data.port,
       sharePort: true,

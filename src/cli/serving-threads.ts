@@ -60,7 +60,8 @@ export class ServingThreads {
 
   /** Starts `count` threads and resolves once every one listens; rejects (all stopped) when one cannot. */
   async start(count: number): Promise<void> {
-    for (let w = 1; w <= count; w++) this.threads.push({ worker: w, thread: null, state: 'starting', restarts: 0, drained: null, waiters: new Map() });
+    for (let w = 1; w <= count; w++)
+      this.threads.push({ worker: w, thread: null, state: 'starting', restarts: 0, drained: null, waiters: new Map() });
     try {
       await Promise.all(this.threads.map((t) => this.spawn(t)));
     } catch (err) {
@@ -71,7 +72,13 @@ export class ServingThreads {
   }
 
   samples(): ThreadSample[] {
-    return this.threads.map((t) => ({ worker: t.worker, state: t.state, ready: t.state === 'ready', restarts: t.restarts, threadId: t.thread?.threadId ?? null }));
+    return this.threads.map((t) => ({
+      worker: t.worker,
+      state: t.state,
+      ready: t.state === 'ready',
+      restarts: t.restarts,
+      threadId: t.thread?.threadId ?? null,
+    }));
   }
 
   /** Workers that may take a half-open probe now. */
@@ -94,7 +101,11 @@ export class ServingThreads {
 
   /** Sends the new config to every serving thread; resolves with what only a restart applies. */
   async reload(config: CompiledConfig): Promise<string[]> {
-    const answers = await Promise.all(this.threads.filter((t) => t.state === 'ready').map((t) => this.ask(t, { kind: 'reload', config }, 'reload', null)));
+    const answers = await Promise.all(
+      this.threads
+        .filter((t) => t.state === 'ready')
+        .map((t) => this.ask(t, { kind: 'reload', config }, 'reload', null)),
+    );
     for (const a of answers) if (a?.kind === 'reloaded') return a.restartNeeded;
     return [];
   }
@@ -182,7 +193,10 @@ export class ServingThreads {
     const again = () => {
       if (this.draining) return;
       this.spawn(t).catch((err: unknown) => {
-        this.log('worker_restart_failed', { worker: t.worker, error: err instanceof Error ? err.message : String(err) });
+        this.log('worker_restart_failed', {
+          worker: t.worker,
+          error: err instanceof Error ? err.message : String(err),
+        });
         setTimeout(again, 4 * RESTART_DELAY_MS).unref();
       });
     };

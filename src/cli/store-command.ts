@@ -16,7 +16,8 @@ export const STORE_OPTIONS: OptionSpec = {
 };
 export const CONFIG_OPTION: OptionSpec = { config: { type: 'string' } };
 
-export const DB_HELP = '  --db FILE|URL    SQLite database file, or a postgres://… URL (env PI_DB, default pi-gateway.db)';
+export const DB_HELP =
+  '  --db FILE|URL    SQLite database file, or a postgres://… URL (env PI_DB, default pi-gateway.db)';
 export const CONFIG_HELP =
   '  --config DIR     config directory, to check workspace ids (env PI_CONFIG; default: the one the\n' +
   '                   server of the database was started with, else config)';
@@ -61,7 +62,10 @@ export function dbFromArgs(p: Parsed): string {
  * server was started with, ./config), saying which when it is the server's. Imported lazily:
  * commands that never read the config skip loading ajv and yaml.
  */
-async function loadChosenConfig(p: Parsed, command: string): Promise<{ dir: string; config: CompiledConfig | null; issues: number }> {
+async function loadChosenConfig(
+  p: Parsed,
+  command: string,
+): Promise<{ dir: string; config: CompiledConfig | null; issues: number }> {
   const db = dbFromArgs(p);
   const chosen = configDirFor(p, db);
   const note = servedDirNote(command, chosen, db);
@@ -73,15 +77,19 @@ async function loadChosenConfig(p: Parsed, command: string): Promise<{ dir: stri
   }
   const { loadConfig } = await import('../config/load-config.ts');
   const r = loadConfig(chosen.dir, { adapters: ADAPTERS });
-  return r.ok ? { dir: chosen.dir, config: r.config, issues: 0 } : { dir: chosen.dir, config: null, issues: r.issues.length };
+  return r.ok
+    ? { dir: chosen.dir, config: r.config, issues: 0 }
+    : { dir: chosen.dir, config: null, issues: r.issues.length };
 }
 
 /** Refuses a workspace id the config (see loadChosenConfig) does not define. */
 export async function requireWorkspace(p: Parsed, id: string, command: string): Promise<void> {
   const { dir, config, issues } = await loadChosenConfig(p, command);
-  if (config === null) throw new CliError(`the config in ${dir} has ${issues} issue(s); run \`pi-gateway check --config ${dir}\``);
+  if (config === null)
+    throw new CliError(`the config in ${dir} has ${issues} issue(s); run \`pi-gateway check --config ${dir}\``);
   const ids = config.workspaces.map((w) => w.id);
-  if (!ids.includes(id)) throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);
+  if (!ids.includes(id))
+    throw new CliError(`unknown workspace "${id}": ${dir} defines ${ids.length ? ids.join(', ') : 'none'}`);
 }
 
 /**
@@ -109,7 +117,13 @@ export async function guarded(name: string, body: () => Promise<number> | number
       process.stderr.write(`pi-gateway ${name}: ${err.message}\nRun \`pi-gateway ${name} --help\` for usage.\n`);
       return 2;
     }
-    if (err instanceof CliError || err instanceof SecretError || err instanceof StoreError || err instanceof WalletError || err instanceof RangeError) {
+    if (
+      err instanceof CliError ||
+      err instanceof SecretError ||
+      err instanceof StoreError ||
+      err instanceof WalletError ||
+      err instanceof RangeError
+    ) {
       process.stderr.write(`pi-gateway ${name}: ${err.message}\n`);
       return 1;
     }
@@ -121,7 +135,11 @@ export async function guarded(name: string, body: () => Promise<number> | number
 export function subcommand(argv: string[], allowed: readonly string[]): [string, string[]] {
   const [sub, ...rest] = argv;
   if (sub === undefined || !allowed.includes(sub)) {
-    throw new UsageError(sub === undefined ? `a subcommand is required (${allowed.join(', ')})` : `unknown subcommand "${sub}" (${allowed.join(', ')})`);
+    throw new UsageError(
+      sub === undefined
+        ? `a subcommand is required (${allowed.join(', ')})`
+        : `unknown subcommand "${sub}" (${allowed.join(', ')})`,
+    );
   }
   return [sub, rest];
 }
@@ -140,7 +158,20 @@ export function required(p: Parsed, name: string): string {
 }
 
 const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 /**
  * `2026-02-01`, `2026-02-01T12:00`, `2026-02-01T12:00:00.5Z` or `…+02:00` → epoch ms. A date alone is
@@ -149,8 +180,18 @@ const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 
  */
 export function parseIsoTime(raw: string, name: string): number {
   const m = ISO_TIME.exec(raw);
-  if (!m) throw new UsageError(`--${name} must be an ISO date or date-time such as 2026-02-01 or 2026-02-01T12:00:00Z, got "${raw}"`);
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? '0')) as [number, number, number, number, number, number];
+  if (!m)
+    throw new UsageError(
+      `--${name} must be an ISO date or date-time such as 2026-02-01 or 2026-02-01T12:00:00Z, got "${raw}"`,
+    );
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? '0')) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const bad = (what: string) => new UsageError(`--${name} ${raw} is not a valid time: ${what}`);
   if (month < 1 || month > 12) throw bad(`month ${m[2]} is not 01-12`);
   const days = new Date(Date.UTC(year, month, 0)).getUTCDate();

@@ -29,7 +29,9 @@ export function workerCount(raw: string | undefined, where: string, cores: numbe
   if (raw === 'auto') return { workers: Math.max(1, cores), warning: null };
   const cap = workerCap(cores);
   if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > cap) {
-    throw new UsageError(`${where} must be a whole number from 1 to ${cap} (at most ${WORKERS_PER_CORE} per core; this machine has ${cores}), or auto, got "${raw}"`);
+    throw new UsageError(
+      `${where} must be a whole number from 1 to ${cap} (at most ${WORKERS_PER_CORE} per core; this machine has ${cores}), or auto, got "${raw}"`,
+    );
   }
   const workers = Number(raw);
   const warning =

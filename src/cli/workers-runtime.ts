@@ -60,7 +60,13 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
 function claimPort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', (err) => reject(new Error(`cannot listen on ${host}:${port}: ${errorText(err)} (the port is in use, or the address is not available)`)));
+    probe.once('error', (err) =>
+      reject(
+        new Error(
+          `cannot listen on ${host}:${port}: ${errorText(err)} (the port is in use, or the address is not available)`,
+        ),
+      ),
+    );
     probe.listen({ host, port, exclusive: true }, () => {
       const address = probe.address();
       const picked = typeof address === 'object' && address ? address.port : port;
@@ -76,10 +82,24 @@ async function coordinatorState(o: WorkersOptions, clock: Clock) {
     store.secrets.assertUsable();
     const released = store.wallets.releaseOrphanedHolds();
     if (released > 0) jsonLog('released_orphaned_holds', { count: released });
-    const writer = await ThreadWriter.start(o.db, { capacity: writerCapacity(), onError: (event, err) => jsonLog(event, { error: errorText(err) }) });
-    const wallets = new WalletBook(store, (err) => jsonLog('ledger_write_failed', { error: errorText(err) }), writer, WRITER_BATCH_WAIT_MS);
+    const writer = await ThreadWriter.start(o.db, {
+      capacity: writerCapacity(),
+      onError: (event, err) => jsonLog(event, { error: errorText(err) }),
+    });
+    const wallets = new WalletBook(
+      store,
+      (err) => jsonLog('ledger_write_failed', { error: errorText(err) }),
+      writer,
+      WRITER_BATCH_WAIT_MS,
+    );
     const settings = o.config.settings;
-    return { store, writer, wallets, health: new HealthTracker(settings.health, clock), pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }) };
+    return {
+      store,
+      writer,
+      wallets,
+      health: new HealthTracker(settings.health, clock),
+      pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }),
+    };
   } catch (err) {
     store.close();
     throw err;
@@ -88,7 +108,13 @@ async function coordinatorState(o: WorkersOptions, clock: Clock) {
 
 /** What each serving thread starts with: the config of the moment (a thread restarted after a reload
  *  starts on the new one), the shared listener and the node's telemetry settings. */
-function threadStart(o: WorkersOptions, config: () => CompiledConfig, port: number, metrics: boolean, coordinator: Coordinator) {
+function threadStart(
+  o: WorkersOptions,
+  config: () => CompiledConfig,
+  port: number,
+  metrics: boolean,
+  coordinator: Coordinator,
+) {
   const obs = o.observability;
   return (worker: number) => ({
     worker,
@@ -110,7 +136,12 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
   let index = new ConfigIndex(o.config);
   let threads: ServingThreads | null = null;
   const { telemetry, admin } = await startObservability(o.observability, {
-    metricsSource: (own) => workerMetrics(own, () => threads?.samples() ?? [], () => threads?.collectMetrics() ?? Promise.resolve([])),
+    metricsSource: (own) =>
+      workerMetrics(
+        own,
+        () => threads?.samples() ?? [],
+        () => threads?.collectMetrics() ?? Promise.resolve([]),
+      ),
   });
   const lifecycle = admin?.lifecycle ?? new Lifecycle(clock);
   let state: Awaited<ReturnType<typeof coordinatorState>> | null = null;
@@ -121,23 +152,44 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       wallets,
       limiter: new FixedWindowRateLimiter(clock),
       pins,
-      breakers: new BreakerGrants(health, clock, (id) => index.deploymentById.get(id), () => threads?.readyWorkers() ?? [], (states) => coordinator.broadcast({ kind: 'breakers', states })),
+      breakers: new BreakerGrants(
+        health,
+        clock,
+        (id) => index.deploymentById.get(id),
+        () => threads?.readyWorkers() ?? [],
+        (states) => coordinator.broadcast({ kind: 'breakers', states }),
+      ),
       appendLog: (row) => writer.append(row),
       behind: () => writer.behind(wallets.pendingOps()),
       onError: (event, err) => jsonLog(event, { error: errorText(err) }),
     });
     const port = await claimPort(o.host, o.port);
-    const pool = new ServingThreads(coordinator, threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator), jsonLog);
+    const pool = new ServingThreads(
+      coordinator,
+      threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator),
+      jsonLog,
+    );
     threads = pool;
     await pool.start(o.workers);
     telemetry.bind({
-      breakers: () => index.config.deployments.map((d) => ({ deployment: d.id, provider: d.platform, state: health.state(d.id).state })),
+      breakers: () =>
+        index.config.deployments.map((d) => ({
+          deployment: d.id,
+          provider: d.platform,
+          state: health.state(d.id).state,
+        })),
       configHash: () => index.config.sourceHash,
       lifecycle,
       labels: () => metricLabels(index.config),
     });
     const serving = { index: () => index, credentialNames: () => store.secrets.names(), workers: () => pool.samples() };
-    admin?.attach(serving, { ...serving, store: sqliteConsole(store), health, creds: { has: (name: string) => store.secrets.names().has(name) }, now: () => clock.now() });
+    admin?.attach(serving, {
+      ...serving,
+      store: sqliteConsole(store),
+      health,
+      creds: { has: (name: string) => store.secrets.names().has(name) },
+      now: () => clock.now(),
+    });
     lifecycle.markReady();
     let drained: Promise<DrainReport> | null = null;
     return {
@@ -158,7 +210,13 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       },
       recordReload(result) {
         lifecycle.recordReload(result);
-        jsonLog('config_reload', { ok: result.ok, hash: result.hash, problems: result.problems.length, restart_needed: result.restartNeeded, workers: o.workers });
+        jsonLog('config_reload', {
+          ok: result.ok,
+          hash: result.hash,
+          problems: result.problems.length,
+          restart_needed: result.restartNeeded,
+          workers: o.workers,
+        });
       },
       drain(deadlineMs) {
         lifecycle.draining = true;

@@ -11,7 +11,11 @@ const FILES: { schema: string; path: string; required: string }[] = [
   { schema: 'models.schema.json', path: 'models/<vendor>.yaml', required: 'one per vendor' },
   { schema: 'platform.schema.json', path: 'platforms/<platform>.yaml', required: 'one per platform' },
   { schema: 'resources.schema.json', path: 'resources/<platform>.yaml', required: 'one per platform with resources' },
-  { schema: 'deployments.schema.json', path: 'deployments/<platform>.yaml', required: 'one per platform that serves models' },
+  {
+    schema: 'deployments.schema.json',
+    path: 'deployments/<platform>.yaml',
+    required: 'one per platform that serves models',
+  },
 ];
 const DEFS_FILE = 'defs.schema.json';
 
@@ -72,7 +76,8 @@ class Reference {
     }
     if ('const' in s) return `exactly \`${JSON.stringify(s['const'])}\``;
     if (Array.isArray(s['enum'])) return (s['enum'] as unknown[]).map((v) => `\`${JSON.stringify(v)}\``).join(' or ');
-    if (Array.isArray(s['oneOf'])) return (s['oneOf'] as JsonSchema[]).map((b) => str(b['title']) ?? this.typeOf(b, file)).join(' or ');
+    if (Array.isArray(s['oneOf']))
+      return (s['oneOf'] as JsonSchema[]).map((b) => str(b['title']) ?? this.typeOf(b, file)).join(' or ');
     const types = Array.isArray(s['type']) ? (s['type'] as string[]) : str(s['type']) ? [s['type'] as string] : [];
     const one = (t: string): string => {
       if (t === 'array') {
@@ -99,7 +104,8 @@ class Reference {
     if (typeof s['exclusiveMinimum'] === 'number') out.push(`above ${s['exclusiveMinimum']}`);
     if (typeof s['maximum'] === 'number') out.push(`maximum ${s['maximum']}`);
     if (typeof s['minItems'] === 'number') out.push(`at least ${s['minItems']} item${s['minItems'] === 1 ? '' : 's'}`);
-    if (typeof s['minLength'] === 'number') out.push(s['minLength'] === 1 ? 'non-empty' : `at least ${s['minLength']} characters`);
+    if (typeof s['minLength'] === 'number')
+      out.push(s['minLength'] === 1 ? 'non-empty' : `at least ${s['minLength']} characters`);
     if (s['uniqueItems'] === true) out.push('no duplicates');
     if (str(s['pattern'])) out.push(`pattern \`${s['pattern'] as string}\``);
     const items = obj(s['items']);
@@ -115,7 +121,8 @@ class Reference {
       const key = prefix === '' ? name : `${prefix}.${name}`;
       const ref = str(p['$ref']);
       const resolved = ref ? this.target(ref, file) : null;
-      const description = str(p['description']) ?? (resolved && !resolved.shared ? str(resolved.schema['description']) : undefined) ?? '';
+      const description =
+        str(p['description']) ?? (resolved && !resolved.shared ? str(resolved.schema['description']) : undefined) ?? '';
       out.push({
         key,
         type: this.typeOf(p, file),
@@ -138,7 +145,8 @@ class Reference {
       if (inner) this.expand(inner, `${key}[]`, file, out);
     }
     if (Array.isArray(s['oneOf'])) {
-      for (const b of s['oneOf'] as JsonSchema[]) this.rows(b, key, file, out, str(b['title']) ? `(${b['title'] as string}) ` : '');
+      for (const b of s['oneOf'] as JsonSchema[])
+        this.rows(b, key, file, out, str(b['title']) ? `(${b['title'] as string}) ` : '');
     }
   }
 
@@ -147,7 +155,10 @@ class Reference {
     return [
       '| Key | Type | Required | Default | Description |',
       '|---|---|---|---|---|',
-      ...rows.map((r) => `| \`${cell(r.key)}\` | ${cell(r.type)} | ${r.required ? 'yes' : 'no'} | ${cell(r.dflt)} | ${cell(r.description)} |`),
+      ...rows.map(
+        (r) =>
+          `| \`${cell(r.key)}\` | ${cell(r.type)} | ${r.required ? 'yes' : 'no'} | ${cell(r.dflt)} | ${cell(r.description)} |`,
+      ),
       '',
     ];
   }
@@ -167,7 +178,9 @@ class Reference {
     ];
     for (const f of FILES) {
       const s = this.schemas.get(f.schema) as JsonSchema;
-      lines.push(`| \`${f.path}\` | \`schemas/${f.schema}\` | ${f.required} | [${str(s['title'])}](${anchor(str(s['title']) as string)}) |`);
+      lines.push(
+        `| \`${f.path}\` | \`schemas/${f.schema}\` | ${f.required} | [${str(s['title'])}](${anchor(str(s['title']) as string)}) |`,
+      );
     }
     lines.push('');
     for (const f of FILES) {

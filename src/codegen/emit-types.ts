@@ -92,7 +92,15 @@ export async function emitTypes(schemas: Map<string, JsonSchema>): Promise<strin
     ignoreMinAndMaxItems: true,
     format: true,
     // Fixed style, so the output never depends on a prettier config found on the machine.
-    style: { printWidth: 120, singleQuote: true, trailingComma: 'all', semi: true, tabWidth: 2, useTabs: false, endOfLine: 'lf' },
+    style: {
+      printWidth: 120,
+      singleQuote: true,
+      trailingComma: 'all',
+      semi: true,
+      tabWidth: 2,
+      useTabs: false,
+      endOfLine: 'lf',
+    },
   });
   return ts.endsWith('\n') ? ts : ts + '\n';
 }

@@ -23,7 +23,9 @@ export async function runCodegen(opts: CodegenOptions): Promise<number> {
   const result = await generate(opts.configDir);
   if (!result.ok) {
     for (const i of result.issues) err(formatIssue(i));
-    err(`codegen: ${result.issues.length} config issue${result.issues.length === 1 ? '' : 's'} in ${opts.configDir}; nothing written`);
+    err(
+      `codegen: ${result.issues.length} config issue${result.issues.length === 1 ? '' : 's'} in ${opts.configDir}; nothing written`,
+    );
     return 1;
   }
   if (opts.check) {

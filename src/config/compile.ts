@@ -19,7 +19,12 @@ import type {
 } from './compiled.ts';
 import { PRICE_CLASSES, REASONING_LEVELS } from './compiled.ts';
 import { decimalToAtto } from '../money.ts';
-import type { ChannelPricing as RawChannelPricing, PriceBracket, Pricing, Workspace } from '../generated/config-types.ts';
+import type {
+  ChannelPricing as RawChannelPricing,
+  PriceBracket,
+  Pricing,
+  Workspace,
+} from '../generated/config-types.ts';
 import type { LinkedConfig } from './link.ts';
 import { schemaDefault } from './validate.ts';
 
@@ -119,8 +124,13 @@ function model(vocab: Vocabularies, vendor: string, m: LinkedConfig['models'][nu
   const modeOutput = vocab.modes.find((x) => x.id === m.mode)?.outputModality;
   if (modeOutput === undefined) throw new Error(`compile: mode ${m.mode} of ${m.id} not in the vocabulary`);
   // Declared input modalities stand on their own; without them, text plus what the capabilities imply.
-  const inputs = m.input_modalities ?? ['text', ...caps.flatMap((c) => (c.inputModality === null ? [] : [c.inputModality]))];
-  const outputs = [...new Set([modeOutput, ...caps.flatMap((c) => (c.outputModality === null ? [] : [c.outputModality]))])];
+  const inputs = m.input_modalities ?? [
+    'text',
+    ...caps.flatMap((c) => (c.inputModality === null ? [] : [c.inputModality])),
+  ];
+  const outputs = [
+    ...new Set([modeOutput, ...caps.flatMap((c) => (c.outputModality === null ? [] : [c.outputModality]))]),
+  ];
   const params = [...(m.parameters ?? []), ...caps.flatMap((c) => c.parameters)];
   const defaults: Record<string, number | string | boolean> = {};
   const given = m.default_parameters ?? {};
@@ -195,7 +205,8 @@ function platform(vocab: Vocabularies, p: LinkedConfig['platforms'][number]): Co
     reasoningBudget = {
       tokens,
       minReplyTokens:
-        budget.min_reply_tokens ?? dflt<number>('platform.schema.json', '/properties/reasoning/properties/budget/properties/min_reply_tokens'),
+        budget.min_reply_tokens ??
+        dflt<number>('platform.schema.json', '/properties/reasoning/properties/budget/properties/min_reply_tokens'),
     };
   }
   return {
@@ -236,7 +247,12 @@ function resource(platformId: string, r: LinkedConfig['resources'][number]['reso
   };
 }
 
-function deployment(vocab: Vocabularies, models: Map<string, CompiledModel>, platformId: string, d: LinkedConfig['deployments'][number]['deployment']): CompiledDeployment {
+function deployment(
+  vocab: Vocabularies,
+  models: Map<string, CompiledModel>,
+  platformId: string,
+  d: LinkedConfig['deployments'][number]['deployment'],
+): CompiledDeployment {
   const m = models.get(d.model);
   if (!m) throw new Error(`compile: model ${d.model} of deployment ${d.id} not found`);
   const base = '/$defs/Deployment/properties';
@@ -265,7 +281,11 @@ function deployment(vocab: Vocabularies, models: Map<string, CompiledModel>, pla
   };
 }
 
-function workspace(vocab: Vocabularies, w: Workspace, platformIdFor: (name: string) => string | undefined): CompiledWorkspace {
+function workspace(
+  vocab: Vocabularies,
+  w: Workspace,
+  platformIdFor: (name: string) => string | undefined,
+): CompiledWorkspace {
   const r = w.routing ?? {};
   const resolve = (names: string[]) =>
     names.map((n) => {
@@ -277,7 +297,9 @@ function workspace(vocab: Vocabularies, w: Workspace, platformIdFor: (name: stri
   return {
     id: w.id,
     name: w.name ?? w.id,
-    rateLimitRpm: w.rate_limit_rpm ?? dflt<number>('workspaces.schema.json', '/properties/workspaces/items/properties/rate_limit_rpm'),
+    rateLimitRpm:
+      w.rate_limit_rpm ??
+      dflt<number>('workspaces.schema.json', '/properties/workspaces/items/properties/rate_limit_rpm'),
     routing: {
       allow: r.allow ? resolve(r.allow) : null,
       ignore: resolve(r.ignore ?? []),
@@ -292,7 +314,11 @@ function workspace(vocab: Vocabularies, w: Workspace, platformIdFor: (name: stri
 }
 
 /** The compiled config of a linked config without issues. */
-export function compile(linked: LinkedConfig, sourceHash: string, platformIdFor: (name: string) => string | undefined): CompiledConfig {
+export function compile(
+  linked: LinkedConfig,
+  sourceHash: string,
+  platformIdFor: (name: string) => string | undefined,
+): CompiledConfig {
   const vocab = vocabularies(linked.vocabularies);
   const models = linked.models.map((x) => model(vocab, x.vendor, x.model)).sort(byId);
   const modelById = new Map(models.map((m) => [m.id, m]));

@@ -79,4 +79,3 @@ export function sourceHashOf(dir: string): string | null {
   }
   return hash.digest('hex');
 }
-

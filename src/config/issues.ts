@@ -28,7 +28,8 @@ export function formatPath(segments: readonly PathSegment[]): string {
   return out;
 }
 
-/** `config/models/openai.yaml:12:7 models[0].pricing.overrides[1]: <message>` (no path → `file:line:col: message`). */
+/** `config/models/openai.yaml:12:7 models[0].pricing.overrides[1]: <message>`
+ *  (no path → `file:line:col: message`). */
 export function formatIssue(i: ConfigIssue): string {
   const where = `${i.file}:${i.line}:${i.col}`;
   return i.path === '' ? `${where}: ${i.message}` : `${where} ${i.path}: ${i.message}`;
@@ -49,6 +50,7 @@ export function sortIssues(issues: readonly ConfigIssue[]): ConfigIssue[] {
     out.push(i);
   }
   return out.sort(
-    (a, b) => cmp(a.file, b.file) || a.line - b.line || a.col - b.col || cmp(a.path, b.path) || cmp(a.message, b.message),
+    (a, b) =>
+      cmp(a.file, b.file) || a.line - b.line || a.col - b.col || cmp(a.path, b.path) || cmp(a.message, b.message),
   );
 }

@@ -5,7 +5,15 @@
 //
 // One file per config kind under ./link/, run in dependency order over one shared context
 // (./link/context.ts types each file's content once); each kind returns what later kinds refer to.
-import type { Deployment, GatewayFile, Model, PlatformFile, Resource, VocabulariesFile, Workspace } from '../generated/config-types.ts';
+import type {
+  Deployment,
+  GatewayFile,
+  Model,
+  PlatformFile,
+  Resource,
+  VocabulariesFile,
+  Workspace,
+} from '../generated/config-types.ts';
 import type { AdapterCatalog } from './adapter-catalog.ts';
 import type { ConfigIssue } from './issues.ts';
 import { type CheckedFile, LinkContext } from './link/context.ts';

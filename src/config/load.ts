@@ -3,7 +3,18 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Document, isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
+import {
+  type Document,
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseDocument,
+  visit,
+} from 'yaml';
 import { type ConfigIssue, formatPath, type PathSegment } from './issues.ts';
 import { classify, type FileKind, listFiles, REQUIRED } from './config-files.ts';
 
@@ -81,7 +92,14 @@ export function loadDir(dir: string): LoadResult {
   return { files, issues, sourceHash: hash.digest('hex') };
 }
 
-function parseFile(dir: string, rel: string, kind: FileKind, stem: string, bytes: Buffer, issues: ConfigIssue[]): SourceFile {
+function parseFile(
+  dir: string,
+  rel: string,
+  kind: FileKind,
+  stem: string,
+  bytes: Buffer,
+  issues: ConfigIssue[],
+): SourceFile {
   const file = displayPath(dir, rel);
   const lineCounter = new LineCounter();
   const f: SourceFile = { rel, file, kind, stem, doc: null, lineCounter, data: undefined, parsed: false };
@@ -98,7 +116,14 @@ function parseFile(dir: string, rel: string, kind: FileKind, stem: string, bytes
   for (const e of doc.errors) {
     const pos = at(e.pos[0]);
     const dup = e.code === 'DUPLICATE_KEY' ? duplicateKeyAt(doc, e.pos[0]) : undefined;
-    if (dup) issues.push({ file, line: pos.line, col: pos.col, path: formatPath(dup), message: `duplicate key "${String(dup[dup.length - 1])}"` });
+    if (dup)
+      issues.push({
+        file,
+        line: pos.line,
+        col: pos.col,
+        path: formatPath(dup),
+        message: `duplicate key "${String(dup[dup.length - 1])}"`,
+      });
     else issues.push({ file, line: pos.line, col: pos.col, path: '', message: `YAML syntax error: ${e.message}` });
   }
   // Warnings (unresolved tags, …) silently change what a value means, so they count as problems too.
@@ -110,7 +135,13 @@ function parseFile(dir: string, rel: string, kind: FileKind, stem: string, bytes
   try {
     f.data = doc.toJS();
   } catch (err) {
-    issues.push({ file, line: 1, col: 1, path: '', message: `YAML: ${err instanceof Error ? err.message : String(err)}` });
+    issues.push({
+      file,
+      line: 1,
+      col: 1,
+      path: '',
+      message: `YAML: ${err instanceof Error ? err.message : String(err)}`,
+    });
     return f;
   }
   f.parsed = true;
@@ -146,7 +177,11 @@ function keyText(key: unknown): string | undefined {
  * 1-based position of the value at `path` (or of its key, with `at: 'key'`). When the path does not
  * exist (a missing key), the nearest existing ancestor is used.
  */
-export function locate(f: SourceFile, path: readonly PathSegment[], at: 'value' | 'key' = 'value'): { line: number; col: number } {
+export function locate(
+  f: SourceFile,
+  path: readonly PathSegment[],
+  at: 'value' | 'key' = 'value',
+): { line: number; col: number } {
   const doc = f.doc;
   let offset = 0;
   if (doc) {
@@ -183,7 +218,12 @@ export function locate(f: SourceFile, path: readonly PathSegment[], at: 'value' 
 }
 
 /** An issue at `path` of `f`. */
-export function issueAt(f: SourceFile, path: readonly PathSegment[], message: string, at: 'value' | 'key' = 'value'): ConfigIssue {
+export function issueAt(
+  f: SourceFile,
+  path: readonly PathSegment[],
+  message: string,
+  at: 'value' | 'key' = 'value',
+): ConfigIssue {
   const pos = locate(f, path, at);
   return { file: f.file, line: pos.line, col: pos.col, path: formatPath(path), message };
 }

@@ -29,7 +29,9 @@ export function schemasDir(): string {
 /** Every `*.schema.json` of a schemas folder, by file name, in sorted order. */
 export function readSchemas(dir: string = schemasDir()): Map<string, JsonSchema> {
   const out = new Map<string, JsonSchema>();
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.schema.json')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith('.schema.json'))
+    .sort()) {
     out.set(name, JSON.parse(readFileSync(join(dir, name), 'utf8')) as JsonSchema);
   }
   return out;
@@ -47,7 +49,13 @@ function compiledSchemas(): Compiled {
   // verbose: errors carry parentSchema, whose `title` picks the message (DecimalUsd, Pricing, …).
   // The code optimiser halves compile time's worth of work for validators that run a few dozen times
   // per process: not worth it (measured: ~780 ms → ~350 ms to compile the schemas).
-  const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true, code: { optimize: false } });
+  const ajv = new Ajv2020({
+    allErrors: true,
+    strict: true,
+    allowUnionTypes: true,
+    verbose: true,
+    code: { optimize: false },
+  });
   addFormatsModule.default(ajv);
   for (const s of schemas.values()) ajv.addSchema(s);
   const validators = new Map<FileKind, ValidateFunction>();
@@ -61,7 +69,8 @@ function compiledSchemas(): Compiled {
   return compiled;
 }
 
-/** The `default` at a JSON pointer of a schema file, e.g. (`deployments.schema.json`, `/$defs/Deployment/properties/weight`). */
+/** The `default` at a JSON pointer of a schema file, e.g. (`deployments.schema.json`,
+ *  `/$defs/Deployment/properties/weight`). */
 export function schemaDefault(file: string, pointer: string): unknown {
   let node: unknown = compiledSchemas().schemas.get(file);
   for (const raw of pointer.split('/').slice(1)) {
@@ -127,7 +136,8 @@ const DECIMAL_USD = 'must be a decimal USD string such as "0.0000025" (at most 1
 const TYPE_MESSAGES: Record<string, string> = {
   DecimalUsd: DECIMAL_USD,
   Id: 'must be a lowercase id: letters, digits and dashes, starting with a letter or digit, at most 64 characters',
-  VocabId: 'must be a vocabulary id: lowercase letters, digits, underscores and dashes, starting with a letter or digit',
+  VocabId:
+    'must be a vocabulary id: lowercase letters, digits, underscores and dashes, starting with a letter or digit',
   Slug: 'must be a model slug "vendor/model" (lowercase; the model half may also use ".", "_" and ":")',
   IsoDate: 'must be a date YYYY-MM-DD',
   UtcTimestamp: 'must be a UTC timestamp ending in "Z", such as "2026-12-01T00:00:00Z"',
@@ -172,14 +182,22 @@ function message(e: ErrorObject, path: PathSegment[]): Explained {
       const key = String(p['additionalProperty']);
       if (t && PRICE_TITLES.has(t)) {
         const allowed = Object.keys(((e.parentSchema as JsonSchema)['properties'] as JsonSchema | undefined) ?? {});
-        return { path: [...path, key], at: 'key', message: `price key "${key}" is not allowed (allowed: ${allowed.join(', ')})` };
+        return {
+          path: [...path, key],
+          at: 'key',
+          message: `price key "${key}" is not allowed (allowed: ${allowed.join(', ')})`,
+        };
       }
       return { path: [...path, key], at: 'key', message: `unknown key "${key}"` };
     }
     case 'required':
       return { path, at: 'value', message: `missing required key "${String(p['missingProperty'])}"` };
     case 'enum':
-      return { path, at: 'value', message: `must be one of: ${(p['allowedValues'] as unknown[]).map(String).join(', ')}` };
+      return {
+        path,
+        at: 'value',
+        message: `must be one of: ${(p['allowedValues'] as unknown[]).map(String).join(', ')}`,
+      };
     case 'const': {
       const v = p['allowedValue'];
       const shown = Array.isArray(v) ? `the list ${v.map(String).join(', ')} (in this order)` : JSON.stringify(v);
@@ -200,7 +218,11 @@ function message(e: ErrorObject, path: PathSegment[]): Explained {
       if (t && TYPE_MESSAGES[t]) return { path, at: 'value', message: TYPE_MESSAGES[t] };
       if (e.keyword === 'format') {
         const f = String(p['format']);
-        return { path, at: 'value', message: f === 'uri' ? 'must be an absolute URI, such as "https://example.com/page"' : `must be a valid ${f}` };
+        return {
+          path,
+          at: 'value',
+          message: f === 'uri' ? 'must be an absolute URI, such as "https://example.com/page"' : `must be a valid ${f}`,
+        };
       }
       return { path, at: 'value', message: `must match the pattern ${String(p['pattern'])}` };
     case 'minimum':
@@ -216,14 +238,21 @@ function message(e: ErrorObject, path: PathSegment[]): Explained {
       return {
         path,
         at: 'value',
-        message: Number(p['limit']) === 1 ? 'must not be empty' : `must be at least ${plural(Number(p['limit']), 'character')}`,
+        message:
+          Number(p['limit']) === 1
+            ? 'must not be empty'
+            : `must be at least ${plural(Number(p['limit']), 'character')}`,
       };
     case 'uniqueItems': {
       // Point at the later of the two equal items.
       const later = Math.max(Number(p['i']), Number(p['j']));
       const earlier = Math.min(Number(p['i']), Number(p['j']));
       const item = Array.isArray(e.data) ? (e.data as unknown[])[later] : undefined;
-      return { path: [...path, later], at: 'value', message: `duplicate entry ${JSON.stringify(item)} (already at index ${earlier})` };
+      return {
+        path: [...path, later],
+        at: 'value',
+        message: `duplicate entry ${JSON.stringify(item)} (already at index ${earlier})`,
+      };
     }
     default:
       return { path, at: 'value', message: e.message ?? e.keyword };
@@ -261,7 +290,8 @@ function explain(data: unknown, errors: ErrorObject[]): Explained[] {
       else if (o.e === e) dropped.add(k);
       else if (samePath(o.path, path) && title(o.e) !== chosen) dropped.add(k);
     });
-    if (chosen === null) extra.push({ path, at: 'value', message: CHANNEL_PRICING_MESSAGE + (hasD && hasP ? ', not both' : '') });
+    if (chosen === null)
+      extra.push({ path, at: 'value', message: CHANNEL_PRICING_MESSAGE + (hasD && hasP ? ', not both' : '') });
   });
 
   const out: Explained[] = [];
@@ -274,7 +304,11 @@ function explain(data: unknown, errors: ErrorObject[]): Explained[] {
     const next = withPath[k + 1];
     if (next && next.e.keyword === 'propertyNames' && samePath(next.path, path)) {
       const key = String((next.e.params as Record<string, unknown>)['propertyName']);
-      out.push({ path: [...path, key], at: 'key', message: `key "${key}" is not allowed: it ${message(e, path).message}` });
+      out.push({
+        path: [...path, key],
+        at: 'key',
+        message: `key "${key}" is not allowed: it ${message(e, path).message}`,
+      });
       continue;
     }
     out.push(message(e, path));

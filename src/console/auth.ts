@@ -21,10 +21,7 @@ export class OperatorAuth {
   private readonly sessions = new Map<string, number>();
 
   private readonly now: () => number;
-  constructor(
-    token: string,
-    now: () => number = Date.now,
-  ) {
+  constructor(token: string, now: () => number = Date.now) {
     this.now = now;
     if (token === '') throw new RangeError('the operator token must not be empty');
     this.tokenDigest = digest(token);

@@ -56,7 +56,9 @@ function quantile(xs: number[], q: number): number | null {
 export async function healthReport(view: OperatorView, lifecycle: Lifecycle): Promise<unknown> {
   const now = view.now();
   const index = view.index();
-  const recent = recentByDeployment((await view.store.requestLog.search({ fromMs: now - RECENT_MS }, RECENT_ROWS)).rows);
+  const recent = recentByDeployment(
+    (await view.store.requestLog.search({ fromMs: now - RECENT_MS }, RECENT_ROWS)).rows,
+  );
   const ready = readiness(lifecycle, view);
   const deployments = index.config.deployments.map((d) => {
     const b = view.health.state(d.id);
@@ -71,7 +73,12 @@ export async function healthReport(view: OperatorView, lifecycle: Lifecycle): Pr
       callable: unservable === null,
       unservable_reason: unservable,
       down: view.health.passive.isDown(d, now),
-      breaker: { state: b.state, consecutive_failures: b.consecutiveFailures, error_rate: b.errorRate, open_until: iso(b.openUntil) },
+      breaker: {
+        state: b.state,
+        consecutive_failures: b.consecutiveFailures,
+        error_rate: b.errorRate,
+        open_until: iso(b.openUntil),
+      },
       recent: {
         attempts: r.attempts,
         failures: r.failures,

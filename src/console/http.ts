@@ -7,11 +7,7 @@ import type { IncomingRequest } from '../http/request.ts';
 export class ConsoleError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-  ) {
+  constructor(status: number, code: string, message: string) {
     super(message);
     this.status = status;
     this.code = code;
@@ -43,7 +39,8 @@ export function queryOf(req: IncomingRequest): Map<string, string> {
 /** A JSON object body, or a 400 naming what is wrong. */
 export function jsonBody(req: IncomingRequest): Record<string, unknown> {
   const type = req.headers['content-type'] ?? '';
-  if (!/^application\/json\b/i.test(type)) throw new ConsoleError(415, 'unsupported_media_type', 'send the body as application/json');
+  if (!/^application\/json\b/i.test(type))
+    throw new ConsoleError(415, 'unsupported_media_type', 'send the body as application/json');
   let v: unknown;
   try {
     v = JSON.parse(req.body.toString('utf8'));
@@ -75,13 +72,20 @@ export function parseTime(name: string, v: string): number {
   let ms: number;
   if (d) {
     ms = Date.UTC(Number(d[1]), Number(d[2]) - 1, Number(d[3]));
-    if (new Date(ms).toISOString().slice(0, 10) !== v) throw badRequest(`${name} is not a date on the calendar: "${v}"`);
+    if (new Date(ms).toISOString().slice(0, 10) !== v)
+      throw badRequest(`${name} is not a date on the calendar: "${v}"`);
     return ms;
   }
-  if (!DATE_TIME.test(v)) throw badRequest(`${name} must be an ISO date, an ISO date-time or epoch milliseconds, got "${v}"`);
+  if (!DATE_TIME.test(v))
+    throw badRequest(`${name} must be an ISO date, an ISO date-time or epoch milliseconds, got "${v}"`);
   ms = Date.parse(/(Z|[+-]\d{2}:\d{2})$/.test(v) ? v : `${v}Z`);
   const day = v.slice(0, 10);
-  if (!Number.isFinite(ms) || new Date(Date.UTC(Number(day.slice(0, 4)), Number(day.slice(5, 7)) - 1, Number(day.slice(8, 10)))).toISOString().slice(0, 10) !== day) {
+  if (
+    !Number.isFinite(ms) ||
+    new Date(Date.UTC(Number(day.slice(0, 4)), Number(day.slice(5, 7)) - 1, Number(day.slice(8, 10))))
+      .toISOString()
+      .slice(0, 10) !== day
+  ) {
     throw badRequest(`${name} is not a time on the calendar: "${v}"`);
   }
   return ms;
@@ -91,7 +95,8 @@ export function parseTime(name: string, v: string): number {
 export function intField(q: Map<string, string>, name: string, dflt: number, max: number): number {
   const v = q.get(name);
   if (v === undefined) return dflt;
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw badRequest(`${name} must be a whole number from 1 to ${max}, got "${v}"`);
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max)
+    throw badRequest(`${name} must be a whole number from 1 to ${max}, got "${v}"`);
   return Number(v);
 }
 

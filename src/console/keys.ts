@@ -33,10 +33,12 @@ function expiryOf(body: Record<string, unknown>): number | null {
 
 export async function createKey(view: OperatorView, body: Record<string, unknown>): Promise<unknown> {
   const workspace = stringField(body, 'workspace');
-  if (workspace === undefined || !view.index().workspaceById.has(workspace)) throw badRequest(`workspace must be a workspace of the config, got ${JSON.stringify(workspace ?? null)}`);
+  if (workspace === undefined || !view.index().workspaceById.has(workspace))
+    throw badRequest(`workspace must be a workspace of the config, got ${JSON.stringify(workspace ?? null)}`);
   const name = stringField(body, 'name')?.trim();
   const rpm = body['rpm'];
-  if (rpm !== undefined && rpm !== null && !(typeof rpm === 'number' && Number.isSafeInteger(rpm) && rpm > 0)) throw badRequest('rpm must be a positive whole number');
+  if (rpm !== undefined && rpm !== null && !(typeof rpm === 'number' && Number.isSafeInteger(rpm) && rpm > 0))
+    throw badRequest('rpm must be a positive whole number');
   const expiresAt = expiryOf(body);
   const created = await view.store.apiKeys.create({
     workspace,
@@ -57,7 +59,8 @@ export async function revokeKey(view: OperatorView, id: string): Promise<unknown
 export async function setKeyExpiry(view: OperatorView, id: string, body: Record<string, unknown>): Promise<unknown> {
   const key = await view.store.apiKeys.get(id);
   if (!key) throw notFound(`no key ${id}`);
-  if (!('expires_at' in body)) throw badRequest('expires_at is required: an ISO date or date-time, or null to clear it');
+  if (!('expires_at' in body))
+    throw badRequest('expires_at is required: an ISO date or date-time, or null to clear it');
   if (key.revokedAt !== null) throw badRequest(`key ${id} is revoked; its expiry no longer matters`);
   await view.store.apiKeys.setExpiry(id, expiryOf(body));
   return keyJson((await view.store.apiKeys.get(id)) as ApiKeyRecord, view.now());

@@ -50,7 +50,10 @@ ${body}
 }
 
 export function shellPage(): string {
-  return page('pi-gateway console', '<div id="app"><p class="boot">Loading the console…</p></div>\n<script type="module" src="/console/assets/app.js"></script>');
+  return page(
+    'pi-gateway console',
+    '<div id="app"><p class="boot">Loading the console…</p></div>\n<script type="module" src="/console/assets/app.js"></script>',
+  );
 }
 
 export function loginPage(error: string | null): string {
@@ -77,5 +80,8 @@ export function offPage(): string {
 }
 
 export function notBuiltPage(): string {
-  return page('pi-gateway console not built', '<main class="login"><h1>The console is not built</h1><p>Run <code>npm run build:console</code> (part of <code>npm run build</code>).</p></main>');
+  return page(
+    'pi-gateway console not built',
+    '<main class="login"><h1>The console is not built</h1><p>Run <code>npm run build:console</code> (part of <code>npm run build</code>).</p></main>',
+  );
 }

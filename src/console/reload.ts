@@ -30,17 +30,30 @@ export interface ReloadAnswer {
   error?: { code: 'config_invalid'; message: string };
 }
 
-export async function reloadConfig(lifecycle: Lifecycle, reloader: ConfigReloader | null, attached: boolean): Promise<ReloadAnswer> {
-  if (lifecycle.draining) throw new ConsoleError(503, 'draining', 'the gateway is shutting down; it reloads nothing now');
+export async function reloadConfig(
+  lifecycle: Lifecycle,
+  reloader: ConfigReloader | null,
+  attached: boolean,
+): Promise<ReloadAnswer> {
+  if (lifecycle.draining)
+    throw new ConsoleError(503, 'draining', 'the gateway is shutting down; it reloads nothing now');
   if (reloader === null) {
     if (!attached) throw new ConsoleError(503, 'starting', 'the gateway is still starting');
-    throw new ConsoleError(503, 'reload_unavailable', 'this process does not reload its config through the admin listener');
+    throw new ConsoleError(
+      503,
+      'reload_unavailable',
+      'this process does not reload its config through the admin listener',
+    );
   }
   let r: ReloadOutcome;
   try {
     r = await reloader();
   } catch (err) {
-    throw new ConsoleError(500, 'reload_failed', `the reload failed: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ConsoleError(
+      500,
+      'reload_failed',
+      `the reload failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   const answer: ReloadAnswer = {
     ok: r.ok,
@@ -52,7 +65,10 @@ export async function reloadConfig(lifecycle: Lifecycle, reloader: ConfigReloade
   };
   if (!r.ok) {
     const n = r.problems.length;
-    answer.error = { code: 'config_invalid', message: `the config has ${n} problem${n === 1 ? '' : 's'}; the running config is kept` };
+    answer.error = {
+      code: 'config_invalid',
+      message: `the config has ${n} problem${n === 1 ? '' : 's'}; the running config is kept`,
+    };
   }
   return answer;
 }

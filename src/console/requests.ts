@@ -50,11 +50,15 @@ export function filterOf(q: Map<string, string>): RequestLogFilter {
   text('model', (v) => (f.model = v));
   text('provider', (v) => (f.provider = v));
   text('status', (v) => {
-    if (!/^([1-5]\d\d|[1-5]xx|error)$/.test(v)) throw badRequest(`status must be a code (429), a class (5xx) or "error", got "${v}"`);
+    if (!/^([1-5]\d\d|[1-5]xx|error)$/.test(v))
+      throw badRequest(`status must be a code (429), a class (5xx) or "error", got "${v}"`);
     f.status = v;
   });
   text('ended', (v) => {
-    if (!isRequestEnd(v)) throw badRequest(`ended must be one of completed, client_abort, upstream_cut, idle_timeout, write_stall, drained, failed, rejected; got "${v}"`);
+    if (!isRequestEnd(v))
+      throw badRequest(
+        `ended must be one of completed, client_abort, upstream_cut, idle_timeout, write_stall, drained, failed, rejected; got "${v}"`,
+      );
     f.ended = v;
   });
   text('from', (v) => (f.fromMs = parseTime('from', v)));
@@ -87,7 +91,15 @@ export async function requestDetail(view: OperatorView, traceId: string): Promis
   return {
     ...requestJson(row),
     key: key && { id: key.id, name: key.name, prefix: key.prefix, workspace: key.workspace },
-    attempt_list: row.attempts_json.map((a, i) => ({ n: i + 1, provider: a.provider, model: a.model, deployment: a.deployment, outcome: a.outcome, status: a.status, ms: a.ms })),
+    attempt_list: row.attempts_json.map((a, i) => ({
+      n: i + 1,
+      provider: a.provider,
+      model: a.model,
+      deployment: a.deployment,
+      outcome: a.outcome,
+      status: a.status,
+      ms: a.ms,
+    })),
     ledger: ledger.map((l) => ({
       id: l.id,
       kind: l.kind,

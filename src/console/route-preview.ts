@@ -21,9 +21,17 @@ import { badRequest, ConsoleError, stringField } from './http.ts';
 const PER_MILLION = 1_000_000n;
 
 /** USD per million tokens of an atto-USD per-token price. */
-const perMillion = (atto: bigint | undefined): string | null => (atto === undefined ? null : attoToDecimal(atto * PER_MILLION));
+const perMillion = (atto: bigint | undefined): string | null =>
+  atto === undefined ? null : attoToDecimal(atto * PER_MILLION);
 
-function deploymentJson(d: CompiledDeployment, model: CompiledModel, policy: EffectivePolicy, view: OperatorView, tierTotals: Map<number, number>, now: number) {
+function deploymentJson(
+  d: CompiledDeployment,
+  model: CompiledModel,
+  policy: EffectivePolicy,
+  view: OperatorView,
+  tierTotals: Map<number, number>,
+  now: number,
+) {
   const p = effectivePricing(model, d, now);
   const tier = policy.order.indexOf(d.platform);
   const tierNo = tier === -1 ? policy.order.length : tier;
@@ -53,7 +61,8 @@ function modelsOf(index: ConfigIndex, body: Record<string, unknown>, endpoint: s
   const name = stringField(body, 'model');
   if (name === undefined || name === '') throw badRequest('model is required: a catalog slug such as acme/chat-small');
   const fallbacks = body['fallbacks'] ?? [];
-  if (!Array.isArray(fallbacks) || !fallbacks.every((f): f is string => typeof f === 'string')) throw badRequest('fallbacks must be a list of model slugs');
+  if (!Array.isArray(fallbacks) || !fallbacks.every((f): f is string => typeof f === 'string'))
+    throw badRequest('fallbacks must be a list of model slugs');
   const models = [resolveModel(index, name, endpoint, now)];
   for (const f of fallbacks) {
     const m = resolveModel(index, f, endpoint, now);
@@ -83,7 +92,8 @@ export function routePreview(view: OperatorView, body: Record<string, unknown>):
   const workspace = wsId === undefined ? undefined : index.workspaceById.get(wsId);
   if (!workspace) throw badRequest(`workspace must be a workspace of the config, got ${JSON.stringify(wsId ?? null)}`);
   const endpoint = stringField(body, 'endpoint') ?? 'chat_completions';
-  if (!index.endpointById.has(endpoint)) throw badRequest(`endpoint must be one of ${[...index.endpointById.keys()].join(', ')}; got "${endpoint}"`);
+  if (!index.endpointById.has(endpoint))
+    throw badRequest(`endpoint must be one of ${[...index.endpointById.keys()].join(', ')}; got "${endpoint}"`);
   try {
     const models = modelsOf(index, body, endpoint, now);
     const raw = body['provider'];
@@ -91,7 +101,16 @@ export function routePreview(view: OperatorView, body: Record<string, unknown>):
     const policy = mergePreferences(workspace.routing, prefs);
     let planned: Map<string, CompiledDeployment[]>;
     try {
-      const plan = planRoute({ index, endpoint, models, policy, creds: view.creds, health: view.health.passive, nowMs: now, random: Math.random });
+      const plan = planRoute({
+        index,
+        endpoint,
+        models,
+        policy,
+        creds: view.creds,
+        health: view.health.passive,
+        nowMs: now,
+        random: Math.random,
+      });
       planned = new Map(plan.plans.map((p) => [p.model.id, p.deployments]));
     } catch (err) {
       if (!(err instanceof GatewayError && err.code === 'no_eligible_provider')) throw err;
@@ -107,8 +126,15 @@ export function routePreview(view: OperatorView, body: Record<string, unknown>):
         const k = t === -1 ? policy.order.length : t;
         tierTotals.set(k, (tierTotals.get(k) ?? 0) + (Number.isFinite(d.weight) && d.weight > 0 ? d.weight : 0));
       }
-      const deployments = ordered.map((d) => ({ attempt: ++attemptNo <= maxAttempts ? attemptNo : null, ...deploymentJson(d, model, policy, view, tierTotals, now) }));
-      return { model: model.id, deployments, funnel: eligibleDeployments({ index, model, endpoint, policy, creds: view.creds, nowMs: now }).funnel };
+      const deployments = ordered.map((d) => ({
+        attempt: ++attemptNo <= maxAttempts ? attemptNo : null,
+        ...deploymentJson(d, model, policy, view, tierTotals, now),
+      }));
+      return {
+        model: model.id,
+        deployments,
+        funnel: eligibleDeployments({ index, model, endpoint, policy, creds: view.creds, nowMs: now }).funnel,
+      };
     });
     return {
       workspace: workspace.id,

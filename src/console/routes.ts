@@ -41,7 +41,11 @@ export interface ConsoleDeps {
 }
 
 const MAX_BODY = 64 * 1024;
-const HTML: [string, string][] = [['Content-Type', 'text/html; charset=utf-8'], NO_STORE, ['Content-Security-Policy', CONSOLE_CSP]];
+const HTML: [string, string][] = [
+  ['Content-Type', 'text/html; charset=utf-8'],
+  NO_STORE,
+  ['Content-Security-Policy', CONSOLE_CSP],
+];
 
 /** Reads or changes the store (asynchronously: it may be PostgreSQL) and returns the answer. */
 type JsonHandler = (view: OperatorView, req: IncomingRequest) => unknown;
@@ -61,17 +65,28 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
         authorize(auth, req, method);
         const view = deps.view();
         if (!view) {
-          if (deps.attached()) throw new ConsoleError(503, 'console_unavailable', 'this gateway has no store for the console to read');
+          if (deps.attached())
+            throw new ConsoleError(503, 'console_unavailable', 'this gateway has no store for the console to read');
           throw new ConsoleError(503, 'starting', 'the gateway is still starting');
         }
         const out: unknown = await fn(view, req);
-        if (typeof out === 'string') reply.send(200, [['Content-Type', 'text/csv; charset=utf-8'], ['Content-Disposition', 'attachment; filename="spend.csv"'], NO_STORE], out);
+        if (typeof out === 'string')
+          reply.send(
+            200,
+            [
+              ['Content-Type', 'text/csv; charset=utf-8'],
+              ['Content-Disposition', 'attachment; filename="spend.csv"'],
+              NO_STORE,
+            ],
+            out,
+          );
         else sendJson(reply, method === 'post' && pattern === '/admin/keys' ? 201 : 200, out);
       } catch (err) {
         if (err instanceof ConsoleError) sendError(reply, err);
         else if (err instanceof RangeError) sendError(reply, new ConsoleError(400, 'invalid_request', err.message));
         // PostgreSQL did not answer (src/store-pg/connection.ts; matched by name so this file never loads `pg`).
-        else if (err instanceof StoreError && err.name === 'StoreUnavailableError') sendError(reply, new ConsoleError(503, 'store_unavailable', err.message));
+        else if (err instanceof StoreError && err.name === 'StoreUnavailableError')
+          sendError(reply, new ConsoleError(503, 'store_unavailable', err.message));
         else throw err;
       }
     },
@@ -84,12 +99,18 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
     api('get', '/admin/spend', (v, req) => spendReport(v, queryOf(req))),
     api('get', '/admin/spend.csv', (v, req) => spendCsv(v, queryOf(req))),
     api('get', '/admin/wallets', (v) => listWallets(v)),
-    api('get', '/admin/wallets/:ws', (v, req) => walletDetail(v, decodeURIComponent(req.params[0] ?? ''), queryOf(req))),
-    api('post', '/admin/wallets/:ws/credit', (v, req) => creditWallet(v, decodeURIComponent(req.params[0] ?? ''), jsonBody(req))),
+    api('get', '/admin/wallets/:ws', (v, req) =>
+      walletDetail(v, decodeURIComponent(req.params[0] ?? ''), queryOf(req)),
+    ),
+    api('post', '/admin/wallets/:ws/credit', (v, req) =>
+      creditWallet(v, decodeURIComponent(req.params[0] ?? ''), jsonBody(req)),
+    ),
     api('get', '/admin/keys', (v, req) => listKeys(v, queryOf(req))),
     api('post', '/admin/keys', (v, req) => createKey(v, jsonBody(req))),
     api('post', '/admin/keys/:id/revoke', (v, req) => revokeKey(v, decodeURIComponent(req.params[0] ?? ''))),
-    api('post', '/admin/keys/:id/expiry', (v, req) => setKeyExpiry(v, decodeURIComponent(req.params[0] ?? ''), jsonBody(req))),
+    api('post', '/admin/keys/:id/expiry', (v, req) =>
+      setKeyExpiry(v, decodeURIComponent(req.params[0] ?? ''), jsonBody(req)),
+    ),
     api('get', '/admin/health', (v) => healthReport(v, deps.lifecycle)),
     api('post', '/admin/route-preview', (v, req) => routePreview(v, jsonBody(req))),
     api('get', '/admin/meta', (v) => metaReport(v)),
@@ -119,8 +140,14 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
 /** The operator token as a bearer header, or a console session (whose POSTs carry X-Pi-Console: 1). */
 function authorize(auth: OperatorAuth, req: IncomingRequest, method: 'get' | 'post'): void {
   const how = auth.authenticated(req);
-  if (how === null) throw new ConsoleError(401, 'unauthorized', 'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console');
-  if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1') throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
+  if (how === null)
+    throw new ConsoleError(
+      401,
+      'unauthorized',
+      'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console',
+    );
+  if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1')
+    throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
 }
 
 function secureRequest(req: IncomingRequest): boolean {
@@ -171,16 +198,28 @@ function serveAsset(req: IncomingRequest, reply: Reply): void {
     reply.send(404, [['Content-Type', 'text/plain; charset=utf-8'], NO_STORE], 'not found');
     return;
   }
-  reply.send(200, [['Content-Type', type], ['Cache-Control', 'no-cache']], data);
+  reply.send(
+    200,
+    [
+      ['Content-Type', type],
+      ['Cache-Control', 'no-cache'],
+    ],
+    data,
+  );
 }
 
 /** Without an operator token: the console and the admin JSON endpoints say how to turn them on. */
 function offRoutes(): AdminRoute[] {
-  const message = 'the console and the admin JSON endpoints are off: start the gateway with PI_ADMIN_TOKEN set to turn them on';
+  const message =
+    'the console and the admin JSON endpoints are off: start the gateway with PI_ADMIN_TOKEN set to turn them on';
   const page = (_req: IncomingRequest, reply: Reply): void => reply.send(404, HTML, offPage());
   return [
     { method: 'any', pattern: '/console', handler: page },
     { method: 'any', pattern: '/console/*', handler: page },
-    { method: 'any', pattern: '/admin/*', handler: (_req, reply) => sendJson(reply, 404, { error: { code: 'console_off', message } }) },
+    {
+      method: 'any',
+      pattern: '/admin/*',
+      handler: (_req, reply) => sendJson(reply, 404, { error: { code: 'console_off', message } }),
+    },
   ];
 }

@@ -11,7 +11,10 @@ const DAY_MS = 86_400_000;
 const DEFAULT_DAYS = 30;
 
 /** The range and narrowing filters of a spend query: [from, to) in epoch ms. */
-export function spendFilter(view: OperatorView, q: Map<string, string>): RequestLogFilter & { fromMs: number; toMs: number } {
+export function spendFilter(
+  view: OperatorView,
+  q: Map<string, string>,
+): RequestLogFilter & { fromMs: number; toMs: number } {
   const now = view.now();
   const tomorrow = now - (now % DAY_MS) + DAY_MS;
   const toRaw = q.get('to');
@@ -29,21 +32,42 @@ export function spendFilter(view: OperatorView, q: Map<string, string>): Request
   return f;
 }
 
-const line = (l: SpendLine) => ({ key: l.key, requests: l.requests, cost_usd: nanoToDecimal(l.costNano), prompt_tokens: l.promptTokens, completion_tokens: l.completionTokens });
+const line = (l: SpendLine) => ({
+  key: l.key,
+  requests: l.requests,
+  cost_usd: nanoToDecimal(l.costNano),
+  prompt_tokens: l.promptTokens,
+  completion_tokens: l.completionTokens,
+});
 
 /** GET /admin/spend. */
 export async function spendReport(view: OperatorView, q: Map<string, string>): Promise<unknown> {
   const f = spendFilter(view, q);
   const log = view.store.requestLog;
-  const [byDay, byWorkspace, byModel, byProvider] = await Promise.all([log.spend('day', f), log.spend('workspace', f), log.spend('model', f), log.spend('provider', f)]);
+  const [byDay, byWorkspace, byModel, byProvider] = await Promise.all([
+    log.spend('day', f),
+    log.spend('workspace', f),
+    log.spend('model', f),
+    log.spend('provider', f),
+  ]);
   const total = byDay.reduce(
-    (a, l) => ({ requests: a.requests + l.requests, costNano: a.costNano + l.costNano, promptTokens: a.promptTokens + l.promptTokens, completionTokens: a.completionTokens + l.completionTokens }),
+    (a, l) => ({
+      requests: a.requests + l.requests,
+      costNano: a.costNano + l.costNano,
+      promptTokens: a.promptTokens + l.promptTokens,
+      completionTokens: a.completionTokens + l.completionTokens,
+    }),
     { requests: 0, costNano: 0n, promptTokens: 0, completionTokens: 0 },
   );
   return {
     from: iso(f.fromMs),
     to: iso(f.toMs),
-    total: { requests: total.requests, cost_usd: nanoToDecimal(total.costNano), prompt_tokens: total.promptTokens, completion_tokens: total.completionTokens },
+    total: {
+      requests: total.requests,
+      cost_usd: nanoToDecimal(total.costNano),
+      prompt_tokens: total.promptTokens,
+      completion_tokens: total.completionTokens,
+    },
     by_workspace: byWorkspace.map(line),
     by_model: byModel.map(line),
     by_provider: byProvider.map(line),
@@ -62,6 +86,20 @@ function csvField(v: string | number): string {
 export async function spendCsv(view: OperatorView, q: Map<string, string>): Promise<string> {
   const rows = await view.store.requestLog.spendDetail(spendFilter(view, q));
   const out = ['day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd'];
-  for (const r of rows) out.push([r.day, r.workspace, r.model, r.provider, r.requests, r.promptTokens, r.completionTokens, nanoToDecimal(r.costNano)].map(csvField).join(','));
+  for (const r of rows)
+    out.push(
+      [
+        r.day,
+        r.workspace,
+        r.model,
+        r.provider,
+        r.requests,
+        r.promptTokens,
+        r.completionTokens,
+        nanoToDecimal(r.costNano),
+      ]
+        .map(csvField)
+        .join(','),
+    );
   return out.join('\r\n') + '\r\n';
 }

@@ -23,7 +23,10 @@ async function walletJson(view: OperatorView, workspace: string): Promise<Record
 
 /** Workspaces of the config and any other that has a wallet, sorted. */
 async function workspaceIds(view: OperatorView): Promise<string[]> {
-  const ids = new Set<string>([...view.index().config.workspaces.map((w) => w.id), ...(await view.store.wallets.workspaces())]);
+  const ids = new Set<string>([
+    ...view.index().config.workspaces.map((w) => w.id),
+    ...(await view.store.wallets.workspaces()),
+  ]);
   return [...ids].sort();
 }
 
@@ -33,10 +36,15 @@ export async function listWallets(view: OperatorView): Promise<unknown> {
 }
 
 export async function walletDetail(view: OperatorView, workspace: string, q: Map<string, string>): Promise<unknown> {
-  if (!(await workspaceIds(view)).includes(workspace)) throw notFound(`no workspace ${workspace} in the config or the wallets`);
+  if (!(await workspaceIds(view)).includes(workspace))
+    throw notFound(`no workspace ${workspace} in the config or the wallets`);
   const before = q.get('before');
-  if (before !== undefined && !/^\d{1,15}$/.test(before)) throw badRequest(`before must be a ledger row id, got "${before}"`);
-  const rows = await view.store.wallets.ledger(workspace, { limit: intField(q, 'limit', 50, 1000), ...(before === undefined ? {} : { beforeId: Number(before) }) });
+  if (before !== undefined && !/^\d{1,15}$/.test(before))
+    throw badRequest(`before must be a ledger row id, got "${before}"`);
+  const rows = await view.store.wallets.ledger(workspace, {
+    limit: intField(q, 'limit', 50, 1000),
+    ...(before === undefined ? {} : { beforeId: Number(before) }),
+  });
   return {
     ...(await walletJson(view, workspace)),
     ledger: rows.map((l) => ({
@@ -53,12 +61,17 @@ export async function walletDetail(view: OperatorView, workspace: string, q: Map
   };
 }
 
-export async function creditWallet(view: OperatorView, workspace: string, body: Record<string, unknown>): Promise<unknown> {
+export async function creditWallet(
+  view: OperatorView,
+  workspace: string,
+  body: Record<string, unknown>,
+): Promise<unknown> {
   if (!view.index().workspaceById.has(workspace)) throw notFound(`no workspace ${workspace} in the config`);
   const raw = typeof body['usd'] === 'number' ? String(body['usd']) : stringField(body, 'usd');
   if (raw === undefined) throw badRequest('usd is required: the amount in US dollars, e.g. "25" or "0.5"');
   const note = stringField(body, 'note')?.trim() ?? '';
-  if (note === '') throw badRequest('note is required: say why (an invoice number, a grant); it is kept on the ledger row');
+  if (note === '')
+    throw badRequest('note is required: say why (an invoice number, a grant); it is kept on the ledger row');
   if (note.length > 500) throw badRequest('note is at most 500 characters');
   let nano: bigint;
   try {
@@ -67,10 +80,17 @@ export async function creditWallet(view: OperatorView, workspace: string, body: 
     throw badRequest(`usd must be a positive decimal amount with at most 9 decimals, got "${raw}"`);
   }
   if (nano <= 0n) throw badRequest(`usd must be positive, got "${raw}"`);
-  if (nano > MAX_WALLET_NANO) throw badRequest(`usd ${raw} is more than a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD)`);
+  if (nano > MAX_WALLET_NANO)
+    throw badRequest(`usd ${raw} is more than a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD)`);
   try {
     const r = await view.store.wallets.credit(workspace, nano, note);
-    return { workspace, trace_id: r.traceId, credited_usd: nanoToDecimal(nano), balance_usd: nanoToDecimal(r.balance), note };
+    return {
+      workspace,
+      trace_id: r.traceId,
+      credited_usd: nanoToDecimal(nano),
+      balance_usd: nanoToDecimal(r.balance),
+      note,
+    };
   } catch (err) {
     if (err instanceof WalletError) throw new ConsoleError(409, err.code, err.message);
     throw err;

@@ -42,7 +42,10 @@ export function unforwardableHeader(headers: Readonly<Record<string, string>>): 
     const bad = NOT_FIELD_VALUE.exec(value);
     if (bad === null) continue;
     const code = bad[0].charCodeAt(0);
-    const what = code > 0xff ? `the character U+${code.toString(16).toUpperCase().padStart(4, '0')}` : `the control byte 0x${code.toString(16).toUpperCase().padStart(2, '0')}`;
+    const what =
+      code > 0xff
+        ? `the character U+${code.toString(16).toUpperCase().padStart(4, '0')}`
+        : `the control byte 0x${code.toString(16).toUpperCase().padStart(2, '0')}`;
     return `the ${shown} header contains ${what}, which an HTTP header value may not carry`;
   }
   return null;
@@ -60,7 +63,8 @@ const REFERER_MAX = 4096;
  * points (Hangul fillers, combining grapheme joiner…). Variation selectors stay: they only pick an
  * emoji's presentation and are meaningless alone.
  */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/gu;
+const INVISIBLE =
+  /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/gu;
 
 /**
  * Header values arrive as raw bytes, one character per byte (see IncomingRequest.headers). Text

@@ -21,7 +21,11 @@ let cached: BuildInfo | null = null;
 export function buildInfo(): BuildInfo {
   if (cached !== null) return cached;
   const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version?: string };
-  cached = { version: pkg.version ?? 'unknown', commit: recordedCommit() ?? gitCommit() ?? 'unknown', node: process.version };
+  cached = {
+    version: pkg.version ?? 'unknown',
+    commit: recordedCommit() ?? gitCommit() ?? 'unknown',
+    node: process.version,
+  };
   return cached;
 }
 
@@ -44,7 +48,14 @@ function recordedCommit(): string | null {
 function gitCommit(): string | null {
   const root = projectPath();
   try {
-    const [top = '', head = ''] = execFileSync('git', ['rev-parse', '--show-toplevel', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 }).toString().trim().split('\n');
+    const [top = '', head = ''] = execFileSync('git', ['rev-parse', '--show-toplevel', 'HEAD'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 2000,
+    })
+      .toString()
+      .trim()
+      .split('\n');
     return realpathSync(top) === realpathSync(root) && /^[0-9a-f]{40}$/.test(head) ? head : null;
   } catch {
     return null;

@@ -19,7 +19,10 @@ export function rootAbove(file: string): string {
   let d = dirname(file);
   while (!existsSync(join(d, 'package.json'))) {
     const up = dirname(d);
-    if (up === d) throw new Error(`no package.json above ${file}: the gateway's files (schemas/, config/) are not where they were installed`);
+    if (up === d)
+      throw new Error(
+        `no package.json above ${file}: the gateway's files (schemas/, config/) are not where they were installed`,
+      );
     d = up;
   }
   return d;

@@ -67,7 +67,9 @@ function unpack(manifest: Manifest, base: string): string {
   try {
     mkdirSync(base, { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw new Error(`cannot create the folder the executable unpacks its files into (${base}): ${reason(err)}; set PI_CACHE_DIR to a writable folder on a file system that allows executables`);
+    throw new Error(
+      `cannot create the folder the executable unpacks its files into (${base}): ${reason(err)}; set PI_CACHE_DIR to a writable folder on a file system that allows executables`,
+    );
   }
   const temp = join(base, `.${manifest.id}.${process.pid}.${Math.random().toString(36).slice(2)}`);
   try {
@@ -85,7 +87,9 @@ function unpack(manifest: Manifest, base: string): string {
       if (!existsSync(join(target, COMPLETE_MARK))) throw err;
     }
   } catch (err) {
-    throw new Error(`cannot unpack the executable's files into ${base}: ${reason(err)}; set PI_CACHE_DIR to a writable folder on a file system that allows executables`);
+    throw new Error(
+      `cannot unpack the executable's files into ${base}: ${reason(err)}; set PI_CACHE_DIR to a writable folder on a file system that allows executables`,
+    );
   } finally {
     rmSync(temp, { recursive: true, force: true });
   }

@@ -40,7 +40,13 @@ export interface ReloadJson {
 }
 
 export function reloadJson(r: ReloadRecord): ReloadJson {
-  return { ok: r.ok, hash: r.hash, problems: [...r.problems], restart_needed: [...(r.restartNeeded ?? [])], at: new Date(r.at).toISOString() };
+  return {
+    ok: r.ok,
+    hash: r.hash,
+    problems: [...r.problems],
+    restart_needed: [...(r.restartNeeded ?? [])],
+    at: new Date(r.at).toISOString(),
+  };
 }
 
 export class Lifecycle {
@@ -87,7 +93,13 @@ export class Lifecycle {
 
   /** Records a reload's result (readiness shows it; metrics count it by result). */
   recordReload(result: ReloadResult): ReloadRecord {
-    const record: ReloadRecord = { ok: result.ok, hash: result.hash, problems: [...result.problems], restartNeeded: [...(result.restartNeeded ?? [])], at: this.clock.now() };
+    const record: ReloadRecord = {
+      ok: result.ok,
+      hash: result.hash,
+      problems: [...result.problems],
+      restartNeeded: [...(result.restartNeeded ?? [])],
+      at: this.clock.now(),
+    };
     this.last = record;
     for (const l of this.reloadListeners) l(record);
     return record;

@@ -92,7 +92,10 @@ export const IGNORED_ATTEMPT: AttemptWatch = { headers: NO_HEADERS, finish: () =
  * One observer made of several, called in order. A throwing observer is reported through `onError`
  * and skipped; the others and the request go on. Headers of several attempt watches are merged.
  */
-export function combineObservers(observers: readonly RequestObserver[], onError: (err: unknown) => void): RequestObserver {
+export function combineObservers(
+  observers: readonly RequestObserver[],
+  onError: (err: unknown) => void,
+): RequestObserver {
   const list = [...observers];
   return {
     begin(endpoint, traceId, req) {
@@ -112,10 +115,7 @@ export function combineObservers(observers: readonly RequestObserver[], onError:
 class CombinedWatch implements RequestWatch {
   private readonly watches: RequestWatch[];
   private readonly onError: (err: unknown) => void;
-  constructor(
-    watches: RequestWatch[],
-    onError: (err: unknown) => void,
-  ) {
+  constructor(watches: RequestWatch[], onError: (err: unknown) => void) {
     this.watches = watches;
     this.onError = onError;
   }

@@ -11,7 +11,16 @@
 //   failed         nothing was committed: every attempt failed, or a provider's error was passed on
 //   rejected       the gateway refused the request before any provider was called (auth, rate
 //                  limit, balance, validation, no eligible provider)
-export const REQUEST_ENDS = ['completed', 'client_abort', 'upstream_cut', 'idle_timeout', 'write_stall', 'drained', 'failed', 'rejected'] as const;
+export const REQUEST_ENDS = [
+  'completed',
+  'client_abort',
+  'upstream_cut',
+  'idle_timeout',
+  'write_stall',
+  'drained',
+  'failed',
+  'rejected',
+] as const;
 
 export type RequestEnd = (typeof REQUEST_ENDS)[number];
 

@@ -8,7 +8,10 @@ import type { BetaPolicy } from '../config/compiled.ts';
 /** The header value that may go to the platform (names comma-separated, as sent), or undefined when
  *  none is left. Names are compared without regard to case. */
 export function forwardedBetas(header: string, policy: BetaPolicy): string | undefined {
-  const names = header.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  const names = header
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b !== '');
   const listed = new Set(policy.names);
   const kept = names.filter((b) => listed.has(b.toLowerCase()) === (policy.kind === 'allow'));
   return kept.length > 0 ? kept.join(',') : undefined;
@@ -16,7 +19,10 @@ export function forwardedBetas(header: string, policy: BetaPolicy): string | und
 
 /** The client headers an adapter sees: `anthropic-beta` filtered by the policy (the same object when
  *  there is nothing to filter, so requests without the header pay nothing). */
-export function withBetaPolicy(clientHeaders: Record<string, string>, policy: BetaPolicy | null): Record<string, string> {
+export function withBetaPolicy(
+  clientHeaders: Record<string, string>,
+  policy: BetaPolicy | null,
+): Record<string, string> {
   const header = clientHeaders['anthropic-beta'];
   if (policy === null || header === undefined || header === '') return clientHeaders;
   const { 'anthropic-beta': _dropped, ...rest } = clientHeaders;

@@ -5,7 +5,8 @@ import type { AdapterRequest, UpstreamTarget } from './types.ts';
 import { type PlatformAdapter, joinUrl } from './types.ts';
 
 function headersOf(target: UpstreamTarget, req: AdapterRequest): [string, string][] {
-  const version = req.clientHeaders['anthropic-version'] || String(target.platform.adapterOptions['version'] ?? '2023-06-01');
+  const version =
+    req.clientHeaders['anthropic-version'] || String(target.platform.adapterOptions['version'] ?? '2023-06-01');
   const headers: [string, string][] = [
     ['x-api-key', target.credential],
     ['anthropic-version', version],
@@ -22,7 +23,8 @@ export const anthropic: PlatformAdapter = {
     const problems: string[] = [];
     for (const [k, v] of Object.entries(options)) {
       if (k !== 'version') problems.push(`adapter "anthropic" has no option "${k}"`);
-      else if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(v)) problems.push('adapter "anthropic" option "version" must be a date like 2023-06-01');
+      else if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(v))
+        problems.push('adapter "anthropic" option "version" must be a date like 2023-06-01');
     }
     return problems;
   },

@@ -16,7 +16,13 @@ export interface AwsKeys {
 /** Headers the signer adds; everything else it saw is sent as it was. */
 const SIGNATURE_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
 
-export async function signSigV4(out: OutgoingRequest, keys: AwsKeys, region: string, service: string, now: number): Promise<void> {
+export async function signSigV4(
+  out: OutgoingRequest,
+  keys: AwsKeys,
+  region: string,
+  service: string,
+  now: number,
+): Promise<void> {
   if (typeof out.body !== 'string' && !Buffer.isBuffer(out.body)) {
     throw new CredentialError('a streamed upload cannot be signed with SigV4 (the signature covers the body)');
   }
@@ -24,7 +30,11 @@ export async function signSigV4(out: OutgoingRequest, keys: AwsKeys, region: str
   const signer = new SignatureV4({
     service,
     region,
-    credentials: { accessKeyId: keys.accessKeyId, secretAccessKey: keys.secretAccessKey, ...(keys.sessionToken ? { sessionToken: keys.sessionToken } : {}) },
+    credentials: {
+      accessKeyId: keys.accessKeyId,
+      secretAccessKey: keys.secretAccessKey,
+      ...(keys.sessionToken ? { sessionToken: keys.sessionToken } : {}),
+    },
     sha256: Hash.bind(null, 'sha256'),
     // Every AWS service but S3 signs the path encoded twice (the SDK's default).
     uriEscapePath: true,

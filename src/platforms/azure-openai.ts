@@ -1,6 +1,7 @@
 // Azure OpenAI: the deployment name (our upstream model id) is part of the path, the API version is a
 // query parameter; Responses go to the v1 API (`/openai/v1/responses`, the deployment name as the
-// body's `model`, no API version), which Azure serves in the regions and for the models it lists. Credentials: an API key sent in `api-key`, or Microsoft Entra ID client credentials
+// body's `model`, no API version), which Azure serves in the regions and for the models it lists. Credentials: an API
+// key sent in `api-key`, or Microsoft Entra ID client credentials
 // `{"tenant_id", "client_id", "client_secret"}` exchanged for bearer tokens that refresh themselves
 // (./entra-token.ts; `entra_authority` names a sovereign cloud's login host).
 // Errors: Azure's `{"error":{"code","message"}}` has no `type` and its front door answers
@@ -38,18 +39,25 @@ export const azureOpenai: PlatformAdapter = {
   endpoints: Object.keys(PATHS),
   validateOptions(options) {
     const problems: string[] = [];
-    for (const k of Object.keys(options)) if (!OPTIONS.has(k)) problems.push(`adapter "azure-openai" has no option "${k}"`);
-    if (typeof options['api_version'] !== 'string') problems.push('adapter "azure-openai" needs option "api_version" (a string such as "2024-10-21")');
+    for (const k of Object.keys(options))
+      if (!OPTIONS.has(k)) problems.push(`adapter "azure-openai" has no option "${k}"`);
+    if (typeof options['api_version'] !== 'string')
+      problems.push('adapter "azure-openai" needs option "api_version" (a string such as "2024-10-21")');
     const authority = options['entra_authority'];
     if (authority !== undefined && (typeof authority !== 'string' || !/^https:\/\/[^/]+\/?$/.test(authority))) {
-      problems.push('adapter "azure-openai" option "entra_authority" must be an https origin such as "https://login.microsoftonline.us"');
+      problems.push(
+        'adapter "azure-openai" option "entra_authority" must be an https origin such as "https://login.microsoftonline.us"',
+      );
     }
     return problems;
   },
   request(target, req) {
     const version = encodeURIComponent(String(target.platform.adapterOptions['api_version']));
     const deployment = encodeURIComponent(target.deployment.upstreamModel);
-    const path = req.endpoint === 'responses' ? V1_RESPONSES : `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
+    const path =
+      req.endpoint === 'responses'
+        ? V1_RESPONSES
+        : `/openai/deployments/${deployment}${PATHS[req.endpoint] ?? '/'}?api-version=${version}`;
     const headers: [string, string][] = isJson(target.credential) ? [] : [['api-key', target.credential]];
     return { url: joinUrl(target.resource.baseUrl, path), headers };
   },

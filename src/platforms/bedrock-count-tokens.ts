@@ -25,7 +25,10 @@ function positiveInt(v: unknown): number | null {
  */
 export function wrapForCount(body: Record<string, unknown>): void {
   const thinking = body['thinking'];
-  const budget = typeof thinking === 'object' && thinking !== null ? positiveInt((thinking as Record<string, unknown>)['budget_tokens']) : null;
+  const budget =
+    typeof thinking === 'object' && thinking !== null
+      ? positiveInt((thinking as Record<string, unknown>)['budget_tokens'])
+      : null;
   if (positiveInt(body['max_tokens']) === null) body['max_tokens'] = budget === null ? 1 : budget + 1;
   const inner = Buffer.from(JSON.stringify(body)).toString('base64');
   for (const k of Object.keys(body)) delete body[k];

@@ -43,7 +43,12 @@ export function messagesError(type: string, message: string): string {
 
 /** A non-2xx Bedrock answer in the gateway's terms: the exception names the type (InvokeModel's
  *  `{"message"}` bodies); on the OpenAI-compatible endpoint a body already in that shape goes on. */
-export function bedrockError(status: number, headers: Record<string, string>, body: Buffer, endpoint: string): ProviderError | null {
+export function bedrockError(
+  status: number,
+  headers: Record<string, string>,
+  body: Buffer,
+  endpoint: string,
+): ProviderError | null {
   const exception = headers['x-amzn-errortype'] ?? '';
   const name = exception.split(':')[0]?.trim() || null;
   if (endpoint !== 'messages' && inProtocolShape(jsonOf(body), endpoint)) return null;

@@ -33,7 +33,9 @@ function regionOf(target: UpstreamTarget): string {
   if (target.resource.region) return target.resource.region;
   const m = /^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$/.exec(new URL(target.resource.baseUrl).hostname);
   if (m?.[1]) return m[1];
-  throw new CredentialError(`provider "${target.platform.id}": resource "${target.resource.id}" has no region to sign for`);
+  throw new CredentialError(
+    `provider "${target.platform.id}": resource "${target.resource.id}" has no region to sign for`,
+  );
 }
 
 /**
@@ -43,7 +45,10 @@ function regionOf(target: UpstreamTarget): string {
  * beta it does not know, so an unknown one is dropped rather than sent; docs/clouds.md says how to
  * allow more.
  */
-export const BEDROCK_BETAS: BetaPolicy = { kind: 'allow', names: ['computer-use-2024-10-22', 'interleaved-thinking-2025-05-14'] };
+export const BEDROCK_BETAS: BetaPolicy = {
+  kind: 'allow',
+  names: ['computer-use-2024-10-22', 'interleaved-thinking-2025-05-14'],
+};
 
 export const bedrock: PlatformAdapter = {
   id: 'bedrock',
@@ -56,7 +61,8 @@ export const bedrock: PlatformAdapter = {
     const headers: [string, string][] = [];
     // An opaque credential is a Bedrock API key; AWS keys sign the request in authorize().
     if (!target.credential.trimStart().startsWith('{')) headers.push(['authorization', `Bearer ${target.credential}`]);
-    if (req.endpoint !== 'messages') return { url: joinUrl(target.resource.baseUrl, '/openai/v1/chat/completions'), headers };
+    if (req.endpoint !== 'messages')
+      return { url: joinUrl(target.resource.baseUrl, '/openai/v1/chat/completions'), headers };
     const model = encodeURIComponent(target.deployment.upstreamModel);
     if (req.stream) {
       headers.push(['accept', EVENT_STREAM_TYPE], ['x-amzn-bedrock-accept', 'application/json']);
@@ -72,7 +78,10 @@ export const bedrock: PlatformAdapter = {
     body['anthropic_version'] = 'bedrock-2023-05-31';
     const beta = req.clientHeaders['anthropic-beta'];
     if (beta) {
-      const list = beta.split(',').map((b) => b.trim()).filter((b) => b !== '');
+      const list = beta
+        .split(',')
+        .map((b) => b.trim())
+        .filter((b) => b !== '');
       if (list.length > 0) body['anthropic_beta'] = list;
     }
   },
@@ -85,7 +94,13 @@ export const bedrock: PlatformAdapter = {
       secretAccessKey: credentialField(obj, 'secret_access_key', target.platform.id, what),
     };
     const sessionToken = optionalField(obj, 'session_token');
-    return signSigV4(out, sessionToken ? { ...keys, sessionToken } : keys, regionOf(target), 'bedrock', ctx.clock.now());
+    return signSigV4(
+      out,
+      sessionToken ? { ...keys, sessionToken } : keys,
+      regionOf(target),
+      'bedrock',
+      ctx.clock.now(),
+    );
   },
   decoding(_target, req) {
     return req.endpoint === 'messages' ? MESSAGES_DECODING : null;
@@ -93,7 +108,8 @@ export const bedrock: PlatformAdapter = {
   countTokens: {
     request(target) {
       const headers: [string, string][] = [];
-      if (!target.credential.trimStart().startsWith('{')) headers.push(['authorization', `Bearer ${target.credential}`]);
+      if (!target.credential.trimStart().startsWith('{'))
+        headers.push(['authorization', `Bearer ${target.credential}`]);
       headers.push(['accept', 'application/json']);
       const model = encodeURIComponent(countModelId(target.deployment.upstreamModel));
       return { url: joinUrl(target.resource.baseUrl, `/model/${model}/count-tokens`), headers };

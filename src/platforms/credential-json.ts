@@ -22,7 +22,8 @@ export function credentialObject(credential: string, platform: string): Record<s
 /** A required non-empty string field of a structured credential. */
 export function credentialField(obj: Record<string, unknown>, field: string, platform: string, what: string): string {
   const v = obj[field];
-  if (typeof v !== 'string' || v === '') throw new CredentialError(`provider "${platform}": the sealed ${what} has no "${field}"`);
+  if (typeof v !== 'string' || v === '')
+    throw new CredentialError(`provider "${platform}": the sealed ${what} has no "${field}"`);
   return v;
 }
 

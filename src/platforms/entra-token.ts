@@ -14,7 +14,13 @@ function keyOf(credential: string, authority: string): string {
   return tokenKey('entra', authority, credential);
 }
 
-export function entraToken(obj: Record<string, unknown>, credential: string, authority: string, platform: string, ctx: AdapterContext): string | Promise<string> {
+export function entraToken(
+  obj: Record<string, unknown>,
+  credential: string,
+  authority: string,
+  platform: string,
+  ctx: AdapterContext,
+): string | Promise<string> {
   const what = 'Entra client credential';
   const tenant = credentialField(obj, 'tenant_id', platform, what);
   const form = {

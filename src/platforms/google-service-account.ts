@@ -20,16 +20,26 @@ export interface ServiceAccount {
 
 export function serviceAccountOf(obj: Record<string, unknown>, platform: string): ServiceAccount {
   const what = 'service account';
-  if (obj['type'] !== undefined && obj['type'] !== 'service_account') throw new CredentialError(`provider "${platform}": the sealed JSON is not a service account key ("type" is not "service_account")`);
+  if (obj['type'] !== undefined && obj['type'] !== 'service_account')
+    throw new CredentialError(
+      `provider "${platform}": the sealed JSON is not a service account key ("type" is not "service_account")`,
+    );
   const clientEmail = credentialField(obj, 'client_email', platform, what);
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(credentialField(obj, 'private_key', platform, what));
   } catch (err) {
     if (err instanceof CredentialError) throw err;
-    throw new CredentialError(`provider "${platform}": the sealed service account's "private_key" is not a PEM private key`);
+    throw new CredentialError(
+      `provider "${platform}": the sealed service account's "private_key" is not a PEM private key`,
+    );
   }
-  return { clientEmail, privateKey, privateKeyId: optionalField(obj, 'private_key_id'), tokenUri: optionalField(obj, 'token_uri') ?? DEFAULT_TOKEN_URI };
+  return {
+    clientEmail,
+    privateKey,
+    privateKeyId: optionalField(obj, 'private_key_id'),
+    tokenUri: optionalField(obj, 'token_uri') ?? DEFAULT_TOKEN_URI,
+  };
 }
 
 const b64url = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -44,11 +54,21 @@ export function assertion(sa: ServiceAccount, now: number): string {
 }
 
 /** A bearer token for the service account in `credential`: at once when cached, else a promise. */
-export function serviceAccountToken(obj: Record<string, unknown>, credential: string, platform: string, ctx: AdapterContext): string | Promise<string> {
+export function serviceAccountToken(
+  obj: Record<string, unknown>,
+  credential: string,
+  platform: string,
+  ctx: AdapterContext,
+): string | Promise<string> {
   // The key is parsed only when a token is fetched, never on the cached path.
   return tokenCacheOf(ctx).token(tokenKey('google', credential), async () => {
     const sa = serviceAccountOf(obj, platform);
-    return requestToken(ctx, sa.tokenUri, { grant_type: JWT_BEARER, assertion: assertion(sa, ctx.clock.now()) }, platform);
+    return requestToken(
+      ctx,
+      sa.tokenUri,
+      { grant_type: JWT_BEARER, assertion: assertion(sa, ctx.clock.now()) },
+      platform,
+    );
   });
 }
 

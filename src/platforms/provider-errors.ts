@@ -69,7 +69,13 @@ export function plainMessage(value: unknown): string | null {
  * protocol's error. `platform` names the cloud in the message made up for a body that says nothing
  * readable (not JSON, or JSON without a message).
  */
-export function readPlatformError(status: number, body: Buffer, endpoint: string, platform: string, code: string | null = null): ProviderError | null {
+export function readPlatformError(
+  status: number,
+  body: Buffer,
+  endpoint: string,
+  platform: string,
+  code: string | null = null,
+): ProviderError | null {
   const value = jsonOf(body);
   if (inProtocolShape(value, endpoint)) return null;
   const type = errorTypeForStatus(status);

@@ -11,7 +11,13 @@
 // too slow, refusing the credential, or answering without a token.
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { type AdapterContext, CredentialError, type FormAnswer, type OutgoingRequest, TokenEndpointError } from './types.ts';
+import {
+  type AdapterContext,
+  CredentialError,
+  type FormAnswer,
+  type OutgoingRequest,
+  TokenEndpointError,
+} from './types.ts';
 
 export interface IssuedToken {
   token: string;
@@ -121,7 +127,14 @@ function failureMessage(platform: string, reason: TokenFailure, detail: string):
 }
 
 /** Logs a failed fetch and makes its CredentialError. The endpoint is logged without its query. */
-function tokenFailure(ctx: AdapterContext, url: string, platform: string, reason: TokenFailure, detail: string, fields: Record<string, unknown>): CredentialError {
+function tokenFailure(
+  ctx: AdapterContext,
+  url: string,
+  platform: string,
+  reason: TokenFailure,
+  detail: string,
+  fields: Record<string, unknown>,
+): CredentialError {
   const u = new URL(url);
   ctx.log('token_fetch_failed', { provider: platform, reason, endpoint: `${u.origin}${u.pathname}`, ...fields });
   return new CredentialError(failureMessage(platform, reason, detail));
@@ -129,18 +142,26 @@ function tokenFailure(ctx: AdapterContext, url: string, platform: string, reason
 
 /** POSTs a token request and reads the OAuth answer; a failure names the provider and what went
  *  wrong (down, slow, refused), never a secret or the endpoint's own error text. */
-export async function requestToken(ctx: AdapterContext, url: string, form: Record<string, string>, platform: string): Promise<IssuedToken> {
+export async function requestToken(
+  ctx: AdapterContext,
+  url: string,
+  form: Record<string, string>,
+  platform: string,
+): Promise<IssuedToken> {
   let answer: FormAnswer;
   const endpoint = ctx.endpointUrl(url);
   try {
     answer = await ctx.postForm(endpoint, form);
   } catch (err) {
-    if (err instanceof TokenEndpointError && err.kind === 'timeout') throw tokenFailure(ctx, url, platform, 'timeout', `${err.timeoutMs} ms`, { timeout_ms: err.timeoutMs });
+    if (err instanceof TokenEndpointError && err.kind === 'timeout')
+      throw tokenFailure(ctx, url, platform, 'timeout', `${err.timeoutMs} ms`, { timeout_ms: err.timeoutMs });
     const code = err instanceof TokenEndpointError ? err.code : null;
     throw tokenFailure(ctx, url, platform, 'unreachable', code ? ` (${code})` : '', { error_code: code });
   }
-  if (answer.status >= 400 && answer.status < 500) throw tokenFailure(ctx, url, platform, 'refused', `HTTP ${answer.status}`, { status: answer.status });
-  if (answer.status < 200 || answer.status >= 300) throw tokenFailure(ctx, url, platform, 'failed', `HTTP ${answer.status}`, { status: answer.status });
+  if (answer.status >= 400 && answer.status < 500)
+    throw tokenFailure(ctx, url, platform, 'refused', `HTTP ${answer.status}`, { status: answer.status });
+  if (answer.status < 200 || answer.status >= 300)
+    throw tokenFailure(ctx, url, platform, 'failed', `HTTP ${answer.status}`, { status: answer.status });
   let token: unknown;
   let expiresIn: unknown;
   try {
@@ -151,7 +172,13 @@ export async function requestToken(ctx: AdapterContext, url: string, form: Recor
     token = undefined;
   }
   const seconds = typeof expiresIn === 'string' ? Number(expiresIn) : expiresIn;
-  if (typeof token !== 'string' || token === '' || typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
+  if (
+    typeof token !== 'string' ||
+    token === '' ||
+    typeof seconds !== 'number' ||
+    !Number.isFinite(seconds) ||
+    seconds <= 0
+  ) {
     throw tokenFailure(ctx, url, platform, 'no_token', '', { status: answer.status });
   }
   const now = ctx.clock.now();

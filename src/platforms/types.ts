@@ -147,7 +147,12 @@ export interface PlatformAdapter extends AdapterFacts {
    * must wait (a token fetch, an async signer). Throws (or rejects with) CredentialError when it
    * cannot. Absent: request() carried the credential.
    */
-  authorize?(out: OutgoingRequest, target: UpstreamTarget, req: AdapterRequest, ctx: AdapterContext): void | Promise<void>;
+  authorize?(
+    out: OutgoingRequest,
+    target: UpstreamTarget,
+    req: AdapterRequest,
+    ctx: AdapterContext,
+  ): void | Promise<void>;
   /**
    * The platform answered 401 to `out`: drop whatever authorize() cached for this credential (the
    * token `out` carried). True when a new attempt on the same deployment may succeed (it will fetch a

@@ -24,7 +24,9 @@ const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 /** A static token (not a service-account key) and the client's beta list. */
 function messagesHeaders(target: UpstreamTarget, req: AdapterRequest): [string, string][] {
-  const headers: [string, string][] = isJson(target.credential) ? [] : [['authorization', `Bearer ${target.credential}`]];
+  const headers: [string, string][] = isJson(target.credential)
+    ? []
+    : [['authorization', `Bearer ${target.credential}`]];
   const beta = req.clientHeaders['anthropic-beta'];
   if (beta) headers.push(['anthropic-beta', beta]);
   return headers;
@@ -40,9 +42,14 @@ export const vertex: PlatformAdapter = {
     if (req.endpoint === 'messages') {
       const verb = req.stream ? 'streamRawPredict' : 'rawPredict';
       const model = encodeURIComponent(target.deployment.upstreamModel);
-      return { url: joinUrl(target.resource.baseUrl, `/publishers/anthropic/models/${model}:${verb}`), headers: messagesHeaders(target, req) };
+      return {
+        url: joinUrl(target.resource.baseUrl, `/publishers/anthropic/models/${model}:${verb}`),
+        headers: messagesHeaders(target, req),
+      };
     }
-    const headers: [string, string][] = isJson(target.credential) ? [] : [['authorization', `Bearer ${target.credential}`]];
+    const headers: [string, string][] = isJson(target.credential)
+      ? []
+      : [['authorization', `Bearer ${target.credential}`]];
     return { url: joinUrl(target.resource.baseUrl, '/endpoints/openapi/chat/completions'), headers };
   },
   patchBody(body, _target, req) {
@@ -52,7 +59,10 @@ export const vertex: PlatformAdapter = {
   },
   countTokens: {
     request(target, req) {
-      return { url: joinUrl(target.resource.baseUrl, '/publishers/anthropic/models/count-tokens:rawPredict'), headers: messagesHeaders(target, req) };
+      return {
+        url: joinUrl(target.resource.baseUrl, '/publishers/anthropic/models/count-tokens:rawPredict'),
+        headers: messagesHeaders(target, req),
+      };
     },
     patchBody(body) {
       body['anthropic_version'] = VERTEX_ANTHROPIC_VERSION;

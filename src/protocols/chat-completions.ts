@@ -12,7 +12,17 @@ import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type PrepareTarget, type ProtocolModule, type StreamTap, type TappedEvent, type TapHints } from './types.ts';
+import {
+  isObject,
+  jsonObjectOf,
+  type JsonAnswer,
+  type JsonObject,
+  type PrepareTarget,
+  type ProtocolModule,
+  type StreamTap,
+  type TappedEvent,
+  type TapHints,
+} from './types.ts';
 import type { Usage } from '../billing/usage.ts';
 
 const LEVELS = new Set<string>(REASONING_LEVELS);
@@ -32,10 +42,12 @@ export function validateChat(body: JsonObject): void {
     if (!isObject(m)) throw validationFailed(`messages[${i}] must be an object`);
     if (typeof m['role'] !== 'string') throw validationFailed(`messages[${i}].role must be a string`);
   });
-  if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+  if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean')
+    throw validationFailed('stream must be a boolean');
   const so = body['stream_options'];
   if (so !== undefined && so !== null && !isObject(so)) throw validationFailed('stream_options must be an object');
-  if (isObject(so) && so['include_usage'] !== undefined && typeof so['include_usage'] !== 'boolean') throw validationFailed('stream_options.include_usage must be a boolean');
+  if (isObject(so) && so['include_usage'] !== undefined && typeof so['include_usage'] !== 'boolean')
+    throw validationFailed('stream_options.include_usage must be a boolean');
   checkPositiveInt(body, 'max_tokens');
   checkPositiveInt(body, 'max_completion_tokens');
   checkNumber(body, 'temperature');
@@ -49,7 +61,8 @@ export function validateChat(body: JsonObject): void {
     throw validationFailed('thinking must be an object with a string type');
   }
   const reasoning = body['reasoning'];
-  if (reasoning !== undefined && reasoning !== null && !isObject(reasoning)) throw validationFailed('reasoning must be an object');
+  if (reasoning !== undefined && reasoning !== null && !isObject(reasoning))
+    throw validationFailed('reasoning must be an object');
 }
 
 /** The level a request asks for, from `reasoning_effort` or `reasoning.effort`. */
@@ -112,7 +125,8 @@ export function prepareChat(original: JsonObject, target: PrepareTarget): JsonOb
         delete body['reasoning_effort'];
         const prev = isObject(body['reasoning']) ? { ...body['reasoning'] } : {};
         delete prev['effort'];
-        body['reasoning'] = split.reasoningTokens > 0 ? { ...prev, max_tokens: split.reasoningTokens } : { ...prev, enabled: false };
+        body['reasoning'] =
+          split.reasoningTokens > 0 ? { ...prev, max_tokens: split.reasoningTokens } : { ...prev, enabled: false };
         if (split.replyLimit !== null) body[limitField] = split.replyLimit;
       }
     }
@@ -160,10 +174,7 @@ class ChatTap implements StreamTap {
   /** The gateway asked for usage on the client's behalf (rewrite 1): chunks go out as they would
    *  without include_usage, with no `"usage": null` (SDKs that never asked may refuse a null). */
   private readonly unaskedUsage: boolean;
-  constructor(
-    slugJson: Buffer,
-    hints: TapHints = {},
-  ) {
+  constructor(slugJson: Buffer, hints: TapHints = {}) {
     this.slugJson = slugJson;
     this.hints = hints;
     const so = hints.request?.['stream_options'];
@@ -195,7 +206,13 @@ class ChatTap implements StreamTap {
       // member can be named `model`: no second `"model"` and no \u escape (the only way to spell
       // `model` otherwise) anywhere in the event; the general path handles the rest.
       const at = ev.indexOf(known);
-      if (at !== -1 && ev.indexOf(MODEL_KEY) === at && ev.indexOf(MODEL_KEY, at + 1) === -1 && ev.indexOf(UNICODE_ESCAPE) === -1 && depthAt(ev, at) === 1) {
+      if (
+        at !== -1 &&
+        ev.indexOf(MODEL_KEY) === at &&
+        ev.indexOf(MODEL_KEY, at + 1) === -1 &&
+        ev.indexOf(UNICODE_ESCAPE) === -1 &&
+        depthAt(ev, at) === 1
+      ) {
         return spliceBytes(ev, at, at + known.length, this.slugField);
       }
     }
@@ -218,7 +235,9 @@ class ChatTap implements StreamTap {
     if (asciiAt(ev, 0, 'data: [DONE]') || asciiAt(ev, 0, 'data:[DONE]')) {
       this.completed = true;
       // Without the provider's usage, the frame written for it is the usage the settlement billed.
-      return this.lastUsage === null ? { kind: 'terminal', out: Buffer.concat([this.estimatedUsageFrame(), ev]), usage: true } : { kind: 'terminal', out: ev };
+      return this.lastUsage === null
+        ? { kind: 'terminal', out: Buffer.concat([this.estimatedUsageFrame(), ev]), usage: true }
+        : { kind: 'terminal', out: ev };
     }
     if (!asciiAt(ev, 0, 'data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
     if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
@@ -246,7 +265,12 @@ class ChatTap implements StreamTap {
       created: this.created,
       model: JSON.parse(this.slugJson.toString('utf8')) as string,
       choices: [],
-      usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, estimated: true },
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+        estimated: true,
+      },
     };
     return Buffer.from(`data: ${JSON.stringify(frame)}\n\n`);
   }
@@ -267,18 +291,25 @@ class ChatTap implements StreamTap {
     if (this.upstreamModel === null && typeof obj['model'] === 'string') this.upstreamModel = obj['model'];
     if (this.streamId === null && obj['id'] !== undefined) this.streamId = obj['id'];
     if (this.created === null && obj['created'] !== undefined) this.created = obj['created'];
-    if (obj['usage'] !== null && obj['usage'] !== undefined) this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
+    if (obj['usage'] !== null && obj['usage'] !== undefined)
+      this.lastUsage = usageFromChatCompletions(obj['usage']) ?? this.lastUsage;
     const out = this.shaped(this.rewrite(ev));
     if (!chunkHasContent(obj)) return { kind: 'preamble', out };
     this.committed = true;
     this.contentEvents++;
     this.contentBytes += ev.length;
-    return obj['usage'] !== null && obj['usage'] !== undefined ? { kind: 'content', out, usage: true } : { kind: 'content', out };
+    return obj['usage'] !== null && obj['usage'] !== undefined
+      ? { kind: 'content', out, usage: true }
+      : { kind: 'content', out };
   }
 }
 
 /** Reads a non-streamed body: the top-level `model` is rewritten in place; `usage` is read. */
-export function readJsonBody(body: Buffer, slugJson: Buffer, readUsage: (u: unknown) => Usage | null): JsonAnswer | null {
+export function readJsonBody(
+  body: Buffer,
+  slugJson: Buffer,
+  readUsage: (u: unknown) => Usage | null,
+): JsonAnswer | null {
   let obj: unknown;
   try {
     obj = JSON.parse(body.toString('utf8'));

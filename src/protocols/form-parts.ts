@@ -59,10 +59,7 @@ export class FormReader {
   private readonly delimiter: Buffer;
 
   private readonly listener: FormListener;
-  constructor(
-    boundary: string,
-    listener: FormListener,
-  ) {
+  constructor(boundary: string, listener: FormListener) {
     this.listener = listener;
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
     // The body starts as if after a line break, so the first delimiter may open it (RFC 2046).
@@ -151,7 +148,8 @@ export class FormReader {
     while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x09)) i++;
     if (i - at > 64) throw new MalformedForm('a multipart delimiter line is not followed by a line break');
     if (buf.length - i < 2) return this.wait(at);
-    if (buf[i] !== 0x0d || buf[i + 1] !== 0x0a) throw new MalformedForm('a multipart delimiter line is not followed by a line break');
+    if (buf[i] !== 0x0d || buf[i + 1] !== 0x0a)
+      throw new MalformedForm('a multipart delimiter line is not followed by a line break');
     this.state = 'headers';
     return i + 2;
   }
@@ -169,7 +167,8 @@ export class FormReader {
       end = buf.indexOf(CRLF_CRLF, at);
       if (end === -1) {
         // No blank line starts within the bound even with its four bytes here: the block is too long.
-        if (this.headerSize + buf.length - at >= HEADERS_MAX + 4) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
+        if (this.headerSize + buf.length - at >= HEADERS_MAX + 4)
+          throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
         const keep = Math.max(at, buf.length - 3);
         if (keep > at) {
           this.headerChunks.push(Buffer.from(buf.subarray(at, keep)));
@@ -180,7 +179,8 @@ export class FormReader {
       valueAt = end + 4;
     }
     // Judged on the block, not on how much of it had arrived: the same verdict for any split.
-    if (this.headerSize + end - at > HEADERS_MAX) throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
+    if (this.headerSize + end - at > HEADERS_MAX)
+      throw new MalformedForm(`a multipart part's headers are longer than ${HEADERS_MAX} bytes`);
     const block = Buffer.concat([...this.headerChunks, buf.subarray(at, end)]).toString('utf8');
     this.headerChunks = [];
     this.headerSize = 0;

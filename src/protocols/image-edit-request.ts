@@ -41,7 +41,8 @@ class EditForm implements FormListener {
   held = false;
 
   partStart(name: string, filename: string | null): void {
-    if (filename !== null && READ_FIELDS.has(name)) throw new GatewayError('invalid_request', `${name} must be a text field, not a file`);
+    if (filename !== null && READ_FIELDS.has(name))
+      throw new GatewayError('invalid_request', `${name} must be a text field, not a file`);
     if (filename !== null && ++this.files > MAX_EDIT_FILES) {
       throw validationFailed(`an image edit carries at most ${MAX_EDIT_FILES} files (16 images and a mask)`);
     }
@@ -56,12 +57,17 @@ class EditForm implements FormListener {
       if (part.value === null || part.value === '') throw validationFailed('model must be a non-empty string');
     } else if (part.name === 'n') {
       const n = imageCount(part.value);
-      if (this.held && n > MAX_EDIT_N) throw validationFailed(`n must be at most ${MAX_EDIT_N} when it comes after a file part (the hold was taken before it arrived); send n before the files`);
+      if (this.held && n > MAX_EDIT_N)
+        throw validationFailed(
+          `n must be at most ${MAX_EDIT_N} when it comes after a file part (the hold was taken before it arrived); send n before the files`,
+        );
       this.n = n;
     } else {
       if (part.size === 0) throw new GatewayError('invalid_request', 'prompt is required');
       if (this.held && part.size > MAX_EDIT_PROMPT_BYTES) {
-        throw validationFailed(`prompt must be at most ${MAX_EDIT_PROMPT_BYTES} bytes when it comes after a file part (the hold was taken before it arrived); send prompt before the files`);
+        throw validationFailed(
+          `prompt must be at most ${MAX_EDIT_PROMPT_BYTES} bytes when it comes after a file part (the hold was taken before it arrived); send prompt before the files`,
+        );
       }
       this.prompt = part.value;
       this.promptBytes = part.size;
@@ -76,7 +82,8 @@ class EditForm implements FormListener {
 export async function readImageEditRequest(req: IncomingRequest, limits: ReadLimits): Promise<InboundRequest> {
   const contentType = req.headers['content-type'];
   const boundary = boundaryOf(contentType);
-  if (!boundary || !req.bodyStream || contentType === undefined) throw new GatewayError('invalid_request', 'images/edits needs a multipart/form-data body');
+  if (!boundary || !req.bodyStream || contentType === undefined)
+    throw new GatewayError('invalid_request', 'images/edits needs a multipart/form-data body');
   const form = new EditForm();
   const upload = new MultipartUpload(req.bodyStream, boundary, limits.maxUploadBytes, form);
   let found: boolean;

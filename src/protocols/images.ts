@@ -1,6 +1,7 @@
 // Images (POST /v1/images/generations, /v1/images/edits). Answers are JSON with base64 images (often
 // megabytes) or SSE with partial images, so nothing here parses a whole body: a JSON answer is checked
-// whole by one scan (./json-complete.ts), `usage` and `error` are found by key scan. Image answers carry no `model`, so there is nothing to rewrite in them.
+// whole by one scan (./json-complete.ts), `usage` and `error` are found by key scan. Image answers carry no `model`, so
+// there is nothing to rewrite in them.
 import { usageFromImages, type Usage } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
 import { isCompleteJson } from '../stream/json-complete.ts';
@@ -12,7 +13,14 @@ import { readJsonRequest } from './json-request.ts';
 import { imageCount, modelOutputBound, timesBound } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, jsonObjectOf, type JsonAnswer, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import {
+  isObject,
+  jsonObjectOf,
+  type JsonAnswer,
+  type ProtocolModule,
+  type StreamTap,
+  type TappedEvent,
+} from './types.ts';
 
 class ImagesTap implements StreamTap {
   upstreamModel: string | null = null;
@@ -43,7 +51,7 @@ class ImagesTap implements StreamTap {
     if (data === null) return { kind: 'preamble', out: ev };
     const obj = jsonObjectOf(data);
     if (obj === null) return { kind: 'malformed', out: ev };
-    const type = typeof obj['type'] === 'string' ? obj['type'] : name ?? '';
+    const type = typeof obj['type'] === 'string' ? obj['type'] : (name ?? '');
     if (type === 'error') return { kind: 'error', out: ev };
     const wasCommitted = this.contentEvents > 0;
     this.contentEvents++;
@@ -62,13 +70,15 @@ export const images: ProtocolModule = {
   endpoints: ['images_generations', 'images_edits'],
   // Edits upload images: streamed through (multipart), never buffered whole.
   bodyDelivery: (endpoint) => (endpoint === 'images_edits' ? 'stream' : 'buffer'),
-  read: (req, endpoint, limits) => (endpoint === 'images_edits' ? readImageEditRequest(req, limits) : readJsonRequest(req, endpoint, images)),
+  read: (req, endpoint, limits) =>
+    endpoint === 'images_edits' ? readImageEditRequest(req, limits) : readJsonRequest(req, endpoint, images),
   validate(body) {
     const prompt = body['prompt'];
     if (prompt === undefined || prompt === null) throw missingField('prompt');
     if (typeof prompt !== 'string') throw validationFailed('prompt must be a string');
     checkPositiveInt(body, 'n');
-    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean')
+      throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
   // Image requests set no output limit: each of the `n` images may take the model's whole bound.
@@ -79,7 +89,13 @@ export const images: ProtocolModule = {
     const first = body.subarray(0, 1).toString('latin1');
     // One complete JSON object (an answer cut short is no answer), checked by one scan that decodes
     // nothing: image answers run to megabytes of base64.
-    if (first !== '{' || !isCompleteJson(body) || hasNonNullKey(body, 'error', 1) || findValueBytes(body, 'data', 1) === null) return null;
+    if (
+      first !== '{' ||
+      !isCompleteJson(body) ||
+      hasNonNullKey(body, 'error', 1) ||
+      findValueBytes(body, 'data', 1) === null
+    )
+      return null;
     const usageBytes = findValueBytes(body, 'usage', 1);
     let usage: Usage | null = null;
     if (usageBytes) {
@@ -94,6 +110,8 @@ export const images: ProtocolModule = {
     return { body: out, upstreamModel: reported, usage };
   },
   streamErrorEvent(message, code) {
-    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { message, type: 'upstream_error', code } })}\n\n`);
+    return Buffer.from(
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { message, type: 'upstream_error', code } })}\n\n`,
+    );
   },
 };

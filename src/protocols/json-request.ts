@@ -56,12 +56,16 @@ export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: J
     fields,
     stream: rules.wantsStream(rest),
     // The bytes and their member spans go along, so each attempt's upstream body reuses them.
-    body: members === null ? { kind: 'json', original: rest } : { kind: 'json', original: rest, source: { raw: req.body, members, original: rest } },
+    body:
+      members === null
+        ? { kind: 'json', original: rest }
+        : { kind: 'json', original: rest, source: { raw: req.body, members, original: rest } },
     requestBytes: req.body.length,
     promptBound: promptTokenBound(req.body.length),
     outputBound: (m, d) => rules.outputBound(rest, endpoint, d ?? m),
   };
-  const limitField = rules.outputLimitFields === undefined ? null : outputLimitField(rest, endpoint, rules, req.body.length);
+  const limitField =
+    rules.outputLimitFields === undefined ? null : outputLimitField(rest, endpoint, rules, req.body.length);
   if (limitField !== null) read.outputLimit = limitField;
   return read;
 }
@@ -72,7 +76,12 @@ export function readJsonRequest(req: IncomingRequest, endpoint: string, rules: J
  * replacing the sent ones, or, when the request set none, the member added as `, "name": N` (the
  * longer spelling, so that a compact one only holds less).
  */
-function outputLimitField(rest: JsonObject, endpoint: string, rules: JsonRules, bodyBytes: number): OutputLimitField | null {
+function outputLimitField(
+  rest: JsonObject,
+  endpoint: string,
+  rules: JsonRules,
+  bodyBytes: number,
+): OutputLimitField | null {
   const names = rules.outputLimitFields ?? [];
   const sent = names.find((f) => isPositiveInt(rest[f]));
   const name = sent ?? names.at(-1);
@@ -82,7 +91,10 @@ function outputLimitField(rest: JsonObject, endpoint: string, rules: JsonRules, 
     name,
     boundsAt(tokens) {
       const body = { ...rest, [name]: tokens };
-      return { promptTokens: promptTokenBound(base + String(tokens).length), outputBound: (m, d) => rules.outputBound(body, endpoint, d ?? m) };
+      return {
+        promptTokens: promptTokenBound(base + String(tokens).length),
+        outputBound: (m, d) => rules.outputBound(body, endpoint, d ?? m),
+      };
     },
   };
 }
@@ -93,17 +105,24 @@ function parseJsonBody(raw: Buffer): { body: JsonObject; members: MemberSpans | 
   if (!isUtf8(raw)) throw new GatewayError('invalid_request', 'the request body is not valid UTF-8');
   // Member spans only for a body large enough to be spliced (./upstream-json.ts); the limits for all.
   const shape = jsonShape(raw, JSON_LIMITS, raw.length >= SPLICE_FROM_BYTES);
-  if (shape.exceeded !== null) throw new GatewayError('invalid_request', `the request body ${LIMIT_MESSAGES[shape.exceeded]}`);
+  if (shape.exceeded !== null)
+    throw new GatewayError('invalid_request', `the request body ${LIMIT_MESSAGES[shape.exceeded]}`);
   let value: unknown;
   try {
     value = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    throw new GatewayError('invalid_request', `the request body is not valid JSON: ${err instanceof Error ? err.message : 'parse error'}`);
+    throw new GatewayError(
+      'invalid_request',
+      `the request body is not valid JSON: ${err instanceof Error ? err.message : 'parse error'}`,
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new GatewayError('invalid_request', 'the request body must be a JSON object');
   }
   const members = shape.members;
   // A scan that disagrees with the parser about the members is not trusted with the bytes.
-  return { body: value as JsonObject, members: members !== null && members.size === Object.keys(value).length ? members : null };
+  return {
+    body: value as JsonObject,
+    members: members !== null && members.size === Object.keys(value).length ? members : null,
+  };
 }

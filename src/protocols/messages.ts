@@ -11,7 +11,15 @@ import { providerErrorObject } from './provider-error.ts';
 import { requestedOutputLimit } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, jsonObjectOf, type JsonAnswer, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import {
+  isObject,
+  jsonObjectOf,
+  type JsonAnswer,
+  type JsonObject,
+  type ProtocolModule,
+  type StreamTap,
+  type TappedEvent,
+} from './types.ts';
 
 class MessagesTap implements StreamTap {
   upstreamModel: string | null = null;
@@ -68,7 +76,8 @@ class MessagesTap implements StreamTap {
         const obj = this.dataOf(ev);
         if (!obj) return { kind: 'malformed', out: ev };
         const block = isObject(obj['content_block']) ? obj['content_block'] : null;
-        if (!this.committed && block && block['type'] === 'text' && !block['text']) return { kind: 'preamble', out: ev };
+        if (!this.committed && block && block['type'] === 'text' && !block['text'])
+          return { kind: 'preamble', out: ev };
         this.committed = true;
         return { kind: 'content', out: ev };
       }
@@ -142,7 +151,8 @@ export const messages: ProtocolModule = {
     const mt = body['max_tokens'];
     if (mt === undefined || mt === null) throw missingField('max_tokens');
     checkPositiveInt(body, 'max_tokens');
-    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean')
+      throw validationFailed('stream must be a boolean');
   },
   wantsStream: (body) => body['stream'] === true,
   outputBound: (body, _endpoint, model) => requestedOutputLimit(body, OUTPUT_LIMIT_FIELDS, model),
@@ -174,6 +184,8 @@ export const messages: ProtocolModule = {
   // A cloud's error (a Vertex 429 in Google's shape, a Bedrock exception) in the same envelope.
   providerErrorBody: (err) => ({ type: 'error', error: providerErrorObject(err) }),
   streamErrorEvent(message) {
-    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message } })}\n\n`);
+    return Buffer.from(
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message } })}\n\n`,
+    );
   },
 };

@@ -5,7 +5,17 @@
 // (`"mod\u0065l"` included) and however many times it sent it: a JSON parser keeps the last one,
 // another parser may keep the first, and each must read the slug. Only the reported value (never the
 // added one) feeds X-Pi-Upstream-Model: the last string value, the one a JSON parser reads.
-import { findStringValue, findValueStart, insertMember, memberValues, objectOpenAt, readString, replaceSpan, type ValueSpan, valueEnd } from '../stream/json-key.ts';
+import {
+  findStringValue,
+  findValueStart,
+  insertMember,
+  memberValues,
+  objectOpenAt,
+  readString,
+  replaceSpan,
+  type ValueSpan,
+  valueEnd,
+} from '../stream/json-key.ts';
 
 export interface ModelRewrite {
   out: Buffer;
@@ -23,7 +33,14 @@ const OPEN_OBJ = 0x7b;
  * (not one well-formed object, or an SSE event whose JSON runs over several `data:` lines) get the
  * first `model` found by key scan rewritten, as far as a scan can tell one.
  */
-export function slugModel(buf: Buffer, slugJson: Buffer, from: number, depth: 1 | 2, container?: string, add = true): ModelRewrite {
+export function slugModel(
+  buf: Buffer,
+  slugJson: Buffer,
+  from: number,
+  depth: 1 | 2,
+  container?: string,
+  add = true,
+): ModelRewrite {
   const open = from < 0 ? -1 : objectOpenAt(buf, from);
   if (open === -1) return { out: buf, reported: null };
   const holders = modelHolders(buf, open, depth, container);

@@ -40,12 +40,7 @@ export class MultipartUpload {
 
   private readonly source: Readable;
   private readonly maxPrefixBytes: number;
-  constructor(
-    source: Readable,
-    boundary: string,
-    maxPrefixBytes: number,
-    rules: FormListener,
-  ) {
+  constructor(source: Readable, boundary: string, maxPrefixBytes: number, rules: FormListener) {
     this.source = source;
     this.maxPrefixBytes = maxPrefixBytes;
     this.reader = new FormReader(boundary, {
@@ -84,7 +79,8 @@ export class MultipartUpload {
         // Judged on where the model ends, not on how the bytes were read: one large read and many
         // small ones give the same verdict.
         const found = this.modelSpan as FormPart | null;
-        if (found === null ? this.size > this.maxPrefixBytes : found.end > this.maxPrefixBytes) throw new GatewayError('invalid_request', 'model field not found within the upload limit');
+        if (found === null ? this.size > this.maxPrefixBytes : found.end > this.maxPrefixBytes)
+          throw new GatewayError('invalid_request', 'model field not found within the upload limit');
       }
     } catch (err) {
       throw refusalOf(err);
@@ -103,7 +99,9 @@ export class MultipartUpload {
   /** A fresh request body for one attempt: the held prefix with `model` replaced, then the live rest. */
   body(upstreamModel: string): Readable {
     const span = this.modelSpan;
-    const head = span ? Buffer.concat([this.prefix.subarray(0, span.start), Buffer.from(upstreamModel), this.prefix.subarray(span.end)]) : this.prefix;
+    const head = span
+      ? Buffer.concat([this.prefix.subarray(0, span.start), Buffer.from(upstreamModel), this.prefix.subarray(span.end)])
+      : this.prefix;
     let sentHead = false;
     const self = this;
     return new Readable({
@@ -150,6 +148,7 @@ export class MultipartUpload {
 /** The client's error for a form that could not be read or broke a rule. */
 function refusalOf(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
-  if (err instanceof MalformedForm) return new GatewayError('invalid_request', `the multipart body is malformed: ${err.message}`);
+  if (err instanceof MalformedForm)
+    return new GatewayError('invalid_request', `the multipart body is malformed: ${err.message}`);
   throw err;
 }

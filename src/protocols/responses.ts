@@ -11,10 +11,23 @@ import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
 import { checkPositiveInt } from './positive-int.ts';
 import { missingField } from './routing-fields.ts';
-import { isObject, jsonObjectOf, type JsonObject, type ProtocolModule, type StreamTap, type TappedEvent } from './types.ts';
+import {
+  isObject,
+  jsonObjectOf,
+  type JsonObject,
+  type ProtocolModule,
+  type StreamTap,
+  type TappedEvent,
+} from './types.ts';
 
 /** Events before any output: held until content arrives (commit point). */
-const PREAMBLE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);
+const PREAMBLE = new Set([
+  'response.created',
+  'response.in_progress',
+  'response.queued',
+  'response.output_item.added',
+  'response.content_part.added',
+]);
 /** Provider-side failure events. */
 const FAILURE = new Set(['error', 'response.failed']);
 /** Where a request sets its output limit. */
@@ -75,7 +88,8 @@ class ResponsesTap implements StreamTap {
     if (FINAL.has(type)) {
       const parsed = obj ?? this.parse(ev);
       const resp = parsed && isObject(parsed['response']) ? parsed['response'] : null;
-      if (resp && resp['usage'] !== undefined && resp['usage'] !== null) this.lastUsage = usageFromResponses(resp['usage']);
+      if (resp && resp['usage'] !== undefined && resp['usage'] !== null)
+        this.lastUsage = usageFromResponses(resp['usage']);
       this.completed = true;
       const wasCommitted = this.committed;
       this.committed = true;
@@ -109,9 +123,11 @@ export const responses: ProtocolModule = {
   validate(body) {
     const input = body['input'];
     if (input === undefined || input === null) throw missingField('input');
-    if (typeof input !== 'string' && !Array.isArray(input)) throw validationFailed('input must be a string or an array of input items');
+    if (typeof input !== 'string' && !Array.isArray(input))
+      throw validationFailed('input must be a string or an array of input items');
     checkPositiveInt(body, 'max_output_tokens');
-    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean') throw validationFailed('stream must be a boolean');
+    if (body['stream'] !== undefined && body['stream'] !== null && typeof body['stream'] !== 'boolean')
+      throw validationFailed('stream must be a boolean');
     const r = body['reasoning'];
     if (r !== undefined && r !== null && !isObject(r)) throw validationFailed('reasoning must be an object');
   },

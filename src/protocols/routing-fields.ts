@@ -13,7 +13,9 @@ function stringList(body: JsonObject, field: string): string[] | undefined {
     throw validationFailed(`${field} must be an array of model slugs (strings)`);
   }
   if (v.length > MAX_FALLBACK_MODELS) {
-    throw validationFailed(`${field} lists ${v.length} models; at most ${MAX_FALLBACK_MODELS} fallback models are allowed`);
+    throw validationFailed(
+      `${field} lists ${v.length} models; at most ${MAX_FALLBACK_MODELS} fallback models are allowed`,
+    );
   }
   return v as string[];
 }
@@ -26,14 +28,16 @@ function stringList(body: JsonObject, field: string): string[] | undefined {
 export function takeRoutingFields(body: JsonObject): { fields: RoutingFields; rest: JsonObject } {
   if ('preset' in body) throw validationFailed('preset is not supported yet');
   const route = body['route'];
-  if (route !== undefined && route !== 'fallback') throw validationFailed('route must be "fallback" (the only routing mode)');
+  if (route !== undefined && route !== 'fallback')
+    throw validationFailed('route must be "fallback" (the only routing mode)');
   const models = stringList(body, 'models');
   const fallbacksField = stringList(body, 'fallbacks');
   if (models && fallbacksField) throw validationFailed('send models or fallbacks, not both');
   const list = models ?? fallbacksField ?? [];
 
   const m = body['model'];
-  if (m !== undefined && m !== null && (typeof m !== 'string' || m === '')) throw validationFailed('model must be a non-empty string');
+  if (m !== undefined && m !== null && (typeof m !== 'string' || m === ''))
+    throw validationFailed('model must be a non-empty string');
   const primary = typeof m === 'string' && m !== '' ? m : list[0];
   if (primary === undefined) throw modelRequired();
 
@@ -58,7 +62,8 @@ function withoutRoutingFields(body: JsonObject): JsonObject {
   for (const k of Object.keys(body)) {
     if (ROUTING_KEYS.has(k)) continue;
     // A member named __proto__ stays a member (an assignment would set the prototype instead).
-    if (k === '__proto__') Object.defineProperty(rest, k, { value: body[k], enumerable: true, writable: true, configurable: true });
+    if (k === '__proto__')
+      Object.defineProperty(rest, k, { value: body[k], enumerable: true, writable: true, configurable: true });
     else rest[k] = body[k];
   }
   return rest;

@@ -93,7 +93,10 @@ export interface InboundRequest {
  *  number edited in place (or added when the request did not set it). */
 export interface OutputLimitField {
   name: string;
-  boundsAt(tokens: number): { promptTokens: number; outputBound(model: CompiledModel, deployment?: OutputLimits): number };
+  boundsAt(tokens: number): {
+    promptTokens: number;
+    outputBound(model: CompiledModel, deployment?: OutputLimits): number;
+  };
 }
 
 /** Limits a request reader works within (from gateway.yaml `limits`). */

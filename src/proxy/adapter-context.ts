@@ -23,7 +23,12 @@ export function tokenEndpointFailure(err: unknown, timeoutMs: number): TokenEndp
   const name = err instanceof Error ? err.name : '';
   const code = err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : null;
   // AbortSignal.timeout's reason, and undici's own connect and header timeouts.
-  if (name === 'TimeoutError' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    name === 'TimeoutError' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return new TokenEndpointError('timeout', null, timeoutMs);
   }
   // undici names a socket closed under it UND_ERR_SOCKET: a reset, as far as the caller is concerned.

@@ -33,7 +33,10 @@ export class BodyBuffer {
 }
 
 /** How a body ended: decoded whole, past its cap, or not decodable. */
-export type BodyResult = { kind: 'ok'; body: Buffer } | { kind: 'too_large'; detail: string } | { kind: 'malformed'; detail: string };
+export type BodyResult =
+  | { kind: 'ok'; body: Buffer }
+  | { kind: 'too_large'; detail: string }
+  | { kind: 'malformed'; detail: string };
 
 /** A body being received. `settle` (given at creation) hears its result exactly once: a failure as
  *  soon as it is known, else the decoded body once `end()` was called and decoding finished. */
@@ -79,10 +82,7 @@ class PlainBody implements AnswerBody {
 
   private readonly cap: number;
   private readonly settle: (r: BodyResult) => void;
-  constructor(
-    cap: number,
-    settle: (r: BodyResult) => void,
-  ) {
+  constructor(cap: number, settle: (r: BodyResult) => void) {
     this.cap = cap;
     this.settle = settle;
     this.buffer = new BodyBuffer(cap);
@@ -103,10 +103,7 @@ class PlainBody implements AnswerBody {
 class UnreadableBody implements AnswerBody {
   private readonly coding: string;
   private readonly settle: (r: BodyResult) => void;
-  constructor(
-    coding: string,
-    settle: (r: BodyResult) => void,
-  ) {
+  constructor(coding: string, settle: (r: BodyResult) => void) {
     this.coding = coding;
     this.settle = settle;
   }
@@ -114,7 +111,10 @@ class UnreadableBody implements AnswerBody {
   add(): void {}
 
   end(): void {
-    this.settle({ kind: 'malformed', detail: `the provider answer's content encoding (${this.coding}) cannot be decoded` });
+    this.settle({
+      kind: 'malformed',
+      detail: `the provider answer's content encoding (${this.coding}) cannot be decoded`,
+    });
   }
 
   close(): void {}
@@ -128,11 +128,7 @@ class InflatedBody implements AnswerBody {
   private readonly inflater: Transform;
   private readonly cap: number;
   private readonly settle: (r: BodyResult) => void;
-  constructor(
-    inflater: Transform,
-    cap: number,
-    settle: (r: BodyResult) => void,
-  ) {
+  constructor(inflater: Transform, cap: number, settle: (r: BodyResult) => void) {
     this.inflater = inflater;
     this.cap = cap;
     this.settle = settle;

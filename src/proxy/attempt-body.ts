@@ -1,6 +1,7 @@
 // The two phases that read a whole upstream body before answering: a 2xx JSON answer (decoded from
 // its content encoding as it arrives and size-capped, ./answer-body.ts; checked by the protocol, then
-// committed: beforeComplete runs before the body is sent) and a non-2xx error body (its head kept up to a cap, handed to the
+// committed: beforeComplete runs before the body is sent) and a non-2xx error body (its head kept up to a cap, handed
+// to the
 // failover loop as a provider_error, never sent from here).
 import type { AnswerDecoding } from '../platforms/types.ts';
 import type { ProtocolModule } from '../protocols/types.ts';
@@ -51,7 +52,10 @@ export class JsonReader implements AttemptPhase {
     this.slugJson = slugJson;
     this.head = head;
     this.platformAnswer = platformAnswer;
-    this.state = { kind: 'reading', body: answerBody(head.headers['content-encoding'], core.limits.maxUpstreamBodyBytes, this.onBody) };
+    this.state = {
+      kind: 'reading',
+      body: answerBody(head.headers['content-encoding'], core.limits.maxUpstreamBodyBytes, this.onBody),
+    };
   }
 
   onData(chunk: Buffer): void {
@@ -122,7 +126,13 @@ export class JsonReader implements AttemptPhase {
   private inbandError(status: number, body: Buffer): void {
     const core = this.core;
     const head: AnswerHead = { ...this.head, status };
-    core.finish({ kind: 'provider_error', status, headers: providerHeaders(head, null, false), body, firstByteMs: core.firstByteMs ?? core.elapsed() });
+    core.finish({
+      kind: 'provider_error',
+      status,
+      headers: providerHeaders(head, null, false),
+      body,
+      firstByteMs: core.firstByteMs ?? core.elapsed(),
+    });
   }
 
   /** The attempt ends before the answer was committed: the body's decoding stops with it. */
@@ -215,7 +225,10 @@ export class ErrorReader implements AttemptPhase {
   }
 
   onIdle(): void {
-    this.core.fail('timeout', `provider went silent for ${this.core.limits.streamIdleTimeoutMs} ms before finishing its error answer`);
+    this.core.fail(
+      'timeout',
+      `provider went silent for ${this.core.limits.streamIdleTimeoutMs} ms before finishing its error answer`,
+    );
   }
 
   onClientAborted(): void {

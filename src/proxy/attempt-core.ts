@@ -5,7 +5,15 @@
 import type { Reply } from '../http/reply.ts';
 import { DispatchRefused, type UpstreamControl } from '../upstream/client.ts';
 import type { AttemptTimer, AttemptTimers } from './attempt-timers.ts';
-import type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason, UsageAddition, BeforeCompleteResult } from './attempt-types.ts';
+import type {
+  AttemptInput,
+  AttemptLimits,
+  AttemptOutcome,
+  CommittedOutcome,
+  FailureReason,
+  UsageAddition,
+  BeforeCompleteResult,
+} from './attempt-types.ts';
 
 /** What a silence of `streamIdleTimeoutMs` means depends on the phase that armed the idle timer. */
 export interface IdleWatcher {
@@ -167,7 +175,12 @@ export class AttemptCore {
   /** The client went away before anything was committed. */
   clientGone(): void {
     this.ctrl?.abort(new Error('client went away'));
-    this.finish({ kind: 'failed', reason: 'client_aborted', detail: 'client went away', firstByteMs: this.firstByteMs });
+    this.finish({
+      kind: 'failed',
+      reason: 'client_aborted',
+      detail: 'client went away',
+      firstByteMs: this.firstByteMs,
+    });
   }
 
   /** Runs the beforeComplete hook, then `deliver` with what the hook adds to the answer's usage
@@ -180,7 +193,11 @@ export class AttemptCore {
     } catch {
       // The hook owns its failures (it logs them); the answer is still delivered.
     }
-    if (r instanceof Promise) r.then((added) => deliver(added ?? null), () => deliver(null));
+    if (r instanceof Promise)
+      r.then(
+        (added) => deliver(added ?? null),
+        () => deliver(null),
+      );
     else deliver(r ?? null);
   }
 }

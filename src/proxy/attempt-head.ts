@@ -30,12 +30,17 @@ function mediaType(contentType: string | undefined): string {
   return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
 }
 
-export function routeHead(status: number, headers: Record<string, string>, decoding: AnswerDecoding | null = null): HeadRoute {
+export function routeHead(
+  status: number,
+  headers: Record<string, string>,
+  decoding: AnswerDecoding | null = null,
+): HeadRoute {
   if (status < 200 || status >= 300) return { kind: 'error' };
   const decoded = decoding !== null && mediaType(headers['content-type']) === decoding.streamType;
   if (!decoded && !isEventStream(headers['content-type'])) return { kind: 'json' };
   const encoding = headers['content-encoding'];
-  if (encoding && encoding !== 'identity') return { kind: 'refused', detail: `compressed event streams (${encoding}) are not supported` };
+  if (encoding && encoding !== 'identity')
+    return { kind: 'refused', detail: `compressed event streams (${encoding}) are not supported` };
   return decoded ? { kind: 'decoded', decoding } : { kind: 'stream' };
 }
 

@@ -7,7 +7,8 @@
 // The event that carries the answer's usage (Chat's usage frame, Messages' message_delta) is held
 // back while it is the stream's last event: when the end follows it, the settlement adds what it
 // charged to that usage (src/protocols/usage-cost.ts) and it goes out with the end; any other content
-// event after it sends it on unchanged first (a keep-alive passes it). An end event that carries the usage itself (Responses'
+// event after it sends it on unchanged first (a keep-alive passes it). An end event that carries the usage itself
+// (Responses'
 // response.completed) gets the addition as it goes out.
 //
 // A client that takes no bytes for the write-stall limit while the relay waits on it (backpressure)
@@ -71,7 +72,10 @@ export class StreamRelay implements AttemptPhase {
     this.head = head;
     this.decoder = decoder;
     this.splitter = new SseSplitter(core.limits.maxUpstreamEventBytes);
-    this.usagePlace = protocol.usageEventContainer === undefined ? { form: 'event' } : { form: 'event', container: protocol.usageEventContainer };
+    this.usagePlace =
+      protocol.usageEventContainer === undefined
+        ? { form: 'event' }
+        : { form: 'event', container: protocol.usageEventContainer };
   }
 
   onData(chunk: Buffer): void {
@@ -304,7 +308,11 @@ export class StreamRelay implements AttemptPhase {
 
   private readonly onWriteStall = (): void => {
     if (!this.paused || this.state.kind !== 'live') return;
-    this.breakStream('write_stall', `the client took no bytes for ${this.core.limits.writeStallTimeoutMs} ms`, 'write_stall');
+    this.breakStream(
+      'write_stall',
+      `the client took no bytes for ${this.core.limits.writeStallTimeoutMs} ms`,
+      'write_stall',
+    );
   };
 
   private readonly onWritable = (): void => {

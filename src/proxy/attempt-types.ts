@@ -67,7 +67,19 @@ export type BeforeCompleteResult = UsageAddition | void | Promise<UsageAddition 
  * the call (an unusable sealed credential, a token endpoint that refused or failed); nothing was sent.
  */
 /** `not_sent`: undici refused the call the gateway built (DispatchRefused); no fault of the provider. */
-export type FailureReason = 'connect' | 'reset' | 'timeout' | 'malformed' | 'inband_error' | 'empty' | 'too_large' | 'client_aborted' | 'write_stall' | 'drained' | 'credential' | 'not_sent';
+export type FailureReason =
+  | 'connect'
+  | 'reset'
+  | 'timeout'
+  | 'malformed'
+  | 'inband_error'
+  | 'empty'
+  | 'too_large'
+  | 'client_aborted'
+  | 'write_stall'
+  | 'drained'
+  | 'credential'
+  | 'not_sent';
 
 export type AttemptOutcome =
   | {

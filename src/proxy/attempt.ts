@@ -17,7 +17,15 @@ import { AFTER_THE_END, StreamRelay } from './attempt-relay.ts';
 import { type AttemptTimers, systemTimers } from './attempt-timers.ts';
 import type { AttemptInput, AttemptOutcome } from './attempt-types.ts';
 
-export type { AttemptInput, AttemptLimits, AttemptOutcome, CommittedOutcome, FailureReason, UsageAddition, BeforeCompleteResult } from './attempt-types.ts';
+export type {
+  AttemptInput,
+  AttemptLimits,
+  AttemptOutcome,
+  CommittedOutcome,
+  FailureReason,
+  UsageAddition,
+  BeforeCompleteResult,
+} from './attempt-types.ts';
 
 /** Before the upstream's head: only an early end, a broken exchange or a client abort can happen. */
 class AwaitingHead implements AttemptPhase {
@@ -61,7 +69,10 @@ export class AttemptSink implements UpstreamSink {
   private phase: AttemptPhase;
 
   private readonly core: AttemptCore;
-  private readonly input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding' | 'errorBody'>;
+  private readonly input: Pick<
+    AttemptInput,
+    'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding' | 'errorBody'
+  >;
   constructor(
     core: AttemptCore,
     input: Pick<AttemptInput, 'protocol' | 'slugJson' | 'identity' | 'tapHints' | 'decoding' | 'errorBody'>,
@@ -94,7 +105,13 @@ export class AttemptSink implements UpstreamSink {
       case 'decoded': {
         // The client gets SSE, whatever the platform's own stream type was.
         const sseHead = { ...head, headers: { ...headers, 'content-type': DECODED_STREAM_TYPE } };
-        this.phase = new StreamRelay(core, protocol, protocol.tap(slugJson, this.input.tapHints), sseHead, route.decoding.decoder());
+        this.phase = new StreamRelay(
+          core,
+          protocol,
+          protocol.tap(slugJson, this.input.tapHints),
+          sseHead,
+          route.decoding.decoder(),
+        );
         return;
       }
       case 'json':

@@ -23,10 +23,23 @@
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
-import { type AttemptInput, type AttemptOutcome, type CommittedOutcome, runAttempt, type BeforeCompleteResult } from './attempt.ts';
+import {
+  type AttemptInput,
+  type AttemptOutcome,
+  type CommittedOutcome,
+  runAttempt,
+  type BeforeCompleteResult,
+} from './attempt.ts';
 import type { AttemptEnd, AttemptObserver, AttemptWatch } from '../observe/observer.ts';
 import { type HealthRecorder, healthSignal } from './health-signal.ts';
-import { addAttemptHeaders, buildCall, type CallBuild, type CallInput, type CallResolver, type ReadyCall } from './upstream-call.ts';
+import {
+  addAttemptHeaders,
+  buildCall,
+  type CallBuild,
+  type CallInput,
+  type CallResolver,
+  type ReadyCall,
+} from './upstream-call.ts';
 
 export interface PlanItem {
   model: CompiledModel;
@@ -57,7 +70,8 @@ export interface FailoverResult {
   final: FailoverFinal;
 }
 
-export interface FailoverInput extends Omit<AttemptInput, 'call' | 'decoding' | 'errorBody' | 'identity' | 'slugJson' | 'beforeComplete'> {
+export interface FailoverInput
+  extends Omit<AttemptInput, 'call' | 'decoding' | 'errorBody' | 'identity' | 'slugJson' | 'beforeComplete'> {
   items: PlanItem[];
   maxAttempts: number;
   /** What every attempt sends; an item whose call cannot be built now (say, an unreadable
@@ -124,7 +138,10 @@ function credentialRefused(item: PlanItem, detail: string | null): GatewayError 
 
 /** The answer to a request whose attempts the drain deadline ended before any commit. */
 function drained(reply: Reply): FailoverFinal {
-  const error = new GatewayError('provider_unavailable', 'the gateway is shutting down and ended this request before any answer; retry it');
+  const error = new GatewayError(
+    'provider_unavailable',
+    'the gateway is shutting down and ended this request before any answer; retry it',
+  );
   reply.sendError(error);
   return { kind: 'drained', error };
 }
@@ -158,7 +175,13 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
       if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
       if (attempts.length > 0 && !canResend(input.request)) break items;
       const started = performance.now();
-      let built: CallBuild | Promise<CallBuild> = buildCall(input.targets, input.protocol, input.request, item.model, item.deployment);
+      let built: CallBuild | Promise<CallBuild> = buildCall(
+        input.targets,
+        input.protocol,
+        input.request,
+        item.model,
+        item.deployment,
+      );
       if (built instanceof Promise) {
         built = await built;
         // The adapter waited (a token fetch): the client or the drain may have ended the request.
@@ -166,7 +189,10 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
         if (input.stop?.stopped) return { attempts, final: drained(input.reply) };
       }
       if (built.kind === 'skip') continue items;
-      const step = built.kind === 'unauthorized' ? credentialFailed(input, state, item, built.detail, started) : await attempt(input, state, item, built, pass, started);
+      const step =
+        built.kind === 'unauthorized'
+          ? credentialFailed(input, state, item, built.detail, started)
+          : await attempt(input, state, item, built, pass, started);
       if (step.kind === 'final') return { attempts, final: step.final };
       if (step.kind === 'next') continue items;
     }
@@ -175,7 +201,13 @@ export async function runWithFailover(input: FailoverInput): Promise<FailoverRes
 }
 
 /** The adapter could not authenticate: a failed attempt (`credential`, an `auth` health signal). */
-function credentialFailed(input: FailoverInput, state: LoopState, item: PlanItem, detail: string, started: number): Step {
+function credentialFailed(
+  input: FailoverInput,
+  state: LoopState,
+  item: PlanItem,
+  detail: string,
+  started: number,
+): Step {
   const outcome: AttemptOutcome = { kind: 'failed', reason: 'credential', detail, firstByteMs: null };
   const watch = watchAttempt(input, state, item);
   state.attempts.push(record(item, outcome, started));
@@ -187,7 +219,14 @@ function credentialFailed(input: FailoverInput, state: LoopState, item: PlanItem
 }
 
 /** Runs one attempt on a ready call and says what the loop does next. */
-async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, built: ReadyCall, pass: number, started: number): Promise<Step> {
+async function attempt(
+  input: FailoverInput,
+  state: LoopState,
+  item: PlanItem,
+  built: ReadyCall,
+  pass: number,
+  started: number,
+): Promise<Step> {
   const slugJson = slugJsonOf(item.model);
   const watch = watchAttempt(input, state, item);
   if (watch) addAttemptHeaders(built.call, watch.headers);
@@ -216,7 +255,8 @@ async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, b
   state.last = { item, outcome };
   // A refused token, dropped by its adapter: one more try on this deployment with a fresh one. The
   // 401 says the token was stale, not that the deployment is unwell.
-  if (outcome.kind === 'provider_error' && outcome.status === 401 && pass === 0 && built.refused?.()) return { kind: 'retry' };
+  if (outcome.kind === 'provider_error' && outcome.status === 401 && pass === 0 && built.refused?.())
+    return { kind: 'retry' };
   // The gateway refused the client's upload part-way: the provider never had the whole request, so
   // the attempt says nothing about it (no health signal) and the client gets the refusal.
   const refusal = outcome.kind === 'committed' ? null : uploadRefusal(input.request);
@@ -228,8 +268,10 @@ async function attempt(input: FailoverInput, state: LoopState, item: PlanItem, b
   if (signal) input.health.record(item.deployment.id, signal);
 
   if (outcome.kind === 'committed') return { kind: 'final', final: { kind: 'committed', item, outcome } };
-  if (outcome.kind === 'failed' && outcome.reason === 'client_aborted') return { kind: 'final', final: { kind: 'client_aborted' } };
-  if (outcome.kind === 'failed' && outcome.reason === 'drained') return { kind: 'final', final: input.reply.aborted ? { kind: 'client_aborted' } : drained(input.reply) };
+  if (outcome.kind === 'failed' && outcome.reason === 'client_aborted')
+    return { kind: 'final', final: { kind: 'client_aborted' } };
+  if (outcome.kind === 'failed' && outcome.reason === 'drained')
+    return { kind: 'final', final: input.reply.aborted ? { kind: 'client_aborted' } : drained(input.reply) };
   if (outcome.kind === 'provider_error' && !isRetryableStatus(outcome.status)) {
     sendProviderError(input.reply, outcome);
     return { kind: 'final', final: { kind: 'provider_error', item, status: outcome.status } };
@@ -265,7 +307,10 @@ function allFailed(input: FailoverInput, state: LoopState): FailoverFinal {
   const { attempts, last } = state;
   if (input.reply.aborted) return { kind: 'client_aborted' };
   if (input.stop?.stopped) return drained(input.reply);
-  const refused = last !== null && ((last.outcome.kind === 'provider_error' && (last.outcome.status === 401 || last.outcome.status === 403)) || (last.outcome.kind === 'failed' && last.outcome.reason === 'credential'));
+  const refused =
+    last !== null &&
+    ((last.outcome.kind === 'provider_error' && (last.outcome.status === 401 || last.outcome.status === 403)) ||
+      (last.outcome.kind === 'failed' && last.outcome.reason === 'credential'));
   if (last && refused) {
     const error = credentialRefused(last.item, last.outcome.kind === 'failed' ? last.outcome.detail : null);
     input.reply.sendError(error);
@@ -278,7 +323,9 @@ function allFailed(input: FailoverInput, state: LoopState): FailoverFinal {
   const detail = last && last.outcome.kind === 'failed' ? `: ${last.outcome.detail}` : '';
   const error = new GatewayError(
     'provider_unavailable',
-    attempts.length === 0 ? 'no provider could be called for this request' : `no provider could answer after ${attempts.length} attempt${attempts.length === 1 ? '' : 's'}${detail}`,
+    attempts.length === 0
+      ? 'no provider could be called for this request'
+      : `no provider could answer after ${attempts.length} attempt${attempts.length === 1 ? '' : 's'}${detail}`,
   );
   input.reply.sendError(error);
   return { kind: 'gateway_error', error };

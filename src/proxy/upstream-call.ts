@@ -80,7 +80,11 @@ const SKIP: CallBuild = { kind: 'skip' };
 export type ErrorBodyRewrite = (status: number, headers: Record<string, string>, body: Buffer) => Buffer;
 
 /** The adapter reads its platform's error bodies; the protocol renders what it read. */
-function errorRewrite(adapter: PlatformAdapter, protocol: ProtocolModule, req: AdapterRequest): ErrorBodyRewrite | null {
+function errorRewrite(
+  adapter: PlatformAdapter,
+  protocol: ProtocolModule,
+  req: AdapterRequest,
+): ErrorBodyRewrite | null {
   const read = adapter.readError?.bind(adapter);
   if (!read) return null;
   // A token count is a Messages request: its errors are read as Messages errors.
@@ -106,7 +110,10 @@ export function buildCall(
   // A token count is the adapter's counting call (a platform that cannot count is never planned).
   const wire = input.endpoint === COUNT_TOKENS_ENDPOINT ? adapter.countTokens : adapter;
   if (!wire) return SKIP;
-  const clientHeaders = withBetaPolicy(input.clientHeaders, target.platform.anthropicBeta ?? adapter.anthropicBeta ?? null);
+  const clientHeaders = withBetaPolicy(
+    input.clientHeaders,
+    target.platform.anthropicBeta ?? adapter.anthropicBeta ?? null,
+  );
   const req: AdapterRequest = { endpoint: input.endpoint, stream: input.stream, clientHeaders };
   const out = outgoing(resolver, protocol, input, model, target, wire, req);
   const ctx = resolver.context;
@@ -164,12 +171,16 @@ function outgoing(
     headers['content-type'] = input.body.upload.contentType;
     return { url, headers, body: input.body.upload.body(deployment.upstreamModel) };
   }
-  const body = protocol.prepare(input.body.original, {
-    model,
-    platform: target.platform,
-    deployment,
-    vocabularies: resolver.vocabularies,
-  }, input.endpoint);
+  const body = protocol.prepare(
+    input.body.original,
+    {
+      model,
+      platform: target.platform,
+      deployment,
+      vocabularies: resolver.vocabularies,
+    },
+    input.endpoint,
+  );
   adapter.patchBody?.(body, target, req);
   headers['content-type'] = 'application/json';
   // Members the rewrite left alone go out as the client's bytes; only the changed ones are serialised.

@@ -124,7 +124,14 @@ export class HealthTracker implements BreakerBoard {
     const failed = !outcome.ok || outcome.firstByteMs > s.slowFirstByteMs;
     let b = this.breakers.get(deploymentId);
     if (!b) {
-      b = { window: [], failures: 0, consecutiveFailures: 0, openUntil: null, cooldownMs: s.cooldownMs, probeLeaseUntil: null };
+      b = {
+        window: [],
+        failures: 0,
+        consecutiveFailures: 0,
+        openUntil: null,
+        cooldownMs: s.cooldownMs,
+        probeLeaseUntil: null,
+      };
       this.breakers.set(deploymentId, b);
     }
 

@@ -35,7 +35,8 @@ export interface NoEligibleProviderMetadata {
 
 function noEligibleMessage(models: readonly CompiledModel[]): string {
   const [primary, ...fallbacks] = models.map((m) => `"${m.id}"`);
-  const nor = fallbacks.length === 0 ? '' : ` nor its fallback${fallbacks.length > 1 ? 's' : ''} ${fallbacks.join(', ')}`;
+  const nor =
+    fallbacks.length === 0 ? '' : ` nor its fallback${fallbacks.length > 1 ? 's' : ''} ${fallbacks.join(', ')}`;
   return `no provider can serve ${primary}${nor} under the routing settings of this request and workspace`;
 }
 
@@ -71,12 +72,18 @@ export function planRoute(args: {
     // meets the routing rules (SessionPins.resolve) in that case too.
     const pinned = pinnedFor?.(model.id, deployments) ?? null;
     if (deployments.length === 0) continue;
-    plans.push({ model, deployments: orderDeployments({ deployments, policy, index, health, nowMs, random, pinned, onProbe }) });
+    plans.push({
+      model,
+      deployments: orderDeployments({ deployments, policy, index, health, nowMs, random, pinned, onProbe }),
+    });
   }
   if (plans.length > 0) return { plans, probes };
 
   // Nothing can serve: now spend the funnel's bookkeeping, to explain why.
-  const funnels = models.map((model) => ({ model: model.id, funnel: eligibleDeployments({ index, model, endpoint, policy, creds, nowMs }).funnel }));
+  const funnels = models.map((model) => ({
+    model: model.id,
+    funnel: eligibleDeployments({ index, model, endpoint, policy, creds, nowMs }).funnel,
+  }));
   const [primary, ...rest] = funnels as [(typeof funnels)[number], ...typeof funnels];
   const metadata: NoEligibleProviderMetadata = { model: primary.model, funnel: primary.funnel };
   if (rest.length > 0) metadata.fallbacks = rest;

@@ -19,7 +19,16 @@ export interface ProviderPreferences {
 }
 
 /** The fields this gateway implements, wire name → what they parse into. */
-const IMPLEMENTED = ['order', 'only', 'ignore', 'allow_fallbacks', 'sort', 'data_collection', 'zdr', 'quantizations'] as const;
+const IMPLEMENTED = [
+  'order',
+  'only',
+  'ignore',
+  'allow_fallbacks',
+  'sort',
+  'data_collection',
+  'zdr',
+  'quantizations',
+] as const;
 type ImplementedKey = (typeof IMPLEMENTED)[number];
 
 /**
@@ -92,7 +101,9 @@ function quantizations(v: unknown): Quantization[] {
   for (const q of stringArray('quantizations', v)) {
     // Exact match: the API's ids are lowercase and the catalog shows them that way.
     if (!QUANTIZATION_SET.has(q)) {
-      throw validationFailed(`provider.quantizations: unknown quantization "${q}" (expected one of ${QUANTIZATIONS.join(', ')})`);
+      throw validationFailed(
+        `provider.quantizations: unknown quantization "${q}" (expected one of ${QUANTIZATIONS.join(', ')})`,
+      );
     }
     if (!out.includes(q as Quantization)) out.push(q as Quantization);
   }
@@ -139,7 +150,8 @@ export function parseProviderPreferences(raw: unknown, index: ConfigIndex): Prov
         prefs.sort = sortMode(value);
         break;
       case 'data_collection':
-        if (value !== 'allow' && value !== 'deny') throw validationFailed('provider.data_collection must be "allow" or "deny"');
+        if (value !== 'allow' && value !== 'deny')
+          throw validationFailed('provider.data_collection must be "allow" or "deny"');
         prefs.dataCollection = value;
         break;
       case 'quantizations': {

@@ -17,7 +17,10 @@ export function resolveModel(index: ConfigIndex, name: string, endpoint: string,
   const model = index.modelByName.get(name);
   if (!model) throw modelNotFound(name);
   if (!model.enabled) {
-    throw new GatewayError('model_not_found', `model "${name}" is not enabled on this gateway; list the available slugs with GET /v1/models`);
+    throw new GatewayError(
+      'model_not_found',
+      `model "${name}" is not enabled on this gateway; list the available slugs with GET /v1/models`,
+    );
   }
   if (isExpired(model, nowMs)) {
     throw new GatewayError(

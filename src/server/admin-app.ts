@@ -43,7 +43,13 @@ export async function startAdminListener(opts: AdminListenerOptions): Promise<Ad
   let view: OperatorView | null = null;
   let serving: ServingView | null = null;
   let reloader: ConfigReloader | null = null;
-  const operator = consoleRoutes({ token: opts.token ?? null, lifecycle: opts.lifecycle, view: () => view, attached: () => serving !== null, reloader: () => reloader });
+  const operator = consoleRoutes({
+    token: opts.token ?? null,
+    lifecycle: opts.lifecycle,
+    view: () => view,
+    attached: () => serving !== null,
+    reloader: () => reloader,
+  });
   const server = createHttpServer(
     // The console's routes first: the admin table ends with its catch-all 404.
     [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => serving, metrics: opts.metrics })],

@@ -16,7 +16,11 @@ import { preflight } from './preflight.ts';
 
 export function createApp(ctx: GatewayContext): HttpServer {
   return createHttpServer(publicRoutes(ctx), {
-    onUnexpectedError: (err, traceId) => ctx.log('unexpected_error', { trace_id: traceId, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+    onUnexpectedError: (err, traceId) =>
+      ctx.log('unexpected_error', {
+        trace_id: traceId,
+        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      }),
   });
 }
 
@@ -42,17 +46,26 @@ export function publicRoutes(ctx: GatewayContext): RouteDef[] {
       pattern: e.path,
       body: delivery,
       // Read per request: a reload may change the caps (the route table itself is fixed at start).
-      maxBodyBytes: delivery === 'stream' ? () => ctx.settings.limits.maxUploadBytes : () => ctx.settings.limits.maxBodyBytes,
+      maxBodyBytes:
+        delivery === 'stream' ? () => ctx.settings.limits.maxUploadBytes : () => ctx.settings.limits.maxBodyBytes,
       ...errorShape(protocol),
       handler: inferenceHandler(ctx, e.id, protocol),
     });
     if (e.id === 'messages') {
-      routes.push({ method: 'post', pattern: `${e.path}/count_tokens`, body: 'buffer', maxBodyBytes: () => ctx.settings.limits.maxBodyBytes, ...errorShape(countTokens), handler: countTokensHandler(ctx) });
+      routes.push({
+        method: 'post',
+        pattern: `${e.path}/count_tokens`,
+        body: 'buffer',
+        maxBodyBytes: () => ctx.settings.limits.maxBodyBytes,
+        ...errorShape(countTokens),
+        handler: countTokensHandler(ctx),
+      });
     }
     // Unserved paths at and under a protocol's path (GET /v1/messages, POST /v1/messages/batches)
     // answer the unserved-path 400 in that protocol's error shape, which its SDKs read.
     if (protocol.errorBody) {
-      for (const pattern of [e.path, `${e.path}/*`]) routes.push({ method: 'any', pattern, ...errorShape(protocol), handler: unserved });
+      for (const pattern of [e.path, `${e.path}/*`])
+        routes.push({ method: 'any', pattern, ...errorShape(protocol), handler: unserved });
     }
   }
   // Unserved paths (POST /v1/embeddings, GET /v1/responses/{id}, anything else): the API's 400.

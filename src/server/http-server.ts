@@ -49,7 +49,12 @@ export interface HttpServerOptions {
 }
 
 /** uWS's listen with options; this build takes (host, port, options, cb), which its types omit. */
-type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+type ListenWithOptions = (
+  host: string,
+  port: number,
+  options: number,
+  cb: (socket: us_listen_socket | false) => void,
+) => TemplatedApp;
 
 /** Its value is exported at run time (1); the types declare only the enum. */
 const LISTEN_EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
@@ -59,7 +64,13 @@ const LISTEN_EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: 
  * `shared`). Without the flag this uWS build binds a port another process already listens on
  * (SO_REUSEPORT), and the kernel splits the traffic between the two.
  */
-export function listenApp(app: TemplatedApp, host: string, port: number, shared: boolean, cb: (socket: us_listen_socket | false) => void): void {
+export function listenApp(
+  app: TemplatedApp,
+  host: string,
+  port: number,
+  shared: boolean,
+  cb: (socket: us_listen_socket | false) => void,
+): void {
   (app.listen.bind(app) as unknown as ListenWithOptions)(host, port, shared ? 0 : LISTEN_EXCLUSIVE_PORT, cb);
 }
 
@@ -73,7 +84,11 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
       const traceId = newTraceId();
       const method = req.getCaseSensitiveMethod();
       const incoming = copyRequest(req, paramCount, method, res);
-      const reply = new UwsReply(res, traceId, { headOnly: incoming.method === 'HEAD', drain, ...(route.errorBody ? { errorBody: route.errorBody } : {}) });
+      const reply = new UwsReply(res, traceId, {
+        headOnly: incoming.method === 'HEAD',
+        drain,
+        ...(route.errorBody ? { errorBody: route.errorBody } : {}),
+      });
       const refused = framingProblem(incoming, method);
       if (refused !== null) {
         // Nothing of this request is read, and its connection is not trusted with another one.
@@ -95,7 +110,11 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
       return new Promise((resolve, reject) => {
         listenApp(app, host, port, listenOpts?.shared === true, (socket) => {
           if (!socket) {
-            reject(new Error(`cannot listen on ${host}:${port}: the port is in use (by another process or another gateway) or the address is not available`));
+            reject(
+              new Error(
+                `cannot listen on ${host}:${port}: the port is in use (by another process or another gateway) or the address is not available`,
+              ),
+            );
             return;
           }
           listenSocket = socket;
@@ -164,9 +183,16 @@ function utf8Bytes(v: string): string {
   return NON_ASCII.test(v) ? Buffer.from(v, 'utf8').toString('latin1') : v;
 }
 
-function dispatch(route: RouteDef, req: IncomingRequest, res: HttpResponse, reply: UwsReply, opts: HttpServerOptions): void {
+function dispatch(
+  route: RouteDef,
+  req: IncomingRequest,
+  res: HttpResponse,
+  reply: UwsReply,
+  opts: HttpServerOptions,
+): void {
   const mode = route.body ?? 'none';
-  const cap = typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER;
+  const cap =
+    typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : (route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER);
   const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
   if (mode !== 'none' && declared !== null && declared > cap) {
     // Nothing of it is read: with no onData consumer uWS drops the rest itself, keeping the
@@ -221,7 +247,8 @@ function run(handler: Handler, req: IncomingRequest, reply: UwsReply, opts: Http
       return;
     }
     opts.onUnexpectedError?.(err, reply.traceId);
-    if (!reply.started) reply.sendError(new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting'));
+    if (!reply.started)
+      reply.sendError(new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting'));
     else reply.close();
   };
   try {

@@ -141,7 +141,8 @@ export function readBody(
       if (chunk.byteLength > 0) chunks.push(chunk);
       size += chunk.byteLength;
       if (!last) return;
-      const body = chunks.length === 0 ? EMPTY : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      const body =
+        chunks.length === 0 ? EMPTY : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
       chunks = [];
       done(body);
     },
@@ -150,11 +151,15 @@ export function readBody(
       tooLarge();
     },
   };
-  const decoder = decoding ? new BodyDecoder(decoding.coding, cap, { ...collect, corrupt: (err) => {
+  const decoder = decoding
+    ? new BodyDecoder(decoding.coding, cap, {
+        ...collect,
+        corrupt: (err) => {
           chunks = [];
           decoding.corrupt(err);
         },
-      }) : null;
+      })
+    : null;
   const reader: BodyReader = new BodyReader(res, cap, declaredLength, decoder ?? collect);
   decoder?.attach(reader);
   return reader;

@@ -35,11 +35,17 @@ export function requestCoding(header: string | undefined): RequestCoding | null 
   if (codings.length === 0) return null;
   const supported = `the gateway decodes one of ${REQUEST_CODINGS.join(', ')} (or identity)`;
   if (codings.length > 1) {
-    throw new GatewayError('unsupported_content_encoding', `Content-Encoding "${shown(header)}" applies more than one coding; ${supported}`);
+    throw new GatewayError(
+      'unsupported_content_encoding',
+      `Content-Encoding "${shown(header)}" applies more than one coding; ${supported}`,
+    );
   }
   const coding = codings[0] === 'x-gzip' ? 'gzip' : (codings[0] as string);
   if (!(REQUEST_CODINGS as readonly string[]).includes(coding)) {
-    throw new GatewayError('unsupported_content_encoding', `Content-Encoding "${shown(coding)}" is not supported; ${supported}`);
+    throw new GatewayError(
+      'unsupported_content_encoding',
+      `Content-Encoding "${shown(coding)}" is not supported; ${supported}`,
+    );
   }
   return coding as RequestCoding;
 }
@@ -167,5 +173,8 @@ const EMPTY = Buffer.alloc(0);
 
 function corrupt(coding: RequestCoding, err: Error): GatewayError {
   const why = err.message.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
-  return new GatewayError('invalid_request', `the request body is not valid ${coding} data (Content-Encoding: ${coding}): ${why}`);
+  return new GatewayError(
+    'invalid_request',
+    `the request body is not valid ${coding} data (Content-Encoding: ${coding}): ${why}`,
+  );
 }

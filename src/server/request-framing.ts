@@ -13,7 +13,8 @@ import type { IncomingRequest } from '../http/request.ts';
 /** Why the request's framing is refused, or null. `method` is the method as sent. */
 export function framingProblem(req: IncomingRequest, method: string): string | null {
   const te = req.headers['transfer-encoding'];
-  if (te !== undefined && te.trim().toLowerCase() !== 'chunked') return `unsupported Transfer-Encoding ${printable(te)} (only chunked is accepted)`;
+  if (te !== undefined && te.trim().toLowerCase() !== 'chunked')
+    return `unsupported Transfer-Encoding ${printable(te)} (only chunked is accepted)`;
   // uWS refuses a comma inside one Content-Length, so a comma is the server joining repeated ones.
   if (req.headers['content-length']?.includes(',')) return 'more than one Content-Length header';
   if (!/^[A-Z]+$/.test(method)) return `unknown method ${printable(method)} (method names are case-sensitive)`;

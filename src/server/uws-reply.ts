@@ -101,7 +101,11 @@ export class UwsReply implements Reply {
 
   /** Whether this answer ends the connection: asked for, draining, or a `Connection: close` header. */
   private closing(headers: HeaderList): boolean {
-    return this.closeAfter || this.drain.closing || headers.some(([k, v]) => isConnectionHeader(k) && v.toLowerCase() === 'close');
+    return (
+      this.closeAfter ||
+      this.drain.closing ||
+      headers.some(([k, v]) => isConnectionHeader(k) && v.toLowerCase() === 'close')
+    );
   }
 
   cork(fn: () => void): void {

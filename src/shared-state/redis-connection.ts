@@ -37,17 +37,17 @@ export class RedisConnection {
 
   readonly url: string;
   private readonly opts: RedisConnectionOptions;
-  constructor(
-    url: string,
-    opts: RedisConnectionOptions = {},
-  ) {
+  constructor(url: string, opts: RedisConnectionOptions = {}) {
     this.url = url;
     this.opts = opts;
     this.timeoutMs = opts.commandTimeoutMs ?? REDIS_COMMAND_TIMEOUT_MS;
     this.client = createClient({
       url,
       disableOfflineQueue: true,
-      socket: { connectTimeout: 1_000, reconnectStrategy: (retries: number) => Math.min(50 * (retries + 1), MAX_RECONNECT_DELAY_MS) },
+      socket: {
+        connectTimeout: 1_000,
+        reconnectStrategy: (retries: number) => Math.min(50 * (retries + 1), MAX_RECONNECT_DELAY_MS),
+      },
     });
     // Without a listener an 'error' event would crash the process; the status transition is logged.
     this.client.on('error', (err: unknown) => this.mark(false, err instanceof Error ? err.message : String(err)));
@@ -104,9 +104,12 @@ export class RedisConnection {
       return r as unknown as Reply;
     } catch (err) {
       // A script error (a bug, a wrong type) is an answer; anything else is Redis being away.
-      if (err instanceof Error && /ERR|WRONGTYPE|NOSCRIPT/.test(err.message) && !/timeout/i.test(err.message)) throw err;
+      if (err instanceof Error && /ERR|WRONGTYPE|NOSCRIPT/.test(err.message) && !/timeout/i.test(err.message))
+        throw err;
       this.mark(false, err instanceof Error ? err.message : String(err));
-      throw new RedisUnavailableError(`Redis is unreachable: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new RedisUnavailableError(`Redis is unreachable: ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
     }
   }
 

@@ -18,11 +18,7 @@ export class RedisPins {
   private readonly redis: RedisConnection;
   private readonly ttlMs: number;
   private readonly prefix: string;
-  constructor(
-    redis: RedisConnection,
-    ttlMs = PIN_TTL_MS,
-    prefix = 'pi:pin:',
-  ) {
+  constructor(redis: RedisConnection, ttlMs = PIN_TTL_MS, prefix = 'pi:pin:') {
     this.redis = redis;
     this.ttlMs = ttlMs;
     this.prefix = prefix;

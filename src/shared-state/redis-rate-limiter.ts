@@ -11,7 +11,8 @@ import type { RedisConnection } from './redis-connection.ts';
 
 const WINDOW_MS = 60_000;
 
-/** KEYS[1] key prefix; ARGV[1] limit; ARGV[2] now in ms, or '' for Redis's clock. → {count or 0 if refused, ms to window end}. */
+/** KEYS[1] key prefix; ARGV[1] limit; ARGV[2] now in ms, or '' for Redis's clock. → {count or 0 if refused, ms to
+ *  window end}. */
 export const RATE_LIMIT_SCRIPT = `
 local now = tonumber(ARGV[2])
 if not now then
@@ -50,7 +51,8 @@ export class RedisRateLimiter {
     const now = this.clock ? String(this.clock.now()) : '';
     const reply = await this.redis.script(RATE_LIMIT_SCRIPT, [this.prefix + key], [String(limit), now]);
     const [count, left] = Array.isArray(reply) ? reply.map(Number) : [Number.NaN, Number.NaN];
-    if (!Number.isFinite(count) || !Number.isFinite(left)) throw new Error(`unexpected rate-limit reply ${JSON.stringify(reply)}`);
+    if (!Number.isFinite(count) || !Number.isFinite(left))
+      throw new Error(`unexpected rate-limit reply ${JSON.stringify(reply)}`);
     if (count === 0) return { ok: false, retryAfterSeconds: retryAfterSeconds(WINDOW_MS - (left as number)) };
     return { ok: true, remaining: limit - (count as number) };
   }

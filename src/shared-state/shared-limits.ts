@@ -68,10 +68,7 @@ export class SharedPins implements PinStore {
   private readonly local: SessionPins;
 
   private readonly health: SharedStateHealth;
-  constructor(
-    health: SharedStateHealth,
-    opts: { clock: Clock; maxPins: number; ttlMs?: number },
-  ) {
+  constructor(health: SharedStateHealth, opts: { clock: Clock; maxPins: number; ttlMs?: number }) {
     this.health = health;
     this.remote = new RedisPins(health.redis, opts.ttlMs);
     this.local = new SessionPins(opts);

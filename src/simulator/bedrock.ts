@@ -29,7 +29,10 @@ const STATUS_ERRORS: Record<number, [string, string]> = {
   408: ['ModelTimeoutException', 'Model has timed out in processing the request.'],
   424: ['ModelErrorException', 'The model encountered an error processing the request.'],
   429: ['ThrottlingException', 'Too many requests, please wait before trying again.'],
-  500: ['InternalServerException', 'The system encountered an unexpected error during processing. Try your request again.'],
+  500: [
+    'InternalServerException',
+    'The system encountered an unexpected error during processing. Try your request again.',
+  ],
   503: ['ServiceUnavailableException', 'Bedrock is unable to process your request.'],
 };
 
@@ -39,8 +42,18 @@ function bedrockHeaders(contentType: string, requestId: string | null): HeaderLi
   return h;
 }
 
-export function sendError(ex: Exchange, status: number, requestId: string | null, exception?: string, message?: string, extra?: Record<string, string>): void {
-  const [name, text] = STATUS_ERRORS[status] ?? ['InternalServerException', 'The system encountered an unexpected error during processing.'];
+export function sendError(
+  ex: Exchange,
+  status: number,
+  requestId: string | null,
+  exception?: string,
+  message?: string,
+  extra?: Record<string, string>,
+): void {
+  const [name, text] = STATUS_ERRORS[status] ?? [
+    'InternalServerException',
+    'The system encountered an unexpected error during processing.',
+  ];
   const headers = withExtraHeaders(bedrockHeaders(JSON_TYPE, requestId), extra);
   headers.push(['x-amzn-errortype', `${exception ?? name}:http://internal.amazon.com/coral/com.amazon.bedrock/`]);
   ex.sendWhole(status, headers, JSON.stringify({ message: message ?? text }));
@@ -57,19 +70,34 @@ export function authenticate(state: SimState, ex: Exchange, req: RequestCopy, ra
   }
   // Like every other wire: without a configured key, any bearer (or none) is taken.
   if (state.apiKey === undefined || auth.replace(/^Bearer\s+/i, '') === state.apiKey) return true;
-  sendError(ex, 403, requestId, 'UnrecognizedClientException', auth === '' ? 'Missing Authentication Token' : 'The security token included in the request is invalid.');
+  sendError(
+    ex,
+    403,
+    requestId,
+    'UnrecognizedClientException',
+    auth === '' ? 'Missing Authentication Token' : 'The security token included in the request is invalid.',
+  );
   return false;
 }
 
 /** Bedrock's request checks on top of the Messages ones. */
 function bedrockInvalid(body: Body, route: InferenceRoute): string | null {
-  for (const key of ['model', 'stream']) if (key in body) return `Malformed input request: #: extraneous key [${key}] is not permitted, please reformat your input and try again.`;
-  if (body['anthropic_version'] !== 'bedrock-2023-05-31') return 'Malformed input request: #/anthropic_version: bedrock-2023-05-31 is required, please reformat your input and try again.';
+  for (const key of ['model', 'stream'])
+    if (key in body)
+      return `Malformed input request: #: extraneous key [${key}] is not permitted, please reformat your input and try again.`;
+  if (body['anthropic_version'] !== 'bedrock-2023-05-31')
+    return 'Malformed input request: #/anthropic_version: bedrock-2023-05-31 is required, please reformat your input and try again.';
   const invalid = messages.validate(body, route);
   return invalid ? `Malformed input request: ${invalid.message}` : null;
 }
 
-export function handleBedrock(state: SimState, ex: Exchange, route: InferenceRoute, req: RequestCopy, raw: Buffer): void {
+export function handleBedrock(
+  state: SimState,
+  ex: Exchange,
+  route: InferenceRoute,
+  req: RequestCopy,
+  raw: Buffer,
+): void {
   let body: Body | null = null;
   try {
     const parsed: unknown = JSON.parse(raw.toString('utf8'));
@@ -77,7 +105,15 @@ export function handleBedrock(state: SimState, ex: Exchange, route: InferenceRou
   } catch {
     body = null;
   }
-  state.recorder.add({ method: req.method, path: req.path, query: req.query, headers: req.headers, body, rawBody: raw, at: req.at });
+  state.recorder.add({
+    method: req.method,
+    path: req.path,
+    query: req.query,
+    headers: req.headers,
+    body,
+    rawBody: raw,
+    at: req.at,
+  });
   const requestId = randomUUID();
   if (!authenticate(state, ex, req, raw, requestId)) return;
   if (body === null) {
@@ -103,7 +139,15 @@ export function handleBedrock(state: SimState, ex: Exchange, route: InferenceRou
   ex.after(b.ttfbMs ?? 0, () => answer(state, ex, route, body, b, model, rid));
 }
 
-function answer(state: SimState, ex: Exchange, route: InferenceRoute, body: Body, b: Behaviour, model: string, requestId: string | null): void {
+function answer(
+  state: SimState,
+  ex: Exchange,
+  route: InferenceRoute,
+  body: Body,
+  b: Behaviour,
+  model: string,
+  requestId: string | null,
+): void {
   if (b.status !== undefined && (b.status < 200 || b.status >= 300)) {
     if (b.errorBody !== undefined) {
       const headers = withExtraHeaders(bedrockHeaders(JSON_TYPE, requestId), b.headers);
@@ -125,7 +169,11 @@ function answer(state: SimState, ex: Exchange, route: InferenceRoute, body: Body
     files: 0,
   };
   if (!route.urlStream) {
-    ex.sendWhole(b.status ?? 200, withExtraHeaders(bedrockHeaders(JSON_TYPE, requestId), b.headers), messages.json(ctx));
+    ex.sendWhole(
+      b.status ?? 200,
+      withExtraHeaders(bedrockHeaders(JSON_TYPE, requestId), b.headers),
+      messages.json(ctx),
+    );
     return;
   }
   const frames = streamFrames(ctx, b);
@@ -135,12 +183,16 @@ function answer(state: SimState, ex: Exchange, route: InferenceRoute, body: Body
 
 /** The SSE events of the Messages wire as event-stream messages, with the scripted exceptions. */
 function streamFrames(ctx: ReplyContext, b: Behaviour): Buffer[] {
-  if (b.inbandError) return [exceptionMessage(b.exceptionType ?? 'throttlingException', 'Too many requests, please wait before trying again.')];
+  if (b.inbandError)
+    return [
+      exceptionMessage(b.exceptionType ?? 'throttlingException', 'Too many requests, please wait before trying again.'),
+    ];
   const { preamble, content, tail } = messages.events(ctx);
   const cut = b.exceptionAfterChunks;
   const events = cut === undefined ? [...preamble, ...content, ...tail] : [...preamble, ...content.slice(0, cut)];
   const frames = events.map((e) => chunkMessage(sseData(e, ctx)));
-  if (cut !== undefined) frames.push(exceptionMessage(b.exceptionType ?? 'modelStreamErrorException', 'The model stream was interrupted.'));
+  if (cut !== undefined)
+    frames.push(exceptionMessage(b.exceptionType ?? 'modelStreamErrorException', 'The model stream was interrupted.'));
   return frames;
 }
 
@@ -149,7 +201,12 @@ function sseData(event: string, ctx: ReplyContext): string {
   const line = event.split('\n').find((l) => l.startsWith('data: ')) ?? 'data: {}';
   const data = line.slice(6);
   if (!data.startsWith('{"type":"message_stop"')) return data;
-  const metrics = { inputTokenCount: ctx.usage.prompt, outputTokenCount: ctx.usage.completion, invocationLatency: 5, firstByteLatency: 1 };
+  const metrics = {
+    inputTokenCount: ctx.usage.prompt,
+    outputTokenCount: ctx.usage.completion,
+    invocationLatency: 5,
+    firstByteLatency: 1,
+  };
   return `{"type":"message_stop","amazon-bedrock-invocationMetrics":${JSON.stringify(metrics)}}`;
 }
 

@@ -71,7 +71,10 @@ const CHECKS: Record<keyof Behaviour, [Check, string]> = {
   chunkDelayMs: [isMs, 'milliseconds (0-600000)'],
   chunks: [(v) => isCount(v) && (v as number) <= 100_000, 'an integer 0-100000'],
   text: [(v) => typeof v === 'string', 'a string'],
-  reset: [(v) => typeof v === 'string' && RESETS.has(v), 'one of before_head, after_head, after_preamble, after_chunks'],
+  reset: [
+    (v) => typeof v === 'string' && RESETS.has(v),
+    'one of before_head, after_head, after_preamble, after_chunks',
+  ],
   resetAfterChunks: [isCount, 'a non-negative integer'],
   stallAfterChunks: [isCount, 'a non-negative integer'],
   malformedAfterChunks: [isCount, 'a non-negative integer'],
@@ -84,7 +87,10 @@ const CHECKS: Record<keyof Behaviour, [Check, string]> = {
   echo: [isBool, 'a boolean'],
   splitFrameBytes: [(v) => isCount(v) && (v as number) >= 1, 'a positive integer'],
   exceptionAfterChunks: [isCount, 'a non-negative integer'],
-  exceptionType: [(v) => typeof v === 'string' && /^[A-Za-z]+$/.test(v), 'an exception name such as throttlingException'],
+  exceptionType: [
+    (v) => typeof v === 'string' && /^[A-Za-z]+$/.test(v),
+    'an exception name such as throttlingException',
+  ],
 };
 
 function isHeaderMap(v: unknown): boolean {

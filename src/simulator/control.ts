@@ -42,7 +42,8 @@ function script(state: SimState, raw: Buffer): ControlReply {
   } catch {
     return problem(400, 'body must be JSON: {model, behaviour, times?}');
   }
-  if (typeof input !== 'object' || input === null) return problem(400, 'body must be an object: {model, behaviour, times?}');
+  if (typeof input !== 'object' || input === null)
+    return problem(400, 'body must be an object: {model, behaviour, times?}');
   const { model, behaviour, times } = input as Record<string, unknown>;
   if (typeof model !== 'string' || model === '') return problem(400, 'model must be a non-empty string');
   if (times !== undefined && (typeof times !== 'number' || !Number.isInteger(times) || times < 1)) {

@@ -50,7 +50,8 @@ function deliverStream(ex: Exchange, plan: Extract<Plan, { kind: 'stream' }>, b:
   const n = content.length;
   const reset = resetPoint(b);
   const clamp = (v: number | undefined) => (v === undefined ? undefined : Math.min(v, n));
-  const resetAt = reset === 'after_preamble' ? 0 : reset === 'after_chunks' ? clamp(b.resetAfterChunks ?? 1) : undefined;
+  const resetAt =
+    reset === 'after_preamble' ? 0 : reset === 'after_chunks' ? clamp(b.resetAfterChunks ?? 1) : undefined;
   const stallAt = clamp(b.stallAfterChunks);
   const malformedAt = clamp(b.malformedAfterChunks);
   const delay = b.chunkDelayMs ?? 0;

@@ -44,7 +44,10 @@ export function eventStreamMessage(headers: [string, string][], payload: Buffer)
 /** A `chunk` event carrying one Messages event JSON base64-encoded, with Bedrock's `p` padding. */
 export function chunkMessage(eventJson: string): Buffer {
   const bytes = Buffer.from(eventJson, 'utf8').toString('base64');
-  const payload = JSON.stringify({ bytes, p: 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJ'.slice(0, 4 + (bytes.length % 30)) });
+  const payload = JSON.stringify({
+    bytes,
+    p: 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJ'.slice(0, 4 + (bytes.length % 30)),
+  });
   return eventStreamMessage(
     [
       [':event-type', 'chunk'],

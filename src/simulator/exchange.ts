@@ -95,7 +95,8 @@ export class Exchange {
     if (this.done) return;
     this.res.cork(() => {
       if (this.total >= 0) {
-        if (events.length > 0) this.writeSized(Buffer.concat(events.map((e) => (typeof e === 'string' ? Buffer.from(e) : e))));
+        if (events.length > 0)
+          this.writeSized(Buffer.concat(events.map((e) => (typeof e === 'string' ? Buffer.from(e) : e))));
         return;
       }
       if (this.headPending) this.writeHead();

@@ -114,17 +114,37 @@ function refusal(
   return null;
 }
 
-export function handleInference(state: SimState, ex: Exchange, route: InferenceRoute, req: RequestCopy, raw: Buffer): void {
+export function handleInference(
+  state: SimState,
+  ex: Exchange,
+  route: InferenceRoute,
+  req: RequestCopy,
+  raw: Buffer,
+): void {
   const wire = WIRES[route.endpoint];
   const family = wire.family;
   const contentType = req.headers['content-type'] ?? '';
   const multipart = contentType.startsWith('multipart/form-data');
   const parsed = parseBody(raw, contentType);
-  state.recorder.add({ method: req.method, path: req.path, query: req.query, headers: req.headers, body: parsed.recorded, rawBody: raw, at: req.at });
+  state.recorder.add({
+    method: req.method,
+    path: req.path,
+    query: req.query,
+    headers: req.headers,
+    body: parsed.recorded,
+    rawBody: raw,
+    at: req.at,
+  });
 
   const newRequestId = () => (family === 'openai' ? openaiRequestId() : anthropicRequestId());
   const fail = (status: number, body: string, requestId: string | null = newRequestId()) => {
-    const headers = providerHeaders(family, JSON_TYPE, requestId, performance.now() - req.startedAt, state.organizationId);
+    const headers = providerHeaders(
+      family,
+      JSON_TYPE,
+      requestId,
+      performance.now() - req.startedAt,
+      state.organizationId,
+    );
     ex.sendWhole(status, headers, body);
   };
 
@@ -142,20 +162,32 @@ export function handleInference(state: SimState, ex: Exchange, route: InferenceR
   } catch (err) {
     if (!(err instanceof BehaviourError)) throw err;
     const requestId = newRequestId();
-    fail(400, errorBody(family, 400, model, requestId, { message: `simulator: ${err.message}`, type: 'invalid_request_error' }), requestId);
+    fail(
+      400,
+      errorBody(family, 400, model, requestId, { message: `simulator: ${err.message}`, type: 'invalid_request_error' }),
+      requestId,
+    );
     return;
   }
 
   const requestId = b.requestId !== undefined ? b.requestId : newRequestId();
   const processingMs = performance.now() - req.startedAt + (b.ttfbMs ?? 0);
   if (b.status !== undefined && (b.status < 200 || b.status >= 300)) {
-    const text = b.errorBody !== undefined ? customErrorBody(b.errorBody) : errorBody(family, b.status, model, requestId);
-    const headers = withExtraHeaders(providerHeaders(family, JSON_TYPE, requestId, processingMs, state.organizationId), b.headers);
+    const text =
+      b.errorBody !== undefined ? customErrorBody(b.errorBody) : errorBody(family, b.status, model, requestId);
+    const headers = withExtraHeaders(
+      providerHeaders(family, JSON_TYPE, requestId, processingMs, state.organizationId),
+      b.headers,
+    );
     deliver(ex, { kind: 'json', status: b.status, headers, body: text }, b);
     return;
   }
 
-  const text = planText(b, b.echo ? (multipart ? JSON.stringify(parsed.recorded) : raw.toString('utf8')) : undefined, wire.maxTokens(body));
+  const text = planText(
+    b,
+    b.echo ? (multipart ? JSON.stringify(parsed.recorded) : raw.toString('utf8')) : undefined,
+    wire.maxTokens(body),
+  );
   const ctx: ReplyContext = {
     model,
     reportModel: b.reportModel !== undefined ? b.reportModel : model,
@@ -177,10 +209,16 @@ export function handleInference(state: SimState, ex: Exchange, route: InferenceR
       events = wire.events(ctx);
       if (b.preambleOnly) events = { preamble: events.preamble, content: [], tail: [] };
     }
-    const headers = withExtraHeaders(providerHeaders(family, SSE_TYPE, requestId, processingMs, state.organizationId), b.headers);
+    const headers = withExtraHeaders(
+      providerHeaders(family, SSE_TYPE, requestId, processingMs, state.organizationId),
+      b.headers,
+    );
     plan = { kind: 'stream', status, headers, events, malformed: wire.malformed(ctx) };
   } else {
-    const headers = withExtraHeaders(providerHeaders(family, JSON_TYPE, requestId, processingMs, state.organizationId), b.headers);
+    const headers = withExtraHeaders(
+      providerHeaders(family, JSON_TYPE, requestId, processingMs, state.organizationId),
+      b.headers,
+    );
     plan = { kind: 'json', status, headers, body: wire.json(ctx) };
   }
   deliver(ex, plan, b);

@@ -30,7 +30,12 @@ export function parseMultipart(raw: Buffer, contentType: string): MultipartBody 
   const files: MultipartFile[] = [];
   for (const p of parts) {
     if (p.filename !== undefined) {
-      files.push({ name: p.name, filename: p.filename, size: p.data.byteLength, contentType: p.type ?? 'application/octet-stream' });
+      files.push({
+        name: p.name,
+        filename: p.filename,
+        size: p.data.byteLength,
+        contentType: p.type ?? 'application/octet-stream',
+      });
       continue;
     }
     const value = Buffer.from(p.data).toString('utf8');

@@ -67,11 +67,25 @@ export function classify(path: string): Route | null {
     return { kind: 'inference', endpoint, form: 'plain' };
   }
   const bedrock = BEDROCK.exec(path);
-  if (bedrock) return { kind: 'inference', endpoint: 'messages', form: 'bedrock', urlModel: decode(bedrock[1] as string), urlStream: bedrock[2] !== 'invoke' };
+  if (bedrock)
+    return {
+      kind: 'inference',
+      endpoint: 'messages',
+      form: 'bedrock',
+      urlModel: decode(bedrock[1] as string),
+      urlStream: bedrock[2] !== 'invoke',
+    };
   if (path.endsWith(':rawPredict') || path.endsWith(':streamRawPredict')) {
     const vertex = VERTEX.exec(path);
     const stream = path.endsWith(':streamRawPredict');
-    if (vertex) return { kind: 'inference', endpoint: 'messages', form: 'vertex', urlModel: decode(vertex[1] as string), urlStream: stream };
+    if (vertex)
+      return {
+        kind: 'inference',
+        endpoint: 'messages',
+        form: 'vertex',
+        urlModel: decode(vertex[1] as string),
+        urlStream: stream,
+      };
     return { kind: 'inference', endpoint: 'messages', form: 'vertex', urlStream: stream };
   }
   return null;

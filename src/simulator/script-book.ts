@@ -11,7 +11,8 @@ export class ScriptBook {
   private readonly queues = new Map<string, Entry[]>();
 
   add(model: string, behaviour: Behaviour, times?: number): void {
-    if (times !== undefined && (!Number.isInteger(times) || times < 1)) throw new RangeError('times must be a positive integer');
+    if (times !== undefined && (!Number.isInteger(times) || times < 1))
+      throw new RangeError('times must be a positive integer');
     const queue = this.queues.get(model);
     const entry = { behaviour, remaining: times ?? Number.POSITIVE_INFINITY };
     if (queue) queue.push(entry);

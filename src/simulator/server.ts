@@ -84,7 +84,12 @@ function copyRequest(req: HttpRequest, clock: Clock): RequestCopy {
 }
 
 /** Answers synchronously inside the route callback (already corked, no onAborted needed). */
-function answerNow(res: HttpResponse, status: number, body: string, headers: [string, string][] = [['content-type', JSON_TYPE]]): void {
+function answerNow(
+  res: HttpResponse,
+  status: number,
+  body: string,
+  headers: [string, string][] = [['content-type', JSON_TYPE]],
+): void {
   res.writeStatus(statusLine(status));
   for (const [k, v] of headers) res.writeHeader(k, v);
   res.end(body);
@@ -99,7 +104,12 @@ function answerToken(state: SimState, ex: Exchange, kind: 'google' | 'entra', ra
   const b = state.scripts.take(`token:${kind}`) ?? {};
   ex.after(b.ttfbMs ?? 0, () => {
     if (b.reset !== undefined) return ex.reset();
-    if (b.status !== undefined) return ex.sendWhole(b.status, [['content-type', JSON_TYPE]], b.errorBody === undefined ? '{"error":"invalid_client"}' : customErrorBody(b.errorBody));
+    if (b.status !== undefined)
+      return ex.sendWhole(
+        b.status,
+        [['content-type', JSON_TYPE]],
+        b.errorBody === undefined ? '{"error":"invalid_client"}' : customErrorBody(b.errorBody),
+      );
     const r = tokenReply(state, kind, raw);
     ex.sendWhole(r.status, [['content-type', JSON_TYPE]], r.body);
   });
@@ -116,7 +126,15 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
       null,
       () => ex.done,
       (raw) => {
-        state.recorder.add({ method: copy.method, path: copy.path, query: copy.query, headers: copy.headers, body: null, rawBody: raw, at: copy.at });
+        state.recorder.add({
+          method: copy.method,
+          path: copy.path,
+          query: copy.query,
+          headers: copy.headers,
+          body: null,
+          rawBody: raw,
+          at: copy.at,
+        });
         answerToken(state, ex, token, raw);
       },
       () => ex.sendWhole(413, [['content-type', JSON_TYPE]], '{"error":"invalid_request"}'),
@@ -126,7 +144,11 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
   const route = classify(copy.path);
   if (route === null || (route.kind !== 'control' && copy.method !== 'POST')) {
     const message = `Invalid URL (${copy.method} ${copy.path})`;
-    answerNow(res, 404, errorBody('openai', 404, '', null, { message, type: 'invalid_request_error', param: null, code: null }));
+    answerNow(
+      res,
+      404,
+      errorBody('openai', 404, '', null, { message, type: 'invalid_request_error', param: null, code: null }),
+    );
     return;
   }
   if (route.kind === 'control') {
@@ -151,7 +173,14 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
   }
   const ex = new Exchange(res, state.live);
   if (route.kind === 'count') {
-    readBody(res, state.maxBodyBytes, null, () => ex.done, (raw) => handleCount(state, ex, route, copy, raw), () => ex.sendWhole(413, [['content-type', JSON_TYPE]], '{"message":"request body too large"}'));
+    readBody(
+      res,
+      state.maxBodyBytes,
+      null,
+      () => ex.done,
+      (raw) => handleCount(state, ex, route, copy, raw),
+      () => ex.sendWhole(413, [['content-type', JSON_TYPE]], '{"message":"request body too large"}'),
+    );
     return;
   }
   readBody(
@@ -159,11 +188,18 @@ function onRequest(state: SimState, res: HttpResponse, req: HttpRequest): void {
     state.maxBodyBytes,
     null,
     () => ex.done,
-    (raw) => (route.form === 'bedrock' ? handleBedrock(state, ex, route, copy, raw) : handleInference(state, ex, route, copy, raw)),
+    (raw) =>
+      route.form === 'bedrock'
+        ? handleBedrock(state, ex, route, copy, raw)
+        : handleInference(state, ex, route, copy, raw),
     () => {
       const family = familyOf(route);
       const headers = providerHeaders(family, JSON_TYPE, null, 0, state.organizationId);
-      ex.sendWhole(413, headers, errorBody(family, 413, '', null, { message: `Request body exceeds ${state.maxBodyBytes} bytes.` }));
+      ex.sendWhole(
+        413,
+        headers,
+        errorBody(family, 413, '', null, { message: `Request body exceeds ${state.maxBodyBytes} bytes.` }),
+      );
     },
   );
 }
@@ -194,7 +230,11 @@ export function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> 
     // Exclusive, like the gateway: a busy port is refused, never shared with whoever listens there.
     listenApp(app, host, opts.port ?? 0, false, (socket: us_listen_socket | false) => {
       if (!socket) {
-        reject(new Error(`simulator: cannot listen on ${host}:${opts.port ?? 0}: the port is in use (by another process) or the address is not available`));
+        reject(
+          new Error(
+            `simulator: cannot listen on ${host}:${opts.port ?? 0}: the port is in use (by another process) or the address is not available`,
+          ),
+        );
         return;
       }
       const port = uWS.us_socket_local_port(socket as unknown as us_socket);

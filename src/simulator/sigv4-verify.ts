@@ -22,11 +22,14 @@ export interface SignedRequest {
   headers: Record<string, string>;
 }
 
-export type SigV4Result = { ok: true; accessKeyId: string; region: string } | { ok: false; exception: string; message: string };
+export type SigV4Result =
+  | { ok: true; accessKeyId: string; region: string }
+  | { ok: false; exception: string; message: string };
 
 /** AWS allows 5 minutes between the signature's time and its own. */
 const SKEW_MS = 5 * 60 * 1000;
-const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+const AUTH =
+  /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 
 const sha256hex = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
 const hmac = (key: string | Buffer, data: string): Buffer => createHmac('sha256', key).update(data, 'utf8').digest();
@@ -38,12 +41,15 @@ function rfc3986(s: string): string {
 
 function canonicalQuery(query: string): string {
   if (query === '') return '';
-  const pairs = query.split('&').filter((p) => p !== '').map((p) => {
-    const eq = p.indexOf('=');
-    const k = decodeURIComponent(eq === -1 ? p : p.slice(0, eq));
-    const v = eq === -1 ? '' : decodeURIComponent(p.slice(eq + 1).replace(/\+/g, ' '));
-    return [rfc3986(k), rfc3986(v)] as const;
-  });
+  const pairs = query
+    .split('&')
+    .filter((p) => p !== '')
+    .map((p) => {
+      const eq = p.indexOf('=');
+      const k = decodeURIComponent(eq === -1 ? p : p.slice(0, eq));
+      const v = eq === -1 ? '' : decodeURIComponent(p.slice(eq + 1).replace(/\+/g, ' '));
+      return [rfc3986(k), rfc3986(v)] as const;
+    });
   pairs.sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1));
   return pairs.map(([k, v]) => `${k}=${v}`).join('&');
 }
@@ -56,23 +62,47 @@ function amzDateMs(s: string): number {
 }
 
 const deny = (exception: string, message: string): SigV4Result => ({ ok: false, exception, message });
-const MISMATCH = 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
+const MISMATCH =
+  'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
 
-export function verifySigV4(req: SignedRequest, body: Buffer, keys: ReadonlyMap<string, AwsSimKey>, service: string, now: number): SigV4Result {
+export function verifySigV4(
+  req: SignedRequest,
+  body: Buffer,
+  keys: ReadonlyMap<string, AwsSimKey>,
+  service: string,
+  now: number,
+): SigV4Result {
   const m = AUTH.exec(req.headers['authorization'] ?? '');
-  if (!m) return deny('IncompleteSignatureException', 'Authorization header requires Credential, SignedHeaders and Signature.');
+  if (!m)
+    return deny(
+      'IncompleteSignatureException',
+      'Authorization header requires Credential, SignedHeaders and Signature.',
+    );
   const [, keyId = '', date = '', region = '', scopeService = '', signedList = '', signature = ''] = m;
   const key = keys.get(keyId);
   if (!key) return deny('UnrecognizedClientException', 'The security token included in the request is invalid.');
-  if (scopeService !== service) return deny('InvalidSignatureException', `Credential should be scoped to correct service: '${service}'.`);
+  if (scopeService !== service)
+    return deny('InvalidSignatureException', `Credential should be scoped to correct service: '${service}'.`);
   const amzDate = req.headers['x-amz-date'] ?? '';
   const at = amzDateMs(amzDate);
-  if (Number.isNaN(at) || amzDate.slice(0, 8) !== date) return deny('InvalidSignatureException', 'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP.');
-  if (Math.abs(at - now) > SKEW_MS) return deny('InvalidSignatureException', `Signature expired: ${amzDate} is now earlier or later than the allowed 5 minutes.`);
+  if (Number.isNaN(at) || amzDate.slice(0, 8) !== date)
+    return deny(
+      'InvalidSignatureException',
+      'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP.',
+    );
+  if (Math.abs(at - now) > SKEW_MS)
+    return deny(
+      'InvalidSignatureException',
+      `Signature expired: ${amzDate} is now earlier or later than the allowed 5 minutes.`,
+    );
   const signed = signedList.split(';');
-  if (!signed.includes('host') || !signed.includes('x-amz-date')) return deny('InvalidSignatureException', "'Host' and 'X-Amz-Date' must be signed.");
+  if (!signed.includes('host') || !signed.includes('x-amz-date'))
+    return deny('InvalidSignatureException', "'Host' and 'X-Amz-Date' must be signed.");
   if ([...signed].sort().join(';') !== signedList) return deny('InvalidSignatureException', MISMATCH);
-  if (key.sessionToken !== undefined && (req.headers['x-amz-security-token'] !== key.sessionToken || !signed.includes('x-amz-security-token'))) {
+  if (
+    key.sessionToken !== undefined &&
+    (req.headers['x-amz-security-token'] !== key.sessionToken || !signed.includes('x-amz-security-token'))
+  ) {
     return deny('UnrecognizedClientException', 'The security token included in the request is invalid.');
   }
   const payloadHash = sha256hex(body);

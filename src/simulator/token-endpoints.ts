@@ -14,16 +14,23 @@ export interface TokenReply {
   body: string;
 }
 
-const oauthError = (status: number, error: string, description: string): TokenReply => ({ status, body: JSON.stringify({ error, error_description: description }) });
+const oauthError = (status: number, error: string, description: string): TokenReply => ({
+  status,
+  body: JSON.stringify({ error, error_description: description }),
+});
 
 function issue(state: SimState): TokenReply {
   const token = TOKEN_PREFIX + randomBytes(16).toString('hex');
   state.tokens.issued.set(token, state.clock.now() + state.tokens.lifetimeSec * 1000);
-  return { status: 200, body: JSON.stringify({ access_token: token, expires_in: state.tokens.lifetimeSec, token_type: 'Bearer' }) };
+  return {
+    status: 200,
+    body: JSON.stringify({ access_token: token, expires_in: state.tokens.lifetimeSec, token_type: 'Bearer' }),
+  };
 }
 
 function googleGrant(state: SimState, form: URLSearchParams): TokenReply {
-  if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return oauthError(400, 'unsupported_grant_type', 'Invalid grant_type');
+  if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
+    return oauthError(400, 'unsupported_grant_type', 'Invalid grant_type');
   const [h = '', c = '', s = ''] = (form.get('assertion') ?? '').split('.');
   let claims: Record<string, unknown>;
   let header: Record<string, unknown>;
@@ -35,21 +42,32 @@ function googleGrant(state: SimState, form: URLSearchParams): TokenReply {
   }
   const pem = typeof claims['iss'] === 'string' ? state.tokens.serviceAccounts.get(claims['iss']) : undefined;
   if (header['alg'] !== 'RS256' || !pem) return oauthError(400, 'invalid_grant', 'Invalid JWT Signature.');
-  if (!verify('sha256', Buffer.from(`${h}.${c}`), createPublicKey(pem), Buffer.from(s, 'base64url'))) return oauthError(400, 'invalid_grant', 'Invalid JWT Signature.');
+  if (!verify('sha256', Buffer.from(`${h}.${c}`), createPublicKey(pem), Buffer.from(s, 'base64url')))
+    return oauthError(400, 'invalid_grant', 'Invalid JWT Signature.');
   const now = state.clock.now() / 1000;
   const exp = claims['exp'];
   const iat = claims['iat'];
-  if (typeof exp !== 'number' || typeof iat !== 'number' || exp < now || iat > now + 300 || exp - iat > 3600) return oauthError(400, 'invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.');
-  if (typeof claims['aud'] !== 'string' || !claims['aud'].endsWith('/token')) return oauthError(400, 'invalid_grant', 'Invalid JWT audience.');
-  if (claims['scope'] !== 'https://www.googleapis.com/auth/cloud-platform') return oauthError(400, 'invalid_scope', 'Invalid OAuth scope.');
+  if (typeof exp !== 'number' || typeof iat !== 'number' || exp < now || iat > now + 300 || exp - iat > 3600)
+    return oauthError(
+      400,
+      'invalid_grant',
+      'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.',
+    );
+  if (typeof claims['aud'] !== 'string' || !claims['aud'].endsWith('/token'))
+    return oauthError(400, 'invalid_grant', 'Invalid JWT audience.');
+  if (claims['scope'] !== 'https://www.googleapis.com/auth/cloud-platform')
+    return oauthError(400, 'invalid_scope', 'Invalid OAuth scope.');
   return issue(state);
 }
 
 function entraGrant(state: SimState, form: URLSearchParams): TokenReply {
-  if (form.get('grant_type') !== 'client_credentials') return oauthError(400, 'unsupported_grant_type', 'AADSTS70003: The app requested an unsupported grant type.');
+  if (form.get('grant_type') !== 'client_credentials')
+    return oauthError(400, 'unsupported_grant_type', 'AADSTS70003: The app requested an unsupported grant type.');
   const secret = state.tokens.entraClients.get(form.get('client_id') ?? '');
-  if (secret === undefined || secret !== form.get('client_secret')) return oauthError(401, 'invalid_client', 'AADSTS7000215: Invalid client secret provided.');
-  if (form.get('scope') !== 'https://cognitiveservices.azure.com/.default') return oauthError(400, 'invalid_scope', 'AADSTS70011: The provided value for scope is not valid.');
+  if (secret === undefined || secret !== form.get('client_secret'))
+    return oauthError(401, 'invalid_client', 'AADSTS7000215: Invalid client secret provided.');
+  if (form.get('scope') !== 'https://cognitiveservices.azure.com/.default')
+    return oauthError(400, 'invalid_scope', 'AADSTS70011: The provided value for scope is not valid.');
   return issue(state);
 }
 

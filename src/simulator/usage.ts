@@ -9,7 +9,8 @@ export interface UsageNumbers {
   cacheWrite: number;
 }
 
-/** Completion defaults to the reply's words plus any scripted reasoning tokens; the prompt estimate runs only when needed. */
+/** Completion defaults to the reply's words plus any scripted reasoning tokens; the prompt estimate runs only when
+ *  needed. */
 export function resolveUsage(b: Behaviour, promptEstimate: () => number, outputTokens: number): UsageNumbers {
   const u = b.usage;
   const reasoning = u?.reasoning ?? 0;

@@ -10,7 +10,10 @@ export interface ErrorDetails {
   code?: string | number | null;
 }
 
-const OPENAI = compileTemplate({ error: { message: slot('message'), type: slot('type'), param: slot('param'), code: slot('code') } }, 4);
+const OPENAI = compileTemplate(
+  { error: { message: slot('message'), type: slot('type'), param: slot('param'), code: slot('code') } },
+  4,
+);
 
 const OPENAI_DEFAULTS: Record<number, (model: string) => Required<ErrorDetails>> = {
   400: () => ({ message: 'Invalid request.', type: 'invalid_request_error', param: null, code: null }),
@@ -20,7 +23,12 @@ const OPENAI_DEFAULTS: Record<number, (model: string) => Required<ErrorDetails>>
     param: null,
     code: 'invalid_api_key',
   }),
-  403: (m) => ({ message: `Project does not have access to model \`${m}\``, type: 'invalid_request_error', param: null, code: 'model_not_found' }),
+  403: (m) => ({
+    message: `Project does not have access to model \`${m}\``,
+    type: 'invalid_request_error',
+    param: null,
+    code: 'model_not_found',
+  }),
   404: (m) => ({
     message: `The model \`${m}\` does not exist or you do not have access to it.`,
     type: 'invalid_request_error',
@@ -33,9 +41,19 @@ const OPENAI_DEFAULTS: Record<number, (model: string) => Required<ErrorDetails>>
     param: null,
     code: 'rate_limit_exceeded',
   }),
-  500: () => ({ message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null }),
+  500: () => ({
+    message: 'The server had an error while processing your request. Sorry about that!',
+    type: 'server_error',
+    param: null,
+    code: null,
+  }),
   502: () => ({ message: 'Bad gateway.', type: 'cf_bad_gateway', param: null, code: 502 }),
-  503: () => ({ message: 'The engine is currently overloaded, please try again later', type: 'server_error', param: null, code: null }),
+  503: () => ({
+    message: 'The engine is currently overloaded, please try again later',
+    type: 'server_error',
+    param: null,
+    code: null,
+  }),
   504: () => ({ message: 'Gateway timeout.', type: 'cf_gateway_timeout', param: null, code: 504 }),
 };
 
@@ -43,18 +61,29 @@ export function openaiErrorDetails(status: number, model: string): Required<Erro
   const d = OPENAI_DEFAULTS[status];
   if (d) return d(model);
   return status >= 500
-    ? { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null }
+    ? {
+        message: 'The server had an error while processing your request. Sorry about that!',
+        type: 'server_error',
+        param: null,
+        code: null,
+      }
     : { message: `Request failed with status ${status}.`, type: 'invalid_request_error', param: null, code: null };
 }
 
 const ANTHROPIC_DEFAULTS: Record<number, (model: string) => [string, string]> = {
   400: () => ['invalid_request_error', 'Invalid request'],
   401: () => ['authentication_error', 'invalid x-api-key'],
-  402: () => ['billing_error', 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.'],
+  402: () => [
+    'billing_error',
+    'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.',
+  ],
   403: () => ['permission_error', 'Your API key does not have permission to use the specified resource.'],
   404: (m) => ['not_found_error', `model: ${m}`],
   413: () => ['request_too_large', 'Request exceeds the maximum allowed number of bytes.'],
-  429: () => ['rate_limit_error', 'This request would exceed the rate limit for your organization. Please reduce the prompt length or the maximum tokens requested, or try again later.'],
+  429: () => [
+    'rate_limit_error',
+    'This request would exceed the rate limit for your organization. Please reduce the prompt length or the maximum tokens requested, or try again later.',
+  ],
   500: () => ['api_error', 'Internal server error'],
   504: () => ['timeout_error', 'Request timed out'],
   529: () => ['overloaded_error', 'Overloaded'],
@@ -63,11 +92,19 @@ const ANTHROPIC_DEFAULTS: Record<number, (model: string) => [string, string]> = 
 export function anthropicErrorDetails(status: number, model: string): [type: string, message: string] {
   const d = ANTHROPIC_DEFAULTS[status];
   if (d) return d(model);
-  return status >= 500 ? ['api_error', 'Internal server error'] : ['invalid_request_error', `Request failed with status ${status}`];
+  return status >= 500
+    ? ['api_error', 'Internal server error']
+    : ['invalid_request_error', `Request failed with status ${status}`];
 }
 
 /** The error body `family` sends for `status`; `details` overrides the default message/type/param/code. */
-export function errorBody(family: Family, status: number, model: string, requestId: string | null, details: ErrorDetails = {}): string {
+export function errorBody(
+  family: Family,
+  status: number,
+  model: string,
+  requestId: string | null,
+  details: ErrorDetails = {},
+): string {
   if (family === 'openai') {
     const d = openaiErrorDetails(status, model);
     return (
@@ -80,7 +117,11 @@ export function errorBody(family: Family, status: number, model: string, request
     );
   }
   const [type, message] = anthropicErrorDetails(status, model);
-  return JSON.stringify({ type: 'error', error: { type: details.type ?? type, message: details.message ?? message }, request_id: requestId });
+  return JSON.stringify({
+    type: 'error',
+    error: { type: details.type ?? type, message: details.message ?? message },
+    request_id: requestId,
+  });
 }
 
 /** A scripted `errorBody`: strings verbatim, anything else as JSON. */
@@ -91,7 +132,9 @@ export function customErrorBody(v: unknown): string {
 /** The 401 for a missing or wrong credential, in the wire's words. */
 export function authErrorBody(family: Family, missing: boolean, requestId: string | null): string {
   if (family === 'anthropic') {
-    return errorBody('anthropic', 401, '', requestId, { message: missing ? 'x-api-key header is required' : 'invalid x-api-key' });
+    return errorBody('anthropic', 401, '', requestId, {
+      message: missing ? 'x-api-key header is required' : 'invalid x-api-key',
+    });
   }
   if (!missing) return errorBody('openai', 401, '', requestId);
   return errorBody('openai', 401, '', requestId, {

@@ -29,7 +29,8 @@ export interface ReplyContext {
 
 /** A stream's events, each a complete SSE frame ending in a blank line. */
 export interface StreamEvents {
-  /** Everything before the first content delta (role chunk; message_start…ping; response.created…content_part.added). */
+  /** Everything before the first content delta (role chunk; message_start…ping;
+   *  response.created…content_part.added). */
   preamble: string[];
   /** One event per content delta. */
   content: string[];
@@ -67,5 +68,10 @@ export function objectField(body: Body, key: string): Body | undefined {
 
 /** The 400 OpenAI gives for a missing required parameter. */
 export function missingParameter(name: string): ErrorDetails {
-  return { message: `Missing required parameter: '${name}'.`, type: 'invalid_request_error', param: name, code: 'missing_required_parameter' };
+  return {
+    message: `Missing required parameter: '${name}'.`,
+    type: 'invalid_request_error',
+    param: name,
+    code: 'missing_required_parameter',
+  };
 }

@@ -34,7 +34,11 @@ export function createPool(url: string, opts: PoolOptions = {}): PgPool {
     application_name: 'pi-gateway',
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? (v: string) => BigInt(v) : format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid, 'text')) as typeof pg.types.getTypeParser,
+        oid === INT8_OID
+          ? (v: string) => BigInt(v)
+          : format === 'binary'
+            ? pg.types.getTypeParser(oid, 'binary')
+            : pg.types.getTypeParser(oid, 'text')) as typeof pg.types.getTypeParser,
     },
   });
   pool.on('error', (err) => opts.onIdleError?.(err));
@@ -54,7 +58,17 @@ export class StoreUnavailableError extends StoreError {
   }
 }
 
-const NODE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const NODE_NET = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof StoreUnavailableError) return true;
@@ -63,17 +77,22 @@ export function isUnavailable(err: unknown): boolean {
   if (typeof code === 'string') {
     if (NODE_NET.has(code)) return true;
     // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now; 53300: too many connections.
-    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return true;
+    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300')
+      return true;
   }
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|not queryable/i.test(err.message);
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|not queryable/i.test(
+    err.message,
+  );
 }
 
 /** Rethrows connection-level failures as StoreUnavailableError naming what was being done. */
 export function unavailable(err: unknown, doing: string): unknown {
   if (!isUnavailable(err) || err instanceof StoreUnavailableError) return err;
-  return new StoreUnavailableError(`PostgreSQL is unreachable (${doing}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new StoreUnavailableError(
+    `PostgreSQL is unreachable (${doing}): ${err instanceof Error ? err.message : String(err)}`,
+    { cause: err },
+  );
 }
-
 
 /** Runs `fn` in one transaction on one connection (rolled back when it throws; a connection that
  *  failed is destroyed, not returned to the pool). */

@@ -93,52 +93,96 @@ export class PgHolds {
    * `node` names the taker (for the sweeper's ledger note); the lease runs to `now + leaseMs`.
    * A trace that already has a hold is a WalletError (nothing is written).
    */
-  async hold(workspace: string, traceId: string, amount: bigint, now: number, node: string, leaseMs = HOLD_LEASE_MS, retries = 3): Promise<PgHoldResult> {
+  async hold(
+    workspace: string,
+    traceId: string,
+    amount: bigint,
+    now: number,
+    node: string,
+    leaseMs = HOLD_LEASE_MS,
+    retries = 3,
+  ): Promise<PgHoldResult> {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
     if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
-    if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+    if (typeof amount !== 'bigint' || amount < 0n)
+      throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
     checkFits(amount, 'hold', traceId);
     let r: { rows: { held: bigint; available: bigint | null }[] };
     try {
-      r = await this.pool.query<{ held: bigint; available: bigint | null }>(HOLD_SQL, [workspace, traceId, amount, now, node, now + leaseMs]);
+      r = await this.pool.query<{ held: bigint; available: bigint | null }>(HOLD_SQL, [
+        workspace,
+        traceId,
+        amount,
+        now,
+        node,
+        now + leaseMs,
+      ]);
     } catch (err) {
-      if ((err as { code?: unknown }).code === '23505') throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+      if ((err as { code?: unknown }).code === '23505')
+        throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
       throw err;
     }
     const row = r.rows[0];
     if (row && row.held === 1n) return { ok: true };
     if (row?.available === null && amount === 0n) {
       // A zero hold on a workspace that never had a wallet: create the empty wallet, then hold.
-      await this.pool.query('INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ($1, 0, 0, $2) ON CONFLICT DO NOTHING', [workspace, now]);
+      await this.pool.query(
+        'INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ($1, 0, 0, $2) ON CONFLICT DO NOTHING',
+        [workspace, now],
+      );
       return this.hold(workspace, traceId, amount, now, node, leaseMs);
     }
     // The refusal's `available` was read in the statement's snapshot, which can predate concurrent
     // holds and closes the UPDATE's re-check already saw: read it afresh, and when the wallet covers
     // the hold now (a concurrent close freed money), try again — a bounded number of times.
-    const fresh = await this.pool.query<{ available: bigint }>('SELECT balance_nano - held_nano AS available FROM wallets WHERE workspace = $1', [workspace]);
+    const fresh = await this.pool.query<{ available: bigint }>(
+      'SELECT balance_nano - held_nano AS available FROM wallets WHERE workspace = $1',
+      [workspace],
+    );
     const available = fresh.rows[0]?.available ?? 0n;
-    if (available >= amount && retries > 0) return this.hold(workspace, traceId, amount, now, node, leaseMs, retries - 1);
+    if (available >= amount && retries > 0)
+      return this.hold(workspace, traceId, amount, now, node, leaseMs, retries - 1);
     return { ok: false, available };
   }
 
   /** Charges `cost` and closes the hold; false (nothing written) when the trace has no open hold. */
   async settle(traceId: string, cost: bigint, details: LedgerDetails, now: number): Promise<boolean> {
-    if (typeof cost !== 'bigint' || cost < 0n) throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+    if (typeof cost !== 'bigint' || cost < 0n)
+      throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
     checkFits(cost, 'cost', traceId);
-    const r = await this.pool.query<{ closed: bigint }>(CLOSE_SQL, [traceId, 'settled', cost, now, 'settle', null, JSON.stringify(details)]);
+    const r = await this.pool.query<{ closed: bigint }>(CLOSE_SQL, [
+      traceId,
+      'settled',
+      cost,
+      now,
+      'settle',
+      null,
+      JSON.stringify(details),
+    ]);
     return r.rows[0]?.closed === 1n;
   }
 
   /** Closes the hold at zero cost; false (nothing written) when the trace has no open hold. */
   async release(traceId: string, now: number, note: string | null = null): Promise<boolean> {
-    const r = await this.pool.query<{ closed: bigint }>(CLOSE_SQL, [traceId, 'released', 0n, now, 'release', note, null]);
+    const r = await this.pool.query<{ closed: bigint }>(CLOSE_SQL, [
+      traceId,
+      'released',
+      0n,
+      now,
+      'release',
+      note,
+      null,
+    ]);
     return r.rows[0]?.closed === 1n;
   }
 
   /** Pushes the lease of these (still open) holds to `now + leaseMs`; returns how many were open. */
   async renew(traceIds: readonly string[], now: number, leaseMs = HOLD_LEASE_MS): Promise<number> {
     if (traceIds.length === 0) return 0;
-    const r = await this.pool.query("UPDATE holds SET lease_until = $2 WHERE trace_id = ANY($1::text[]) AND state = 'open'", [traceIds, now + leaseMs]);
+    const r = await this.pool.query(
+      "UPDATE holds SET lease_until = $2 WHERE trace_id = ANY($1::text[]) AND state = 'open'",
+      [traceIds, now + leaseMs],
+    );
     return r.rowCount ?? 0;
   }
 

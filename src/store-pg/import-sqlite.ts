@@ -29,7 +29,12 @@ export async function pgIsEmpty(pool: PgPool): Promise<{ empty: boolean; tables:
   return { empty: tables.length === 0, tables };
 }
 
-async function insertRows(c: PgClient, table: string, cols: readonly string[], rows: readonly (readonly unknown[])[]): Promise<void> {
+async function insertRows(
+  c: PgClient,
+  table: string,
+  cols: readonly string[],
+  rows: readonly (readonly unknown[])[],
+): Promise<void> {
   for (let i = 0; i < rows.length; i += BATCH) {
     const part = rows.slice(i, i + BATCH);
     const groups = part.map((_, r) => `(${cols.map((_, j) => `$${r * cols.length + j + 1}`).join(', ')})`);
@@ -38,37 +43,113 @@ async function insertRows(c: PgClient, table: string, cols: readonly string[], r
 }
 
 const LOG_COLUMNS = [
-  'trace_id', 'ts', 'workspace', 'key_id', 'endpoint', 'model_requested', 'model_served', 'provider', 'deployment', 'attempts',
-  'attempts_json', 'stream', 'status', 'error_code', 'latency_ms', 'ttfb_ms', 'prompt_tokens', 'completion_tokens',
-  'reasoning_tokens', 'cached_tokens', 'cost_nano', 'app_title', 'app_origin', 'session_id', 'ended',
+  'trace_id',
+  'ts',
+  'workspace',
+  'key_id',
+  'endpoint',
+  'model_requested',
+  'model_served',
+  'provider',
+  'deployment',
+  'attempts',
+  'attempts_json',
+  'stream',
+  'status',
+  'error_code',
+  'latency_ms',
+  'ttfb_ms',
+  'prompt_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cached_tokens',
+  'cost_nano',
+  'app_title',
+  'app_origin',
+  'session_id',
+  'ended',
 ] as const;
 
 export async function importDump(pool: PgPool, dump: Dump, now: number): Promise<ImportCounts> {
   return inTransaction(pool, async (c) => {
     // Nobody writes while the copy runs (a node started too early waits, then sees it all).
     await c.query('LOCK TABLE secrets, api_keys, wallets, ledger, holds, request_log IN EXCLUSIVE MODE');
-    await insertRows(c, 'secrets', ['name', 'nonce', 'ciphertext', 'tag', 'key_id', 'created_at', 'updated_at'],
-      dump.secrets.map((s) => [s.name, s.nonce, s.ciphertext, s.tag, s.key_id, s.created_at, s.updated_at]));
-    await insertRows(c, 'api_keys', ['id', 'prefix', 'hash', 'workspace', 'name', 'rpm', 'expires_at', 'created_at', 'revoked_at'],
-      dump.keys.map((k) => [k.id, k.prefix, k.hash, k.workspace, k.name, k.rpm, k.expires_at, k.created_at, k.revoked_at]));
-    await insertRows(c, 'wallets', ['workspace', 'balance_nano', 'held_nano', 'updated_at'],
-      dump.wallets.map((w) => [w.workspace, w.balance_nano, w.held_nano, w.updated_at]));
+    await insertRows(
+      c,
+      'secrets',
+      ['name', 'nonce', 'ciphertext', 'tag', 'key_id', 'created_at', 'updated_at'],
+      dump.secrets.map((s) => [s.name, s.nonce, s.ciphertext, s.tag, s.key_id, s.created_at, s.updated_at]),
+    );
+    await insertRows(
+      c,
+      'api_keys',
+      ['id', 'prefix', 'hash', 'workspace', 'name', 'rpm', 'expires_at', 'created_at', 'revoked_at'],
+      dump.keys.map((k) => [
+        k.id,
+        k.prefix,
+        k.hash,
+        k.workspace,
+        k.name,
+        k.rpm,
+        k.expires_at,
+        k.created_at,
+        k.revoked_at,
+      ]),
+    );
+    await insertRows(
+      c,
+      'wallets',
+      ['workspace', 'balance_nano', 'held_nano', 'updated_at'],
+      dump.wallets.map((w) => [w.workspace, w.balance_nano, w.held_nano, w.updated_at]),
+    );
     let ledger = 0;
     for (const rows of dump.ledger(BATCH)) {
-      await insertRows(c, 'ledger', ['id', 'workspace', 'kind', 'amount_nano', 'trace_id', 'note', 'details', 'created_at'],
-        rows.map((l) => [l.id, l.workspace, l.kind, l.amount_nano, l.trace_id, l.note, l.details, l.created_at]));
+      await insertRows(
+        c,
+        'ledger',
+        ['id', 'workspace', 'kind', 'amount_nano', 'trace_id', 'note', 'details', 'created_at'],
+        rows.map((l) => [l.id, l.workspace, l.kind, l.amount_nano, l.trace_id, l.note, l.details, l.created_at]),
+      );
       ledger += rows.length;
     }
-    await c.query("SELECT setval('ledger_id_seq', GREATEST((SELECT COALESCE(MAX(id), 0) FROM ledger), 1), (SELECT COUNT(*) > 0 FROM ledger))");
-    await insertRows(c, 'holds', ['trace_id', 'workspace', 'amount_nano', 'state', 'cost_nano', 'node', 'created_at', 'lease_until', 'closed_at'],
-      dump.holds.map((h) => [h.trace_id, h.workspace, h.amount_nano, h.state, h.cost_nano, `embedded:${h.owner}`, h.created_at, now + HOLD_LEASE_MS, h.closed_at]));
+    await c.query(
+      "SELECT setval('ledger_id_seq', GREATEST((SELECT COALESCE(MAX(id), 0) FROM ledger), 1), (SELECT COUNT(*) > 0 FROM ledger))",
+    );
+    await insertRows(
+      c,
+      'holds',
+      ['trace_id', 'workspace', 'amount_nano', 'state', 'cost_nano', 'node', 'created_at', 'lease_until', 'closed_at'],
+      dump.holds.map((h) => [
+        h.trace_id,
+        h.workspace,
+        h.amount_nano,
+        h.state,
+        h.cost_nano,
+        `embedded:${h.owner}`,
+        h.created_at,
+        now + HOLD_LEASE_MS,
+        h.closed_at,
+      ]),
+    );
     let requestLog = 0;
     for (const rows of dump.requestLog(BATCH)) {
-      const values = rows.map((r) => [r.id, ...LOG_COLUMNS.map((col) => (col === 'stream' ? Number(r[col]) === 1 : (r[col] ?? null)))]);
+      const values = rows.map((r) => [
+        r.id,
+        ...LOG_COLUMNS.map((col) => (col === 'stream' ? Number(r[col]) === 1 : (r[col] ?? null))),
+      ]);
       await c.query(requestLogInsert(rows.length, true), values.flat());
       requestLog += rows.length;
     }
-    await c.query("SELECT setval('request_log_id_seq', GREATEST((SELECT COALESCE(MAX(id), 0) FROM request_log), 1), (SELECT COUNT(*) > 0 FROM request_log))");
-    return { secrets: dump.secrets.length, keys: dump.keys.length, wallets: dump.wallets.length, ledger, holds: dump.holds.length, requestLog };
+    await c.query(
+      "SELECT setval('request_log_id_seq', GREATEST((SELECT COALESCE(MAX(id), 0) FROM request_log), 1), (SELECT COUNT(*) > 0 FROM request_log))",
+    );
+    return {
+      secrets: dump.secrets.length,
+      keys: dump.keys.length,
+      wallets: dump.wallets.length,
+      ledger,
+      holds: dump.holds.length,
+      requestLog,
+    };
   });
 }

@@ -40,18 +40,17 @@ function toRecord(r: KeyRow): ApiKeyRecord {
 export class PgApiKeys {
   private readonly pool: PgPool;
   private readonly clock: Clock;
-  constructor(
-    pool: PgPool,
-    clock: Clock,
-  ) {
+  constructor(pool: PgPool, clock: Clock) {
     this.pool = pool;
     this.clock = clock;
   }
 
   async create(input: CreateKeyInput): Promise<CreatedApiKey> {
     if (typeof input.workspace !== 'string' || input.workspace === '') throw new RangeError('workspace is required');
-    if (input.rpm !== undefined && !(Number.isSafeInteger(input.rpm) && input.rpm > 0)) throw new RangeError(`rpm must be a positive integer, got ${input.rpm}`);
-    if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt)) throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    if (input.rpm !== undefined && !(Number.isSafeInteger(input.rpm) && input.rpm > 0))
+      throw new RangeError(`rpm must be a positive integer, got ${input.rpm}`);
+    if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt))
+      throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
       id: 'key_' + randomBytes(8).toString('hex'),
@@ -89,7 +88,9 @@ export class PgApiKeys {
   async find(presented: string): Promise<ApiKeyRecord | null> {
     if (!isWellFormedKey(presented)) return null;
     const hash = hashKey(presented);
-    const r = await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [presented.slice(0, KEY_PREFIX.length + LOOKUP_CHARS)]);
+    const r = await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [
+      presented.slice(0, KEY_PREFIX.length + LOOKUP_CHARS),
+    ]);
     let match: KeyRow | undefined;
     for (const row of r.rows) if (row.hash.length === hash.length && timingSafeEqual(row.hash, hash)) match = row;
     return match ? toRecord(match) : null;
@@ -105,7 +106,10 @@ export class PgApiKeys {
     const r =
       workspace === undefined
         ? await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, id`)
-        : await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE workspace = $1 ORDER BY created_at, id`, [workspace]);
+        : await this.pool.query<KeyRow>(
+            `SELECT ${COLUMNS} FROM api_keys WHERE workspace = $1 ORDER BY created_at, id`,
+            [workspace],
+          );
     return r.rows.map(toRecord);
   }
 
@@ -114,13 +118,20 @@ export class PgApiKeys {
    * embedded store's `setExpiry`. The change trigger moves `store_changes`, so nodes drop cached keys.
    */
   async setExpiry(id: string, expiresAt: number | null): Promise<boolean> {
-    if (expiresAt !== null && !Number.isSafeInteger(expiresAt)) throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
-    const r = await this.pool.query('UPDATE api_keys SET expires_at = $1 WHERE id = $2 AND revoked_at IS NULL', [expiresAt, id]);
+    if (expiresAt !== null && !Number.isSafeInteger(expiresAt))
+      throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    const r = await this.pool.query('UPDATE api_keys SET expires_at = $1 WHERE id = $2 AND revoked_at IS NULL', [
+      expiresAt,
+      id,
+    ]);
     return (r.rowCount ?? 0) > 0;
   }
 
   async revoke(id: string): Promise<boolean> {
-    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.clock.now(), id]);
+    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [
+      this.clock.now(),
+      id,
+    ]);
     return (r.rowCount ?? 0) > 0;
   }
 }

@@ -6,12 +6,22 @@ import type { LedgerEntry } from '../store/types.ts';
 import type { PgPool } from './connection.ts';
 
 /** A workspace's ledger rows, newest first: at most `limit` (1–1000), older than `beforeId` when given. */
-export async function ledgerPage(pool: PgPool, workspace: string, opts: { limit?: number; beforeId?: number } = {}): Promise<LedgerEntry[]> {
+export async function ledgerPage(
+  pool: PgPool,
+  workspace: string,
+  opts: { limit?: number; beforeId?: number } = {},
+): Promise<LedgerEntry[]> {
   const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 50), 1), 1000);
   const r =
     opts.beforeId === undefined
-      ? await pool.query<LedgerRow>(`SELECT ${COLUMNS} FROM ledger WHERE workspace = $1 ORDER BY id DESC LIMIT $2`, [workspace, limit])
-      : await pool.query<LedgerRow>(`SELECT ${COLUMNS} FROM ledger WHERE workspace = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, [workspace, opts.beforeId, limit]);
+      ? await pool.query<LedgerRow>(`SELECT ${COLUMNS} FROM ledger WHERE workspace = $1 ORDER BY id DESC LIMIT $2`, [
+          workspace,
+          limit,
+        ])
+      : await pool.query<LedgerRow>(
+          `SELECT ${COLUMNS} FROM ledger WHERE workspace = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+          [workspace, opts.beforeId, limit],
+        );
   return r.rows.map(ledgerEntry);
 }
 

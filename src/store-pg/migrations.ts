@@ -137,27 +137,40 @@ export function latestPgVersion(migrations: readonly PgMigration[] = PG_MIGRATIO
 
 /** The schema version the database is at (0: never migrated). */
 export async function pgSchemaVersion(pool: PgPool): Promise<number> {
-  const t = await pool.query<{ exists: boolean }>("SELECT to_regclass('public.schema_migrations') IS NOT NULL AS exists");
+  const t = await pool.query<{ exists: boolean }>(
+    "SELECT to_regclass('public.schema_migrations') IS NOT NULL AS exists",
+  );
   if (!t.rows[0]?.exists) return 0;
   const r = await pool.query<{ v: number | null }>('SELECT MAX(version)::int AS v FROM schema_migrations');
   return r.rows[0]?.v ?? 0;
 }
 
 /** Runs every migration the database lacks, in one transaction. Returns the versions applied. */
-export async function migratePg(pool: PgPool, now: number, migrations: readonly PgMigration[] = PG_MIGRATIONS): Promise<number[]> {
+export async function migratePg(
+  pool: PgPool,
+  now: number,
+  migrations: readonly PgMigration[] = PG_MIGRATIONS,
+): Promise<number[]> {
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
   return inTransaction(pool, async (c) => {
     await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-    await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+    await c.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+    );
     const r = await c.query<{ v: number | null }>('SELECT MAX(version)::int AS v FROM schema_migrations');
     const current = r.rows[0]?.v ?? 0;
     const latest = latestPgVersion(sorted);
-    if (current > latest) throw new Error(`database schema version ${current} is newer than this build (${latest}); upgrade pi-gateway`);
+    if (current > latest)
+      throw new Error(`database schema version ${current} is newer than this build (${latest}); upgrade pi-gateway`);
     const applied: number[] = [];
     for (const m of sorted) {
       if (m.version <= current) continue;
       await c.query(m.sql);
-      await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
+      await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        m.version,
+        m.name,
+        now,
+      ]);
       applied.push(m.version);
     }
     return applied;

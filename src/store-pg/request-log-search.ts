@@ -2,7 +2,13 @@
 // (src/store/request-log-search.ts `whereOf`, its `?` placeholders numbered for PostgreSQL) and its
 // spend totals — grouped by workspace, model, provider or UTC day, with the same order (binary string
 // order, as SQLite compares) and exact bigint sums, so both stores give the console the same numbers.
-import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, whereOf } from '../store/request-log-search.ts';
+import {
+  type RequestLogFilter,
+  type SpendDetail,
+  type SpendGroup,
+  type SpendLine,
+  whereOf,
+} from '../store/request-log-search.ts';
 import type { PgPool } from './connection.ts';
 
 /** The WHERE clause of a filter with `$1…$n` placeholders; throws RangeError as `whereOf` does. */
@@ -31,14 +37,22 @@ interface TotalsRow {
   completion: bigint;
 }
 
-const totals = (r: TotalsRow) => ({ requests: Number(r.requests), costNano: BigInt(r.cost), promptTokens: Number(r.prompt), completionTokens: Number(r.completion) });
+const totals = (r: TotalsRow) => ({
+  requests: Number(r.requests),
+  costNano: BigInt(r.cost),
+  promptTokens: Number(r.prompt),
+  completionTokens: Number(r.completion),
+});
 const C = 'COLLATE "C"';
 
 /** Spend of the rows the filter selects, grouped; largest cost first (days: oldest first). */
 export async function pgSpendBy(pool: PgPool, group: SpendGroup, f: RequestLogFilter): Promise<SpendLine[]> {
   const w = pgWhereOf(f);
   const order = group === 'day' ? `key ${C} ASC` : `cost DESC, key ${C} ASC`;
-  const r = await pool.query<TotalsRow & { key: string }>(`SELECT * FROM (SELECT ${GROUP_EXPR[group]} AS key, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1) s ORDER BY ${order}`, w.params);
+  const r = await pool.query<TotalsRow & { key: string }>(
+    `SELECT * FROM (SELECT ${GROUP_EXPR[group]} AS key, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1) s ORDER BY ${order}`,
+    w.params,
+  );
   return r.rows.map((x) => ({ key: String(x.key), ...totals(x) }));
 }
 
@@ -51,5 +65,11 @@ export async function pgSpendDetail(pool: PgPool, f: RequestLogFilter): Promise<
     `SELECT * FROM (SELECT ${keys}, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1, 2, 3, 4) s ORDER BY ${dims.map((d) => `${d} ${C}`).join(', ')}`,
     w.params,
   );
-  return r.rows.map((x) => ({ day: String(x.day), workspace: String(x.workspace), model: String(x.model), provider: String(x.provider), ...totals(x) }));
+  return r.rows.map((x) => ({
+    day: String(x.day),
+    workspace: String(x.workspace),
+    model: String(x.model),
+    provider: String(x.provider),
+    ...totals(x),
+  }));
 }

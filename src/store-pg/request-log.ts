@@ -5,14 +5,42 @@ import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
 import { logLine } from '../observe/log-line.ts';
 import { storedCost, unstorableCosts } from '../store/log-cost.ts';
 import type { RequestLogFilter } from '../store/request-log-search.ts';
-import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../store/types.ts';
+import type {
+  AttemptLogEntry,
+  RequestLogEntry,
+  RequestLogOptions,
+  RequestLogQuery,
+  RequestLogRow,
+} from '../store/types.ts';
 import { pgWhereOf } from './request-log-search.ts';
 import type { PgPool } from './connection.ts';
 
 const COLUMNS = [
-  'trace_id', 'ts', 'workspace', 'key_id', 'endpoint', 'model_requested', 'model_served', 'provider', 'deployment', 'attempts',
-  'attempts_json', 'stream', 'status', 'error_code', 'latency_ms', 'ttfb_ms', 'prompt_tokens', 'completion_tokens',
-  'reasoning_tokens', 'cached_tokens', 'cost_nano', 'app_title', 'app_origin', 'session_id', 'ended',
+  'trace_id',
+  'ts',
+  'workspace',
+  'key_id',
+  'endpoint',
+  'model_requested',
+  'model_served',
+  'provider',
+  'deployment',
+  'attempts',
+  'attempts_json',
+  'stream',
+  'status',
+  'error_code',
+  'latency_ms',
+  'ttfb_ms',
+  'prompt_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cached_tokens',
+  'cost_nano',
+  'app_title',
+  'app_origin',
+  'session_id',
+  'ended',
 ] as const;
 const MAX_QUERY_LIMIT = 10_000;
 const BACKLOG_BATCHES = 10;
@@ -21,9 +49,31 @@ type Value = string | number | bigint | boolean | null;
 
 export function requestLogValues(r: RequestLogRow): Value[] {
   return [
-    r.trace_id, r.ts, r.workspace, r.key_id, r.endpoint, r.model_requested, r.model_served, r.provider, r.deployment, r.attempts,
-    JSON.stringify(r.attempts_json), r.stream, r.status, r.error_code, r.latency_ms, r.ttfb_ms, r.prompt_tokens, r.completion_tokens,
-    r.reasoning_tokens, r.cached_tokens, storedCost(r.cost_nano), r.app_title, r.app_origin, r.session_id, r.ended,
+    r.trace_id,
+    r.ts,
+    r.workspace,
+    r.key_id,
+    r.endpoint,
+    r.model_requested,
+    r.model_served,
+    r.provider,
+    r.deployment,
+    r.attempts,
+    JSON.stringify(r.attempts_json),
+    r.stream,
+    r.status,
+    r.error_code,
+    r.latency_ms,
+    r.ttfb_ms,
+    r.prompt_tokens,
+    r.completion_tokens,
+    r.reasoning_tokens,
+    r.cached_tokens,
+    storedCost(r.cost_nano),
+    r.app_title,
+    r.app_origin,
+    r.session_id,
+    r.ended,
   ];
 }
 
@@ -51,7 +101,9 @@ export class PgRequestLog {
     pool: PgPool,
     opts: RequestLogOptions = {},
     onError: (err: unknown) => void = (err) =>
-      process.stderr.write(logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true })),
+      process.stderr.write(
+        logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true }),
+      ),
   ) {
     this.pool = pool;
     this.onError = onError;
@@ -114,7 +166,10 @@ export class PgRequestLog {
     if (!this.closed) await this.flush();
     const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
     const w = pgWhereOf(filter);
-    const r = await this.pool.query<Record<string, Value>>(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT $${w.params.length + 1}`, [...w.params, n + 1]);
+    const r = await this.pool.query<Record<string, Value>>(
+      `SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT $${w.params.length + 1}`,
+      [...w.params, n + 1],
+    );
     return { rows: r.rows.slice(0, n).map(fromDb), more: r.rows.length > n };
   }
 

@@ -23,11 +23,7 @@ export class PgSecrets {
   private readonly pool: PgPool;
   private readonly clock: Clock;
   private readonly rawKey: string | undefined;
-  constructor(
-    pool: PgPool,
-    clock: Clock,
-    rawKey: string | undefined,
-  ) {
+  constructor(pool: PgPool, clock: Clock, rawKey: string | undefined) {
     this.pool = pool;
     this.clock = clock;
     this.rawKey = rawKey;
@@ -42,7 +38,9 @@ export class PgSecrets {
     await inTransaction(this.pool, async (c) => {
       // Serialises with a concurrent rotation, which locks every row it re-seals.
       await c.query('LOCK TABLE secrets IN SHARE ROW EXCLUSIVE MODE');
-      const other = await c.query<{ key_id: string }>('SELECT key_id FROM secrets WHERE key_id <> $1 LIMIT 1', [master.id]);
+      const other = await c.query<{ key_id: string }>('SELECT key_id FROM secrets WHERE key_id <> $1 LIMIT 1', [
+        master.id,
+      ]);
       const foreign = other.rows[0];
       if (foreign) throw wrongKey(foreign.key_id, master.id);
       await c.query(
@@ -55,7 +53,9 @@ export class PgSecrets {
   }
 
   async list(): Promise<SecretInfo[]> {
-    const r = await this.pool.query<{ name: string; created_at: bigint; updated_at: bigint }>('SELECT name, created_at, updated_at FROM secrets ORDER BY name');
+    const r = await this.pool.query<{ name: string; created_at: bigint; updated_at: bigint }>(
+      'SELECT name, created_at, updated_at FROM secrets ORDER BY name',
+    );
     return r.rows.map((x) => ({ name: x.name, createdAt: Number(x.created_at), updatedAt: Number(x.updated_at) }));
   }
 
@@ -81,7 +81,9 @@ export class PgSecrets {
   }
 
   async assertUsable(): Promise<void> {
-    const r = await this.pool.query<{ key_id: string; n: bigint }>('SELECT key_id, COUNT(*) AS n FROM secrets GROUP BY key_id');
+    const r = await this.pool.query<{ key_id: string; n: bigint }>(
+      'SELECT key_id, COUNT(*) AS n FROM secrets GROUP BY key_id',
+    );
     if (r.rows.length === 0) return;
     let master: MasterKey;
     try {
@@ -89,7 +91,10 @@ export class PgSecrets {
     } catch (err) {
       if (err instanceof SecretError && err.code === 'no_master_key') {
         const count = r.rows.reduce((a, x) => a + Number(x.n), 0);
-        throw new SecretError('no_master_key', `the database holds ${count} sealed secret(s) but PI_MASTER_KEY is not set`);
+        throw new SecretError(
+          'no_master_key',
+          `the database holds ${count} sealed secret(s) but PI_MASTER_KEY is not set`,
+        );
       }
       throw err;
     }
@@ -109,17 +114,30 @@ export class PgSecrets {
       const rows = (await c.query<SecretRow>(`${SELECT_ALL} FOR UPDATE`)).rows;
       if (rows.length === 0) return { resealed: [], fromKeyId: null, toKeyId: next.id };
       const old = this.key();
-      if (old.id === next.id) throw new SecretError('same_master_key', `the new master key is the current one (key ${old.id}); give a different key`);
+      if (old.id === next.id)
+        throw new SecretError(
+          'same_master_key',
+          `the new master key is the current one (key ${old.id}); give a different key`,
+        );
       const plain = new Map<string, string>();
       for (const row of rows) {
         if (row.key_id !== old.id) {
-          throw new SecretError('wrong_master_key', `secret "${row.name}" is sealed with master key ${row.key_id} but PI_MASTER_KEY is key ${old.id}; nothing was rotated`);
+          throw new SecretError(
+            'wrong_master_key',
+            `secret "${row.name}" is sealed with master key ${row.key_id} but PI_MASTER_KEY is key ${old.id}; nothing was rotated`,
+          );
         }
         plain.set(row.name, unseal(old, row.name, row));
       }
       for (const row of rows) {
         const s = seal(next, row.name, plain.get(row.name) as string);
-        await c.query('UPDATE secrets SET nonce = $1, ciphertext = $2, tag = $3, key_id = $4 WHERE name = $5', [s.nonce, s.ciphertext, s.tag, next.id, row.name]);
+        await c.query('UPDATE secrets SET nonce = $1, ciphertext = $2, tag = $3, key_id = $4 WHERE name = $5', [
+          s.nonce,
+          s.ciphertext,
+          s.tag,
+          next.id,
+          row.name,
+        ]);
       }
       for (const row of (await c.query<SecretRow>(SELECT_ALL)).rows) {
         let ok = row.key_id === next.id;
@@ -128,7 +146,11 @@ export class PgSecrets {
         } catch {
           ok = false;
         }
-        if (!ok) throw new SecretError('rotation_failed', `secret "${row.name}" did not open under the new key after re-sealing; nothing was rotated`);
+        if (!ok)
+          throw new SecretError(
+            'rotation_failed',
+            `secret "${row.name}" did not open under the new key after re-sealing; nothing was rotated`,
+          );
       }
       return { resealed: rows.map((r) => r.name), fromKeyId: old.id, toKeyId: next.id };
     });

@@ -6,7 +6,13 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import type { UsageLine, WalletView } from '../store/types.ts';
-import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows, type UnservedHold } from '../store/ledger-invariants.ts';
+import {
+  type LedgerQueryName,
+  ledgerProblems,
+  ledgerQueries,
+  type LedgerRows,
+  type UnservedHold,
+} from '../store/ledger-invariants.ts';
 import { WalletError } from '../store/wallets.ts';
 import { inTransaction, type PgClient, type PgPool } from './connection.ts';
 
@@ -17,22 +23,28 @@ const PG_LEDGER_QUERIES = ledgerQueries((expr) => `SUM(${expr})::bigint`);
 export class PgWallets {
   private readonly pool: PgPool;
   private readonly clock: Clock;
-  constructor(
-    pool: PgPool,
-    clock: Clock,
-  ) {
+  constructor(pool: PgPool, clock: Clock) {
     this.pool = pool;
     this.clock = clock;
   }
 
   async credit(workspace: string, amountNano: bigint, note: string): Promise<{ traceId: string; balance: bigint }> {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
-    if (typeof amountNano !== 'bigint' || amountNano <= 0n) throw new RangeError('a credit must be a positive bigint amount of nano-USD');
+    if (typeof amountNano !== 'bigint' || amountNano <= 0n)
+      throw new RangeError('a credit must be a positive bigint amount of nano-USD');
     const traceId = `credit_${randomUUID()}`;
     const now = this.clock.now();
     const balance = await inTransaction(this.pool, async (c) => {
-      await c.query('INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ($1, 0, 0, $2) ON CONFLICT DO NOTHING', [workspace, now]);
-      const before = (await c.query<{ b: bigint }>('SELECT balance_nano AS b FROM wallets WHERE workspace = $1 FOR UPDATE', [workspace])).rows[0]?.b ?? 0n;
+      await c.query(
+        'INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ($1, 0, 0, $2) ON CONFLICT DO NOTHING',
+        [workspace, now],
+      );
+      const before =
+        (
+          await c.query<{ b: bigint }>('SELECT balance_nano AS b FROM wallets WHERE workspace = $1 FOR UPDATE', [
+            workspace,
+          ])
+        ).rows[0]?.b ?? 0n;
       if (amountNano > MAX_WALLET_NANO - before) {
         throw new WalletError(
           'balance_overflow',
@@ -40,14 +52,15 @@ export class PgWallets {
             `${nanoToDecimal(before + amountNano)} USD, above the most a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD); nothing was credited`,
         );
       }
-      await c.query('UPDATE wallets SET balance_nano = balance_nano + $1, updated_at = $2 WHERE workspace = $3', [amountNano, now, workspace]);
-      await c.query("INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at) VALUES ($1, 'credit', $2, $3, $4, NULL, $5)", [
-        workspace,
+      await c.query('UPDATE wallets SET balance_nano = balance_nano + $1, updated_at = $2 WHERE workspace = $3', [
         amountNano,
-        traceId,
-        note === '' ? null : note,
         now,
+        workspace,
       ]);
+      await c.query(
+        "INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at) VALUES ($1, 'credit', $2, $3, $4, NULL, $5)",
+        [workspace, amountNano, traceId, note === '' ? null : note, now],
+      );
       return before + amountNano;
     });
     return { traceId, balance };
@@ -58,14 +71,25 @@ export class PgWallets {
     return inTransaction(
       this.pool,
       async (c) => {
-        const w = (await c.query<{ balance_nano: bigint; held_nano: bigint }>('SELECT balance_nano, held_nano FROM wallets WHERE workspace = $1', [workspace])).rows[0];
-        const spend = (
-          await c.query<{ s: bigint }>(
-            "SELECT COALESCE(SUM(amount_nano), 0)::bigint AS s FROM ledger WHERE workspace = $1 AND kind = 'settle' AND created_at >= $2 AND created_at < $3",
-            [workspace, dayStart, dayStart + DAY_MS],
+        const w = (
+          await c.query<{ balance_nano: bigint; held_nano: bigint }>(
+            'SELECT balance_nano, held_nano FROM wallets WHERE workspace = $1',
+            [workspace],
           )
-        ).rows[0]?.s ?? 0n;
-        const open = (await c.query<{ n: bigint }>("SELECT COUNT(*) AS n FROM holds WHERE workspace = $1 AND state = 'open'", [workspace])).rows[0]?.n ?? 0n;
+        ).rows[0];
+        const spend =
+          (
+            await c.query<{ s: bigint }>(
+              "SELECT COALESCE(SUM(amount_nano), 0)::bigint AS s FROM ledger WHERE workspace = $1 AND kind = 'settle' AND created_at >= $2 AND created_at < $3",
+              [workspace, dayStart, dayStart + DAY_MS],
+            )
+          ).rows[0]?.s ?? 0n;
+        const open =
+          (
+            await c.query<{ n: bigint }>("SELECT COUNT(*) AS n FROM holds WHERE workspace = $1 AND state = 'open'", [
+              workspace,
+            ])
+          ).rows[0]?.n ?? 0n;
         const balance = w?.balance_nano ?? 0n;
         const held = w?.held_nano ?? 0n;
         return { workspace, balance, held, available: balance - held, spendToday: spend, openHolds: Number(open) };
@@ -82,11 +106,18 @@ export class PgWallets {
        GROUP BY 1, 2 ORDER BY cost DESC, model, provider`,
       [workspace, since],
     );
-    return r.rows.map((x) => ({ model: x.model, provider: x.provider, requests: Number(x.requests), costNano: x.cost }));
+    return r.rows.map((x) => ({
+      model: x.model,
+      provider: x.provider,
+      requests: Number(x.requests),
+      costNano: x.cost,
+    }));
   }
 
   async workspaces(): Promise<string[]> {
-    return (await this.pool.query<{ workspace: string }>('SELECT workspace FROM wallets ORDER BY workspace')).rows.map((r) => r.workspace);
+    return (await this.pool.query<{ workspace: string }>('SELECT workspace FROM wallets ORDER BY workspace')).rows.map(
+      (r) => r.workspace,
+    );
   }
 
   /**
@@ -96,14 +127,19 @@ export class PgWallets {
    */
   async verify(): Promise<{ ok: boolean; problems: string[] }> {
     const now = this.clock.now();
-    const problems = await inTransaction(this.pool, (c) => verifyIn(c, now), 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const problems = await inTransaction(
+      this.pool,
+      (c) => verifyIn(c, now),
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    );
     return { ok: problems.length === 0, problems };
   }
 }
 
 async function verifyIn(c: PgClient, now: number): Promise<string[]> {
   const rows: Partial<Record<LedgerQueryName, unknown[]>> = {};
-  for (const [name, sql] of Object.entries(PG_LEDGER_QUERIES) as [LedgerQueryName, string][]) rows[name] = (await c.query(sql)).rows;
+  for (const [name, sql] of Object.entries(PG_LEDGER_QUERIES) as [LedgerQueryName, string][])
+    rows[name] = (await c.query(sql)).rows;
   const lapsed = await c.query<{ trace_id: string; workspace: string; node: string; lease_until: bigint }>(
     "SELECT trace_id, workspace, node, lease_until FROM holds WHERE state = 'open' AND lease_until < $1 ORDER BY trace_id",
     [now],

@@ -83,7 +83,16 @@ export class ApiKeys {
     };
     this.sql
       .get(`INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`)
-      .run(record.id, record.prefix, hashKey(key), record.workspace, record.name, record.rpm, record.expiresAt, record.createdAt);
+      .run(
+        record.id,
+        record.prefix,
+        hashKey(key),
+        record.workspace,
+        record.name,
+        record.rpm,
+        record.expiresAt,
+        record.createdAt,
+      );
     this.onChange();
     return { ...record, key };
   }
@@ -139,15 +148,20 @@ export class ApiKeys {
    * expiry in the past expires it at once; clearing one revives an expired key.
    */
   setExpiry(id: string, expiresAt: number | null): boolean {
-    if (expiresAt !== null && !Number.isSafeInteger(expiresAt)) throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
-    const changed = this.sql.get('UPDATE api_keys SET expires_at = ? WHERE id = ? AND revoked_at IS NULL').run(expiresAt, id).changes > 0;
+    if (expiresAt !== null && !Number.isSafeInteger(expiresAt))
+      throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    const changed =
+      this.sql.get('UPDATE api_keys SET expires_at = ? WHERE id = ? AND revoked_at IS NULL').run(expiresAt, id)
+        .changes > 0;
     if (changed) this.onChange();
     return changed;
   }
 
   /** True when an active (or expired) key became revoked; false when unknown or already revoked. */
   revoke(id: string): boolean {
-    const changed = this.sql.get('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock.now(), id).changes > 0;
+    const changed =
+      this.sql.get('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock.now(), id)
+        .changes > 0;
     if (changed) this.onChange();
     return changed;
   }

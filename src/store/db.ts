@@ -51,7 +51,9 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
     try {
       db = new Database(file, { readonly: true, fileMustExist: true, ...sqliteAddon() });
     } catch (err) {
-      throw new StoreError(`cannot open database ${file} read-only: ${err instanceof Error ? err.message : String(err)}`);
+      throw new StoreError(
+        `cannot open database ${file} read-only: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     const current = appliedVersion(db);
@@ -91,7 +93,11 @@ function openWritable(file: string): SqliteDatabase {
     return new Database(file, sqliteAddon());
   } catch (err) {
     const dir = dirname(resolve(file));
-    const why = existsSync(dir) ? (err instanceof Error ? err.message : String(err)) : `the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`;
+    const why = existsSync(dir)
+      ? err instanceof Error
+        ? err.message
+        : String(err)
+      : `the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`;
     throw new StoreError(`cannot open database ${file}: ${why}`);
   }
 }
@@ -127,7 +133,9 @@ export function migrate(db: SqliteDatabase, migrations: readonly Migration[], cl
     const current = appliedVersion(db);
     const latest = latestVersion(sorted);
     if (current > latest) {
-      throw new StoreError(`database schema version ${current} is newer than this build (${latest}); upgrade pi-gateway`);
+      throw new StoreError(
+        `database schema version ${current} is newer than this build (${latest}); upgrade pi-gateway`,
+      );
     }
     const applied: number[] = [];
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');

@@ -89,11 +89,22 @@ export function openDump(file: string): Dump {
   const all = <T>(sql: string): T[] => db.prepare(sql).safeIntegers(true).all() as T[];
   const count = (table: string) => Number(db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get());
   return {
-    secrets: all<DumpSecret>('SELECT name, nonce, ciphertext, tag, key_id, created_at, updated_at FROM secrets ORDER BY name'),
-    keys: all<DumpKey>('SELECT id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at FROM api_keys ORDER BY created_at, id'),
+    secrets: all<DumpSecret>(
+      'SELECT name, nonce, ciphertext, tag, key_id, created_at, updated_at FROM secrets ORDER BY name',
+    ),
+    keys: all<DumpKey>(
+      'SELECT id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at FROM api_keys ORDER BY created_at, id',
+    ),
     wallets: all<DumpWallet>('SELECT workspace, balance_nano, held_nano, updated_at FROM wallets ORDER BY workspace'),
-    holds: all<DumpHold>('SELECT trace_id, workspace, amount_nano, state, cost_nano, owner, created_at, closed_at FROM holds ORDER BY created_at, trace_id'),
-    ledger: (batch) => pages<DumpLedgerRow>(db, 'SELECT id, workspace, kind, amount_nano, trace_id, note, details, created_at FROM ledger WHERE id > ? ORDER BY id LIMIT ?', batch),
+    holds: all<DumpHold>(
+      'SELECT trace_id, workspace, amount_nano, state, cost_nano, owner, created_at, closed_at FROM holds ORDER BY created_at, trace_id',
+    ),
+    ledger: (batch) =>
+      pages<DumpLedgerRow>(
+        db,
+        'SELECT id, workspace, kind, amount_nano, trace_id, note, details, created_at FROM ledger WHERE id > ? ORDER BY id LIMIT ?',
+        batch,
+      ),
     requestLog: (batch) => pages<DumpLogRow>(db, 'SELECT * FROM request_log WHERE id > ? ORDER BY id LIMIT ?', batch),
     counts: { ledger: count('ledger'), requestLog: count('request_log') },
     close() {

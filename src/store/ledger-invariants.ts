@@ -30,8 +30,10 @@ export function ledgerQueries(sum: IntegerSum) {
        GROUP BY h.workspace`,
     wallets: 'SELECT workspace, balance_nano, held_nano FROM wallets',
     openHolds: `SELECT workspace, ${sum('amount_nano')} AS held FROM holds WHERE state = 'open' GROUP BY workspace`,
-    closedTwice: "SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind IN ('settle', 'release') GROUP BY trace_id HAVING COUNT(*) > 1",
-    repeated: "SELECT trace_id, kind, COUNT(*) AS n FROM ledger WHERE kind IN ('credit', 'hold') GROUP BY trace_id, kind HAVING COUNT(*) > 1",
+    closedTwice:
+      "SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind IN ('settle', 'release') GROUP BY trace_id HAVING COUNT(*) > 1",
+    repeated:
+      "SELECT trace_id, kind, COUNT(*) AS n FROM ledger WHERE kind IN ('credit', 'hold') GROUP BY trace_id, kind HAVING COUNT(*) > 1",
     closedWithoutHold: `SELECT c.trace_id, c.kind FROM ledger c
        WHERE c.kind IN ('settle', 'release') AND NOT EXISTS (
          SELECT 1 FROM ledger h WHERE h.trace_id = c.trace_id AND h.kind = 'hold' AND h.workspace = c.workspace AND h.id < c.id)`,
@@ -41,7 +43,8 @@ export function ledgerQueries(sum: IntegerSum) {
        FROM holds h
        LEFT JOIN ledger l ON l.trace_id = h.trace_id AND l.kind = 'hold'
        LEFT JOIN ledger c ON c.trace_id = h.trace_id AND c.kind IN ('settle', 'release')`,
-    ledgerHoldsWithoutRow: "SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)",
+    ledgerHoldsWithoutRow:
+      "SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)",
     // The join names the close index's own condition (kind IN settle, release) so SQLite can use it.
     answeredUnsettled: `SELECT r.trace_id, r.status, r.cost_nano, c.kind AS close_kind, c.amount_nano AS close_amount FROM request_log r
        LEFT JOIN ledger c ON c.trace_id = r.trace_id AND c.kind IN ('settle', 'release')
@@ -83,7 +86,13 @@ export interface LedgerRows {
     close_amount: bigint | null;
   }[];
   ledgerHoldsWithoutRow: { trace_id: string }[];
-  answeredUnsettled: { trace_id: string; status: number | bigint; cost_nano: bigint | null; close_kind: string | null; close_amount: bigint | null }[];
+  answeredUnsettled: {
+    trace_id: string;
+    status: number | bigint;
+    cost_nano: bigint | null;
+    close_kind: string | null;
+    close_amount: bigint | null;
+  }[];
 }
 
 const usd = (nano: bigint): string => `${nanoToDecimal(nano)} USD`;
@@ -104,16 +113,26 @@ export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold
   for (const w of rows.wallets) {
     seen.add(w.workspace);
     const e = expected.get(w.workspace) ?? { balance: 0n, held: 0n };
-    if (w.balance_nano !== e.balance) problems.push(`wallet ${w.workspace}: balance ${usd(w.balance_nano)} but the ledger gives ${usd(e.balance)}`);
-    if (w.held_nano !== e.held) problems.push(`wallet ${w.workspace}: held ${usd(w.held_nano)} but the ledger's open holds sum to ${usd(e.held)}`);
+    if (w.balance_nano !== e.balance)
+      problems.push(`wallet ${w.workspace}: balance ${usd(w.balance_nano)} but the ledger gives ${usd(e.balance)}`);
+    if (w.held_nano !== e.held)
+      problems.push(
+        `wallet ${w.workspace}: held ${usd(w.held_nano)} but the ledger's open holds sum to ${usd(e.held)}`,
+      );
     const open = openByWs.get(w.workspace) ?? 0n;
-    if (w.held_nano !== open) problems.push(`wallet ${w.workspace}: held ${usd(w.held_nano)} but the holds table's open holds sum to ${usd(open)}`);
+    if (w.held_nano !== open)
+      problems.push(
+        `wallet ${w.workspace}: held ${usd(w.held_nano)} but the holds table's open holds sum to ${usd(open)}`,
+      );
   }
-  for (const ws of expected.keys()) if (!seen.has(ws)) problems.push(`ledger rows for workspace ${ws}, which has no wallet`);
-  for (const ws of openByWs.keys()) if (!seen.has(ws)) problems.push(`open holds for workspace ${ws}, which has no wallet`);
+  for (const ws of expected.keys())
+    if (!seen.has(ws)) problems.push(`ledger rows for workspace ${ws}, which has no wallet`);
+  for (const ws of openByWs.keys())
+    if (!seen.has(ws)) problems.push(`open holds for workspace ${ws}, which has no wallet`);
   for (const r of rows.closedTwice) problems.push(`trace ${r.trace_id} is closed ${r.n} times`);
   for (const r of rows.repeated) problems.push(`trace ${r.trace_id} has ${r.n} ${r.kind} rows`);
-  for (const r of rows.closedWithoutHold) problems.push(`trace ${r.trace_id}: ${r.kind} without an earlier hold in the same workspace`);
+  for (const r of rows.closedWithoutHold)
+    problems.push(`trace ${r.trace_id}: ${r.kind} without an earlier hold in the same workspace`);
   for (const r of rows.nonPositiveCredits) problems.push(`credit ${r.trace_id} is not positive`);
   // The holds table against the ledger, trace by trace.
   for (const r of rows.holdsVsLedger) {
@@ -121,13 +140,16 @@ export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold
       problems.push(`hold ${r.trace_id} has no ledger row`);
       continue;
     }
-    if (r.l_workspace !== r.workspace || r.l_amount !== r.amount_nano) problems.push(`hold ${r.trace_id} differs from its ledger row`);
+    if (r.l_workspace !== r.workspace || r.l_amount !== r.amount_nano)
+      problems.push(`hold ${r.trace_id} differs from its ledger row`);
     const want = r.close_kind === null ? 'open' : r.close_kind === 'settle' ? 'settled' : 'released';
     if (r.state !== want) problems.push(`hold ${r.trace_id} is ${r.state} but the ledger says ${want}`);
-    if (r.state === 'settled' && r.cost_nano !== r.close_amount) problems.push(`hold ${r.trace_id}: cost differs from its settle row`);
+    if (r.state === 'settled' && r.cost_nano !== r.close_amount)
+      problems.push(`hold ${r.trace_id}: cost differs from its settle row`);
   }
   for (const r of rows.ledgerHoldsWithoutRow) problems.push(`ledger hold ${r.trace_id} has no holds row`);
-  for (const h of unserved) problems.push(`hold ${h.trace_id} of workspace ${h.workspace} is open but nothing serves it: ${h.why}`);
+  for (const h of unserved)
+    problems.push(`hold ${h.trace_id} of workspace ${h.workspace} is open but nothing serves it: ${h.why}`);
   for (const r of rows.answeredUnsettled) problems.push(answeredProblem(r));
   return problems;
 }
@@ -135,7 +157,7 @@ export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold
 function answeredProblem(r: LedgerRows['answeredUnsettled'][number]): string {
   const logged = r.cost_nano === null ? `answered ${Number(r.status)}` : `logged a charge of ${usd(r.cost_nano)}`;
   if (r.close_kind === null) return `request ${r.trace_id} ${logged} but has no settlement`;
-  if (r.close_kind !== 'settle') return `request ${r.trace_id} ${logged} but its hold was ${r.close_kind}d, not settled`;
+  if (r.close_kind !== 'settle')
+    return `request ${r.trace_id} ${logged} but its hold was ${r.close_kind}d, not settled`;
   return `request ${r.trace_id} ${logged} but was settled at ${usd(r.close_amount ?? 0n)}`;
 }
-

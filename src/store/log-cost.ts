@@ -15,7 +15,9 @@ export function unstorableCosts(rows: readonly RequestLogRow[]): string[] {
   const problems: string[] = [];
   for (const r of rows) {
     if (r.cost_nano !== null && storedCost(r.cost_nano) === null) {
-      problems.push(`request-log row of trace ${r.trace_id}: cost_nano ${String(r.cost_nano)} is outside what the column holds (0 to ${MAX_WALLET_NANO} nano-USD); stored without it`);
+      problems.push(
+        `request-log row of trace ${r.trace_id}: cost_nano ${String(r.cost_nano)} is outside what the column holds (0 to ${MAX_WALLET_NANO} nano-USD); stored without it`,
+      );
     }
   }
   return problems;

@@ -40,7 +40,10 @@ export function acquireOwnerLock(dbFile: string): OwnerLock | null {
   const file = ownerLockFile(dbFile);
   const dir = dirname(resolve(file));
   // The same words as opening the database itself would use (db.ts): the lock is only taken first.
-  if (!existsSync(dir)) throw new OwnerLockError(`cannot open database ${dbFile}: the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`);
+  if (!existsSync(dir))
+    throw new OwnerLockError(
+      `cannot open database ${dbFile}: the directory ${dir} does not exist (create it, or choose another --db / PI_DB)`,
+    );
   let db: Database.Database;
   try {
     createPrivateFile(file);
@@ -57,7 +60,8 @@ export function acquireOwnerLock(dbFile: string): OwnerLock | null {
     db.pragma(`user_version = ${process.pid}`);
   } catch (err) {
     db.close();
-    if (err instanceof Error && 'code' in err && (err.code === 'SQLITE_BUSY' || err.code === 'SQLITE_LOCKED')) return null;
+    if (err instanceof Error && 'code' in err && (err.code === 'SQLITE_BUSY' || err.code === 'SQLITE_LOCKED'))
+      return null;
     throw new OwnerLockError(`cannot lock ${file}: ${err instanceof Error ? err.message : String(err)}`);
   }
   let held = true;

@@ -96,7 +96,8 @@ const GROUP_EXPR: Record<SpendGroup, string> = {
   day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
 };
 
-const TOTALS = 'COUNT(*) AS requests, COALESCE(SUM(cost_nano), 0) AS cost, COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(completion_tokens), 0) AS completion';
+const TOTALS =
+  'COUNT(*) AS requests, COALESCE(SUM(cost_nano), 0) AS cost, COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(completion_tokens), 0) AS completion';
 
 interface TotalsRow {
   requests: bigint;
@@ -105,13 +106,20 @@ interface TotalsRow {
   completion: bigint;
 }
 
-const totals = (r: TotalsRow) => ({ requests: Number(r.requests), costNano: BigInt(r.cost), promptTokens: Number(r.prompt), completionTokens: Number(r.completion) });
+const totals = (r: TotalsRow) => ({
+  requests: Number(r.requests),
+  costNano: BigInt(r.cost),
+  promptTokens: Number(r.prompt),
+  completionTokens: Number(r.completion),
+});
 
 /** Spend of the rows the filter selects, grouped; largest cost first (days: oldest first). */
 export function spendBy(sql: Statements, group: SpendGroup, f: RequestLogFilter): SpendLine[] {
   const w = whereOf(f);
   const order = group === 'day' ? 'key ASC' : 'cost DESC, key ASC';
-  const rows = sql.get(`SELECT ${GROUP_EXPR[group]} AS key, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1 ORDER BY ${order}`).all(...w.params) as (TotalsRow & { key: string })[];
+  const rows = sql
+    .get(`SELECT ${GROUP_EXPR[group]} AS key, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1 ORDER BY ${order}`)
+    .all(...w.params) as (TotalsRow & { key: string })[];
   return rows.map((r) => ({ key: String(r.key), ...totals(r) }));
 }
 
@@ -119,11 +127,19 @@ export function spendBy(sql: Statements, group: SpendGroup, f: RequestLogFilter)
 export function spendDetail(sql: Statements, f: RequestLogFilter): SpendDetail[] {
   const w = whereOf(f);
   const keys = (['day', 'workspace', 'model', 'provider'] as const).map((g) => `${GROUP_EXPR[g]} AS ${g}`).join(', ');
-  const rows = sql.get(`SELECT ${keys}, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`).all(...w.params) as (TotalsRow & {
+  const rows = sql
+    .get(`SELECT ${keys}, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`)
+    .all(...w.params) as (TotalsRow & {
     day: string;
     workspace: string;
     model: string;
     provider: string;
   })[];
-  return rows.map((r) => ({ day: String(r.day), workspace: String(r.workspace), model: String(r.model), provider: String(r.provider), ...totals(r) }));
+  return rows.map((r) => ({
+    day: String(r.day),
+    workspace: String(r.workspace),
+    model: String(r.model),
+    provider: String(r.provider),
+    ...totals(r),
+  }));
 }

@@ -7,7 +7,15 @@ import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
 import { writeEach } from './isolated-writes.ts';
 import { storedCost, unstorableCosts } from './log-cost.ts';
-import { type RequestLogFilter, type SpendDetail, type SpendGroup, type SpendLine, spendBy, spendDetail, whereOf } from './request-log-search.ts';
+import {
+  type RequestLogFilter,
+  type SpendDetail,
+  type SpendGroup,
+  type SpendLine,
+  spendBy,
+  spendDetail,
+  whereOf,
+} from './request-log-search.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
 
 const DEFAULT_FLUSH_MS = 200;
@@ -81,7 +89,10 @@ export class RequestLog {
     this.readonly = opts.readonly ?? false;
     this.onError =
       opts.onError ??
-      ((err) => process.stderr.write(logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true })));
+      ((err) =>
+        process.stderr.write(
+          logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true }),
+        ));
   }
 
   /** Queues one row; cheap and synchronous on the request path. */
@@ -117,10 +128,13 @@ export class RequestLog {
         if (this.queue.length > limit) this.counts.dropped += this.queue.splice(0, this.queue.length - limit).length;
         this.onError(err);
         if (!this.closed && this.timer === null) {
-          this.timer = setTimeout(() => {
-            this.timer = null;
-            this.flush();
-          }, Math.max(this.flushMs, 1000));
+          this.timer = setTimeout(
+            () => {
+              this.timer = null;
+              this.flush();
+            },
+            Math.max(this.flushMs, 1000),
+          );
           this.timer.unref();
         }
         return;
@@ -172,7 +186,9 @@ export class RequestLog {
     if (!this.readonly) this.flush();
     const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
     const w = whereOf(filter);
-    const rows = this.sql.get(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT ?`).all(...w.params, n + 1) as DbRow[];
+    const rows = this.sql
+      .get(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT ?`)
+      .all(...w.params, n + 1) as DbRow[];
     return { rows: rows.slice(0, n).map(fromDb), more: rows.length > n };
   }
 
@@ -220,13 +236,19 @@ export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogR
  * rows share a transaction, and one bad row must not lose the others. Returns why each row was
  * refused, and each row whose cost the column could not hold.
  */
-export function upsertRequestLogRowsEach(db: SqliteDatabase, sql: Statements, rows: readonly RequestLogRow[], isolated: boolean): string[] {
+export function upsertRequestLogRowsEach(
+  db: SqliteDatabase,
+  sql: Statements,
+  rows: readonly RequestLogRow[],
+  isolated: boolean,
+): string[] {
   if (!isolated) {
     upsertRequestLogRows(sql, rows);
     return unstorableCosts(rows);
   }
   const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r])).map(
-    (r) => `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
+    (r) =>
+      `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
   );
   return [...refused, ...unstorableCosts(rows)];
 }

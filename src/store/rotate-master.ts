@@ -38,7 +38,12 @@ const SELECT_ALL = 'SELECT name, nonce, ciphertext, tag, key_id FROM secrets ORD
  * in the error. The new rows are then read back and opened with `next`; any mismatch rolls the whole
  * transaction back. `updated_at` is left alone: the values did not change, only their sealing.
  */
-export function rotateSealedRows(db: SqliteDatabase, current: () => MasterKey, next: MasterKey, sealer: Sealer = seal): RotationResult {
+export function rotateSealedRows(
+  db: SqliteDatabase,
+  current: () => MasterKey,
+  next: MasterKey,
+  sealer: Sealer = seal,
+): RotationResult {
   const previousSecureDelete = db.pragma('secure_delete', { simple: true }) as number;
   // Overwrite freed cell space with zeros, so an old ciphertext does not linger in a page.
   db.pragma('secure_delete = ON');
@@ -48,7 +53,10 @@ export function rotateSealedRows(db: SqliteDatabase, current: () => MasterKey, n
       if (rows.length === 0) return { resealed: [], fromKeyId: null, toKeyId: next.id };
       const old = current();
       if (old.id === next.id) {
-        throw new SecretError('same_master_key', `the new master key is the current one (key ${old.id}); give a different key`);
+        throw new SecretError(
+          'same_master_key',
+          `the new master key is the current one (key ${old.id}); give a different key`,
+        );
       }
       const plain = new Map<string, string>();
       for (const row of rows) plain.set(row.name, openRow(old, row));
@@ -89,17 +97,27 @@ function openRow(old: MasterKey, row: SealedRow): string {
 /** Every row now carries the new key id and opens under the new key to exactly its old value. */
 function verify(db: SqliteDatabase, next: MasterKey, plain: Map<string, string>): void {
   const rows = db.prepare(SELECT_ALL).all() as SealedRow[];
-  if (rows.length !== plain.size) throw new SecretError('rotation_failed', `rotation re-read ${rows.length} rows, expected ${plain.size}; nothing was rotated`);
+  if (rows.length !== plain.size)
+    throw new SecretError(
+      'rotation_failed',
+      `rotation re-read ${rows.length} rows, expected ${plain.size}; nothing was rotated`,
+    );
   for (const row of rows) {
     let ok = row.key_id === next.id;
     if (ok) {
       try {
-        ok = unseal(next, row.name, { nonce: row.nonce, ciphertext: row.ciphertext, tag: row.tag }) === plain.get(row.name);
+        ok =
+          unseal(next, row.name, { nonce: row.nonce, ciphertext: row.ciphertext, tag: row.tag }) ===
+          plain.get(row.name);
       } catch {
         ok = false;
       }
     }
-    if (!ok) throw new SecretError('rotation_failed', `secret "${row.name}" did not open under the new key after re-sealing; nothing was rotated`);
+    if (!ok)
+      throw new SecretError(
+        'rotation_failed',
+        `secret "${row.name}" did not open under the new key after re-sealing; nothing was rotated`,
+      );
   }
 }
 

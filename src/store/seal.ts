@@ -42,7 +42,8 @@ const keyHint = (what: string) =>
  * become a different key.
  */
 export function parseMasterKey(raw: string | undefined, what = 'PI_MASTER_KEY'): MasterKey {
-  if (raw === undefined || raw.trim() === '') throw new SecretError('no_master_key', `${what} is not set; ${keyHint(what)}`);
+  if (raw === undefined || raw.trim() === '')
+    throw new SecretError('no_master_key', `${what} is not set; ${keyHint(what)}`);
   const s = raw.trim();
   let key: Buffer | null = null;
   if (/^[0-9a-fA-F]{64}$/.test(s)) {
@@ -50,7 +51,11 @@ export function parseMasterKey(raw: string | undefined, what = 'PI_MASTER_KEY'):
   } else if (/^[A-Za-z0-9+/]{43}=?$/.test(s) || /^[A-Za-z0-9_-]{43}=?$/.test(s)) {
     const b = Buffer.from(s.replace(/=$/, ''), s.includes('-') || s.includes('_') ? 'base64url' : 'base64');
     // Node's decoder ignores stray low bits in the last character; re-encoding catches that.
-    if (b.length === KEY_BYTES && b.toString('base64url') === s.replace(/=$/, '').replace(/\+/g, '-').replace(/\//g, '_')) key = b;
+    if (
+      b.length === KEY_BYTES &&
+      b.toString('base64url') === s.replace(/=$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+    )
+      key = b;
   }
   if (!key) throw new SecretError('bad_master_key', `${what} is malformed (${s.length} characters); ${keyHint(what)}`);
   return { key, id: keyFingerprint(key) };
@@ -89,6 +94,9 @@ export function unseal(master: MasterKey, name: string, sealed: Sealed): string 
     const out = Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]);
     return out.toString('utf8');
   } catch {
-    throw new SecretError('tampered', `secret "${name}" failed authentication (modified, or sealed under another name); set it again`);
+    throw new SecretError(
+      'tampered',
+      `secret "${name}" failed authentication (modified, or sealed under another name); set it again`,
+    );
   }
 }

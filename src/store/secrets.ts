@@ -50,9 +50,9 @@ export class Secrets {
     checkName(name);
     if (plaintext.length === 0) throw new SecretError('empty_value', `secret "${name}" must not be empty`);
     const master = this.key();
-    const other = this.sql
-      .get('SELECT key_id FROM secrets WHERE key_id <> ? LIMIT 1')
-      .get(master.id) as { key_id: string } | undefined;
+    const other = this.sql.get('SELECT key_id FROM secrets WHERE key_id <> ? LIMIT 1').get(master.id) as
+      | { key_id: string }
+      | undefined;
     if (other) throw wrongKey(other.key_id, master.id);
     const s = seal(master, name, plaintext);
     const now = this.clock.now();
@@ -69,9 +69,11 @@ export class Secrets {
 
   /** Names and times, sorted by name; never values. */
   list(): SecretInfo[] {
-    const rows = this.sql
-      .get('SELECT name, created_at, updated_at FROM secrets ORDER BY name')
-      .all() as { name: string; created_at: number; updated_at: number }[];
+    const rows = this.sql.get('SELECT name, created_at, updated_at FROM secrets ORDER BY name').all() as {
+      name: string;
+      created_at: number;
+      updated_at: number;
+    }[];
     return rows.map((r) => ({ name: r.name, createdAt: r.created_at, updatedAt: r.updated_at }));
   }
 
@@ -88,16 +90,18 @@ export class Secrets {
 
   /** The plaintext, or null when no row has this name. Throws SecretError on a wrong key or tampering. */
   reveal(name: string): string | null {
-    const row = this.sql
-      .get('SELECT name, nonce, ciphertext, tag, key_id FROM secrets WHERE name = ?')
-      .get(name) as SecretRow | undefined;
+    const row = this.sql.get('SELECT name, nonce, ciphertext, tag, key_id FROM secrets WHERE name = ?').get(name) as
+      | SecretRow
+      | undefined;
     if (!row) return null;
     return this.open(row);
   }
 
   /** Tries every row; values are decrypted and dropped. */
   verifyAll(): { ok: string[]; bad: { name: string; reason: string }[] } {
-    const rows = this.sql.get('SELECT name, nonce, ciphertext, tag, key_id FROM secrets ORDER BY name').all() as SecretRow[];
+    const rows = this.sql
+      .get('SELECT name, nonce, ciphertext, tag, key_id FROM secrets ORDER BY name')
+      .all() as SecretRow[];
     const ok: string[] = [];
     const bad: { name: string; reason: string }[] = [];
     for (const row of rows) {
@@ -136,7 +140,10 @@ export class Secrets {
       master = this.key();
     } catch (err) {
       if (err instanceof SecretError && err.code === 'no_master_key') {
-        throw new SecretError('no_master_key', `the database holds ${this.count()} sealed secret(s) but PI_MASTER_KEY is not set`);
+        throw new SecretError(
+          'no_master_key',
+          `the database holds ${this.count()} sealed secret(s) but PI_MASTER_KEY is not set`,
+        );
       }
       throw err;
     }
@@ -171,7 +178,10 @@ export class Secrets {
 
 export function checkName(name: string): void {
   if (!NAME.test(name)) {
-    throw new SecretError('bad_name', `secret name ${JSON.stringify(name)} is invalid: use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit`);
+    throw new SecretError(
+      'bad_name',
+      `secret name ${JSON.stringify(name)} is invalid: use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit`,
+    );
   }
 }
 

@@ -16,7 +16,13 @@ export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type Ow
 export { createPrivateFile, PRIVATE_MODE, writePrivateFile } from './private-file.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
 export type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
-export { ThreadWriter, WriterError, DEFAULT_WRITER_CAPACITY, WRITER_BATCH_WAIT_MS, type WriterStats } from './thread-writer.ts';
+export {
+  ThreadWriter,
+  WriterError,
+  DEFAULT_WRITER_CAPACITY,
+  WRITER_BATCH_WAIT_MS,
+  type WriterStats,
+} from './thread-writer.ts';
 export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
 export type * from './types.ts';

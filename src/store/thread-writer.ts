@@ -52,7 +52,11 @@ export class WriterError extends Error {
 function spawnWriter(data: WriterData, port: MessagePort): Worker {
   // A small young generation: what the writer allocates (each batch as it arrives) dies at once, and
   // V8's default lets it grow to 16 MB per semi-space under load (measured: ~3 MB less peak RSS).
-  return spawnThread(siblingModule('writer-thread', import.meta.url), { workerData: data, transferList: [port], resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  return spawnThread(siblingModule('writer-thread', import.meta.url), {
+    workerData: data,
+    transferList: [port],
+    resourceLimits: { maxYoungGenerationSizeMb: 4 },
+  });
 }
 
 export class ThreadWriter implements LedgerWriter {
@@ -88,7 +92,10 @@ export class ThreadWriter implements LedgerWriter {
   }
 
   /** Starts the thread on `file` (already migrated) and waits until its connection is open. */
-  static async start(file: string, opts: { capacity?: number; onError?: (event: string, err: unknown) => void } = {}): Promise<ThreadWriter> {
+  static async start(
+    file: string,
+    opts: { capacity?: number; onError?: (event: string, err: unknown) => void } = {},
+  ): Promise<ThreadWriter> {
     const channel = new MessageChannel();
     const signal = new SharedArrayBuffer(4);
     const data: WriterData = { file, port: channel.port2, signal };
@@ -103,7 +110,13 @@ export class ThreadWriter implements LedgerWriter {
       throw new WriterError(first.kind === 'failed' ? first.error : 'writer thread answered out of turn');
     }
     worker.removeAllListeners();
-    const w = new ThreadWriter(worker, channel.port1, new Int32Array(signal), opts.capacity ?? DEFAULT_WRITER_CAPACITY, opts.onError ?? (() => undefined));
+    const w = new ThreadWriter(
+      worker,
+      channel.port1,
+      new Int32Array(signal),
+      opts.capacity ?? DEFAULT_WRITER_CAPACITY,
+      opts.onError ?? (() => undefined),
+    );
     return w;
   }
 
@@ -233,10 +246,12 @@ export class ThreadWriter implements LedgerWriter {
     const deadline = Date.now() + SYNC_WAIT_MS;
     for (;;) {
       const seen = Atomics.load(this.signal, 0);
-      for (let r = receiveMessageOnPort(this.port); r !== undefined; r = receiveMessageOnPort(this.port)) this.handle(r.message as WriterReply);
+      for (let r = receiveMessageOnPort(this.port); r !== undefined; r = receiveMessageOnPort(this.port))
+        this.handle(r.message as WriterReply);
       if (this.acked >= seq) return;
       const left = deadline - Date.now();
-      if (left <= 0 || this.dead !== null) throw new WriterError(`the writer thread did not answer within ${SYNC_WAIT_MS} ms`);
+      if (left <= 0 || this.dead !== null)
+        throw new WriterError(`the writer thread did not answer within ${SYNC_WAIT_MS} ms`);
       Atomics.wait(this.signal, 0, seen, left);
     }
   }

@@ -25,7 +25,13 @@ import { MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
 import { LEDGER_COLUMNS, type LedgerRow, ledgerEntry } from './ledger-entry.ts';
 import { writeEach } from './isolated-writes.ts';
-import { type LedgerQueryName, ledgerProblems, ledgerQueries, type LedgerRows, type UnservedHold } from './ledger-invariants.ts';
+import {
+  type LedgerQueryName,
+  ledgerProblems,
+  ledgerQueries,
+  type LedgerRows,
+  type UnservedHold,
+} from './ledger-invariants.ts';
 import type { LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from './types.ts';
 
 export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow' | 'amount_out_of_range';
@@ -80,7 +86,8 @@ export class Wallets {
 
   credit(workspace: string, amountNano: bigint, note: string): { traceId: string; balance: bigint } {
     checkWorkspace(workspace);
-    if (typeof amountNano !== 'bigint' || amountNano <= 0n) throw new RangeError('a credit must be a positive bigint amount of nano-USD');
+    if (typeof amountNano !== 'bigint' || amountNano <= 0n)
+      throw new RangeError('a credit must be a positive bigint amount of nano-USD');
     const traceId = `credit_${randomUUID()}`;
     const run = this.db.transaction((): bigint => {
       const now = this.clock.now();
@@ -95,7 +102,9 @@ export class Wallets {
             `${nanoToDecimal(before + amountNano)} USD, above the most a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD); nothing was credited`,
         );
       }
-      this.sql.get('UPDATE wallets SET balance_nano = balance_nano + ?, updated_at = ? WHERE workspace = ?').run(amountNano, now, workspace);
+      this.sql
+        .get('UPDATE wallets SET balance_nano = balance_nano + ?, updated_at = ? WHERE workspace = ?')
+        .run(amountNano, now, workspace);
       this.appendLedger(workspace, 'credit', amountNano, traceId, note === '' ? null : note, null, now);
       return (this.wallet(workspace) as WalletRow).balance_nano;
     });
@@ -127,7 +136,9 @@ export class Wallets {
       `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
        VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
     );
-    const closeHold = this.sql.get("UPDATE holds SET state = ?, cost_nano = ?, closed_at = ? WHERE trace_id = ? AND state = 'open'");
+    const closeHold = this.sql.get(
+      "UPDATE holds SET state = ?, cost_nano = ?, closed_at = ? WHERE trace_id = ? AND state = 'open'",
+    );
     for (const op of ops) {
       checkAmounts(op);
       const d = of(op.workspace);
@@ -148,7 +159,9 @@ export class Wallets {
       }
       d.held -= op.amount;
     }
-    const update = this.sql.get('UPDATE wallets SET balance_nano = balance_nano + ?, held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?');
+    const update = this.sql.get(
+      'UPDATE wallets SET balance_nano = balance_nano + ?, held_nano = held_nano + ?, updated_at = ? WHERE workspace = ?',
+    );
     for (const [ws, d] of delta) {
       this.checkWalletFits(ws, d);
       update.run(d.balance, d.held, now, ws);
@@ -164,7 +177,11 @@ export class Wallets {
    * settlement's log row), in the same savepoint. Returns the refused operations (empty when all
    * were written).
    */
-  applyEach(ops: readonly LedgerOp[], isolated: boolean, alongside: (op: LedgerOp) => void = () => undefined): LedgerRefusal[] {
+  applyEach(
+    ops: readonly LedgerOp[],
+    isolated: boolean,
+    alongside: (op: LedgerOp) => void = () => undefined,
+  ): LedgerRefusal[] {
     if (!isolated) {
       this.apply(ops);
       for (const op of ops) alongside(op);
@@ -174,7 +191,11 @@ export class Wallets {
       this.apply([op]);
       alongside(op);
     });
-    return refused.map(({ item, error }) => ({ kind: item.kind, traceId: item.traceId, error: error instanceof Error ? error.message : String(error) }));
+    return refused.map(({ item, error }) => ({
+      kind: item.kind,
+      traceId: item.traceId,
+      error: error instanceof Error ? error.message : String(error),
+    }));
   }
 
   /** Refuses a wallet change its INTEGER columns could not hold (checked before the UPDATE). */
@@ -204,7 +225,9 @@ export class Wallets {
     const run = this.db.transaction((): number => {
       const now = this.clock.now();
       const open = this.sql
-        .get("SELECT trace_id, workspace, amount_nano, owner, owner_pid, owner_host, created_at FROM holds WHERE state = 'open'")
+        .get(
+          "SELECT trace_id, workspace, amount_nano, owner, owner_pid, owner_host, created_at FROM holds WHERE state = 'open'",
+        )
         .all() as {
         trace_id: string;
         workspace: string;
@@ -232,10 +255,15 @@ export class Wallets {
     const read = this.db.transaction((): WalletView => {
       const w = this.wallet(workspace);
       const spend = this.sql
-        .get("SELECT COALESCE(SUM(amount_nano), 0) FROM ledger WHERE workspace = ? AND kind = 'settle' AND created_at >= ? AND created_at < ?")
+        .get(
+          "SELECT COALESCE(SUM(amount_nano), 0) FROM ledger WHERE workspace = ? AND kind = 'settle' AND created_at >= ? AND created_at < ?",
+        )
         .pluck()
         .get(workspace, dayStart, dayStart + DAY_MS) as bigint;
-      const openHolds = this.sql.get("SELECT COUNT(*) FROM holds WHERE workspace = ? AND state = 'open'").pluck().get(workspace) as bigint;
+      const openHolds = this.sql
+        .get("SELECT COUNT(*) FROM holds WHERE workspace = ? AND state = 'open'")
+        .pluck()
+        .get(workspace) as bigint;
       const balance = w?.balance_nano ?? 0n;
       const held = w?.held_nano ?? 0n;
       return { workspace, balance, held, available: balance - held, spendToday: spend, openHolds: Number(openHolds) };
@@ -254,7 +282,12 @@ export class Wallets {
          GROUP BY 1, 2 ORDER BY cost DESC, model, provider`,
       )
       .all(workspace, since) as { model: unknown; provider: unknown; requests: bigint; cost: bigint }[];
-    return rows.map((r) => ({ model: String(r.model), provider: String(r.provider), requests: Number(r.requests), costNano: r.cost }));
+    return rows.map((r) => ({
+      model: String(r.model),
+      provider: String(r.provider),
+      requests: Number(r.requests),
+      costNano: r.cost,
+    }));
   }
 
   /** A workspace's ledger rows, newest first: at most `limit` (1–1000), older than `beforeId` when given. */
@@ -262,15 +295,21 @@ export class Wallets {
     const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 50), 1), 1000);
     const rows = (
       opts.beforeId === undefined
-        ? this.sql.get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE workspace = ? ORDER BY id DESC LIMIT ?`).all(workspace, limit)
-        : this.sql.get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE workspace = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(workspace, opts.beforeId, limit)
+        ? this.sql
+            .get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE workspace = ? ORDER BY id DESC LIMIT ?`)
+            .all(workspace, limit)
+        : this.sql
+            .get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE workspace = ? AND id < ? ORDER BY id DESC LIMIT ?`)
+            .all(workspace, opts.beforeId, limit)
     ) as LedgerRow[];
     return rows.map(ledgerEntry);
   }
 
   /** Every ledger row of one trace (its hold, then its settlement or release; or a credit), oldest first. */
   ledgerOf(traceId: string): LedgerEntry[] {
-    const rows = this.sql.get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE trace_id = ? ORDER BY id`).all(traceId) as LedgerRow[];
+    const rows = this.sql
+      .get(`SELECT ${LEDGER_COLUMNS} FROM ledger WHERE trace_id = ? ORDER BY id`)
+      .all(traceId) as LedgerRow[];
     return rows.map(ledgerEntry);
   }
 
@@ -292,7 +331,8 @@ export class Wallets {
     const queries = ledgerQueries((expr) => `SUM(${expr})`);
     const read = this.db.transaction(() => {
       const rows: Partial<Record<LedgerQueryName, unknown[]>> = {};
-      for (const [name, sql] of Object.entries(queries) as [LedgerQueryName, string][]) rows[name] = this.sql.get(sql).all();
+      for (const [name, sql] of Object.entries(queries) as [LedgerQueryName, string][])
+        rows[name] = this.sql.get(sql).all();
       return ledgerProblems(rows as LedgerRows, opts.unservedHolds === false ? [] : this.unservedHolds());
     });
     const problems = read();
@@ -301,7 +341,11 @@ export class Wallets {
 
   /** Open holds whose owner is gone: the same rule as the startup release (`ownerAlive`). */
   private unservedHolds(): UnservedHold[] {
-    const open = this.sql.get("SELECT trace_id, workspace, owner, owner_pid, owner_host FROM holds WHERE state = 'open' ORDER BY created_at, trace_id").all() as {
+    const open = this.sql
+      .get(
+        "SELECT trace_id, workspace, owner, owner_pid, owner_host FROM holds WHERE state = 'open' ORDER BY created_at, trace_id",
+      )
+      .all() as {
       trace_id: string;
       workspace: string;
       owner: string;
@@ -312,18 +356,23 @@ export class Wallets {
     for (const h of open) {
       const pid = Number(h.owner_pid);
       if (ownerAlive(h.owner, pid, h.owner_host)) continue;
-      const why = pid === process.pid ? 'its store in this process was closed' : `the process that took it (pid ${pid}) is gone`;
+      const why =
+        pid === process.pid ? 'its store in this process was closed' : `the process that took it (pid ${pid}) is gone`;
       unserved.push({ trace_id: h.trace_id, workspace: h.workspace, why: `${why}; the next start releases it` });
     }
     return unserved;
   }
 
   private wallet(workspace: string): WalletRow | undefined {
-    return this.sql.get('SELECT balance_nano, held_nano FROM wallets WHERE workspace = ?').get(workspace) as WalletRow | undefined;
+    return this.sql.get('SELECT balance_nano, held_nano FROM wallets WHERE workspace = ?').get(workspace) as
+      | WalletRow
+      | undefined;
   }
 
   private ensureWallet(workspace: string, now: number): void {
-    this.sql.get('INSERT OR IGNORE INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES (?, 0, 0, ?)').run(workspace, now);
+    this.sql
+      .get('INSERT OR IGNORE INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES (?, 0, 0, ?)')
+      .run(workspace, now);
   }
 
   private appendLedger(
@@ -336,7 +385,9 @@ export class Wallets {
     now: number,
   ): void {
     this.sql
-      .get('INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .get(
+        'INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(workspace, kind, amount, traceId, note, details, now);
   }
 }
@@ -375,4 +426,3 @@ function checkAmount(v: bigint, what: string, traceId: string): void {
 function checkWorkspace(workspace: string): void {
   if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
 }
-

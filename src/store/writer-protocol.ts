@@ -14,8 +14,7 @@ export interface WriterData {
 
 export type WriterRequest =
   /** Ledger operations (with the log rows of their settlements) and finished requests' log rows. */
-  | { kind: 'commit'; seq: number; ops: LedgerOp[]; rows: RequestLogRow[] }
-  | { kind: 'close'; seq: number };
+  { kind: 'commit'; seq: number; ops: LedgerOp[]; rows: RequestLogRow[] } | { kind: 'close'; seq: number };
 
 export type WriterReply =
   | { kind: 'ready' }

@@ -58,7 +58,10 @@ function start(): void {
   const counter = new Int32Array(commits);
   const checkpointData: CheckpointData = { file: data.file, commits, intervalMs: CHECKPOINT_INTERVAL_MS };
   // It allocates next to nothing: the smallest young generation V8 takes.
-  let checkpointer: Worker | null = spawnThread(siblingModule('checkpoint-thread', import.meta.url), { workerData: checkpointData, resourceLimits: { maxYoungGenerationSizeMb: 1 } });
+  let checkpointer: Worker | null = spawnThread(siblingModule('checkpoint-thread', import.meta.url), {
+    workerData: checkpointData,
+    resourceLimits: { maxYoungGenerationSizeMb: 1 },
+  });
   // A checkpointer that fails leaves checkpoints to the writer's own auto-checkpoint: slower commits
   // now and then, nothing lost.
   checkpointer.on('error', () => undefined);
@@ -78,9 +81,16 @@ function start(): void {
         rowErrors: upsertRequestLogRowsEach(db, sql, m.rows, isolated),
       }));
       Atomics.add(counter, 0, 1);
-      return { kind: 'reply', seq: m.seq, ledgerError: null, refused, rowsError: rowErrors.length > 0 ? rowErrors.join('; ') : null };
+      return {
+        kind: 'reply',
+        seq: m.seq,
+        ledgerError: null,
+        refused,
+        rowsError: rowErrors.length > 0 ? rowErrors.join('; ') : null,
+      };
     } catch (err) {
-      if (m.ops.length === 0) return { kind: 'reply', seq: m.seq, ledgerError: null, refused: [], rowsError: message(err) };
+      if (m.ops.length === 0)
+        return { kind: 'reply', seq: m.seq, ledgerError: null, refused: [], rowsError: message(err) };
       ledgerError = message(err);
     }
     // The transaction itself failed (nothing of it was written): the finished requests' rows still

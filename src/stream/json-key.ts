@@ -232,7 +232,8 @@ export function memberValues(buf: Buffer, open: number, key: string): ValueSpan[
 
 /** Whether the JSON string at [start, end) (quotes included) is `key`, escapes decoded. */
 function nameIs(buf: Buffer, start: number, end: number, key: string): boolean {
-  if (buf.subarray(start, end).indexOf(BACKSLASH) === -1) return end - start - 2 === key.length && asciiAt(buf, start + 1, key);
+  if (buf.subarray(start, end).indexOf(BACKSLASH) === -1)
+    return end - start - 2 === key.length && asciiAt(buf, start + 1, key);
   try {
     return JSON.parse(buf.toString('utf8', start, end)) === key;
   } catch {
@@ -256,7 +257,13 @@ export function insertMember(buf: Buffer, open: number, key: string, jsonValue: 
   let j = open + 1;
   while (isSpace(buf[j])) j++;
   const sep = buf[j] === CLOSE_OBJ ? '' : ',';
-  return Buffer.concat([buf.subarray(0, open + 1), Buffer.from(`${JSON.stringify(key)}:`), jsonValue, Buffer.from(sep), buf.subarray(open + 1)]);
+  return Buffer.concat([
+    buf.subarray(0, open + 1),
+    Buffer.from(`${JSON.stringify(key)}:`),
+    jsonValue,
+    Buffer.from(sep),
+    buf.subarray(open + 1),
+  ]);
 }
 
 /** Where the data of an SSE event starts (after the first `data:` and its optional space), or -1. */

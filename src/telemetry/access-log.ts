@@ -57,7 +57,12 @@ export function accessLogObserver(sink: LineSink, opts: AccessLogOptions): Reque
 }
 
 /** Ends of an answer the gateway or the provider cut (the client leaving is the client's). */
-const CUT_ENDS: ReadonlySet<RequestEnd> = new Set<RequestEnd>(['upstream_cut', 'idle_timeout', 'write_stall', 'drained']);
+const CUT_ENDS: ReadonlySet<RequestEnd> = new Set<RequestEnd>([
+  'upstream_cut',
+  'idle_timeout',
+  'write_stall',
+  'drained',
+]);
 
 /** `error` when the gateway or the provider failed the request (a 5xx, a cut answer), else `info`:
  *  a client's own 4xx is the client's (the same rule as a trace's server span). */

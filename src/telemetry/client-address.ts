@@ -20,7 +20,8 @@ export class TrustedProxies {
       const slash = entry.indexOf('/');
       const address = slash === -1 ? entry : entry.slice(0, slash);
       const family = isIP(address);
-      if (family === 0) throw new TrustedProxyError(`"${raw}" is not an IP address or a CIDR range (like 10.0.0.0/8 or fd00::/8)`);
+      if (family === 0)
+        throw new TrustedProxyError(`"${raw}" is not an IP address or a CIDR range (like 10.0.0.0/8 or fd00::/8)`);
       const type = family === 4 ? 'ipv4' : 'ipv6';
       if (slash === -1) {
         this.list.addAddress(address, type);
@@ -28,7 +29,8 @@ export class TrustedProxies {
       }
       const bits = entry.slice(slash + 1);
       const max = family === 4 ? 32 : 128;
-      if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new TrustedProxyError(`"${raw}": the prefix length must be a whole number from 0 to ${max}`);
+      if (!/^\d{1,3}$/.test(bits) || Number(bits) > max)
+        throw new TrustedProxyError(`"${raw}": the prefix length must be a whole number from 0 to ${max}`);
       this.list.addSubnet(address, Number(bits), type);
     }
     this.size = entries.length;

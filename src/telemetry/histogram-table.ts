@@ -21,10 +21,7 @@ export class HistogramTable {
 
   readonly labelName: string;
   readonly bounds: readonly number[];
-  constructor(
-    labelName: string,
-    bounds: readonly number[],
-  ) {
+  constructor(labelName: string, bounds: readonly number[]) {
     this.labelName = labelName;
     this.bounds = bounds;
   }
@@ -42,7 +39,8 @@ export class HistogramTable {
   /** The row of `label`, made empty on first use (a series present from the start). */
   row(label: string): Row {
     let row = this.rows.get(label);
-    if (!row) this.rows.set(label, (row = { label, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 }));
+    if (!row)
+      this.rows.set(label, (row = { label, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 }));
     return row;
   }
 
@@ -72,13 +70,25 @@ export class TableHistogram extends Histogram<string> {
   private readonly spec: TableHistogramSpec;
   private readonly table: HistogramTable;
   constructor(spec: TableHistogramSpec, table: HistogramTable) {
-    super({ name: spec.name, help: spec.help, labelNames: [table.labelName], buckets: [...table.bounds], registers: spec.registers ?? [] });
+    super({
+      name: spec.name,
+      help: spec.help,
+      labelNames: [table.labelName],
+      buckets: [...table.bounds],
+      registers: spec.registers ?? [],
+    });
     this.spec = spec;
     this.table = table;
   }
 
   /** What prom-client's registry formats as text (the same shape its own histogram returns). */
-  async getForPromString(): Promise<{ name: string; help: string; type: string; aggregator: string; values: ExportedValue[] }> {
+  async getForPromString(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: ExportedValue[];
+  }> {
     const { name, help } = this.spec;
     this.spec.beforeRead?.();
     const values: ExportedValue[] = [];
@@ -104,7 +114,11 @@ export class TableHistogram extends Histogram<string> {
       help: data.help,
       type: data.type,
       aggregator: data.aggregator,
-      values: data.values.map((v) => ({ value: v.value, metricName: v.metricName, labels: { ...v.labels, ...v.sharedLabels } })),
+      values: data.values.map((v) => ({
+        value: v.value,
+        metricName: v.metricName,
+        labels: { ...v.labels, ...v.sharedLabels },
+      })),
     };
     // prom-client's typings declare `type` as an enum and a `collect` member; at run time its own
     // metrics return the type's name and no collect, as here.

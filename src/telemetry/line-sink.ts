@@ -28,10 +28,7 @@ export class BufferedLines implements LineSink {
 
   private readonly out: TextOut;
   private readonly flushMs: number;
-  constructor(
-    out: TextOut,
-    flushMs = DEFAULT_FLUSH_MS,
-  ) {
+  constructor(out: TextOut, flushMs = DEFAULT_FLUSH_MS) {
     this.out = out;
     this.flushMs = flushMs;
   }

@@ -18,7 +18,14 @@ import type { CompiledConfig } from '../config/compiled.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import { buildInfo } from '../install/build-info.ts';
 import type { Lifecycle, ReloadRecord } from '../observe/lifecycle.ts';
-import type { AttemptEnd, AttemptStart, AttemptWatch, RequestObserver, RequestSummary, RequestWatch } from '../observe/observer.ts';
+import type {
+  AttemptEnd,
+  AttemptStart,
+  AttemptWatch,
+  RequestObserver,
+  RequestSummary,
+  RequestWatch,
+} from '../observe/observer.ts';
 import { REQUEST_ENDS } from '../observe/request-end.ts';
 import { HistogramTable, TableHistogram } from './histogram-table.ts';
 import { SeriesTable } from './series-table.ts';
@@ -96,9 +103,33 @@ export class GatewayMetrics implements RequestObserver {
     const registers = [this.registry];
     for (const result of ['ok', 'failed']) this.reloads.series(result);
     const beforeRead = () => this.prime();
-    new TableHistogram({ name: 'pi_gateway_request_duration_seconds', help: 'Inference requests: arrival to the end of the answer, by endpoint.', registers, beforeRead }, this.duration);
-    new TableHistogram({ name: 'pi_gateway_overhead_seconds', help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.', registers, beforeRead }, this.overhead);
-    new TableHistogram({ name: 'pi_gateway_upstream_ttfb_seconds', help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.", registers, beforeRead }, this.ttfb);
+    new TableHistogram(
+      {
+        name: 'pi_gateway_request_duration_seconds',
+        help: 'Inference requests: arrival to the end of the answer, by endpoint.',
+        registers,
+        beforeRead,
+      },
+      this.duration,
+    );
+    new TableHistogram(
+      {
+        name: 'pi_gateway_overhead_seconds',
+        help: 'Time the gateway added to an inference request: its duration minus the time spent inside upstream attempts (authentication, reading, routing, holds, settlement, failover bookkeeping), by endpoint.',
+        registers,
+        beforeRead,
+      },
+      this.overhead,
+    );
+    new TableHistogram(
+      {
+        name: 'pi_gateway_upstream_ttfb_seconds',
+        help: "Upstream attempts: dispatch to the provider's first answer byte, by provider.",
+        registers,
+        beforeRead,
+      },
+      this.ttfb,
+    );
     this.registerTables();
     this.registerScrapeGauges();
     // The build and the process: the serving threads of `serve --workers N` leave them to the
@@ -209,11 +240,13 @@ export class GatewayMetrics implements RequestObserver {
     this.duration.observe(endpoint, s.durationMs / 1000);
     this.overhead.observe(endpoint, Math.max(0, s.durationMs - upstreamMs) / 1000);
     const attempts = row.attempts_json;
-    for (let i = 0; i < attempts.length - 1; i++) this.failovers.series((attempts[i] as { provider: string }).provider).value++;
+    for (let i = 0; i < attempts.length - 1; i++)
+      this.failovers.series((attempts[i] as { provider: string }).provider).value++;
     if (row.prompt_tokens !== null) this.tokens.series('input', model, provider).value += row.prompt_tokens;
     if (row.completion_tokens !== null) this.tokens.series('output', model, provider).value += row.completion_tokens;
     const workspace = row.workspace ?? '';
-    if (row.cost_nano !== null && row.cost_nano > 0n) this.costNano.set(workspace, (this.costNano.get(workspace) ?? 0n) + row.cost_nano);
+    if (row.cost_nano !== null && row.cost_nano > 0n)
+      this.costNano.set(workspace, (this.costNano.get(workspace) ?? 0n) + row.cost_nano);
     if (s.usageCapped) this.usageCapped.series(provider, s.usageCapped).value++;
     if (row.error_code === 'insufficient_balance') this.walletRefusals.series(workspace).value++;
     else if (row.error_code === 'rate_limited') this.rateLimited.series(workspace).value++;
@@ -247,13 +280,41 @@ export class GatewayMetrics implements RequestObserver {
           for (const s of table.all()) this.set(s.labels, s.value);
         },
       });
-    counter('pi_gateway_requests_total', 'Inference requests by endpoint, model served (else routed; empty when unresolved), provider that answered (empty when none) and HTTP status.', this.requests);
-    counter('pi_gateway_request_ends_total', 'Inference requests by endpoint and how they ended (completed, client_abort, upstream_cut, idle_timeout, write_stall, drained, failed, rejected).', this.ends);
-    counter('pi_gateway_upstream_attempts_total', 'Upstream attempts by provider and outcome (ok, status_<code>, committed_<why>, or the failure reason).', this.attempts);
-    counter('pi_gateway_failovers_total', 'Failovers: an attempt followed by another attempt of the same request, by the provider failed over from.', this.failovers);
-    counter('pi_gateway_tokens_total', 'Billed tokens (settled usage, or the documented estimate) by direction (input, output), model served and provider.', this.tokens);
-    counter('pi_gateway_wallet_refusals_total', 'Requests refused 402 insufficient_balance, by workspace.', this.walletRefusals);
-    counter('pi_gateway_rate_limited_total', "Requests refused 429 rate_limited by the gateway's own rate limit, by workspace.", this.rateLimited);
+    counter(
+      'pi_gateway_requests_total',
+      'Inference requests by endpoint, model served (else routed; empty when unresolved), provider that answered (empty when none) and HTTP status.',
+      this.requests,
+    );
+    counter(
+      'pi_gateway_request_ends_total',
+      'Inference requests by endpoint and how they ended (completed, client_abort, upstream_cut, idle_timeout, write_stall, drained, failed, rejected).',
+      this.ends,
+    );
+    counter(
+      'pi_gateway_upstream_attempts_total',
+      'Upstream attempts by provider and outcome (ok, status_<code>, committed_<why>, or the failure reason).',
+      this.attempts,
+    );
+    counter(
+      'pi_gateway_failovers_total',
+      'Failovers: an attempt followed by another attempt of the same request, by the provider failed over from.',
+      this.failovers,
+    );
+    counter(
+      'pi_gateway_tokens_total',
+      'Billed tokens (settled usage, or the documented estimate) by direction (input, output), model served and provider.',
+      this.tokens,
+    );
+    counter(
+      'pi_gateway_wallet_refusals_total',
+      'Requests refused 402 insufficient_balance, by workspace.',
+      this.walletRefusals,
+    );
+    counter(
+      'pi_gateway_rate_limited_total',
+      "Requests refused 429 rate_limited by the gateway's own rate limit, by workspace.",
+      this.rateLimited,
+    );
     counter(
       'pi_gateway_usage_capped_total',
       "Settlements charged less than their usage priced at, by provider and cap: bound (a provider's reported usage above what the request could have cost: charged that bound) or hold (the gateway's own estimate above the request's hold: charged the hold).",
@@ -261,7 +322,11 @@ export class GatewayMetrics implements RequestObserver {
     );
     counter('pi_gateway_config_reloads_total', 'Config reloads by result (ok, failed).', this.reloads);
     gauge('pi_gateway_in_flight_requests', 'Inference requests in progress, by endpoint.', this.inFlight);
-    gauge('pi_gateway_in_flight_streams', 'Streamed inference requests (stream: true) in progress, from the body read to the end, by endpoint.', this.inFlightStreams);
+    gauge(
+      'pi_gateway_in_flight_streams',
+      'Streamed inference requests (stream: true) in progress, from the body read to the end, by endpoint.',
+      this.inFlightStreams,
+    );
     const costNano = this.costNano;
     new Counter({
       name: 'pi_gateway_cost_usd_total',
@@ -313,7 +378,8 @@ export class GatewayMetrics implements RequestObserver {
       registers,
       collect() {
         this.reset();
-        for (const b of metrics.binding?.breakers() ?? []) this.set({ deployment: b.deployment, provider: b.provider }, BREAKER_VALUE[b.state]);
+        for (const b of metrics.binding?.breakers() ?? [])
+          this.set({ deployment: b.deployment, provider: b.provider }, BREAKER_VALUE[b.state]);
       },
     });
     new Gauge({
@@ -346,10 +412,7 @@ class MetricsWatch implements RequestWatch, AttemptWatch {
 
   private readonly m: GatewayMetrics;
   private readonly endpoint: string;
-  constructor(
-    m: GatewayMetrics,
-    endpoint: string,
-  ) {
+  constructor(m: GatewayMetrics, endpoint: string) {
     this.m = m;
     this.endpoint = endpoint;
     m.inFlight.series(endpoint).value++;

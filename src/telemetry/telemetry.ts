@@ -19,7 +19,13 @@ export interface TelemetryOptions {
   trustedProxies?: readonly string[];
   /** OTLP/HTTP traces; absent or null: none. `url` is the full …/v1/traces URL, or null to let the
    *  exporter read the OTEL_EXPORTER_OTLP_* environment. */
-  traces?: { url: string | null; serviceName?: string; scheduledDelayMillis?: number; flushTimeoutMs?: number; exportTimeoutMs?: number } | null;
+  traces?: {
+    url: string | null;
+    serviceName?: string;
+    scheduledDelayMillis?: number;
+    flushTimeoutMs?: number;
+    exportTimeoutMs?: number;
+  } | null;
   /** Operational events (a failing trace export); never secrets. */
   log?: (event: string, fields?: Record<string, unknown>) => void;
 }
@@ -62,7 +68,9 @@ export async function startTelemetry(opts: TelemetryOptions = {}): Promise<Telem
       url: opts.traces.url,
       serviceName: opts.traces.serviceName ?? 'pi-gateway',
       serviceVersion: SERVICE_VERSION,
-      ...(opts.traces.scheduledDelayMillis === undefined ? {} : { scheduledDelayMillis: opts.traces.scheduledDelayMillis }),
+      ...(opts.traces.scheduledDelayMillis === undefined
+        ? {}
+        : { scheduledDelayMillis: opts.traces.scheduledDelayMillis }),
       ...(opts.traces.flushTimeoutMs === undefined ? {} : { flushTimeoutMs: opts.traces.flushTimeoutMs }),
       ...(opts.traces.exportTimeoutMs === undefined ? {} : { exportTimeoutMs: opts.traces.exportTimeoutMs }),
       onExportError: (error) => opts.log?.('trace_export_failed', { error }),
@@ -71,7 +79,13 @@ export async function startTelemetry(opts: TelemetryOptions = {}): Promise<Telem
     observers.push(t);
   }
   const accessLog = opts.accessLog ?? null;
-  if (accessLog) observers.push(accessLogObserver(accessLog, { traces: tracing !== null, trustedProxies: new TrustedProxies(opts.trustedProxies ?? []) }));
+  if (accessLog)
+    observers.push(
+      accessLogObserver(accessLog, {
+        traces: tracing !== null,
+        trustedProxies: new TrustedProxies(opts.trustedProxies ?? []),
+      }),
+    );
 
   let closed: Promise<void> | null = null;
   const flush = async () => {

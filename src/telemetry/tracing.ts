@@ -11,13 +11,30 @@
 // no global context manager, no async hooks. Sampling and exporter headers follow the standard
 // OTEL_* environment variables (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG,
 // OTEL_EXPORTER_OTLP_HEADERS…); the default is parent-based, always on.
-import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, defaultTextMapGetter, defaultTextMapSetter, trace } from '@opentelemetry/api';
+import {
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  trace,
+} from '@opentelemetry/api';
 import { setGlobalErrorHandler, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type IdGenerator, RandomIdGenerator, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { IncomingRequest } from '../http/request.ts';
-import type { AttemptEnd, AttemptStart, AttemptWatch, RequestObserver, RequestSummary, RequestWatch } from '../observe/observer.ts';
+import type {
+  AttemptEnd,
+  AttemptStart,
+  AttemptWatch,
+  RequestObserver,
+  RequestSummary,
+  RequestWatch,
+} from '../observe/observer.ts';
 import type { RequestEnd } from '../observe/request-end.ts';
 import { traceIdOfRequestId } from '../observe/trace-context.ts';
 
@@ -50,8 +67,14 @@ const EXPORT_ERROR_EVERY_MS = 60_000;
  * refuses with back-off, holding a socket to one that never answers) a gateway whose collector was
  * down exited 8 to 10 s after SIGTERM, not the 2 s shutdown promises.
  */
-export function exportTimeout(flushTimeoutMs: number, asked: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
-  const fromEnv = [env['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'], env['OTEL_EXPORTER_OTLP_TIMEOUT']].map((v) => (v && /^\d+$/.test(v.trim()) ? Number(v) : NaN)).find((n) => n > 0);
+export function exportTimeout(
+  flushTimeoutMs: number,
+  asked: number | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const fromEnv = [env['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'], env['OTEL_EXPORTER_OTLP_TIMEOUT']]
+    .map((v) => (v && /^\d+$/.test(v.trim()) ? Number(v) : NaN))
+    .find((n) => n > 0);
   return Math.min(asked ?? fromEnv ?? flushTimeoutMs, flushTimeoutMs);
 }
 
@@ -65,7 +88,12 @@ const OPERATION: Record<string, string> = {
 };
 
 /** Ends of a committed answer that did not reach its normal end for a reason other than the client. */
-const CUT_ENDS: ReadonlySet<RequestEnd> = new Set<RequestEnd>(['upstream_cut', 'idle_timeout', 'write_stall', 'drained']);
+const CUT_ENDS: ReadonlySet<RequestEnd> = new Set<RequestEnd>([
+  'upstream_cut',
+  'idle_timeout',
+  'write_stall',
+  'drained',
+]);
 
 /** Longest model string (the client's) put on a span. */
 const MAX_MODEL_CHARS = 200;
@@ -108,7 +136,13 @@ export class Tracing implements RequestObserver {
     this.provider = new TracerProvider({
       resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.version': opts.serviceVersion }),
       idGenerator: this.ids,
-      spanProcessors: [new BatchSpanProcessor(opts.scheduledDelayMillis === undefined ? { exporter } : { exporter, scheduledDelayMillis: opts.scheduledDelayMillis })],
+      spanProcessors: [
+        new BatchSpanProcessor(
+          opts.scheduledDelayMillis === undefined
+            ? { exporter }
+            : { exporter, scheduledDelayMillis: opts.scheduledDelayMillis },
+        ),
+      ],
     });
     this.tracer = this.provider.getTracer('pi-gateway', opts.serviceVersion);
   }
@@ -160,12 +194,7 @@ class RequestSpan implements RequestWatch {
   private readonly operation: string;
 
   private readonly t: Tracing;
-  constructor(
-    t: Tracing,
-    endpoint: string,
-    traceId: string,
-    req: IncomingRequest,
-  ) {
+  constructor(t: Tracing, endpoint: string, traceId: string, req: IncomingRequest) {
     this.t = t;
     this.operation = operationOf(endpoint);
     const parent = t.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
@@ -218,7 +247,8 @@ class RequestSpan implements RequestWatch {
     if (errorType !== null) span.setAttribute('error.type', errorType);
     // A server span is in error when the gateway or the provider failed the request (5xx, a cut
     // answer), not for the client's own 4xx (HTTP server-span convention).
-    if (r.status >= 500 || cut) span.setStatus({ code: SpanStatusCode.ERROR, ...(errorType ? { message: errorType } : {}) });
+    if (r.status >= 500 || cut)
+      span.setStatus({ code: SpanStatusCode.ERROR, ...(errorType ? { message: errorType } : {}) });
     span.end();
   }
 }

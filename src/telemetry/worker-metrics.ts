@@ -6,7 +6,14 @@
 // thread, the build, the exceptions its last-resort handler caught) comes from its own registry; per
 // worker, gauges say whether it is up and how many requests it has in flight, counters how many it
 // answered and how often it was restarted — every worker's series there from the start, at zero.
-import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import {
+  AggregatorRegistry,
+  Counter,
+  Gauge,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry,
+} from 'prom-client';
 import type { GatewayMetrics } from './metrics.ts';
 
 export type MetricsJSON = MetricObjectWithValues<MetricValue<string>>[];
@@ -45,7 +52,11 @@ export interface WorkerMetricsSource {
  * `coordinator` holds the gauges the coordinator reads (bound to its breakers, config and
  * lifecycle); `collect` asks every live worker for its JSON (null for a worker that did not answer).
  */
-export function workerMetrics(coordinator: GatewayMetrics, workers: () => WorkerSample[], collect: () => Promise<{ worker: number; json: unknown[] | null }[]>): WorkerMetricsSource {
+export function workerMetrics(
+  coordinator: GatewayMetrics,
+  workers: () => WorkerSample[],
+  collect: () => Promise<{ worker: number; json: unknown[] | null }[]>,
+): WorkerMetricsSource {
   const own = new Registry();
   new Gauge({
     name: 'pi_gateway_worker_ready',
@@ -95,14 +106,25 @@ export function workerMetrics(coordinator: GatewayMetrics, workers: () => Worker
         const json = (a.json as MetricsJSON).filter((m) => REQUEST_SERIES.has(m.name));
         fromWorkers.push(json);
         const f = json.find((m) => m.name === 'pi_gateway_in_flight_requests');
-        inFlight.set({ worker: String(a.worker) }, (f?.values ?? []).reduce((n, v) => n + v.value, 0));
+        inFlight.set(
+          { worker: String(a.worker) },
+          (f?.values ?? []).reduce((n, v) => n + v.value, 0),
+        );
         const r = json.find((m) => m.name === 'pi_gateway_requests_total');
-        served.inc({ worker: String(a.worker) }, (r?.values ?? []).reduce((n, v) => n + v.value, 0));
+        served.inc(
+          { worker: String(a.worker) },
+          (r?.values ?? []).reduce((n, v) => n + v.value, 0),
+        );
       }
       const mine = (await coordinator.registry.getMetricsAsJSON()).filter((m) => !REQUEST_SERIES.has(m.name));
       // An empty worker list still yields every request series (at zero) from the coordinator's tables.
-      const sources = fromWorkers.length > 0 ? fromWorkers : [(await coordinator.registry.getMetricsAsJSON()).filter((m) => REQUEST_SERIES.has(m.name))];
-      const merged = AggregatorRegistry.aggregate([mine, ...sources, await own.getMetricsAsJSON()] as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+      const sources =
+        fromWorkers.length > 0
+          ? fromWorkers
+          : [(await coordinator.registry.getMetricsAsJSON()).filter((m) => REQUEST_SERIES.has(m.name))];
+      const merged = AggregatorRegistry.aggregate([mine, ...sources, await own.getMetricsAsJSON()] as Parameters<
+        typeof AggregatorRegistry.aggregate
+      >[0]);
       return merged.metrics();
     },
   };

@@ -27,7 +27,8 @@ export interface UpstreamClientOptions {
   connectionsPerOrigin?: number;
 }
 
-/** Distinct upstream URLs remembered parsed (deployments × endpoints; Vertex and Bedrock put the model in the path). */
+/** Distinct upstream URLs remembered parsed (deployments × endpoints; Vertex and Bedrock put the model in the
+ *  path). */
 const URL_CACHE_MAX = 1024;
 
 export class UpstreamClient {
@@ -67,7 +68,10 @@ export class UpstreamClient {
     if (typeof body !== 'string' && !Buffer.isBuffer(body)) body.once('end', () => exchange.requestSent());
     exchange.dispatching = true;
     try {
-      this.agent.dispatch({ origin: url.origin, path: url.path, method: 'POST', headers: call.headers, body: call.body }, exchange);
+      this.agent.dispatch(
+        { origin: url.origin, path: url.path, method: 'POST', headers: call.headers, body: call.body },
+        exchange,
+      );
     } catch (err) {
       exchange.refused(err);
     } finally {
@@ -79,7 +83,12 @@ export class UpstreamClient {
   /** A form POST answered whole (OAuth token endpoints), on the same keep-alive pools, within
    *  `timeoutMs` (connection included; default FORM_POST_LIMITS'). */
   postForm(url: string, form: Record<string, string>, timeoutMs?: number): Promise<FormPostAnswer> {
-    return postForm(this.agent, url, form, timeoutMs === undefined ? FORM_POST_LIMITS : { ...FORM_POST_LIMITS, timeoutMs });
+    return postForm(
+      this.agent,
+      url,
+      form,
+      timeoutMs === undefined ? FORM_POST_LIMITS : { ...FORM_POST_LIMITS, timeoutMs },
+    );
   }
 
   async close(): Promise<void> {

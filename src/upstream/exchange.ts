@@ -14,7 +14,8 @@
 import type { Dispatcher } from 'undici';
 import { announceRequest, type ConnectionGuard, type GuardedExchange } from './connection-guard.ts';
 
-/** Receives one upstream exchange. Exactly one of onEnd / onError ends it, unless the caller aborts it first (then neither). */
+/** Receives one upstream exchange. Exactly one of onEnd / onError ends it, unless the caller aborts it first (then
+ *  neither). */
 export interface UpstreamSink {
   onHead(status: number, headers: Record<string, string>): void;
   onData(chunk: Buffer): void;
@@ -35,7 +36,9 @@ export interface UpstreamControl {
  *  header or body the gateway built, never anything the provider did. */
 export class DispatchRefused extends Error {
   constructor(cause: unknown) {
-    super(`the gateway could not send the request: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(`the gateway could not send the request: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
     this.name = 'DispatchRefused';
   }
 }
@@ -71,7 +74,11 @@ export class Exchange implements Dispatcher.DispatchHandler, UpstreamControl, Gu
     else announceRequest(this);
   }
 
-  onResponseStart(_ctrl: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    _ctrl: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     // An interim head (102 Processing, 103 Early Hints…) is not the answer: the final one follows.
     if (this.finished || statusCode < 200) return;
     this.safely(() => this.sink.onHead(statusCode, flattenHeaders(headers)));

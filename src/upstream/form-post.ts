@@ -17,14 +17,23 @@ export interface FormPostAnswer {
   body: Buffer;
 }
 
-export async function postForm(dispatcher: Dispatcher, url: string, form: Record<string, string>, limits: FormPostLimits = FORM_POST_LIMITS): Promise<FormPostAnswer> {
+export async function postForm(
+  dispatcher: Dispatcher,
+  url: string,
+  form: Record<string, string>,
+  limits: FormPostLimits = FORM_POST_LIMITS,
+): Promise<FormPostAnswer> {
   const u = new URL(url);
   const signal = AbortSignal.timeout(limits.timeoutMs);
   const res = await dispatcher.request({
     origin: u.origin,
     path: u.pathname + u.search,
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'user-agent': 'pi-gateway/0.1' },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+      'user-agent': 'pi-gateway/0.1',
+    },
     body: new URLSearchParams(form).toString(),
     signal,
   });

@@ -22,5 +22,11 @@ export function forwardedHeaders(upstream: Record<string, string>, opts: { keepE
 
 /** The provider's request id, from whichever header its wire uses. */
 export function upstreamRequestId(upstream: Record<string, string>): string | null {
-  return upstream['x-request-id'] || upstream['request-id'] || upstream['apim-request-id'] || upstream['x-amzn-requestid'] || null;
+  return (
+    upstream['x-request-id'] ||
+    upstream['request-id'] ||
+    upstream['apim-request-id'] ||
+    upstream['x-amzn-requestid'] ||
+    null
+  );
 }

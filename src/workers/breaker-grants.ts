@@ -106,14 +106,21 @@ export class BreakerGrants {
 
   private mirror(deploymentId: string): BreakerMirrorState {
     const g = this.grants.get(deploymentId);
-    return { deploymentId, openUntil: this.tracker.state(deploymentId).openUntil, probeWorker: g && !g.claimed ? g.worker : null };
+    return {
+      deploymentId,
+      openUntil: this.tracker.state(deploymentId).openUntil,
+      probeWorker: g && !g.claimed ? g.worker : null,
+    };
   }
 
   /** At the end of the cool-down, grant the probe. */
   private schedule(deploymentId: string, openUntil: number): void {
     this.cancelTimer(deploymentId);
     if (this.closed) return;
-    this.timers.set(deploymentId, this.schedule_(() => this.grant(deploymentId), Math.max(0, openUntil - this.clock.now())));
+    this.timers.set(
+      deploymentId,
+      this.schedule_(() => this.grant(deploymentId), Math.max(0, openUntil - this.clock.now())),
+    );
   }
 
   private grant(deploymentId: string): void {
@@ -135,7 +142,10 @@ export class BreakerGrants {
     }
     const worker = workers[this.turn++ % workers.length] as number;
     this.grants.set(deploymentId, { worker, claimed: false });
-    this.timers.set(deploymentId, this.schedule_(() => this.expire(deploymentId, worker), GRANT_MS));
+    this.timers.set(
+      deploymentId,
+      this.schedule_(() => this.expire(deploymentId, worker), GRANT_MS),
+    );
     this.broadcast([this.mirror(deploymentId)]);
   }
 

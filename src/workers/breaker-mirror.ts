@@ -75,7 +75,12 @@ export class BreakerMirror implements BreakerBoard {
   state(deploymentId: string): DeploymentHealth {
     const s = this.states.get(deploymentId);
     if (!s || s.openUntil === null) return { state: 'closed', consecutiveFailures: 0, errorRate: 0, openUntil: null };
-    return { state: this.clock.now() < s.openUntil ? 'open' : 'half_open', consecutiveFailures: 0, errorRate: 0, openUntil: s.openUntil };
+    return {
+      state: this.clock.now() < s.openUntil ? 'open' : 'half_open',
+      consecutiveFailures: 0,
+      errorRate: 0,
+      openUntil: s.openUntil,
+    };
   }
 
   /** The coordinator's tracker takes a reload's thresholds. */

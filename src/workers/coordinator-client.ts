@@ -67,7 +67,12 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
    * is still queued, both go in one message and the coordinator takes the hold only if the take let
    * the request through (one round trip); once it was sent, the hold waits for its answer.
    */
-  holdIfAllowed(workspace: string, traceId: string, amount: bigint, decision: Promise<RateDecision>): Promise<HoldResult | null> {
+  holdIfAllowed(
+    workspace: string,
+    traceId: string,
+    amount: bigint,
+    decision: Promise<RateDecision>,
+  ): Promise<HoldResult | null> {
     const gate = this.takeIds.get(decision);
     if (gate !== undefined && this.queue.some((c) => c.id === gate)) {
       return this.ask({ op: 'hold', workspace, traceId, amount, gate }) as Promise<HoldResult | null>;

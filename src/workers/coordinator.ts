@@ -83,7 +83,10 @@ export class Coordinator {
     for (const call of calls) {
       let value: StateValue | Promise<StateValue>;
       try {
-        value = call.op === 'hold' && call.gate !== undefined && refused?.has(call.gate) ? null : this.apply(worker, link, call);
+        value =
+          call.op === 'hold' && call.gate !== undefined && refused?.has(call.gate)
+            ? null
+            : this.apply(worker, link, call);
       } catch (err) {
         if (call.op === 'take') (refused ??= new Set()).add(call.id);
         if (call.id !== 0) this.reply(link, { id: call.id, ok: false, error: errorText(err) });
@@ -91,7 +94,8 @@ export class Coordinator {
         continue;
       }
       // The coordinator's limiter answers at once; one that answered later could not gate a hold.
-      if (call.op === 'take' && (value instanceof Promise || !(value as RateDecision).ok)) (refused ??= new Set()).add(call.id);
+      if (call.op === 'take' && (value instanceof Promise || !(value as RateDecision).ok))
+        (refused ??= new Set()).add(call.id);
       if (call.id === 0) continue;
       if (value instanceof Promise) {
         value.then(
@@ -112,7 +116,9 @@ export class Coordinator {
       }
       case 'settle':
         link.holds.delete(call.traceId);
-        return call.logRow === null ? p.wallets.settle(call.traceId, call.cost, call.details) : p.wallets.settle(call.traceId, call.cost, call.details, call.logRow);
+        return call.logRow === null
+          ? p.wallets.settle(call.traceId, call.cost, call.details)
+          : p.wallets.settle(call.traceId, call.cost, call.details, call.logRow);
       case 'release':
         link.holds.delete(call.traceId);
         return p.wallets.release(call.traceId);

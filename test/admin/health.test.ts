@@ -51,7 +51,8 @@ t.test('during start: live at once, not ready until the gateway listens, then re
   const config = fixtureConfig('gateway');
   const store = openStore(':memory:', { clock, masterKey: Buffer.alloc(32, 7).toString('base64') });
   t.teardown(() => store.close());
-  for (const r of config.resources) if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `secret-${r.credential}`);
+  for (const r of config.resources)
+    if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `secret-${r.credential}`);
   const gw = await startGateway({ config, store, clock, telemetry, admin, log: () => undefined });
   t.equal(gw.lifecycle, lifecycle, "the gateway's lifecycle is the admin listener's");
   const ready = await get(`${admin.url}/health/ready`);
@@ -61,7 +62,10 @@ t.test('during start: live at once, not ready until the gateway listens, then re
   t.same(ready.body.reasons, []);
   t.same(ready.body.config, { loaded: true, hash: config.sourceHash }, 'the serving config and its hash');
   t.same(ready.body.store, { ok: true });
-  t.ok(ready.body.deployments.callable > 0 && ready.body.deployments.callable <= ready.body.deployments.total, `${ready.body.deployments.callable} of ${ready.body.deployments.total} deployments callable`);
+  t.ok(
+    ready.body.deployments.callable > 0 && ready.body.deployments.callable <= ready.body.deployments.total,
+    `${ready.body.deployments.callable} of ${ready.body.deployments.total} deployments callable`,
+  );
   t.equal(ready.body.last_reload, null, 'never reloaded');
   t.match(await (await fetch(`${admin.url}/metrics`)).text(), /pi_gateway_ready 1/, 'pi_gateway_ready is 1');
 
@@ -81,7 +85,11 @@ t.test('while running and draining; the public API keeps its answers', async (t)
     const res = await fetch(`${s.url}${path}`);
     const body = (await res.json()) as { error: { code: string; message: string } };
     t.equal(res.status, 400, `public ${path}: 400`);
-    t.same([body.error.code, body.error.message], ['invalid_request', 'model is required'], `public ${path}: the unserved-path error`);
+    t.same(
+      [body.error.code, body.error.message],
+      ['invalid_request', 'model is required'],
+      `public ${path}: the unserved-path error`,
+    );
   }
   const unknown = await fetch(`${admin.url}/v1/models`);
   t.equal(unknown.status, 404, 'an unknown admin path is 404');
@@ -95,7 +103,11 @@ t.test('while running and draining; the public API keeps its answers', async (t)
   t.equal(draining.body.config.loaded, true, 'the config is still reported');
   const live = await get(`${admin.url}/health/live`);
   t.same([live.status, live.body.state], [200, 'draining'], 'live while draining');
-  t.match(await (await fetch(`${admin.url}/metrics`)).text(), /pi_gateway_ready 0/, 'pi_gateway_ready 0 while draining');
+  t.match(
+    await (await fetch(`${admin.url}/metrics`)).text(),
+    /pi_gateway_ready 0/,
+    'pi_gateway_ready 0 while draining',
+  );
   t.ok(s.gw.lifecycle.draining, 'draining reads back');
 
   s.gw.lifecycle.draining = false;
@@ -107,7 +119,9 @@ t.test('readiness needs a callable deployment and a store that answers', async (
   const r = await get(`${(none.admin as NonNullable<typeof none.admin>).url}/health/ready`);
   t.equal(r.status, 503, 'no credential stored: not ready');
   t.equal(r.body.deployments.callable, 0);
-  t.same(r.body.reasons, ['no deployment can be called: none is active with its upstream credential stored (pi-gateway secret set NAME)']);
+  t.same(r.body.reasons, [
+    'no deployment can be called: none is active with its upstream credential stored (pi-gateway secret set NAME)',
+  ]);
 
   const s = await startStack(t, { admin: true });
   const url = `${(s.admin as NonNullable<typeof s.admin>).url}/health/ready`;
@@ -131,11 +145,23 @@ t.test('reload results: readiness reports the last one; metrics count them by re
   s.gw.lifecycle.recordReload({ ok: false, hash, problems: ['models/acme.yaml:3:7 /models/0/id: must match pattern'] });
   const failed = await get(`${admin.url}/health/ready`);
   t.equal(failed.status, 200, 'a failed reload keeps the running config: still ready');
-  t.same(failed.body.last_reload, { ok: false, hash, problems: ['models/acme.yaml:3:7 /models/0/id: must match pattern'], restart_needed: [], at: new Date(s.clock.now()).toISOString() });
+  t.same(failed.body.last_reload, {
+    ok: false,
+    hash,
+    problems: ['models/acme.yaml:3:7 /models/0/id: must match pattern'],
+    restart_needed: [],
+    at: new Date(s.clock.now()).toISOString(),
+  });
   s.clock.advance(1000);
   s.gw.lifecycle.recordReload({ ok: true, hash, problems: [] });
   const ok = await get(`${admin.url}/health/ready`);
-  t.same(ok.body.last_reload, { ok: true, hash, problems: [], restart_needed: [], at: new Date(s.clock.now()).toISOString() });
+  t.same(ok.body.last_reload, {
+    ok: true,
+    hash,
+    problems: [],
+    restart_needed: [],
+    at: new Date(s.clock.now()).toISOString(),
+  });
   const text = await (await fetch(`${admin.url}/metrics`)).text();
   t.match(text, /pi_gateway_config_reloads_total\{result="failed"\} 1\n/);
   t.match(text, /pi_gateway_config_reloads_total\{result="ok"\} 1\n/);
@@ -149,30 +175,59 @@ t.test('/metrics is 404 when metrics are off', async (t) => {
   t.same(await res.json(), { error: 'metrics are off on this gateway' });
 });
 
-t.test('the real drain and reload reach readiness: Gateway.drain turns it 503, Gateway.recordReload shows there', async (t) => {
-  const s = await startStack(t, { admin: true, limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000 } });
-  const admin = s.admin as NonNullable<typeof s.admin>;
-  const url = `${admin.url}/health/ready`;
+t.test(
+  'the real drain and reload reach readiness: Gateway.drain turns it 503, Gateway.recordReload shows there',
+  async (t) => {
+    const s = await startStack(t, { admin: true, limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000 } });
+    const admin = s.admin as NonNullable<typeof s.admin>;
+    const url = `${admin.url}/health/ready`;
 
-  // A reload as SIGHUP / `pi-gateway reload` records it (src/cli/runtime.ts reloadGateway).
-  const { restartNeeded } = s.gw.reload(s.config);
-  s.gw.recordReload({ ok: true, hash: s.config.sourceHash, problems: [], restartNeeded: ['limits.demo'], at: s.clock.now() });
-  const reloaded = await get(url);
-  t.equal(reloaded.status, 200, 'ready after a reload');
-  t.same(restartNeeded, [], 'the same config needs no restart');
-  t.same(reloaded.body.last_reload, { ok: true, hash: s.config.sourceHash, problems: [], restart_needed: ['limits.demo'], at: new Date(s.clock.now()).toISOString() }, "the gateway's reload record, with what needs a restart");
+    // A reload as SIGHUP / `pi-gateway reload` records it (src/cli/runtime.ts reloadGateway).
+    const { restartNeeded } = s.gw.reload(s.config);
+    s.gw.recordReload({
+      ok: true,
+      hash: s.config.sourceHash,
+      problems: [],
+      restartNeeded: ['limits.demo'],
+      at: s.clock.now(),
+    });
+    const reloaded = await get(url);
+    t.equal(reloaded.status, 200, 'ready after a reload');
+    t.same(restartNeeded, [], 'the same config needs no restart');
+    t.same(
+      reloaded.body.last_reload,
+      {
+        ok: true,
+        hash: s.config.sourceHash,
+        problems: [],
+        restart_needed: ['limits.demo'],
+        at: new Date(s.clock.now()).toISOString(),
+      },
+      "the gateway's reload record, with what needs a restart",
+    );
 
-  // A stream in flight keeps the drain open long enough to ask readiness during it.
-  const key = s.key('open');
-  s.credit('open', '100');
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], stream: true, provider: { only: ['alpha'] }, sim: { chunks: 10, chunkDelayMs: 40 } }, { key });
-  const body = res.text();
-  const drained = s.gw.drain(10_000);
-  const during = await get(url);
-  t.equal(during.status, 503, 'not ready while the gateway drains');
-  t.equal(during.body.state, 'draining');
-  t.same(during.body.reasons, ['draining: shutting down, in-flight requests are finishing']);
-  t.match(await body, /\[DONE\]/, 'the stream in flight still completes');
-  await drained;
-  t.equal(s.gw.lifecycle.state, 'stopped', 'stopped once the drain closed the gateway');
-});
+    // A stream in flight keeps the drain open long enough to ask readiness during it.
+    const key = s.key('open');
+    s.credit('open', '100');
+    const res = await s.post(
+      '/v1/chat/completions',
+      {
+        model: 'acme/chat-small',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+        provider: { only: ['alpha'] },
+        sim: { chunks: 10, chunkDelayMs: 40 },
+      },
+      { key },
+    );
+    const body = res.text();
+    const drained = s.gw.drain(10_000);
+    const during = await get(url);
+    t.equal(during.status, 503, 'not ready while the gateway drains');
+    t.equal(during.body.state, 'draining');
+    t.same(during.body.reasons, ['draining: shutting down, in-flight requests are finishing']);
+    t.match(await body, /\[DONE\]/, 'the stream in flight still completes');
+    await drained;
+    t.equal(s.gw.lifecycle.state, 'stopped', 'stopped once the drain closed the gateway');
+  },
+);

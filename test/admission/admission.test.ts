@@ -2,7 +2,12 @@
 // limiter, wallet): which header carries the key, the spec's 401/429/402 for each refusal, which
 // limit applies, and that hold/settle/release reach the wallet unchanged.
 import t from 'tap';
-import { Admission, type HoldResult, type KeyVerification, type WalletAdmission } from '../../src/admission/admission.ts';
+import {
+  Admission,
+  type HoldResult,
+  type KeyVerification,
+  type WalletAdmission,
+} from '../../src/admission/admission.ts';
 import { presentedKey } from '../../src/admission/api-key.ts';
 import type { RateDecision } from '../../src/admission/rate-limit.ts';
 import type { CompiledWorkspace } from '../../src/config/compiled.ts';
@@ -41,7 +46,9 @@ function setup(opts: { key?: ApiKeyRecord; verdict?: KeyVerification; rate?: Rat
     keys: {
       verifyKey: (presented, now) => {
         calls.push(`verify ${presented} ${now}`);
-        return opts.verdict ?? (presented === KEY ? { status: 'ok', key: opts.key ?? record() } : { status: 'not_found' });
+        return (
+          opts.verdict ?? (presented === KEY ? { status: 'ok', key: opts.key ?? record() } : { status: 'not_found' })
+        );
       },
     },
     workspaceOf: (id) => (id === 'acme' ? acme : undefined),
@@ -65,7 +72,11 @@ t.test('presentedKey: Authorization (Bearer or bare), else X-Api-Key', async (t)
   t.equal(presentedKey({ 'x-api-key': KEY }), KEY);
   t.equal(presentedKey({ authorization: 'Bearer a', 'x-api-key': 'b' }), 'a', 'Authorization wins');
   t.equal(presentedKey({ authorization: '  ', 'x-api-key': 'b' }), 'b', 'an empty Authorization falls through');
-  t.equal(presentedKey({ 'x-goog-api-key': KEY, cookie: `key=${KEY}` }), null, 'other credential headers are never read');
+  t.equal(
+    presentedKey({ 'x-goog-api-key': KEY, cookie: `key=${KEY}` }),
+    null,
+    'other credential headers are never read',
+  );
 });
 
 t.test('authenticate: the key and its workspace, or the spec 401', async (t) => {
@@ -76,10 +87,17 @@ t.test('authenticate: the key and its workspace, or the spec 401', async (t) => 
   t.throws(() => admission.authenticate({ authorization: 'Bearer sk-pi-other' }, 0), refusal('api_key_not_found', 401));
   for (const status of ['invalid', 'revoked', 'expired'] as const) {
     const code = status === 'invalid' ? 'invalid_api_key' : `api_key_${status}`;
-    t.throws(() => setup({ verdict: { status } }).admission.authenticate({ 'x-api-key': KEY }, 0), refusal(code, 401), status);
+    t.throws(
+      () => setup({ verdict: { status } }).admission.authenticate({ 'x-api-key': KEY }, 0),
+      refusal(code, 401),
+      status,
+    );
   }
   const orphan = setup({ key: record({ workspace: 'gone' }) }).admission;
-  t.throws(() => orphan.authenticate({ 'x-api-key': KEY }, 0), { code: 'api_key_not_found', message: /workspace of this API key \("gone"\) no longer exists/ });
+  t.throws(() => orphan.authenticate({ 'x-api-key': KEY }, 0), {
+    code: 'api_key_not_found',
+    message: /workspace of this API key \("gone"\) no longer exists/,
+  });
 });
 
 t.test('rateLimit: the key limit, else the workspace limit; 429 with Retry-After', async (t) => {
@@ -95,7 +113,12 @@ t.test('rateLimit: the key limit, else the workspace limit; 429 with Retry-After
     err = e;
   }
   t.ok(err instanceof GatewayError);
-  t.match(err, { code: 'rate_limited', status: 429, message: 'rate limit of 5 requests per minute reached', headers: [['Retry-After', '17']] });
+  t.match(err, {
+    code: 'rate_limited',
+    status: 429,
+    message: 'rate limit of 5 requests per minute reached',
+    headers: [['Retry-After', '17']],
+  });
 });
 
 t.test('hold, settle, release reach the wallet; a refused hold is the spec 402', async (t) => {
@@ -111,7 +134,11 @@ t.test('hold, settle, release reach the wallet; a refused hold is the spec 402',
     message: 'insufficient balance: this request needs up to $0.002 held and the wallet has $0.0015 available',
   });
   const overdrawn = setup({ hold: { ok: false, available: -5n } }).admission;
-  t.throws(() => overdrawn.hold('acme', 'tr-4', 1n), { message: /and the wallet has \$0 available/ }, 'an overdrawn wallet shows $0');
+  t.throws(
+    () => overdrawn.hold('acme', 'tr-4', 1n),
+    { message: /and the wallet has \$0 available/ },
+    'an overdrawn wallet shows $0',
+  );
 });
 
 t.test('a rate decision answered later: the hold waits for it, and a refused request holds nothing', async (t) => {
@@ -122,10 +149,14 @@ t.test('a rate decision answered later: the hold waits for it, and a refused req
     workspaceOf: () => acme,
     limiter: { take: () => new Promise<RateDecision>((resolve) => (answer = resolve)) },
     // A wallet that cannot tie a hold to the decision (no holdIfAllowed), like PostgreSQL's.
-    wallets: { hold: (_ws, trace) => {
+    wallets: {
+      hold: (_ws, trace) => {
         calls.push(`hold ${trace}`);
         return { ok: true };
-      }, settle: () => Promise.resolve(true), release: () => undefined },
+      },
+      settle: () => Promise.resolve(true),
+      release: () => undefined,
+    },
   });
   const admitted = { key: record(), workspace: acme };
   const pending = admission.rateLimit(admitted);

@@ -26,12 +26,18 @@ t.test('the worst case over every model and deployment of the plan', async (t) =
     },
   ];
   t.equal(requestHoldNano(dearChannel, bounds, NOW), 18_000_000n, 'the dearest deployment of a model');
-
 });
 
 t.test('a discount that ended no longer lowers the hold', async (t) => {
   const ends = new Date(NOW + 60_000).toISOString();
-  const plan = [{ model: small, deployments: [deployment('p1/small', small.id, 'p1', { pricing: { kind: 'discount', percent: 50, endsAt: ends } })] }];
+  const plan = [
+    {
+      model: small,
+      deployments: [
+        deployment('p1/small', small.id, 'p1', { pricing: { kind: 'discount', percent: 50, endsAt: ends } }),
+      ],
+    },
+  ];
   t.equal(requestHoldNano(plan, bounds, NOW), 4_500_000n, 'half price while the discount runs');
   t.equal(requestHoldNano(plan, bounds, NOW + 120_000), 9_000_000n, 'list price after it ended');
 });

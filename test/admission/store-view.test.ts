@@ -36,7 +36,11 @@ t.test('keys: definite answers cached, expiry re-judged, another connection seen
   t.match(view.verifyKey(k.key, clock.now()), { status: 'ok', key: { id: k.id } });
   t.match(view.verifyKey(k.key, clock.now()), { status: 'ok' });
   t.equal(lookups, 1, 'the second check is served from memory');
-  t.same(view.verifyKey(k.key, clock.now() + 1000), { status: 'expired' }, 'expiry is judged against each request time');
+  t.same(
+    view.verifyKey(k.key, clock.now() + 1000),
+    { status: 'expired' },
+    'expiry is judged against each request time',
+  );
   t.same(view.verifyKey(UNKNOWN, clock.now()), { status: 'not_found' });
   t.same(view.verifyKey(UNKNOWN, clock.now()), { status: 'not_found' });
   t.same(view.verifyKey('nope', clock.now()), { status: 'invalid' });
@@ -98,7 +102,9 @@ t.test('credentials across a master-key rotation by another process: opened valu
   const gateway = openStore(file, { masterKey: oldKey });
   t.teardown(() => gateway.close());
   const events: [string, string, boolean][] = [];
-  const view = new StoreView(gateway, (name, err, kept) => events.push([name, (err as { code?: string }).code ?? '', kept]));
+  const view = new StoreView(gateway, (name, err, kept) =>
+    events.push([name, (err as { code?: string }).code ?? '', kept]),
+  );
   t.same(events, [], 'every credential opened at start, none refused');
   // Never revealed through the view before the rotation, yet kept: the view opened it at start.
   t.equal(view.reveal('openai-main'), 'sk-upstream-1');
@@ -133,7 +139,9 @@ t.test('credentials across a master-key rotation by another process: opened valu
   await nextTurn();
   view.sync();
   t.equal(view.reveal('spare'), 'spare-1', 'the row is now under a key the view does not hold: the old value stays');
-  const fresh = new StoreView(rotated, (name, err, kept) => events.push([name, (err as { code?: string }).code ?? '', kept]));
+  const fresh = new StoreView(rotated, (name, err, kept) =>
+    events.push([name, (err as { code?: string }).code ?? '', kept]),
+  );
   t.equal(fresh.reveal('spare'), null, 'a server restarted with the new key refuses the tampered row');
   t.equal(fresh.reveal('openai-main'), 'sk-upstream-1');
   t.same(events.at(-1), ['spare', 'tampered', false]);

@@ -35,18 +35,21 @@ t.test('property: random operation sequences keep the books exact', async (t) =>
       const model = [0, 1, 2].map(() => ({ credits: 0n, settled: 0n }));
       const holds = new Map<string, { ws: number; amount: bigint; state: 'open' | 'closed' }>();
       const wsName = (i: number) => `ws${i}`;
-      const heldOf = (ws: number) => [...holds.values()].filter((h) => h.ws === ws && h.state === 'open').reduce((a, h) => a + h.amount, 0n);
+      const heldOf = (ws: number) =>
+        [...holds.values()].filter((h) => h.ws === ws && h.state === 'open').reduce((a, h) => a + h.amount, 0n);
       /** Settlements not yet committed, with the answer each must resolve to. */
       let pending: { p: Promise<boolean>; want: boolean; trace: string }[] = [];
       const commit = async () => {
         book.flush();
-        for (const { p, want, trace } of pending) if ((await p) !== want) throw new Error(`settle ${trace} resolved ${!want}`);
+        for (const { p, want, trace } of pending)
+          if ((await p) !== want) throw new Error(`settle ${trace} resolved ${!want}`);
         pending = [];
         if (errors.length > 0) throw new Error(`a batch failed: ${String(errors[0])}`);
         for (let ws = 0; ws < 3; ws++) {
           const v = s.wallets.show(wsName(ws), 0);
           const m = model[ws] as { credits: bigint; settled: bigint };
-          if (v.balance !== m.credits - m.settled || v.held !== heldOf(ws)) throw new Error(`ledger ws${ws}: ${json(v)}`);
+          if (v.balance !== m.credits - m.settled || v.held !== heldOf(ws))
+            throw new Error(`ledger ws${ws}: ${json(v)}`);
         }
       };
       try {
@@ -97,7 +100,8 @@ t.test('property: random operation sequences keep the books exact', async (t) =>
           for (let ws = 0; ws < 3; ws++) {
             const v = book.view(wsName(ws));
             const m = model[ws] as { credits: bigint; settled: bigint };
-            if (v.balance !== m.credits - m.settled) throw new Error(`ws${ws} balance ${v.balance} != ${m.credits - m.settled}`);
+            if (v.balance !== m.credits - m.settled)
+              throw new Error(`ws${ws} balance ${v.balance} != ${m.credits - m.settled}`);
             if (v.held !== heldOf(ws)) throw new Error(`ws${ws} held ${v.held} != ${heldOf(ws)}`);
             if (v.available !== v.balance - v.held) throw new Error('available != balance - held');
           }
@@ -111,7 +115,8 @@ t.test('property: random operation sequences keep the books exact', async (t) =>
           const before = json([0, 1, 2].map((ws) => book.view(wsName(ws))));
           if (await book.settle(trace, 1n, {})) throw new Error(`closed trace ${trace} settled again`);
           book.release(trace);
-          if (json([0, 1, 2].map((ws) => book.view(wsName(ws)))) !== before) throw new Error(`closed trace ${trace} closed again`);
+          if (json([0, 1, 2].map((ws) => book.view(wsName(ws)))) !== before)
+            throw new Error(`closed trace ${trace} closed again`);
         }
         await commit();
         if (!s.wallets.verify().ok) throw new Error('verify failed after replay');

@@ -48,7 +48,15 @@ t.test('credit, hold, settle, release', async (t) => {
   t.throws(() => book.hold('acme', 'r1', 1n), { code: 'duplicate_trace' });
   t.same(ledger(), { workspace: 'acme', balance: 1_000n, held: 1_000n, available: 0n, spendToday: 0n, openHolds: 3 });
 
-  t.equal(await book.settle('r1', 550n, { model: 'openai/gpt-4o', provider: 'openai', deployment: 'openai/gpt-4o', promptTokens: 10 }), true);
+  t.equal(
+    await book.settle('r1', 550n, {
+      model: 'openai/gpt-4o',
+      provider: 'openai',
+      deployment: 'openai/gpt-4o',
+      promptTokens: 10,
+    }),
+    true,
+  );
   t.equal(await book.settle('r1', 550n, {}), false, 'second settle is a no-op');
   book.release('r1');
   t.same([ledger().held, ledger().balance, ledger().openHolds], [400n, 450n, 2], 'release after settle is a no-op');
@@ -95,57 +103,72 @@ t.test('overdraft: holds refused while available is negative', async (t) => {
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
 
-t.test('a trace id reused after its hold closed is refused alone, loudly; the rest of its batch is written', async (t) => {
-  const { store, book, errors } = fresh(t);
-  store.wallets.credit('w', 1000n, 'seed');
-  book.hold('w', 'once', 100n);
-  t.equal(await book.settle('once', 10n, {}), true);
-  t.same(book.hold('w', 'once', 100n), { ok: true }, 'the book no longer knows the closed trace');
-  book.hold('w', 'same-turn', 50n);
-  book.flush();
-  t.equal(errors.length, 1, 'the refused hold was reported');
-  t.match(String(errors[0]), /hold of trace once/);
-  t.same(book.view('w'), { balance: 990n, held: 50n, available: 940n }, 'memory = the ledger again');
-  t.same(store.wallets.show('w', 0).openHolds, 1, 'the other hold of the batch was written');
-  t.equal(await book.settle('once', 10n, {}), false, 'the refused hold is forgotten');
-  book.release('same-turn');
-  book.flush();
-  t.same(store.wallets.verify(), { ok: true, problems: [] });
-});
+t.test(
+  'a trace id reused after its hold closed is refused alone, loudly; the rest of its batch is written',
+  async (t) => {
+    const { store, book, errors } = fresh(t);
+    store.wallets.credit('w', 1000n, 'seed');
+    book.hold('w', 'once', 100n);
+    t.equal(await book.settle('once', 10n, {}), true);
+    t.same(book.hold('w', 'once', 100n), { ok: true }, 'the book no longer knows the closed trace');
+    book.hold('w', 'same-turn', 50n);
+    book.flush();
+    t.equal(errors.length, 1, 'the refused hold was reported');
+    t.match(String(errors[0]), /hold of trace once/);
+    t.same(book.view('w'), { balance: 990n, held: 50n, available: 940n }, 'memory = the ledger again');
+    t.same(store.wallets.show('w', 0).openHolds, 1, 'the other hold of the batch was written');
+    t.equal(await book.settle('once', 10n, {}), false, 'the refused hold is forgotten');
+    book.release('same-turn');
+    book.flush();
+    t.same(store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
 
-t.test('a settlement the store cannot hold is refused alone: the others of its group commit are written, its hold released', async (t) => {
-  const { store, book, errors } = fresh(t);
-  store.wallets.credit('w', 1000n, 'seed');
-  store.wallets.credit('v', 1000n, 'seed');
-  for (const trace of ['a', 'b', 'c']) book.hold('w', trace, 100n);
-  book.hold('v', 'other-workspace', 100n);
-  book.flush();
-  // One turn, one transaction: four settlements, one priced beyond what the ledger's columns hold.
-  const settled = [book.settle('a', 40n, {}), book.settle('b', 2n ** 63n, {}), book.settle('c', 60n, {}), book.settle('other-workspace', 70n, {})];
-  book.flush();
-  const results = await Promise.allSettled(settled);
-  t.same(
-    results.map((r) => r.status),
-    ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
-    'only the oversized settlement is refused',
-  );
-  t.match(String((results[1] as PromiseRejectedResult).reason), /amount_out_of_range|outside what the ledger holds/);
-  t.equal(errors.length, 1, 'and reported');
-  t.same(book.view('w'), { balance: 900n, held: 0n, available: 900n }, 'memory = the ledger: two charges, no hold left');
-  t.match(store.wallets.show('w', 0), { balance: 900n, held: 0n, openHolds: 0 }, 'the ledger agrees');
-  t.equal(store.wallets.show('v', 0).balance, 930n, "another workspace's settlement in the same commit is written");
-  const b = store.wallets.ledgerOf('b');
-  t.same(
-    b.map((e) => [e.kind, e.amount]),
-    [
-      ['hold', 100n],
-      ['release', 100n],
-    ],
-    'the refused settlement’s hold is released, charging nothing',
-  );
-  t.match(b[1]?.note, /settlement refused by the store/);
-  t.same(store.wallets.verify(), { ok: true, problems: [] });
-});
+t.test(
+  'a settlement the store cannot hold is refused alone: the others of its group commit are written, its hold released',
+  async (t) => {
+    const { store, book, errors } = fresh(t);
+    store.wallets.credit('w', 1000n, 'seed');
+    store.wallets.credit('v', 1000n, 'seed');
+    for (const trace of ['a', 'b', 'c']) book.hold('w', trace, 100n);
+    book.hold('v', 'other-workspace', 100n);
+    book.flush();
+    // One turn, one transaction: four settlements, one priced beyond what the ledger's columns hold.
+    const settled = [
+      book.settle('a', 40n, {}),
+      book.settle('b', 2n ** 63n, {}),
+      book.settle('c', 60n, {}),
+      book.settle('other-workspace', 70n, {}),
+    ];
+    book.flush();
+    const results = await Promise.allSettled(settled);
+    t.same(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      'only the oversized settlement is refused',
+    );
+    t.match(String((results[1] as PromiseRejectedResult).reason), /amount_out_of_range|outside what the ledger holds/);
+    t.equal(errors.length, 1, 'and reported');
+    t.same(
+      book.view('w'),
+      { balance: 900n, held: 0n, available: 900n },
+      'memory = the ledger: two charges, no hold left',
+    );
+    t.match(store.wallets.show('w', 0), { balance: 900n, held: 0n, openHolds: 0 }, 'the ledger agrees');
+    t.equal(store.wallets.show('v', 0).balance, 930n, "another workspace's settlement in the same commit is written");
+    const b = store.wallets.ledgerOf('b');
+    t.same(
+      b.map((e) => [e.kind, e.amount]),
+      [
+        ['hold', 100n],
+        ['release', 100n],
+      ],
+      'the refused settlement’s hold is released, charging nothing',
+    );
+    t.match(b[1]?.note, /settlement refused by the store/);
+    t.same(store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
 
 t.test('admits against memory, never beyond the balance', async (t) => {
   const { store, book } = fresh(t);
@@ -190,7 +213,9 @@ t.test('with a hold delay, holds ride with the next settlement or go alone once 
   const writer = {
     commit: (ops: LedgerOp[]) => {
       sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
-      last = new Promise<undefined>((resolve) => setImmediate(() => resolve(store.batch(() => void store.wallets.apply(ops)))));
+      last = new Promise<undefined>((resolve) =>
+        setImmediate(() => resolve(store.batch(() => void store.wallets.apply(ops)))),
+      );
       return last;
     },
     commitNow: (ops: LedgerOp[]): undefined => {

@@ -8,7 +8,20 @@ import { GatewayError } from '../../src/errors.ts';
 
 const item = {} as PlanItem; // requestEnd never reads the item
 function committed(broken: CommittedOutcome['broken']): FailoverFinal {
-  const outcome: CommittedOutcome = { kind: 'committed', status: 200, stream: true, upstreamModel: null, usage: null, inputUsage: null, completed: broken === null, broken, clientAborted: broken === 'client_aborted', firstByteMs: 1, contentEvents: 1, contentBytes: 1 };
+  const outcome: CommittedOutcome = {
+    kind: 'committed',
+    status: 200,
+    stream: true,
+    upstreamModel: null,
+    usage: null,
+    inputUsage: null,
+    completed: broken === null,
+    broken,
+    clientAborted: broken === 'client_aborted',
+    firstByteMs: 1,
+    contentEvents: 1,
+    contentBytes: 1,
+  };
   return { kind: 'committed', item, outcome };
 }
 
@@ -16,7 +29,8 @@ t.test('committed answers', async (t) => {
   t.equal(requestEnd(committed(null)), 'completed');
   t.equal(requestEnd(committed('client_aborted')), 'client_abort');
   t.equal(requestEnd(committed('timeout')), 'idle_timeout');
-  for (const r of ['reset', 'malformed', 'inband_error', 'empty', 'too_large', 'connect'] as const) t.equal(requestEnd(committed(r)), 'upstream_cut', r);
+  for (const r of ['reset', 'malformed', 'inband_error', 'empty', 'too_large', 'connect'] as const)
+    t.equal(requestEnd(committed(r)), 'upstream_cut', r);
 });
 
 t.test('nothing committed', async (t) => {

@@ -23,7 +23,18 @@ const claude = priceList(
     input_cache_write_1h: '0.000006',
     web_search: '0.01',
   },
-  [[200_000, { prompt: '0.000006', completion: '0.0000225', input_cache_read: '0.0000006', input_cache_write: '0.0000075', input_cache_write_1h: '0.000012' }]],
+  [
+    [
+      200_000,
+      {
+        prompt: '0.000006',
+        completion: '0.0000225',
+        input_cache_read: '0.0000006',
+        input_cache_write: '0.0000075',
+        input_cache_write_1h: '0.000012',
+      },
+    ],
+  ],
 );
 
 const textOnly = priceList({ prompt: '0.000002', completion: '0.000008' });
@@ -51,14 +62,29 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
     'text only',
     {
       given: { usage: { promptTokens: 1000, completionTokens: 500 }, pricing: textOnly },
-      want: { lines: [['prompt', 1000, '0.000002'], ['completion', 500, '0.000008']], totalAtto: '0.006', totalNano: 6_000_000n, bracket: null },
+      want: {
+        lines: [
+          ['prompt', 1000, '0.000002'],
+          ['completion', 500, '0.000008'],
+        ],
+        totalAtto: '0.006',
+        totalNano: 6_000_000n,
+        bracket: null,
+      },
     },
   ],
   [
     'Anthropic cache tiers and web search, base bracket',
     {
       given: {
-        usage: { promptTokens: 10_050, completionTokens: 300, cacheReadTokens: 0, cacheWriteTokens: 4_000, cacheWrite1hTokens: 6_000, webSearchCalls: 2 },
+        usage: {
+          promptTokens: 10_050,
+          completionTokens: 300,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 4_000,
+          cacheWrite1hTokens: 6_000,
+          webSearchCalls: 2,
+        },
         pricing: claude,
       },
       want: {
@@ -81,7 +107,11 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
     {
       given: { usage: { promptTokens: 250_000, completionTokens: 1_000, cacheReadTokens: 200_000 }, pricing: claude },
       want: {
-        lines: [['prompt', 50_000, '0.000006'], ['completion', 1_000, '0.0000225'], ['input_cache_read', 200_000, '0.0000006']],
+        lines: [
+          ['prompt', 50_000, '0.000006'],
+          ['completion', 1_000, '0.0000225'],
+          ['input_cache_read', 200_000, '0.0000006'],
+        ],
         totalAtto: '0.4425',
         totalNano: 442_500_000n,
         bracket: 200_000,
@@ -92,7 +122,16 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
     'unpriced input classes bill at prompt, merged into its line',
     {
       given: {
-        usage: { promptTokens: 1000, completionTokens: 0, cacheReadTokens: 100, cacheWriteTokens: 100, cacheWrite1hTokens: 100, audioInputTokens: 100, imageInputTokens: 100, cachedAudioInputTokens: 100 },
+        usage: {
+          promptTokens: 1000,
+          completionTokens: 0,
+          cacheReadTokens: 100,
+          cacheWriteTokens: 100,
+          cacheWrite1hTokens: 100,
+          audioInputTokens: 100,
+          imageInputTokens: 100,
+          cachedAudioInputTokens: 100,
+        },
         pricing: textOnly,
       },
       want: { lines: [['prompt', 1000, '0.000002']], totalAtto: '0.002', totalNano: 2_000_000n, bracket: null },
@@ -105,13 +144,30 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
         usage: { promptTokens: 1000, completionTokens: 0, cacheWriteTokens: 200, cacheWrite1hTokens: 300 },
         pricing: priceList({ prompt: '0.000003', completion: '0.000015', input_cache_write: '0.00000375' }),
       },
-      want: { lines: [['prompt', 500, '0.000003'], ['input_cache_write', 500, '0.00000375']], totalAtto: '0.003375', totalNano: 3_375_000n, bracket: null },
+      want: {
+        lines: [
+          ['prompt', 500, '0.000003'],
+          ['input_cache_write', 500, '0.00000375'],
+        ],
+        totalAtto: '0.003375',
+        totalNano: 3_375_000n,
+        bracket: null,
+      },
     },
   ],
   [
     'unpriced output classes bill at completion',
     {
-      given: { usage: { promptTokens: 0, completionTokens: 1000, reasoningTokens: 600, audioOutputTokens: 100, imageOutputTokens: 100 }, pricing: textOnly },
+      given: {
+        usage: {
+          promptTokens: 0,
+          completionTokens: 1000,
+          reasoningTokens: 600,
+          audioOutputTokens: 100,
+          imageOutputTokens: 100,
+        },
+        pricing: textOnly,
+      },
       want: { lines: [['completion', 1000, '0.000008']], totalAtto: '0.008', totalNano: 8_000_000n, bracket: null },
     },
   ],
@@ -164,11 +220,24 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
   [
     'sub-counts above the total are clamped in order (no negative remainder)',
     {
-      given: { usage: { promptTokens: 100, completionTokens: 50, cacheReadTokens: 80, cacheWriteTokens: 80, reasoningTokens: 70 }, pricing: claude },
+      given: {
+        usage: {
+          promptTokens: 100,
+          completionTokens: 50,
+          cacheReadTokens: 80,
+          cacheWriteTokens: 80,
+          reasoningTokens: 70,
+        },
+        pricing: claude,
+      },
       // prompt 100: read 80, write min(80, 20) = 20, remainder 0; completion 50: reasoning min(70, 50)
       // = 50, and claude does not price internal_reasoning, so it bills at completion.
       want: {
-        lines: [['completion', 50, '0.000015'], ['input_cache_read', 80, '0.0000003'], ['input_cache_write', 20, '0.00000375']],
+        lines: [
+          ['completion', 50, '0.000015'],
+          ['input_cache_read', 80, '0.0000003'],
+          ['input_cache_write', 20, '0.00000375'],
+        ],
         totalAtto: '0.000849',
         totalNano: 849_000n,
         bracket: null,
@@ -178,14 +247,28 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
   [
     'per-unit classes without a price are free',
     {
-      given: { usage: { promptTokens: 10, completionTokens: 10, inputImages: 4, webSearchCalls: 3 }, pricing: textOnly },
-      want: { lines: [['prompt', 10, '0.000002'], ['completion', 10, '0.000008']], totalAtto: '0.0001', totalNano: 100_000n, bracket: null },
+      given: {
+        usage: { promptTokens: 10, completionTokens: 10, inputImages: 4, webSearchCalls: 3 },
+        pricing: textOnly,
+      },
+      want: {
+        lines: [
+          ['prompt', 10, '0.000002'],
+          ['completion', 10, '0.000008'],
+        ],
+        totalAtto: '0.0001',
+        totalNano: 100_000n,
+        bracket: null,
+      },
     },
   ],
   [
     'request fee is charged even with zero tokens; zero-unit lines omitted',
     {
-      given: { usage: { promptTokens: 0, completionTokens: 0 }, pricing: priceList({ prompt: '0.000001', completion: '0.000002', request: '0.0005' }) },
+      given: {
+        usage: { promptTokens: 0, completionTokens: 0 },
+        pricing: priceList({ prompt: '0.000001', completion: '0.000002', request: '0.0005' }),
+      },
       want: { lines: [['request', 1, '0.0005']], totalAtto: '0.0005', totalNano: 500_000n, bracket: null },
     },
   ],
@@ -193,7 +276,15 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
     'free model keeps zero-price lines',
     {
       given: { usage: { promptTokens: 7, completionTokens: 3 }, pricing: priceList({ prompt: '0', completion: '0' }) },
-      want: { lines: [['prompt', 7, '0'], ['completion', 3, '0']], totalAtto: '0', totalNano: 0n, bracket: null },
+      want: {
+        lines: [
+          ['prompt', 7, '0'],
+          ['completion', 3, '0'],
+        ],
+        totalAtto: '0',
+        totalNano: 0n,
+        bracket: null,
+      },
     },
   ],
 ];
@@ -201,8 +292,13 @@ const cases: [string, { given: { usage: Usage; pricing: ReturnType<typeof priceL
 t.test('computeCharge table', async (t) => {
   for (const [name, { given, want }] of cases) {
     const c = computeCharge(given.usage, given.pricing);
-    t.strictSame(lines(c.lines), want.lines.map(([cls, n, p]) => [cls, n, atto(p)]), `${name}: lines`);
-    for (const l of c.lines) t.equal(l.amountAtto, BigInt(l.units) * l.unitPriceAtto, `${name}: ${l.priceClass} amount`);
+    t.strictSame(
+      lines(c.lines),
+      want.lines.map(([cls, n, p]) => [cls, n, atto(p)]),
+      `${name}: lines`,
+    );
+    for (const l of c.lines)
+      t.equal(l.amountAtto, BigInt(l.units) * l.unitPriceAtto, `${name}: ${l.priceClass} amount`);
     t.equal(c.totalAtto, atto(want.totalAtto), `${name}: totalAtto`);
     t.equal(c.totalNano, want.totalNano, `${name}: totalNano`);
     t.equal(c.bracketMinPromptTokens, want.bracket, `${name}: bracket`);
@@ -219,7 +315,11 @@ t.test('rounding to nano: once, half up', async (t) => {
   t.equal(computeCharge({ promptTokens: 1, completionTokens: 0 }, below).totalNano, 0n, '0.499999 → 0');
   // Rounded once: two lines of 0.4 nano each sum to 0.8 → 1 (per-line rounding would give 0).
   const fortyPct = priceList({ prompt: '0.0000000004', completion: '0.0000000004' });
-  t.equal(computeCharge({ promptTokens: 1, completionTokens: 1 }, fortyPct).totalNano, 1n, 'rounded on the total, not per line');
+  t.equal(
+    computeCharge({ promptTokens: 1, completionTokens: 1 }, fortyPct).totalNano,
+    1n,
+    'rounded on the total, not per line',
+  );
 });
 
 t.test('bad counts are a caller bug', async (t) => {

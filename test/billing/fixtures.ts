@@ -24,7 +24,10 @@ export function priceSet(p: Prices): PriceSet {
 }
 
 /** A PriceList from decimal strings; brackets as [min_prompt_tokens, prices]. */
-export function priceList(base: Prices & { prompt: string; completion: string }, overrides: [number, Prices][] = []): PriceList {
+export function priceList(
+  base: Prices & { prompt: string; completion: string },
+  overrides: [number, Prices][] = [],
+): PriceList {
   return {
     base: priceSet(base) as PriceList['base'],
     overrides: overrides.map(([minPromptTokens, p]) => ({ minPromptTokens, prices: priceSet(p) })),
@@ -96,21 +99,25 @@ function partialSet(): fc.Arbitrary<PriceSet> {
 }
 
 function baseSet(): fc.Arbitrary<PriceList['base']> {
-  return fc
-    .tuple(configPrice, configPrice, partialSet())
-    .map(([prompt, completion, rest]) => {
-      const base: PriceSet = {};
-      for (const cls of optionalClasses) if (rest[cls] !== undefined) base[cls] = rest[cls];
-      return { ...base, prompt, completion };
-    });
+  return fc.tuple(configPrice, configPrice, partialSet()).map(([prompt, completion, rest]) => {
+    const base: PriceSet = {};
+    for (const cls of optionalClasses) if (rest[cls] !== undefined) base[cls] = rest[cls];
+    return { ...base, prompt, completion };
+  });
 }
 
 /** Any valid price list: base plus 0..3 brackets restating arbitrary subsets of classes. */
 export const priceListArb: fc.Arbitrary<PriceList> = fc
-  .tuple(baseSet(), fc.uniqueArray(fc.integer({ min: 1, max: 2_000_000 }), { maxLength: 3 }), fc.array(partialSet(), { minLength: 3, maxLength: 3 }))
+  .tuple(
+    baseSet(),
+    fc.uniqueArray(fc.integer({ min: 1, max: 2_000_000 }), { maxLength: 3 }),
+    fc.array(partialSet(), { minLength: 3, maxLength: 3 }),
+  )
   .map(([base, mins, sets]) => ({
     base,
-    overrides: [...mins].sort((a, b) => a - b).map((minPromptTokens, i) => ({ minPromptTokens, prices: sets[i] ?? {} })),
+    overrides: [...mins]
+      .sort((a, b) => a - b)
+      .map((minPromptTokens, i) => ({ minPromptTokens, prices: sets[i] ?? {} })),
   }));
 
 /**
@@ -118,7 +125,14 @@ export const priceListArb: fc.Arbitrary<PriceList> = fc
  * priced class at or above the previous price): the setting where cost is monotone in promptTokens.
  */
 export const monotonePriceListArb: fc.Arbitrary<PriceList> = fc
-  .tuple(baseSet(), fc.uniqueArray(fc.integer({ min: 1, max: 2_000_000 }), { maxLength: 3 }), fc.array(fc.array(configPrice, { minLength: PRICE_CLASSES.length, maxLength: PRICE_CLASSES.length }), { minLength: 3, maxLength: 3 }))
+  .tuple(
+    baseSet(),
+    fc.uniqueArray(fc.integer({ min: 1, max: 2_000_000 }), { maxLength: 3 }),
+    fc.array(fc.array(configPrice, { minLength: PRICE_CLASSES.length, maxLength: PRICE_CLASSES.length }), {
+      minLength: 3,
+      maxLength: 3,
+    }),
+  )
   .map(([base, mins, bumps]) => {
     const sorted = [...mins].sort((a, b) => a - b);
     let current: PriceSet = { ...base };

@@ -19,17 +19,50 @@ const tiered = priceList(
 );
 
 t.test('bracket selection at exact thresholds', async (t) => {
-  const cases: [string, { given: number; want: { min: number | null; prompt: string; completion: string; cacheRead: string } }][] = [
-    ['zero tokens → base', { given: 0, want: { min: null, prompt: '0.00000125', completion: '0.00001', cacheRead: '0.0000003125' } }],
-    ['first min − 1 → base', { given: 199_999, want: { min: null, prompt: '0.00000125', completion: '0.00001', cacheRead: '0.0000003125' } }],
-    ['first min → first bracket', { given: 200_000, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } }],
-    ['first min + 1 → first bracket', { given: 200_001, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } }],
-    ['between brackets → first bracket', { given: 640_000, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } }],
-    ['second min − 1 → first bracket', { given: 999_999, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } }],
+  const cases: [
+    string,
+    { given: number; want: { min: number | null; prompt: string; completion: string; cacheRead: string } },
+  ][] = [
+    [
+      'zero tokens → base',
+      { given: 0, want: { min: null, prompt: '0.00000125', completion: '0.00001', cacheRead: '0.0000003125' } },
+    ],
+    [
+      'first min − 1 → base',
+      { given: 199_999, want: { min: null, prompt: '0.00000125', completion: '0.00001', cacheRead: '0.0000003125' } },
+    ],
+    [
+      'first min → first bracket',
+      { given: 200_000, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } },
+    ],
+    [
+      'first min + 1 → first bracket',
+      { given: 200_001, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } },
+    ],
+    [
+      'between brackets → first bracket',
+      { given: 640_000, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } },
+    ],
+    [
+      'second min − 1 → first bracket',
+      { given: 999_999, want: { min: 200_000, prompt: '0.0000025', completion: '0.000015', cacheRead: '0.000000625' } },
+    ],
     // The 1M bracket restates only prompt: completion and cache read keep the BASE price, not the
     // previous bracket's and never zero.
-    ['second min → second bracket, unrestated classes at base', { given: 1_000_000, want: { min: 1_000_000, prompt: '0.000005', completion: '0.00001', cacheRead: '0.0000003125' } }],
-    ['above last bracket', { given: 5_000_000, want: { min: 1_000_000, prompt: '0.000005', completion: '0.00001', cacheRead: '0.0000003125' } }],
+    [
+      'second min → second bracket, unrestated classes at base',
+      {
+        given: 1_000_000,
+        want: { min: 1_000_000, prompt: '0.000005', completion: '0.00001', cacheRead: '0.0000003125' },
+      },
+    ],
+    [
+      'above last bracket',
+      {
+        given: 5_000_000,
+        want: { min: 1_000_000, prompt: '0.000005', completion: '0.00001', cacheRead: '0.0000003125' },
+      },
+    ],
   ];
   for (const [name, { given, want }] of cases) {
     const p = pricesAt(tiered, given);
@@ -58,7 +91,13 @@ t.test('a bracket entry explicitly undefined does not blank the base', async (t)
 
 const NOW = Date.parse('2026-03-01T00:00:00Z');
 const listOnly = priceList(
-  { prompt: '0.000003', completion: '0.000015', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' },
+  {
+    prompt: '0.000003',
+    completion: '0.000015',
+    request: '0.001',
+    input_cache_read: '0.0000003',
+    input_cache_write: '0.00000375',
+  },
   [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
 );
 
@@ -77,7 +116,16 @@ t.test('percent discount applies to every class and bracket, exactly', async (t)
   const e = eff({ kind: 'discount', percent: 20, endsAt: null });
   t.strictSame(e.discount, { percentOff: 20, endsAt: null });
   t.equal(e.list, listOnly);
-  t.strictSame(e.pricing.base, priceSet({ prompt: '0.0000024', completion: '0.000012', request: '0.0008', input_cache_read: '0.00000024', input_cache_write: '0.000003' }));
+  t.strictSame(
+    e.pricing.base,
+    priceSet({
+      prompt: '0.0000024',
+      completion: '0.000012',
+      request: '0.0008',
+      input_cache_read: '0.00000024',
+      input_cache_write: '0.000003',
+    }),
+  );
   t.equal(e.pricing.overrides.length, 1);
   t.equal(e.pricing.overrides[0]?.minPromptTokens, 200_000);
   t.strictSame(e.pricing.overrides[0]?.prices, priceSet({ prompt: '0.0000048', completion: '0.000018' }));
@@ -127,7 +175,13 @@ t.test('channel price lists', async (t) => {
       'half price on text, same other classes',
       {
         given: priceList(
-          { prompt: '0.0000015', completion: '0.0000075', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' },
+          {
+            prompt: '0.0000015',
+            completion: '0.0000075',
+            request: '0.001',
+            input_cache_read: '0.0000003',
+            input_cache_write: '0.00000375',
+          },
           [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
         ),
         want: { percentOff: 50 },
@@ -136,51 +190,141 @@ t.test('channel price lists', async (t) => {
     [
       // (3 + 15) → (2.7 + 13.6): 1 − 16.3/18 = 9.444…% → 9
       'rounded percent: 9.44 → 9',
-      { given: priceList({ prompt: '0.0000027', completion: '0.0000136', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225' }]]), want: { percentOff: 9 } },
+      {
+        given: priceList(
+          {
+            prompt: '0.0000027',
+            completion: '0.0000136',
+            request: '0.001',
+            input_cache_read: '0.0000003',
+            input_cache_write: '0.00000375',
+          },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
+        ),
+        want: { percentOff: 9 },
+      },
     ],
     [
       // (3 + 15) → (2.91 + 15): 1 − 17.91/18 = 0.5% exactly → rounds half up to 1
       'rounded percent: exactly 0.5 → 1',
-      { given: priceList({ prompt: '0.00000291', completion: '0.000015', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225' }]]), want: { percentOff: 1 } },
+      {
+        given: priceList(
+          {
+            prompt: '0.00000291',
+            completion: '0.000015',
+            request: '0.001',
+            input_cache_read: '0.0000003',
+            input_cache_write: '0.00000375',
+          },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
+        ),
+        want: { percentOff: 1 },
+      },
     ],
     [
       'identical to list → no discount',
-      { given: priceList({ prompt: '0.000003', completion: '0.000015', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225' }]]), want: { percentOff: null } },
+      {
+        given: priceList(
+          {
+            prompt: '0.000003',
+            completion: '0.000015',
+            request: '0.001',
+            input_cache_read: '0.0000003',
+            input_cache_write: '0.00000375',
+          },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
+        ),
+        want: { percentOff: null },
+      },
     ],
     [
       // Same resolved prices everywhere, just written without the redundant bracket keys.
       'same billed prices, different spelling → no discount',
-      { given: priceList({ prompt: '0.000003', completion: '0.000015', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225', request: '0.001' }]]), want: { percentOff: null } },
+      {
+        given: priceList(
+          {
+            prompt: '0.000003',
+            completion: '0.000015',
+            request: '0.001',
+            input_cache_read: '0.0000003',
+            input_cache_write: '0.00000375',
+          },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225', request: '0.001' }]],
+        ),
+        want: { percentOff: null },
+      },
     ],
     [
       'cheaper only on cache reads → discount with 0% headline',
-      { given: priceList({ prompt: '0.000003', completion: '0.000015', request: '0.001', input_cache_read: '0.0000001', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225' }]]), want: { percentOff: 0 } },
+      {
+        given: priceList(
+          {
+            prompt: '0.000003',
+            completion: '0.000015',
+            request: '0.001',
+            input_cache_read: '0.0000001',
+            input_cache_write: '0.00000375',
+          },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
+        ),
+        want: { percentOff: 0 },
+      },
     ],
     [
       // Dropping the cache-read price bills reads at prompt: dearer, so not a discount even though
       // the text prices are lower.
       'cheaper text but reads billed at prompt → not below list',
-      { given: priceList({ prompt: '0.0000015', completion: '0.0000075', request: '0.001', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225' }]]), want: { percentOff: null } },
+      {
+        given: priceList(
+          { prompt: '0.0000015', completion: '0.0000075', request: '0.001', input_cache_write: '0.00000375' },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
+        ),
+        want: { percentOff: null },
+      },
     ],
     [
       'dearer channel → billed, not a discount',
-      { given: priceList({ prompt: '0.000004', completion: '0.000015', request: '0.001', input_cache_read: '0.0000003', input_cache_write: '0.00000375' }, [[200_000, { prompt: '0.000006', completion: '0.0000225' }]]), want: { percentOff: null } },
+      {
+        given: priceList(
+          {
+            prompt: '0.000004',
+            completion: '0.000015',
+            request: '0.001',
+            input_cache_read: '0.0000003',
+            input_cache_write: '0.00000375',
+          },
+          [[200_000, { prompt: '0.000006', completion: '0.0000225' }]],
+        ),
+        want: { percentOff: null },
+      },
     ],
     [
       'free-text list, channel equal → no discount',
-      { given: priceList({ prompt: '0', completion: '0', request: '0.01' }), list: priceList({ prompt: '0', completion: '0', request: '0.01' }), want: { percentOff: null } },
+      {
+        given: priceList({ prompt: '0', completion: '0', request: '0.01' }),
+        list: priceList({ prompt: '0', completion: '0', request: '0.01' }),
+        want: { percentOff: null },
+      },
     ],
     [
       // List text is free; the saving is on the request fee, so the basket widens to all base classes.
       'free-text list, cheaper request fee → percent on the widened basket',
-      { given: priceList({ prompt: '0', completion: '0', request: '0.0075' }), list: priceList({ prompt: '0', completion: '0', request: '0.01' }), want: { percentOff: 25 } },
+      {
+        given: priceList({ prompt: '0', completion: '0', request: '0.0075' }),
+        list: priceList({ prompt: '0', completion: '0', request: '0.01' }),
+        want: { percentOff: 25 },
+      },
     ],
   ];
   for (const [name, { given, list, want }] of cases) {
     const e = eff({ kind: 'channel', prices: given, endsAt: '2026-06-01T00:00:00Z' }, NOW, list ?? listOnly);
     t.equal(e.pricing, given, `${name}: billed at the channel list`);
     t.equal(e.list, list ?? listOnly, `${name}: list kept`);
-    t.strictSame(e.discount, want.percentOff === null ? null : { percentOff: want.percentOff, endsAt: '2026-06-01T00:00:00Z' }, `${name}: discount`);
+    t.strictSame(
+      e.discount,
+      want.percentOff === null ? null : { percentOff: want.percentOff, endsAt: '2026-06-01T00:00:00Z' },
+      `${name}: discount`,
+    );
   }
 });
 
@@ -190,7 +334,11 @@ t.test('percent discount on an all-free list is not a discount', async (t) => {
 });
 
 t.test('renderPricing', async (t) => {
-  t.strictSame(renderPricing(priceList({ prompt: '0', completion: '0' })), { prompt: '0', completion: '0' }, 'free single-priced');
+  t.strictSame(
+    renderPricing(priceList({ prompt: '0', completion: '0' })),
+    { prompt: '0', completion: '0' },
+    'free single-priced',
+  );
   const rendered = renderPricing(tiered);
   t.strictSame(rendered, {
     prompt: '0.00000125',
@@ -202,7 +350,11 @@ t.test('renderPricing', async (t) => {
       { min_prompt_tokens: 1_000_000, prompt: '0.000005' },
     ],
   });
-  t.strictSame(Object.keys(rendered), ['prompt', 'completion', 'web_search', 'input_cache_read', 'overrides'], 'spec key order');
+  t.strictSame(
+    Object.keys(rendered),
+    ['prompt', 'completion', 'web_search', 'input_cache_read', 'overrides'],
+    'spec key order',
+  );
   const all = priceList({
     image_token: '0.00001',
     input_cache_write_1h: '0.000006',
@@ -221,7 +373,22 @@ t.test('renderPricing', async (t) => {
   });
   t.strictSame(
     Object.keys(renderPricing(all)),
-    ['prompt', 'completion', 'request', 'image', 'image_output', 'audio', 'audio_output', 'input_audio_cache', 'web_search', 'internal_reasoning', 'input_cache_read', 'input_cache_write', 'input_cache_write_1h', 'image_token'],
+    [
+      'prompt',
+      'completion',
+      'request',
+      'image',
+      'image_output',
+      'audio',
+      'audio_output',
+      'input_audio_cache',
+      'web_search',
+      'internal_reasoning',
+      'input_cache_read',
+      'input_cache_write',
+      'input_cache_write_1h',
+      'image_token',
+    ],
     'every class in spec order',
   );
   t.notOk('overrides' in renderPricing(all), 'no overrides key when there are none');

@@ -42,7 +42,11 @@ const usageArb: fc.Arbitrary<Usage> = fc.record(
 );
 
 /** Runs a property; a counterexample throws out of the subtest, which tap reports with the seed. */
-function assertProperty<Ts extends [unknown, ...unknown[]]>(t: { pass(msg: string): void }, name: string, prop: fc.IRawProperty<Ts>): void {
+function assertProperty<Ts extends [unknown, ...unknown[]]>(
+  t: { pass(msg: string): void },
+  name: string,
+  prop: fc.IRawProperty<Ts>,
+): void {
   fc.assert(prop, { numRuns: 300 });
   t.pass(name);
 }
@@ -124,30 +128,35 @@ t.test('a percent discount never raises a price and is exact', async (t) => {
   assertProperty(
     t,
     'discount ≤ list per class, exact for config prices',
-    fc.property(priceListArb, fc.integer({ min: 1, max: 100 }), fc.integer({ min: 0, max: 3_000_000 }), (list, percent, promptTokens) => {
-      const e = effectivePricing(model(list), deployment({ kind: 'discount', percent, endsAt: null }), 0);
-      const listSets = everySet(list);
-      const effSets = everySet(e.pricing);
-      if (listSets.length !== effSets.length) return false;
-      for (let i = 0; i < listSets.length; i++) {
-        const l = listSets[i] as PriceSet;
-        const d = effSets[i] as PriceSet;
-        for (const cls of PRICE_CLASSES) {
-          const lp = l[cls];
-          const dp = d[cls];
-          if ((lp === undefined) !== (dp === undefined)) return false; // same classes priced
-          if (lp === undefined || dp === undefined) continue;
-          if (dp > lp) return false;
-          if (dp * 100n !== lp * BigInt(100 - percent)) return false; // exact, no rounding
+    fc.property(
+      priceListArb,
+      fc.integer({ min: 1, max: 100 }),
+      fc.integer({ min: 0, max: 3_000_000 }),
+      (list, percent, promptTokens) => {
+        const e = effectivePricing(model(list), deployment({ kind: 'discount', percent, endsAt: null }), 0);
+        const listSets = everySet(list);
+        const effSets = everySet(e.pricing);
+        if (listSets.length !== effSets.length) return false;
+        for (let i = 0; i < listSets.length; i++) {
+          const l = listSets[i] as PriceSet;
+          const d = effSets[i] as PriceSet;
+          for (const cls of PRICE_CLASSES) {
+            const lp = l[cls];
+            const dp = d[cls];
+            if ((lp === undefined) !== (dp === undefined)) return false; // same classes priced
+            if (lp === undefined || dp === undefined) continue;
+            if (dp > lp) return false;
+            if (dp * 100n !== lp * BigInt(100 - percent)) return false; // exact, no rounding
+          }
         }
-      }
-      const effAt = pricesAt(e.pricing, promptTokens);
-      const listAt = pricesAt(list, promptTokens);
-      for (const cls of PRICE_CLASSES) if ((effAt[cls] ?? 0n) > (listAt[cls] ?? 0n)) return false;
-      // A discount is announced exactly when something got cheaper.
-      const anythingPriced = listSets.some((s) => PRICE_CLASSES.some((c) => (s[c] ?? 0n) > 0n));
-      return anythingPriced ? e.discount?.percentOff === percent : e.discount === null;
-    }),
+        const effAt = pricesAt(e.pricing, promptTokens);
+        const listAt = pricesAt(list, promptTokens);
+        for (const cls of PRICE_CLASSES) if ((effAt[cls] ?? 0n) > (listAt[cls] ?? 0n)) return false;
+        // A discount is announced exactly when something got cheaper.
+        const anythingPriced = listSets.some((s) => PRICE_CLASSES.some((c) => (s[c] ?? 0n) > 0n));
+        return anythingPriced ? e.discount?.percentOff === percent : e.discount === null;
+      },
+    ),
   );
 });
 
@@ -155,30 +164,35 @@ t.test('channel lists at or below list: effective ≤ list, sensible percent', a
   assertProperty(
     t,
     'channel list scaled down per class',
-    fc.property(priceListArb, fc.array(fc.integer({ min: 0, max: 100 }), { minLength: 64, maxLength: 64 }), sub(3_000_000), (list, keeps, promptTokens) => {
-      let i = 0;
-      const scale = (s: PriceSet): PriceSet => {
-        const out: PriceSet = {};
-        for (const cls of PRICE_CLASSES) {
-          const v = s[cls];
-          if (v !== undefined) out[cls] = (v * BigInt(keeps[i++ % keeps.length] ?? 100)) / 100n;
-        }
-        return out;
-      };
-      const channel: PriceList = {
-        base: scale(list.base) as PriceList['base'],
-        overrides: list.overrides.map((b) => ({ minPromptTokens: b.minPromptTokens, prices: scale(b.prices) })),
-      };
-      const e = effectivePricing(model(list), deployment({ kind: 'channel', prices: channel, endsAt: null }), 0);
-      if (e.pricing !== channel) return false;
-      const effAt = pricesAt(e.pricing, promptTokens);
-      const listAt = pricesAt(list, promptTokens);
-      for (const cls of PRICE_CLASSES) if ((effAt[cls] ?? 0n) > (listAt[cls] ?? 0n)) return false;
-      // Every price ≤ list, so it is a discount exactly when some price differs.
-      if (e.discount === null) return canonical(channel) === canonical(list);
-      const p = e.discount.percentOff;
-      return canonical(channel) !== canonical(list) && Number.isInteger(p) && p >= 0 && p <= 100;
-    }),
+    fc.property(
+      priceListArb,
+      fc.array(fc.integer({ min: 0, max: 100 }), { minLength: 64, maxLength: 64 }),
+      sub(3_000_000),
+      (list, keeps, promptTokens) => {
+        let i = 0;
+        const scale = (s: PriceSet): PriceSet => {
+          const out: PriceSet = {};
+          for (const cls of PRICE_CLASSES) {
+            const v = s[cls];
+            if (v !== undefined) out[cls] = (v * BigInt(keeps[i++ % keeps.length] ?? 100)) / 100n;
+          }
+          return out;
+        };
+        const channel: PriceList = {
+          base: scale(list.base) as PriceList['base'],
+          overrides: list.overrides.map((b) => ({ minPromptTokens: b.minPromptTokens, prices: scale(b.prices) })),
+        };
+        const e = effectivePricing(model(list), deployment({ kind: 'channel', prices: channel, endsAt: null }), 0);
+        if (e.pricing !== channel) return false;
+        const effAt = pricesAt(e.pricing, promptTokens);
+        const listAt = pricesAt(list, promptTokens);
+        for (const cls of PRICE_CLASSES) if ((effAt[cls] ?? 0n) > (listAt[cls] ?? 0n)) return false;
+        // Every price ≤ list, so it is a discount exactly when some price differs.
+        if (e.discount === null) return canonical(channel) === canonical(list);
+        const p = e.discount.percentOff;
+        return canonical(channel) !== canonical(list) && Number.isInteger(p) && p >= 0 && p <= 100;
+      },
+    ),
   );
 });
 
@@ -201,7 +215,12 @@ t.test('the hold covers the charge for any usage within the bounds, at every can
           inputImages: Math.min(raw.inputImages ?? 0, imageBound),
           webSearchCalls: 0,
         };
-        const hold = worstCaseHoldNano({ pricings, promptTokenBound: promptBound, completionTokenBound: completionBound, inputImages: imageBound });
+        const hold = worstCaseHoldNano({
+          pricings,
+          promptTokenBound: promptBound,
+          completionTokenBound: completionBound,
+          inputImages: imageBound,
+        });
         return pricings.every((list) => {
           const c = computeCharge(u, list);
           return hold >= c.totalNano && hold * ATTO_PER_NANO >= c.totalAtto;
@@ -215,34 +234,59 @@ t.test('the settlement bound covers the charge within it, and no settlement exce
   assertProperty(
     t,
     'bound ≥ charge; settlement ≤ bound',
-    fc.property(priceListArb, sub(3_000_000), sub(300_000), usageArb, fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.boolean(), (list, promptBound, completionBound, raw, holdNano, withUsage) => {
-      const bound = { promptTokens: promptBound, completionTokens: completionBound };
-      const boundNano = settlementBoundNano(list, bound);
-      // Within the bound: images at most one per prompt token, web searches one per output token.
-      const within: Usage = {
-        ...raw,
-        promptTokens: Math.min(raw.promptTokens, promptBound),
-        completionTokens: Math.min(raw.completionTokens, completionBound),
-        inputImages: Math.min(raw.inputImages ?? 0, promptBound),
-        webSearchCalls: Math.min(raw.webSearchCalls ?? 0, completionBound),
-      };
-      const c = computeCharge(within, list);
-      if (!(boundNano >= c.totalNano && boundNano * ATTO_PER_NANO >= c.totalAtto)) return false;
-      // Whatever a provider reports (here: up to 1,000 × the bounds), the settlement never exceeds it.
-      const reported: Usage = { ...raw, promptTokens: raw.promptTokens * 1000, completionTokens: raw.completionTokens * 1000, webSearchCalls: (raw.webSearchCalls ?? 0) * 1000 };
-      const m = model(list);
-      const s = settlementFor({
-        model: m,
-        deployment: deployment({ kind: 'list' }),
-        platform: { id: 'p', supportsStreamCancellation: true } as CompiledPlatform,
-        outcome: { usage: withUsage ? reported : null, inputUsage: null, stream: false, completed: true, clientAborted: false, contentEvents: 0, contentBytes: raw.completionTokens * 4000 },
-        holdNano,
-        requestBytes: raw.promptTokens,
-        pricedAtMs: 0,
-        bound,
-      });
-      return s.costNano <= boundNano && (withUsage || s.costNano <= holdNano) && (s.capped === null) === (s.details.capped === undefined);
-    }),
+    fc.property(
+      priceListArb,
+      sub(3_000_000),
+      sub(300_000),
+      usageArb,
+      fc.bigInt({ min: 0n, max: 10n ** 12n }),
+      fc.boolean(),
+      (list, promptBound, completionBound, raw, holdNano, withUsage) => {
+        const bound = { promptTokens: promptBound, completionTokens: completionBound };
+        const boundNano = settlementBoundNano(list, bound);
+        // Within the bound: images at most one per prompt token, web searches one per output token.
+        const within: Usage = {
+          ...raw,
+          promptTokens: Math.min(raw.promptTokens, promptBound),
+          completionTokens: Math.min(raw.completionTokens, completionBound),
+          inputImages: Math.min(raw.inputImages ?? 0, promptBound),
+          webSearchCalls: Math.min(raw.webSearchCalls ?? 0, completionBound),
+        };
+        const c = computeCharge(within, list);
+        if (!(boundNano >= c.totalNano && boundNano * ATTO_PER_NANO >= c.totalAtto)) return false;
+        // Whatever a provider reports (here: up to 1,000 × the bounds), the settlement never exceeds it.
+        const reported: Usage = {
+          ...raw,
+          promptTokens: raw.promptTokens * 1000,
+          completionTokens: raw.completionTokens * 1000,
+          webSearchCalls: (raw.webSearchCalls ?? 0) * 1000,
+        };
+        const m = model(list);
+        const s = settlementFor({
+          model: m,
+          deployment: deployment({ kind: 'list' }),
+          platform: { id: 'p', supportsStreamCancellation: true } as CompiledPlatform,
+          outcome: {
+            usage: withUsage ? reported : null,
+            inputUsage: null,
+            stream: false,
+            completed: true,
+            clientAborted: false,
+            contentEvents: 0,
+            contentBytes: raw.completionTokens * 4000,
+          },
+          holdNano,
+          requestBytes: raw.promptTokens,
+          pricedAtMs: 0,
+          bound,
+        });
+        return (
+          s.costNano <= boundNano &&
+          (withUsage || s.costNano <= holdNano) &&
+          (s.capped === null) === (s.details.capped === undefined)
+        );
+      },
+    ),
   );
 });
 
@@ -284,7 +328,10 @@ t.test('rounding to nano is half up at exact .5 boundaries', async (t) => {
       // the exact boundary and `tokens` tokens of a price whose product lands on it.
       const half = k * ATTO_PER_NANO + ATTO_PER_NANO / 2n;
       const at = (price: bigint, n: number) =>
-        computeCharge({ promptTokens: n, completionTokens: 0 }, { base: { prompt: price, completion: 0n }, overrides: [] }).totalNano;
+        computeCharge(
+          { promptTokens: n, completionTokens: 0 },
+          { base: { prompt: price, completion: 0n }, overrides: [] },
+        ).totalNano;
       const n = BigInt(tokens);
       const exact = half * n; // n tokens at `half` atto each = n × (k + ½) nano
       const wantExact = (exact + ATTO_PER_NANO / 2n) / ATTO_PER_NANO;
@@ -309,5 +356,9 @@ t.test('rounding to nano is half up at exact .5 boundaries', async (t) => {
 
 t.test('config-shaped prices are whole micro-atto', async (t) => {
   // Guards the fixture the exactness property relies on.
-  assertProperty(t, 'multiple of 10^6', fc.property(configPrice, (p) => p % 10n ** 6n === 0n));
+  assertProperty(
+    t,
+    'multiple of 10^6',
+    fc.property(configPrice, (p) => p % 10n ** 6n === 0n),
+  );
 });

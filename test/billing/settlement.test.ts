@@ -18,7 +18,16 @@ function platform(cancellable: boolean): CompiledPlatform {
 }
 
 function answer(o: Partial<SettledAnswer>): SettledAnswer {
-  return { usage: null, inputUsage: null, stream: true, completed: false, clientAborted: false, contentEvents: 7, contentBytes: 700, ...o };
+  return {
+    usage: null,
+    inputUsage: null,
+    stream: true,
+    completed: false,
+    clientAborted: false,
+    contentEvents: 7,
+    contentBytes: 700,
+    ...o,
+  };
 }
 
 /** Prompt ≤ 100,000 tokens, output ≤ 1,000: at most 100,000 × 1000 + 1000 × 2000 nano-USD. */
@@ -26,7 +35,16 @@ const BOUND = { promptTokens: 100_000, completionTokens: 1000 };
 const BOUND_NANO = 100_000n * 1000n + 1000n * 2000n;
 
 function settle(o: Partial<SettledAnswer>, cancellable = true, holdNano = 9_999_999n) {
-  return settlementFor({ model: M, deployment: DEPLOYMENT, platform: platform(cancellable), outcome: answer(o), holdNano, requestBytes: 400, pricedAtMs: 0, bound: BOUND });
+  return settlementFor({
+    model: M,
+    deployment: DEPLOYMENT,
+    platform: platform(cancellable),
+    outcome: answer(o),
+    holdNano,
+    requestBytes: 400,
+    pricedAtMs: 0,
+    bound: BOUND,
+  });
 }
 
 t.test('final usage is billed exactly', async (t) => {
@@ -53,21 +71,43 @@ t.test('the client side ended the stream: the hold where the platform cannot can
   t.equal(settle({ clientAborted: true }, false, 999_999n).costNano, 999_999n);
   t.equal(settle({ clientAborted: true }, false).details.basis, 'hold_uncancellable_abort');
   t.equal(settle({ clientAborted: true }, true).details.estimated, true);
-  t.equal(settle({ clientAborted: false }, false).details.estimated, true, 'cut by the provider or drained: the estimate');
-  t.equal(settle({ clientAborted: true, completed: true, usage: { promptTokens: 1, completionTokens: 1 } }, false).costNano, 3000n, 'a complete answer is billed on its usage');
+  t.equal(
+    settle({ clientAborted: false }, false).details.estimated,
+    true,
+    'cut by the provider or drained: the estimate',
+  );
+  t.equal(
+    settle({ clientAborted: true, completed: true, usage: { promptTokens: 1, completionTokens: 1 } }, false).costNano,
+    3000n,
+    'a complete answer is billed on its usage',
+  );
 });
 
-t.test('the bound: the prompt at the context, the output at the request limit, each at its dearest class', async (t) => {
-  t.equal(settlementBoundNano(M.listPricing, BOUND), BOUND_NANO);
-  const classes = priceList(
-    { prompt: '0.000001', completion: '0.000002', input_cache_write: '0.00000125', internal_reasoning: '0.000003', request: '0.01', web_search: '0.01', image: '0.002' },
-    [[50_000, { prompt: '0.000004' }]],
-  );
-  // Input: the long-context bracket's prompt (4000 nano) plus an image per token (2,000,000 nano);
-  // output: reasoning (3000) plus a web search per token (10,000,000); the request fee once.
-  t.equal(settlementBoundNano(classes, { promptTokens: 10, completionTokens: 5 }), 10n * (4000n + 2_000_000n) + 5n * (3000n + 10_000_000n) + 10_000_000n);
-  t.throws(() => settlementBoundNano(classes, { promptTokens: -1, completionTokens: 0 }), RangeError);
-});
+t.test(
+  'the bound: the prompt at the context, the output at the request limit, each at its dearest class',
+  async (t) => {
+    t.equal(settlementBoundNano(M.listPricing, BOUND), BOUND_NANO);
+    const classes = priceList(
+      {
+        prompt: '0.000001',
+        completion: '0.000002',
+        input_cache_write: '0.00000125',
+        internal_reasoning: '0.000003',
+        request: '0.01',
+        web_search: '0.01',
+        image: '0.002',
+      },
+      [[50_000, { prompt: '0.000004' }]],
+    );
+    // Input: the long-context bracket's prompt (4000 nano) plus an image per token (2,000,000 nano);
+    // output: reasoning (3000) plus a web search per token (10,000,000); the request fee once.
+    t.equal(
+      settlementBoundNano(classes, { promptTokens: 10, completionTokens: 5 }),
+      10n * (4000n + 2_000_000n) + 5n * (3000n + 10_000_000n) + 10_000_000n,
+    );
+    t.throws(() => settlementBoundNano(classes, { promptTokens: -1, completionTokens: 0 }), RangeError);
+  },
+);
 
 t.test('a provider report priced above the bound is charged the bound, flagged with what it reported', async (t) => {
   const within = settle({ usage: { promptTokens: 100_000, completionTokens: 1000 }, completed: true }, true, 1n);
@@ -78,10 +118,21 @@ t.test('a provider report priced above the bound is charged the bound, flagged w
   const huge = settle({ usage: { promptTokens: 10, completionTokens: 1e12 }, completed: true });
   t.equal(huge.costNano, BOUND_NANO, 'charged the bound');
   t.same(huge.capped, { cap: 'bound', reportedAtto, chargedNano: BOUND_NANO, boundNano: BOUND_NANO });
-  t.match(huge.details, { capped: true, cap: 'bound', promptTokens: 10, completionTokens: 1e12, costAtto: String(BOUND_NANO * 10n ** 9n), boundNano: String(BOUND_NANO) });
+  t.match(huge.details, {
+    capped: true,
+    cap: 'bound',
+    promptTokens: 10,
+    completionTokens: 1e12,
+    costAtto: String(BOUND_NANO * 10n ** 9n),
+    boundNano: String(BOUND_NANO),
+  });
   t.equal(huge.details.reportedCostAtto, String(reportedAtto), 'what the report priced at');
   const safe = settle({ usage: { promptTokens: 0, completionTokens: Number.MAX_SAFE_INTEGER }, completed: true });
-  t.equal(safe.costNano, BOUND_NANO, 'the largest count JSON carries exactly: charged the bound, which fits the ledger');
+  t.equal(
+    safe.costNano,
+    BOUND_NANO,
+    'the largest count JSON carries exactly: charged the bound, which fits the ledger',
+  );
 });
 
 t.test('an estimate never charges more than the hold beyond what the provider stated', async (t) => {
@@ -89,7 +140,11 @@ t.test('an estimate never charges more than the hold beyond what the provider st
   const big = settle({ stream: false, contentBytes: 1 << 20 }, true, 400_000n);
   t.equal(big.costNano, 400_000n, 'charged the hold');
   t.match(big.details, { estimated: true, capped: true, cap: 'hold', completionTokens: 262_144 });
-  t.equal(settle({ stream: false, contentBytes: 40 }, true, 400_000n).capped, null, 'an estimate within the hold is billed as estimated');
+  t.equal(
+    settle({ stream: false, contentBytes: 40 }, true, 400_000n).capped,
+    null,
+    'an estimate within the hold is billed as estimated',
+  );
   // The provider stated 3000 input tokens (3,000,000 nano) before the cut: billed as stated; the
   // estimated output adds nothing once that is above the hold.
   const stated = settle({ inputUsage: { promptTokens: 3000 }, contentEvents: 500 }, true, 1000n);

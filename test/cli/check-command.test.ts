@@ -7,7 +7,11 @@ import { checkCommand, command as check } from '../../src/cli/commands/check.ts'
 import { command as build } from '../../src/cli/commands/build.ts';
 import { MINI, overlayTree } from '../config/fixture-tree.ts';
 
-async function run(cmd: typeof check, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+async function run(
+  cmd: typeof check,
+  argv: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const o = process.stdout.write.bind(process.stdout);
@@ -61,7 +65,10 @@ t.test('check: every issue, one per line, exit 1', async (t) => {
   t.match(r.err, /2 issues/);
   const j = await run(check, ['--config', dir, '--json']);
   t.equal(j.code, 1);
-  t.match(JSON.parse(j.out), { ok: false, issues: [{ line: 4, col: 22, path: 'workspaces[0].routing.allow[1]', message: 'unknown platform "zulu"' }, {}] });
+  t.match(JSON.parse(j.out), {
+    ok: false,
+    issues: [{ line: 4, col: 22, path: 'workspaces[0].routing.allow[1]', message: 'unknown platform "zulu"' }, {}],
+  });
 });
 
 t.test('check: unknown options are usage errors', async (t) => {
@@ -112,7 +119,12 @@ t.test('check --warn-expiring: the enabled models expiring within DAYS of the cl
   t.match(wide.out, /acme\/chat-1 expires on 2027-01-14 \(in 48 days\)/, 'a date on the horizon day counts');
   t.notMatch((await run(at, ['--config', dir, '--warn-expiring', '47'])).out, /chat-1/, 'one day short of it does not');
   t.notMatch(wide.out, /hidden-1/, 'a disabled model is never listed');
-  const today = await run(checkCommand(new ManualClock('2026-12-11T23:59:59Z')), ['--config', dir, '--warn-expiring', '0']);
+  const today = await run(checkCommand(new ManualClock('2026-12-11T23:59:59Z')), [
+    '--config',
+    dir,
+    '--warn-expiring',
+    '0',
+  ]);
   t.match(today.out, /acme\/think-1 expires today \(2026-12-11\)/);
 });
 
@@ -136,8 +148,14 @@ t.test('check --warn-expiring: none near says so; --json lists them; --strict ex
 });
 
 t.test('check --warn-expiring: bad values are usage errors naming the flag', async (t) => {
-  await t.rejects(run(check, ['--config', MINI, '--warn-expiring', 'soon']), /--warn-expiring must be an integer, got "soon"/);
-  await t.rejects(run(check, ['--config', MINI, '--warn-expiring', '-5']), /--warn-expiring must be an integer from 0 to 3650, got -5/);
+  await t.rejects(
+    run(check, ['--config', MINI, '--warn-expiring', 'soon']),
+    /--warn-expiring must be an integer, got "soon"/,
+  );
+  await t.rejects(
+    run(check, ['--config', MINI, '--warn-expiring', '-5']),
+    /--warn-expiring must be an integer from 0 to 3650, got -5/,
+  );
   await t.rejects(run(check, ['--config', MINI, '--strict']), /--strict needs --warn-expiring DAYS/);
 });
 

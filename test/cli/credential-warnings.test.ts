@@ -25,7 +25,8 @@ async function startupLines(db: string, masterKey: string): Promise<LogLine[]> {
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
       // The warnings are written in the same turn as "listening"; one more turn and they are all out.
-      if (stderr.includes('"listening"')) setTimeout(() => {
+      if (stderr.includes('"listening"'))
+        setTimeout(() => {
           clearTimeout(timer);
           resolve();
         }, 300);
@@ -47,16 +48,39 @@ t.test('serve names missing credentials and unused secrets at start-up', async (
   store.secrets.set('openai-us', 'upstream-secret-typo');
   store.close();
   const lines = await startupLines(db, masterKey);
-  t.ok(lines.some((l) => l.event === 'listening'), 'it started');
+  t.ok(
+    lines.some((l) => l.event === 'listening'),
+    'it started',
+  );
   const missing = lines.filter((l) => l.event === 'credential_missing');
   const beta = missing.find((l) => l['credential'] === 'beta-1');
-  t.match(beta, { level: 'warn', resources: ['beta-1'], deployments: ['beta/chat-small', 'beta/reasoner'] }, 'beta-1: its deployments by name');
-  t.match(beta?.['message'], /^credential "beta-1" is not stored: 2 deployment\(s\) cannot serve \(beta\/chat-small, beta\/reasoner\); store it with `pi-gateway secret set beta-1`$/);
-  t.notOk(missing.some((l) => l['credential'] === 'alpha-1'), 'a stored credential is not reported');
+  t.match(
+    beta,
+    { level: 'warn', resources: ['beta-1'], deployments: ['beta/chat-small', 'beta/reasoner'] },
+    'beta-1: its deployments by name',
+  );
+  t.match(
+    beta?.['message'],
+    /^credential "beta-1" is not stored: 2 deployment\(s\) cannot serve \(beta\/chat-small, beta\/reasoner\); store it with `pi-gateway secret set beta-1`$/,
+  );
+  t.notOk(
+    missing.some((l) => l['credential'] === 'alpha-1'),
+    'a stored credential is not reported',
+  );
   const unused = lines.filter((l) => l.event === 'secret_unused');
-  t.same(unused.map((l) => l['name']), ['openai-us'], 'the stored name no resource uses');
-  t.match(unused[0]?.['message'], /^stored secret "openai-us" is named by no resource in the config, so it serves nothing; resources use: alpha-1, beta-1, /);
-  t.notOk(lines.some((l) => l.event === 'nothing_servable'), 'alpha can serve');
+  t.same(
+    unused.map((l) => l['name']),
+    ['openai-us'],
+    'the stored name no resource uses',
+  );
+  t.match(
+    unused[0]?.['message'],
+    /^stored secret "openai-us" is named by no resource in the config, so it serves nothing; resources use: alpha-1, beta-1, /,
+  );
+  t.notOk(
+    lines.some((l) => l.event === 'nothing_servable'),
+    'alpha can serve',
+  );
   t.notMatch(JSON.stringify(lines), /upstream-secret/, 'no secret value in the log');
 });
 
@@ -78,7 +102,10 @@ t.test('secret set warns when no resource names the secret, and stores it anyway
   const typo = await cliProcess(['secret', 'set', 'openai-us', '--config', 'config'], { env, input: 'sk-test' });
   t.equal(typo.code, 0, 'stored');
   t.match(typo.stdout, /secret openai-us stored/);
-  t.match(typo.stderr, /^warning: no resource in config names the credential "openai-us", so it serves nothing\. The credentials its resources use are: .*\bopenai-prod\b/);
+  t.match(
+    typo.stderr,
+    /^warning: no resource in config names the credential "openai-us", so it serves nothing\. The credentials its resources use are: .*\bopenai-prod\b/,
+  );
   const right = await cliProcess(['secret', 'set', 'openai-prod', '--config', 'config'], { env, input: 'sk-test' });
   t.equal(right.code, 0);
   t.equal(right.stderr, '', 'a credential the config names: no warning');

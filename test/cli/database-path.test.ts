@@ -13,9 +13,13 @@ t.test('a missing directory is named', async (t) => {
   const key = await cliInProcess(['key', 'create', '--workspace', fixtureWorkspace(), '--db', db]);
   t.equal(key.code, 1);
   t.equal(key.stderr, `pi-gateway key: ${expected}\n`);
-  const credit = await cliInProcess(['wallet', 'credit', '--workspace', fixtureWorkspace(), '--usd', '1'], { PI_DB: db });
+  const credit = await cliInProcess(['wallet', 'credit', '--workspace', fixtureWorkspace(), '--usd', '1'], {
+    PI_DB: db,
+  });
   t.equal(credit.stderr, `pi-gateway wallet: ${expected}\n`, 'the same from PI_DB');
-  const serve = await cliProcess(['serve', '--config', 'test/fixtures/config/mini', '--db', db, '--port', '0'], { env: { PI_MASTER_KEY: randomBytes(32).toString('base64') } });
+  const serve = await cliProcess(['serve', '--config', 'test/fixtures/config/mini', '--db', db, '--port', '0'], {
+    env: { PI_MASTER_KEY: randomBytes(32).toString('base64') },
+  });
   t.equal(serve.code, 1);
   t.match(serve.stderr, `pi-gateway serve: ${expected}`);
 });

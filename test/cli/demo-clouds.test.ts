@@ -27,7 +27,11 @@ const HELLO = [{ role: 'user' as const, content: 'Hello' }];
 async function demoStack(t: Test): Promise<{ s: Stack; key: string }> {
   // One clock for both sides: SigV4 allows 5 minutes of skew and tokens expire on the simulator's clock.
   const clock = new ManualClock(DEFAULT_NOW);
-  const store = openStore(':memory:', { clock, masterKey: Buffer.alloc(32, 7).toString('base64'), requestLog: { flushIntervalMs: 10 } });
+  const store = openStore(':memory:', {
+    clock,
+    masterKey: Buffer.alloc(32, 7).toString('base64'),
+    requestLog: { flushIntervalMs: 10 },
+  });
   t.teardown(() => store.close());
   const auth = sealDemoCredentials(fixtureConfig('bundled'), store.secrets);
   const s = await startStack(t, { config: 'bundled', clock, store, simulator: { clock, ...auth } });
@@ -39,67 +43,106 @@ const tokenCalls = (s: Stack) => s.sim.requests.filter((r) => r.path.endsWith('/
 const inference = (s: Stack) => s.sim.requests.filter((r) => !r.path.endsWith('/token'));
 const bodyOf = (r: RecordedRequest | undefined): Record<string, unknown> => (r?.body ?? {}) as Record<string, unknown>;
 
-t.test('the demo seals one credential of its adapter’s kind per resource and tells the simulator about each', async (t) => {
-  const store = openStore(':memory:', { masterKey: Buffer.alloc(32, 7).toString('base64') });
-  t.teardown(() => store.close());
-  const config = fixtureConfig('bundled');
-  const auth = sealDemoCredentials(config, store.secrets);
-  t.same(Object.keys(auth.awsKeys), ['AKIAPIGATEWAYDEMO000']);
-  t.same(Object.keys(auth.serviceAccounts), ['gcp-vertex-service-account@pi-gateway-demo.iam.gserviceaccount.com']);
-  t.same(Object.keys(auth.entraClients), ['sim-demo-azure-entra-app']);
-  t.match(store.secrets.reveal('gcp-vertex-service-account'), /"type":"service_account"/);
-  t.equal(store.secrets.reveal('openai-prod'), 'sim-demo-openai-prod', 'other platforms keep an opaque demo key');
-  const sa = store.secrets.reveal('gcp-vertex-service-account');
-  const again = sealDemoCredentials(config, store.secrets);
-  t.equal(store.secrets.reveal('gcp-vertex-service-account'), sa, 'a second start keeps the sealed service account');
-  t.same(again, auth, 'and tells the simulator the same public key');
-});
+t.test(
+  'the demo seals one credential of its adapter’s kind per resource and tells the simulator about each',
+  async (t) => {
+    const store = openStore(':memory:', { masterKey: Buffer.alloc(32, 7).toString('base64') });
+    t.teardown(() => store.close());
+    const config = fixtureConfig('bundled');
+    const auth = sealDemoCredentials(config, store.secrets);
+    t.same(Object.keys(auth.awsKeys), ['AKIAPIGATEWAYDEMO000']);
+    t.same(Object.keys(auth.serviceAccounts), ['gcp-vertex-service-account@pi-gateway-demo.iam.gserviceaccount.com']);
+    t.same(Object.keys(auth.entraClients), ['sim-demo-azure-entra-app']);
+    t.match(store.secrets.reveal('gcp-vertex-service-account'), /"type":"service_account"/);
+    t.equal(store.secrets.reveal('openai-prod'), 'sim-demo-openai-prod', 'other platforms keep an opaque demo key');
+    const sa = store.secrets.reveal('gcp-vertex-service-account');
+    const again = sealDemoCredentials(config, store.secrets);
+    t.equal(store.secrets.reveal('gcp-vertex-service-account'), sa, 'a second start keeps the sealed service account');
+    t.same(again, auth, 'and tells the simulator the same public key');
+  },
+);
 
-t.test('Claude on Bedrock: SigV4-signed InvokeModelWithResponseStream, streamed through the Anthropic SDK', async (t) => {
-  const { s, key } = await demoStack(t);
-  const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
-  const { data: stream, response } = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-5.5', max_tokens: 32, messages: HELLO, ...only('aws') }).withResponse();
-  t.equal(response.status, 200);
-  t.equal(response.headers.get('x-pi-provider'), 'aws');
-  const msg = await stream.finalMessage();
-  t.equal(msg.model, 'anthropic/claude-sonnet-5.5');
-  t.equal(msg.stop_reason, 'end_turn');
-  t.ok(msg.usage.output_tokens > 0, 'usage came through the event stream');
-  const [call] = inference(s);
-  t.match(call?.path, /^\/model\/us\.anthropic\.claude-sonnet-5-5\/invoke-with-response-stream$/);
-  t.match(call?.headers['authorization'], /^AWS4-HMAC-SHA256 Credential=AKIAPIGATEWAYDEMO000\/\d{8}\/us-east-1\/bedrock\/aws4_request, /);
-  t.equal(bodyOf(call)['anthropic_version'], 'bedrock-2023-05-31');
-  t.equal(tokenCalls(s).length, 0);
+t.test(
+  'Claude on Bedrock: SigV4-signed InvokeModelWithResponseStream, streamed through the Anthropic SDK',
+  async (t) => {
+    const { s, key } = await demoStack(t);
+    const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
+    const { data: stream, response } = await anthropic.messages
+      .stream({ model: 'anthropic/claude-sonnet-5.5', max_tokens: 32, messages: HELLO, ...only('aws') })
+      .withResponse();
+    t.equal(response.status, 200);
+    t.equal(response.headers.get('x-pi-provider'), 'aws');
+    const msg = await stream.finalMessage();
+    t.equal(msg.model, 'anthropic/claude-sonnet-5.5');
+    t.equal(msg.stop_reason, 'end_turn');
+    t.ok(msg.usage.output_tokens > 0, 'usage came through the event stream');
+    const [call] = inference(s);
+    t.match(call?.path, /^\/model\/us\.anthropic\.claude-sonnet-5-5\/invoke-with-response-stream$/);
+    t.match(
+      call?.headers['authorization'],
+      /^AWS4-HMAC-SHA256 Credential=AKIAPIGATEWAYDEMO000\/\d{8}\/us-east-1\/bedrock\/aws4_request, /,
+    );
+    t.equal(bodyOf(call)['anthropic_version'], 'bedrock-2023-05-31');
+    t.equal(tokenCalls(s).length, 0);
 
-  const oss = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'openai/gpt-oss-120b', messages: HELLO, ...only('aws') });
-  t.equal(oss.model, 'openai/gpt-oss-120b');
-  const chat = inference(s).at(-1);
-  t.equal(chat?.path, '/openai/v1/chat/completions', 'gpt-oss: Bedrock’s OpenAI-compatible endpoint');
-  t.match(chat?.headers['authorization'], /\/us-west-2\/bedrock\/aws4_request, /, 'signed for the other region with the same keys');
-});
+    const oss = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({
+      model: 'openai/gpt-oss-120b',
+      messages: HELLO,
+      ...only('aws'),
+    });
+    t.equal(oss.model, 'openai/gpt-oss-120b');
+    const chat = inference(s).at(-1);
+    t.equal(chat?.path, '/openai/v1/chat/completions', 'gpt-oss: Bedrock’s OpenAI-compatible endpoint');
+    t.match(
+      chat?.headers['authorization'],
+      /\/us-west-2\/bedrock\/aws4_request, /,
+      'signed for the other region with the same keys',
+    );
+  },
+);
 
-t.test('Vertex AI with the demo service account: Claude on streamRawPredict and Gemini on Chat Completions, one token', async (t) => {
-  const { s, key } = await demoStack(t);
-  const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
-  const msg = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-5.5', max_tokens: 32, messages: HELLO, ...only('gcp') }).finalMessage();
-  t.equal(msg.stop_reason, 'end_turn');
-  const gemini = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'google/gemini-3.8-flash', messages: HELLO, ...only('gcp') });
-  t.equal(gemini.model, 'google/gemini-3.8-flash');
-  const base = '/v1/projects/pi-gateway-demo/locations/us-east5';
-  const [claude, chat] = inference(s);
-  t.match(claude?.path, new RegExp(`^${base}/publishers/anthropic/models/claude-sonnet-5-5:streamRawPredict$`));
-  t.equal(chat?.path, `${base}/endpoints/openapi/chat/completions`);
-  t.equal(bodyOf(chat)['model'], 'google/gemini-3.8-flash');
-  t.same(tokenCalls(s).map((r) => r.path), ['/token'], 'one JWT-bearer exchange at the re-pointed token_uri');
-  t.match(claude?.headers['authorization'], /^Bearer sim-token-/);
-  t.equal(chat?.headers['authorization'], claude?.headers['authorization'], 'the cached token serves both');
-});
+t.test(
+  'Vertex AI with the demo service account: Claude on streamRawPredict and Gemini on Chat Completions, one token',
+  async (t) => {
+    const { s, key } = await demoStack(t);
+    const anthropic = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
+    const msg = await anthropic.messages
+      .stream({ model: 'anthropic/claude-sonnet-5.5', max_tokens: 32, messages: HELLO, ...only('gcp') })
+      .finalMessage();
+    t.equal(msg.stop_reason, 'end_turn');
+    const gemini = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({
+      model: 'google/gemini-3.8-flash',
+      messages: HELLO,
+      ...only('gcp'),
+    });
+    t.equal(gemini.model, 'google/gemini-3.8-flash');
+    const base = '/v1/projects/pi-gateway-demo/locations/us-east5';
+    const [claude, chat] = inference(s);
+    t.match(claude?.path, new RegExp(`^${base}/publishers/anthropic/models/claude-sonnet-5-5:streamRawPredict$`));
+    t.equal(chat?.path, `${base}/endpoints/openapi/chat/completions`);
+    t.equal(bodyOf(chat)['model'], 'google/gemini-3.8-flash');
+    t.same(
+      tokenCalls(s).map((r) => r.path),
+      ['/token'],
+      'one JWT-bearer exchange at the re-pointed token_uri',
+    );
+    t.match(claude?.headers['authorization'], /^Bearer sim-token-/);
+    t.equal(chat?.headers['authorization'], claude?.headers['authorization'], 'the cached token serves both');
+  },
+);
 
 t.test('Azure OpenAI with the demo Entra client credentials', async (t) => {
   const { s, key } = await demoStack(t);
-  const chat = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'openai/gpt-6-luna', messages: HELLO, ...only('azure') });
+  const chat = await new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0 }).chat.completions.create({
+    model: 'openai/gpt-6-luna',
+    messages: HELLO,
+    ...only('azure'),
+  });
   t.equal(chat.model, 'openai/gpt-6-luna');
-  t.same(tokenCalls(s).map((r) => r.path), ['/pi-gateway-demo/oauth2/v2.0/token']);
+  t.same(
+    tokenCalls(s).map((r) => r.path),
+    ['/pi-gateway-demo/oauth2/v2.0/token'],
+  );
   const [call] = inference(s);
   t.equal(call?.path, '/openai/deployments/gpt-6-luna/chat/completions');
   t.equal(call?.query, 'api-version=2024-10-21');
@@ -122,7 +165,11 @@ t.test('`pi-gateway demo` answers on Bedrock, Vertex and Azure, also after a res
     const [port, simPort] = [await freePort(), await freePort()];
     const env = { ...process.env };
     delete env['PI_CONFIG'];
-    const demo = spawn(process.execPath, ['src/cli/main.ts', 'demo', '--dir', dir, '--port', String(port), '--sim-port', String(simPort)], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const demo = spawn(
+      process.execPath,
+      ['src/cli/main.ts', 'demo', '--dir', dir, '--port', String(port), '--sim-port', String(simPort)],
+      { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const exited = new Promise((r) => demo.on('close', r));
     let out = '';
     demo.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -133,9 +180,17 @@ t.test('`pi-gateway demo` answers on Bedrock, Vertex and Azure, also after a res
       const key = /API key \(workspace acme\): (sk-pi-\S+)/.exec(out)?.[1] ?? '';
       t.not(key, '', `${round}: the demo started`);
       const post = (path: string, body: object) =>
-        fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        fetch(`http://127.0.0.1:${port}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       const calls: Array<[string, string, object]> = [
-        ['aws', '/v1/messages', { model: 'anthropic/claude-sonnet-5.5', max_tokens: 16, stream: true, messages: HELLO }],
+        [
+          'aws',
+          '/v1/messages',
+          { model: 'anthropic/claude-sonnet-5.5', max_tokens: 16, stream: true, messages: HELLO },
+        ],
         ['gcp', '/v1/messages', { model: 'anthropic/claude-haiku-5.5', max_tokens: 16, messages: HELLO }],
         ['gcp', '/v1/chat/completions', { model: 'google/gemini-3.8-flash', messages: HELLO }],
         ['azure', '/v1/chat/completions', { model: 'openai/gpt-6-luna', messages: HELLO }],

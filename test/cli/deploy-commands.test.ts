@@ -65,22 +65,44 @@ t.test('the master key from a file: PI_MASTER_KEY_FILE and systemd credentials',
   const db = join(dir, 'gateway.db');
   const key = Buffer.alloc(32, 9).toString('base64');
   writeFileSync(join(dir, 'master-key'), `${key}\n`);
-  const viaFile = await cli(['secret', 'set', 'openai-prod', '--db', db], { PI_MASTER_KEY: '', PI_MASTER_KEY_FILE: join(dir, 'master-key') }, 'sk-upstream');
+  const viaFile = await cli(
+    ['secret', 'set', 'openai-prod', '--db', db],
+    { PI_MASTER_KEY: '', PI_MASTER_KEY_FILE: join(dir, 'master-key') },
+    'sk-upstream',
+  );
   t.equal(viaFile.code, 0, `sealed with the key from PI_MASTER_KEY_FILE: ${viaFile.stderr}`);
   const creds = tempDir(t, 'pi-credentials-');
   writeFileSync(join(creds, 'pi-master-key'), key);
-  const viaSystemd = await cli(['secret', 'set', 'openai-prod', '--db', db], { PI_MASTER_KEY: '', CREDENTIALS_DIRECTORY: creds }, 'sk-upstream-2');
+  const viaSystemd = await cli(
+    ['secret', 'set', 'openai-prod', '--db', db],
+    { PI_MASTER_KEY: '', CREDENTIALS_DIRECTORY: creds },
+    'sk-upstream-2',
+  );
   t.equal(viaSystemd.code, 0, `the same key from $CREDENTIALS_DIRECTORY/pi-master-key: ${viaSystemd.stderr}`);
   const wrong = join(dir, 'other-key');
   writeFileSync(wrong, Buffer.alloc(32, 1).toString('base64'));
-  const refused = await cli(['secret', 'set', 'openai-prod', '--db', db], { PI_MASTER_KEY: '', PI_MASTER_KEY_FILE: wrong }, 'x');
+  const refused = await cli(
+    ['secret', 'set', 'openai-prod', '--db', db],
+    { PI_MASTER_KEY: '', PI_MASTER_KEY_FILE: wrong },
+    'x',
+  );
   t.equal(refused.code, 1, 'another key is refused as it would be from the environment');
-  const missing = await cli(['secret', 'list', '--db', db], { PI_MASTER_KEY: '', PI_MASTER_KEY_FILE: join(dir, 'nope') });
+  const missing = await cli(['secret', 'list', '--db', db], {
+    PI_MASTER_KEY: '',
+    PI_MASTER_KEY_FILE: join(dir, 'nope'),
+  });
   t.equal(missing.code, 1, 'an unreadable file stops the command');
   t.match(missing.stderr, /cannot read PI_MASTER_KEY from .*nope \(ENOENT\)/);
   writeFileSync(join(dir, 'empty'), '\n');
-  const empty = await cli(['secret', 'list', '--db', db], { PI_MASTER_KEY: '', PI_MASTER_KEY_FILE: join(dir, 'empty') });
+  const empty = await cli(['secret', 'list', '--db', db], {
+    PI_MASTER_KEY: '',
+    PI_MASTER_KEY_FILE: join(dir, 'empty'),
+  });
   t.equal(empty.code, 1);
   t.match(empty.stderr, /is empty/);
-  t.notMatch(viaFile.stderr + viaSystemd.stderr + refused.stderr + missing.stderr, new RegExp(key.replace(/[+/=]/g, '.')), 'the key is never printed');
+  t.notMatch(
+    viaFile.stderr + viaSystemd.stderr + refused.stderr + missing.stderr,
+    new RegExp(key.replace(/[+/=]/g, '.')),
+    'the key is never printed',
+  );
 });

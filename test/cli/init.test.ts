@@ -31,18 +31,34 @@ t.test('init → check → secret set → key create → wallet credit → serve
 
   const init = await cliProcess(['init', dir]);
   t.equal(init.code, 0, init.stderr);
-  for (const step of ['secret set openai-api-key', 'key create --workspace default', 'wallet credit --workspace default', 'pi-gateway serve']) {
+  for (const step of [
+    'secret set openai-api-key',
+    'key create --workspace default',
+    'wallet credit --workspace default',
+    'pi-gateway serve',
+  ]) {
     t.match(init.stdout, step, `the next steps name: ${step}`);
   }
   t.strictSame(
     filesUnder(dir),
-    ['deployments/openai.yaml', 'gateway.yaml', 'models/openai.yaml', 'platforms/openai.yaml', 'resources/openai.yaml', 'vocabularies.yaml', 'workspaces.yaml'],
+    [
+      'deployments/openai.yaml',
+      'gateway.yaml',
+      'models/openai.yaml',
+      'platforms/openai.yaml',
+      'resources/openai.yaml',
+      'vocabularies.yaml',
+      'workspaces.yaml',
+    ],
     'one provider: its platform, resource, deployments and models file, and the shared files',
   );
 
   const check = await cliProcess(['check', '--config', dir, '--json']);
   t.equal(check.code, 0, check.stdout + check.stderr);
-  t.match(JSON.parse(check.stdout), { ok: true, counts: { models: 2, enabled_models: 2, platforms: 1, resources: 1, deployments: 2, workspaces: 1 } });
+  t.match(JSON.parse(check.stdout), {
+    ok: true,
+    counts: { models: 2, enabled_models: 2, platforms: 1, resources: 1, deployments: 2, workspaces: 1 },
+  });
 
   const upstreamKey = 'sk-openai-for-the-starter-test';
   const secret = await cliProcess(['secret', 'set', 'openai-api-key'], { env, input: upstreamKey });
@@ -104,7 +120,10 @@ t.test('init refuses a non-empty directory, a file, a bad workspace id, and no D
   writeFileSync(join(full, 'notes.txt'), 'mine\n');
   const r = await cliInProcess(['init', full]);
   t.equal(r.code, 1);
-  t.equal(r.stderr, `pi-gateway init: ${full} is not empty (1 entry); init writes into a new or empty directory only\n`);
+  t.equal(
+    r.stderr,
+    `pi-gateway init: ${full} is not empty (1 entry); init writes into a new or empty directory only\n`,
+  );
   t.strictSame(readdirSync(full), ['notes.txt'], 'nothing written');
 
   const file = join(work, 'file');

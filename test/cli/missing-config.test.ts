@@ -35,7 +35,17 @@ t.test('serve and demo do not start', async (t) => {
   const serve = await boundedCli(['serve', '--config', dir, '--db', join(work, 'gateway.db'), '--port', '0']);
   t.equal(serve.code, 1);
   t.equal(serve.stderr, `pi-gateway: config directory ${dir} does not exist; not starting\n`);
-  const demo = await boundedCli(['demo', '--config', dir, '--dir', join(work, 'demo'), '--port', '0', '--sim-port', '0']);
+  const demo = await boundedCli([
+    'demo',
+    '--config',
+    dir,
+    '--dir',
+    join(work, 'demo'),
+    '--port',
+    '0',
+    '--sim-port',
+    '0',
+  ]);
   t.equal(demo.code, 1);
   t.equal(demo.stderr, `pi-gateway: config directory ${dir} does not exist; not starting\n`);
 });
@@ -48,7 +58,10 @@ t.test('store commands that check a workspace', async (t) => {
   t.equal(key.code, 1);
   t.equal(key.stderr, `pi-gateway key: config directory ${dir} does not exist\n`);
   // No --config, no PI_CONFIG, no server recorded, and no ./config where the command runs.
-  const dflt = await boundedCli(['wallet', 'credit', '--workspace', 'acme', '--usd', '1', '--db', db], { cwd: work, env: { PI_CONFIG: undefined } });
+  const dflt = await boundedCli(['wallet', 'credit', '--workspace', 'acme', '--usd', '1', '--db', db], {
+    cwd: work,
+    env: { PI_CONFIG: undefined },
+  });
   t.equal(dflt.code, 1);
   t.equal(dflt.stderr, 'pi-gateway wallet: config directory config does not exist (give --config DIR or PI_CONFIG)\n');
 });

@@ -16,66 +16,86 @@ import { startPrivateRedis } from '../helpers/redis.ts';
 import { startServe } from '../helpers/serve-process.ts';
 import { FIXTURES, fixtureConfig } from '../helpers/stack.ts';
 
-t.test('a PostgreSQL node reports its config hash in readiness and metrics; the Redis fallback in metrics', async (t) => {
-  const [pg, redis, sim] = await Promise.all([startPrivatePg(), startPrivateRedis(), startSimulator({ record: false })]);
-  t.teardown(async () => {
-    await sim.close();
-    await redis.destroy();
-    await pg.destroy();
-  });
-  const url = await pg.createDatabase();
-  const masterKey = randomBytes(32).toString('base64');
-  const m = await openPgStore(url, { checkSchema: false, masterKey });
-  await m.migrate();
-  for (const r of fixtureConfig('gateway').resources) if (!(await m.secrets.list()).some((s) => s.name === r.credential)) await m.secrets.set(r.credential, `upstream-${r.credential}`);
-  const key = (await m.apiKeys.create({ workspace: 'open', name: 'obs', rpm: 1000 })).key;
-  await m.wallets.credit('open', 10_000_000_000n, 'test');
-  await m.close();
-
-  const node = await startServe(t, {
-    config: join(FIXTURES, 'gateway'),
-    db: { file: url, masterKey, key: '' },
-    upstream: sim.url,
-    args: ['--redis', redis.url, '--admin-port', '0'],
-    env: { PI_ADMIN_PORT: '', PI_REDIS_URL: '' },
-  });
-  const listening = node.events.find((e) => e.event === 'listening');
-  const admin = String(listening?.['admin']);
-  t.match(admin, /^http:\/\/127\.0\.0\.1:\d+$/, 'the admin listener is up');
-  const hash = fixtureConfig('gateway').sourceHash;
-
-  const ready = (await (await fetch(`${admin}/health/ready`)).json()) as { status: string; config: { loaded: boolean; hash: string }; store: { ok: boolean } };
-  t.match(ready, { status: 'ready', config: { loaded: true, hash }, store: { ok: true } }, 'readiness: ready, the config hash, the store answers');
-  const chat = async () => {
-    const res = await fetch(`${node.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'acme/chat-small', messages: USER }),
+t.test(
+  'a PostgreSQL node reports its config hash in readiness and metrics; the Redis fallback in metrics',
+  async (t) => {
+    const [pg, redis, sim] = await Promise.all([
+      startPrivatePg(),
+      startPrivateRedis(),
+      startSimulator({ record: false }),
+    ]);
+    t.teardown(async () => {
+      await sim.close();
+      await redis.destroy();
+      await pg.destroy();
     });
-    await res.text();
-    return res.status;
-  };
-  t.equal(await chat(), 200);
-  const metrics = async () => parseMetrics(await (await fetch(`${admin}/metrics`)).text());
-  let mm = await metrics();
-  t.equal(sampleValue(mm, 'pi_gateway_config_info', { hash }), 1, 'pi_gateway_config_info carries the same hash');
-  t.equal(sampleValue(mm, 'pi_gateway_redis_up', {}), 1, 'Redis up');
-  t.equal(sampleValue(mm, 'pi_gateway_redis_fallbacks_total', { kind: 'rate_limit' }), 0, 'no fallback yet');
+    const url = await pg.createDatabase();
+    const masterKey = randomBytes(32).toString('base64');
+    const m = await openPgStore(url, { checkSchema: false, masterKey });
+    await m.migrate();
+    for (const r of fixtureConfig('gateway').resources)
+      if (!(await m.secrets.list()).some((s) => s.name === r.credential))
+        await m.secrets.set(r.credential, `upstream-${r.credential}`);
+    const key = (await m.apiKeys.create({ workspace: 'open', name: 'obs', rpm: 1000 })).key;
+    await m.wallets.credit('open', 10_000_000_000n, 'test');
+    await m.close();
 
-  await redis.stop();
-  t.equal(await chat(), 200, 'Redis down: served on per-node limits');
-  mm = await metrics();
-  t.equal(sampleValue(mm, 'pi_gateway_redis_up', {}), 0, 'Redis down in the metrics');
-  t.ok((sampleValue(mm, 'pi_gateway_redis_fallbacks_total', { kind: 'rate_limit' }) ?? 0) >= 1, 'the local rate-limit decision is counted');
+    const node = await startServe(t, {
+      config: join(FIXTURES, 'gateway'),
+      db: { file: url, masterKey, key: '' },
+      upstream: sim.url,
+      args: ['--redis', redis.url, '--admin-port', '0'],
+      env: { PI_ADMIN_PORT: '', PI_REDIS_URL: '' },
+    });
+    const listening = node.events.find((e) => e.event === 'listening');
+    const admin = String(listening?.['admin']);
+    t.match(admin, /^http:\/\/127\.0\.0\.1:\d+$/, 'the admin listener is up');
+    const hash = fixtureConfig('gateway').sourceHash;
 
-  await redis.start();
-  let up = 0;
-  for (let i = 0; i < 100 && up !== 1; i++) {
-    await chat();
-    up = sampleValue(await metrics(), 'pi_gateway_redis_up', {}) ?? 0;
-    if (up !== 1) await sleep(100);
-  }
-  t.equal(up, 1, 'Redis back: up again, by itself');
-  node.child.kill('SIGTERM');
-  t.equal((await node.exited).code, 0, 'SIGTERM stops it cleanly');
-});
+    const ready = (await (await fetch(`${admin}/health/ready`)).json()) as {
+      status: string;
+      config: { loaded: boolean; hash: string };
+      store: { ok: boolean };
+    };
+    t.match(
+      ready,
+      { status: 'ready', config: { loaded: true, hash }, store: { ok: true } },
+      'readiness: ready, the config hash, the store answers',
+    );
+    const chat = async () => {
+      const res = await fetch(`${node.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'acme/chat-small', messages: USER }),
+      });
+      await res.text();
+      return res.status;
+    };
+    t.equal(await chat(), 200);
+    const metrics = async () => parseMetrics(await (await fetch(`${admin}/metrics`)).text());
+    let mm = await metrics();
+    t.equal(sampleValue(mm, 'pi_gateway_config_info', { hash }), 1, 'pi_gateway_config_info carries the same hash');
+    t.equal(sampleValue(mm, 'pi_gateway_redis_up', {}), 1, 'Redis up');
+    t.equal(sampleValue(mm, 'pi_gateway_redis_fallbacks_total', { kind: 'rate_limit' }), 0, 'no fallback yet');
+
+    await redis.stop();
+    t.equal(await chat(), 200, 'Redis down: served on per-node limits');
+    mm = await metrics();
+    t.equal(sampleValue(mm, 'pi_gateway_redis_up', {}), 0, 'Redis down in the metrics');
+    t.ok(
+      (sampleValue(mm, 'pi_gateway_redis_fallbacks_total', { kind: 'rate_limit' }) ?? 0) >= 1,
+      'the local rate-limit decision is counted',
+    );
+
+    await redis.start();
+    let up = 0;
+    for (let i = 0; i < 100 && up !== 1; i++) {
+      await chat();
+      up = sampleValue(await metrics(), 'pi_gateway_redis_up', {}) ?? 0;
+      if (up !== 1) await sleep(100);
+    }
+    t.equal(up, 1, 'Redis back: up again, by itself');
+    node.child.kill('SIGTERM');
+    t.equal((await node.exited).code, 0, 'SIGTERM stops it cleanly');
+  },
+);

@@ -28,7 +28,10 @@ t.test('the commands on a postgres:// URL', async (t) => {
   t.match(m.stdout, /migrated postgres:\/\/pigw@127\.0\.0\.1:\d+\/\w+ to schema version 1 \(applied 1\)/);
   t.match((await cliInProcess(['migrate', '--db', url], env)).stdout, /already at schema version 1/);
 
-  const created = await cliInProcess(['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '50', '--json'], env);
+  const created = await cliInProcess(
+    ['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '50', '--json'],
+    env,
+  );
   t.equal(created.code, 0, created.stderr);
   const key = JSON.parse(created.stdout) as { id: string; key: string };
   const list = await cliInProcess(['key', 'list', '--json'], env);
@@ -56,13 +59,36 @@ t.test('the commands on a postgres:// URL', async (t) => {
   await pg.pool.query('UPDATE wallets SET held_nano = 1000000000');
 
   pg.requestLog.append({
-    trace_id: 'tr-1', ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: key.id, endpoint: 'chat.completions', model_requested: 'v/m', model_served: 'v/m',
-    provider: 'p1', deployment: 'p1/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null, latency_ms: 12, ttfb_ms: 5,
-    prompt_tokens: 3, completion_tokens: 4, reasoning_tokens: null, cached_tokens: null, cost_nano: 1_250_000_000n, app_title: null, app_origin: null,
-    session_id: null, ended: 'completed',
+    trace_id: 'tr-1',
+    ts: Date.UTC(2026, 0, 1),
+    workspace: WS,
+    key_id: key.id,
+    endpoint: 'chat.completions',
+    model_requested: 'v/m',
+    model_served: 'v/m',
+    provider: 'p1',
+    deployment: 'p1/m',
+    attempts: 1,
+    attempts_json: [],
+    stream: false,
+    status: 200,
+    error_code: null,
+    latency_ms: 12,
+    ttfb_ms: 5,
+    prompt_tokens: 3,
+    completion_tokens: 4,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 1_250_000_000n,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended: 'completed',
   });
   await pg.requestLog.flush();
-  t.match(JSON.parse((await cliInProcess(['logs', '--json'], env)).stdout), [{ trace_id: 'tr-1', cost_usd: '1.25', ended: 'completed' }]);
+  t.match(JSON.parse((await cliInProcess(['logs', '--json'], env)).stdout), [
+    { trace_id: 'tr-1', cost_usd: '1.25', ended: 'completed' },
+  ]);
 
   const set = await cliProcess(['secret', 'set', 'openai-prod'], { env, input: 'sk-upstream\n' });
   t.equal(set.code, 0, set.stderr);
@@ -92,12 +118,25 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
   t.equal((await cliInProcess(['migrate', '--from', file, '--to', 'file.db'], env)).code, 2, '--to must be a URL');
   const moved = await cliProcess(['migrate', '--from', file, '--to', url, '--json'], { env });
   t.equal(moved.code, 0, moved.stderr);
-  t.match(JSON.parse(moved.stdout), { moved: { keys: 1, secrets: 1, wallets: 1, ledger: 4, holds: 2 }, verified_before: true, verified_after: true, problems: [] });
+  t.match(JSON.parse(moved.stdout), {
+    moved: { keys: 1, secrets: 1, wallets: 1, ledger: 4, holds: 2 },
+    verified_before: true,
+    verified_after: true,
+    problems: [],
+  });
 
   const pg = await openPgStore(url, { masterKey: key });
   t.teardown(() => pg.close());
-  t.match(await pg.apiKeys.verify(k.key, Date.now()), { status: 'ok', key: { id: k.id, rpm: 7 } }, 'the key verifies unchanged');
-  t.same((await pg.secrets.revealAll()).get('openai-prod'), { value: 'sk-upstream' }, 'the same master key opens the sealed bytes');
+  t.match(
+    await pg.apiKeys.verify(k.key, Date.now()),
+    { status: 'ok', key: { id: k.id, rpm: 7 } },
+    'the key verifies unchanged',
+  );
+  t.same(
+    (await pg.secrets.revealAll()).get('openai-prod'),
+    { value: 'sk-upstream' },
+    'the same master key opens the sealed bytes',
+  );
   t.match(await pg.wallets.show(WS, 0), { balance: 7_999_999_999n, held: 1_000_000_000n, openHolds: 1 });
   t.same(await pg.wallets.verify(), { ok: true, problems: [] });
   // The open hold of the stopped embedded server lapses like any orphan.
@@ -109,5 +148,8 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
 
   const again = await cliInProcess(['migrate', '--from', file, '--to', url], env);
   t.equal(again.code, 1);
-  t.match(again.stderr, /is not empty \(rows in secrets, api_keys, wallets, ledger, holds\); migrate into a fresh database/);
+  t.match(
+    again.stderr,
+    /is not empty \(rows in secrets, api_keys, wallets, ledger, holds\); migrate into a fresh database/,
+  );
 });

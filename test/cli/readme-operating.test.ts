@@ -31,7 +31,18 @@ function shBlock(marker: string): string {
 function freshCopy(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'pi-readme-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  for (const p of ['bin', 'config', 'console', 'schemas', 'scripts', 'src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+  for (const p of [
+    'bin',
+    'config',
+    'console',
+    'schemas',
+    'scripts',
+    'src',
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+  ]) {
     cpSync(join(REPO, p), join(dir, p), { recursive: true });
   }
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
@@ -53,7 +64,11 @@ interface Run {
 }
 
 function bash(script: string, cwd: string, env: Record<string, string>, timeoutMs = 240_000): Promise<Run> {
-  const child = spawn('bash', ['-c', `set -eo pipefail\n${script}\nwait`], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('bash', ['-c', `set -eo pipefail\n${script}\nwait`], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -89,7 +104,11 @@ t.test('"Your first provider", as written', async (t) => {
   // The answer as the provider formatted it (the simulator pretty-prints, like OpenAI). The block
   // sends serve's stdout (the access log) to a file, so no log line can land inside curl's answer.
   const answer = /^\{\n[\s\S]*?\n\}$/m.exec(r.stdout)?.[0] ?? '{}';
-  t.match(JSON.parse(answer), { model: 'openai/gpt-6-luna', object: 'chat.completion' }, `the curl got a chat completion for the slug\n${r.stdout.slice(0, 2000)}`);
+  t.match(
+    JSON.parse(answer),
+    { model: 'openai/gpt-6-luna', object: 'chat.completion' },
+    `the curl got a chat completion for the slug\n${r.stdout.slice(0, 2000)}`,
+  );
   t.match(r.stdout, /credited 100 USD to acme; balance 100 USD/, 'wallet credit');
   t.match(r.stdout, /openai\/gpt-6-luna/, 'logs show the request');
   t.match(r.stdout, /^ok: /m, 'ledger verify says ok');
@@ -100,7 +119,11 @@ t.test('"Your first provider", as written', async (t) => {
   t.notOk(existsSync(join(dir, 'pi-gateway.db')), 'no second database was created');
   t.match(r.stderr, /"event":"listening"/, 'serve started');
   t.notMatch(r.stderr, /"credential":"openai-prod"/, 'no warning for the credential the block stored');
-  t.match(r.stderr, /"event":"credential_missing".*"credential":"anthropic-prod"/, 'the credentials it did not store are named');
+  t.match(
+    r.stderr,
+    /"event":"credential_missing".*"credential":"anthropic-prod"/,
+    'the credentials it did not store are named',
+  );
   t.notMatch(r.stderr, /secret_unused/, 'the stored secret is one a resource uses');
   t.match(r.stderr, /"event":"stopping","signal":"SIGTERM"/, 'kill %1 stopped serve cleanly');
 });
@@ -108,7 +131,9 @@ t.test('"Your first provider", as written', async (t) => {
 t.test('the README lists exactly the credential names the bundled active resources use', async (t) => {
   const at = README.indexOf('Credentials are stored under the `credential` names');
   const para = README.slice(at, README.indexOf('`secret set` warns', at));
-  const listed = [...para.matchAll(/`([a-z0-9-]+)`/g)].map((m) => m[1] as string).filter((n) => n !== 'credential' && n !== 'openai-us');
+  const listed = [...para.matchAll(/`([a-z0-9-]+)`/g)]
+    .map((m) => m[1] as string)
+    .filter((n) => n !== 'credential' && n !== 'openai-us');
   const config = fixtureConfig('bundled');
   const active = [...new Set(config.resources.filter((r) => r.active).map((r) => r.credential))].sort();
   t.same([...listed].sort(), active);
@@ -119,7 +144,11 @@ t.test('the CLI on the demo’s state, as written', async (t) => {
   const dir = freshCopy(t);
   const [port, simPort] = [await freePort(), await freePort()];
   const env = cleanEnv();
-  const demo = spawn('node', ['bin/pi-gateway.js', 'demo', '--port', String(port), '--sim-port', String(simPort)], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const demo = spawn('node', ['bin/pi-gateway.js', 'demo', '--port', String(port), '--sim-port', String(simPort)], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise((r) => demo.on('close', r));
   t.teardown(async () => {
     demo.kill('SIGTERM');
@@ -130,7 +159,11 @@ t.test('the CLI on the demo’s state, as written', async (t) => {
   demo.stderr.on('data', () => undefined);
   const until = Date.now() + 60_000;
   while (!out.includes('stops both.') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-  t.match(out, /export PI_DB=\.demo\/pi-gateway\.db PI_MASTER_KEY=\$\(cat \.demo\/master\.key\)/, 'the demo prints the same hint');
+  t.match(
+    out,
+    /export PI_DB=\.demo\/pi-gateway\.db PI_MASTER_KEY=\$\(cat \.demo\/master\.key\)/,
+    'the demo prints the same hint',
+  );
   const key = /API key \(workspace acme\): (sk-pi-\S+)/.exec(out)?.[1] ?? '';
   const chat = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',

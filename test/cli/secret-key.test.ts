@@ -41,7 +41,10 @@ t.test('secret set via stdin, list, rm: the value is never printed', async (t) =
   t.equal(list.code, 0, list.stderr);
   t.match(list.stdout, /^NAME\s+CREATED\s+UPDATED\n/);
   t.match(list.stdout, /MULTI[\s\S]*OPENAI_API_KEY/);
-  t.same((JSON.parse(json.stdout) as { name: string }[]).map((r) => r.name), ['MULTI', 'OPENAI_API_KEY']);
+  t.same(
+    (JSON.parse(json.stdout) as { name: string }[]).map((r) => r.name),
+    ['MULTI', 'OPENAI_API_KEY'],
+  );
 
   const store = openStore(db, { masterKey: KEY });
   t.equal(store.secrets.reveal('OPENAI_API_KEY'), SECRET, 'one trailing newline dropped');
@@ -52,7 +55,10 @@ t.test('secret set via stdin, list, rm: the value is never printed', async (t) =
   const empty = await inProc(['secret', 'set', 'EMPTY']);
   t.equal(empty.code, 1);
   t.match(empty.stderr, /empty value/);
-  const wrongKey = await cliProcess(['secret', 'set', 'X'], { input: 'v', env: { ...env, PI_MASTER_KEY: masterKey(3) } });
+  const wrongKey = await cliProcess(['secret', 'set', 'X'], {
+    input: 'v',
+    env: { ...env, PI_MASTER_KEY: masterKey(3) },
+  });
   outputs.push(wrongKey);
   t.equal(wrongKey.code, 1);
   t.match(wrongKey.stderr, /sealed with master key/);
@@ -69,7 +75,10 @@ t.test('secret set via stdin, list, rm: the value is never printed', async (t) =
 t.test('key create, list, revoke with --json', async (t) => {
   const db = tempDbFile(t);
   const env = { PI_DB: db };
-  const created = await cliProcess(['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '30', '--expires-at', '2099-01-01', '--json'], { env });
+  const created = await cliProcess(
+    ['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '30', '--expires-at', '2099-01-01', '--json'],
+    { env },
+  );
   t.equal(created.code, 0, created.stderr);
   const k = JSON.parse(created.stdout) as { id: string; key: string; prefix: string };
   t.match(k, { workspace: WS, name: 'ci', rpm: 30, expires_at: '2099-01-01T00:00:00.000Z', created_at: String });
@@ -81,11 +90,23 @@ t.test('key create, list, revoke with --json', async (t) => {
   t.match(plain.stdout, /^sk-pi-[A-Za-z0-9_-]{43}\n$/, 'text mode: stdout is the key alone');
   t.match(plain.stderr, /shown only once/);
 
-  const [list, table] = await Promise.all([cliProcess(['key', 'list', '--json'], { env }), cliProcess(['key', 'list'], { env })]);
+  const [list, table] = await Promise.all([
+    cliProcess(['key', 'list', '--json'], { env }),
+    cliProcess(['key', 'list'], { env }),
+  ]);
   t.equal(list.code, 0, list.stderr);
   const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
   t.equal(rows.length, 2);
-  t.match(rows[0], { id: k.id, prefix: k.prefix, name: 'ci', workspace: WS, state: 'active', rpm: 30, expires_at: '2099-01-01T00:00:00.000Z', revoked_at: null });
+  t.match(rows[0], {
+    id: k.id,
+    prefix: k.prefix,
+    name: 'ci',
+    workspace: WS,
+    state: 'active',
+    rpm: 30,
+    expires_at: '2099-01-01T00:00:00.000Z',
+    revoked_at: null,
+  });
   t.notOk('key' in (rows[0] as object) || 'hash' in (rows[0] as object), 'no key or hash field');
   t.match(table.stdout, /^ID\s+PREFIX\s+NAME\s+WORKSPACE\s+STATE\s+CREATED\s+EXPIRES/);
   for (const out of [list.stdout, table.stdout]) {
@@ -109,7 +130,11 @@ t.test('key create, list, revoke with --json', async (t) => {
   t.equal(unknownWs.code, 1);
   t.match(unknownWs.stderr, /unknown workspace "no-such-workspace"/);
   t.equal((await cliInProcess(['key', 'create', '--workspace', WS, '--expires-at', 'tomorrow'], env)).code, 2);
-  t.equal((await cliInProcess(['key', 'create', '--workspace', WS, '--expires-at', '2001-01-01'], env)).code, 2, 'past expiry');
+  t.equal(
+    (await cliInProcess(['key', 'create', '--workspace', WS, '--expires-at', '2001-01-01'], env)).code,
+    2,
+    'past expiry',
+  );
   t.equal((await cliInProcess(['key', 'create', '--workspace', WS, '--rpm', '0'], env)).code, 2);
   t.equal((await cliInProcess(['key', 'create'], env)).code, 2, '--workspace is required');
   t.equal((await cliInProcess(['key', 'revoke', 'key_nope'], env)).code, 1);

@@ -34,7 +34,11 @@ function rows(db: string): unknown[] {
 }
 
 async function chat(s: Awaited<ReturnType<typeof startStack>>, key: string): Promise<number> {
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key });
+  const res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] },
+    { key },
+  );
   await res.arrayBuffer();
   return res.status;
 }
@@ -68,10 +72,18 @@ t.test('rotation: a running gateway keeps serving, serve refuses the old key and
   running.credit('open', '10');
   t.equal(await chat(running, key), 200, 'served before the rotation');
 
-  const rotated = await cliProcess(['secret', 'rotate-master', '--db', db], { input: `${NEW}\n`, env: { PI_MASTER_KEY: OLD } });
+  const rotated = await cliProcess(['secret', 'rotate-master', '--db', db], {
+    input: `${NEW}\n`,
+    env: { PI_MASTER_KEY: OLD },
+  });
   outputs.push(rotated);
   t.equal(rotated.code, 0, rotated.stderr);
-  t.match(rotated.stdout, new RegExp(`^re-sealed ${credentials.length} secret\\(s\\) from master key [0-9a-f]{16} to [0-9a-f]{16}: ${credentials.join(', ')}\\n`));
+  t.match(
+    rotated.stdout,
+    new RegExp(
+      `^re-sealed ${credentials.length} secret\\(s\\) from master key [0-9a-f]{16} to [0-9a-f]{16}: ${credentials.join(', ')}\\n`,
+    ),
+  );
   t.match(rotated.stdout, /next: restart the gateway with PI_MASTER_KEY set to the new key/);
   t.equal(rotated.stderr, '', 'the log was checkpointed: no warning');
 
@@ -88,9 +100,16 @@ t.test('rotation: a running gateway keeps serving, serve refuses the old key and
 
   const restarted = await startStack(t, { store: openStore(db, { masterKey: NEW }), simulator: { apiKey: UPSTREAM } });
   t.teardown(() => restarted.store.close());
-  t.equal(await chat(restarted, restarted.key('open')), 200, 'a gateway restarted with the new key serves with the re-sealed credentials');
+  t.equal(
+    await chat(restarted, restarted.key('open')),
+    200,
+    'a gateway restarted with the new key serves with the re-sealed credentials',
+  );
 
-  const setOld = await cliProcess(['secret', 'set', 'another', '--db', db], { input: 'v', env: { PI_MASTER_KEY: OLD } });
+  const setOld = await cliProcess(['secret', 'set', 'another', '--db', db], {
+    input: 'v',
+    env: { PI_MASTER_KEY: OLD },
+  });
   outputs.push(setOld);
   t.equal(setOld.code, 1, '`secret set` with the old key is refused');
   t.match(setOld.stderr, /sealed with master key/);
@@ -121,9 +140,15 @@ t.test('--json, and refusals that change nothing', async (t) => {
   t.match(malformed.stderr, /the new master key is malformed \(7 characters\)/);
   t.notMatch(malformed.stderr, 'hunter2');
 
-  const wrongCurrent = await cliProcess(['secret', 'rotate-master'], { env: { ...env, PI_MASTER_KEY: masterKey(23) }, input: NEW });
+  const wrongCurrent = await cliProcess(['secret', 'rotate-master'], {
+    env: { ...env, PI_MASTER_KEY: masterKey(23) },
+    input: NEW,
+  });
   t.equal(wrongCurrent.code, 1);
-  t.match(wrongCurrent.stderr, /is sealed with master key [0-9a-f]{16} but PI_MASTER_KEY is key [0-9a-f]{16}; nothing was rotated/);
+  t.match(
+    wrongCurrent.stderr,
+    /is sealed with master key [0-9a-f]{16} but PI_MASTER_KEY is key [0-9a-f]{16}; nothing was rotated/,
+  );
 
   const raw = openDatabase(db);
   raw.prepare('UPDATE secrets SET tag = zeroblob(16) WHERE name = ?').run(credentials[0]);
@@ -140,7 +165,12 @@ t.test('--json, and refusals that change nothing', async (t) => {
   store.close();
   const json = await cliProcess(['secret', 'rotate-master', '--json'], { env, input: NEW });
   t.equal(json.code, 0, json.stderr);
-  t.match(JSON.parse(json.stdout), { resealed: credentials.slice(1), from_key_id: /^[0-9a-f]{16}$/, to_key_id: /^[0-9a-f]{16}$/, scrubbed: true });
+  t.match(JSON.parse(json.stdout), {
+    resealed: credentials.slice(1),
+    from_key_id: /^[0-9a-f]{16}$/,
+    to_key_id: /^[0-9a-f]{16}$/,
+    scrubbed: true,
+  });
 
   const none = tempDbFile(t);
   const nothing = spawnSync(process.execPath, ['src/cli/main.ts', 'secret', 'rotate-master', '--db', none], {

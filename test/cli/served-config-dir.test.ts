@@ -42,7 +42,9 @@ t.test('a workspace added by a reload is known to key create and wallet credit',
   t.equal(other.code, 1);
   t.match(other.stderr, /^pi-gateway key: unknown workspace "research": config defines /);
   t.notMatch(other.stderr, 'using the config directory');
-  const fromEnv = await cliProcess(['key', 'create', '--workspace', 'research'], { env: { ...env, PI_CONFIG: 'config' } });
+  const fromEnv = await cliProcess(['key', 'create', '--workspace', 'research'], {
+    env: { ...env, PI_CONFIG: 'config' },
+  });
   t.equal(fromEnv.code, 1);
 
   // After the server stops its directory is still the one this database's workspaces come from.

@@ -22,7 +22,10 @@ t.test('wallet credit: big amounts are exact up to what a wallet holds, refused 
   const env = { PI_DB: db };
   const huge = await cliProcess(['wallet', 'credit', '--workspace', WS, '--usd', '99999999999999'], { env });
   t.equal(huge.code, 2, 'a usage error');
-  t.equal(huge.stderr.split('\n')[0], `pi-gateway wallet: --usd 99999999999999 is more than a wallet can hold: at most 9223372036.854775807 USD (SQLite's 64-bit integer in nano-USD)`);
+  t.equal(
+    huge.stderr.split('\n')[0],
+    `pi-gateway wallet: --usd 99999999999999 is more than a wallet can hold: at most 9223372036.854775807 USD (SQLite's 64-bit integer in nano-USD)`,
+  );
 
   const first = await cliProcess(['wallet', 'credit', '--workspace', WS, '--usd', '9000000000'], { env });
   t.equal(first.code, 0, first.stderr);
@@ -52,8 +55,14 @@ t.test('negative numbers reach the option’s own check', async (t) => {
   const env = { PI_DB: db };
   const cases: [string[], RegExp][] = [
     [['wallet', 'credit', '--workspace', WS, '--usd', '-5'], /^pi-gateway wallet: --usd must be positive, got "-5"$/m],
-    [['wallet', 'credit', '--workspace', WS, '--usd', '-0.5'], /^pi-gateway wallet: --usd must be positive, got "-0.5"$/m],
-    [['key', 'create', '--workspace', WS, '--rpm', '-5'], /^pi-gateway key: --rpm must be an integer from 1 to 9007199254740991, got -5$/m],
+    [
+      ['wallet', 'credit', '--workspace', WS, '--usd', '-0.5'],
+      /^pi-gateway wallet: --usd must be positive, got "-0.5"$/m,
+    ],
+    [
+      ['key', 'create', '--workspace', WS, '--rpm', '-5'],
+      /^pi-gateway key: --rpm must be an integer from 1 to 9007199254740991, got -5$/m,
+    ],
     [['logs', '--limit', '-3'], /^pi-gateway logs: --limit must be an integer from 1 to 10000, got -3$/m],
   ];
   for (const [args, message] of cases) {
@@ -71,7 +80,10 @@ t.test('integers: in range, whole, named', async (t) => {
   const db = tempDbFile(t);
   const env = { PI_DB: db };
   const cases: [string[], RegExp][] = [
-    [['key', 'create', '--workspace', WS, '--rpm', '99999999999999999999'], /--rpm must be an integer from 1 to 9007199254740991, got 99999999999999999999/],
+    [
+      ['key', 'create', '--workspace', WS, '--rpm', '99999999999999999999'],
+      /--rpm must be an integer from 1 to 9007199254740991, got 99999999999999999999/,
+    ],
     [['key', 'create', '--workspace', WS, '--rpm', '1.5'], /--rpm must be an integer, got "1\.5"/],
     [['key', 'create', '--workspace', WS, '--rpm', '0'], /--rpm must be an integer from 1/],
     [['logs', '--limit', '10001'], /--limit must be an integer from 1 to 10000/],
@@ -87,7 +99,11 @@ t.test('integers: in range, whole, named', async (t) => {
   t.match(port.stderr, /^pi-gateway serve: --port must be an integer from 0 to 65535, got 70000$/m);
   const fromEnv = await cliInProcess(['serve'], { ...env, PI_PORT: '-1' });
   t.equal(fromEnv.code, 2);
-  t.match(fromEnv.stderr, /PI_PORT must be an integer from 0 to 65535, got -1/, 'a bad environment value names the variable');
+  t.match(
+    fromEnv.stderr,
+    /PI_PORT must be an integer from 0 to 65535, got -1/,
+    'a bad environment value names the variable',
+  );
 });
 
 t.test('dates are checked against the calendar', async (t) => {
@@ -108,7 +124,10 @@ t.test('dates are checked against the calendar', async (t) => {
     t.match(r.stderr, message, value);
   }
   // A leap day exists; a time without an offset is UTC, whatever the machine's zone.
-  const ok = await cliInProcess(['key', 'create', '--workspace', WS, '--expires-at', '2096-02-29T12:30', '--json'], { ...env, TZ: 'America/New_York' });
+  const ok = await cliInProcess(['key', 'create', '--workspace', WS, '--expires-at', '2096-02-29T12:30', '--json'], {
+    ...env,
+    TZ: 'America/New_York',
+  });
   t.equal(ok.code, 0, ok.stderr);
   t.equal((JSON.parse(ok.stdout) as { expires_at: string }).expires_at, '2096-02-29T12:30:00.000Z');
   const since = await cliInProcess(['usage', '--workspace', WS, '--since', '2026-02-29'], env);

@@ -14,25 +14,62 @@ const WS = fixtureWorkspace();
 t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   const db = tempDbFile(t);
   const env = { PI_DB: db };
-  const credit = await cliProcess(['wallet', 'credit', '--workspace', WS, '--usd', '12.5', '--note', 'first top-up', '--json'], { env });
+  const credit = await cliProcess(
+    ['wallet', 'credit', '--workspace', WS, '--usd', '12.5', '--note', 'first top-up', '--json'],
+    { env },
+  );
   t.equal(credit.code, 0, credit.stderr);
-  t.match(JSON.parse(credit.stdout), { workspace: WS, credited_usd: '12.5', balance_usd: '12.5', trace_id: /^credit_/ });
+  t.match(JSON.parse(credit.stdout), {
+    workspace: WS,
+    credited_usd: '12.5',
+    balance_usd: '12.5',
+    trace_id: /^credit_/,
+  });
   const tiny = await cliInProcess(['wallet', 'credit', '--workspace', WS, '--usd', '0.000000001'], env);
   t.equal(tiny.code, 0, tiny.stderr);
   t.match(tiny.stdout, /balance 12\.500000001 USD/, 'exact to the nano-dollar');
   for (const bad of ['0', '-1', '1.0000000001', 'ten']) {
     t.equal((await cliInProcess(['wallet', 'credit', '--workspace', WS, `--usd=${bad}`], env)).code, 2, `--usd ${bad}`);
   }
-  t.equal((await cliInProcess(['wallet', 'credit', '--workspace', 'nope', '--usd', '1'], env)).code, 1, 'unknown workspace');
+  t.equal(
+    (await cliInProcess(['wallet', 'credit', '--workspace', 'nope', '--usd', '1'], env)).code,
+    1,
+    'unknown workspace',
+  );
 
   const store = openStore(db);
   write(store, hold(WS, 'tr-1', 2_000_000_000n));
-  write(store, settle(WS, 'tr-1', 2_000_000_000n, 1_250_000_000n, { model: 'v/m', provider: 'p1' }), hold(WS, 'tr-2', 1_000_000_000n));
+  write(
+    store,
+    settle(WS, 'tr-1', 2_000_000_000n, 1_250_000_000n, { model: 'v/m', provider: 'p1' }),
+    hold(WS, 'tr-2', 1_000_000_000n),
+  );
   store.requestLog.append({
-    trace_id: 'tr-1', ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: 'key_x', endpoint: 'chat.completions', model_requested: 'v/m',
-    model_served: 'v/m', provider: 'p1', deployment: 'p1/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null,
-    latency_ms: 12, ttfb_ms: 5, prompt_tokens: 3, completion_tokens: 4, reasoning_tokens: null, cached_tokens: null,
-    cost_nano: 1_250_000_000n, app_title: 'App', app_origin: null, session_id: null, ended: 'completed',
+    trace_id: 'tr-1',
+    ts: Date.UTC(2026, 0, 1),
+    workspace: WS,
+    key_id: 'key_x',
+    endpoint: 'chat.completions',
+    model_requested: 'v/m',
+    model_served: 'v/m',
+    provider: 'p1',
+    deployment: 'p1/m',
+    attempts: 1,
+    attempts_json: [],
+    stream: false,
+    status: 200,
+    error_code: null,
+    latency_ms: 12,
+    ttfb_ms: 5,
+    prompt_tokens: 3,
+    completion_tokens: 4,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 1_250_000_000n,
+    app_title: 'App',
+    app_origin: null,
+    session_id: null,
+    ended: 'completed',
   });
   store.close();
 
@@ -43,7 +80,12 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   ]);
   t.equal(show.code, 0, show.stderr);
   t.same(JSON.parse(show.stdout), {
-    workspace: WS, balance_usd: '11.250000001', held_usd: '1', available_usd: '10.250000001', spend_today_usd: '1.25', open_holds: 1,
+    workspace: WS,
+    balance_usd: '11.250000001',
+    held_usd: '1',
+    available_usd: '10.250000001',
+    spend_today_usd: '1.25',
+    open_holds: 1,
   });
   t.match(showText.stdout, /BALANCE USD[\s\S]*11\.250000001/);
   t.equal(ok.code, 0, ok.stderr);
@@ -52,15 +94,24 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   const usage = await cliInProcess(['usage', '--workspace', WS, '--json'], env);
   t.equal(usage.code, 0, usage.stderr);
   t.same(JSON.parse(usage.stdout), {
-    workspace: WS, since: null, lines: [{ model: 'v/m', provider: 'p1', requests: 1, cost_usd: '1.25' }], requests: 1, total_usd: '1.25',
+    workspace: WS,
+    since: null,
+    lines: [{ model: 'v/m', provider: 'p1', requests: 1, cost_usd: '1.25' }],
+    requests: 1,
+    total_usd: '1.25',
   });
   const later = await cliInProcess(['usage', '--workspace', WS, '--since', '2999-01-01', '--json'], env);
   t.match(JSON.parse(later.stdout), { since: '2999-01-01T00:00:00.000Z', lines: [], total_usd: '0' });
-  t.match((await cliInProcess(['usage', '--workspace', WS], env)).stdout, /^MODEL\s+PROVIDER\s+REQUESTS\s+COST USD\nv\/m\s+p1\s+1\s+1\.25\ntotal/);
+  t.match(
+    (await cliInProcess(['usage', '--workspace', WS], env)).stdout,
+    /^MODEL\s+PROVIDER\s+REQUESTS\s+COST USD\nv\/m\s+p1\s+1\s+1\.25\ntotal/,
+  );
 
   const logs = await cliInProcess(['logs', '--json', '--limit', '5'], env);
   t.equal(logs.code, 0, logs.stderr);
-  t.match(JSON.parse(logs.stdout), [{ id: 1, trace_id: 'tr-1', time: '2026-01-01T00:00:00.000Z', cost_usd: '1.25', status: 200 }]);
+  t.match(JSON.parse(logs.stdout), [
+    { id: 1, trace_id: 'tr-1', time: '2026-01-01T00:00:00.000Z', cost_usd: '1.25', status: 200 },
+  ]);
   t.match((await cliInProcess(['logs', '--workspace', WS], env)).stdout, /^ID\s+TIME\s+TRACE[\s\S]*tr-1/);
   t.same(JSON.parse((await cliInProcess(['logs', '--workspace', 'other', '--json'], env)).stdout), []);
 
@@ -90,17 +141,42 @@ t.test('help, usage errors and a missing database', async (t) => {
   t.equal((await cliInProcess(['usage'], env)).code, 2);
   const badConfig = await cliInProcess(['wallet', 'show', WS], { ...env, PI_CONFIG: 'no/such/dir' });
   t.equal(badConfig.code, 1);
-  t.equal(badConfig.stderr, 'pi-gateway wallet: config directory no/such/dir does not exist\n', 'said as it is, not as a config issue');
+  t.equal(
+    badConfig.stderr,
+    'pi-gateway wallet: config directory no/such/dir does not exist\n',
+    'said as it is, not as a config issue',
+  );
 });
 
 t.test('logs --follow prints rows written by another process, stops on SIGINT', async (t) => {
   const db = tempDbFile(t);
   const writer = openStore(db, { requestLog: { flushIntervalMs: 60_000, maxBatch: 1000 } });
   const row = (trace: string): RequestLogRow => ({
-    trace_id: trace, ts: Date.UTC(2026, 0, 1), workspace: WS, key_id: null, endpoint: 'messages', model_requested: 'v/m', model_served: null,
-    provider: null, deployment: null, attempts: 0, attempts_json: [], stream: true, status: 429, error_code: 'rate_limited', latency_ms: 1,
-    ttfb_ms: null, prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null, cost_nano: null,
-    app_title: null, app_origin: null, session_id: null, ended: 'completed',
+    trace_id: trace,
+    ts: Date.UTC(2026, 0, 1),
+    workspace: WS,
+    key_id: null,
+    endpoint: 'messages',
+    model_requested: 'v/m',
+    model_served: null,
+    provider: null,
+    deployment: null,
+    attempts: 0,
+    attempts_json: [],
+    stream: true,
+    status: 429,
+    error_code: 'rate_limited',
+    latency_ms: 1,
+    ttfb_ms: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: null,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended: 'completed',
   });
   writer.requestLog.append(row('before'));
   writer.requestLog.flush();
@@ -126,12 +202,20 @@ t.test('logs --follow prints rows written by another process, stops on SIGINT', 
   rl.on('line', (l) => lines.push(l));
 
   await seen(1);
-  t.match(JSON.parse(lines[0] as string), { trace_id: 'before', status: 429, error_code: 'rate_limited', cost_usd: null });
+  t.match(JSON.parse(lines[0] as string), {
+    trace_id: 'before',
+    status: 429,
+    error_code: 'rate_limited',
+    cost_usd: null,
+  });
   writer.requestLog.append(row('after-1'));
   writer.requestLog.append(row('after-2'));
   writer.requestLog.flush();
   await seen(3);
-  t.same(lines.map((l) => (JSON.parse(l) as { trace_id: string }).trace_id), ['before', 'after-1', 'after-2']);
+  t.same(
+    lines.map((l) => (JSON.parse(l) as { trace_id: string }).trace_id),
+    ['before', 'after-1', 'after-2'],
+  );
   child.kill('SIGINT');
   t.equal(await exited, 0, stderr);
   writer.close();

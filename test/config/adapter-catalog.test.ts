@@ -8,7 +8,12 @@ import { MINI } from './fixture-tree.ts';
 
 function stub(seen: [string, AdapterOptions][]): AdapterCatalog {
   return new Map([
-    ['openai', { id: 'openai', endpoints: ['chat_completions'], validateOptions: (o: AdapterOptions) => {
+    [
+      'openai',
+      {
+        id: 'openai',
+        endpoints: ['chat_completions'],
+        validateOptions: (o: AdapterOptions) => {
           seen.push(['openai', o]);
           return ['stub: openai takes no options here'];
         },
@@ -30,17 +35,26 @@ t.test('adapters, their endpoints and their option checks come from the catalog 
     'config/platforms/bravo.yaml:4:10 adapter: unknown adapter "anthropic" (known: openai, zulu)',
     'config/platforms/charlie.yaml:5:10 adapter: stub: openai takes no options here',
   ]);
-  t.strictSame(seen, [
-    ['openai', {}],
-    ['openai', {}],
-  ], 'validateOptions gets the platform options ({} when the file has none), once per platform');
+  t.strictSame(
+    seen,
+    [
+      ['openai', {}],
+      ['openai', {}],
+    ],
+    'validateOptions gets the platform options ({} when the file has none), once per platform',
+  );
 });
 
 t.test('with a catalog that knows every adapter the mini tree names, it loads', async (t) => {
   const seen: [string, AdapterOptions][] = [];
   const endpoints = ['chat_completions', 'responses', 'images_generations', 'messages'];
   const adapters: AdapterCatalog = new Map(
-    ['openai', 'anthropic'].map((id) => [id, { id, endpoints, validateOptions: (o: AdapterOptions) => {
+    ['openai', 'anthropic'].map((id) => [
+      id,
+      {
+        id,
+        endpoints,
+        validateOptions: (o: AdapterOptions) => {
           seen.push([id, o]);
           return [];
         },
@@ -49,9 +63,13 @@ t.test('with a catalog that knows every adapter the mini tree names, it loads', 
   );
   const r = loadConfig(MINI, { adapters });
   t.equal(r.ok, true);
-  t.strictSame(seen, [
-    ['openai', {}],
-    ['anthropic', { version: '2023-06-01' }],
-    ['openai', {}],
-  ], 'each platform\'s adapter_options, in file order');
+  t.strictSame(
+    seen,
+    [
+      ['openai', {}],
+      ['anthropic', { version: '2023-06-01' }],
+      ['openai', {}],
+    ],
+    "each platform's adapter_options, in file order",
+  );
 });

@@ -16,10 +16,19 @@ t.test('formatPath', async (t) => {
 
 t.test('formatIssue', async (t) => {
   t.equal(
-    formatIssue({ file: 'config/models/openai.yaml', line: 12, col: 7, path: 'models[0].pricing.overrides[1]', message: 'boom' }),
+    formatIssue({
+      file: 'config/models/openai.yaml',
+      line: 12,
+      col: 7,
+      path: 'models[0].pricing.overrides[1]',
+      message: 'boom',
+    }),
     'config/models/openai.yaml:12:7 models[0].pricing.overrides[1]: boom',
   );
-  t.equal(formatIssue({ file: 'config/x.txt', line: 1, col: 1, path: '', message: 'unexpected file' }), 'config/x.txt:1:1: unexpected file');
+  t.equal(
+    formatIssue({ file: 'config/x.txt', line: 1, col: 1, path: '', message: 'unexpected file' }),
+    'config/x.txt:1:1: unexpected file',
+  );
 });
 
 t.test('sortIssues: by file, line, col; duplicates dropped', async (t) => {
@@ -36,7 +45,16 @@ t.test('locate: values, keys, missing keys, aliases, empty values', async (t) =>
   const text = ['base: &b', '  x: 1', 'list:', '  - id: a', '    price: "0.1"', '  - *b', 'empty:', ''].join('\n');
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter });
-  const f: SourceFile = { rel: 'x.yaml', file: 'c/x.yaml', kind: 'gateway', stem: 'x', doc, lineCounter, data: doc.toJS(), parsed: true };
+  const f: SourceFile = {
+    rel: 'x.yaml',
+    file: 'c/x.yaml',
+    kind: 'gateway',
+    stem: 'x',
+    doc,
+    lineCounter,
+    data: doc.toJS(),
+    parsed: true,
+  };
   t.strictSame(locate(f, ['list', 0, 'price']), { line: 5, col: 12 }, 'a value');
   t.strictSame(locate(f, ['list', 0, 'price'], 'key'), { line: 5, col: 5 }, 'its key');
   t.strictSame(locate(f, ['list', 0, 'nope']), { line: 4, col: 5 }, 'a missing key → its object');

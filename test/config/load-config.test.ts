@@ -24,7 +24,14 @@ const workspace = (id: string) => config.workspaces.find((w) => w.id === id)!;
 const ids = (xs: { id: string }[]) => xs.map((x) => x.id);
 
 t.test('the mini tree loads, every list sorted by id', async (t) => {
-  t.strictSame(ids(config.models), ['acme/chat-1', 'acme/old-1', 'acme/think-1', 'beta/draw-1', 'beta/embed-1', 'beta/hidden-1']);
+  t.strictSame(ids(config.models), [
+    'acme/chat-1',
+    'acme/old-1',
+    'acme/think-1',
+    'beta/draw-1',
+    'beta/embed-1',
+    'beta/hidden-1',
+  ]);
   t.strictSame(ids(config.platforms), ['alpha', 'bravo', 'charlie']);
   t.strictSame(ids(config.resources), ['alpha-eu', 'alpha-us', 'bravo-main', 'charlie-1']);
   t.strictSame(ids(config.deployments), [
@@ -56,41 +63,89 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
     'capabilities in vocabulary order',
     {
       given: () => model('acme/chat-1').capabilities,
-      want: ['supports_tools', 'supports_parallel_tool_calls', 'supports_json_mode', 'supports_vision', 'supports_image_output'],
+      want: [
+        'supports_tools',
+        'supports_parallel_tool_calls',
+        'supports_json_mode',
+        'supports_vision',
+        'supports_image_output',
+      ],
     },
   ],
-  ['input modalities: text, then capability modalities in vocabulary order', { given: () => model('acme/think-1').inputModalities, want: ['text', 'file'] }],
-  ['output modalities: the mode first, then capabilities', { given: () => model('acme/chat-1').outputModalities, want: ['text', 'image'] }],
-  ['output modalities deduplicated (image mode + image output)', { given: () => model('beta/draw-1').outputModalities, want: ['image'] }],
+  [
+    'input modalities: text, then capability modalities in vocabulary order',
+    { given: () => model('acme/think-1').inputModalities, want: ['text', 'file'] },
+  ],
+  [
+    'output modalities: the mode first, then capabilities',
+    { given: () => model('acme/chat-1').outputModalities, want: ['text', 'image'] },
+  ],
+  [
+    'output modalities deduplicated (image mode + image output)',
+    { given: () => model('beta/draw-1').outputModalities, want: ['image'] },
+  ],
   ['embedding mode names itself', { given: () => model('beta/embed-1').outputModalities, want: ['embedding'] }],
   [
     'supported parameters: own plus capabilities, vocabulary order',
     {
       given: () => model('acme/chat-1').supportedParameters,
-      want: ['tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'response_format'],
+      want: [
+        'tools',
+        'tool_choice',
+        'parallel_tool_calls',
+        'max_tokens',
+        'temperature',
+        'top_p',
+        'stop',
+        'seed',
+        'response_format',
+      ],
     },
   ],
   [
     'reasoning parameters come from the capability',
-    { given: () => model('acme/think-1').supportedParameters, want: ['tools', 'tool_choice', 'max_tokens', 'reasoning', 'include_reasoning'] },
+    {
+      given: () => model('acme/think-1').supportedParameters,
+      want: ['tools', 'tool_choice', 'max_tokens', 'reasoning', 'include_reasoning'],
+    },
   ],
-  ['default parameters in vocabulary order', { given: () => Object.keys(model('acme/chat-1').defaultParameters), want: ['temperature', 'top_p'] }],
+  [
+    'default parameters in vocabulary order',
+    { given: () => Object.keys(model('acme/chat-1').defaultParameters), want: ['temperature', 'top_p'] },
+  ],
   [
     'reasoning facts',
     {
       given: () => model('acme/think-1').reasoning,
-      want: { mandatory: false, defaultEnabled: true, supportedEfforts: ['high', 'medium', 'low', 'none'], supportsMaxTokens: true, defaultEffort: 'medium' },
+      want: {
+        mandatory: false,
+        defaultEnabled: true,
+        supportedEfforts: ['high', 'medium', 'low', 'none'],
+        supportsMaxTokens: true,
+        defaultEffort: 'medium',
+      },
     },
   ],
   ['no reasoning block → null', { given: () => model('acme/chat-1').reasoning, want: null }],
-  ['enabled defaults to true', { given: () => [model('acme/chat-1').enabled, model('beta/hidden-1').enabled], want: [true, false] }],
-  ['undeclared facts are null', { given: () => [model('acme/old-1').contextLength, model('acme/old-1').modelPageUrl], want: [null, null] }],
+  [
+    'enabled defaults to true',
+    { given: () => [model('acme/chat-1').enabled, model('beta/hidden-1').enabled], want: [true, false] },
+  ],
+  [
+    'undeclared facts are null',
+    { given: () => [model('acme/old-1').contextLength, model('acme/old-1').modelPageUrl], want: [null, null] },
+  ],
   [
     'list prices in atto-USD, brackets ascending',
     {
       given: () => model('acme/chat-1').listPricing,
       want: {
-        base: { prompt: 2_500_000_000_000n, completion: 10_000_000_000_000n, image: 1_000_000_000_000_000n, input_cache_read: 1_250_000_000_000n },
+        base: {
+          prompt: 2_500_000_000_000n,
+          completion: 10_000_000_000_000n,
+          image: 1_000_000_000_000_000n,
+          input_cache_read: 1_250_000_000_000n,
+        },
         overrides: [
           { minPromptTokens: 128000, prices: { prompt: 5_000_000_000_000n, completion: 15_000_000_000_000n } },
           { minPromptTokens: 200000, prices: { prompt: 7_500_000_000_000n } },
@@ -99,38 +154,122 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
     },
   ],
   ['a zero required price is kept', { given: () => model('beta/embed-1').listPricing.base.completion, want: 0n }],
-  ['platform endpoints in vocabulary order', { given: () => platform('alpha').endpoints, want: ['chat_completions', 'responses', 'images_generations'] }],
-  ['platform protocols from its endpoints (an image endpoint adds none)', { given: () => platform('alpha').protocols, want: ['chat_completions', 'responses'] }],
+  [
+    'platform endpoints in vocabulary order',
+    { given: () => platform('alpha').endpoints, want: ['chat_completions', 'responses', 'images_generations'] },
+  ],
+  [
+    'platform protocols from its endpoints (an image endpoint adds none)',
+    { given: () => platform('alpha').protocols, want: ['chat_completions', 'responses'] },
+  ],
   [
     'data policy defaults (retention unknown, training null)',
-    { given: () => platform('bravo').dataPolicy, want: { promptTraining: null, dataRetention: 'unknown', moderation: 'none', reviewed: false } },
+    {
+      given: () => platform('bravo').dataPolicy,
+      want: { promptTraining: null, dataRetention: 'unknown', moderation: 'none', reviewed: false },
+    },
   ],
-  ['retentionLimited from the vocabulary', { given: () => config.platforms.map((p) => p.retentionLimited), want: [true, false, true] }],
+  [
+    'retentionLimited from the vocabulary',
+    { given: () => config.platforms.map((p) => p.retentionLimited), want: [true, false, true] },
+  ],
   ['zdr defaults to false', { given: () => config.platforms.map((p) => p.zdr), want: [false, false, true] }],
-  ['samplingAccept in vocabulary order; null when absent', { given: () => [platform('charlie').samplingAccept, platform('alpha').samplingAccept], want: [['temperature', 'top_p'], null] }],
+  [
+    'samplingAccept in vocabulary order; null when absent',
+    {
+      given: () => [platform('charlie').samplingAccept, platform('alpha').samplingAccept],
+      want: [['temperature', 'top_p'], null],
+    },
+  ],
   [
     'reasoning budget levels in level order, min reply default',
-    { given: () => platform('charlie').reasoningBudget, want: { tokens: { low: 2000, medium: 8000, high: 16000 }, minReplyTokens: 256 } },
+    {
+      given: () => platform('charlie').reasoningBudget,
+      want: { tokens: { low: 2000, medium: 8000, high: 16000 }, minReplyTokens: 256 },
+    },
   ],
   ['adapter options as declared', { given: () => platform('bravo').adapterOptions, want: { version: '2023-06-01' } }],
-  ['resource credential defaults to the id', { given: () => config.resources.map((r) => r.credential), want: ['alpha-eu-key', 'alpha-us', 'bravo-main', 'charlie.token'] }],
-  ['resource active default and region null', { given: () => config.resources.map((r) => [r.active, r.region]), want: [[false, 'eu-west-1'], [true, 'us-east-1'], [true, null], [true, null]] }],
+  [
+    'resource credential defaults to the id',
+    {
+      given: () => config.resources.map((r) => r.credential),
+      want: ['alpha-eu-key', 'alpha-us', 'bravo-main', 'charlie.token'],
+    },
+  ],
+  [
+    'resource active default and region null',
+    {
+      given: () => config.resources.map((r) => [r.active, r.region]),
+      want: [
+        [false, 'eu-west-1'],
+        [true, 'us-east-1'],
+        [true, null],
+        [true, null],
+      ],
+    },
+  ],
   [
     'deployment limits fall back to the model',
     {
-      given: () => ['alpha/chat-1', 'charlie/chat-1'].map((d) => [deployment(d).contextLength, deployment(d).maxCompletionTokens, deployment(d).maxPromptTokens]),
-      want: [[256000, 16384, null], [128000, 8192, null]],
+      given: () =>
+        ['alpha/chat-1', 'charlie/chat-1'].map((d) => [
+          deployment(d).contextLength,
+          deployment(d).maxCompletionTokens,
+          deployment(d).maxPromptTokens,
+        ]),
+      want: [
+        [256000, 16384, null],
+        [128000, 8192, null],
+      ],
     },
   ],
-  ['deployment defaults (weight, active, status)', { given: () => { const d = deployment('alpha/chat-1'); return [d.weight, d.active, d.status]; }, want: [100, true, 'up'] }],
-  ['declared status and quantization', { given: () => [deployment('bravo/think-1').status, deployment('charlie/chat-1').quantization, deployment('alpha/draw-1').quantization], want: ['down', 'fp8', null] }],
-  ['deployment endpoints and protocols in vocabulary order; image endpoints belong to no protocol', { given: () => [deployment('alpha/chat-1').endpoints, deployment('alpha/draw-1').endpoints, deployment('alpha/draw-1').protocols], want: [['chat_completions', 'responses'], ['images_generations'], []] }],
+  [
+    'deployment defaults (weight, active, status)',
+    {
+      given: () => {
+        const d = deployment('alpha/chat-1');
+        return [d.weight, d.active, d.status];
+      },
+      want: [100, true, 'up'],
+    },
+  ],
+  [
+    'declared status and quantization',
+    {
+      given: () => [
+        deployment('bravo/think-1').status,
+        deployment('charlie/chat-1').quantization,
+        deployment('alpha/draw-1').quantization,
+      ],
+      want: ['down', 'fp8', null],
+    },
+  ],
+  [
+    'deployment endpoints and protocols in vocabulary order; image endpoints belong to no protocol',
+    {
+      given: () => [
+        deployment('alpha/chat-1').endpoints,
+        deployment('alpha/draw-1').endpoints,
+        deployment('alpha/draw-1').protocols,
+      ],
+      want: [['chat_completions', 'responses'], ['images_generations'], []],
+    },
+  ],
   [
     'capabilities narrowed by capabilities_removed',
-    { given: () => deployment('bravo/chat-1').capabilities, want: ['supports_tools', 'supports_json_mode', 'supports_vision', 'supports_image_output'] },
+    {
+      given: () => deployment('bravo/chat-1').capabilities,
+      want: ['supports_tools', 'supports_json_mode', 'supports_vision', 'supports_image_output'],
+    },
   ],
   ['no channel pricing → list', { given: () => deployment('bravo/chat-1').pricing, want: { kind: 'list' } }],
-  ['discount with an end', { given: () => deployment('alpha/chat-1').pricing, want: { kind: 'discount', percent: 20, endsAt: '2030-01-01T00:00:00Z' } }],
+  [
+    'discount with an end',
+    {
+      given: () => deployment('alpha/chat-1').pricing,
+      want: { kind: 'discount', percent: 20, endsAt: '2030-01-01T00:00:00Z' },
+    },
+  ],
   [
     'channel price list',
     {
@@ -138,7 +277,11 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
       want: {
         kind: 'channel',
         prices: {
-          base: { prompt: 2_500_000_000_000n, completion: 15_000_000_000_000n, internal_reasoning: 10_000_000_000_000n },
+          base: {
+            prompt: 2_500_000_000_000n,
+            completion: 15_000_000_000_000n,
+            internal_reasoning: 10_000_000_000_000n,
+          },
           overrides: [{ minPromptTokens: 100000, prices: { prompt: 3_000_000_000_000n } }],
         },
         endsAt: null,
@@ -153,7 +296,16 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
         id: 'default',
         name: 'Default',
         rateLimitRpm: 600,
-        routing: { allow: null, ignore: [], allowFallbacks: true, dataCollection: 'allow', zdr: false, quantizations: null, order: [], sort: null },
+        routing: {
+          allow: null,
+          ignore: [],
+          allowFallbacks: true,
+          dataCollection: 'allow',
+          zdr: false,
+          quantizations: null,
+          order: [],
+          sort: null,
+        },
       },
     },
   ],
@@ -165,12 +317,37 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
         id: 'team',
         name: 'team',
         rateLimitRpm: 60,
-        routing: { allow: ['alpha', 'charlie'], ignore: ['bravo'], allowFallbacks: false, dataCollection: 'deny', zdr: false, quantizations: ['fp8', 'bf16'], order: ['alpha'], sort: 'price' },
+        routing: {
+          allow: ['alpha', 'charlie'],
+          ignore: ['bravo'],
+          allowFallbacks: false,
+          dataCollection: 'deny',
+          zdr: false,
+          quantizations: ['fp8', 'bf16'],
+          order: ['alpha'],
+          sort: 'price',
+        },
       },
     },
   ],
-  ['vocabulary capabilities compiled with defaults', { given: () => config.vocabularies.capabilities.find((c) => c.id === 'supports_vision'), want: { id: 'supports_vision', parameters: [], inputModality: 'image', outputModality: null, requires: [] } }],
-  ['retention levels with zero default', { given: () => config.vocabularies.retentionLevels, want: [{ id: 'zero', limited: true, zero: true }, { id: 'short', limited: true, zero: false }, { id: 'unknown', limited: false, zero: false }] }],
+  [
+    'vocabulary capabilities compiled with defaults',
+    {
+      given: () => config.vocabularies.capabilities.find((c) => c.id === 'supports_vision'),
+      want: { id: 'supports_vision', parameters: [], inputModality: 'image', outputModality: null, requires: [] },
+    },
+  ],
+  [
+    'retention levels with zero default',
+    {
+      given: () => config.vocabularies.retentionLevels,
+      want: [
+        { id: 'zero', limited: true, zero: true },
+        { id: 'short', limited: true, zero: false },
+        { id: 'unknown', limited: false, zero: false },
+      ],
+    },
+  ],
 ];
 
 t.test('derived fields', async (t) => {
@@ -183,11 +360,17 @@ t.test('gateway settings: overrides, then schema defaults', async (t) => {
   t.equal(config.settings.limits.maxBodyBytes, 4194304);
   t.equal(config.settings.requestLog.flushIntervalMs, 200);
   // Every key of the gateway schema lands in GatewaySettings (a new schema key needs a compiled field).
-  const schema = readSchemas().get('gateway.schema.json') as { properties: Record<string, { properties: Record<string, unknown> }> };
+  const schema = readSchemas().get('gateway.schema.json') as {
+    properties: Record<string, { properties: Record<string, unknown> }>;
+  };
   const camel = (s: string) => s.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
   for (const [section, s] of Object.entries(schema.properties)) {
     const compiled = (config.settings as unknown as Record<string, Record<string, unknown>>)[camel(section)];
-    t.strictSame(Object.keys(compiled ?? {}).sort(), Object.keys(s.properties).map(camel).sort(), `settings.${camel(section)}`);
+    t.strictSame(
+      Object.keys(compiled ?? {}).sort(),
+      Object.keys(s.properties).map(camel).sort(),
+      `settings.${camel(section)}`,
+    );
   }
 });
 
@@ -221,7 +404,9 @@ t.test('issue file names keep the dir as the caller spelled it', async (t) => {
 
 t.test('a missing config dir is one issue', async (t) => {
   const r = loadConfig('test/fixtures/config/does-not-exist', { adapters: ADAPTERS });
-  t.strictSame(r.ok ? [] : r.issues.map(formatIssue), ['test/fixtures/config/does-not-exist:1:1: config directory does not exist']);
+  t.strictSame(r.ok ? [] : r.issues.map(formatIssue), [
+    'test/fixtures/config/does-not-exist:1:1: config directory does not exist',
+  ]);
 });
 
 t.test('loading twice gives equal configs (no shared mutable state)', async (t) => {
@@ -232,7 +417,19 @@ t.test('declared input modalities stand on their own; without them, capabilities
   const { FIXTURES } = await import('./fixture-tree.ts');
   const select = load(join(FIXTURES, 'catalog-select'));
   const reader = select.models.find((m) => m.id === 'nova/reader');
-  t.strictSame(reader?.inputModalities, ['text', 'image', 'file', 'video'], 'declared [video, file, text, image], compiled in the fixed order');
-  t.strictSame(reader?.capabilities, ['supports_tools', 'supports_pdf_input'], 'no capability added for image or video');
-  t.strictSame(model('acme/chat-1').inputModalities, ['text', 'image'], 'undeclared: text plus supports_vision → image');
+  t.strictSame(
+    reader?.inputModalities,
+    ['text', 'image', 'file', 'video'],
+    'declared [video, file, text, image], compiled in the fixed order',
+  );
+  t.strictSame(
+    reader?.capabilities,
+    ['supports_tools', 'supports_pdf_input'],
+    'no capability added for image or video',
+  );
+  t.strictSame(
+    model('acme/chat-1').inputModalities,
+    ['text', 'image'],
+    'undeclared: text plus supports_vision → image',
+  );
 });

@@ -31,7 +31,22 @@ function paths(v: unknown, at: Seg[] = [], out: Seg[][] = []): Seg[][] {
 }
 
 const DELETE = Symbol('delete');
-const REPLACEMENTS: unknown[] = [null, 0, -1, 1.5, '', 'x', 'UPPER', 'acme/chat-1', true, [], {}, ['x'], { x: 1 }, DELETE];
+const REPLACEMENTS: unknown[] = [
+  null,
+  0,
+  -1,
+  1.5,
+  '',
+  'x',
+  'UPPER',
+  'acme/chat-1',
+  true,
+  [],
+  {},
+  ['x'],
+  { x: 1 },
+  DELETE,
+];
 
 function mutate(root: unknown, path: Seg[], value: unknown): unknown {
   if (path.length === 0) return value === DELETE ? null : value;
@@ -64,7 +79,10 @@ t.test('one mutated value: a config or located issues, never a throw', async (t)
         const r = loadConfig(dir, { adapters: ADAPTERS });
         if (r.ok) return true;
         withIssues++;
-        return r.issues.length > 0 && r.issues.every((i) => i.line >= 1 && i.col >= 1 && i.file.startsWith(dir) && i.message !== '');
+        return (
+          r.issues.length > 0 &&
+          r.issues.every((i) => i.line >= 1 && i.col >= 1 && i.file.startsWith(dir) && i.message !== '')
+        );
       } finally {
         writeFileSync(join(dir, f.rel), f.text);
       }

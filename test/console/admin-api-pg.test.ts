@@ -33,7 +33,9 @@ t.before(async () => {
   const m = await openPgStore(url, { checkSchema: false, masterKey });
   await m.migrate();
   const config = fixtureConfig('gateway');
-  for (const r of config.resources) if (!r.credential.endsWith('-unsealed-key') && !(await m.secrets.list()).some((s) => s.name === r.credential)) await m.secrets.set(r.credential, `upstream-secret-${r.credential}`);
+  for (const r of config.resources)
+    if (!r.credential.endsWith('-unsealed-key') && !(await m.secrets.list()).some((s) => s.name === r.credential))
+      await m.secrets.set(r.credential, `upstream-secret-${r.credential}`);
   keys.open = (await m.apiKeys.create({ workspace: 'open', name: 'backend' })).key;
   keys.cheap = (await m.apiKeys.create({ workspace: 'cheap', name: 'batch' })).key;
   await m.wallets.credit('open', decimalToNano('100'), 'test credit');
@@ -50,7 +52,14 @@ t.before(async () => {
     port: 0,
     upstreamOverride: sim.url,
     clock,
-    observability: { admin: { host: '127.0.0.1', port: adminPort }, metrics: false, accessLog: false, trustedProxies: [], tracesUrl: null, serviceName: 'pi-gateway-test' },
+    observability: {
+      admin: { host: '127.0.0.1', port: adminPort },
+      metrics: false,
+      accessLog: false,
+      trustedProxies: [],
+      tracesUrl: null,
+      serviceName: 'pi-gateway-test',
+    },
   });
   adminUrl = `http://127.0.0.1:${adminPort}`;
 });
@@ -68,12 +77,19 @@ t.teardown(async () => {
   else process.env.PI_MASTER_KEY = env.master;
 });
 
-async function call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ status: number; body: AdminBody; text: string }> {
+async function call(
+  path: string,
+  init: { method?: string; body?: unknown; token?: string | null } = {},
+): Promise<{ status: number; body: AdminBody; text: string }> {
   const token = init.token === undefined ? TOKEN : init.token;
   const headers: Record<string, string> = {};
   if (token !== null) headers['authorization'] = `Bearer ${token}`;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${adminUrl}${path}`, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
+  const res = await fetch(`${adminUrl}${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers,
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
   const text = await res.text();
   let body: unknown = null;
   try {
@@ -85,7 +101,11 @@ async function call(path: string, init: { method?: string; body?: unknown; token
 }
 
 /** One chat request to the node; waits until its request-log row is in PostgreSQL. */
-async function chat(key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<{ status: number; trace: string }> {
+async function chat(
+  key: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; trace: string }> {
   const res = await fetch(`${node.gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
@@ -114,8 +134,16 @@ const traceIds = (body: { requests: { trace_id: string }[] }) => body.requests.m
 
 t.test('known traffic on the node', async (t) => {
   const usage = { prompt: 1000, completion: 500 };
-  traces.small1 = (await chat(keys.open as string, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } }, { 'X-Title': 'Billing app', 'HTTP-Referer': 'https://billing.example.com/x' })).trace;
-  traces.small2 = (await chat(keys.open as string, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } })).trace;
+  traces.small1 = (
+    await chat(
+      keys.open as string,
+      { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } },
+      { 'X-Title': 'Billing app', 'HTTP-Referer': 'https://billing.example.com/x' },
+    )
+  ).trace;
+  traces.small2 = (
+    await chat(keys.open as string, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } })
+  ).trace;
   traces.missing = (await chat(keys.open as string, { model: 'acme/no-such-model' })).trace;
   traces.cheap = (await chat(keys.cheap as string, { model: 'acme/chat-small', sim: { usage } })).trace;
   t.equal(Object.values(traces).filter(Boolean).length, 4);
@@ -148,12 +176,20 @@ t.test('the request log on PostgreSQL: filters, paging, live tail, one request i
   t.match(byStatus.body.requests[0], { ended: 'rejected', error_code: 'model_not_found' });
   t.equal((await call('/admin/requests?ended=rejected')).body.requests.length, 1, 'how it ended');
   t.same(traceIds((await call('/admin/requests?workspace=cheap')).body), [traces.cheap], 'workspace');
-  t.equal((await call('/admin/requests?provider=alpha&model=acme/chat-small')).body.requests.length, 2, 'provider and model');
+  t.equal(
+    (await call('/admin/requests?provider=alpha&model=acme/chat-small')).body.requests.length,
+    2,
+    'provider and model',
+  );
   t.equal((await call(`/admin/requests?key=${first.key_id}`)).body.requests.length, 3, 'key');
   t.equal((await call('/admin/requests?status=error')).body.requests.length, 1, 'any error');
   t.equal((await call('/admin/requests?status=200')).body.requests.length, 3, 'an exact status');
   t.same((await call('/admin/requests?from=2026-01-16')).body.requests, [], 'time range: nothing tomorrow');
-  t.equal((await call('/admin/requests?from=2026-01-15&to=2026-01-15T12:00:01Z')).body.requests.length, 4, 'time range: today');
+  t.equal(
+    (await call('/admin/requests?from=2026-01-15&to=2026-01-15T12:00:01Z')).body.requests.length,
+    4,
+    'time range: today',
+  );
   t.equal((await call('/admin/requests?status=teapot')).status, 400);
 
   const page1 = await call('/admin/requests?limit=3');
@@ -166,9 +202,20 @@ t.test('the request log on PostgreSQL: filters, paging, live tail, one request i
 
   const detail = await call(`/admin/requests/${traces.small1}`);
   t.equal(detail.status, 200);
-  t.match(detail.body, { trace_id: traces.small1, cost_usd: '0.002', key: { id: first.key_id, name: 'backend', workspace: 'open' } });
-  t.same(detail.body.attempt_list.map((a: Record<string, unknown>) => [a.n, a.deployment, a.provider, a.outcome, a.status]), [[1, 'alpha/chat-small', 'alpha', 'ok', 200]]);
-  t.same(detail.body.ledger.map((l: Record<string, unknown>) => l.kind), ['hold', 'settle'], 'its ledger rows');
+  t.match(detail.body, {
+    trace_id: traces.small1,
+    cost_usd: '0.002',
+    key: { id: first.key_id, name: 'backend', workspace: 'open' },
+  });
+  t.same(
+    detail.body.attempt_list.map((a: Record<string, unknown>) => [a.n, a.deployment, a.provider, a.outcome, a.status]),
+    [[1, 'alpha/chat-small', 'alpha', 'ok', 200]],
+  );
+  t.same(
+    detail.body.ledger.map((l: Record<string, unknown>) => l.kind),
+    ['hold', 'settle'],
+    'its ledger rows',
+  );
   t.equal(detail.body.ledger[1].amount_usd, '0.002');
   t.equal((await call('/admin/requests/no-such-trace')).status, 404);
 });
@@ -177,17 +224,40 @@ t.test('spend on PostgreSQL equals the request log and the ledger', async (t) =>
   const spend = await call('/admin/spend');
   t.equal(spend.status, 200);
   t.equal(spend.body.to, '2026-01-16T00:00:00.000Z');
-  t.same(spend.body.by_workspace.find((l: { key: string }) => l.key === 'open'), { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 });
-  t.same(spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha'), { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 });
-  t.same(spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]), [['2026-01-15', 4]]);
+  t.same(
+    spend.body.by_workspace.find((l: { key: string }) => l.key === 'open'),
+    { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+  );
+  t.same(
+    spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha'),
+    { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+  );
+  t.same(
+    spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]),
+    [['2026-01-15', 4]],
+  );
   const rows = await node.store.requestLog.query({ limit: 10_000 });
   const logged = rows.reduce((a, r) => a + (r.cost_nano ?? 0n), 0n);
   t.equal(decimalToNano(spend.body.total.cost_usd), logged, 'the total is the request log’s sum, exactly');
   t.equal(spend.body.total.requests, rows.length);
-  t.equal(spend.body.total.prompt_tokens, rows.reduce((a, r) => a + (r.prompt_tokens ?? 0), 0));
-  const cheapSettle = (await call(`/admin/requests/${traces.cheap}`)).body.ledger.find((l: { kind: string }) => l.kind === 'settle');
-  t.equal(spend.body.by_workspace.find((l: { key: string }) => l.key === 'cheap').cost_usd, cheapSettle.amount_usd, "cheap: what the ledger's settlement charged");
-  t.same((await call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total, { requests: 0, cost_usd: '0', prompt_tokens: 0, completion_tokens: 0 });
+  t.equal(
+    spend.body.total.prompt_tokens,
+    rows.reduce((a, r) => a + (r.prompt_tokens ?? 0), 0),
+  );
+  const cheapSettle = (await call(`/admin/requests/${traces.cheap}`)).body.ledger.find(
+    (l: { kind: string }) => l.kind === 'settle',
+  );
+  t.equal(
+    spend.body.by_workspace.find((l: { key: string }) => l.key === 'cheap').cost_usd,
+    cheapSettle.amount_usd,
+    "cheap: what the ledger's settlement charged",
+  );
+  t.same((await call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total, {
+    requests: 0,
+    cost_usd: '0',
+    prompt_tokens: 0,
+    completion_tokens: 0,
+  });
   const csv = await call('/admin/spend.csv?workspace=open');
   t.same(csv.text.split('\r\n'), [
     'day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd',
@@ -209,23 +279,34 @@ t.test('the same traffic on the embedded store answers the same spend, CSV and w
 
 t.test('wallets on PostgreSQL: balances, ledger rows, a credit with the operator note', async (t) => {
   const list = await call('/admin/wallets');
-  t.same(list.body.wallets.find((w: { workspace: string }) => w.workspace === 'open'), {
-    workspace: 'open',
-    name: 'Open (default routing)',
-    configured: true,
-    balance_usd: '99.996',
-    held_usd: '0',
-    available_usd: '99.996',
-    spend_today_usd: '0.004',
-    open_holds: 0,
-  });
-  t.ok(list.body.wallets.some((w: { workspace: string }) => w.workspace === 'strict'), 'every workspace of the config');
+  t.same(
+    list.body.wallets.find((w: { workspace: string }) => w.workspace === 'open'),
+    {
+      workspace: 'open',
+      name: 'Open (default routing)',
+      configured: true,
+      balance_usd: '99.996',
+      held_usd: '0',
+      available_usd: '99.996',
+      spend_today_usd: '0.004',
+      open_holds: 0,
+    },
+  );
+  t.ok(
+    list.body.wallets.some((w: { workspace: string }) => w.workspace === 'strict'),
+    'every workspace of the config',
+  );
   const credit = await call('/admin/wallets/open/credit', { body: { usd: '5.5', note: 'invoice 42' } });
   t.equal(credit.status, 200);
   t.match(credit.body, { workspace: 'open', credited_usd: '5.5', balance_usd: '105.496', note: 'invoice 42' });
   t.equal((await node.store.wallets.show('open', clock.now())).balance, 105_496_000_000n, 'PostgreSQL has it');
   const detail = await call('/admin/wallets/open?limit=2');
-  t.match(detail.body.ledger[0], { kind: 'credit', amount_usd: '5.5', note: 'invoice 42', trace_id: credit.body.trace_id });
+  t.match(detail.body.ledger[0], {
+    kind: 'credit',
+    amount_usd: '5.5',
+    note: 'invoice 42',
+    trace_id: credit.body.trace_id,
+  });
   t.match(detail.body.ledger[1], { kind: 'settle', amount_usd: '0.002', model: 'acme/chat-small', provider: 'alpha' });
   const older = await call(`/admin/wallets/open?limit=2&before=${detail.body.ledger[1].id}`);
   t.match(older.body.ledger[0], { kind: 'hold' }, 'paging back');
@@ -243,18 +324,32 @@ t.test('keys on PostgreSQL: create, list, expire, revive, revoke; the node follo
   const id = created.body.id as string;
   const listed = await call('/admin/keys?workspace=open');
   // Every key here was made at the same (manual) clock time, so the list order among them is by id.
-  t.ok(listed.body.keys.some((k: { id: string }) => k.id === id), 'listed');
+  t.ok(
+    listed.body.keys.some((k: { id: string }) => k.id === id),
+    'listed',
+  );
   t.notOk(listed.text.includes(key), 'the list never shows the key');
   t.equal(await chatUntil(key, 200), 200, 'the new key works');
   const expired = await call(`/admin/keys/${id}/expiry`, { body: { expires_at: '2026-01-15T11:00:00Z' } });
   t.match(expired.body, { state: 'expired', expires_at: '2026-01-15T11:00:00.000Z' });
   t.equal(await chatUntil(key, 401), 401, 'an expired key is refused');
-  t.match((await call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).body, { state: 'active', expires_at: null });
+  t.match((await call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).body, {
+    state: 'active',
+    expires_at: null,
+  });
   t.equal(await chatUntil(key, 200), 200, 'cleared expiry: works again');
   t.match((await call(`/admin/keys/${id}/revoke`, { body: {} })).body, { state: 'revoked', changed: true });
   t.equal(await chatUntil(key, 401), 401, 'revoked');
-  t.match((await call(`/admin/keys/${id}/revoke`, { body: {} })).body, { changed: false }, 'revoking twice changes nothing');
-  t.equal((await call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).status, 400, 'a revoked key stays revoked');
+  t.match(
+    (await call(`/admin/keys/${id}/revoke`, { body: {} })).body,
+    { changed: false },
+    'revoking twice changes nothing',
+  );
+  t.equal(
+    (await call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).status,
+    400,
+    'a revoked key stays revoked',
+  );
   t.equal((await call('/admin/keys/key_nope/revoke', { body: {} })).status, 404);
 });
 
@@ -267,8 +362,14 @@ t.test('health, meta and the token on a fleet node', async (t) => {
   t.equal((await call('/admin/meta')).status, 200);
   t.equal((await call('/admin/requests', { token: 'wrong' })).status, 401);
   t.equal((await call('/admin/requests', { token: null })).status, 401);
-  const texts = [(await call('/admin/requests')).text, (await call('/admin/keys')).text, (await call(`/admin/requests/${traces.small1}`)).text];
-  for (const text of texts) for (const secret of [TOKEN, keys.open as string, PROMPT_MARK]) t.notOk(text.includes(secret), 'no secret in an answer');
+  const texts = [
+    (await call('/admin/requests')).text,
+    (await call('/admin/keys')).text,
+    (await call(`/admin/requests/${traces.small1}`)).text,
+  ];
+  for (const text of texts)
+    for (const secret of [TOKEN, keys.open as string, PROMPT_MARK])
+      t.notOk(text.includes(secret), 'no secret in an answer');
 });
 
 t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers by itself', async (t) => {

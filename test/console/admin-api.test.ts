@@ -57,16 +57,36 @@ t.test('the request log: filters, newest first, paging, live tail, one request i
   });
 
   const byStatus = await s.call('/admin/requests?workspace=open&status=4xx');
-  t.same(byStatus.body.requests.map((r: { trace_id: string }) => r.trace_id), [k.traces.missing], 'status class filter');
+  t.same(
+    byStatus.body.requests.map((r: { trace_id: string }) => r.trace_id),
+    [k.traces.missing],
+    'status class filter',
+  );
   t.equal(byStatus.body.requests[0].ended, 'rejected');
   t.equal(byStatus.body.requests[0].error_code, 'model_not_found');
   t.same((await s.call('/admin/requests?ended=rejected')).body.requests.length, 1, 'how it ended');
-  t.same((await s.call('/admin/requests?workspace=cheap')).body.requests.map((r: { trace_id: string }) => r.trace_id), [k.traces.cheap], 'workspace');
-  t.same((await s.call('/admin/requests?provider=alpha&model=acme/chat-small')).body.requests.length, 2, 'provider and model');
+  t.same(
+    (await s.call('/admin/requests?workspace=cheap')).body.requests.map((r: { trace_id: string }) => r.trace_id),
+    [k.traces.cheap],
+    'workspace',
+  );
+  t.same(
+    (await s.call('/admin/requests?provider=alpha&model=acme/chat-small')).body.requests.length,
+    2,
+    'provider and model',
+  );
   const keyId = first.key_id as string;
-  t.same((await s.call(`/admin/requests?key=${keyId}`)).body.requests.length, 3, 'key (the 404 is logged against its key too)');
+  t.same(
+    (await s.call(`/admin/requests?key=${keyId}`)).body.requests.length,
+    3,
+    'key (the 404 is logged against its key too)',
+  );
   t.same((await s.call('/admin/requests?from=2026-01-16')).body.requests, [], 'time range: nothing from tomorrow');
-  t.same((await s.call('/admin/requests?from=2026-01-15&to=2026-01-15T12:00:01Z')).body.requests.length, 4, 'time range: today');
+  t.same(
+    (await s.call('/admin/requests?from=2026-01-15&to=2026-01-15T12:00:01Z')).body.requests.length,
+    4,
+    'time range: today',
+  );
   t.equal((await s.call('/admin/requests?status=teapot')).status, 400, 'a status it cannot read is a 400');
   t.equal((await s.call('/admin/requests?from=2026-02-30')).status, 400, 'a date off the calendar is a 400');
 
@@ -74,19 +94,38 @@ t.test('the request log: filters, newest first, paging, live tail, one request i
   t.equal(page1.body.requests.length, 3);
   t.equal(page1.body.next_before, page1.body.requests[2].id, 'cursor: the last id of the page');
   const page2 = await s.call(`/admin/requests?limit=3&before=${page1.body.next_before}`);
-  t.same(page2.body.requests.map((r: { trace_id: string }) => r.trace_id), [k.traces.small1], 'the older page');
+  t.same(
+    page2.body.requests.map((r: { trace_id: string }) => r.trace_id),
+    [k.traces.small1],
+    'the older page',
+  );
   t.equal(page2.body.next_before, null);
 
   const newest = all.body.requests[0].id as number;
   t.same((await s.call(`/admin/requests?since=${newest}`)).body.requests, [], 'live tail: nothing newer yet');
   const later = await chat(s, k.openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] } });
-  t.same((await s.call(`/admin/requests?since=${newest}`)).body.requests.map((r: { trace_id: string }) => r.trace_id), [later.trace], 'live tail: the new request');
+  t.same(
+    (await s.call(`/admin/requests?since=${newest}`)).body.requests.map((r: { trace_id: string }) => r.trace_id),
+    [later.trace],
+    'live tail: the new request',
+  );
 
   const detail = await s.call(`/admin/requests/${k.traces.small1}`);
   t.equal(detail.status, 200);
-  t.match(detail.body, { trace_id: k.traces.small1, cost_usd: '0.002', key: { id: keyId, name: 'backend', workspace: 'open' } });
-  t.same(detail.body.attempt_list.map((a: Record<string, unknown>) => [a.n, a.deployment, a.provider, a.outcome, a.status]), [[1, 'alpha/chat-small', 'alpha', 'ok', 200]]);
-  t.same(detail.body.ledger.map((l: Record<string, unknown>) => l.kind), ['hold', 'settle'], 'its ledger rows');
+  t.match(detail.body, {
+    trace_id: k.traces.small1,
+    cost_usd: '0.002',
+    key: { id: keyId, name: 'backend', workspace: 'open' },
+  });
+  t.same(
+    detail.body.attempt_list.map((a: Record<string, unknown>) => [a.n, a.deployment, a.provider, a.outcome, a.status]),
+    [[1, 'alpha/chat-small', 'alpha', 'ok', 200]],
+  );
+  t.same(
+    detail.body.ledger.map((l: Record<string, unknown>) => l.kind),
+    ['hold', 'settle'],
+    'its ledger rows',
+  );
   t.equal(detail.body.ledger[1].amount_usd, '0.002');
   t.equal((await s.call('/admin/requests/no-such-trace')).status, 404);
 });
@@ -101,19 +140,38 @@ t.test('spend by workspace, model, provider and day, and the CSV', async (t) => 
   t.equal(spend.body.to, '2026-01-16T00:00:00.000Z', 'up to the end of today by default');
   t.equal(spend.body.from, '2025-12-17T00:00:00.000Z', '30 days');
   const openLine = spend.body.by_workspace.find((l: { key: string }) => l.key === 'open');
-  t.same(openLine, { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 }, 'open: two $0.002 requests and a refused one');
+  t.same(
+    openLine,
+    { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+    'open: two $0.002 requests and a refused one',
+  );
   const cheapLine = spend.body.by_workspace.find((l: { key: string }) => l.key === 'cheap');
   t.equal(cheapLine.cost_usd, cheapRow.cost_usd, 'cheap: its request cost');
-  t.equal(BigInt(Math.round(Number(cheapLine.cost_usd) * 1e9)), cheapCost, "cheap: what the ledger's settlement charged");
-  t.same(spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]), [['2026-01-15', 4]]);
+  t.equal(
+    BigInt(Math.round(Number(cheapLine.cost_usd) * 1e9)),
+    cheapCost,
+    "cheap: what the ledger's settlement charged",
+  );
+  t.same(
+    spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]),
+    [['2026-01-15', 4]],
+  );
   const alpha = spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha');
   t.same(alpha, { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 });
   t.equal(spend.body.total.requests, 4);
   t.equal(spend.body.total.prompt_tokens, 3000);
 
   const onlyOpen = await s.call('/admin/spend?workspace=open&from=2026-01-15&to=2026-01-16');
-  t.same(onlyOpen.body.by_workspace.map((l: { key: string }) => l.key), ['open'], 'narrowed to a workspace');
-  t.same((await s.call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total, { requests: 0, cost_usd: '0', prompt_tokens: 0, completion_tokens: 0 }, 'another day: nothing');
+  t.same(
+    onlyOpen.body.by_workspace.map((l: { key: string }) => l.key),
+    ['open'],
+    'narrowed to a workspace',
+  );
+  t.same(
+    (await s.call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total,
+    { requests: 0, cost_usd: '0', prompt_tokens: 0, completion_tokens: 0 },
+    'another day: nothing',
+  );
   t.equal((await s.call('/admin/spend?from=2026-01-16&to=2026-01-15')).status, 400, 'from after to');
 
   const csv = await s.call('/admin/spend.csv?workspace=open');
@@ -133,22 +191,51 @@ t.test('wallets, the ledger and a credit with the operator note', async (t) => {
   await knownTraffic(s);
   const list = await s.call('/admin/wallets');
   const open = list.body.wallets.find((w: { workspace: string }) => w.workspace === 'open');
-  t.same(open, { workspace: 'open', name: 'Open (default routing)', configured: true, balance_usd: '99.996', held_usd: '0', available_usd: '99.996', spend_today_usd: '0.004', open_holds: 0 });
-  t.ok(list.body.wallets.some((w: { workspace: string }) => w.workspace === 'strict'), 'every workspace of the config, even without a wallet yet');
+  t.same(open, {
+    workspace: 'open',
+    name: 'Open (default routing)',
+    configured: true,
+    balance_usd: '99.996',
+    held_usd: '0',
+    available_usd: '99.996',
+    spend_today_usd: '0.004',
+    open_holds: 0,
+  });
+  t.ok(
+    list.body.wallets.some((w: { workspace: string }) => w.workspace === 'strict'),
+    'every workspace of the config, even without a wallet yet',
+  );
 
   const credit = await s.call('/admin/wallets/open/credit', { body: { usd: '5.5', note: 'invoice 42' } });
   t.equal(credit.status, 200);
   t.match(credit.body, { workspace: 'open', credited_usd: '5.5', balance_usd: '105.496', note: 'invoice 42' });
   t.equal(s.store.wallets.show('open', s.clock.now()).balance, 105_496_000_000n, 'the store has it');
   const detail = await s.call('/admin/wallets/open?limit=2');
-  t.match(detail.body.ledger[0], { kind: 'credit', amount_usd: '5.5', note: 'invoice 42', trace_id: credit.body.trace_id });
+  t.match(detail.body.ledger[0], {
+    kind: 'credit',
+    amount_usd: '5.5',
+    note: 'invoice 42',
+    trace_id: credit.body.trace_id,
+  });
   t.match(detail.body.ledger[1], { kind: 'settle', amount_usd: '0.002', model: 'acme/chat-small', provider: 'alpha' });
   t.ok(s.store.wallets.verify().ok, 'ledger verify agrees');
 
   t.equal((await s.call('/admin/wallets/open/credit', { body: { usd: '5' } })).status, 400, 'a credit needs a note');
-  t.equal((await s.call('/admin/wallets/open/credit', { body: { usd: '-1', note: 'n' } })).status, 400, 'a positive amount');
-  t.equal((await s.call('/admin/wallets/open/credit', { body: { usd: '0.0000000001', note: 'n' } })).status, 400, 'at most 9 decimals');
-  t.equal((await s.call('/admin/wallets/nobody/credit', { body: { usd: '1', note: 'n' } })).status, 404, 'a workspace of the config');
+  t.equal(
+    (await s.call('/admin/wallets/open/credit', { body: { usd: '-1', note: 'n' } })).status,
+    400,
+    'a positive amount',
+  );
+  t.equal(
+    (await s.call('/admin/wallets/open/credit', { body: { usd: '0.0000000001', note: 'n' } })).status,
+    400,
+    'at most 9 decimals',
+  );
+  t.equal(
+    (await s.call('/admin/wallets/nobody/credit', { body: { usd: '1', note: 'n' } })).status,
+    404,
+    'a workspace of the config',
+  );
   t.equal((await s.call('/admin/wallets/nobody')).status, 404);
 });
 
@@ -162,7 +249,10 @@ t.test('keys: create (shown once), list, expire, revive, revoke; the public API 
   const key = created.body.key as string;
   const id = created.body.id as string;
   const listed = await s.call('/admin/keys?workspace=open');
-  t.same(listed.body.keys.map((k: { id: string }) => k.id), [id]);
+  t.same(
+    listed.body.keys.map((k: { id: string }) => k.id),
+    [id],
+  );
   t.notOk(listed.text.includes(key), 'the list never shows the key');
   t.equal((await chat(s, key, { model: 'acme/chat-small' })).status, 200, 'the new key works');
 
@@ -175,7 +265,11 @@ t.test('keys: create (shown once), list, expire, revive, revoke; the public API 
   const revoked = await s.call(`/admin/keys/${id}/revoke`, { body: {} });
   t.match(revoked.body, { state: 'revoked', changed: true });
   t.equal((await chat(s, key, { model: 'acme/chat-small' })).status, 401, 'revoked');
-  t.equal((await s.call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).status, 400, 'a revoked key stays revoked');
+  t.equal(
+    (await s.call(`/admin/keys/${id}/expiry`, { body: { expires_at: null } })).status,
+    400,
+    'a revoked key stays revoked',
+  );
   t.equal((await s.call('/admin/keys', { body: { workspace: 'nobody' } })).status, 400);
   t.equal((await s.call('/admin/keys', { body: { workspace: 'open', expires_at: 'soon' } })).status, 400);
   t.equal((await s.call('/admin/keys/key_nope/revoke', { body: {} })).status, 404);
@@ -193,10 +287,22 @@ t.test('the route preview agrees with what the gateway then does, failover inclu
   const order = model.deployments.map((d: { deployment: string }) => d.deployment) as string[];
   t.ok(order.length >= 2, `several deployments: ${order.join(', ')}`);
   t.notOk(order.includes('gcp/chat-small'), 'an inactive deployment is not offered');
-  const prices = model.deployments.map((d: { price: { prompt_usd_per_mtok: string; completion_usd_per_mtok: string } }) => Number(d.price.prompt_usd_per_mtok) + Number(d.price.completion_usd_per_mtok));
-  t.same(prices, [...prices].sort((a, b) => a - b), 'cheapest first');
-  t.ok(model.funnel.some((st: { stage: string }) => st.stage === 'available'), 'the funnel is there');
-  const gcp = model.funnel.flatMap((st: { removed: { provider: string; reason: string }[] }) => st.removed).find((r: { provider: string }) => r.provider === 'gcp');
+  const prices = model.deployments.map(
+    (d: { price: { prompt_usd_per_mtok: string; completion_usd_per_mtok: string } }) =>
+      Number(d.price.prompt_usd_per_mtok) + Number(d.price.completion_usd_per_mtok),
+  );
+  t.same(
+    prices,
+    [...prices].sort((a, b) => a - b),
+    'cheapest first',
+  );
+  t.ok(
+    model.funnel.some((st: { stage: string }) => st.stage === 'available'),
+    'the funnel is there',
+  );
+  const gcp = model.funnel
+    .flatMap((st: { removed: { provider: string; reason: string }[] }) => st.removed)
+    .find((r: { provider: string }) => r.provider === 'gcp');
   t.match(gcp, { provider: 'gcp', reason: /inactive/ }, 'why gcp was filtered');
 
   // The first choice fails once (503) before its first byte: the gateway fails over to the second.
@@ -217,7 +323,11 @@ t.test('the route preview agrees with what the gateway then does, failover inclu
 
   const health = await s.call('/admin/health');
   const failed = health.body.deployments.find((d: { id: string }) => d.id === order[0]);
-  t.match(failed, { breaker: { state: 'closed', consecutive_failures: 1 }, recent: { attempts: 1, failures: 1, failure_rate: 1 } }, 'health shows the failure');
+  t.match(
+    failed,
+    { breaker: { state: 'closed', consecutive_failures: 1 }, recent: { attempts: 1, failures: 1, failure_rate: 1 } },
+    'health shows the failure',
+  );
   t.ok(failed.breaker.error_rate > 0);
   const served = health.body.deployments.find((d: { id: string }) => d.id === order[1]);
   t.match(served, { recent: { attempts: 1, failures: 0, failure_rate: 0 }, callable: true });
@@ -226,16 +336,39 @@ t.test('the route preview agrees with what the gateway then does, failover inclu
   t.equal(health.body.state, 'ready');
   t.equal(health.body.last_reload, null);
 
-  const pinned = await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small', provider: { only: ['zeta'] } } });
-  t.same(pinned.body.models[0].deployments.map((d: { deployment: string }) => d.deployment), ['zeta/chat-small'], 'provider preferences apply');
-  const none = await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small', provider: { only: ['gcp'] } } });
+  const pinned = await s.call('/admin/route-preview', {
+    body: { workspace: 'open', model: 'acme/chat-small', provider: { only: ['zeta'] } },
+  });
+  t.same(
+    pinned.body.models[0].deployments.map((d: { deployment: string }) => d.deployment),
+    ['zeta/chat-small'],
+    'provider preferences apply',
+  );
+  const none = await s.call('/admin/route-preview', {
+    body: { workspace: 'open', model: 'acme/chat-small', provider: { only: ['gcp'] } },
+  });
   t.equal(none.body.eligible, false, 'nothing eligible');
   t.same(none.body.models[0].deployments, []);
   const last = none.body.models[0].funnel.at(-1);
   t.equal(last.remaining, 0, 'the funnel ends at zero, as no_eligible_provider carries it');
-  t.equal((await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/nope' } })).status, 404, 'an unknown model');
-  t.equal((await s.call('/admin/route-preview', { body: { workspace: 'nobody', model: 'acme/chat-small' } })).status, 400);
-  t.equal((await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small', provider: { sort: 'fastest-ever' } } })).status, 422, 'bad preferences: the router refuses them');
+  t.equal(
+    (await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/nope' } })).status,
+    404,
+    'an unknown model',
+  );
+  t.equal(
+    (await s.call('/admin/route-preview', { body: { workspace: 'nobody', model: 'acme/chat-small' } })).status,
+    400,
+  );
+  t.equal(
+    (
+      await s.call('/admin/route-preview', {
+        body: { workspace: 'open', model: 'acme/chat-small', provider: { sort: 'fastest-ever' } },
+      })
+    ).status,
+    422,
+    'bad preferences: the router refuses them',
+  );
   t.equal(s.sim.requests.length, 2, 'previews called no upstream: only the two attempts reached the simulator');
 });
 
@@ -252,12 +385,19 @@ t.test('a wrong or missing token is a 401 everywhere; no answer leaks a secret',
   const cookieOnly = await fetch(`${s.adminUrl}/admin/requests`, { headers: { cookie: 'pi_admin_session=forged' } });
   t.equal(cookieOnly.status, 401, 'a forged session cookie');
 
-  const secrets = [TOKEN, k.openKey, k.cheapKey, PROMPT_MARK, ...s.config.resources.map((r) => `upstream-secret-${r.credential}`)];
+  const secrets = [
+    TOKEN,
+    k.openKey,
+    k.cheapKey,
+    PROMPT_MARK,
+    ...s.config.resources.map((r) => `upstream-secret-${r.credential}`),
+  ];
   const texts: string[] = [];
   for (const [method, path, body] of ENDPOINTS) texts.push((await s.call(path, { method, body })).text);
   for (const trace of Object.values(k.traces)) texts.push((await s.call(`/admin/requests/${trace}`)).text);
   texts.push((await s.call('/admin/wallets/open')).text, (await s.call('/admin/keys')).text);
-  for (const text of texts) for (const secret of secrets) t.notOk(text.includes(secret), `no ${secret.slice(0, 12)}… in an answer`);
+  for (const text of texts)
+    for (const secret of secrets) t.notOk(text.includes(secret), `no ${secret.slice(0, 12)}… in an answer`);
 });
 
 t.test('without PI_ADMIN_TOKEN the console and admin endpoints are off; health and metrics stay open', async (t) => {
@@ -274,30 +414,55 @@ t.test('without PI_ADMIN_TOKEN the console and admin endpoints are off; health a
 
   const on = await startConsoleStack(t);
   t.equal((await fetch(`${on.adminUrl}/health/live`)).status, 200, 'with a token, health stays unauthenticated');
-  t.equal((await fetch(`${on.adminUrl}/metrics`)).status, 404, 'metrics as configured (off here), not behind the token');
+  t.equal(
+    (await fetch(`${on.adminUrl}/metrics`)).status,
+    404,
+    'metrics as configured (off here), not behind the token',
+  );
 });
 
-t.test('console sessions: sign-in with the token sets an HttpOnly SameSite=Strict cookie; posts need X-Pi-Console', async (t) => {
-  const s = await startConsoleStack(t);
-  const login = (token: string) => fetch(`${s.adminUrl}/console/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }).toString() });
-  const wrong = await login('not-it');
-  t.equal(wrong.status, 401, 'wrong token');
-  t.equal(wrong.headers.get('set-cookie'), null, 'no cookie');
-  t.match(await wrong.text(), /not the operator token/);
-  const ok = await login(TOKEN);
-  t.equal(ok.status, 303);
-  t.equal(ok.headers.get('location'), '/console');
-  const cookie = ok.headers.get('set-cookie') ?? '';
-  t.match(cookie, /^pi_admin_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
-  const session = cookie.split(';')[0] as string;
-  t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 200, 'the session reads');
-  const post = (headers: Record<string, string>) =>
-    fetch(`${s.adminUrl}/admin/route-preview`, { method: 'POST', headers: { cookie: session, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ workspace: 'open', model: 'acme/chat-small' }) });
-  t.equal((await post({})).status, 403, 'a cookie-authenticated post without X-Pi-Console');
-  t.equal((await post({ 'x-pi-console': '1' })).status, 200, 'with it');
-  const shell = await fetch(`${s.adminUrl}/console`, { headers: { cookie: session } });
-  t.match(shell.headers.get('content-security-policy') ?? '', /script-src 'self'/);
-  const out = await fetch(`${s.adminUrl}/console/logout`, { method: 'POST', redirect: 'manual', headers: { cookie: session } });
-  t.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
-  t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 401, 'signed out');
-});
+t.test(
+  'console sessions: sign-in with the token sets an HttpOnly SameSite=Strict cookie; posts need X-Pi-Console',
+  async (t) => {
+    const s = await startConsoleStack(t);
+    const login = (token: string) =>
+      fetch(`${s.adminUrl}/console/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }).toString(),
+      });
+    const wrong = await login('not-it');
+    t.equal(wrong.status, 401, 'wrong token');
+    t.equal(wrong.headers.get('set-cookie'), null, 'no cookie');
+    t.match(await wrong.text(), /not the operator token/);
+    const ok = await login(TOKEN);
+    t.equal(ok.status, 303);
+    t.equal(ok.headers.get('location'), '/console');
+    const cookie = ok.headers.get('set-cookie') ?? '';
+    t.match(cookie, /^pi_admin_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    const session = cookie.split(';')[0] as string;
+    t.equal(
+      (await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status,
+      200,
+      'the session reads',
+    );
+    const post = (headers: Record<string, string>) =>
+      fetch(`${s.adminUrl}/admin/route-preview`, {
+        method: 'POST',
+        headers: { cookie: session, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ workspace: 'open', model: 'acme/chat-small' }),
+      });
+    t.equal((await post({})).status, 403, 'a cookie-authenticated post without X-Pi-Console');
+    t.equal((await post({ 'x-pi-console': '1' })).status, 200, 'with it');
+    const shell = await fetch(`${s.adminUrl}/console`, { headers: { cookie: session } });
+    t.match(shell.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+    const out = await fetch(`${s.adminUrl}/console/logout`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: session },
+    });
+    t.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
+    t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 401, 'signed out');
+  },
+);

@@ -11,8 +11,20 @@ import { startConsoleStack, TOKEN } from '../helpers/console.ts';
 import { startStack } from '../helpers/stack.ts';
 
 const HASH = 'a'.repeat(64);
-const applied: ReloadOutcome = { ok: true, hash: HASH, problems: [], restartNeeded: ['server.port'], at: Date.UTC(2026, 0, 15, 12) };
-const refused: ReloadOutcome = { ok: false, hash: HASH, problems: ['workspaces.yaml:3:5 /workspaces/0/rate_limit_rpm: must be integer'], restartNeeded: [], at: Date.UTC(2026, 0, 15, 12) };
+const applied: ReloadOutcome = {
+  ok: true,
+  hash: HASH,
+  problems: [],
+  restartNeeded: ['server.port'],
+  at: Date.UTC(2026, 0, 15, 12),
+};
+const refused: ReloadOutcome = {
+  ok: false,
+  hash: HASH,
+  problems: ['workspaces.yaml:3:5 /workspaces/0/rate_limit_rpm: must be integer'],
+  restartNeeded: [],
+  at: Date.UTC(2026, 0, 15, 12),
+};
 
 t.test('runs the handed-over reload and answers its result', async (t) => {
   const s = await startConsoleStack(t);
@@ -33,13 +45,28 @@ t.test('runs the handed-over reload and answers its result', async (t) => {
 
   const ok = await s.call('/admin/reload', { method: 'POST' });
   t.equal(ok.status, 200);
-  t.same(ok.body, { ok: true, hash: HASH, problems: [], restart_needed: ['server.port'], at: '2026-01-15T12:00:00.000Z', pid: process.pid }, 'snake_case, ISO time, the pid');
+  t.same(
+    ok.body,
+    {
+      ok: true,
+      hash: HASH,
+      problems: [],
+      restart_needed: ['server.port'],
+      at: '2026-01-15T12:00:00.000Z',
+      pid: process.pid,
+    },
+    'snake_case, ISO time, the pid',
+  );
   t.equal(ok.headers.get('cache-control'), 'no-store');
 
   next = refused;
   const bad = await s.call('/admin/reload', { method: 'POST' });
   t.equal(bad.status, 422, 'a refused config: 422');
-  t.match(bad.body, { ok: false, problems: refused.problems, error: { code: 'config_invalid', message: 'the config has 1 problem; the running config is kept' } });
+  t.match(bad.body, {
+    ok: false,
+    problems: refused.problems,
+    error: { code: 'config_invalid', message: 'the config has 1 problem; the running config is kept' },
+  });
 
   admin.setReloader(async () => {
     throw new Error('disk on fire');
@@ -63,27 +90,47 @@ t.test('runs the handed-over reload and answers its result', async (t) => {
 t.test('a console session reloads with X-Pi-Console: 1 only', async (t) => {
   const s = await startConsoleStack(t);
   s.admin!.setReloader(async () => applied);
-  const login = await fetch(`${s.adminUrl}/console/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: TOKEN }).toString() });
+  const login = await fetch(`${s.adminUrl}/console/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: TOKEN }).toString(),
+  });
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
   await login.text();
   const plain = await fetch(`${s.adminUrl}/admin/reload`, { method: 'POST', headers: { cookie } });
   t.equal(plain.status, 403, 'a cross-site form cannot reload');
   await plain.text();
-  const fromConsole = await fetch(`${s.adminUrl}/admin/reload`, { method: 'POST', headers: { cookie, 'x-pi-console': '1' } });
+  const fromConsole = await fetch(`${s.adminUrl}/admin/reload`, {
+    method: 'POST',
+    headers: { cookie, 'x-pi-console': '1' },
+  });
   t.equal(fromConsole.status, 200);
   await fromConsole.text();
 });
 
 t.test('503 while starting; 404 when the console is off', async (t) => {
-  const starting = await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(), metrics: null, token: TOKEN });
+  const starting = await startAdminListener({
+    host: '127.0.0.1',
+    port: 0,
+    lifecycle: new Lifecycle(),
+    metrics: null,
+    token: TOKEN,
+  });
   t.teardown(() => starting.close());
-  const r = await fetch(`${starting.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+  const r = await fetch(`${starting.url}/admin/reload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   t.equal(r.status, 503);
   t.match(await r.json(), { error: { code: 'starting' } });
 
   const s = await startStack(t, { admin: true });
   s.admin!.setReloader(async () => applied);
-  const off = await fetch(`${s.admin!.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+  const off = await fetch(`${s.admin!.url}/admin/reload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   t.equal(off.status, 404, 'without PI_ADMIN_TOKEN nothing reloads through the listener');
   t.match(await off.json(), { error: { code: 'console_off' } });
 });

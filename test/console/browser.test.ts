@@ -24,7 +24,8 @@ t.test('every page of the console, in Chromium', async (t) => {
   const s = await startConsoleStack(t);
   const k = await knownTraffic(s);
   // A request that fails over: the route preview's first choice answers 503 once.
-  const preview = (await s.call('/admin/route-preview', { body: { workspace: 'cheap', model: 'acme/chat-small' } })).body;
+  const preview = (await s.call('/admin/route-preview', { body: { workspace: 'cheap', model: 'acme/chat-small' } }))
+    .body;
   const order = preview.models[0].deployments.map((d: { deployment: string }) => d.deployment) as string[];
   s.sim.script(preview.models[0].deployments[0].upstream_model, { status: 503 }, 1);
   const failover = await chat(s, k.cheapKey, { model: 'acme/chat-small' });
@@ -44,23 +45,56 @@ t.test('every page of the console, in Chromium', async (t) => {
 
   // Requests
   await page.waitForSelector('[data-testid=requests-table] tbody tr');
-  const rows = cells(await page.$$eval('[data-testid=requests-table] tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''))));
+  const rows = cells(
+    await page.$$eval('[data-testid=requests-table] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+    ),
+  );
   t.equal(rows.length, 5, 'five requests');
-  t.same(rows[4]?.slice(1), ['open', 'chat_completions', 'acme/chat-small', 'alpha', '200', 'completed', '1', rows[4]?.[8], '1,000 / 500', '$0.002'], 'the oldest row, exact');
+  t.same(
+    rows[4]?.slice(1),
+    [
+      'open',
+      'chat_completions',
+      'acme/chat-small',
+      'alpha',
+      '200',
+      'completed',
+      '1',
+      rows[4]?.[8],
+      '1,000 / 500',
+      '$0.002',
+    ],
+    'the oldest row, exact',
+  );
   t.equal(rows[2]?.[5], '404 model_not_found', 'the refused request');
   await page.selectOption('select[name=status]', '4xx');
-  await until(async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 1, 'one row is left');
+  await until(
+    async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 1,
+    'one row is left',
+  );
   t.pass('the status filter leaves the 404');
   await page.selectOption('select[name=status]', '');
-  await until(async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 5, 'all five rows are back');
+  await until(
+    async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 5,
+    'all five rows are back',
+  );
   await page.click(`tr[data-trace="${failover.trace}"]`);
   await page.waitForSelector('[data-testid=detail-attempts] tbody tr');
   t.equal(await page.textContent('[data-testid=detail-trace]'), failover.trace);
-  const attempts = cells(await page.$$eval('[data-testid=detail-attempts] tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''))));
-  t.same(attempts.map((a) => [a[0], a[1], a[3], a[4]]), [
-    ['1', order[0], 'status_503', '503'],
-    ['2', order[1], 'ok', '200'],
-  ], 'the drawer shows why it failed over');
+  const attempts = cells(
+    await page.$$eval('[data-testid=detail-attempts] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+    ),
+  );
+  t.same(
+    attempts.map((a) => [a[0], a[1], a[3], a[4]]),
+    [
+      ['1', order[0], 'status_503', '503'],
+      ['2', order[1], 'ok', '200'],
+    ],
+    'the drawer shows why it failed over',
+  );
   await page.click('.drawer .close');
 
   // Spend
@@ -68,22 +102,46 @@ t.test('every page of the console, in Chromium', async (t) => {
   await page.waitForSelector('[data-testid=by-workspace] tbody tr');
   t.equal(await page.textContent('[data-testid=total-cost]'), `$${spend.total.cost_usd}`, 'total cost');
   t.equal(await page.textContent('[data-testid=total-requests]'), '5');
-  const openSpend = cells(await page.$$eval('[data-testid=by-workspace] tr[data-key=open] td', (tds) => [tds.map((td) => td.textContent ?? '')]))[0];
+  const openSpend = cells(
+    await page.$$eval('[data-testid=by-workspace] tr[data-key=open] td', (tds) => [
+      tds.map((td) => td.textContent ?? ''),
+    ]),
+  )[0];
   t.same(openSpend, ['open', '3', '2,000', '1,000', '$0.004'], 'spend of workspace open');
-  const alphaSpend = cells(await page.$$eval('[data-testid=by-provider] tr[data-key=alpha] td', (tds) => [tds.map((td) => td.textContent ?? '')]))[0];
+  const alphaSpend = cells(
+    await page.$$eval('[data-testid=by-provider] tr[data-key=alpha] td', (tds) => [
+      tds.map((td) => td.textContent ?? ''),
+    ]),
+  )[0];
   t.same(alphaSpend, ['alpha', '2', '2,000', '1,000', '$0.004'], 'spend through alpha');
-  t.equal(await page.locator('[data-testid=by-workspace-chart] rect').count(), spend.by_workspace.length, 'a bar per workspace');
+  t.equal(
+    await page.locator('[data-testid=by-workspace-chart] rect').count(),
+    spend.by_workspace.length,
+    'a bar per workspace',
+  );
   t.equal(await page.locator('[data-testid=day-chart] rect').count(), 1, 'a column per day');
-  t.equal(await page.getAttribute('[data-testid=by-workspace-chart]', 'aria-label'), 'Cost by workspace', 'a chart is named for screen readers');
+  t.equal(
+    await page.getAttribute('[data-testid=by-workspace-chart]', 'aria-label'),
+    'Cost by workspace',
+    'a chart is named for screen readers',
+  );
   t.equal(await page.getAttribute('[data-testid=day-chart]', 'aria-label'), 'Cost by day');
   const csvHref = await page.getAttribute('[data-testid=csv]', 'href');
   const csv = await page.evaluate(async (href) => (await fetch(href as string)).text(), csvHref);
-  t.match(csv, /^day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd\r\n2026-01-15,cheap,/, 'the CSV downloads with the session');
+  t.match(
+    csv,
+    /^day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd\r\n2026-01-15,cheap,/,
+    'the CSV downloads with the session',
+  );
 
   // Wallets & keys
   await page.click('[data-testid=nav-wallets]');
   await page.waitForSelector('[data-testid=wallets-table] tr[data-workspace=open]');
-  const openWallet = cells(await page.$$eval('[data-testid=wallets-table] tr[data-workspace=open] td', (tds) => [tds.map((td) => td.textContent ?? '')]))[0];
+  const openWallet = cells(
+    await page.$$eval('[data-testid=wallets-table] tr[data-workspace=open] td', (tds) => [
+      tds.map((td) => td.textContent ?? ''),
+    ]),
+  )[0];
   t.same(openWallet?.slice(1), ['$99.996', '$0', '$99.996', '$0.004', '0'], 'wallet open');
   await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
   await page.fill('[data-testid=credit-form] input[name=usd]', '5');
@@ -91,7 +149,10 @@ t.test('every page of the console, in Chromium', async (t) => {
   await page.click('[data-testid=credit-form] button');
   await page.waitForSelector('[data-testid=credit-message]');
   t.equal(await page.textContent('[data-testid=credit-message]'), 'Credited $5; balance $104.996.');
-  await until(async () => (await page.textContent('[data-testid=ledger-table] tbody tr td:nth-child(5)')) === 'invoice 9', 'the credit is listed');
+  await until(
+    async () => (await page.textContent('[data-testid=ledger-table] tbody tr td:nth-child(5)')) === 'invoice 9',
+    'the credit is listed',
+  );
   t.equal(s.store.wallets.ledger('open', { limit: 1 })[0]?.note, 'invoice 9', 'the ledger row has the note');
   await page.fill('[data-testid=key-form] input[name=name]', 'from-the-browser');
   await page.click('[data-testid=key-form] button');
@@ -101,7 +162,10 @@ t.test('every page of the console, in Chromium', async (t) => {
   t.equal((await chat(s, newKey, { model: 'acme/chat-small' })).status, 200, 'and it works');
   const id = s.store.apiKeys.list().find((x) => x.name === 'from-the-browser')?.id as string;
   await page.click(`tr[data-key="${id}"] button.danger`);
-  await until(async () => (await page.textContent(`tr[data-key="${id}"] [data-testid=key-state]`)) === 'revoked', 'the key shows revoked');
+  await until(
+    async () => (await page.textContent(`tr[data-key="${id}"] [data-testid=key-state]`)) === 'revoked',
+    'the key shows revoked',
+  );
   t.equal((await chat(s, newKey, { model: 'acme/chat-small' })).status, 401, 'revoked from the browser');
 
   // Routing
@@ -110,7 +174,9 @@ t.test('every page of the console, in Chromium', async (t) => {
   await page.fill('[data-testid=route-form] input[name=model]', 'acme/chat-small');
   await page.click('[data-testid=route-form] button');
   await page.waitForSelector('[data-testid=route-table] tbody tr');
-  const shown = await page.$$eval('[data-testid=route-table] tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-deployment')));
+  const shown = await page.$$eval('[data-testid=route-table] tbody tr', (trs) =>
+    trs.map((tr) => tr.getAttribute('data-deployment')),
+  );
   t.same(shown, order, 'the preview lists the order the gateway tried');
   t.match(await page.textContent('[data-testid=funnel]'), /gcp: deployment inactive/, 'and why gcp was filtered');
 
@@ -125,7 +191,11 @@ t.test('every page of the console, in Chromium', async (t) => {
   const failed = `[data-testid=health-table] tr[data-deployment="${order[0]}"]`;
   t.equal(await page.textContent(`${failed} [data-testid=breaker]`), health.breaker.state);
   t.equal(await page.textContent(`${failed} [data-testid=recent-attempts]`), String(health.recent.attempts));
-  t.equal(await page.textContent(`${failed} [data-testid=failure-rate]`), `${((1 / health.recent.attempts) * 100).toFixed(0)}%`, 'its recent failure rate');
+  t.equal(
+    await page.textContent(`${failed} [data-testid=failure-rate]`),
+    `${((1 / health.recent.attempts) * 100).toFixed(0)}%`,
+    'its recent failure rate',
+  );
 
   t.same(errors, [], 'no script error on any page');
 });

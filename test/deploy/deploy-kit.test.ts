@@ -46,35 +46,63 @@ t.test('systemd unit: verifies, keeps its hardening, outlasts the drain', async 
 
 t.test('Dockerfile: lints clean, runs the executable as a user of its own with probes', async (t) => {
   const text = readFileSync(join(DEPLOY, 'container', 'Dockerfile'), 'utf8');
-  t.same(validate(text).map((d) => d.message), [], 'no lint diagnostics');
+  t.same(
+    validate(text).map((d) => d.message),
+    [],
+    'no lint diagnostics',
+  );
   const file = DockerfileParser.parse(text);
-  const by = (kw: string) => file.getInstructions().filter((i) => i.getKeyword() === kw).map((i) => i.getArgumentsContent() ?? '');
+  const by = (kw: string) =>
+    file
+      .getInstructions()
+      .filter((i) => i.getKeyword() === kw)
+      .map((i) => i.getArgumentsContent() ?? '');
   const user = by('USER').at(-1) ?? '';
   t.ok(user !== '' && !/^(root|0)(:|$)/.test(user), `runs as ${user}, not root`);
   t.match(by('FROM')[0] ?? '', /^debian:bookworm-slim$/, 'a glibc base the executable runs on');
   t.match(by('COPY').join('\n'), /dist\/pi-gateway-linux-x64 \/usr\/local\/bin\/pi-gateway/, 'copies the executable');
   const env = by('ENV').join(' ');
-  for (const v of ['PI_CONFIG', 'PI_DB', 'PI_CACHE_DIR', 'PI_ADMIN_PORT']) t.match(env, new RegExp(`${v}=`), `sets ${v}`);
-  t.match(by('HEALTHCHECK')[0] ?? '', /"probe"/, 'the health check is the executable\'s probe');
+  for (const v of ['PI_CONFIG', 'PI_DB', 'PI_CACHE_DIR', 'PI_ADMIN_PORT'])
+    t.match(env, new RegExp(`${v}=`), `sets ${v}`);
+  t.match(by('HEALTHCHECK')[0] ?? '', /"probe"/, "the health check is the executable's probe");
   t.same(by('STOPSIGNAL'), ['SIGTERM'], 'SIGTERM drains');
   t.match(by('ENTRYPOINT')[0] ?? '', /\/usr\/local\/bin\/pi-gateway/);
 });
 
 t.test('compose and Kubernetes: the drain fits the grace period, probes hit the admin listener', async (t) => {
-  const compose = parseYaml(readFileSync(join(DEPLOY, 'container', 'compose.yaml'), 'utf8')) as { services: Record<string, { stop_grace_period: string; environment: Record<string, string> }> };
+  const compose = parseYaml(readFileSync(join(DEPLOY, 'container', 'compose.yaml'), 'utf8')) as {
+    services: Record<string, { stop_grace_period: string; environment: Record<string, string> }>;
+  };
   const gw = compose.services['gateway'];
-  t.ok(Number(/^(\d+)s$/.exec(gw?.stop_grace_period ?? '')?.[1]) > drainSeconds, 'compose stop_grace_period outlasts the drain');
+  t.ok(
+    Number(/^(\d+)s$/.exec(gw?.stop_grace_period ?? '')?.[1]) > drainSeconds,
+    'compose stop_grace_period outlasts the drain',
+  );
   t.ok(gw?.environment['PI_MASTER_KEY_FILE'], 'the master key comes from a secret file');
   const docs = readFileSync(join(DEPLOY, 'kubernetes', 'pi-gateway.yaml'), 'utf8')
     .split(/^---$/m)
     .map((d) => parseYaml(d) as { kind: string; spec: Record<string, unknown> });
   const dep = docs.find((d) => d.kind === 'Deployment') as unknown as {
-    spec: { template: { spec: { terminationGracePeriodSeconds: number; containers: { readinessProbe: { httpGet: { path: string } }; livenessProbe: { httpGet: { path: string } }; lifecycle: { preStop: { exec: { command: string[] } } } }[] } } };
+    spec: {
+      template: {
+        spec: {
+          terminationGracePeriodSeconds: number;
+          containers: {
+            readinessProbe: { httpGet: { path: string } };
+            livenessProbe: { httpGet: { path: string } };
+            lifecycle: { preStop: { exec: { command: string[] } } };
+          }[];
+        };
+      };
+    };
   };
   const pod = dep.spec.template.spec;
   const c = pod.containers[0];
   const pause = Number(c?.lifecycle.preStop.exec.command.at(-1));
-  t.ok(pod.terminationGracePeriodSeconds > drainSeconds + pause, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} > drain ${drainSeconds} + preStop ${pause}`);
+  t.ok(
+    pod.terminationGracePeriodSeconds > drainSeconds + pause,
+    `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} > drain ${drainSeconds} + preStop ${pause}`,
+  );
   const s = await startStack(t, { admin: true });
   for (const path of [c?.readinessProbe.httpGet.path, c?.livenessProbe.httpGet.path]) {
     const res = await fetch(`${s.admin?.url}${path}`);
@@ -86,7 +114,27 @@ t.test('compose and Kubernetes: the drain fits the grace period, probes hit the 
 function certificate(dir: string): { cert: string; key: string } {
   const cert = join(dir, 'fullchain.pem');
   const key = join(dir, 'privkey.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { cert, key };
 }
 
@@ -128,10 +176,13 @@ t.test('nginx as docs/deploy.md configures it terminates TLS and streams through
   t.teardown(() => tls.close());
   let listening = false;
   await waitFor(() => {
-    if (!listening) connect(api, '127.0.0.1').on('connect', function (this: Socket) {
-      listening = true;
-      this.destroy();
-    }).on('error', () => undefined);
+    if (!listening)
+      connect(api, '127.0.0.1')
+        .on('connect', function (this: Socket) {
+          listening = true;
+          this.destroy();
+        })
+        .on('error', () => undefined);
     return listening;
   }, 10_000);
   const res = await undiciFetch(`https://127.0.0.1:${api}/v1/chat/completions`, {
@@ -141,7 +192,7 @@ t.test('nginx as docs/deploy.md configures it terminates TLS and streams through
     body: JSON.stringify({ model: 'acme/chat-small', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
   });
   t.equal(res.status, 200, 'answered over TLS');
-  t.ok(res.headers.get('x-pi-trace-id'), 'the gateway\'s headers come through');
+  t.ok(res.headers.get('x-pi-trace-id'), "the gateway's headers come through");
   const text = await res.text();
   t.match(text, /data: \[DONE\]\n\n$/, 'the stream came through whole');
   const ready = await undiciFetch(`https://127.0.0.1:${admin}/health/ready`, { dispatcher: tls });

@@ -101,12 +101,15 @@ t.test('every error code of src/errors.ts is documented with its status and type
     t.equal(doc?.status, status, `${c}: documented with status ${status}`);
     t.equal(doc?.type, type, `${c}: documented with type ${type}`);
   }
-  for (const c of documented.keys()) t.ok(Object.hasOwn(ERROR_CODES, c), `documented code ${c} is one the gateway raises`);
+  for (const c of documented.keys())
+    t.ok(Object.hasOwn(ERROR_CODES, c), `documented code ${c} is one the gateway raises`);
 });
 
 t.test('the endpoint table lists exactly the public routes, and each answers as documented', async (t) => {
   const s = await startStack(t);
-  const registered = publicRoutes(s.gw.ctx).map((r) => `${r.method === 'any' ? 'any' : r.method.toUpperCase()} ${r.pattern.replace(/:(\w+)/g, '{$1}')}`);
+  const registered = publicRoutes(s.gw.ctx).map(
+    (r) => `${r.method === 'any' ? 'any' : r.method.toUpperCase()} ${r.pattern.replace(/:(\w+)/g, '{$1}')}`,
+  );
   const rows = firstTable(section('## Endpoints'));
   const documented = rows.map((r) => `${r[0]} ${code(r[1]) ?? '?'}`);
   t.same([...documented].sort(), [...registered].sort(), 'the endpoint table is the route table');
@@ -153,11 +156,24 @@ t.test('the endpoint table lists exactly the public routes, and each answers as 
 /** Concrete requests for one documented route: the path parameters filled in, wildcards sampled. */
 function samples(method: string, pattern: string, vendor: string, name: string): [string, string][] {
   const fill = (p: string): string => p.replace('{vendor}', vendor).replace('{model}', name);
-  if (method === 'any' && pattern === '/v1/messages') return [['GET', '/v1/messages'], ['DELETE', '/v1/messages']];
+  if (method === 'any' && pattern === '/v1/messages')
+    return [
+      ['GET', '/v1/messages'],
+      ['DELETE', '/v1/messages'],
+    ];
   if (!pattern.includes('*')) return [[method, fill(pattern)]];
-  if (method === 'GET' && pattern === '/v1/models/*') return [['GET', `/v1/models/${encodeURIComponent(`${vendor}/${name}`)}`]];
-  if (method === 'OPTIONS' && pattern === '/*') return [['OPTIONS', '/v1/chat/completions'], ['OPTIONS', '/v1/models']];
-  if (method === 'any' && pattern === '/v1/messages/*') return [['POST', '/v1/messages/batches'], ['GET', '/v1/messages/count_tokens']];
+  if (method === 'GET' && pattern === '/v1/models/*')
+    return [['GET', `/v1/models/${encodeURIComponent(`${vendor}/${name}`)}`]];
+  if (method === 'OPTIONS' && pattern === '/*')
+    return [
+      ['OPTIONS', '/v1/chat/completions'],
+      ['OPTIONS', '/v1/models'],
+    ];
+  if (method === 'any' && pattern === '/v1/messages/*')
+    return [
+      ['POST', '/v1/messages/batches'],
+      ['GET', '/v1/messages/count_tokens'],
+    ];
   if (method === 'any' && pattern === '/*') {
     return [
       ['POST', '/v1/embeddings'],
@@ -198,15 +214,26 @@ t.test('the limits table matches the config defaults and the fixed limits', asyn
     `${JSON_LIMITS.depth} levels / ${fmt(JSON_LIMITS.members)} / ${fmt(JSON_LIMITS.elements)} / ${fmt(JSON_LIMITS.values)} / ${fmt(JSON_LIMITS.nameBytes)} bytes`,
     'the JSON shape limits',
   );
-  t.equal(rows.find((r) => (r[0] ?? '').startsWith('fallback models'))?.[1], String(MAX_FALLBACK_MODELS), 'the fallback model limit');
-  t.match(rows.find((r) => (r[0] ?? '').startsWith('`X-Pi-Session-Id`'))?.[1] ?? '', new RegExp(`^${MAX_SESSION_ID_LENGTH} characters`), 'the session id limit');
+  t.equal(
+    rows.find((r) => (r[0] ?? '').startsWith('fallback models'))?.[1],
+    String(MAX_FALLBACK_MODELS),
+    'the fallback model limit',
+  );
+  t.match(
+    rows.find((r) => (r[0] ?? '').startsWith('`X-Pi-Session-Id`'))?.[1] ?? '',
+    new RegExp(`^${MAX_SESSION_ID_LENGTH} characters`),
+    'the session id limit',
+  );
 });
 
 t.test('every error-event code a broken stream can carry is documented', async (t) => {
   const relay = readFileSync(join(REPO, 'src', 'proxy', 'attempt-relay.ts'), 'utf8');
   const codes = new Set<string>();
   for (const m of relay.matchAll(/breakStream\([^;]*?,\s*'([a-z_]+)',?\s*\);/g)) codes.add(m[1] as string);
-  for (const m of relay.matchAll(/breakStream\(\s*reason: FailureReason,\s*message: string,\s*code = '([a-z_]+)',?\s*\)/g)) codes.add(m[1] as string);
+  for (const m of relay.matchAll(
+    /breakStream\(\s*reason: FailureReason,\s*message: string,\s*code = '([a-z_]+)',?\s*\)/g,
+  ))
+    codes.add(m[1] as string);
   t.ok(codes.size >= 3, `codes found in the relay: ${[...codes].join(', ')}`);
   const documented = new Set(allRows(section('### When a stream breaks')).map((r) => code(r[0])));
   for (const c of codes) t.ok(documented.has(c), `stream error code ${c} has a row`);

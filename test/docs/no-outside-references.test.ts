@@ -27,7 +27,11 @@ const RULES: Rule[] = [
   { name: 'a pull-request or issue reference "(#N)"', pattern: /\(#\d+\)/ },
   { name: "another project's tracker reference (owner/repo#N, name#N)", pattern: /\b[\w.-]+#\d+\b/ },
   { name: 'a work stop ("stop N")', pattern: /\bstop \d+\b/i },
-  { name: 'a work session or stop', pattern: /\bthis[ ]stop\b(?! switch)|\b(?:in|during|since|before|after|from|of|by|for) this (?:stop|session)\b(?! (?:id|pin))|\bthis (?:stop|session)['’]s\b/i },
+  {
+    name: 'a work session or stop',
+    pattern:
+      /\bthis[ ]stop\b(?! switch)|\b(?:in|during|since|before|after|from|of|by|for) this (?:stop|session)\b(?! (?:id|pin))|\bthis (?:stop|session)['’]s\b/i,
+  },
   { name: "the tracker's wording (an issue's targets)", pattern: /\b(?:the|this|that) issue['’]s\b/i },
   { name: 'a finding label ("F3")', pattern: /\bfindings? F\d+\b|\(F\d+\)/ },
 ];

@@ -67,13 +67,17 @@ t.test('the executable runs with no node on PATH and prints its version and comm
   t.throws(() => execFileSync('node', ['-v'], { env: p.env, stdio: 'ignore' }), 'no node on this PATH');
   const r = await run(p, ['--version']);
   t.equal(r.code, 0, r.stderr);
-  const m = /^pi-gateway (\d+\.\d+\.\d+) \(commit ([0-9a-f]{12}|unknown), Node\.js (v\d+)\.\d+\.\d+\)\n$/.exec(r.stdout);
+  const m = /^pi-gateway (\d+\.\d+\.\d+) \(commit ([0-9a-f]{12}|unknown), Node\.js (v\d+)\.\d+\.\d+\)\n$/.exec(
+    r.stdout,
+  );
   t.ok(m, `version line: ${r.stdout}`);
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string };
   t.equal(m?.[1], pkg.version, 'the package version');
   t.equal(m?.[3], 'v22', 'built on Node.js 22');
   // The commit `npm run dist` recorded (git HEAD when it built; HEAD may have moved since).
-  const recorded = (JSON.parse(readFileSync(join(REPO, 'dist', 'executable', 'build-info.json'), 'utf8')) as { commit: string }).commit;
+  const recorded = (
+    JSON.parse(readFileSync(join(REPO, 'dist', 'executable', 'build-info.json'), 'utf8')) as { commit: string }
+  ).commit;
   if (gitHead() !== null) t.match(recorded, /^[0-9a-f]{40}$/, 'the build recorded its commit');
   t.equal(m?.[2], recorded === 'unknown' ? 'unknown' : recorded.slice(0, 12), 'the commit it was built from');
   const help = await run(p, ['build', '--config', join(REPO, GATEWAY_CONFIG)]);
@@ -88,7 +92,10 @@ t.test('copies started together unpack once, without a race', async (t) => {
   const cache = readdirSync(p.env['PI_CACHE_DIR'] as string);
   t.equal(cache.length, 1, `one unpacked folder, no temporary leftovers: ${cache.join(', ')}`);
   const folder = join(p.env['PI_CACHE_DIR'] as string, cache[0] as string);
-  t.ok(existsSync(join(folder, 'natives', 'uws.node')) && existsSync(join(folder, 'natives', 'better_sqlite3.node')), 'the addons are there');
+  t.ok(
+    existsSync(join(folder, 'natives', 'uws.node')) && existsSync(join(folder, 'natives', 'better_sqlite3.node')),
+    'the addons are there',
+  );
   t.ok(existsSync(join(folder, '.complete')), 'marked complete');
 });
 
@@ -102,13 +109,19 @@ async function untilLine(child: ChildProcess, pattern: RegExp, ms = 30_000): Pro
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
-  return child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise((r) => child.on('exit', (code) => r(code)));
+  return child.exitCode !== null
+    ? Promise.resolve(child.exitCode)
+    : new Promise((r) => child.on('exit', (code) => r(code)));
 }
 
 t.test('demo answers Chat Completions, Messages and a stream', async (t) => {
   const p = place(t);
   const [port, simPort] = [await freePort(), await freePort()];
-  const demo = spawn(p.exe, ['demo', '--port', String(port), '--sim-port', String(simPort)], { cwd: p.dir, env: p.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const demo = spawn(p.exe, ['demo', '--port', String(port), '--sim-port', String(simPort)], {
+    cwd: p.dir,
+    env: p.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.teardown(() => {
     if (demo.exitCode === null) demo.kill('SIGKILL');
   });
@@ -117,14 +130,29 @@ t.test('demo answers Chat Completions, Messages and a stream', async (t) => {
   t.ok(key, 'a key was printed');
   const base = `http://127.0.0.1:${port}`;
   const post = (path: string, body: unknown): Promise<Response> =>
-    fetch(base + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const chat = await post('/v1/chat/completions', { model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello' }] });
+    fetch(base + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const chat = await post('/v1/chat/completions', {
+    model: 'openai/gpt-6-luna',
+    messages: [{ role: 'user', content: 'Hello' }],
+  });
   t.equal(chat.status, 200, 'chat completion');
   t.equal(((await chat.json()) as { model: string }).model, 'openai/gpt-6-luna');
-  const msg = await post('/v1/messages', { model: 'anthropic/claude-sonnet-5.5', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }] });
+  const msg = await post('/v1/messages', {
+    model: 'anthropic/claude-sonnet-5.5',
+    max_tokens: 64,
+    messages: [{ role: 'user', content: 'Hello' }],
+  });
   t.equal(msg.status, 200, 'messages');
   t.equal(((await msg.json()) as { type: string }).type, 'message');
-  const stream = await post('/v1/chat/completions', { model: 'openai/gpt-6-luna', stream: true, messages: [{ role: 'user', content: 'Hello' }] });
+  const stream = await post('/v1/chat/completions', {
+    model: 'openai/gpt-6-luna',
+    stream: true,
+    messages: [{ role: 'user', content: 'Hello' }],
+  });
   t.equal(stream.status, 200, 'stream');
   t.match(stream.headers.get('content-type') ?? '', /text\/event-stream/);
   const text = await stream.text();
@@ -152,7 +180,11 @@ t.test('serve --workers 2 on a fresh database: prepared by the executable, answe
   const credit = await run(p, ['wallet', 'credit', '--workspace', 'open', '--usd', '10'], env);
   t.equal(credit.code, 0, `wallet credit ${credit.stderr}`);
 
-  const serve = spawn(p.exe, ['serve', '--port', '0', '--workers', '2', '--upstream-override', sim.url], { cwd: p.dir, env: { ...p.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const serve = spawn(p.exe, ['serve', '--port', '0', '--workers', '2', '--upstream-override', sim.url], {
+    cwd: p.dir,
+    env: { ...p.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.teardown(() => {
     if (serve.exitCode === null) serve.kill('SIGKILL');
   });
@@ -173,7 +205,14 @@ t.test('serve --workers 2 on a fresh database: prepared by the executable, answe
   t.equal(verify.code, 0, `ledger verify: ${verify.stdout}${verify.stderr}`);
   const logs = await run(p, ['logs', '--limit', '10', '--json'], env);
   t.equal(logs.code, 0, logs.stderr);
-  t.equal(logs.stdout.trim().split('\n').filter((l) => l.includes('acme/chat-small')).length >= 1, true, 'the requests are in the log');
+  t.equal(
+    logs.stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l.includes('acme/chat-small')).length >= 1,
+    true,
+    'the requests are in the log',
+  );
 });
 
 t.test('runs as an unprivileged user, as the systemd unit and the container run it', async (t) => {
@@ -185,10 +224,24 @@ t.test('runs as an unprivileged user, as the systemd unit and the container run 
   const p = place(t);
   execFileSync('chown', ['-R', '65534:65534', p.dir]);
   const as = (args: string[], env: Record<string, string>, input = ''): Promise<Run> =>
-    collect(spawn('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', p.exe, ...args], { cwd: p.dir, env: { ...p.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] }), input);
+    collect(
+      spawn('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', p.exe, ...args], {
+        cwd: p.dir,
+        env: { ...p.env, ...env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+      input,
+    );
   const keyFile = join(p.dir, 'master-key');
-  execFileSync('sh', ['-c', `printf %s "$(head -c 32 /dev/urandom | base64)" > ${keyFile} && chown 65534:65534 ${keyFile} && chmod 0400 ${keyFile}`]);
-  const env = { PI_DB: join(p.dir, 'state', 'gateway.db'), PI_CONFIG: join(REPO, GATEWAY_CONFIG), PI_MASTER_KEY_FILE: keyFile };
+  execFileSync('sh', [
+    '-c',
+    `printf %s "$(head -c 32 /dev/urandom | base64)" > ${keyFile} && chown 65534:65534 ${keyFile} && chmod 0400 ${keyFile}`,
+  ]);
+  const env = {
+    PI_DB: join(p.dir, 'state', 'gateway.db'),
+    PI_CONFIG: join(REPO, GATEWAY_CONFIG),
+    PI_MASTER_KEY_FILE: keyFile,
+  };
   mkdirSync(join(p.dir, 'state'));
   execFileSync('chown', ['65534:65534', join(p.dir, 'state')]);
   const sealed = await as(['secret', 'set', 'openai-prod'], env, 'sk-upstream');

@@ -20,7 +20,12 @@ import { DEFAULT_NOW, FIXTURES, startStack, type Stack } from './stack.ts';
 export const USER = [{ role: 'user', content: 'hi' }];
 
 /** Headers the spec lets only a provider answer carry (Response headers rule 1). */
-export const PROVIDER_IDENTITY_HEADERS = ['x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id'];
+export const PROVIDER_IDENTITY_HEADERS = [
+  'x-pi-provider',
+  'x-pi-model',
+  'x-pi-upstream-model',
+  'x-pi-upstream-request-id',
+];
 
 /** Headers the simulator sends as a provider would; a gateway error must carry none of them. */
 const SIMULATED_PROVIDER_HEADERS = /^(x-request-id|request-id|openai-.*|anthropic-.*|x-ratelimit-.*)$/;
@@ -34,7 +39,15 @@ const SECURITY_HEADERS: [string, string][] = [
   ['strict-transport-security', 'max-age=31536000; includeSubDomains'],
 ];
 
-const EXPOSED = ['x-pi-trace-id', 'x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id', 'retry-after', 'content-encoding'];
+const EXPOSED = [
+  'x-pi-trace-id',
+  'x-pi-provider',
+  'x-pi-model',
+  'x-pi-upstream-model',
+  'x-pi-upstream-request-id',
+  'retry-after',
+  'content-encoding',
+];
 
 export interface ErrorBody {
   error: { message: string; type: string; code: string };
@@ -44,7 +57,13 @@ export interface ErrorBody {
  * Asserts a gateway-raised error: status, the spec's error object (message, type, code and nothing
  * else), X-Pi-Trace-Id, CORS and security headers, and none of the provider headers. Consumes the body.
  */
-export async function expectGatewayError(t: Test, res: Response, status: number, code: string, label = code): Promise<ErrorBody> {
+export async function expectGatewayError(
+  t: Test,
+  res: Response,
+  status: number,
+  code: string,
+  label = code,
+): Promise<ErrorBody> {
   const text = await res.text();
   t.equal(res.status, status, `${label}: status ${status}`);
   let body: ErrorBody | null = null;
@@ -69,11 +88,21 @@ export async function expectGatewayError(t: Test, res: Response, status: number,
 export function expectGatewayHeaders(t: Test, res: Response, label: string): void {
   t.match(res.headers.get('x-pi-trace-id') ?? '', /^[0-9a-f-]{36}$/, `${label}: X-Pi-Trace-Id`);
   t.equal(res.headers.get('access-control-allow-origin'), '*', `${label}: CORS allow-origin`);
-  const exposed = (res.headers.get('access-control-expose-headers') ?? '').split(',').map((h) => h.trim().toLowerCase());
-  t.same(EXPOSED.filter((h) => !exposed.includes(h)), [], `${label}: CORS expose-headers lists every X-Pi-* plus Retry-After and Content-Encoding`);
+  const exposed = (res.headers.get('access-control-expose-headers') ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase());
+  t.same(
+    EXPOSED.filter((h) => !exposed.includes(h)),
+    [],
+    `${label}: CORS expose-headers lists every X-Pi-* plus Retry-After and Content-Encoding`,
+  );
   for (const [name, value] of SECURITY_HEADERS) t.equal(res.headers.get(name), value, `${label}: ${name}`);
   const names = [...res.headers.keys()].map((k) => k.toLowerCase());
-  t.same(names.filter((n) => PROVIDER_IDENTITY_HEADERS.includes(n) || SIMULATED_PROVIDER_HEADERS.test(n)), [], `${label}: no provider headers`);
+  t.same(
+    names.filter((n) => PROVIDER_IDENTITY_HEADERS.includes(n) || SIMULATED_PROVIDER_HEADERS.test(n)),
+    [],
+    `${label}: no provider headers`,
+  );
 }
 
 export interface HoldCall {
@@ -99,7 +128,13 @@ export interface WalletSpy {
  */
 export function spyWallet(stack: Stack, workspaces: string[] = ['open']): WalletSpy {
   const w = stack.gw.ctx.wallets;
-  const spy: WalletSpy = { holds: new Map(), settles: new Map(), releases: new Set(), lowest: { balance: 1n << 62n, available: 1n << 62n }, events: [] };
+  const spy: WalletSpy = {
+    holds: new Map(),
+    settles: new Map(),
+    releases: new Set(),
+    lowest: { balance: 1n << 62n, available: 1n << 62n },
+    events: [],
+  };
   const hold = w.hold.bind(w);
   const settle = w.settle.bind(w);
   const release = w.release.bind(w);
@@ -186,7 +221,12 @@ export async function fileStack(
   const store = openStore(file, { clock, masterKey, requestLog: { flushIntervalMs: 10 } });
   let stack: Stack;
   try {
-    stack = await startStack(t, { store, clock, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.config ? { config: opts.config } : {}) });
+    stack = await startStack(t, {
+      store,
+      clock,
+      ...(opts.limits ? { limits: opts.limits } : {}),
+      ...(opts.config ? { config: opts.config } : {}),
+    });
   } catch (err) {
     store.close();
     throw err;
@@ -209,7 +249,10 @@ export interface LedgerRow {
 export function ledgerRows(file: string): LedgerRow[] {
   const db = openDatabase(file, { readonly: true });
   try {
-    return db.prepare('SELECT id, workspace, kind, amount_nano, trace_id, details FROM ledger ORDER BY id').safeIntegers(true).all() as LedgerRow[];
+    return db
+      .prepare('SELECT id, workspace, kind, amount_nano, trace_id, details FROM ledger ORDER BY id')
+      .safeIntegers(true)
+      .all() as LedgerRow[];
   } finally {
     db.close();
   }
@@ -219,7 +262,10 @@ export function ledgerRows(file: string): LedgerRow[] {
 export function openHolds(file: string): Map<string, bigint> {
   const db = openDatabase(file, { readonly: true });
   try {
-    const rows = db.prepare("SELECT trace_id, amount_nano FROM holds WHERE state = 'open'").safeIntegers(true).all() as { trace_id: string; amount_nano: bigint }[];
+    const rows = db
+      .prepare("SELECT trace_id, amount_nano FROM holds WHERE state = 'open'")
+      .safeIntegers(true)
+      .all() as { trace_id: string; amount_nano: bigint }[];
     return new Map(rows.map((r) => [r.trace_id, r.amount_nano]));
   } finally {
     db.close();
@@ -279,18 +325,34 @@ export interface RawAnswer {
  * A POST with exactly these header lines, in order (fetch merges duplicates and refuses non-Latin-1
  * values). Header values are sent as their UTF-8 bytes, as a browser or SDK would send them.
  */
-export function rawPost(url: string, path: string, headers: [string, string][], body: string, query = ''): Promise<RawAnswer> {
+export function rawPost(
+  url: string,
+  path: string,
+  headers: [string, string][],
+  body: string,
+  query = '',
+): Promise<RawAnswer> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     // A raw header array gets no defaults from node:http, so Host (required by HTTP/1.1) is added here.
-    const flat: string[] = ['Host', u.host, 'Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body))];
+    const flat: string[] = [
+      'Host',
+      u.host,
+      'Content-Type',
+      'application/json',
+      'Content-Length',
+      String(Buffer.byteLength(body)),
+    ];
     for (const [k, v] of headers) flat.push(k, Buffer.from(v, 'utf8').toString('latin1'));
-    const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: path + query, headers: flat, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = httpRequest(
+      { host: u.hostname, port: u.port, method: 'POST', path: path + query, headers: flat, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     // A Buffer, not a string: node:http writes a string body in one write with the header block,
     // encoding both as UTF-8, which would encode the Latin-1 header strings above a second time.

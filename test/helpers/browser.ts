@@ -13,7 +13,10 @@ const BUNDLE = fileURLToPath(new URL('../../console/dist/app.js', import.meta.ur
 
 /** A launched browser (closed with the test), or null when PI_SKIP_BROWSER=1 and there is none. */
 export async function launchBrowser(t: Test): Promise<Browser | null> {
-  if (!existsSync(BUNDLE)) throw new Error(`the console bundle ${BUNDLE} is missing: run npm run build:console (npm test and npm run build do)`);
+  if (!existsSync(BUNDLE))
+    throw new Error(
+      `the console bundle ${BUNDLE} is missing: run npm run build:console (npm test and npm run build do)`,
+    );
   if (!existsSync(CHROMIUM)) {
     const message = `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install -y chromium, as .ci/run does) or set PI_CHROMIUM to a Chromium binary`;
     if (process.env.PI_SKIP_BROWSER === '1') {
@@ -23,7 +26,11 @@ export async function launchBrowser(t: Test): Promise<Browser | null> {
     }
     throw new Error(message);
   }
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
   t.teardown(() => browser.close());
   return browser;
 }

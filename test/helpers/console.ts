@@ -16,7 +16,10 @@ export type AdminBody = any;
 export interface ConsoleStack extends Stack {
   adminUrl: string;
   /** An admin JSON call with the operator token (or `token`, null for none), parsed. */
-  call(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: AdminBody; text: string; headers: Headers }>;
+  call(
+    path: string,
+    init?: { method?: string; body?: unknown; token?: string | null },
+  ): Promise<{ status: number; body: AdminBody; text: string; headers: Headers }>;
 }
 
 export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promise<ConsoleStack> {
@@ -29,7 +32,11 @@ export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promi
       const headers: Record<string, string> = {};
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
       if (init.body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(`${adminUrl}${path}`, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
+      const res = await fetch(`${adminUrl}${path}`, {
+        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+        headers,
+        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      });
       const text = await res.text();
       let body: unknown = null;
       try {
@@ -43,8 +50,17 @@ export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promi
 }
 
 /** One chat request through the public API; waits for its request-log row. Returns the trace id. */
-export async function chat(s: Stack, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<{ status: number; trace: string }> {
-  const res = await s.post('/v1/chat/completions', { messages: [{ role: 'user', content: PROMPT_MARK }], ...body }, { key, headers });
+export async function chat(
+  s: Stack,
+  key: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; trace: string }> {
+  const res = await s.post(
+    '/v1/chat/completions',
+    { messages: [{ role: 'user', content: PROMPT_MARK }], ...body },
+    { key, headers },
+  );
   await res.arrayBuffer();
   const trace = res.headers.get('x-pi-trace-id') as string;
   await logRow(s, trace);
@@ -69,11 +85,20 @@ export async function knownTraffic(s: Stack): Promise<KnownTraffic> {
   s.credit('open', '100');
   s.credit('cheap', '10');
   const usage = { prompt: 1000, completion: 500 };
-  const small1 = await chat(s, openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } }, { 'X-Title': 'Billing app', 'HTTP-Referer': 'https://billing.example.com/x' });
+  const small1 = await chat(
+    s,
+    openKey,
+    { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } },
+    { 'X-Title': 'Billing app', 'HTTP-Referer': 'https://billing.example.com/x' },
+  );
   const small2 = await chat(s, openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } });
   const missing = await chat(s, openKey, { model: 'acme/no-such-model' });
   const cheap = await chat(s, cheapKey, { model: 'acme/chat-small', sim: { usage } });
-  return { openKey, cheapKey, traces: { small1: small1.trace, small2: small2.trace, missing: missing.trace, cheap: cheap.trace } };
+  return {
+    openKey,
+    cheapKey,
+    traces: { small1: small1.trace, small2: small2.trace, missing: missing.trace, cheap: cheap.trace },
+  };
 }
 
 export { USER };

@@ -10,7 +10,12 @@ import type { Target, TargetSummary } from '../../fuzz/lib/target.ts';
 
 export const SEED = 20_251_127;
 
-export async function boundedRun(t: Test, target: Target, cases: number, extra: { hangMs?: number; concurrency?: number } = {}): Promise<TargetSummary> {
+export async function boundedRun(
+  t: Test,
+  target: Target,
+  cases: number,
+  extra: { hangMs?: number; concurrency?: number } = {},
+): Promise<TargetSummary> {
   const dir = mkdtempSync(join(tmpdir(), `pi-fuzz-${target.name}-`));
   const book = new FindingBook(dir, 1);
   const s = await target.run({
@@ -23,7 +28,12 @@ export async function boundedRun(t: Test, target: Target, cases: number, extra: 
     ...(extra.concurrency ? { concurrency: extra.concurrency } : {}),
     log: (l) => t.comment(l),
   });
-  const hits = book.signatures().map((r) => `${r.oracle} ×${r.count}: ${r.signature} — ${r.example.slice(0, 300)}${r.saved[0] ? ` (input: ${r.saved[0]})` : ''}`);
+  const hits = book
+    .signatures()
+    .map(
+      (r) =>
+        `${r.oracle} ×${r.count}: ${r.signature} — ${r.example.slice(0, 300)}${r.saved[0] ? ` (input: ${r.saved[0]})` : ''}`,
+    );
   t.equal(s.cases, cases, `${cases} cases ran`);
   t.same(hits, [], `seed ${SEED}: no oracle failed`);
   if (hits.length === 0) rmSync(dir, { recursive: true, force: true });

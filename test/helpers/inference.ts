@@ -2,14 +2,19 @@
 // bodies, SSE parsing, the last request the simulator received, a spy on the gateway's upstream client
 // (pause/resume/abort), a raw node:http client that can read slowly, and a hand-written upstream for
 // what the simulator cannot show (when exactly an upstream connection closes, how an upload arrives).
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RecordedRequest } from '../../src/simulator/server.ts';
 import type { LedgerDetails } from '../../src/store/types.ts';
 import type { UpstreamCall, UpstreamControl, UpstreamSink } from '../../src/upstream/client.ts';
 import type { Stack } from './stack.ts';
 export { logRow, USER, waitFor } from './admission.ts';
-
 
 export interface TapLike {
   teardown(fn: () => unknown): void;
@@ -150,9 +155,13 @@ export interface RawResponse {
 /** A node:http POST whose response is handed over unread (the caller decides how fast to read). */
 export function rawPost(url: string, body: string | Buffer, headers: Record<string, string>): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', headers: { 'content-length': String(Buffer.byteLength(body)), ...headers }, agent: false }, (res) => {
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, res });
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', headers: { 'content-length': String(Buffer.byteLength(body)), ...headers }, agent: false },
+      (res) => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, res });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -162,14 +171,29 @@ export interface HandUpstream {
   url: string;
   server: Server;
   /** Every request seen, with timestamps of its arrival, body chunks and close. */
-  seen: { path: string; headers: IncomingMessage['headers']; chunks: { at: number; bytes: number }[]; closedAt: number | null; body: Buffer[] }[];
+  seen: {
+    path: string;
+    headers: IncomingMessage['headers'];
+    chunks: { at: number; bytes: number }[];
+    closedAt: number | null;
+    body: Buffer[];
+  }[];
 }
 
 /** A plain node:http upstream whose handler the test writes (records arrival, body chunks, close). */
-export async function handUpstream(t: TapLike, handler: (req: IncomingMessage, res: ServerResponse, index: number) => void): Promise<HandUpstream> {
+export async function handUpstream(
+  t: TapLike,
+  handler: (req: IncomingMessage, res: ServerResponse, index: number) => void,
+): Promise<HandUpstream> {
   const up: HandUpstream = { url: '', server: createServer(), seen: [] };
   up.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const entry = { path: req.url ?? '', headers: req.headers, chunks: [] as { at: number; bytes: number }[], closedAt: null as number | null, body: [] as Buffer[] };
+    const entry = {
+      path: req.url ?? '',
+      headers: req.headers,
+      chunks: [] as { at: number; bytes: number }[],
+      closedAt: null as number | null,
+      body: [] as Buffer[],
+    };
     const index = up.seen.push(entry) - 1;
     req.on('data', (c: Buffer) => {
       entry.chunks.push({ at: performance.now(), bytes: c.length });

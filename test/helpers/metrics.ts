@@ -17,7 +17,8 @@ export function parseMetrics(text: string): Sample[] {
     const m = LINE.exec(line);
     if (!m) throw new Error(`not a Prometheus sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1] as string] = (l[2] as string).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const l of (m[2] ?? '').matchAll(LABEL))
+      labels[l[1] as string] = (l[2] as string).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     out.push({ name: m[1] as string, labels, value: Number(m[3]) });
   }
   return out;
@@ -29,7 +30,8 @@ export function sampleValue(samples: Sample[], name: string, labels: Record<stri
   for (const s of samples) {
     if (s.name !== name) continue;
     const have = Object.entries(s.labels).sort();
-    if (have.length === want.length && have.every(([k, v], i) => want[i]?.[0] === k && want[i]?.[1] === v)) return s.value;
+    if (have.length === want.length && have.every(([k, v], i) => want[i]?.[0] === k && want[i]?.[1] === v))
+      return s.value;
   }
   return undefined;
 }

@@ -66,17 +66,22 @@ export interface PrivatePgOptions {
 let seq = 0;
 
 export async function startPrivatePg(opts: PrivatePgOptions = {}): Promise<PrivatePg> {
-  if (!existsSync(join(BIN, 'postgres'))) throw new Error(`no PostgreSQL binaries in ${BIN} (apt-get install postgresql, or set PI_TEST_PG_BIN)`);
+  if (!existsSync(join(BIN, 'postgres')))
+    throw new Error(`no PostgreSQL binaries in ${BIN} (apt-get install postgresql, or set PI_TEST_PG_BIN)`);
   const who = account();
   const dir = mkdtempSync(join(tmpdir(), 'pi-pg-'));
   if (who) chownSync(dir, who.uid, who.gid);
   const data = join(dir, 'data');
   const ids = who ? { uid: who.uid, gid: who.gid } : {};
-  const init = spawnSync(join(BIN, 'initdb'), ['-D', data, '-U', 'pigw', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], {
-    ...ids,
-    cwd: dir,
-    encoding: 'utf8',
-  });
+  const init = spawnSync(
+    join(BIN, 'initdb'),
+    ['-D', data, '-U', 'pigw', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
+    {
+      ...ids,
+      cwd: dir,
+      encoding: 'utf8',
+    },
+  );
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
   if (opts.hba !== undefined) {
     const hba = join(data, 'pg_hba.conf');
@@ -95,7 +100,25 @@ export async function startPrivatePg(opts: PrivatePgOptions = {}): Promise<Priva
   const start = async (): Promise<void> => {
     const c = spawn(
       join(BIN, 'postgres'),
-      ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'log_min_messages=fatal', ...settings],
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-h',
+        '127.0.0.1',
+        '-k',
+        dir,
+        '-c',
+        'fsync=off',
+        '-c',
+        'full_page_writes=off',
+        '-c',
+        'max_connections=200',
+        '-c',
+        'log_min_messages=fatal',
+        ...settings,
+      ],
       { ...ids, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let err = '';
@@ -105,7 +128,13 @@ export async function startPrivatePg(opts: PrivatePgOptions = {}): Promise<Priva
     const deadline = Date.now() + 20_000;
     for (;;) {
       if (c.exitCode !== null || c.signalCode !== null) throw new Error(`postgres exited at start: ${err}`);
-      const client = new pg.Client({ host: '127.0.0.1', port, user: 'pigw', database: 'postgres', connectionTimeoutMillis: 1000 });
+      const client = new pg.Client({
+        host: '127.0.0.1',
+        port,
+        user: 'pigw',
+        database: 'postgres',
+        connectionTimeoutMillis: 1000,
+      });
       client.on('error', () => undefined);
       try {
         await client.connect();

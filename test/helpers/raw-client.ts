@@ -27,7 +27,9 @@ export interface RawConnection {
 
 /** What a failed wait reports: the start and the end of what arrived. */
 function shown(received: string): string {
-  return received.length <= 600 ? JSON.stringify(received) : `${JSON.stringify(received.slice(0, 300))} … ${JSON.stringify(received.slice(-300))}`;
+  return received.length <= 600
+    ? JSON.stringify(received)
+    : `${JSON.stringify(received.slice(0, 300))} … ${JSON.stringify(received.slice(-300))}`;
 }
 
 /** Opens a connection to 127.0.0.1:`port`. */
@@ -61,7 +63,10 @@ export async function rawConnect(port: number): Promise<RawConnection> {
           if (why !== null) finish(new Error(why));
         }
       };
-      const timer = setTimeout(() => finish(new Error(`nothing after ${ms} ms; received so far: ${shown(received)}`)), ms);
+      const timer = setTimeout(
+        () => finish(new Error(`nothing after ${ms} ms; received so far: ${shown(received)}`)),
+        ms,
+      );
       const finish = (err: Error | null): void => {
         clearTimeout(timer);
         waiters.delete(check);
@@ -79,10 +84,19 @@ export async function rawConnect(port: number): Promise<RawConnection> {
       }),
     text: () => received,
     async until(re, ms = 10_000) {
-      await wait(() => re.test(received), () => (closed ? `closed before ${re} matched; received: ${shown(received)}` : null), ms);
+      await wait(
+        () => re.test(received),
+        () => (closed ? `closed before ${re} matched; received: ${shown(received)}` : null),
+        ms,
+      );
       return received;
     },
-    closedWithin: (ms) => wait(() => closed, () => null, ms),
+    closedWithin: (ms) =>
+      wait(
+        () => closed,
+        () => null,
+        ms,
+      ),
     get closed() {
       return closed;
     },

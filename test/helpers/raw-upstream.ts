@@ -138,5 +138,11 @@ export function rawHead(status: string, headers: [string, string][]): string {
 /** A whole JSON answer with its Content-Length. */
 export function rawJson(status: string, body: string | Buffer, extra: [string, string][] = []): Buffer {
   const b = typeof body === 'string' ? Buffer.from(body) : body;
-  return Buffer.concat([Buffer.from(rawHead(status, [['Content-Type', 'application/json'], ['Content-Length', String(b.length)], ...extra]), 'latin1'), b]);
+  return Buffer.concat([
+    Buffer.from(
+      rawHead(status, [['Content-Type', 'application/json'], ['Content-Length', String(b.length)], ...extra]),
+      'latin1',
+    ),
+    b,
+  ]);
 }

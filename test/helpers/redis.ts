@@ -39,10 +39,27 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   let child: ChildProcess | null = null;
   let exited: Promise<void> = Promise.resolve();
   const start = async () => {
-    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], {
-      cwd: dir,
-      stdio: ['ignore', 'ignore', 'ignore'],
-    });
+    const c = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--loglevel',
+        'warning',
+      ],
+      {
+        cwd: dir,
+        stdio: ['ignore', 'ignore', 'ignore'],
+      },
+    );
     child = c;
     exited = new Promise((resolve) => c.once('exit', () => resolve()));
     const deadline = Date.now() + 10_000;

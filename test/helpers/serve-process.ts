@@ -21,13 +21,18 @@ export interface PreparedDb {
 
 /** A database file with every resource credential of fixture `config` sealed, a key and a credit (and
  *  a credited key for each of `extraKeys`' workspaces, which need not be in the config). */
-export function prepareDb(t: Test, config = 'gateway', extraKeys: string[] = []): PreparedDb & { extra: Record<string, string> } {
+export function prepareDb(
+  t: Test,
+  config = 'gateway',
+  extraKeys: string[] = [],
+): PreparedDb & { extra: Record<string, string> } {
   const file = join(tempDir(t, 'pi-serve-'), 'gateway.db');
   const masterKey = randomBytes(32).toString('base64');
   // Created "now": the child runs on the real clock.
   const store = openStore(file, { masterKey, clock: new ManualClock(Date.now()) });
   try {
-    for (const r of fixtureConfig(config).resources) if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
+    for (const r of fixtureConfig(config).resources)
+      if (!store.secrets.names().has(r.credential)) store.secrets.set(r.credential, `upstream-secret-${r.credential}`);
     const key = store.apiKeys.create({ workspace: 'open', name: 'test' }).key;
     store.wallets.credit('open', decimalToNano('100'), 'test credit');
     const extra: Record<string, string> = {};
@@ -77,10 +82,23 @@ export interface ServeOptions {
 
 /** Starts `pi-gateway serve`; killed (SIGKILL) at teardown if still running. */
 export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProcess> {
-  const args = ['src/cli/main.ts', 'serve', '--config', opts.config, '--db', opts.db.file, '--port', String(opts.port ?? 0)];
+  const args = [
+    'src/cli/main.ts',
+    'serve',
+    '--config',
+    opts.config,
+    '--db',
+    opts.db.file,
+    '--port',
+    String(opts.port ?? 0),
+  ];
   if (opts.upstream) args.push('--upstream-override', opts.upstream);
   if (opts.args) args.push(...opts.args);
-  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...opts.env, PI_MASTER_KEY: opts.db.masterKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: REPO,
+    env: { ...process.env, ...opts.env, PI_MASTER_KEY: opts.db.masterKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   let pending = '';
   const events: LogEvent[] = [];
@@ -99,7 +117,9 @@ export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProc
     }
   });
   child.stdout?.resume();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() })),
+  );
   let running = true;
   void exited.then(() => (running = false));
   t.teardown(async () => {

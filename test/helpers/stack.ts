@@ -88,10 +88,20 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
   const masterKey = randomBytes(32).toString('base64');
   const store = opts.store ?? openStore(':memory:', { clock, masterKey, requestLog: { flushIntervalMs: 10 } });
   const seal = opts.seal ?? ((name: string) => !name.endsWith('-unsealed-key'));
-  for (const r of config.resources) if (seal(r.credential) && !store.secrets.names().has(r.credential)) store.secrets.set(r.credential, opts.secrets?.[r.credential] ?? `upstream-secret-${r.credential}`);
+  for (const r of config.resources)
+    if (seal(r.credential) && !store.secrets.names().has(r.credential))
+      store.secrets.set(r.credential, opts.secrets?.[r.credential] ?? `upstream-secret-${r.credential}`);
   let gw: Gateway;
   const telemetry = opts.telemetry ? await startTelemetry(opts.telemetry) : null;
-  const admin = opts.admin ? await startAdminListener({ host: '127.0.0.1', port: 0, lifecycle: new Lifecycle(clock), metrics: telemetry?.metrics ?? null, token: opts.adminToken ?? null }) : null;
+  const admin = opts.admin
+    ? await startAdminListener({
+        host: '127.0.0.1',
+        port: 0,
+        lifecycle: new Lifecycle(clock),
+        metrics: telemetry?.metrics ?? null,
+        token: opts.adminToken ?? null,
+      })
+    : null;
   try {
     gw = await startGateway({
       config,
@@ -127,8 +137,16 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
       store.wallets.credit(workspace, decimalToNano(usd), 'test credit');
     },
     post(path, body, o = {}) {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
-      return fetch(`${gw.url}${path}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        ...(o.key ? { authorization: `Bearer ${o.key}` } : {}),
+        ...o.headers,
+      };
+      return fetch(`${gw.url}${path}`, {
+        method: 'POST',
+        headers,
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
     },
     async close() {
       if (closed) return;

@@ -3,10 +3,20 @@
 import { createRequire } from 'node:module';
 import t from 'tap';
 import { FORWARDED_CLIENT_HEADERS } from '../../src/proxy/upstream-call.ts';
-import { FORWARDABLE_CLIENT_HEADERS, headerText, isFieldValue, originOf, sanitizeTitle, sessionIdFrom, unforwardableHeader } from '../../src/http/header-text.ts';
+import {
+  FORWARDABLE_CLIENT_HEADERS,
+  headerText,
+  isFieldValue,
+  originOf,
+  sanitizeTitle,
+  sessionIdFrom,
+  unforwardableHeader,
+} from '../../src/http/header-text.ts';
 
 /** undici's own check of a header value (what it refuses to send with `invalid <name> header`). */
-const { isValidHeaderValue } = createRequire(import.meta.url)('undici/lib/core/util.js') as { isValidHeaderValue: (v: string) => boolean };
+const { isValidHeaderValue } = createRequire(import.meta.url)('undici/lib/core/util.js') as {
+  isValidHeaderValue: (v: string) => boolean;
+};
 
 /** Test labels in plain ASCII: a raw U+2028 or bidi control would garble the TAP stream. */
 function label(s: string | undefined): string {
@@ -19,26 +29,59 @@ t.test('isFieldValue accepts exactly the bytes undici sends', async (t) => {
   const refused: number[] = [];
   for (let b = 0; b < 256; b++) {
     for (const value of [String.fromCharCode(b), `a${String.fromCharCode(b)}b`]) {
-      t.equal(isFieldValue(value), isValidHeaderValue(value), `byte 0x${b.toString(16)} in ${JSON.stringify(value).length > 8 ? 'the middle' : 'a value of its own'}: same verdict as undici`);
+      t.equal(
+        isFieldValue(value),
+        isValidHeaderValue(value),
+        `byte 0x${b.toString(16)} in ${JSON.stringify(value).length > 8 ? 'the middle' : 'a value of its own'}: same verdict as undici`,
+      );
     }
     if (!isFieldValue(`a${String.fromCharCode(b)}b`)) refused.push(b);
   }
-  t.same(refused, [...Array.from({ length: 32 }, (_, i) => i).filter((b) => b !== 9), 0x7f], 'refused: C0 controls but HTAB, and DEL');
+  t.same(
+    refused,
+    [...Array.from({ length: 32 }, (_, i) => i).filter((b) => b !== 9), 0x7f],
+    'refused: C0 controls but HTAB, and DEL',
+  );
   t.equal(isFieldValue('日本'), false, 'text that was never bytes (a character above 0xff) is no field value');
   t.equal(isValidHeaderValue('日本'), false, 'nor for undici');
   t.equal(isFieldValue(''), true, 'an empty value');
 });
 
 t.test('unforwardableHeader names the first header the gateway would forward but could not', async (t) => {
-  t.equal(unforwardableHeader({ 'x-title': 'fine', 'user-agent': 'a\x7fb' }), null, 'a header the gateway does not forward is not its concern');
+  t.equal(
+    unforwardableHeader({ 'x-title': 'fine', 'user-agent': 'a\x7fb' }),
+    null,
+    'a header the gateway does not forward is not its concern',
+  );
   t.equal(unforwardableHeader({ 'x-title': 'Caf\xe9 \xe6\x97\xa5\t!' }), null, 'obs-text bytes and HTAB are fine');
-  t.equal(unforwardableHeader({ 'x-title': 'a\x7fb' }), 'the X-Title header contains the control byte 0x7F, which an HTTP header value may not carry');
-  t.equal(unforwardableHeader({ 'http-referer': 'https://a.example/\x01' }), 'the HTTP-Referer header contains the control byte 0x01, which an HTTP header value may not carry');
-  t.equal(unforwardableHeader({ 'x-pi-session-id': 's\x00' }), 'the X-Pi-Session-Id header contains the control byte 0x00, which an HTTP header value may not carry');
-  t.equal(unforwardableHeader({ 'anthropic-beta': 'x\ny' }), 'the Anthropic-Beta header contains the control byte 0x0A, which an HTTP header value may not carry');
-  t.equal(unforwardableHeader({ 'anthropic-version': '2023\x7f' }), 'the Anthropic-Version header contains the control byte 0x7F, which an HTTP header value may not carry');
-  t.equal(unforwardableHeader({ 'content-type': 'multipart/form-data; boundary=\x7f' }), 'the Content-Type header contains the control byte 0x7F, which an HTTP header value may not carry');
-  t.equal(unforwardableHeader({ 'x-title': '日' }), 'the X-Title header contains the character U+65E5, which an HTTP header value may not carry');
+  t.equal(
+    unforwardableHeader({ 'x-title': 'a\x7fb' }),
+    'the X-Title header contains the control byte 0x7F, which an HTTP header value may not carry',
+  );
+  t.equal(
+    unforwardableHeader({ 'http-referer': 'https://a.example/\x01' }),
+    'the HTTP-Referer header contains the control byte 0x01, which an HTTP header value may not carry',
+  );
+  t.equal(
+    unforwardableHeader({ 'x-pi-session-id': 's\x00' }),
+    'the X-Pi-Session-Id header contains the control byte 0x00, which an HTTP header value may not carry',
+  );
+  t.equal(
+    unforwardableHeader({ 'anthropic-beta': 'x\ny' }),
+    'the Anthropic-Beta header contains the control byte 0x0A, which an HTTP header value may not carry',
+  );
+  t.equal(
+    unforwardableHeader({ 'anthropic-version': '2023\x7f' }),
+    'the Anthropic-Version header contains the control byte 0x7F, which an HTTP header value may not carry',
+  );
+  t.equal(
+    unforwardableHeader({ 'content-type': 'multipart/form-data; boundary=\x7f' }),
+    'the Content-Type header contains the control byte 0x7F, which an HTTP header value may not carry',
+  );
+  t.equal(
+    unforwardableHeader({ 'x-title': '日' }),
+    'the X-Title header contains the character U+65E5, which an HTTP header value may not carry',
+  );
 });
 
 t.test('every client header the proxy forwards is covered by the rule', async (t) => {

@@ -12,7 +12,10 @@ import { REPO, tempDir, waitFor } from '../helpers/admission.ts';
 
 /** The tracked files of this working tree, copied into `dir` (what a clone of this state holds). */
 function copyTracked(dir: string): void {
-  const files = execFileSync('git', ['ls-files', '-z'], { cwd: REPO }).toString().split('\0').filter((f) => f !== '');
+  const files = execFileSync('git', ['ls-files', '-z'], { cwd: REPO })
+    .toString()
+    .split('\0')
+    .filter((f) => f !== '');
   for (const f of files) {
     if (!existsSync(join(REPO, f))) continue;
     mkdirSync(dirname(join(dir, f)), { recursive: true });
@@ -23,21 +26,31 @@ function copyTracked(dir: string): void {
 t.test('npm ci --omit=dev gives a gateway that serves, with no build tools', async (t) => {
   const dir = tempDir(t, 'pi-prod-');
   copyTracked(dir);
-  const ci = spawnSync('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
+  const ci = spawnSync('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   t.equal(ci.status, 0, `npm ci --omit=dev: ${ci.stderr.slice(-2000)}`);
-  for (const tool of ['typescript', 'tsx', 'esbuild', 'tap', 'node']) t.notOk(existsSync(join(dir, 'node_modules', tool)), `no ${tool} installed`);
+  for (const tool of ['typescript', 'tsx', 'esbuild', 'tap', 'node'])
+    t.notOk(existsSync(join(dir, 'node_modules', tool)), `no ${tool} installed`);
   t.notOk(existsSync(join(dir, 'dist')), 'nothing was built');
 
   const sim = await startSimulator({});
   t.teardown(() => sim.close());
   const env = { ...process.env, PI_MASTER_KEY: Buffer.alloc(32, 3).toString('base64'), PI_DB: join(dir, 'state.db') };
-  const cli = (args: string[], input = '') => spawnSync(process.execPath, ['bin/pi-gateway.js', ...args], { cwd: dir, env, input, encoding: 'utf8' });
+  const cli = (args: string[], input = '') =>
+    spawnSync(process.execPath, ['bin/pi-gateway.js', ...args], { cwd: dir, env, input, encoding: 'utf8' });
   t.equal(cli(['secret', 'set', 'local-sim'], 'sk-local').status, 0, 'secret set');
   const created = cli(['key', 'create', '--workspace', 'acme']);
   t.equal(created.status, 0, created.stderr);
   const key = /sk-pi-[A-Za-z0-9_-]+/.exec(created.stdout)?.[0] ?? '';
   t.equal(cli(['wallet', 'credit', '--workspace', 'acme', '--usd', '5']).status, 0, 'wallet credit');
-  const serve = spawn(process.execPath, ['bin/pi-gateway.js', 'serve', '--config', 'config', '--port', '0', '--upstream-override', sim.url], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const serve = spawn(
+    process.execPath,
+    ['bin/pi-gateway.js', 'serve', '--config', 'config', '--port', '0', '--upstream-override', sim.url],
+    { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   t.teardown(() => {
     if (serve.exitCode === null) serve.kill('SIGKILL');
   });
@@ -49,7 +62,11 @@ t.test('npm ci --omit=dev gives a gateway that serves, with no build tools', asy
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'openai/gpt-6-luna', messages: [{ role: 'user', content: 'Hello' }], provider: { only: ['local'] } }),
+    body: JSON.stringify({
+      model: 'openai/gpt-6-luna',
+      messages: [{ role: 'user', content: 'Hello' }],
+      provider: { only: ['local'] },
+    }),
   });
   t.equal(res.status, 200, 'answered');
   await res.text();
@@ -70,7 +87,12 @@ t.test('the npm package lists only what runs', async (t) => {
   const files = (JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? [];
   t.ok(files.includes('bin/pi-gateway.js'), 'the CLI');
   t.ok(files.includes('console/dist/app.js'), 'the console bundle');
-  t.ok(files.some((f) => f.startsWith('schemas/')) && files.some((f) => f.startsWith('config/')), 'schemas and the example config');
-  const stray = files.filter((f) => /^(\.demo|state|test|tap-snapshots|bench|fuzz|src)\/|\.db$|\.key$|master|\.tap\//.test(f));
+  t.ok(
+    files.some((f) => f.startsWith('schemas/')) && files.some((f) => f.startsWith('config/')),
+    'schemas and the example config',
+  );
+  const stray = files.filter((f) =>
+    /^(\.demo|state|test|tap-snapshots|bench|fuzz|src)\/|\.db$|\.key$|master|\.tap\//.test(f),
+  );
   t.same(stray, [], 'no state, key, database, test or source file');
 });

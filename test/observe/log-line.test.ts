@@ -15,15 +15,27 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 
 t.test('a line: time, level and event first, then the fields; one line of JSON', async (t) => {
-  const text = logLine('drain_deadline', { ending: 2, deadline_ms: 30_000 }, new Date(Date.UTC(2026, 10, 27, 12, 0, 0, 5)));
+  const text = logLine(
+    'drain_deadline',
+    { ending: 2, deadline_ms: 30_000 },
+    new Date(Date.UTC(2026, 10, 27, 12, 0, 0, 5)),
+  );
   t.ok(text.endsWith('\n') && !text.slice(0, -1).includes('\n'), 'one line');
   const line = JSON.parse(text) as Record<string, unknown>;
   t.same(Object.keys(line), ['time', 'level', 'event', 'ending', 'deadline_ms']);
-  t.same(line, { time: '2026-11-27T12:00:00.005Z', level: 'warn', event: 'drain_deadline', ending: 2, deadline_ms: 30_000 });
+  t.same(line, {
+    time: '2026-11-27T12:00:00.005Z',
+    level: 'warn',
+    event: 'drain_deadline',
+    ending: 2,
+    deadline_ms: 30_000,
+  });
 });
 
 t.test('a field cannot replace time, level or event', async (t) => {
-  const line = JSON.parse(logLine('listening', { time: 1, level: 'error', event: 'x', url: 'u' }, new Date(0))) as Record<string, unknown>;
+  const line = JSON.parse(
+    logLine('listening', { time: 1, level: 'error', event: 'x', url: 'u' }, new Date(0)),
+  ) as Record<string, unknown>;
   t.same(line, { time: '1970-01-01T00:00:00.000Z', level: 'info', event: 'listening', url: 'u' });
   t.same(Object.keys(line).slice(0, 3), ['time', 'level', 'event']);
 });
@@ -55,7 +67,14 @@ t.test('jsonLog writes the line on stderr; the writer thread’s slow-commit lin
   t.match(line, { time: ISO, level: 'info', event: 'stopping', signal: 'SIGTERM' });
   t.notOk('t' in line || 'ts' in line, 'no other time field');
   const slow = JSON.parse(slowCommitLine(12.34, 2, 1, new Date(0))) as Record<string, unknown>;
-  t.same(slow, { time: '1970-01-01T00:00:00.000Z', level: 'warn', event: 'writer_slow_commit', ms: 12.3, ledger_ops: 2, log_rows: 1 });
+  t.same(slow, {
+    time: '1970-01-01T00:00:00.000Z',
+    level: 'warn',
+    event: 'writer_slow_commit',
+    ms: 12.3,
+    ledger_ops: 2,
+    log_rows: 1,
+  });
 });
 
 /** Every string literal passed as the first argument of a call named like a logger (`log`, `jsonLog`,

@@ -5,11 +5,36 @@ import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import type { IncomingRequest } from '../../src/http/request.ts';
 import { Lifecycle } from '../../src/observe/lifecycle.ts';
-import { combineObservers, IGNORED_ATTEMPT, type AttemptEnd, type RequestObserver, type RequestSummary } from '../../src/observe/observer.ts';
+import {
+  combineObservers,
+  IGNORED_ATTEMPT,
+  type AttemptEnd,
+  type RequestObserver,
+  type RequestSummary,
+} from '../../src/observe/observer.ts';
 import { requestTraceId, traceIdOfRequestId, traceIdOfTraceparent } from '../../src/observe/trace-context.ts';
 
-const REQ: IncomingRequest = { method: 'POST', path: '/v1/chat/completions', query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: 0, remoteAddress: '127.0.0.1', bodyBytes: 0 };
-const END: AttemptEnd = { outcome: 'ok', status: 200, ms: 5, firstByteMs: 2, responseModel: null, inputTokens: 1, outputTokens: 2 };
+const REQ: IncomingRequest = {
+  method: 'POST',
+  path: '/v1/chat/completions',
+  query: '',
+  headers: {},
+  params: [],
+  body: Buffer.alloc(0),
+  bodyStream: null,
+  startedAt: 0,
+  remoteAddress: '127.0.0.1',
+  bodyBytes: 0,
+};
+const END: AttemptEnd = {
+  outcome: 'ok',
+  status: 200,
+  ms: 5,
+  firstByteMs: 2,
+  responseModel: null,
+  inputTokens: 1,
+  outputTokens: 2,
+};
 const SUMMARY = { row: {}, durationMs: 9, routedModel: null, upstreamModel: null } as unknown as RequestSummary;
 const START = { index: 0, provider: 'alpha', model: 'acme/x', deployment: 'alpha/x', upstreamModel: 'x-v1' };
 
@@ -21,7 +46,9 @@ function recorder(name: string, calls: string[], headers: Record<string, string>
         read: (stream, model) => void calls.push(`${name}.read ${stream} ${model}`),
         attempt: (a) => {
           calls.push(`${name}.attempt ${a.index} ${a.provider}`);
-          return headers === null ? IGNORED_ATTEMPT : { headers, finish: (e) => void calls.push(`${name}.finish ${e.outcome}`) };
+          return headers === null
+            ? IGNORED_ATTEMPT
+            : { headers, finish: (e) => void calls.push(`${name}.finish ${e.outcome}`) };
         },
         end: (s) => void calls.push(`${name}.end ${s.durationMs}`),
       };
@@ -32,7 +59,10 @@ function recorder(name: string, calls: string[], headers: Record<string, string>
 t.test('every observer hears every event, in order; attempt headers are merged', async (t) => {
   const calls: string[] = [];
   const errors: unknown[] = [];
-  const o = combineObservers([recorder('a', calls), recorder('b', calls, { traceparent: 'tp' }), recorder('c', calls, { 'x-other': '1' })], (e) => errors.push(e));
+  const o = combineObservers(
+    [recorder('a', calls), recorder('b', calls, { traceparent: 'tp' }), recorder('c', calls, { 'x-other': '1' })],
+    (e) => errors.push(e),
+  );
   const w = o.begin('chat_completions', 'trace-1', REQ);
   w.read(true, 'acme/x');
   const a = w.attempt(START);
@@ -138,7 +168,13 @@ t.test('lifecycle: starting → ready → draining → stopped; reload records',
   const problems = ['models/a.yaml:1:1 /id: bad'];
   const r = l.recordReload({ ok: false, hash: 'h1', problems });
   problems.push('mutated later');
-  t.same(r, { ok: false, hash: 'h1', problems: ['models/a.yaml:1:1 /id: bad'], restartNeeded: [], at: Date.parse('2026-03-01T00:00:00Z') });
+  t.same(r, {
+    ok: false,
+    hash: 'h1',
+    problems: ['models/a.yaml:1:1 /id: bad'],
+    restartNeeded: [],
+    at: Date.parse('2026-03-01T00:00:00Z'),
+  });
   t.same(l.lastReload, r);
   t.same(seen, [r]);
 });

@@ -17,7 +17,15 @@ import { adapterFor, ADAPTERS } from '../../src/platforms/index.ts';
 import type { ProviderError } from '../../src/errors.ts';
 import { messages } from '../../src/protocols/messages.ts';
 import { renderProviderError } from '../../src/protocols/provider-error.ts';
-import type { AdapterContext, AdapterOptions, AdapterRequest, FormAnswer, OutgoingRequest, PlatformAdapter, UpstreamTarget } from '../../src/platforms/types.ts';
+import type {
+  AdapterContext,
+  AdapterOptions,
+  AdapterRequest,
+  FormAnswer,
+  OutgoingRequest,
+  PlatformAdapter,
+  UpstreamTarget,
+} from '../../src/platforms/types.ts';
 import { deployment, platform, resource } from '../routing/fixtures.ts';
 
 /** The platform, resource and deployment an adapter's cases run against. */
@@ -169,7 +177,7 @@ const CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => void }[] = [
   { name: 'body patches', run: checkBodies },
   { name: 'adapter_options validation', run: checkOptions },
   { name: 'token counting', run: checkCounting },
-  { name: 'platform error bodies read into the gateway\'s error model', run: checkErrors },
+  { name: "platform error bodies read into the gateway's error model", run: checkErrors },
 ];
 
 const ASYNC_CHECKS: { name: string; run: (t: Test, spec: AdapterSpec) => Promise<void> }[] = [
@@ -186,8 +194,14 @@ function checkRegistered(t: Test, spec: AdapterSpec): void {
 function checkEndpoints(t: Test, spec: AdapterSpec): void {
   t.same(spec.adapter.endpoints, spec.endpoints);
   t.equal(new Set(spec.adapter.endpoints).size, spec.adapter.endpoints.length, 'no endpoint twice');
-  const vocabulary = (parse(readFileSync(VOCABULARIES, 'utf8')) as { endpoints: { id: string }[] }).endpoints.map((e) => e.id);
-  t.same(spec.adapter.endpoints.filter((e) => !vocabulary.includes(e)), [], 'every endpoint is in config/vocabularies.yaml');
+  const vocabulary = (parse(readFileSync(VOCABULARIES, 'utf8')) as { endpoints: { id: string }[] }).endpoints.map(
+    (e) => e.id,
+  );
+  t.same(
+    spec.adapter.endpoints.filter((e) => !vocabulary.includes(e)),
+    [],
+    'every endpoint is in config/vocabularies.yaml',
+  );
   const missing = spec.endpoints.flatMap((endpoint) =>
     [false, true]
       .filter((stream) => !spec.calls.some((c) => c.endpoint === endpoint && (c.stream ?? stream) === stream))
@@ -206,11 +220,21 @@ function checkCalls(t: Test, spec: AdapterSpec): void {
     const got = spec.adapter.request(target, req);
     t.equal(got.url, c.url, `${label}: URL`);
     t.same(got.headers, c.headers, `${label}: headers`);
-    const misnamed = got.headers.filter(([name]) => name !== name.toLowerCase() || name === 'content-type').map(([n]) => n);
+    const misnamed = got.headers
+      .filter(([name]) => name !== name.toLowerCase() || name === 'content-type')
+      .map(([n]) => n);
     t.same(misnamed, [], `${label}: lowercase names, no content-type (the caller adds it)`);
     const credential = spec.fixture.credential;
-    if (spec.credentialIn === 'authorize') t.notOk(got.headers.some(([, v]) => v.includes(credential)), `${label}: the credential is left to authorize()`);
-    else t.ok(got.headers.some(([, v]) => v.includes(credential)), `${label}: the upstream credential is sent in a header`);
+    if (spec.credentialIn === 'authorize')
+      t.notOk(
+        got.headers.some(([, v]) => v.includes(credential)),
+        `${label}: the credential is left to authorize()`,
+      );
+    else
+      t.ok(
+        got.headers.some(([, v]) => v.includes(credential)),
+        `${label}: the upstream credential is sent in a header`,
+      );
     t.notOk(got.url.includes(credential), `${label}: never in the URL`);
     t.same(spec.adapter.request(target, req), got, `${label}: the same answer twice`);
     const slashed = spec.adapter.request(targetOf(spec, c.adapterOptions, `${spec.fixture.baseUrl}/`), req);
@@ -223,7 +247,11 @@ function checkNeverSends(t: Test, spec: AdapterSpec): void {
   for (const c of expand(spec.calls)) {
     const label = caseLabel(c);
     const got = spec.adapter.request(targetOf(spec, c.adapterOptions), requestOf(c));
-    t.same(got.headers.filter(([name]) => never.has(name)).map(([n]) => n), [], `${label}: none of ${[...never].join(', ')}`);
+    t.same(
+      got.headers.filter(([name]) => never.has(name)).map(([n]) => n),
+      [],
+      `${label}: none of ${[...never].join(', ')}`,
+    );
     const leaked = got.url.includes(CLIENT_SECRET) || got.headers.some(([, v]) => v.includes(CLIENT_SECRET));
     t.notOk(leaked, `${label}: no client credential value in the URL or any header`);
   }
@@ -238,7 +266,12 @@ function checkBodies(t: Test, spec: AdapterSpec): void {
   for (const endpoint of spec.endpoints) {
     for (const stream of [false, true]) {
       if (spec.bodies.some((b) => b.endpoint === endpoint && (b.stream ?? stream) === stream)) continue;
-      const original = { model: spec.fixture.upstreamModel, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5, stream };
+      const original = {
+        model: spec.fixture.upstreamModel,
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 5,
+        stream,
+      };
       const body = structuredClone(original);
       spec.adapter.patchBody?.(body, targetOf(spec), requestOf({ endpoint, stream }));
       t.same(body, original, `${endpoint} stream=${stream}: body left as the protocol wrote it`);
@@ -247,7 +280,11 @@ function checkBodies(t: Test, spec: AdapterSpec): void {
 }
 
 function checkOptions(t: Test, spec: AdapterSpec): void {
-  t.same(spec.adapter.validateOptions(deepFreeze({ ...spec.fixture.adapterOptions })), [], 'the fixture options are valid');
+  t.same(
+    spec.adapter.validateOptions(deepFreeze({ ...spec.fixture.adapterOptions })),
+    [],
+    'the fixture options are valid',
+  );
   for (const o of spec.options) {
     t.same(spec.adapter.validateOptions(deepFreeze({ ...o.options })), o.problems, JSON.stringify(o.options));
   }
@@ -257,7 +294,12 @@ function checkOptions(t: Test, spec: AdapterSpec): void {
 export function testContext(
   now: string,
   tokens?: TokenEndpoint,
-): { ctx: AdapterContext; clock: ManualClock; posts: { url: string; form: Record<string, string> }[]; logs: { event: string; fields: Record<string, unknown> }[] } {
+): {
+  ctx: AdapterContext;
+  clock: ManualClock;
+  posts: { url: string; form: Record<string, string> }[];
+  logs: { event: string; fields: Record<string, unknown> }[];
+} {
   const clock = new ManualClock(now);
   const posts: { url: string; form: Record<string, string> }[] = [];
   const logs: { event: string; fields: Record<string, unknown> }[] = [];
@@ -277,7 +319,11 @@ export function testContext(
 async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {
   const authorize = spec.adapter.authorize;
   if (!spec.authorizations || spec.authorizations.length === 0) {
-    t.equal(spec.credentialIn ?? 'request', 'request', 'an adapter that leaves the credential to authorize() has authorize cases');
+    t.equal(
+      spec.credentialIn ?? 'request',
+      'request',
+      'an adapter that leaves the credential to authorize() has authorize cases',
+    );
     return;
   }
   t.ok(authorize, 'authorize() exists');
@@ -287,7 +333,11 @@ async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {
     const target = { ...targetOf(spec), credential: c.credential ?? spec.fixture.credential };
     const req = requestOf(c);
     const { url, headers } = spec.adapter.request(target, req);
-    const out: OutgoingRequest = { url, headers: { 'content-type': 'application/json', ...Object.fromEntries(headers) }, body: '{"max_tokens":5}' };
+    const out: OutgoingRequest = {
+      url,
+      headers: { 'content-type': 'application/json', ...Object.fromEntries(headers) },
+      body: '{"max_tokens":5}',
+    };
     const { ctx, posts } = testContext(c.now ?? '2026-01-15T12:00:00Z', c.tokens);
     await authorize.call(spec.adapter, out, target, req, ctx);
     for (const [name, want] of Object.entries(c.adds)) {
@@ -295,13 +345,22 @@ async function checkAuthorize(t: Test, spec: AdapterSpec): Promise<void> {
       else t.match(out.headers[name], want, `${label}: ${name}`);
     }
     for (const secret of c.neverSent ?? []) {
-      t.notOk(out.url.includes(secret) || Object.values(out.headers).some((v) => v.includes(secret)), `${label}: a secret is never sent`);
+      t.notOk(
+        out.url.includes(secret) || Object.values(out.headers).some((v) => v.includes(secret)),
+        `${label}: a secret is never sent`,
+      );
     }
     if (c.tokenCalls) {
-      t.same(posts.map((p) => p.url), c.tokenCalls.map((p) => p.url), `${label}: token endpoint calls`);
-      for (const [i, want] of c.tokenCalls.entries()) t.match(posts[i]?.form, want.form, `${label}: token request ${i + 1}`);
+      t.same(
+        posts.map((p) => p.url),
+        c.tokenCalls.map((p) => p.url),
+        `${label}: token endpoint calls`,
+      );
+      for (const [i, want] of c.tokenCalls.entries())
+        t.match(posts[i]?.form, want.form, `${label}: token request ${i + 1}`);
     }
-    if (c.refusedRetries !== undefined) t.equal(spec.adapter.refused?.(out, target, ctx) ?? false, c.refusedRetries, `${label}: refused()`);
+    if (c.refusedRetries !== undefined)
+      t.equal(spec.adapter.refused?.(out, target, ctx) ?? false, c.refusedRetries, `${label}: refused()`);
   }
 }
 
@@ -335,12 +394,17 @@ function checkDecodings(t: Test, spec: AdapterSpec): void {
 function checkErrors(t: Test, spec: AdapterSpec): void {
   const cases = spec.errors ?? [];
   if (cases.length === 0) {
-    t.equal(spec.adapter.readError, undefined, 'no cases: the platform answers errors in the protocol\'s own shape');
+    t.equal(spec.adapter.readError, undefined, "no cases: the platform answers errors in the protocol's own shape");
     return;
   }
   for (const c of cases) {
     for (const stream of [false, true]) {
-      const read = spec.adapter.readError?.(c.status, c.headers ?? {}, Buffer.from(c.body), requestOf({ endpoint: c.endpoint, stream }));
+      const read = spec.adapter.readError?.(
+        c.status,
+        c.headers ?? {},
+        Buffer.from(c.body),
+        requestOf({ endpoint: c.endpoint, stream }),
+      );
       t.same(read, c.read, `${c.endpoint} stream=${stream}: HTTP ${c.status} ${c.body.slice(0, 60)}`);
     }
   }
@@ -360,40 +424,87 @@ function checkCounting(t: Test, spec: AdapterSpec): void {
   const credential = spec.fixture.credential;
   for (const call of c.calls) {
     const label = `count, client ${JSON.stringify(call.clientHeaders ?? {})}`;
-    const req = requestOf({ endpoint: COUNT_ENDPOINT, stream: false, ...(call.clientHeaders ? { clientHeaders: call.clientHeaders } : {}) });
+    const req = requestOf({
+      endpoint: COUNT_ENDPOINT,
+      stream: false,
+      ...(call.clientHeaders ? { clientHeaders: call.clientHeaders } : {}),
+    });
     const got = counter.request(targetOf(spec), req);
     t.equal(got.url, call.url, `${label}: URL`);
     t.same(got.headers, call.headers, `${label}: headers`);
-    t.equal(counter.request(targetOf(spec, spec.fixture.adapterOptions, `${spec.fixture.baseUrl}/`), req).url, call.url, `${label}: a base URL ending in / gives the same URL`);
-    if (spec.credentialIn === 'authorize') t.notOk(got.headers.some(([, v]) => v.includes(credential)), `${label}: the credential is left to authorize()`);
-    else t.ok(got.headers.some(([, v]) => v.includes(credential)), `${label}: the upstream credential is sent in a header`);
+    t.equal(
+      counter.request(targetOf(spec, spec.fixture.adapterOptions, `${spec.fixture.baseUrl}/`), req).url,
+      call.url,
+      `${label}: a base URL ending in / gives the same URL`,
+    );
+    if (spec.credentialIn === 'authorize')
+      t.notOk(
+        got.headers.some(([, v]) => v.includes(credential)),
+        `${label}: the credential is left to authorize()`,
+      );
+    else
+      t.ok(
+        got.headers.some(([, v]) => v.includes(credential)),
+        `${label}: the upstream credential is sent in a header`,
+      );
     t.notOk(got.url.includes(credential), `${label}: never in the URL`);
     const never = new Set(['cookie', ...spec.neverSends]);
-    t.same(got.headers.filter(([name]) => never.has(name)).map(([n]) => n), [], `${label}: none of ${[...never].join(', ')}`);
-    t.notOk(got.url.includes(CLIENT_SECRET) || got.headers.some(([, v]) => v.includes(CLIENT_SECRET)), `${label}: no client credential value`);
+    t.same(
+      got.headers.filter(([name]) => never.has(name)).map(([n]) => n),
+      [],
+      `${label}: none of ${[...never].join(', ')}`,
+    );
+    t.notOk(
+      got.url.includes(CLIENT_SECRET) || got.headers.some(([, v]) => v.includes(CLIENT_SECRET)),
+      `${label}: no client credential value`,
+    );
   }
   for (const b of c.bodies) {
     const body = structuredClone(b.body);
-    counter.patchBody?.(body, targetOf(spec), requestOf({ endpoint: COUNT_ENDPOINT, stream: false, ...(b.clientHeaders ? { clientHeaders: b.clientHeaders } : {}) }));
+    counter.patchBody?.(
+      body,
+      targetOf(spec),
+      requestOf({
+        endpoint: COUNT_ENDPOINT,
+        stream: false,
+        ...(b.clientHeaders ? { clientHeaders: b.clientHeaders } : {}),
+      }),
+    );
     t.same(body, b.patched, `count body ${JSON.stringify(b.body).slice(0, 60)}: patched`);
   }
   const decoding = counter.decoding?.(targetOf(spec), requestOf({ endpoint: COUNT_ENDPOINT, stream: false })) ?? null;
   if (c.answer) {
     const mapped = decoding?.answerBody?.(Buffer.from(c.answer.body));
-    t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.answer.mapped, "the platform's count answer in Messages' shape");
+    t.same(
+      mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null,
+      c.answer.mapped,
+      "the platform's count answer in Messages' shape",
+    );
   } else t.equal(decoding?.answerBody, undefined, "the count answer is Messages' own");
-  for (const body of c.unusable ?? []) t.equal(decoding?.answerBody?.(Buffer.from(body)) ?? null, null, `no count in ${body}: refused`);
+  for (const body of c.unusable ?? [])
+    t.equal(decoding?.answerBody?.(Buffer.from(body)) ?? null, null, `no count in ${body}: refused`);
   // A count's errors are read like any of the platform's errors (readError) and rendered by Messages.
   if (c.error) {
-    const read = spec.adapter.readError?.(c.error.status, c.error.headers, Buffer.from(c.error.body), requestOf({ endpoint: 'messages', stream: false }));
+    const read = spec.adapter.readError?.(
+      c.error.status,
+      c.error.headers,
+      Buffer.from(c.error.body),
+      requestOf({ endpoint: 'messages', stream: false }),
+    );
     const mapped = read ? renderProviderError(messages, read) : null;
-    t.same(mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null, c.error.mapped, `count error ${c.error.status} in the Messages shape`);
+    t.same(
+      mapped ? (JSON.parse(mapped.toString('utf8')) as unknown) : null,
+      c.error.mapped,
+      `count error ${c.error.status} in the Messages shape`,
+    );
   }
 }
 
 /** Cases without a stream flag stand for both flags. */
 function expand<T extends { stream?: boolean }>(cases: T[]): (T & { stream: boolean })[] {
-  return cases.flatMap((c) => (c.stream === undefined ? [false, true] : [c.stream]).map((stream) => ({ ...c, stream })));
+  return cases.flatMap((c) =>
+    (c.stream === undefined ? [false, true] : [c.stream]).map((stream) => ({ ...c, stream })),
+  );
 }
 
 interface CaseKey {
@@ -412,13 +523,22 @@ function caseLabel(c: CaseKey): string {
 
 /** A frozen request carrying the client's credentials, so an adapter can neither keep nor edit them. */
 function requestOf(c: CaseKey): AdapterRequest {
-  return deepFreeze({ endpoint: c.endpoint, stream: c.stream, clientHeaders: { ...CLIENT_CREDENTIALS, ...c.clientHeaders } });
+  return deepFreeze({
+    endpoint: c.endpoint,
+    stream: c.stream,
+    clientHeaders: { ...CLIENT_CREDENTIALS, ...c.clientHeaders },
+  });
 }
 
 /** A frozen target on the fixture: an adapter that edits its target throws (ES modules are strict). */
-function targetOf(spec: AdapterSpec, adapterOptions = spec.fixture.adapterOptions, baseUrl = spec.fixture.baseUrl): UpstreamTarget {
+function targetOf(
+  spec: AdapterSpec,
+  adapterOptions = spec.fixture.adapterOptions,
+  baseUrl = spec.fixture.baseUrl,
+): UpstreamTarget {
   const f = spec.fixture;
-  const set = (e: [string, string | number | boolean | undefined]): e is [string, string | number | boolean] => e[1] !== undefined;
+  const set = (e: [string, string | number | boolean | undefined]): e is [string, string | number | boolean] =>
+    e[1] !== undefined;
   const options = Object.fromEntries(Object.entries(adapterOptions).filter(set));
   return deepFreeze({
     platform: platform('p', { adapter: spec.id, adapterOptions: options }),

@@ -20,12 +20,23 @@ t.test('the client headers an adapter sees', async (t) => {
   t.equal(withBetaPolicy(headers, null), headers, 'no policy: the same object');
   const none = { 'x-title': 'x' };
   t.equal(withBetaPolicy(none, BEDROCK_BETAS), none, 'no header: the same object');
-  t.same(withBetaPolicy(headers, { kind: 'deny', names: ['a'] }), { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'b' });
-  t.same(withBetaPolicy(headers, { kind: 'allow', names: [] }), { 'anthropic-version': '2023-06-01' }, 'nothing left: no header');
-  t.same(headers, { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'a,b' }, 'the request\'s own headers untouched');
+  t.same(withBetaPolicy(headers, { kind: 'deny', names: ['a'] }), {
+    'anthropic-version': '2023-06-01',
+    'anthropic-beta': 'b',
+  });
+  t.same(
+    withBetaPolicy(headers, { kind: 'allow', names: [] }),
+    { 'anthropic-version': '2023-06-01' },
+    'nothing left: no header',
+  );
+  t.same(
+    headers,
+    { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'a,b' },
+    "the request's own headers untouched",
+  );
 });
 
-t.test('Bedrock\'s default is its documented list', async (t) => {
+t.test("Bedrock's default is its documented list", async (t) => {
   t.equal(bedrock.anthropicBeta, BEDROCK_BETAS);
   t.same(BEDROCK_BETAS, { kind: 'allow', names: ['computer-use-2024-10-22', 'interleaved-thinking-2025-05-14'] });
 });

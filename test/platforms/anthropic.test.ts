@@ -40,12 +40,20 @@ runAdapterSuite({
         headers: [KEY, ['anthropic-version', '2024-01-01'], ['anthropic-beta', 'token-counting-2024-11-01']],
       },
     ],
-    bodies: [{ body: { model: 'claude-x-20250101', messages: [{ role: 'user', content: 'hi' }] }, patched: { model: 'claude-x-20250101', messages: [{ role: 'user', content: 'hi' }] } }],
+    bodies: [
+      {
+        body: { model: 'claude-x-20250101', messages: [{ role: 'user', content: 'hi' }] },
+        patched: { model: 'claude-x-20250101', messages: [{ role: 'user', content: 'hi' }] },
+      },
+    ],
   },
   options: [
     { options: {}, problems: [] },
     { options: { version: '2023-06-01' }, problems: [] },
-    { options: { region: 'eu', version: 'June' }, problems: ['adapter "anthropic" has no option "region"', DATE_PROBLEM] },
+    {
+      options: { region: 'eu', version: 'June' },
+      problems: ['adapter "anthropic" has no option "region"', DATE_PROBLEM],
+    },
     { options: { version: 20230601 }, problems: [DATE_PROBLEM] },
   ],
 });

@@ -38,33 +38,63 @@ runAdapterSuite({
     { options: {}, problems: [NEEDS_VERSION] },
     { options: { api_version: '2024-10-21' }, problems: [] },
     { options: { api_version: 20241021 }, problems: [NEEDS_VERSION] },
-    { options: { api_version: '2024-10-21', region: 'eu' }, problems: ['adapter "azure-openai" has no option "region"'] },
+    {
+      options: { api_version: '2024-10-21', region: 'eu' },
+      problems: ['adapter "azure-openai" has no option "region"'],
+    },
   ],
   errors: [
     {
       endpoint: 'chat_completions',
       status: 429,
       body: '{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation have exceeded token rate limit. Please retry after 6 seconds."}}',
-      read: { status: 429, type: 'rate_limit_error', code: null, message: 'Requests to the ChatCompletions_Create Operation have exceeded token rate limit. Please retry after 6 seconds.' },
+      read: {
+        status: 429,
+        type: 'rate_limit_error',
+        code: null,
+        message:
+          'Requests to the ChatCompletions_Create Operation have exceeded token rate limit. Please retry after 6 seconds.',
+      },
     },
     {
       endpoint: 'chat_completions',
       status: 400,
       body: '{"error":{"message":"The response was filtered","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation"}}}',
-      read: { status: 400, type: 'invalid_request_error', code: 'content_filter', message: 'The response was filtered', extra: { param: 'prompt', innererror: { code: 'ResponsibleAIPolicyViolation' } } },
+      read: {
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'content_filter',
+        message: 'The response was filtered',
+        extra: { param: 'prompt', innererror: { code: 'ResponsibleAIPolicyViolation' } },
+      },
     },
     {
       endpoint: 'images_generations',
       status: 401,
       body: '{"statusCode":401,"message":"Unauthorized. Access token is missing, invalid, audience is incorrect, or have expired."}',
-      read: { status: 401, type: 'authentication_error', code: null, message: 'Unauthorized. Access token is missing, invalid, audience is incorrect, or have expired.' },
+      read: {
+        status: 401,
+        type: 'authentication_error',
+        code: null,
+        message: 'Unauthorized. Access token is missing, invalid, audience is incorrect, or have expired.',
+      },
     },
-    { endpoint: 'chat_completions', status: 404, body: '{"error":{"message":"no such deployment","type":"invalid_request_error","code":"DeploymentNotFound"}}', read: null },
+    {
+      endpoint: 'chat_completions',
+      status: 404,
+      body: '{"error":{"message":"no such deployment","type":"invalid_request_error","code":"DeploymentNotFound"}}',
+      read: null,
+    },
     {
       endpoint: 'responses',
       status: 429,
       body: '{"error":{"code":"too_many_requests","message":"Rate limit is exceeded. Try again in 6 seconds."}}',
-      read: { status: 429, type: 'rate_limit_error', code: 'too_many_requests', message: 'Rate limit is exceeded. Try again in 6 seconds.' },
+      read: {
+        status: 429,
+        type: 'rate_limit_error',
+        code: 'too_many_requests',
+        message: 'Rate limit is exceeded. Try again in 6 seconds.',
+      },
     },
   ],
 });

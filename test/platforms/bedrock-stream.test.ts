@@ -53,17 +53,45 @@ t.test('a partial frame is held, and counted', async (t) => {
 });
 
 t.test('exception messages become Messages error events', async (t) => {
-  const { out } = decodeAll([chunkMessage(EVENTS[0] as string), exceptionMessage('throttlingException', 'Too many requests, please wait before trying again.')]);
-  t.equal(out, `event: message_start\ndata: ${EVENTS[0]}\n\nevent: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"Too many requests, please wait before trying again."}}\n\n`);
-  for (const [name, type] of [['modelStreamErrorException', 'api_error'], ['internalServerException', 'api_error'], ['serviceUnavailableException', 'overloaded_error'], ['validationException', 'invalid_request_error'], ['somethingNewException', 'api_error']]) {
+  const { out } = decodeAll([
+    chunkMessage(EVENTS[0] as string),
+    exceptionMessage('throttlingException', 'Too many requests, please wait before trying again.'),
+  ]);
+  t.equal(
+    out,
+    `event: message_start\ndata: ${EVENTS[0]}\n\nevent: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"Too many requests, please wait before trying again."}}\n\n`,
+  );
+  for (const [name, type] of [
+    ['modelStreamErrorException', 'api_error'],
+    ['internalServerException', 'api_error'],
+    ['serviceUnavailableException', 'overloaded_error'],
+    ['validationException', 'invalid_request_error'],
+    ['somethingNewException', 'api_error'],
+  ]) {
     t.match(decodeAll([exceptionMessage(name as string, 'x')]).out, `"type":"${type}"`, String(name));
   }
-  const error = eventStreamMessage([[':message-type', 'error'], [':error-code', 'InternalFailure'], [':error-message', 'boom']], Buffer.alloc(0));
-  t.equal(decodeAll([error]).out, 'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n');
+  const error = eventStreamMessage(
+    [
+      [':message-type', 'error'],
+      [':error-code', 'InternalFailure'],
+      [':error-message', 'boom'],
+    ],
+    Buffer.alloc(0),
+  );
+  t.equal(
+    decodeAll([error]).out,
+    'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n',
+  );
 });
 
 t.test('events that are not chunks are skipped', async (t) => {
-  const other = eventStreamMessage([[':message-type', 'event'], [':event-type', 'initial-response']], Buffer.from('{}'));
+  const other = eventStreamMessage(
+    [
+      [':message-type', 'event'],
+      [':event-type', 'initial-response'],
+    ],
+    Buffer.from('{}'),
+  );
   t.equal(decodeAll([other, chunkMessage(EVENTS[2] as string)]).out, `event: ping\ndata: ${EVENTS[2]}\n\n`);
 });
 
@@ -83,7 +111,13 @@ t.test('a corrupt frame stops the decoder; the events before it still come out',
   t.match(d2.failure, /claims 67108864 bytes/);
   t.equal(d2.pendingBytes, 0);
 
-  const notMessages = eventStreamMessage([[':message-type', 'event'], [':event-type', 'chunk']], Buffer.from(JSON.stringify({ bytes: Buffer.from('[1,2]').toString('base64') })));
+  const notMessages = eventStreamMessage(
+    [
+      [':message-type', 'event'],
+      [':event-type', 'chunk'],
+    ],
+    Buffer.from(JSON.stringify({ bytes: Buffer.from('[1,2]').toString('base64') })),
+  );
   const d3 = new BedrockStreamDecoder();
   d3.push(notMessages);
   t.equal(d3.failure, 'a chunk whose bytes are not a Messages event');

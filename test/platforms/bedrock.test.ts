@@ -13,10 +13,14 @@ const KEYS = JSON.stringify({ access_key_id: 'AKIDTEST', secret_access_key: 'ver
 const MODEL = `${BASE}/model/us.anthropic.claude-x-v1%3A0`;
 const TURNS = [{ role: 'user', content: 'hi' }];
 const JSON_ACCEPT: [string, string] = ['accept', 'application/json'];
-const STREAM_ACCEPT: [string, string][] = [['accept', 'application/vnd.amazon.eventstream'], ['x-amzn-bedrock-accept', 'application/json']];
+const STREAM_ACCEPT: [string, string][] = [
+  ['accept', 'application/vnd.amazon.eventstream'],
+  ['x-amzn-bedrock-accept', 'application/json'],
+];
 const PING = '{"type": "ping"}';
 const STOP = '{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":1}}';
-const SIGNATURE = /^AWS4-HMAC-SHA256 Credential=AKIDTEST\/20260115\/us-east-1\/bedrock\/aws4_request, SignedHeaders=(accept;)?content-type;host;x-amz-content-sha256;x-amz-date(;x-amz-security-token)?(;x-amzn-bedrock-accept)?, Signature=[0-9a-f]{64}$/;
+const SIGNATURE =
+  /^AWS4-HMAC-SHA256 Credential=AKIDTEST\/20260115\/us-east-1\/bedrock\/aws4_request, SignedHeaders=(accept;)?content-type;host;x-amz-content-sha256;x-amz-date(;x-amz-security-token)?(;x-amzn-bedrock-accept)?, Signature=[0-9a-f]{64}$/;
 
 runAdapterSuite({
   adapter: bedrock,
@@ -42,11 +46,19 @@ runAdapterSuite({
     { options: { region: 'us-east-1' }, problems: ['adapter "bedrock" has no option "region"'] },
   ],
   authorizations: [
-    { endpoint: 'messages', adds: { authorization: SIGNATURE, 'x-amz-date': '20260115T120000Z' }, neverSent: ['very-secret-key'] },
+    {
+      endpoint: 'messages',
+      adds: { authorization: SIGNATURE, 'x-amz-date': '20260115T120000Z' },
+      neverSent: ['very-secret-key'],
+    },
     {
       endpoint: 'messages',
       stream: true,
-      credential: JSON.stringify({ access_key_id: 'AKIDTEST', secret_access_key: 'very-secret-key', session_token: 'sess-token' }),
+      credential: JSON.stringify({
+        access_key_id: 'AKIDTEST',
+        secret_access_key: 'very-secret-key',
+        session_token: 'sess-token',
+      }),
       adds: { authorization: SIGNATURE, 'x-amz-security-token': 'sess-token' },
       neverSent: ['very-secret-key'],
     },
@@ -64,7 +76,11 @@ runAdapterSuite({
       stream: true,
       streamType: 'application/vnd.amazon.eventstream',
       answer: {
-        bytes: Buffer.concat([chunkMessage(PING), chunkMessage(STOP), exceptionMessage('throttlingException', 'slow down')]),
+        bytes: Buffer.concat([
+          chunkMessage(PING),
+          chunkMessage(STOP),
+          exceptionMessage('throttlingException', 'slow down'),
+        ]),
         sse: `event: ping\ndata: ${PING}\n\nevent: message_stop\ndata: ${STOP}\n\nevent: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}\n\n`,
       },
     },
@@ -75,9 +91,19 @@ runAdapterSuite({
       status: 429,
       headers: { 'x-amzn-errortype': 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
       body: '{"message":"Too many requests, please wait before trying again."}',
-      read: { status: 429, type: 'rate_limit_error', code: 'ThrottlingException', message: 'Too many requests, please wait before trying again.' },
+      read: {
+        status: 429,
+        type: 'rate_limit_error',
+        code: 'ThrottlingException',
+        message: 'Too many requests, please wait before trying again.',
+      },
     },
-    { endpoint: 'messages', status: 500, body: 'upstream exploded', read: { status: 500, type: 'api_error', code: null, message: 'Amazon Bedrock answered HTTP 500' } },
+    {
+      endpoint: 'messages',
+      status: 500,
+      body: 'upstream exploded',
+      read: { status: 500, type: 'api_error', code: null, message: 'Amazon Bedrock answered HTTP 500' },
+    },
     {
       endpoint: 'messages',
       status: 400,
@@ -85,7 +111,12 @@ runAdapterSuite({
       body: '{"message":"invalid beta flag"}',
       read: { status: 400, type: 'invalid_request_error', code: 'ValidationException', message: 'invalid beta flag' },
     },
-    { endpoint: 'chat_completions', status: 429, body: '{"error":{"message":"slow down","type":"rate_limit_error","code":null}}', read: null },
+    {
+      endpoint: 'chat_completions',
+      status: 429,
+      body: '{"error":{"message":"slow down","type":"rate_limit_error","code":null}}',
+      read: null,
+    },
     {
       endpoint: 'chat_completions',
       status: 403,
@@ -96,17 +127,50 @@ runAdapterSuite({
   ],
   counting: {
     // CountTokens takes the foundation model: the inference profile's `us.` is dropped.
-    calls: [{ clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' }, url: `${BASE}/model/anthropic.claude-x-v1%3A0/count-tokens`, headers: [JSON_ACCEPT] }],
+    calls: [
+      {
+        clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' },
+        url: `${BASE}/model/anthropic.claude-x-v1%3A0/count-tokens`,
+        headers: [JSON_ACCEPT],
+      },
+    ],
     bodies: [
       {
         clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' },
         body: { model: 'us.anthropic.claude-x-v1:0', messages: TURNS, system: 'terse' },
-        patched: { input: { invokeModel: { body: base64({ messages: TURNS, system: 'terse', anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['context-1m-2025-08-07'], max_tokens: 1 }) } } },
+        patched: {
+          input: {
+            invokeModel: {
+              body: base64({
+                messages: TURNS,
+                system: 'terse',
+                anthropic_version: 'bedrock-2023-05-31',
+                anthropic_beta: ['context-1m-2025-08-07'],
+                max_tokens: 1,
+              }),
+            },
+          },
+        },
       },
       {
         // InvokeModel needs max_tokens above an extended-thinking budget.
-        body: { model: 'us.anthropic.claude-x-v1:0', messages: TURNS, thinking: { type: 'enabled', budget_tokens: 2048 } },
-        patched: { input: { invokeModel: { body: base64({ messages: TURNS, thinking: { type: 'enabled', budget_tokens: 2048 }, anthropic_version: 'bedrock-2023-05-31', max_tokens: 2049 }) } } },
+        body: {
+          model: 'us.anthropic.claude-x-v1:0',
+          messages: TURNS,
+          thinking: { type: 'enabled', budget_tokens: 2048 },
+        },
+        patched: {
+          input: {
+            invokeModel: {
+              body: base64({
+                messages: TURNS,
+                thinking: { type: 'enabled', budget_tokens: 2048 },
+                anthropic_version: 'bedrock-2023-05-31',
+                max_tokens: 2049,
+              }),
+            },
+          },
+        },
       },
     ],
     answer: { body: '{"inputTokens":1234}', mapped: { input_tokens: 1234 } },
@@ -114,8 +178,15 @@ runAdapterSuite({
     error: {
       status: 400,
       headers: { 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
-      body: "{\"message\":\"The provided model doesn't support counting tokens.\"}",
-      mapped: { type: 'error', error: { type: 'invalid_request_error', code: 'ValidationException', message: "The provided model doesn't support counting tokens." } },
+      body: '{"message":"The provided model doesn\'t support counting tokens."}',
+      mapped: {
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          code: 'ValidationException',
+          message: "The provided model doesn't support counting tokens.",
+        },
+      },
     },
   },
 });

@@ -36,7 +36,11 @@ t.test('every adapter a platform YAML names is registered', async (t) => {
   const files = [...platformFiles(join(REPO, 'config')), ...fixtures];
   const named = adaptersNamed(files);
   t.equal(named.length, files.length, `each of the ${files.length} platform files names an adapter`);
-  t.same(named.filter(([, id]) => !ADAPTERS.has(id)), [], 'no platform names an unregistered adapter');
+  t.same(
+    named.filter(([, id]) => !ADAPTERS.has(id)),
+    [],
+    'no platform names an unregistered adapter',
+  );
   const used = [...new Set(named.map(([, id]) => id))].sort();
   t.same(used, [...ADAPTERS.keys()].sort(), 'and every registered adapter is used by some platform');
 });

@@ -9,7 +9,14 @@ import { generateKeyPairSync, verify } from 'node:crypto';
 import t from 'tap';
 import { azureOpenai } from '../../src/platforms/azure-openai.ts';
 import { FAILURE_HOLD_MS } from '../../src/platforms/token-cache.ts';
-import { type AdapterContext, CredentialError, type FormAnswer, type OutgoingRequest, TokenEndpointError, type UpstreamTarget } from '../../src/platforms/types.ts';
+import {
+  type AdapterContext,
+  CredentialError,
+  type FormAnswer,
+  type OutgoingRequest,
+  TokenEndpointError,
+  type UpstreamTarget,
+} from '../../src/platforms/types.ts';
 import { vertex } from '../../src/platforms/vertex.ts';
 import { deployment, platform, resource } from '../routing/fixtures.ts';
 import { testContext } from './adapter-suite.ts';
@@ -41,7 +48,12 @@ function endpoint(lifetime = 3600) {
   return {
     state,
     answer: (_url: string, _form: Record<string, string>, n: number) =>
-      state.fail ? { status: 400, body: Buffer.from('{"error":"invalid_grant","error_description":"secret-ish detail"}') } : { status: 200, body: Buffer.from(JSON.stringify({ access_token: `tok-${n}`, expires_in: lifetime, token_type: 'Bearer' })) },
+      state.fail
+        ? { status: 400, body: Buffer.from('{"error":"invalid_grant","error_description":"secret-ish detail"}') }
+        : {
+            status: 200,
+            body: Buffer.from(JSON.stringify({ access_token: `tok-${n}`, expires_in: lifetime, token_type: 'Bearer' })),
+          },
   };
 }
 
@@ -49,7 +61,11 @@ function out(): OutgoingRequest {
   return { url: 'https://x.example/v', headers: {}, body: '{}' };
 }
 
-async function auth(tg: UpstreamTarget, ctx: ReturnType<typeof testContext>['ctx'], adapter = vertex): Promise<{ o: OutgoingRequest; sync: boolean }> {
+async function auth(
+  tg: UpstreamTarget,
+  ctx: ReturnType<typeof testContext>['ctx'],
+  adapter = vertex,
+): Promise<{ o: OutgoingRequest; sync: boolean }> {
   const o = out();
   const r = adapter.authorize?.(o, tg, { endpoint: 'chat_completions', stream: false, clientHeaders: {} }, ctx);
   const sync = r === undefined;
@@ -57,17 +73,20 @@ async function auth(tg: UpstreamTarget, ctx: ReturnType<typeof testContext>['ctx
   return { o, sync };
 }
 
-t.test('single flight: 100 concurrent first calls make exactly one token request; then it is served synchronously', async (t) => {
-  const ep = endpoint();
-  const { ctx, posts } = testContext(NOW, ep);
-  const tg = target('vertex', SA);
-  const all = await Promise.all(Array.from({ length: 100 }, () => auth(tg, ctx)));
-  t.equal(posts.length, 1, 'one token request');
-  t.ok(all.every((a) => a.o.headers['authorization'] === 'Bearer tok-1'));
-  const again = await auth(tg, ctx);
-  t.ok(again.sync, 'a cached token needs no promise');
-  t.equal(again.o.headers['authorization'], 'Bearer tok-1');
-});
+t.test(
+  'single flight: 100 concurrent first calls make exactly one token request; then it is served synchronously',
+  async (t) => {
+    const ep = endpoint();
+    const { ctx, posts } = testContext(NOW, ep);
+    const tg = target('vertex', SA);
+    const all = await Promise.all(Array.from({ length: 100 }, () => auth(tg, ctx)));
+    t.equal(posts.length, 1, 'one token request');
+    t.ok(all.every((a) => a.o.headers['authorization'] === 'Bearer tok-1'));
+    const again = await auth(tg, ctx);
+    t.ok(again.sync, 'a cached token needs no promise');
+    t.equal(again.o.headers['authorization'], 'Bearer tok-1');
+  },
+);
 
 t.test('the JWT assertion: RS256 with the key id, claims Google checks, verified with the public key', async (t) => {
   const { ctx, posts } = testContext(NOW, endpoint());
@@ -78,8 +97,17 @@ t.test('the JWT assertion: RS256 with the key id, claims Google checks, verified
   const [h, c, s] = (form['assertion'] ?? '').split('.');
   t.same(JSON.parse(Buffer.from(h ?? '', 'base64url').toString()), { alg: 'RS256', typ: 'JWT', kid: 'kid-1' });
   const iat = Date.parse(NOW) / 1000;
-  t.same(JSON.parse(Buffer.from(c ?? '', 'base64url').toString()), { iss: 'gw@p.iam.gserviceaccount.com', scope: 'https://www.googleapis.com/auth/cloud-platform', aud: 'https://oauth2.googleapis.com/token', iat, exp: iat + 3600 });
-  t.ok(verify('sha256', Buffer.from(`${h}.${c}`), publicKey, Buffer.from(s ?? '', 'base64url')), 'the signature verifies');
+  t.same(JSON.parse(Buffer.from(c ?? '', 'base64url').toString()), {
+    iss: 'gw@p.iam.gserviceaccount.com',
+    scope: 'https://www.googleapis.com/auth/cloud-platform',
+    aud: 'https://oauth2.googleapis.com/token',
+    iat,
+    exp: iat + 3600,
+  });
+  t.ok(
+    verify('sha256', Buffer.from(`${h}.${c}`), publicKey, Buffer.from(s ?? '', 'base64url')),
+    'the signature verifies',
+  );
 });
 
 t.test('early refresh: inside the window the old token is served while one background refresh runs', async (t) => {
@@ -91,7 +119,10 @@ t.test('early refresh: inside the window the old token is served while one backg
   t.equal(posts.length, 1, 'not yet in the window');
   clock.advance(2);
   const inWindow = await Promise.all(Array.from({ length: 10 }, () => auth(tg, ctx)));
-  t.ok(inWindow.every((a) => a.sync && a.o.headers['authorization'] === 'Bearer tok-1'), 'served at once, the old token');
+  t.ok(
+    inWindow.every((a) => a.sync && a.o.headers['authorization'] === 'Bearer tok-1'),
+    'served at once, the old token',
+  );
   t.equal(posts.length, 2, 'exactly one refresh started');
   await new Promise((r) => setImmediate(r));
   t.equal((await auth(tg, ctx)).o.headers['authorization'], 'Bearer tok-2', 'then the new one');
@@ -119,54 +150,145 @@ t.test('a 401 drops the refused token: the next call fetches a new one', async (
   t.equal(second.o.headers['authorization'], 'Bearer tok-2');
   t.equal(posts.length, 2);
   t.equal(vertex.refused?.(first.o, tg, ctx), true);
-  t.equal((await auth(tg, ctx)).o.headers['authorization'], 'Bearer tok-2', 'dropping a token already replaced keeps the new one');
+  t.equal(
+    (await auth(tg, ctx)).o.headers['authorization'],
+    'Bearer tok-2',
+    'dropping a token already replaced keeps the new one',
+  );
   t.equal(vertex.refused?.(out(), target('vertex', 'static-token'), ctx), false, 'a static token: a 401 is final');
 });
 
-t.test('a refused, slow or unreachable token endpoint: CredentialError and a log line saying which, naming no secret', async (t) => {
-  const ep = endpoint();
-  ep.state.fail = true;
-  const { ctx, posts, logs, clock } = testContext(NOW, ep);
-  const tg = target('vertex', SA);
-  await t.rejects(auth(tg, ctx), new CredentialError('provider "p" refused the gateway\'s credential: its token endpoint answered HTTP 400'));
-  t.same(logs, [{ event: 'token_fetch_failed', fields: { provider: 'p', reason: 'refused', endpoint: 'https://oauth2.googleapis.com/token', status: 400 } }]);
-  ep.state.fail = false;
-  await t.rejects(auth(tg, ctx), new CredentialError('provider "p" refused the gateway\'s credential: its token endpoint answered HTTP 400'), 'within the hold: the same failure at once');
-  t.equal(posts.length, 1, 'without asking the endpoint again');
-  clock.advance(FAILURE_HOLD_MS);
-  t.equal((await auth(tg, ctx)).o.headers['authorization'], 'Bearer tok-2', 'after the hold the endpoint is asked again');
-  t.equal(posts.length, 2);
+t.test(
+  'a refused, slow or unreachable token endpoint: CredentialError and a log line saying which, naming no secret',
+  async (t) => {
+    const ep = endpoint();
+    ep.state.fail = true;
+    const { ctx, posts, logs, clock } = testContext(NOW, ep);
+    const tg = target('vertex', SA);
+    await t.rejects(
+      auth(tg, ctx),
+      new CredentialError('provider "p" refused the gateway\'s credential: its token endpoint answered HTTP 400'),
+    );
+    t.same(logs, [
+      {
+        event: 'token_fetch_failed',
+        fields: { provider: 'p', reason: 'refused', endpoint: 'https://oauth2.googleapis.com/token', status: 400 },
+      },
+    ]);
+    ep.state.fail = false;
+    await t.rejects(
+      auth(tg, ctx),
+      new CredentialError('provider "p" refused the gateway\'s credential: its token endpoint answered HTTP 400'),
+      'within the hold: the same failure at once',
+    );
+    t.equal(posts.length, 1, 'without asking the endpoint again');
+    clock.advance(FAILURE_HOLD_MS);
+    t.equal(
+      (await auth(tg, ctx)).o.headers['authorization'],
+      'Bearer tok-2',
+      'after the hold the endpoint is asked again',
+    );
+    t.equal(posts.length, 2);
 
-  const down = testContext(NOW, { answer: () => { throw new TokenEndpointError('unreachable', 'ECONNREFUSED', 5000); } });
-  await t.rejects(auth(tg, down.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint could not be reached (ECONNREFUSED)'));
-  t.same(down.logs.map((l) => l.fields), [{ provider: 'p', reason: 'unreachable', endpoint: 'https://oauth2.googleapis.com/token', error_code: 'ECONNREFUSED' }]);
-  const slow = testContext(NOW, { answer: () => { throw new TokenEndpointError('timeout', null, 250); } });
-  await t.rejects(auth(tg, slow.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint gave no answer within 250 ms'));
-  t.same(slow.logs.map((l) => l.fields), [{ provider: 'p', reason: 'timeout', endpoint: 'https://oauth2.googleapis.com/token', timeout_ms: 250 }]);
-  const broken = testContext(NOW, { answer: () => ({ status: 503, body: Buffer.from('try later') }) });
-  await t.rejects(auth(tg, broken.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint failed (HTTP 503)'));
-  const empty = testContext(NOW, { answer: () => ({ status: 200, body: Buffer.from('{"token_type":"Bearer"}') }) });
-  await t.rejects(auth(tg, empty.ctx), new CredentialError('provider "p" could not authenticate the gateway: its token endpoint answered without a usable access token'));
-  t.same([broken, empty].map((c) => c.logs[0]?.fields['reason']), ['failed', 'no_token']);
-  for (const c of [{ logs }, down, slow, broken, empty]) t.notMatch(JSON.stringify(c.logs), /BEGIN|private_key|secret-ish|entra-secret/, 'no secret and no endpoint text in the log');
+    const down = testContext(NOW, {
+      answer: () => {
+        throw new TokenEndpointError('unreachable', 'ECONNREFUSED', 5000);
+      },
+    });
+    await t.rejects(
+      auth(tg, down.ctx),
+      new CredentialError(
+        'provider "p" could not authenticate the gateway: its token endpoint could not be reached (ECONNREFUSED)',
+      ),
+    );
+    t.same(
+      down.logs.map((l) => l.fields),
+      [
+        {
+          provider: 'p',
+          reason: 'unreachable',
+          endpoint: 'https://oauth2.googleapis.com/token',
+          error_code: 'ECONNREFUSED',
+        },
+      ],
+    );
+    const slow = testContext(NOW, {
+      answer: () => {
+        throw new TokenEndpointError('timeout', null, 250);
+      },
+    });
+    await t.rejects(
+      auth(tg, slow.ctx),
+      new CredentialError(
+        'provider "p" could not authenticate the gateway: its token endpoint gave no answer within 250 ms',
+      ),
+    );
+    t.same(
+      slow.logs.map((l) => l.fields),
+      [{ provider: 'p', reason: 'timeout', endpoint: 'https://oauth2.googleapis.com/token', timeout_ms: 250 }],
+    );
+    const broken = testContext(NOW, { answer: () => ({ status: 503, body: Buffer.from('try later') }) });
+    await t.rejects(
+      auth(tg, broken.ctx),
+      new CredentialError('provider "p" could not authenticate the gateway: its token endpoint failed (HTTP 503)'),
+    );
+    const empty = testContext(NOW, { answer: () => ({ status: 200, body: Buffer.from('{"token_type":"Bearer"}') }) });
+    await t.rejects(
+      auth(tg, empty.ctx),
+      new CredentialError(
+        'provider "p" could not authenticate the gateway: its token endpoint answered without a usable access token',
+      ),
+    );
+    t.same(
+      [broken, empty].map((c) => c.logs[0]?.fields['reason']),
+      ['failed', 'no_token'],
+    );
+    for (const c of [{ logs }, down, slow, broken, empty])
+      t.notMatch(
+        JSON.stringify(c.logs),
+        /BEGIN|private_key|secret-ish|entra-secret/,
+        'no secret and no endpoint text in the log',
+      );
 
-  await t.rejects(auth(target('vertex', '{"type":"service_account","client_email":"x"}'), ctx), new CredentialError('provider "p": the sealed service account has no "private_key"'));
-  await t.rejects(auth(target('vertex', '{"type":"service_account"'), ctx), new CredentialError('provider "p": the sealed credential starts like JSON but is not valid JSON'));
-});
+    await t.rejects(
+      auth(target('vertex', '{"type":"service_account","client_email":"x"}'), ctx),
+      new CredentialError('provider "p": the sealed service account has no "private_key"'),
+    );
+    await t.rejects(
+      auth(target('vertex', '{"type":"service_account"'), ctx),
+      new CredentialError('provider "p": the sealed credential starts like JSON but is not valid JSON'),
+    );
+  },
+);
 
 t.test('one credential, many deployments: they share one fetch and one failure', async (t) => {
   const cred = JSON.stringify({ tenant_id: 'tenant-1', client_id: 'client-1', client_secret: 'entra-secret' });
   let release: (a: FormAnswer) => void = () => undefined;
   const posts: string[] = [];
   const { ctx } = testContext(NOW, { answer: () => ({ status: 0, body: Buffer.alloc(0) }) });
-  const slowCtx: AdapterContext = { ...ctx, postForm: (url) => { posts.push(url); return new Promise((r) => (release = r)); } };
-  const east = { ...target('azure-openai', cred), resource: resource('east', 'p', { baseUrl: 'https://east.example' }) };
-  const west = { ...target('azure-openai', cred), resource: resource('west', 'p', { baseUrl: 'https://west.example' }) };
+  const slowCtx: AdapterContext = {
+    ...ctx,
+    postForm: (url) => {
+      posts.push(url);
+      return new Promise((r) => (release = r));
+    },
+  };
+  const east = {
+    ...target('azure-openai', cred),
+    resource: resource('east', 'p', { baseUrl: 'https://east.example' }),
+  };
+  const west = {
+    ...target('azure-openai', cred),
+    resource: resource('west', 'p', { baseUrl: 'https://west.example' }),
+  };
   const both = Promise.all([auth(east, slowCtx, azureOpenai), auth(west, slowCtx, azureOpenai)]);
   await new Promise((r) => setImmediate(r));
   t.equal(posts.length, 1, 'two resources, one token request');
   release({ status: 200, body: Buffer.from('{"access_token":"shared","expires_in":3600}') });
-  t.same((await both).map((a) => a.o.headers['authorization']), ['Bearer shared', 'Bearer shared']);
+  t.same(
+    (await both).map((a) => a.o.headers['authorization']),
+    ['Bearer shared', 'Bearer shared'],
+  );
 });
 
 t.test('Entra: client credentials to the tenant endpoint with the Cognitive Services scope', async (t) => {
@@ -174,7 +296,25 @@ t.test('Entra: client credentials to the tenant endpoint with the Cognitive Serv
   const cred = JSON.stringify({ tenant_id: 'tenant-1', client_id: 'client-1', client_secret: 'entra-secret' });
   const { o } = await auth(target('azure-openai', cred), ctx, azureOpenai);
   t.equal(o.headers['authorization'], 'Bearer tok-1');
-  t.same(posts, [{ url: 'https://login.microsoftonline.com/tenant-1/oauth2/v2.0/token', form: { grant_type: 'client_credentials', client_id: 'client-1', client_secret: 'entra-secret', scope: 'https://cognitiveservices.azure.com/.default' } }]);
-  t.same(azureOpenai.request(target('azure-openai', cred), { endpoint: 'chat_completions', stream: false, clientHeaders: {} }).headers, [], 'no api-key header');
+  t.same(posts, [
+    {
+      url: 'https://login.microsoftonline.com/tenant-1/oauth2/v2.0/token',
+      form: {
+        grant_type: 'client_credentials',
+        client_id: 'client-1',
+        client_secret: 'entra-secret',
+        scope: 'https://cognitiveservices.azure.com/.default',
+      },
+    },
+  ]);
+  t.same(
+    azureOpenai.request(target('azure-openai', cred), {
+      endpoint: 'chat_completions',
+      stream: false,
+      clientHeaders: {},
+    }).headers,
+    [],
+    'no api-key header',
+  );
   t.equal(azureOpenai.refused?.(o, target('azure-openai', cred), ctx), true);
 });

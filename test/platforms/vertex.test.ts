@@ -43,9 +43,18 @@ runAdapterSuite({
   counting: {
     calls: [
       { url: `${BASE}/publishers/anthropic/models/count-tokens:rawPredict`, headers: [AUTH] },
-      { clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' }, url: `${BASE}/publishers/anthropic/models/count-tokens:rawPredict`, headers: [AUTH, ['anthropic-beta', 'context-1m-2025-08-07']] },
+      {
+        clientHeaders: { 'anthropic-beta': 'context-1m-2025-08-07' },
+        url: `${BASE}/publishers/anthropic/models/count-tokens:rawPredict`,
+        headers: [AUTH, ['anthropic-beta', 'context-1m-2025-08-07']],
+      },
     ],
-    bodies: [{ body: { model: 'claude-x@20250101', messages: TURNS }, patched: { model: 'claude-x@20250101', messages: TURNS, anthropic_version: 'vertex-2023-10-16' } }],
+    bodies: [
+      {
+        body: { model: 'claude-x@20250101', messages: TURNS },
+        patched: { model: 'claude-x@20250101', messages: TURNS, anthropic_version: 'vertex-2023-10-16' },
+      },
+    ],
   },
   errors: [
     // Vertex's own errors (quota, permissions) come in Google's shape, on both endpoints.
@@ -53,17 +62,42 @@ runAdapterSuite({
       endpoint: 'messages',
       status: 429,
       body: '{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model.","status":"RESOURCE_EXHAUSTED"}}',
-      read: { status: 429, type: 'rate_limit_error', code: 'RESOURCE_EXHAUSTED', message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model.' },
+      read: {
+        status: 429,
+        type: 'rate_limit_error',
+        code: 'RESOURCE_EXHAUSTED',
+        message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model.',
+      },
     },
     {
       endpoint: 'chat_completions',
       status: 403,
       body: '[{"error":{"code":403,"message":"Permission denied on resource project p.","status":"PERMISSION_DENIED"}}]',
-      read: { status: 403, type: 'permission_error', code: 'PERMISSION_DENIED', message: 'Permission denied on resource project p.' },
+      read: {
+        status: 403,
+        type: 'permission_error',
+        code: 'PERMISSION_DENIED',
+        message: 'Permission denied on resource project p.',
+      },
     },
-    { endpoint: 'messages', status: 502, body: '<html>Bad Gateway</html>', read: { status: 502, type: 'api_error', code: null, message: 'Vertex AI answered HTTP 502' } },
+    {
+      endpoint: 'messages',
+      status: 502,
+      body: '<html>Bad Gateway</html>',
+      read: { status: 502, type: 'api_error', code: null, message: 'Vertex AI answered HTTP 502' },
+    },
     // Claude's own errors are already Messages errors; an OpenAI-shaped one already Chat's.
-    { endpoint: 'messages', status: 529, body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', read: null },
-    { endpoint: 'chat_completions', status: 400, body: '{"error":{"message":"bad","type":"invalid_request_error","code":null}}', read: null },
+    {
+      endpoint: 'messages',
+      status: 529,
+      body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+      read: null,
+    },
+    {
+      endpoint: 'chat_completions',
+      status: 400,
+      body: '{"error":{"message":"bad","type":"invalid_request_error","code":null}}',
+      read: null,
+    },
   ],
 });

@@ -23,7 +23,7 @@ t.test('an answer cut short, or with bytes after it, is no answer', async (t) =>
   }
 });
 
-t.test('Messages: an error object in a 2xx body stands for its type\'s status', async (t) => {
+t.test("Messages: an error object in a 2xx body stands for its type's status", async (t) => {
   const status = (v: unknown) => messagesErrorStatus(Buffer.from(JSON.stringify(v)));
   const table: [string, number][] = [
     ['invalid_request_error', 400],

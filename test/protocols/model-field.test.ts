@@ -39,32 +39,43 @@ t.test('depth 1: a duplicated or escaped key is rewritten everywhere; the last v
     t.equal(r, reported, `${json}: reports ${reported}`);
     t.equal(allModels(text).length, allModels(json).length, 'no member added or lost');
   }
-  t.match(slugModel(Buffer.from('{"model":"a","nested":{"model":"keep"}}'), SLUG, 0, 1).out.toString(), '"nested":{"model":"keep"}');
+  t.match(
+    slugModel(Buffer.from('{"model":"a","nested":{"model":"keep"}}'), SLUG, 0, 1).out.toString(),
+    '"nested":{"model":"keep"}',
+  );
 });
 
 t.test('depth 2: every model in every container object', async (t) => {
-  const ev = 'event: message_start\ndata: {"type":"message_start","message":{"model":"a","mod\\u0065l":"b"},"message":{"model":"c"}}\n\n';
+  const ev =
+    'event: message_start\ndata: {"type":"message_start","message":{"model":"a","mod\\u0065l":"b"},"message":{"model":"c"}}\n\n';
   const { out, reported } = slugModel(Buffer.from(ev), SLUG, ev.indexOf('{'), 2, 'message');
   t.equal(out.toString().split('"vendor/slug"').length - 1, 3);
   t.equal(reported, 'c');
   const none = 'data: {"type":"response.created","response":{"id":"r"}}\n\n';
-  t.match(slugModel(Buffer.from(none), SLUG, none.indexOf('{'), 2, 'response').out.toString(), '"response":{"model":"vendor/slug","id":"r"}', 'added when absent');
+  t.match(
+    slugModel(Buffer.from(none), SLUG, none.indexOf('{'), 2, 'response').out.toString(),
+    '"response":{"model":"vendor/slug","id":"r"}',
+    'added when absent',
+  );
 });
 
 t.test('streams and bodies of every protocol: no provider model reaches the client', async (t) => {
-  const chat = ['data: {"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n',
+  const chat = [
+    'data: {"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n',
     'data: {"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
     // The fast path knows `"model":"up"`: a duplicate and an escaped spelling must still be caught.
     'data: {"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,"delta":{"content":"x"}}],"model":"up2"}\n\n',
     'data: {"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,"delta":{"content":"y"}}],"mod\\u0065l":"up3"}\n\n',
-    'data: [DONE]\n\n'].join('');
+    'data: [DONE]\n\n',
+  ].join('');
   const tap = chatCompletions.tap(SLUG);
   let out = '';
   for (const ev of new SseSplitter().push(Buffer.from(chat))) out += tap.onEvent(ev).out.toString();
   t.notMatch(out, /"up\d?"/, 'chat stream');
   t.equal(tap.upstreamModel, 'up');
   const resp = responses.tap(SLUG);
-  const rev = 'event: response.created\ndata: {"type":"response.created","respons\\u0065":{"id":"r","model":"up","status":"in_progress"}}\n\n';
+  const rev =
+    'event: response.created\ndata: {"type":"response.created","respons\\u0065":{"id":"r","model":"up","status":"in_progress"}}\n\n';
   t.notMatch(resp.onEvent(Buffer.from(rev)).out.toString(), '"up"', 'responses: an escaped container name');
   for (const [name, p, body] of [
     ['chat', chatCompletions, '{"id":"x","object":"chat.completion","model":"up","choices":[],"model":"up2"}'],
@@ -76,5 +87,9 @@ t.test('streams and bodies of every protocol: no provider model reaches the clie
     t.notMatch(a?.body.toString() ?? '', /"up\d?"/, `${name} body`);
     t.equal((JSON.parse(a?.body.toString() ?? '{}') as { model?: string }).model, 'vendor/slug');
   }
-  t.equal(images.readJson(Buffer.from('{"created":1,"data":[]}'), SLUG)?.body.toString(), '{"created":1,"data":[]}', 'images add no model');
+  t.equal(
+    images.readJson(Buffer.from('{"created":1,"data":[]}'), SLUG)?.body.toString(),
+    '{"created":1,"data":[]}',
+    'images add no model',
+  );
 });

@@ -18,7 +18,11 @@ function textPart(name: string, value: string): string {
   return `--${B}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
 }
 function filePart(name: string, value: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="f.png"\r\n\r\n`), value, Buffer.from('\r\n')]);
+  return Buffer.concat([
+    Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="f.png"\r\n\r\n`),
+    value,
+    Buffer.from('\r\n'),
+  ]);
 }
 
 /** `body` cut at the given points. */
@@ -48,8 +52,16 @@ async function drain(r: Readable): Promise<{ bytes: Buffer; error: unknown }> {
 const NO_RULES: FormListener = { part: () => undefined };
 
 const fieldArb = fc.oneof(
-  fc.record({ kind: fc.constant('text' as const), name: fc.constantFrom('prompt', 'n', 'size', 'user', 'quality'), value: fc.string({ maxLength: 20 }).filter((s) => !s.includes('\r\n--')) }),
-  fc.record({ kind: fc.constant('file' as const), name: fc.constantFrom('image', 'image[]', 'mask'), value: fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a)) }),
+  fc.record({
+    kind: fc.constant('text' as const),
+    name: fc.constantFrom('prompt', 'n', 'size', 'user', 'quality'),
+    value: fc.string({ maxLength: 20 }).filter((s) => !s.includes('\r\n--')),
+  }),
+  fc.record({
+    kind: fc.constant('file' as const),
+    name: fc.constantFrom('image', 'image[]', 'mask'),
+    value: fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a)),
+  }),
 );
 const formArb = fc.record({
   before: fc.array(fieldArb, { maxLength: 3 }),
@@ -57,31 +69,60 @@ const formArb = fc.record({
   model: fc.constantFrom('acme/painter', 'x', 'a-much-longer/model-name-v2'),
 });
 
-function formBody(f: { before: { kind: string; name: string; value: string | Buffer }[]; after: { kind: string; name: string; value: string | Buffer }[]; model: string }): Buffer {
-  const part = (p: { kind: string; name: string; value: string | Buffer }) => (p.kind === 'text' ? Buffer.from(textPart(p.name, p.value as string)) : filePart(p.name, p.value as Buffer));
-  return Buffer.concat([...f.before.map(part), Buffer.from(textPart('model', f.model)), ...f.after.map(part), Buffer.from(`--${B}--\r\n`)]);
+function formBody(f: {
+  before: { kind: string; name: string; value: string | Buffer }[];
+  after: { kind: string; name: string; value: string | Buffer }[];
+  model: string;
+}): Buffer {
+  const part = (p: { kind: string; name: string; value: string | Buffer }) =>
+    p.kind === 'text' ? Buffer.from(textPart(p.name, p.value as string)) : filePart(p.name, p.value as Buffer);
+  return Buffer.concat([
+    ...f.before.map(part),
+    Buffer.from(textPart('model', f.model)),
+    ...f.after.map(part),
+    Buffer.from(`--${B}--\r\n`),
+  ]);
 }
 
 t.test('any split: the model swapped, every other byte as the client sent it', async () => {
   await fc.assert(
-    fc.asyncProperty(formArb, fc.array(fc.nat(), { maxLength: 10 }), fc.constantFrom('painter-v1', 'p'), async (f, cuts, upstreamModel) => {
-      const body = formBody(f);
-      const upload = new MultipartUpload(Readable.from(split(body, cuts)), B, 1 << 20, NO_RULES);
-      if (!(await upload.readPrefix())) return false;
-      if (upload.model !== f.model || !upload.replayable) return false;
-      const sent = await drain(upload.body(upstreamModel));
-      const expected = formBody({ ...f, model: upstreamModel });
-      return sent.error === null && sent.bytes.equals(expected);
-    }),
+    fc.asyncProperty(
+      formArb,
+      fc.array(fc.nat(), { maxLength: 10 }),
+      fc.constantFrom('painter-v1', 'p'),
+      async (f, cuts, upstreamModel) => {
+        const body = formBody(f);
+        const upload = new MultipartUpload(Readable.from(split(body, cuts)), B, 1 << 20, NO_RULES);
+        if (!(await upload.readPrefix())) return false;
+        if (upload.model !== f.model || !upload.replayable) return false;
+        const sent = await drain(upload.body(upstreamModel));
+        const expected = formBody({ ...f, model: upstreamModel });
+        return sent.error === null && sent.bytes.equals(expected);
+      },
+    ),
     { numRuns: runs(300) },
   );
 });
 
 t.test('the held prefix: up to model, then on through text fields to the first file part', async (t) => {
   const file = filePart('image', Buffer.alloc(5000, 1));
-  const body = Buffer.concat([Buffer.from(textPart('prompt', 'p') + textPart('model', 'm') + textPart('n', '2')), file, Buffer.from(textPart('size', 's') + `--${B}--`)]);
+  const body = Buffer.concat([
+    Buffer.from(textPart('prompt', 'p') + textPart('model', 'm') + textPart('n', '2')),
+    file,
+    Buffer.from(textPart('size', 's') + `--${B}--`),
+  ]);
   const seen: string[] = [];
-  const upload = new MultipartUpload(Readable.from(split(body, Array.from({ length: 40 }, (_, i) => i * 97))), B, 1 << 20, { part: (p) => seen.push(p.name) });
+  const upload = new MultipartUpload(
+    Readable.from(
+      split(
+        body,
+        Array.from({ length: 40 }, (_, i) => i * 97),
+      ),
+    ),
+    B,
+    1 << 20,
+    { part: (p) => seen.push(p.name) },
+  );
   t.equal(await upload.readPrefix(), true);
   t.strictSame(seen, ['prompt', 'model', 'n'], 'read before the hold: the fields up to the file');
   t.equal(upload.formComplete, false);
@@ -90,7 +131,12 @@ t.test('the held prefix: up to model, then on through text fields to the first f
   t.strictSame(seen, ['prompt', 'model', 'n', 'image', 'size'], 'the rest as it streamed');
   t.equal(upload.replayable, false, 'live bytes went upstream: no second attempt');
 
-  const whole = new MultipartUpload(Readable.from([Buffer.from(textPart('model', 'm') + textPart('prompt', 'p') + `--${B}--`)]), B, 1 << 20, NO_RULES);
+  const whole = new MultipartUpload(
+    Readable.from([Buffer.from(textPart('model', 'm') + textPart('prompt', 'p') + `--${B}--`)]),
+    B,
+    1 << 20,
+    NO_RULES,
+  );
   t.equal(await whole.readPrefix(), true);
   t.equal(whole.formComplete, true, 'a form of text fields only is read whole before the hold');
 });
@@ -127,7 +173,22 @@ t.test('a refused part: never forwarded whole, for any split', async () => {
 t.test('arbitrary bytes: a GatewayError or a body, never a throw of anything else, never a hang', async () => {
   const noise = fc.oneof(
     fc.uint8Array({ maxLength: 400 }).map((a) => Buffer.from(a)),
-    fc.array(fc.constantFrom(`--${B}`, '\r\n', '--', `\r\n--${B}`, 'Content-Disposition: form-data; name="model"', '; filename="x"', '\r\n\r\n', 'acme/painter', `--${B}--`), { maxLength: 30 }).map((p) => Buffer.from(p.join(''))),
+    fc
+      .array(
+        fc.constantFrom(
+          `--${B}`,
+          '\r\n',
+          '--',
+          `\r\n--${B}`,
+          'Content-Disposition: form-data; name="model"',
+          '; filename="x"',
+          '\r\n\r\n',
+          'acme/painter',
+          `--${B}--`,
+        ),
+        { maxLength: 30 },
+      )
+      .map((p) => Buffer.from(p.join(''))),
   );
   await fc.assert(
     fc.asyncProperty(noise, fc.array(fc.nat(), { maxLength: 6 }), async (body, cuts) => {
@@ -152,8 +213,13 @@ t.test('arbitrary bytes: a GatewayError or a body, never a throw of anything els
 
 t.test('a file before model: the held prefix is read in linear time', async (t) => {
   const prefixMs = (mib: number): Promise<number> => {
-    const body = Buffer.concat([filePart('image', Buffer.alloc(mib << 20, 7)), Buffer.from(textPart('model', 'm') + `--${B}--`)]);
-    const chunks = Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) => body.subarray(i * 65536, (i + 1) * 65536));
+    const body = Buffer.concat([
+      filePart('image', Buffer.alloc(mib << 20, 7)),
+      Buffer.from(textPart('model', 'm') + `--${B}--`),
+    ]);
+    const chunks = Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) =>
+      body.subarray(i * 65536, (i + 1) * 65536),
+    );
     return cpuMsAsync(() => new MultipartUpload(Readable.from(chunks), B, 64 << 20, NO_RULES).readPrefix(), 3);
   };
   await prefixMs(1);

@@ -27,7 +27,8 @@ t.test('the split table', async (t) => {
     ['xhigh', 500, null],
     ['max', null, null],
   ];
-  for (const [level, limit, expected] of table) t.same(splitBudget(level, limit, POLICY), expected, `${level} / ${limit}`);
+  for (const [level, limit, expected] of table)
+    t.same(splitBudget(level, limit, POLICY), expected, `${level} / ${limit}`);
 });
 
 t.test('properties: reasoning + reply never exceed the limit', async (t) => {
@@ -45,7 +46,11 @@ t.test('properties: reasoning + reply never exceed the limit', async (t) => {
         if (r === null) return false;
         if (r.reasoningTokens < 0 || r.reasoningTokens > budget) return false;
         if (limit === null) return r.replyLimit === null && r.reasoningTokens === budget;
-        return r.replyLimit !== null && r.reasoningTokens + r.replyLimit === limit && r.replyLimit >= Math.min(minReplyTokens, limit);
+        return (
+          r.replyLimit !== null &&
+          r.reasoningTokens + r.replyLimit === limit &&
+          r.replyLimit >= Math.min(minReplyTokens, limit)
+        );
       },
     ),
     { numRuns: 2000 },
@@ -85,7 +90,12 @@ t.test('prepareChat never mutates the original body', async (t) => {
     t.equal(JSON.stringify(original), snapshot, `${platformId}: original untouched`);
     t.equal(body['model'], deployment.upstreamModel);
     t.same(body['stream_options'], { include_usage: true, extra: 1 });
-    if (platformId === 'gamma') t.same(body['reasoning'], { exclude: true, max_tokens: 2744 }, 'gamma: budget from reasoning.effort, limit split');
+    if (platformId === 'gamma')
+      t.same(
+        body['reasoning'],
+        { exclude: true, max_tokens: 2744 },
+        'gamma: budget from reasoning.effort, limit split',
+      );
     if (platformId === 'beta') t.notOk('top_k' in body, 'beta: top_k dropped');
   }
 });

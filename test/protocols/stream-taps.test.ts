@@ -37,7 +37,14 @@ function run(p: ProtocolModule, stream: Buffer, cuts: number[]): TapRun {
     }
     from = cut;
   }
-  return { kinds, out: Buffer.concat(out).toString('utf8'), usage: tap.usage(), upstreamModel: tap.upstreamModel, completed: tap.completed, contentEvents: tap.contentEvents };
+  return {
+    kinds,
+    out: Buffer.concat(out).toString('utf8'),
+    usage: tap.usage(),
+    upstreamModel: tap.upstreamModel,
+    completed: tap.completed,
+    contentEvents: tap.contentEvents,
+  };
 }
 
 function everySplit(t: Test, p: ProtocolModule, stream: Buffer, check: (r: TapRun) => void): void {
@@ -54,11 +61,14 @@ function everySplit(t: Test, p: ProtocolModule, stream: Buffer, check: (r: TapRu
       }
     }
   }
-  const bytewise = run(p, stream, Array.from({ length: stream.length }, (_, i) => i));
+  const bytewise = run(
+    p,
+    stream,
+    Array.from({ length: stream.length }, (_, i) => i),
+  );
   t.same(bytewise, whole, 'byte by byte');
   if (bad === 0) t.pass(`every split of ${stream.length} bytes agrees`);
 }
-
 
 const CHAT = [
   'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n',
@@ -95,7 +105,11 @@ const IMAGES = [
 t.test('chat completions tap', async (t) => {
   everySplit(t, chatCompletions, Buffer.from(CHAT), (r) => {
     t.same(r.kinds, ['preamble', 'content', 'preamble', 'content', 'content', 'terminal']);
-    t.equal(r.out, CHAT.replaceAll('"model":"up-1"', '"model":"vendor/slug"'), 'model rewritten in every chunk, nothing else touched');
+    t.equal(
+      r.out,
+      CHAT.replaceAll('"model":"up-1"', '"model":"vendor/slug"'),
+      'model rewritten in every chunk, nothing else touched',
+    );
     t.equal(r.upstreamModel, 'up-1');
     t.match(r.usage, { promptTokens: 5, completionTokens: 7, reasoningTokens: 3 });
     t.ok(r.completed);
@@ -135,7 +149,8 @@ t.test('a provider that reports no model: the slug is added, nothing is reported
   const chat = Buffer.from(CHAT.replaceAll('"model":"up-1",', ''));
   let r = run(chatCompletions, chat, []);
   t.equal(r.upstreamModel, null);
-  for (const line of r.out.split(/\r?\n/).filter((l) => l.startsWith('data: {'))) t.equal((JSON.parse(line.slice(6)) as { model: string }).model, 'vendor/slug');
+  for (const line of r.out.split(/\r?\n/).filter((l) => l.startsWith('data: {')))
+    t.equal((JSON.parse(line.slice(6)) as { model: string }).model, 'vendor/slug');
 
   r = run(messages, Buffer.from(MESSAGES.replace('"model":"up-2",', '')), []);
   t.equal(r.upstreamModel, null);
@@ -146,26 +161,65 @@ t.test('a provider that reports no model: the slug is added, nothing is reported
   t.equal(r.out.split('"model":"vendor/slug"').length - 1, 2, 'created and completed name the slug');
 
   // JSON bodies.
-  const noModel = Buffer.from('{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
+  const noModel = Buffer.from(
+    '{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}',
+  );
   const a = chatCompletions.readJson(noModel, SLUG);
-  t.same(JSON.parse(a?.body.toString() ?? '{}'), { model: 'vendor/slug', ...(JSON.parse(noModel.toString()) as object) });
+  t.same(JSON.parse(a?.body.toString() ?? '{}'), {
+    model: 'vendor/slug',
+    ...(JSON.parse(noModel.toString()) as object),
+  });
   t.equal(a?.upstreamModel, null);
   const empty = chatCompletions.readJson(Buffer.from('{ }'), SLUG);
   t.equal(empty?.body.toString(), '{"model":"vendor/slug" }');
-  const nullModel = messages.readJson(Buffer.from('{"type":"message","model":null,"usage":{"input_tokens":1,"output_tokens":2}}'), SLUG);
-  t.equal(nullModel?.body.toString(), '{"type":"message","model":"vendor/slug","usage":{"input_tokens":1,"output_tokens":2}}');
+  const nullModel = messages.readJson(
+    Buffer.from('{"type":"message","model":null,"usage":{"input_tokens":1,"output_tokens":2}}'),
+    SLUG,
+  );
+  t.equal(
+    nullModel?.body.toString(),
+    '{"type":"message","model":"vendor/slug","usage":{"input_tokens":1,"output_tokens":2}}',
+  );
   t.equal(nullModel?.upstreamModel, null);
   const resp = responses.readJson(Buffer.from('{\n  "id": "r",\n  "model": "up",\n  "status": "completed"\n}'), SLUG);
-  t.equal(resp?.body.toString(), '{\n  "id": "r",\n  "model": "vendor/slug",\n  "status": "completed"\n}', 'pretty bodies keep their layout');
-  t.equal(responses.readJson(Buffer.from('{"id":"r","status":"failed","model":"m"}'), SLUG), null, 'a failed response is not an answer');
+  t.equal(
+    resp?.body.toString(),
+    '{\n  "id": "r",\n  "model": "vendor/slug",\n  "status": "completed"\n}',
+    'pretty bodies keep their layout',
+  );
+  t.equal(
+    responses.readJson(Buffer.from('{"id":"r","status":"failed","model":"m"}'), SLUG),
+    null,
+    'a failed response is not an answer',
+  );
 });
 
 t.test('after the commit point, a frame cut midway is malformed on every protocol', async (t) => {
   const cases: [string, ProtocolModule, string, string][] = [
-    ['chat', chatCompletions, CHAT.split('\n\n').slice(0, 2).join('\n\n') + '\n\n', 'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"\n\n'],
-    ['messages', messages, MESSAGES.split('\n\n').slice(0, 4).join('\n\n') + '\n\n', 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\n\n'],
-    ['responses', responses, RESPONSES.split('\n\n').slice(0, 3).join('\n\n') + '\n\n', 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":\n\n'],
-    ['images', images, IMAGES.split('\n\n')[0] + '\n\n', 'event: image_generation.partial_image\ndata: {"type":"image_generation.partial_image","b64_json":"iVB\n\n'],
+    [
+      'chat',
+      chatCompletions,
+      CHAT.split('\n\n').slice(0, 2).join('\n\n') + '\n\n',
+      'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"\n\n',
+    ],
+    [
+      'messages',
+      messages,
+      MESSAGES.split('\n\n').slice(0, 4).join('\n\n') + '\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\n\n',
+    ],
+    [
+      'responses',
+      responses,
+      RESPONSES.split('\n\n').slice(0, 3).join('\n\n') + '\n\n',
+      'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":\n\n',
+    ],
+    [
+      'images',
+      images,
+      IMAGES.split('\n\n')[0] + '\n\n',
+      'event: image_generation.partial_image\ndata: {"type":"image_generation.partial_image","b64_json":"iVB\n\n',
+    ],
   ];
   for (const [name, p, started, broken] of cases) {
     const r = run(p, Buffer.from(started + broken), []);
@@ -180,14 +234,35 @@ t.test('after the commit point, a frame cut midway is malformed on every protoco
 t.test('error events are recognised before and after the commit point', async (t) => {
   const chatErr = 'data: {"error":{"message":"boom","type":"server_error"}}\n\n';
   t.same(run(chatCompletions, Buffer.from(chatErr), []).kinds, ['error']);
-  t.same(run(chatCompletions, Buffer.from(CHAT.split('\n\n').slice(0, 2).join('\n\n') + '\n\n' + chatErr), []).kinds, ['preamble', 'content', 'error']);
+  t.same(run(chatCompletions, Buffer.from(CHAT.split('\n\n').slice(0, 2).join('\n\n') + '\n\n' + chatErr), []).kinds, [
+    'preamble',
+    'content',
+    'error',
+  ]);
   const msgErr = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
   t.same(run(messages, Buffer.from(msgErr), []).kinds, ['error']);
-  t.same(run(messages, Buffer.from(MESSAGES.split('\n\n').slice(0, 4).join('\n\n') + '\n\n' + msgErr), []).kinds.at(-1), 'error');
+  t.same(
+    run(messages, Buffer.from(MESSAGES.split('\n\n').slice(0, 4).join('\n\n') + '\n\n' + msgErr), []).kinds.at(-1),
+    'error',
+  );
   const respErr = 'event: error\ndata: {"type":"error","code":"server_error","message":"x","sequence_number":0}\n\n';
   t.same(run(responses, Buffer.from(respErr), []).kinds, ['error']);
-  t.same(run(responses, Buffer.from(RESPONSES.split('\n\n').slice(0, 3).join('\n\n') + '\n\nevent: response.failed\ndata: {"type":"response.failed","response":{"status":"failed"}}\n\n'), []).kinds.at(-1), 'error');
-  t.same(run(chatCompletions, Buffer.from('data: [DONE]\n\n'), []).kinds, ['terminal'], 'an empty stream is terminal before content');
+  t.same(
+    run(
+      responses,
+      Buffer.from(
+        RESPONSES.split('\n\n').slice(0, 3).join('\n\n') +
+          '\n\nevent: response.failed\ndata: {"type":"response.failed","response":{"status":"failed"}}\n\n',
+      ),
+      [],
+    ).kinds.at(-1),
+    'error',
+  );
+  t.same(
+    run(chatCompletions, Buffer.from('data: [DONE]\n\n'), []).kinds,
+    ['terminal'],
+    'an empty stream is terminal before content',
+  );
 });
 
 t.test("the gateway's own error events parse in each protocol's shape", async (t) => {
@@ -205,8 +280,15 @@ t.test('chat tap: after the first chunk the model is found by its exact bytes (f
   const { chatCompletions } = await import('../../src/protocols/chat-completions.ts');
   const slug = Buffer.from(JSON.stringify('acme/chat-small'));
   const tap = chatCompletions.tap(slug);
-  const chunk = (content: string, extra = '') => Buffer.from(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-1"${extra},"choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}\n\n`);
-  tap.onEvent(Buffer.from('data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'));
+  const chunk = (content: string, extra = '') =>
+    Buffer.from(
+      `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-1"${extra},"choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}\n\n`,
+    );
+  tap.onEvent(
+    Buffer.from(
+      'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n',
+    ),
+  );
   for (const text of ['a', 'b', '"model":"up-1"', 'c']) {
     const out = tap.onEvent(chunk(text)).out.toString();
     const obj = JSON.parse(out.slice('data: '.length)) as { model: string; choices: { delta: { content: string } }[] };
@@ -215,7 +297,7 @@ t.test('chat tap: after the first chunk the model is found by its exact bytes (f
   }
   const nested = tap.onEvent(chunk('x', ',"meta":{"model":"up-1"}')).out.toString();
   t.match(nested, /"model":"acme\/chat-small"/);
-  t.match(nested, /"meta":\{"model":"up-1"\}/, 'a nested model field is not the chunk\'s model');
+  t.match(nested, /"meta":\{"model":"up-1"\}/, "a nested model field is not the chunk's model");
   t.equal(tap.upstreamModel, 'up-1');
 });
 
@@ -226,19 +308,27 @@ t.test('a provisional usage from a stream’s first event is never the answer’
   const splitter = new SseSplitter();
   for (const e of splitter.push(Buffer.from(cut))) tap.onEvent(e);
   t.equal(tap.usage(), null, 'no final usage before message_delta');
-  t.same(tap.inputUsage(), { promptTokens: 14, cacheReadTokens: 4 }, 'the input message_start stated, without any output count');
+  t.same(
+    tap.inputUsage(),
+    { promptTokens: 14, cacheReadTokens: 4 },
+    'the input message_start stated, without any output count',
+  );
   // The whole stream: message_delta's count is final.
   const whole = messages.tap(SLUG);
   for (const e of new SseSplitter().push(Buffer.from(MESSAGES))) whole.onEvent(e);
   t.match(whole.usage(), { promptTokens: 14, completionTokens: 9 });
   // A complete stream whose message_delta carries no usage: still no final count.
   const noDeltaUsage = messages.tap(SLUG);
-  for (const e of new SseSplitter().push(Buffer.from(MESSAGES.replace(',"usage":{"output_tokens":9}', '')))) noDeltaUsage.onEvent(e);
+  for (const e of new SseSplitter().push(Buffer.from(MESSAGES.replace(',"usage":{"output_tokens":9}', ''))))
+    noDeltaUsage.onEvent(e);
   t.ok(noDeltaUsage.completed);
   t.equal(noDeltaUsage.usage(), null, 'message_start’s output_tokens: 1 is not taken as final');
 
   // Responses: a usage on response.created is provisional; response.completed's is final.
-  const created = RESPONSES.replace('"output":[],"usage":null', '"output":[],"usage":{"input_tokens":6,"output_tokens":0}');
+  const created = RESPONSES.replace(
+    '"output":[],"usage":null',
+    '"output":[],"usage":{"input_tokens":6,"output_tokens":0}',
+  );
   const resp = responses.tap(SLUG);
   const events = new SseSplitter().push(Buffer.from(created));
   for (const e of events.slice(0, 3)) resp.onEvent(e);

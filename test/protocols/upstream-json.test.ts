@@ -9,14 +9,39 @@ import { jsonShape, nestsDeeperThan } from '../../src/stream/json-depth.ts';
 import { spliced, upstreamJson } from '../../src/protocols/upstream-json.ts';
 import type { JsonObject } from '../../src/protocols/types.ts';
 
-const tricky = fc.constantFrom('[', ']', '{', '}', '"', '\\', '\\"', '\\\\', 'é', '\n', ':', ',', '__proto__', '\u2028');
+const tricky = fc.constantFrom(
+  '[',
+  ']',
+  '{',
+  '}',
+  '"',
+  '\\',
+  '\\"',
+  '\\\\',
+  'é',
+  '\n',
+  ':',
+  ',',
+  '__proto__',
+  '\u2028',
+);
 const str = fc.array(fc.oneof(fc.string(), tricky), { maxLength: 4 }).map((parts) => parts.join(''));
 const value = fc.letrec((tie) => ({
-  node: fc.oneof({ depthSize: 'small' }, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), str, fc.boolean(), fc.constant(null), fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(str, tie('node'), { maxKeys: 3 })),
+  node: fc.oneof(
+    { depthSize: 'small' },
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    str,
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('node'), { maxLength: 3 }),
+    fc.dictionary(str, tie('node'), { maxKeys: 3 }),
+  ),
 })).node;
 const object = fc.dictionary(str, value, { maxKeys: 6 });
 /** JSON text of `v` with optional spacing (JSON.stringify's indentation, or none). */
-const spaced = (v: unknown, indent: number) => Buffer.from(indent === 0 ? JSON.stringify(v) : JSON.stringify(v, null, indent));
+const spaced = (v: unknown, indent: number) =>
+  Buffer.from(indent === 0 ? JSON.stringify(v) : JSON.stringify(v, null, indent));
 
 t.test('member spans agree with the parser for any object and any spacing', async (t) => {
   fc.assert(
@@ -37,7 +62,7 @@ t.test('member spans agree with the parser for any object and any spacing', asyn
   );
 });
 
-t.test('the depth verdict is nestsDeeperThan\'s for any JSON text, object or not', async (t) => {
+t.test("the depth verdict is nestsDeeperThan's for any JSON text, object or not", async (t) => {
   fc.assert(
     fc.property(value, fc.integer({ min: 0, max: 6 }), (v, max) => {
       const raw = Buffer.from(JSON.stringify(v));
@@ -74,7 +99,10 @@ const rewrite = fc.record({
   add: fc.dictionary(str, value, { maxKeys: 2 }),
 });
 
-function applyRewrite(original: JsonObject, r: { replace: [number, unknown][]; remove: number[]; add: Record<string, unknown> }): JsonObject {
+function applyRewrite(
+  original: JsonObject,
+  r: { replace: [number, unknown][]; remove: number[]; add: Record<string, unknown> },
+): JsonObject {
   const body: JsonObject = { ...original };
   const keys = Object.keys(original);
   if (keys.length > 0) {
@@ -111,22 +139,31 @@ t.test('from spaced JSON: the same document, untouched members as the client wro
       const body = applyRewrite(original, r);
       const text = Buffer.from(spliced(body, { raw, members, original })).toString('utf8');
       const parsed = JSON.parse(text) as JsonObject;
-      t.strictSame(Object.keys(parsed), Object.keys(JSON.parse(JSON.stringify(body)) as JsonObject), 'same members in the same order');
+      t.strictSame(
+        Object.keys(parsed),
+        Object.keys(JSON.parse(JSON.stringify(body)) as JsonObject),
+        'same members in the same order',
+      );
       t.strictSame(parsed, JSON.parse(JSON.stringify(body)));
       return true;
     }),
     { numRuns: 200 },
   );
-  const raw = Buffer.from('{ "model" : "openai/gpt-4o",\n  "messages": [ {"role": "user", "content": "caf\\u00e9"} ],\n  "n": 1.50, "big": 12345678901234567890 }');
+  const raw = Buffer.from(
+    '{ "model" : "openai/gpt-4o",\n  "messages": [ {"role": "user", "content": "caf\\u00e9"} ],\n  "n": 1.50, "big": 12345678901234567890 }',
+  );
   const original = JSON.parse(raw.toString('utf8')) as JsonObject;
   const members = jsonShape(raw, 10).members;
   t.ok(members);
   if (!members) return;
-  const out = spliced({ ...original, model: 'gpt-4o', stream_options: { include_usage: true } }, { raw, members, original });
+  const out = spliced(
+    { ...original, model: 'gpt-4o', stream_options: { include_usage: true } },
+    { raw, members, original },
+  );
   t.equal(
     Buffer.from(out).toString('utf8'),
     '{"model":"gpt-4o","messages":[ {"role": "user", "content": "caf\\u00e9"} ],"n":1.50,"big":12345678901234567890,"stream_options":{"include_usage":true}}',
-    'the client\'s bytes for untouched members (escapes, number forms, digits beyond a double)',
+    "the client's bytes for untouched members (escapes, number forms, digits beyond a double)",
   );
 });
 
@@ -135,7 +172,10 @@ t.test('members without a JSON form are left out; no source means JSON.stringify
   const original = JSON.parse(raw.toString('utf8')) as JsonObject;
   const members = jsonShape(raw, 10).members;
   if (!members) return t.fail('no members');
-  t.equal(Buffer.from(spliced({ ...original, b: undefined, c: () => 1 }, { raw, members, original })).toString('utf8'), '{"a":1}');
+  t.equal(
+    Buffer.from(spliced({ ...original, b: undefined, c: () => 1 }, { raw, members, original })).toString('utf8'),
+    '{"a":1}',
+  );
   t.equal(Buffer.from(spliced({ b: undefined }, { raw, members, original })).toString('utf8'), '{}');
   t.equal(upstreamJson({ x: [1, 2] }, null), '{"x":[1,2]}');
 });
@@ -145,7 +185,10 @@ t.test('a small body is serialised whole; from 1 KB on it is spliced', async (t)
   const smallOriginal = JSON.parse(small.toString('utf8')) as JsonObject;
   const smallMembers = jsonShape(small, 10).members;
   if (!smallMembers) return t.fail('no members');
-  t.equal(upstreamJson({ ...smallOriginal, model: 'up' }, { raw: small, members: smallMembers, original: smallOriginal }), '{"model":"up","n":1.5}');
+  t.equal(
+    upstreamJson({ ...smallOriginal, model: 'up' }, { raw: small, members: smallMembers, original: smallOriginal }),
+    '{"model":"up","n":1.5}',
+  );
   const big = Buffer.from(`{ "model" : "m", "pad": "${'x'.repeat(1100)}", "n" : 1.50 }`);
   const bigOriginal = JSON.parse(big.toString('utf8')) as JsonObject;
   const bigMembers = jsonShape(big, 10).members;

@@ -23,7 +23,10 @@ function context(client: UpstreamClient, timeoutMs: number) {
 }
 
 async function failure(p: Promise<unknown>): Promise<TokenEndpointError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   if (!(err instanceof TokenEndpointError)) throw new Error(`expected a TokenEndpointError, got ${String(err)}`);
   return err;
 }
@@ -49,7 +52,7 @@ t.test('down, reset and slow token endpoints are three different answers', async
   const started = performance.now();
   const slow = await failure(context(client, 150).postForm(`${silent.url}/token`, { a: '1' }));
   t.same([slow.kind, slow.timeoutMs], ['timeout', 150]);
-  t.ok(performance.now() - started < 5000, 'bounded by the configured timeout, not the client\'s default');
+  t.ok(performance.now() - started < 5000, "bounded by the configured timeout, not the client's default");
   t.equal(silent.exchanges.length, 1);
 });
 

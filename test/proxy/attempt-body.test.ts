@@ -7,7 +7,10 @@ import { BodyBuffer, ErrorReader, JsonReader, MAX_ERROR_BODY } from '../../src/p
 import type { AttemptInput, AttemptOutcome } from '../../src/proxy/attempt-types.ts';
 import { answerHead, coreHarness, fakeProtocol, IDENTITY, SLUG } from './attempt-fakes.ts';
 
-function json(headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': 'req-7' }, beforeComplete?: AttemptInput['beforeComplete']) {
+function json(
+  headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': 'req-7' },
+  beforeComplete?: AttemptInput['beforeComplete'],
+) {
   const h = coreHarness(undefined, beforeComplete);
   const unit = new JsonReader(h.core, fakeProtocol, SLUG, answerHead(200, headers));
   h.reply.onAborted(() => {
@@ -30,10 +33,28 @@ t.test('a JSON answer: beforeComplete sees the committed outcome before the body
   r.unit.onData(Buffer.from(ANSWER.slice(10)));
   t.same(r.reply.wire, [], 'nothing goes out while the body is read');
   r.unit.onEnd();
-  const expected = { kind: 'committed', status: 200, stream: false, upstreamModel: 'small-v1', usage: { promptTokens: 3, completionTokens: 4 }, inputUsage: null, completed: true, broken: null, clientAborted: false, firstByteMs: 25, contentEvents: 0, contentBytes: REWRITTEN.length };
+  const expected = {
+    kind: 'committed',
+    status: 200,
+    stream: false,
+    upstreamModel: 'small-v1',
+    usage: { promptTokens: 3, completionTokens: 4 },
+    inputUsage: null,
+    completed: true,
+    broken: null,
+    clientAborted: false,
+    firstByteMs: 25,
+    contentEvents: 0,
+    contentBytes: REWRITTEN.length,
+  };
   t.same(hook, [{ outcome: expected, wire: 0 }], 'the hook ran before anything was sent');
   t.same(r.reply.wire, [`send 200 ${REWRITTEN}`]);
-  t.same(r.reply.headers, [...IDENTITY, ['X-Pi-Upstream-Model', 'small-v1'], ['X-Pi-Upstream-Request-Id', 'req-7'], ['Content-Type', 'application/json']]);
+  t.same(r.reply.headers, [
+    ...IDENTITY,
+    ['X-Pi-Upstream-Model', 'small-v1'],
+    ['X-Pi-Upstream-Request-Id', 'req-7'],
+    ['Content-Type', 'application/json'],
+  ]);
   t.same(r.seen.outcome, expected);
   t.same(r.ctrl.aborts, []);
   t.equal(r.timers.armed, 0);
@@ -79,8 +100,18 @@ t.test('a JSON answer that is not usable fails as malformed', async (t) => {
     ['an in-band error', '{"error":{"message":"busy"}}', undefined, 'the provider answer was not a usable JSON body'],
     ['empty', '', undefined, 'the provider answer was not a usable JSON body'],
     ['undecodable', 'plain', { 'content-encoding': 'gzip' }, 'the provider answer did not decompress'],
-    ['cut inside its compressed stream', gzipSync(ANSWER).subarray(0, 20).toString('latin1'), { 'content-encoding': 'gzip' }, 'the provider answer did not decompress'],
-    ['unknown coding', ANSWER, { 'content-encoding': 'zstd' }, "the provider answer's content encoding (zstd) cannot be decoded"],
+    [
+      'cut inside its compressed stream',
+      gzipSync(ANSWER).subarray(0, 20).toString('latin1'),
+      { 'content-encoding': 'gzip' },
+      'the provider answer did not decompress',
+    ],
+    [
+      'unknown coding',
+      ANSWER,
+      { 'content-encoding': 'zstd' },
+      "the provider answer's content encoding (zstd) cannot be decoded",
+    ],
   ] as const) {
     const r = json(headers);
     if (body) r.unit.onData(Buffer.from(body, 'latin1'));
@@ -91,24 +122,35 @@ t.test('a JSON answer that is not usable fails as malformed', async (t) => {
   }
 });
 
-t.test('a compressed answer that inflates past maxUpstreamBodyBytes fails as too_large, without inflating the rest', async (t) => {
-  for (const [coding, zip] of [
-    ['gzip', gzipSync],
-    ['deflate', deflateSync],
-    ['br', brotliCompressSync],
-  ] as const) {
-    const r = json({ 'content-type': 'application/json', 'content-encoding': coding });
-    const bomb = zip(Buffer.alloc(64 * 1024 * 1024, 0x20));
-    t.ok(bomb.length <= 256 * 1024, `${coding}: ${bomb.length} compressed bytes`);
-    // The compressed bytes alone stay under the 256-byte limit only in pieces: send the head of it.
-    r.unit.onData(bomb.subarray(0, 200));
-    t.same(await r.promise, { kind: 'failed', reason: 'too_large', detail: 'the provider answer inflated past 256 bytes', firstByteMs: 0 }, coding);
-    t.same(r.reply.wire, []);
-  }
-  const r = json({ 'content-type': 'application/json', 'content-encoding': 'gzip' });
-  r.unit.onData(Buffer.alloc(257));
-  t.same(await r.promise, { kind: 'failed', reason: 'too_large', detail: 'the provider answer exceeded 256 bytes', firstByteMs: 0 }, 'the compressed bytes count too');
-});
+t.test(
+  'a compressed answer that inflates past maxUpstreamBodyBytes fails as too_large, without inflating the rest',
+  async (t) => {
+    for (const [coding, zip] of [
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+      ['br', brotliCompressSync],
+    ] as const) {
+      const r = json({ 'content-type': 'application/json', 'content-encoding': coding });
+      const bomb = zip(Buffer.alloc(64 * 1024 * 1024, 0x20));
+      t.ok(bomb.length <= 256 * 1024, `${coding}: ${bomb.length} compressed bytes`);
+      // The compressed bytes alone stay under the 256-byte limit only in pieces: send the head of it.
+      r.unit.onData(bomb.subarray(0, 200));
+      t.same(
+        await r.promise,
+        { kind: 'failed', reason: 'too_large', detail: 'the provider answer inflated past 256 bytes', firstByteMs: 0 },
+        coding,
+      );
+      t.same(r.reply.wire, []);
+    }
+    const r = json({ 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    r.unit.onData(Buffer.alloc(257));
+    t.same(
+      await r.promise,
+      { kind: 'failed', reason: 'too_large', detail: 'the provider answer exceeded 256 bytes', firstByteMs: 0 },
+      'the compressed bytes count too',
+    );
+  },
+);
 
 t.test('a JSON answer over maxUpstreamBodyBytes fails as too_large at once', async (t) => {
   const r = json();
@@ -116,7 +158,12 @@ t.test('a JSON answer over maxUpstreamBodyBytes fails as too_large at once', asy
   r.unit.onData(Buffer.alloc(56, 0x20));
   t.equal(r.seen.outcome, null, 'exactly the limit is fine');
   r.unit.onData(Buffer.alloc(1, 0x20));
-  t.same(r.seen.outcome, { kind: 'failed', reason: 'too_large', detail: 'the provider answer exceeded 256 bytes', firstByteMs: 0 });
+  t.same(r.seen.outcome, {
+    kind: 'failed',
+    reason: 'too_large',
+    detail: 'the provider answer exceeded 256 bytes',
+    firstByteMs: 0,
+  });
   t.same(r.ctrl.aborts, ['the provider answer exceeded 256 bytes']);
   t.same(r.reply.wire, []);
 });
@@ -129,11 +176,25 @@ t.test('a JSON answer: first-byte limit until the first chunk, then the idle lim
   r.timers.advance(999);
   t.equal(r.seen.outcome, null);
   r.timers.advance(5000);
-  t.same(r.seen.outcome, { kind: 'failed', reason: 'timeout', detail: 'provider went silent for 1000 ms before answering', firstByteMs: 3000 }, 'idle, not first byte');
+  t.same(
+    r.seen.outcome,
+    {
+      kind: 'failed',
+      reason: 'timeout',
+      detail: 'provider went silent for 1000 ms before answering',
+      firstByteMs: 3000,
+    },
+    'idle, not first byte',
+  );
   t.equal(r.timers.armed, 0);
   const r2 = json();
   r2.timers.advance(5000);
-  t.same(r2.seen.outcome, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null });
+  t.same(r2.seen.outcome, {
+    kind: 'failed',
+    reason: 'timeout',
+    detail: 'provider did not start answering within 5000 ms',
+    firstByteMs: null,
+  });
 });
 
 t.test('a JSON answer: client abort and upstream errors while reading', async (t) => {
@@ -171,7 +232,12 @@ function error(status: number, headers: Record<string, string> = { 'content-type
 }
 
 t.test('an error body becomes a provider_error outcome with the provider headers; nothing is written', async (t) => {
-  const r = error(429, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'retry-after': '3', 'request-id': 'r-9' });
+  const r = error(429, {
+    'content-type': 'application/json',
+    'content-encoding': 'gzip',
+    'retry-after': '3',
+    'request-id': 'r-9',
+  });
   t.equal(r.core.firstByteMs, 40, 'the error head is the first byte');
   r.unit.onData(Buffer.from('{"error":"slow down","model":"small'));
   r.unit.onData(Buffer.from('-v1"}'));
@@ -179,7 +245,14 @@ t.test('an error body becomes a provider_error outcome with the provider headers
   t.same(r.seen.outcome, {
     kind: 'provider_error',
     status: 429,
-    headers: [...IDENTITY, ['X-Pi-Upstream-Model', 'small-v1'], ['X-Pi-Upstream-Request-Id', 'r-9'], ['Content-Type', 'application/json'], ['Content-Encoding', 'gzip'], ['Retry-After', '3']],
+    headers: [
+      ...IDENTITY,
+      ['X-Pi-Upstream-Model', 'small-v1'],
+      ['X-Pi-Upstream-Request-Id', 'r-9'],
+      ['Content-Type', 'application/json'],
+      ['Content-Encoding', 'gzip'],
+      ['Retry-After', '3'],
+    ],
     body: Buffer.from('{"error":"slow down","model":"small-v1"}'),
     firstByteMs: 40,
   });
@@ -212,12 +285,21 @@ t.test('an error body: the idle limit runs from the head; client abort and upstr
   r.timers.advance(999);
   t.equal(r.seen.outcome, null, 'each chunk restarts the idle limit');
   r.timers.advance(1);
-  t.same(r.seen.outcome, { kind: 'failed', reason: 'timeout', detail: 'provider went silent for 1000 ms before finishing its error answer', firstByteMs: 40 });
+  t.same(r.seen.outcome, {
+    kind: 'failed',
+    reason: 'timeout',
+    detail: 'provider went silent for 1000 ms before finishing its error answer',
+    firstByteMs: 40,
+  });
   t.same(r.ctrl.aborts, ['provider went silent for 1000 ms before finishing its error answer']);
   const r2 = error(503);
   r2.timers.advance(4999 - 40);
   r2.timers.advance(10);
-  t.equal(r2.seen.outcome?.kind === 'failed' && r2.seen.outcome.reason, 'timeout', 'the first-byte limit no longer applies; idle does');
+  t.equal(
+    r2.seen.outcome?.kind === 'failed' && r2.seen.outcome.reason,
+    'timeout',
+    'the first-byte limit no longer applies; idle does',
+  );
   const r3 = error(502);
   r3.unit.onClientAborted();
   t.same(r3.seen.outcome, { kind: 'failed', reason: 'client_aborted', detail: 'client went away', firstByteMs: 40 });

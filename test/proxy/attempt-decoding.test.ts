@@ -37,14 +37,25 @@ const DECODING: AnswerDecoding = {
   decoder: () => new PipeDecoder(),
 };
 /** The platform's error rewrite (src/proxy/upstream-call.ts builds it from adapter and protocol). */
-const ERROR_BODY = (status: number, _headers: Record<string, string>, body: Buffer): Buffer => Buffer.from(JSON.stringify({ mapped: status, was: body.toString('utf8') }));
+const ERROR_BODY = (status: number, _headers: Record<string, string>, body: Buffer): Buffer =>
+  Buffer.from(JSON.stringify({ mapped: status, was: body.toString('utf8') }));
 const FRAMES = { 'content-type': 'application/vnd.test-frames' };
 
 t.test('routeHead: the platform stream type goes to the decoder; everything else as before', async (t) => {
   t.same(routeHead(200, FRAMES, DECODING), { kind: 'decoded', decoding: DECODING });
-  t.same(routeHead(200, { 'content-type': 'Application/Vnd.Test-Frames; x=1' }, DECODING), { kind: 'decoded', decoding: DECODING });
-  t.same(routeHead(200, { ...FRAMES, 'content-encoding': 'gzip' }, DECODING), { kind: 'refused', detail: 'compressed event streams (gzip) are not supported' });
-  t.same(routeHead(200, { 'content-type': 'text/event-stream' }, DECODING), { kind: 'stream' }, 'an SSE answer is still read as SSE');
+  t.same(routeHead(200, { 'content-type': 'Application/Vnd.Test-Frames; x=1' }, DECODING), {
+    kind: 'decoded',
+    decoding: DECODING,
+  });
+  t.same(routeHead(200, { ...FRAMES, 'content-encoding': 'gzip' }, DECODING), {
+    kind: 'refused',
+    detail: 'compressed event streams (gzip) are not supported',
+  });
+  t.same(
+    routeHead(200, { 'content-type': 'text/event-stream' }, DECODING),
+    { kind: 'stream' },
+    'an SSE answer is still read as SSE',
+  );
   t.same(routeHead(200, { 'content-type': 'application/json' }, DECODING), { kind: 'json' });
   t.same(routeHead(503, FRAMES, DECODING), { kind: 'error' });
   t.same(routeHead(200, FRAMES), { kind: 'json' }, 'without a decoding the type is just another JSON answer');
@@ -66,7 +77,11 @@ t.test('an unreadable frame before the commit fails over; after it, ends the str
   before.upstream().onHead(200, FRAMES);
   before.upstream().onData(Buffer.from('p1|!|'));
   await before.promise;
-  t.match(before.outcome(), { kind: 'failed', reason: 'malformed', detail: 'the provider sent an unreadable stream frame (bad checksum)' });
+  t.match(before.outcome(), {
+    kind: 'failed',
+    reason: 'malformed',
+    detail: 'the provider sent an unreadable stream frame (bad checksum)',
+  });
   t.same(before.reply.wire, [], 'nothing reached the client');
   t.same(before.ctrl.aborts, ['the provider sent an unreadable stream frame (bad checksum)']);
 
@@ -75,7 +90,10 @@ t.test('an unreadable frame before the commit fails over; after it, ends the str
   after.upstream().onData(Buffer.from('c1|!|'));
   await after.promise;
   t.match(after.outcome(), { kind: 'committed', broken: 'malformed', completed: false });
-  t.match(after.reply.body, /^data: c1\n\ndata: \{"error":\{"message":"the provider sent an unreadable stream frame \(bad checksum\); the answer is incomplete","code":"upstream_stream_error"\}\}\n\n$/);
+  t.match(
+    after.reply.body,
+    /^data: c1\n\ndata: \{"error":\{"message":"the provider sent an unreadable stream frame \(bad checksum\); the answer is incomplete","code":"upstream_stream_error"\}\}\n\n$/,
+  );
 });
 
 t.test('an upstream end inside a frame is a cut stream, never a complete one', async (t) => {

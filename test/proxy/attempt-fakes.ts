@@ -141,11 +141,7 @@ class FakeTimer implements AttemptTimer {
   private readonly clock: FakeTimers;
   readonly fn: () => void;
   readonly ms: number;
-  constructor(
-    clock: FakeTimers,
-    fn: () => void,
-    ms: number,
-  ) {
+  constructor(clock: FakeTimers, fn: () => void, ms: number) {
     this.clock = clock;
     this.fn = fn;
     this.ms = ms;
@@ -187,7 +183,8 @@ export class FakeTimers implements AttemptTimers {
     const target = this.at + ms;
     for (;;) {
       let next: FakeTimer | null = null;
-      for (const t of this.timers) if (t.state === 'armed' && t.dueAt <= target && (next === null || t.dueAt < next.dueAt)) next = t;
+      for (const t of this.timers)
+        if (t.state === 'armed' && t.dueAt <= target && (next === null || t.dueAt < next.dueAt)) next = t;
       if (next === null) break;
       this.at = next.dueAt;
       next.state = 'fired';
@@ -227,9 +224,14 @@ export const fakeProtocol: ProtocolModule = {
     }
     if (typeof v !== 'object' || v === null || 'error' in v) return null;
     const model = 'model' in v && typeof v.model === 'string' ? v.model : null;
-    return { body: Buffer.from(body.toString('utf8').replace(`"model":"${model}"`, `"model":${slugJson.toString('utf8')}`)), upstreamModel: model, usage: { promptTokens: 3, completionTokens: 4 } };
+    return {
+      body: Buffer.from(body.toString('utf8').replace(`"model":"${model}"`, `"model":${slugJson.toString('utf8')}`)),
+      upstreamModel: model,
+      usage: { promptTokens: 3, completionTokens: 4 },
+    };
   },
-  streamErrorEvent: (message, code) => Buffer.from(`data: {"error":{"message":${JSON.stringify(message)},"code":"${code}"}}\n\n`),
+  streamErrorEvent: (message, code) =>
+    Buffer.from(`data: {"error":{"message":${JSON.stringify(message)},"code":"${code}"}}\n\n`),
 };
 
 class FakeTap implements StreamTap {
@@ -275,7 +277,14 @@ class FakeTap implements StreamTap {
 
 // The write-stall limit is long here so the backpressure tests can hold a client paused for 20 s of
 // fake time; the write-stall tests set their own.
-export const LIMITS: AttemptLimits = { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 1000, preambleMaxBytes: 64, maxUpstreamBodyBytes: 256, maxUpstreamEventBytes: 256, writeStallTimeoutMs: 30_000 };
+export const LIMITS: AttemptLimits = {
+  firstByteTimeoutMs: 5000,
+  streamIdleTimeoutMs: 1000,
+  preambleMaxBytes: 64,
+  maxUpstreamBodyBytes: 256,
+  maxUpstreamEventBytes: 256,
+  writeStallTimeoutMs: 30_000,
+};
 
 export const IDENTITY: HeaderList = [
   ['X-Pi-Provider', 'alpha'],
@@ -324,7 +333,16 @@ export function answerHead(status: number, headers: Record<string, string> = {})
 }
 
 /** runAttempt over a fake client: the test plays the upstream through `sink`. */
-export function attemptHarness(opts: { limits?: AttemptLimits; beforeComplete?: AttemptInput['beforeComplete']; stop?: AttemptInput['stop']; decoding?: AttemptInput['decoding']; errorBody?: AttemptInput['errorBody']; body?: UpstreamCall['body'] } = {}) {
+export function attemptHarness(
+  opts: {
+    limits?: AttemptLimits;
+    beforeComplete?: AttemptInput['beforeComplete'];
+    stop?: AttemptInput['stop'];
+    decoding?: AttemptInput['decoding'];
+    errorBody?: AttemptInput['errorBody'];
+    body?: UpstreamCall['body'];
+  } = {},
+) {
   const reply = new FakeReply();
   const ctrl = new FakeControl();
   const timers = new FakeTimers();

@@ -13,8 +13,16 @@ t.test('routeHead: the dispatch table', async (t) => {
     [200, { 'content-type': 'Text/Event-Stream; charset=utf-8' }, { kind: 'stream' }],
     [200, { 'content-type': 'text/event-stream', 'content-encoding': 'identity' }, { kind: 'stream' }],
     [200, { 'content-type': 'text/event-stream', 'content-encoding': '' }, { kind: 'stream' }],
-    [200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' }, { kind: 'refused', detail: 'compressed event streams (gzip) are not supported' }],
-    [200, { 'content-type': 'text/event-stream', 'content-encoding': 'br' }, { kind: 'refused', detail: 'compressed event streams (br) are not supported' }],
+    [
+      200,
+      { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' },
+      { kind: 'refused', detail: 'compressed event streams (gzip) are not supported' },
+    ],
+    [
+      200,
+      { 'content-type': 'text/event-stream', 'content-encoding': 'br' },
+      { kind: 'refused', detail: 'compressed event streams (br) are not supported' },
+    ],
     [200, { 'content-type': 'application/json' }, { kind: 'json' }],
     [200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }, { kind: 'json' }],
     [200, {}, { kind: 'json' }],
@@ -26,13 +34,30 @@ t.test('routeHead: the dispatch table', async (t) => {
     [429, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' }, { kind: 'error' }],
     [500, { 'content-type': 'text/event-stream' }, { kind: 'error' }],
   ];
-  for (const [status, headers, want] of table) t.same(routeHead(status, headers), want, `${status} ${JSON.stringify(headers)}`);
+  for (const [status, headers, want] of table)
+    t.same(routeHead(status, headers), want, `${status} ${JSON.stringify(headers)}`);
 });
 
 t.test('providerHeaders: identity, upstream model and request id, then the forwarded provider headers', async (t) => {
-  const head = answerHead(200, { 'content-type': 'application/json', 'content-encoding': 'br', 'x-request-id': 'x1', 'set-cookie': 'no', 'content-length': '12' });
-  t.same(providerHeaders(head, 'm-1', false), [...IDENTITY, ['X-Pi-Upstream-Model', 'm-1'], ['X-Pi-Upstream-Request-Id', 'x1'], ['Content-Type', 'application/json']]);
-  t.same(providerHeaders(head, null, true), [...IDENTITY, ['X-Pi-Upstream-Request-Id', 'x1'], ['Content-Type', 'application/json'], ['Content-Encoding', 'br']]);
+  const head = answerHead(200, {
+    'content-type': 'application/json',
+    'content-encoding': 'br',
+    'x-request-id': 'x1',
+    'set-cookie': 'no',
+    'content-length': '12',
+  });
+  t.same(providerHeaders(head, 'm-1', false), [
+    ...IDENTITY,
+    ['X-Pi-Upstream-Model', 'm-1'],
+    ['X-Pi-Upstream-Request-Id', 'x1'],
+    ['Content-Type', 'application/json'],
+  ]);
+  t.same(providerHeaders(head, null, true), [
+    ...IDENTITY,
+    ['X-Pi-Upstream-Request-Id', 'x1'],
+    ['Content-Type', 'application/json'],
+    ['Content-Encoding', 'br'],
+  ]);
 });
 
 t.test('runAttempt: the head picks the phase that reads the rest', async (t) => {
@@ -68,7 +93,11 @@ t.test('runAttempt: a stream end to end, and nothing after the outcome', async (
   up.onError(new Error('late'));
   h.reply.abort();
   t.same(h.reply.wire, wire, 'nothing written after the outcome');
-  t.same(h.ctrl.aborts, ['the provider kept sending after its answer ended'], 'a provider that goes on sending is dropped');
+  t.same(
+    h.ctrl.aborts,
+    ['the provider kept sending after its answer ended'],
+    'a provider that goes on sending is dropped',
+  );
   t.equal(h.timers.armed, 0);
 });
 
@@ -88,32 +117,61 @@ t.test('runAttempt: a JSON answer end to end', async (t) => {
 t.test('runAttempt: before the head', async (t) => {
   const refused = attemptHarness();
   refused.upstream().onHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
-  t.same(await refused.promise, { kind: 'failed', reason: 'malformed', detail: 'compressed event streams (gzip) are not supported', firstByteMs: null });
+  t.same(await refused.promise, {
+    kind: 'failed',
+    reason: 'malformed',
+    detail: 'compressed event streams (gzip) are not supported',
+    firstByteMs: null,
+  });
   t.same(refused.ctrl.aborts, ['compressed event streams (gzip) are not supported']);
 
   const closed = attemptHarness();
   closed.upstream().onEnd();
-  t.same(await closed.promise, { kind: 'failed', reason: 'malformed', detail: 'the provider closed without an answer', firstByteMs: null });
+  t.same(await closed.promise, {
+    kind: 'failed',
+    reason: 'malformed',
+    detail: 'the provider closed without an answer',
+    firstByteMs: null,
+  });
 
   const refusedConn = attemptHarness();
-  refusedConn.upstream().onError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }));
-  t.same(await refusedConn.promise, { kind: 'failed', reason: 'connect', detail: 'connect ECONNREFUSED 127.0.0.1:9', firstByteMs: null });
+  refusedConn
+    .upstream()
+    .onError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }));
+  t.same(await refusedConn.promise, {
+    kind: 'failed',
+    reason: 'connect',
+    detail: 'connect ECONNREFUSED 127.0.0.1:9',
+    firstByteMs: null,
+  });
   t.same(refusedConn.ctrl.aborts, []);
 
   const connectTimeout = attemptHarness();
-  connectTimeout.upstream().onError(Object.assign(new Error('Connect Timeout Error'), { code: 'UND_ERR_CONNECT_TIMEOUT' }));
+  connectTimeout
+    .upstream()
+    .onError(Object.assign(new Error('Connect Timeout Error'), { code: 'UND_ERR_CONNECT_TIMEOUT' }));
   t.match(await connectTimeout.promise, { kind: 'failed', reason: 'connect' });
 
   const silent = attemptHarness();
   silent.timers.advance(4999);
   t.equal(silent.outcome(), null);
   silent.timers.advance(1);
-  t.same(await silent.promise, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null });
+  t.same(await silent.promise, {
+    kind: 'failed',
+    reason: 'timeout',
+    detail: 'provider did not start answering within 5000 ms',
+    firstByteMs: null,
+  });
   t.same(silent.ctrl.aborts, ['provider did not start answering within 5000 ms']);
 
   const gone = attemptHarness();
   gone.reply.abort();
-  t.same(await gone.promise, { kind: 'failed', reason: 'client_aborted', detail: 'client went away', firstByteMs: null });
+  t.same(await gone.promise, {
+    kind: 'failed',
+    reason: 'client_aborted',
+    detail: 'client went away',
+    firstByteMs: null,
+  });
   t.same(gone.ctrl.aborts, ['client went away']);
   gone.upstream().onHead(200, { 'content-type': 'text/event-stream' });
   const sink = gone.upstream();
@@ -140,7 +198,11 @@ t.test('runAttempt: an interim head is not the answer, and an answer has one hea
   const silent = attemptHarness();
   silent.upstream().onHead(102, {});
   silent.timers.advance(5000);
-  t.same(await silent.promise, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null }, 'the first-byte limit runs through interim heads');
+  t.same(
+    await silent.promise,
+    { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null },
+    'the first-byte limit runs through interim heads',
+  );
 });
 
 t.test('runAttempt: a streamed upload is timed from when it was sent, not from the start of the upload', async (t) => {
@@ -154,12 +216,20 @@ t.test('runAttempt: a streamed upload is timed from when it was sent, not from t
   up.onHead(200, { 'content-type': 'text/event-stream' });
   h.timers.advance(30);
   up.onData(Buffer.concat([ev('c1'), Buffer.from('data: [DONE]\n\n')]));
-  t.match(await h.promise, { kind: 'committed', firstByteMs: 3030 }, 'the first-byte time counts from the upload\'s end');
+  t.match(
+    await h.promise,
+    { kind: 'committed', firstByteMs: 3030 },
+    "the first-byte time counts from the upload's end",
+  );
 
   const silent = attemptHarness({ body: Readable.from([Buffer.from('part')]) });
   silent.upstream().onRequestSent?.();
   silent.timers.advance(5000);
-  t.same(await silent.promise, { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null }, 'then the limit applies');
+  t.same(
+    await silent.promise,
+    { kind: 'failed', reason: 'timeout', detail: 'provider did not start answering within 5000 ms', firstByteMs: null },
+    'then the limit applies',
+  );
 
   const early = attemptHarness({ body: Readable.from([Buffer.from('part')]) });
   const eu = early.upstream();

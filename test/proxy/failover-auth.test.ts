@@ -7,7 +7,13 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import type { CompiledDeployment } from '../../src/config/compiled.ts';
-import { type AdapterRequest, CredentialError, type OutgoingRequest, type PlatformAdapter, type UpstreamTarget } from '../../src/platforms/types.ts';
+import {
+  type AdapterRequest,
+  CredentialError,
+  type OutgoingRequest,
+  type PlatformAdapter,
+  type UpstreamTarget,
+} from '../../src/platforms/types.ts';
 import type { Outcome } from '../../src/routing/health.ts';
 import { adapterContext } from '../../src/proxy/adapter-context.ts';
 import { type PlanItem, runWithFailover } from '../../src/proxy/failover.ts';
@@ -47,7 +53,8 @@ class TokenAdapter implements PlatformAdapter {
   authorize(out: OutgoingRequest, target: UpstreamTarget): void | Promise<void> {
     const id = target.platform.id;
     const apply = () => {
-      if (this.broken.has(id)) throw new CredentialError(`provider "${id}": the token endpoint refused the gateway's credential`);
+      if (this.broken.has(id))
+        throw new CredentialError(`provider "${id}": the token endpoint refused the gateway's credential`);
       const n = this.minted.get(id) ?? 1;
       out.headers['authorization'] = `Bearer tok-${id}-${n}`;
     };
@@ -84,7 +91,13 @@ function scriptedClient(script: Record<string, number[]>) {
 function resolverWith(adapter: PlatformAdapter): CallResolver {
   return {
     vocabularies: index.config.vocabularies,
-    context: adapterContext({ clock: new ManualClock(), postForm: () => Promise.reject(new Error('unused')), upstreamOverride: () => null, tokenTimeoutMs: () => 5000, log: () => undefined }),
+    context: adapterContext({
+      clock: new ManualClock(),
+      postForm: () => Promise.reject(new Error('unused')),
+      upstreamOverride: () => null,
+      tokenTimeoutMs: () => 5000,
+      log: () => undefined,
+    }),
     adapter: (id) => (id === adapter.id ? adapter : undefined),
     target(d: CompiledDeployment): UpstreamTarget | null {
       const res = index.resourceById.get(d.resource);
@@ -94,7 +107,15 @@ function resolverWith(adapter: PlatformAdapter): CallResolver {
   };
 }
 
-async function run(adapter: TokenAdapter, script: Record<string, number[]>, reply = new FakeReply(), items: PlanItem[] = [{ model: m, deployment: dA }, { model: m, deployment: dB }]) {
+async function run(
+  adapter: TokenAdapter,
+  script: Record<string, number[]>,
+  reply = new FakeReply(),
+  items: PlanItem[] = [
+    { model: m, deployment: dA },
+    { model: m, deployment: dB },
+  ],
+) {
   const client = scriptedClient(script);
   const health: [string, Outcome][] = [];
   const result = await runWithFailover({
@@ -104,7 +125,12 @@ async function run(adapter: TokenAdapter, script: Record<string, number[]>, repl
     limits: LIMITS,
     items,
     maxAttempts: 5,
-    request: { endpoint: 'messages', stream: false, clientHeaders: {}, body: { kind: 'json', original: { messages: [] } } },
+    request: {
+      endpoint: 'messages',
+      stream: false,
+      clientHeaders: {},
+      body: { kind: 'json', original: { messages: [] } },
+    },
     targets: resolverWith(adapter),
     health: { record: (id, o) => health.push([id, o]) },
   });
@@ -114,18 +140,38 @@ async function run(adapter: TokenAdapter, script: Record<string, number[]>, repl
 const A = 'https://pa-main.example/messages';
 const B = 'https://pb-main.example/messages';
 
-t.test('an adapter that cannot authenticate fails that attempt as `credential`; the next deployment answers', async (t) => {
-  for (const async of [false, true]) {
-    const adapter = new TokenAdapter();
-    adapter.async = async;
-    adapter.broken.add('pa');
-    const { result, client, health } = await run(adapter, { [B]: [200] });
-    t.equal(result.final.kind, 'committed', `async=${async}`);
-    t.same(result.attempts.map((a) => [a.deployment, a.outcome, a.status]), [['a/m', 'credential', null], ['b/m', 'ok', 200]]);
-    t.same(client.seen.map((s) => s.url), [B], 'nothing was sent for the deployment without a usable credential');
-    t.same(health.map(([id, o]) => [id, o.ok ? 'ok' : o.reason]), [['a/m', 'auth'], ['b/m', 'ok']], 'an unusable credential is an auth signal');
-  }
-});
+t.test(
+  'an adapter that cannot authenticate fails that attempt as `credential`; the next deployment answers',
+  async (t) => {
+    for (const async of [false, true]) {
+      const adapter = new TokenAdapter();
+      adapter.async = async;
+      adapter.broken.add('pa');
+      const { result, client, health } = await run(adapter, { [B]: [200] });
+      t.equal(result.final.kind, 'committed', `async=${async}`);
+      t.same(
+        result.attempts.map((a) => [a.deployment, a.outcome, a.status]),
+        [
+          ['a/m', 'credential', null],
+          ['b/m', 'ok', 200],
+        ],
+      );
+      t.same(
+        client.seen.map((s) => s.url),
+        [B],
+        'nothing was sent for the deployment without a usable credential',
+      );
+      t.same(
+        health.map(([id, o]) => [id, o.ok ? 'ok' : o.reason]),
+        [
+          ['a/m', 'auth'],
+          ['b/m', 'ok'],
+        ],
+        'an unusable credential is an auth signal',
+      );
+    }
+  },
+);
 
 t.test('a 401 drops the token and retries the same deployment once with a fresh one', async (t) => {
   for (const async of [false, true]) {
@@ -133,10 +179,28 @@ t.test('a 401 drops the token and retries the same deployment once with a fresh 
     adapter.async = async;
     const { result, client, health } = await run(adapter, { [A]: [401, 200] });
     t.equal(result.final.kind, 'committed', `async=${async}`);
-    t.same(client.seen, [{ url: A, auth: 'Bearer tok-pa-1' }, { url: A, auth: 'Bearer tok-pa-2' }], 'the retry carries the new token');
+    t.same(
+      client.seen,
+      [
+        { url: A, auth: 'Bearer tok-pa-1' },
+        { url: A, auth: 'Bearer tok-pa-2' },
+      ],
+      'the retry carries the new token',
+    );
     t.same(adapter.dropped, ['Bearer tok-pa-1'], 'refused() was told which token was refused');
-    t.same(result.attempts.map((a) => [a.deployment, a.outcome]), [['a/m', 'status_401'], ['a/m', 'ok']], 'both attempts are recorded');
-    t.same(health.map(([id, o]) => [id, o.ok]), [['a/m', true]], 'the refused token is no health signal; the answer is');
+    t.same(
+      result.attempts.map((a) => [a.deployment, a.outcome]),
+      [
+        ['a/m', 'status_401'],
+        ['a/m', 'ok'],
+      ],
+      'both attempts are recorded',
+    );
+    t.same(
+      health.map(([id, o]) => [id, o.ok]),
+      [['a/m', true]],
+      'the refused token is no health signal; the answer is',
+    );
   }
 });
 
@@ -144,14 +208,26 @@ t.test('a second 401 on the fresh token moves on (one retry only)', async (t) =>
   const adapter = new TokenAdapter();
   const { result, client, health } = await run(adapter, { [A]: [401, 401], [B]: [200] });
   t.equal(result.final.kind, 'committed');
-  t.same(client.seen.map((s) => s.url), [A, A, B]);
-  t.same(health.map(([id, o]) => [id, o.ok ? 'ok' : o.reason]), [['a/m', 'auth'], ['b/m', 'ok']]);
+  t.same(
+    client.seen.map((s) => s.url),
+    [A, A, B],
+  );
+  t.same(
+    health.map(([id, o]) => [id, o.ok ? 'ok' : o.reason]),
+    [
+      ['a/m', 'auth'],
+      ['b/m', 'ok'],
+    ],
+  );
 });
 
 t.test('a 403 is not retried on the same deployment (a fresh token would not change a permission)', async (t) => {
   const adapter = new TokenAdapter();
   const { client } = await run(adapter, { [A]: [403], [B]: [200] });
-  t.same(client.seen.map((s) => s.url), [A, B]);
+  t.same(
+    client.seen.map((s) => s.url),
+    [A, B],
+  );
   t.same(adapter.dropped, []);
 });
 
@@ -163,8 +239,15 @@ t.test('credentials unusable everywhere: 503 provider_unavailable naming the las
   t.equal(result.final.kind, 'gateway_error');
   t.same(client.seen, []);
   t.match(reply.wire[0], /^send 503 /);
-  t.match(reply.wire[0], /provider \\"pb\\": the token endpoint refused the gateway's credential, and no other provider could take over/, 'the adapter\'s reason');
-  t.same(reply.headers, [['X-Pi-Provider', 'pb'], ['X-Pi-Model', 'acme/m']]);
+  t.match(
+    reply.wire[0],
+    /provider \\"pb\\": the token endpoint refused the gateway's credential, and no other provider could take over/,
+    "the adapter's reason",
+  );
+  t.same(reply.headers, [
+    ['X-Pi-Provider', 'pb'],
+    ['X-Pi-Model', 'acme/m'],
+  ]);
 });
 
 t.test('a client that leaves while the adapter waits for its token gets nothing sent upstream', async (t) => {
@@ -180,7 +263,12 @@ t.test('a client that leaves while the adapter waits for its token gets nothing 
 
 t.test('buildCall: static keys build at once, a waiting authorize() makes a promise', async (t) => {
   const adapter = new TokenAdapter();
-  const request = { endpoint: 'messages', stream: false, clientHeaders: {}, body: { kind: 'json' as const, original: { messages: [] } } };
+  const request = {
+    endpoint: 'messages',
+    stream: false,
+    clientHeaders: {},
+    body: { kind: 'json' as const, original: { messages: [] } },
+  };
   const now = buildCall(resolverWith(adapter), fakeProtocol, request, m, dA);
   t.notOk(now instanceof Promise, 'a synchronous authorize() builds synchronously');
   adapter.async = true;

@@ -22,13 +22,37 @@ function committed(broken: FailureReason | null): AttemptOutcome {
   };
 }
 
-const providerError = (status: number): AttemptOutcome => ({ kind: 'provider_error', status, headers: [], body: Buffer.alloc(0), firstByteMs: 5 });
-const failed = (reason: FailureReason): AttemptOutcome => ({ kind: 'failed', reason, detail: reason, firstByteMs: null });
+const providerError = (status: number): AttemptOutcome => ({
+  kind: 'provider_error',
+  status,
+  headers: [],
+  body: Buffer.alloc(0),
+  firstByteMs: 5,
+});
+const failed = (reason: FailureReason): AttemptOutcome => ({
+  kind: 'failed',
+  reason,
+  detail: reason,
+  firstByteMs: null,
+});
 
 const OK: Outcome = { ok: true, firstByteMs: 12 };
 const fail = (reason: Extract<Outcome, { ok: false }>['reason']): Outcome => ({ ok: false, reason });
 
-const REASONS: FailureReason[] = ['connect', 'reset', 'timeout', 'malformed', 'inband_error', 'empty', 'too_large', 'client_aborted', 'write_stall', 'drained', 'credential', 'not_sent'];
+const REASONS: FailureReason[] = [
+  'connect',
+  'reset',
+  'timeout',
+  'malformed',
+  'inband_error',
+  'empty',
+  'too_large',
+  'client_aborted',
+  'write_stall',
+  'drained',
+  'credential',
+  'not_sent',
+];
 
 t.test('a committed answer is a success unless its stream was cut by the provider', async (t) => {
   const expected: Record<FailureReason, Outcome> = {

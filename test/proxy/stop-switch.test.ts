@@ -40,5 +40,9 @@ t.test('runAttempt: a thrown switch ends the attempt as drained; a finished atte
 
   const before = attemptHarness({ stop });
   const o3 = await before.promise;
-  t.same(o3, { kind: 'failed', reason: 'drained', detail: 'the gateway is shutting down', firstByteMs: null }, 'already thrown: ended at once');
+  t.same(
+    o3,
+    { kind: 'failed', reason: 'drained', detail: 'the gateway is shutting down', firstByteMs: null },
+    'already thrown: ended at once',
+  );
 });

@@ -8,7 +8,12 @@ import type { InboundBody } from '../../src/protocols/types.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { adapterContext } from '../../src/proxy/adapter-context.ts';
 import { configuredTargets as configuredTargetsOf, type TargetSources } from '../../src/proxy/targets.ts';
-import { buildCall as build, type CallBuild, type CallInput, type CallResolver } from '../../src/proxy/upstream-call.ts';
+import {
+  buildCall as build,
+  type CallBuild,
+  type CallInput,
+  type CallResolver,
+} from '../../src/proxy/upstream-call.ts';
 import type { UpstreamCall } from '../../src/upstream/client.ts';
 import type { CompiledDeployment, CompiledModel } from '../../src/config/compiled.ts';
 import type { ProtocolModule } from '../../src/protocols/types.ts';
@@ -18,7 +23,11 @@ const m1 = model('acme/m1');
 const d1 = deployment('d1', 'acme/m1', 'p1');
 /** On a platform whose YAML names an adapter that is not registered. */
 const d2 = deployment('d2', 'acme/m1', 'p2');
-const index = buildIndex({ models: [m1], platforms: [platform('p1'), platform('p2', { adapter: 'nowhere' })], deployments: [d1, d2] });
+const index = buildIndex({
+  models: [m1],
+  platforms: [platform('p1'), platform('p2', { adapter: 'nowhere' })],
+  deployments: [d1, d2],
+});
 
 function input(body: InboundBody, headers: Record<string, string> = {}): CallInput {
   return { endpoint: 'messages', stream: false, clientHeaders: headers, body };
@@ -38,7 +47,13 @@ function configuredTargets(sources: Omit<TargetSources, 'context'>): CallResolve
 }
 
 /** buildCall for adapters that authorize synchronously: the call, or null when it was skipped. */
-function buildCall(targets: CallResolver, protocol: ProtocolModule, inp: CallInput, m: CompiledModel, d: CompiledDeployment): UpstreamCall | null {
+function buildCall(
+  targets: CallResolver,
+  protocol: ProtocolModule,
+  inp: CallInput,
+  m: CompiledModel,
+  d: CompiledDeployment,
+): UpstreamCall | null {
   const built: CallBuild | Promise<CallBuild> = build(targets, protocol, inp, m, d);
   if (built instanceof Promise) throw new Error('these adapters build synchronously');
   if (built.kind === 'unauthorized') throw new Error(`unexpected: ${built.detail}`);
@@ -49,22 +64,36 @@ const json: InboundBody = { kind: 'json', original: { model: 'acme/m1', max_toke
 
 t.test('a JSON call: adapter URL and auth, rewritten body, forwarded client headers only', async (t) => {
   const targets = configuredTargets({ index, reveal: (c) => `secret-of-${c}`, upstreamOverride: () => null });
-  const call = buildCall(targets, messages, input(json, {
-    authorization: 'Bearer sk-pi-client',
-    'x-title': 'My App',
-    'http-referer': 'https://app.example',
-    'x-pi-session-id': 's1',
-    'x-other': 'no',
-  }), m1, d1);
+  const call = buildCall(
+    targets,
+    messages,
+    input(json, {
+      authorization: 'Bearer sk-pi-client',
+      'x-title': 'My App',
+      'http-referer': 'https://app.example',
+      'x-pi-session-id': 's1',
+      'x-other': 'no',
+    }),
+    m1,
+    d1,
+  );
   if (!call) throw new Error('no call');
   t.equal(call.url, 'https://p1-main.example/messages');
-  t.equal(call.headers['authorization'], 'Bearer secret-of-cred-p1-main', 'the gateway credential, never the client key');
+  t.equal(
+    call.headers['authorization'],
+    'Bearer secret-of-cred-p1-main',
+    'the gateway credential, never the client key',
+  );
   t.equal(call.headers['content-type'], 'application/json');
   t.equal(call.headers['x-title'], 'My App');
   t.equal(call.headers['http-referer'], 'https://app.example');
   t.equal(call.headers['x-pi-session-id'], 's1');
   t.notOk('x-other' in call.headers, 'other client headers stay behind');
-  t.same(JSON.parse(call.body as string), { model: 'm1', max_tokens: 5, messages: [] }, 'model rewritten to the upstream name');
+  t.same(
+    JSON.parse(call.body as string),
+    { model: 'm1', max_tokens: 5, messages: [] },
+    'model rewritten to the upstream name',
+  );
 });
 
 t.test('a session id over 256 characters is not forwarded', async (t) => {

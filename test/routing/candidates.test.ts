@@ -8,14 +8,37 @@ import { eligibleDeployments, eligibleOnly } from '../../src/routing/candidates.
 import { ConfigIndex } from '../../src/config/index.ts';
 import { fixtureConfig } from '../helpers/stack.ts';
 import { type EffectivePolicy, type ProviderPreferences, mergePreferences } from '../../src/routing/preferences.ts';
-import { NOW, buildIndex, credsOf, deployment, model, noCreds, platform, resource, routing, standardWorld } from './fixtures.ts';
+import {
+  NOW,
+  buildIndex,
+  credsOf,
+  deployment,
+  model,
+  noCreds,
+  platform,
+  resource,
+  routing,
+  standardWorld,
+} from './fixtures.ts';
 
-const STAGES = ['model', 'endpoint', 'available', 'workspace_policy', 'request_providers', 'data_policy', 'quantization'];
+const STAGES = [
+  'model',
+  'endpoint',
+  'available',
+  'workspace_policy',
+  'request_providers',
+  'data_policy',
+  'quantization',
+];
 const ALL = ['aws', 'azure', 'gcp', 'gemini', 'openai'];
 
 const world = standardWorld();
 
-function run(ws: Partial<CompiledRouting>, req: ProviderPreferences | null, opts: { endpoint?: string; creds?: typeof world.creds; policy?: EffectivePolicy } = {}) {
+function run(
+  ws: Partial<CompiledRouting>,
+  req: ProviderPreferences | null,
+  opts: { endpoint?: string; creds?: typeof world.creds; policy?: EffectivePolicy } = {},
+) {
   return eligibleDeployments({
     index: world.index,
     model: world.chat,
@@ -54,8 +77,14 @@ t.test('emptied at endpoint', async (t) => {
 t.test('emptied at available: no sealed credential at all', async (t) => {
   const r = run({}, null, { creds: noCreds });
   t.same(ids(r), []);
-  t.same(r.funnel.map((s) => s.remaining), [5, 5, 0, 0, 0, 0, 0]);
-  t.same(stage(r, 'available')?.removed, ALL.map((provider) => ({ provider, reason: 'no sealed upstream credential' })));
+  t.same(
+    r.funnel.map((s) => s.remaining),
+    [5, 5, 0, 0, 0, 0, 0],
+  );
+  t.same(
+    stage(r, 'available')?.removed,
+    ALL.map((provider) => ({ provider, reason: 'no sealed upstream credential' })),
+  );
 });
 
 t.test('available: disabled and expired models', async (t) => {
@@ -64,12 +93,29 @@ t.test('available: disabled and expired models', async (t) => {
     [{ expirationDate: '2026-01-15' }, 'model expired'],
   ] as const) {
     const m = model('acme/chat', over);
-    const r = eligibleDeployments({ index: world.index, model: m, endpoint: 'chat', policy: mergePreferences(routing(), null), creds: world.creds, nowMs: NOW });
+    const r = eligibleDeployments({
+      index: world.index,
+      model: m,
+      endpoint: 'chat',
+      policy: mergePreferences(routing(), null),
+      creds: world.creds,
+      nowMs: NOW,
+    });
     t.same(ids(r), []);
-    t.same(stage(r, 'available')?.removed, ALL.map((provider) => ({ provider, reason })));
+    t.same(
+      stage(r, 'available')?.removed,
+      ALL.map((provider) => ({ provider, reason })),
+    );
   }
   const notYet = model('acme/chat', { expirationDate: '2026-01-16' });
-  const r = eligibleDeployments({ index: world.index, model: notYet, endpoint: 'chat', policy: mergePreferences(routing(), null), creds: world.creds, nowMs: NOW });
+  const r = eligibleDeployments({
+    index: world.index,
+    model: notYet,
+    endpoint: 'chat',
+    policy: mergePreferences(routing(), null),
+    creds: world.creds,
+    nowMs: NOW,
+  });
   t.equal(r.deployments.length, 6, 'expiring tomorrow still routes');
 });
 
@@ -77,7 +123,10 @@ t.test('available: a provider is removed only with its last deployment; reasons 
   const index = buildIndex({
     models: [model('acme/chat')],
     platforms: [platform('gcp'), platform('openai')],
-    resources: [resource('gcp-off', 'gcp', { active: false }), resource('gcp-nocred', 'gcp', { credential: 'missing' })],
+    resources: [
+      resource('gcp-off', 'gcp', { active: false }),
+      resource('gcp-nocred', 'gcp', { credential: 'missing' }),
+    ],
     deployments: [
       deployment('g1', 'acme/chat', 'gcp', { active: false }),
       deployment('g2', 'acme/chat', 'gcp', { resource: 'gcp-off' }),
@@ -87,8 +136,18 @@ t.test('available: a provider is removed only with its last deployment; reasons 
     ],
   });
   const creds = credsOf(index, ['missing']);
-  const r = eligibleDeployments({ index, model: index.modelById.get('acme/chat') as CompiledModel, endpoint: 'chat', policy: mergePreferences(routing(), null), creds, nowMs: NOW });
-  t.same(r.deployments.map((d) => d.id), ['o2']);
+  const r = eligibleDeployments({
+    index,
+    model: index.modelById.get('acme/chat') as CompiledModel,
+    endpoint: 'chat',
+    policy: mergePreferences(routing(), null),
+    creds,
+    nowMs: NOW,
+  });
+  t.same(
+    r.deployments.map((d) => d.id),
+    ['o2'],
+  );
   t.same(stage(r, 'available'), {
     stage: 'available',
     remaining: 1,
@@ -99,7 +158,10 @@ t.test('available: a provider is removed only with its last deployment; reasons 
 t.test('emptied at workspace_policy', async (t) => {
   const allow = run({ allow: ['zzz-unused'] }, null);
   t.same(ids(allow), []);
-  t.same(stage(allow, 'workspace_policy')?.removed, ALL.map((provider) => ({ provider, reason: 'not in the workspace allowlist' })));
+  t.same(
+    stage(allow, 'workspace_policy')?.removed,
+    ALL.map((provider) => ({ provider, reason: 'not in the workspace allowlist' })),
+  );
 
   const mixed = run({ allow: ['openai', 'gcp', 'aws'], ignore: ['aws'] }, null);
   t.same(ids(mixed), ['d-gcp-a', 'd-gcp-b', 'd-openai']);
@@ -114,10 +176,17 @@ t.test('emptied at workspace_policy', async (t) => {
   });
 
   const orderLimit = run({ allowFallbacks: false, order: ['gemini', 'openai'] }, { sort: 'price' });
-  t.same(ids(orderLimit), ['d-gemini', 'd-openai'], 'a workspace false + order holds even when the request replaces the sort mode');
+  t.same(
+    ids(orderLimit),
+    ['d-gemini', 'd-openai'],
+    'a workspace false + order holds even when the request replaces the sort mode',
+  );
   t.same(
     stage(orderLimit, 'workspace_policy')?.removed,
-    ['aws', 'azure', 'gcp'].map((provider) => ({ provider, reason: 'not in the workspace order and the workspace sets allow_fallbacks false' })),
+    ['aws', 'azure', 'gcp'].map((provider) => ({
+      provider,
+      reason: 'not in the workspace order and the workspace sets allow_fallbacks false',
+    })),
   );
 });
 
@@ -141,7 +210,10 @@ t.test('emptied at request_providers', async (t) => {
 t.test('request only is intersected with the workspace allowlist', async (t) => {
   const r = run({ allow: ['openai', 'gcp'] }, { only: ['gcp', 'aws'] });
   t.same(ids(r), ['d-gcp-a', 'd-gcp-b']);
-  t.same(stage(r, 'workspace_policy')?.removed.map((x) => x.provider), ['aws', 'azure', 'gemini']);
+  t.same(
+    stage(r, 'workspace_policy')?.removed.map((x) => x.provider),
+    ['aws', 'azure', 'gemini'],
+  );
   t.same(stage(r, 'request_providers')?.removed, [{ provider: 'openai', reason: 'not in provider.only' }]);
 });
 
@@ -157,7 +229,10 @@ t.test('allow_fallbacks false with an order: only the listed providers', async (
   t.same(ids(req), ['d-aws', 'd-gcp-a', 'd-gcp-b']);
   t.same(
     stage(req, 'request_providers')?.removed,
-    ['azure', 'gemini', 'openai'].map((provider) => ({ provider, reason: 'not in provider.order and allow_fallbacks is false' })),
+    ['azure', 'gemini', 'openai'].map((provider) => ({
+      provider,
+      reason: 'not in provider.order and allow_fallbacks is false',
+    })),
   );
 
   t.equal(run({}, { allowFallbacks: false }).deployments.length, 6, 'without an order it changes nothing');
@@ -165,11 +240,17 @@ t.test('allow_fallbacks false with an order: only the listed providers', async (
 
   const wsFalse = run({ allowFallbacks: false }, { order: ['openai'], allowFallbacks: true });
   t.same(ids(wsFalse), ['d-openai'], 'a workspace false applies to the request order and is not relaxed by true');
-  t.same(stage(wsFalse, 'request_providers')?.removed.map((x) => x.reason), Array(4).fill('not in provider.order and allow_fallbacks is false'));
+  t.same(
+    stage(wsFalse, 'request_providers')?.removed.map((x) => x.reason),
+    Array(4).fill('not in provider.order and allow_fallbacks is false'),
+  );
 
   const reqFalseWsOrder = run({ order: ['aws'] }, { allowFallbacks: false });
   t.same(ids(reqFalseWsOrder), ['d-aws'], 'request false with the workspace order');
-  t.same(new Set(stage(reqFalseWsOrder, 'request_providers')?.removed.map((x) => x.reason)), new Set(['not in the workspace order and allow_fallbacks is false']));
+  t.same(
+    new Set(stage(reqFalseWsOrder, 'request_providers')?.removed.map((x) => x.reason)),
+    new Set(['not in the workspace order and allow_fallbacks is false']),
+  );
 
   const both = run({ allowFallbacks: false, order: ['openai', 'gcp'] }, { order: ['gcp', 'aws'] });
   t.same(ids(both), ['d-gcp-a', 'd-gcp-b'], 'workspace limit and request order both apply');
@@ -187,16 +268,27 @@ t.test('data_collection deny', async (t) => {
       { provider: 'gemini', reason: 'may train on prompts' },
     ],
   });
-  t.same(ids(run({ dataCollection: 'deny' }, { dataCollection: 'allow' })), ['d-azure', 'd-openai'], 'the request cannot loosen a workspace deny');
+  t.same(
+    ids(run({ dataCollection: 'deny' }, { dataCollection: 'allow' })),
+    ['d-azure', 'd-openai'],
+    'the request cannot loosen a workspace deny',
+  );
 });
 
 t.test('zdr', async (t) => {
   const r = run({}, { zdr: true });
   t.same(ids(r), ['d-openai']);
-  t.same(stage(r, 'data_policy')?.removed, ['aws', 'azure', 'gcp', 'gemini'].map((provider) => ({ provider, reason: 'not zero-data-retention' })));
+  t.same(
+    stage(r, 'data_policy')?.removed,
+    ['aws', 'azure', 'gcp', 'gemini'].map((provider) => ({ provider, reason: 'not zero-data-retention' })),
+  );
   t.same(ids(run({ zdr: true }, { zdr: false })), ['d-openai'], 'the request cannot loosen a workspace zdr');
   const none = run({}, { zdr: true, ignore: ['openai'] });
-  t.same(none.funnel.map((s) => s.remaining), [5, 5, 5, 5, 4, 0, 0], 'emptied at data_policy');
+  t.same(
+    none.funnel.map((s) => s.remaining),
+    [5, 5, 5, 5, 4, 0, 0],
+    'emptied at data_policy',
+  );
 });
 
 t.test('quantizations (null counts as unknown)', async (t) => {
@@ -215,7 +307,11 @@ t.test('quantizations (null counts as unknown)', async (t) => {
   t.same(ids(run({}, { quantizations: ['unknown'] })), ['d-gcp-a', 'd-gcp-b', 'd-gemini', 'd-openai']);
   t.same(ids(run({ quantizations: ['fp8', 'fp4'] }, { quantizations: ['fp4', 'bf16'] })), ['d-azure'], 'intersection');
   const empty = run({ quantizations: ['bf16'] }, null);
-  t.same(empty.funnel.map((s) => s.remaining), [5, 5, 5, 5, 5, 5, 0], 'emptied at quantization');
+  t.same(
+    empty.funnel.map((s) => s.remaining),
+    [5, 5, 5, 5, 5, 5, 0],
+    'emptied at quantization',
+  );
 });
 
 t.test('funnel names platforms only, never deployments, resources or regions', async (t) => {
@@ -237,7 +333,10 @@ t.test('a hand-built policy without origin still applies allow and ignore', asyn
   };
   const r = run({}, null, { policy });
   t.same(ids(r), ['d-openai']);
-  t.same(stage(r, 'workspace_policy')?.removed.find((x) => x.provider === 'gcp'), { provider: 'gcp', reason: 'in the ignore list' });
+  t.same(
+    stage(r, 'workspace_policy')?.removed.find((x) => x.provider === 'gcp'),
+    { provider: 'gcp', reason: 'in the ignore list' },
+  );
 });
 
 t.test('property: request preferences never loosen the workspace', async (t) => {
@@ -287,10 +386,18 @@ t.test('eligibleOnly is the funnel-free twin of eligibleDeployments', async (t) 
     for (const model of index.config.models) {
       for (const endpoint of index.config.vocabularies.endpoints.map((e) => e.id)) {
         for (const ws of index.config.workspaces) {
-          const args = { index, model, endpoint, policy: mergePreferences(ws.routing, null), creds, nowMs: Date.parse('2026-01-15T12:00:00Z') };
+          const args = {
+            index,
+            model,
+            endpoint,
+            policy: mergePreferences(ws.routing, null),
+            creds,
+            nowMs: Date.parse('2026-01-15T12:00:00Z'),
+          };
           const full = eligibleDeployments(args).deployments.map((d) => d.id);
           const lean = eligibleOnly(args).map((d) => d.id);
-          if (JSON.stringify(full) !== JSON.stringify(lean)) t.same(lean, full, `${name} ${model.id} ${endpoint} ${ws.id}`);
+          if (JSON.stringify(full) !== JSON.stringify(lean))
+            t.same(lean, full, `${name} ${model.id} ${endpoint} ${ws.id}`);
         }
       }
     }

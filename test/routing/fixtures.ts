@@ -77,11 +77,24 @@ export function platform(id: string, over: Partial<CompiledPlatform> = {}): Comp
 }
 
 export function resource(id: string, platformId: string, over: Partial<CompiledResource> = {}): CompiledResource {
-  return { id, platform: platformId, region: null, baseUrl: `https://${id}.example`, active: true, credential: `cred-${id}`, ...over };
+  return {
+    id,
+    platform: platformId,
+    region: null,
+    baseUrl: `https://${id}.example`,
+    active: true,
+    credential: `cred-${id}`,
+    ...over,
+  };
 }
 
 /** A deployment of `modelId` on `platformId`, on resource `<platform>-main` unless given. */
-export function deployment(id: string, modelId: string, platformId: string, over: Partial<CompiledDeployment> = {}): CompiledDeployment {
+export function deployment(
+  id: string,
+  modelId: string,
+  platformId: string,
+  over: Partial<CompiledDeployment> = {},
+): CompiledDeployment {
   return {
     id,
     model: modelId,
@@ -227,9 +240,19 @@ export function standardWorld() {
   const models = [model('acme/chat'), model('acme/other')];
   const platforms = [
     platform('openai', { zdr: true }),
-    platform('gcp', { aliases: ['google-vertex'], dataPolicy: { promptTraining: null, dataRetention: 'short', moderation: 'none', reviewed: false } }),
-    platform('gemini', { aliases: ['google-ai-studio'], dataPolicy: { promptTraining: true, dataRetention: 'short', moderation: 'none', reviewed: true } }),
-    platform('aws', { aliases: ['amazon-bedrock'], retentionLimited: false, dataPolicy: { promptTraining: false, dataRetention: 'unknown', moderation: 'none', reviewed: true } }),
+    platform('gcp', {
+      aliases: ['google-vertex'],
+      dataPolicy: { promptTraining: null, dataRetention: 'short', moderation: 'none', reviewed: false },
+    }),
+    platform('gemini', {
+      aliases: ['google-ai-studio'],
+      dataPolicy: { promptTraining: true, dataRetention: 'short', moderation: 'none', reviewed: true },
+    }),
+    platform('aws', {
+      aliases: ['amazon-bedrock'],
+      retentionLimited: false,
+      dataPolicy: { promptTraining: false, dataRetention: 'unknown', moderation: 'none', reviewed: true },
+    }),
     platform('azure'),
   ];
   const deployments = [
@@ -238,9 +261,17 @@ export function standardWorld() {
     deployment('d-gcp-b', 'acme/chat', 'gcp', { weight: 50 }),
     deployment('d-gemini', 'acme/chat', 'gemini'),
     deployment('d-aws', 'acme/chat', 'aws', { quantization: 'fp8' }),
-    deployment('d-azure', 'acme/chat', 'azure', { quantization: 'fp4', pricing: { kind: 'discount', percent: 20, endsAt: null } }),
+    deployment('d-azure', 'acme/chat', 'azure', {
+      quantization: 'fp4',
+      pricing: { kind: 'discount', percent: 20, endsAt: null },
+    }),
     deployment('o-openai', 'acme/other', 'openai'),
   ];
   const index = buildIndex({ models, platforms, deployments });
-  return { index, creds: credsOf(index), chat: index.modelById.get('acme/chat') as CompiledModel, other: index.modelById.get('acme/other') as CompiledModel };
+  return {
+    index,
+    creds: credsOf(index),
+    chat: index.modelById.get('acme/chat') as CompiledModel,
+    other: index.modelById.get('acme/other') as CompiledModel,
+  };
 }

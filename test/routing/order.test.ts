@@ -50,8 +50,16 @@ t.test('order tiers: listed platforms first in list order, unlisted follow', asy
     t.same(new Set(got.slice(1, 3)), new Set(['a1', 'a2']));
     t.same(new Set(got.slice(3)), new Set(['b1', 'd1']), 'unlisted p2 and p4 share the last tier');
   }
-  t.same(order(w, policy({ order: ['p4', 'p2', 'p4'], sort: 'price' })), ['d1', 'b1', 'a1', 'a2', 'c1'], 'duplicate entries keep their first position');
-  t.same(order(w, policy({ order: ['nope'], sort: 'price' })), ['a1', 'a2', 'b1', 'c1', 'd1'], 'a listed platform without deployments changes nothing');
+  t.same(
+    order(w, policy({ order: ['p4', 'p2', 'p4'], sort: 'price' })),
+    ['d1', 'b1', 'a1', 'a2', 'c1'],
+    'duplicate entries keep their first position',
+  );
+  t.same(
+    order(w, policy({ order: ['nope'], sort: 'price' })),
+    ['a1', 'a2', 'b1', 'c1', 'd1'],
+    'a listed platform without deployments changes nothing',
+  );
 });
 
 t.test('sort price: effective channel price now, ties by weight then id', async (t) => {
@@ -61,8 +69,13 @@ t.test('sort price: effective channel price now, ties by weight then id', async 
     deployment('list-w90', 'acme/chat', 'p1', { weight: 90 }),
     deployment('list-w90b', 'acme/chat', 'p2', { weight: 90 }),
     deployment('disc20', 'acme/chat', 'p2', { weight: 1, pricing: { kind: 'discount', percent: 20, endsAt } }),
-    deployment('chan', 'acme/chat', 'p3', { weight: 1, pricing: { kind: 'channel', prices: prices(1n, 1n), endsAt: null } }),
-    deployment('disc-over', 'acme/chat', 'p4', { pricing: { kind: 'discount', percent: 50, endsAt: new Date(NOW).toISOString() } }),
+    deployment('chan', 'acme/chat', 'p3', {
+      weight: 1,
+      pricing: { kind: 'channel', prices: prices(1n, 1n), endsAt: null },
+    }),
+    deployment('disc-over', 'acme/chat', 'p4', {
+      pricing: { kind: 'discount', percent: 50, endsAt: new Date(NOW).toISOString() },
+    }),
   ]);
   // prompt + completion: list 10, disc20 8, chan 2, disc-over has ended (exclusive end) → 10.
   t.same(order(w, policy({ sort: 'price' })), ['chan', 'disc20', 'disc-over', 'list-w90', 'list-w90b', 'list-w50']);
@@ -89,7 +102,11 @@ t.test('request sort mode replaces the workspace one as a whole', async (t) => {
   ]);
   const ws = routing({ order: ['p2'], sort: 'price' });
   t.same(order(w, mergePreferences(ws, null)), ['dear', 'cheap'], 'workspace order tiers first');
-  t.same(order(w, mergePreferences(ws, { sort: 'price' })), ['cheap', 'dear'], 'request sort drops the workspace order');
+  t.same(
+    order(w, mergePreferences(ws, { sort: 'price' })),
+    ['cheap', 'dear'],
+    'request sort drops the workspace order',
+  );
   const reqOrder = mergePreferences(ws, { order: ['p1'] });
   t.equal(reqOrder.sort, null);
   t.same(order(w, reqOrder), ['cheap', 'dear']);
@@ -121,7 +138,10 @@ t.test('without sort, weight decides: first-choice shares 70/20/10 over 20,000 d
   // fails one check with probability ~7e-6, a biased one (e.g. 2 points off at n = 20,000) fails.
   const within = (count: number, n: number, p: number, label: string) => {
     const sd = Math.sqrt(n * p * (1 - p));
-    t.ok(Math.abs(count - n * p) <= 4.5 * sd, `${label}: observed ${count}, expected ${(n * p).toFixed(0)} ± ${(4.5 * sd).toFixed(0)}`);
+    t.ok(
+      Math.abs(count - n * p) <= 4.5 * sd,
+      `${label}: observed ${count}, expected ${(n * p).toFixed(0)} ± ${(4.5 * sd).toFixed(0)}`,
+    );
   };
   within(first.get('w70') ?? 0, N, 0.7, 'w70 first');
   within(first.get('w20') ?? 0, N, 0.2, 'w20 first');
@@ -139,13 +159,19 @@ t.test('weight 0: after all positive weights, by id; first only when nothing els
     deployment('pos', 'acme/chat', 'p3', { weight: 1 }),
   ]);
   for (let seed = 1; seed <= 20; seed++) t.same(order(w, policy(), { random: seeded(seed) }), ['pos', 'z-a', 'z-b']);
-  const zeros = world([deployment('z-b', 'acme/chat', 'p1', { weight: 0 }), deployment('z-a', 'acme/chat', 'p2', { weight: 0 })]);
+  const zeros = world([
+    deployment('z-b', 'acme/chat', 'p1', { weight: 0 }),
+    deployment('z-a', 'acme/chat', 'p2', { weight: 0 }),
+  ]);
   t.same(order(zeros, policy()), ['z-a', 'z-b']);
   t.same(order(w, policy({ order: ['p1'] })), ['z-b', 'pos', 'z-a'], 'tiers come before weight');
 });
 
 t.test('a random source at its extremes stays well-defined', async (t) => {
-  const w = world([deployment('a', 'acme/chat', 'p1', { weight: 1 }), deployment('b', 'acme/chat', 'p2', { weight: 1000 })]);
+  const w = world([
+    deployment('a', 'acme/chat', 'p1', { weight: 1 }),
+    deployment('b', 'acme/chat', 'p2', { weight: 1000 }),
+  ]);
   t.same(order(w, policy(), { random: () => 0 }), ['a', 'b'], 'u = 0 everywhere: ties by id');
   t.same(new Set(order(w, policy(), { random: () => 0.999999 })), new Set(['a', 'b']));
 });
@@ -153,7 +179,10 @@ t.test('a random source at its extremes stays well-defined', async (t) => {
 t.test('down deployments go after the healthy ones of their tier, keeping their order', async (t) => {
   const w = world([
     deployment('a-cheap', 'acme/chat', 'p1', { pricing: { kind: 'discount', percent: 50, endsAt: null } }),
-    deployment('a-mid', 'acme/chat', 'p1', { pricing: { kind: 'discount', percent: 20, endsAt: null }, status: 'down' }),
+    deployment('a-mid', 'acme/chat', 'p1', {
+      pricing: { kind: 'discount', percent: 20, endsAt: null },
+      status: 'down',
+    }),
     deployment('a-dear', 'acme/chat', 'p1'),
     deployment('b-cheap', 'acme/chat', 'p2', { pricing: { kind: 'discount', percent: 60, endsAt: null } }),
     deployment('b-dear', 'acme/chat', 'p2'),
@@ -166,14 +195,23 @@ t.test('down deployments go after the healthy ones of their tier, keeping their 
     'tracker down: last in its own tier, still ahead of the next tier',
   );
   // Without sort, a down deployment is never first while a healthy one exists in its tier.
-  const r = world([deployment('x', 'acme/chat', 'p1', { weight: 1000 }), deployment('y', 'acme/chat', 'p2', { weight: 1 })]);
-  for (let seed = 1; seed <= 30; seed++) t.same(order(r, policy(), { random: seeded(seed), health: downSet(['x']) }), ['y', 'x']);
+  const r = world([
+    deployment('x', 'acme/chat', 'p1', { weight: 1000 }),
+    deployment('y', 'acme/chat', 'p2', { weight: 1 }),
+  ]);
+  for (let seed = 1; seed <= 30; seed++)
+    t.same(order(r, policy(), { random: seeded(seed), health: downSet(['x']) }), ['y', 'x']);
 });
 
 t.test('isDown is asked exactly once per deployment', async (t) => {
-  const w = world([deployment('a', 'acme/chat', 'p1'), deployment('b', 'acme/chat', 'p2'), deployment('c', 'acme/chat', 'p3')]);
+  const w = world([
+    deployment('a', 'acme/chat', 'p1'),
+    deployment('b', 'acme/chat', 'p2'),
+    deployment('c', 'acme/chat', 'p3'),
+  ]);
   const asked = new Map<string, number>();
-  const health: HealthView = { isDown: (d) => {
+  const health: HealthView = {
+    isDown: (d) => {
       asked.set(d.id, (asked.get(d.id) ?? 0) + 1);
       return false;
     },
@@ -183,7 +221,11 @@ t.test('isDown is asked exactly once per deployment', async (t) => {
 });
 
 t.test('session pin goes first while present and not down', async (t) => {
-  const w = world([deployment('a', 'acme/chat', 'p1'), deployment('b', 'acme/chat', 'p2'), deployment('c', 'acme/chat', 'p3')]);
+  const w = world([
+    deployment('a', 'acme/chat', 'p1'),
+    deployment('b', 'acme/chat', 'p2'),
+    deployment('c', 'acme/chat', 'p3'),
+  ]);
   const p = policy({ sort: 'price', order: ['p1'] });
   t.same(order(w, p), ['a', 'b', 'c']);
   t.same(order(w, p, { pinned: 'c' }), ['c', 'a', 'b'], 'ahead of every tier');

@@ -62,12 +62,21 @@ t.test('a plan per model with eligible deployments, in request order', async (t)
 
 t.test('no eligible primary but an eligible fallback', async (t) => {
   const r = plan(['acme/primary', 'acme/fallback'], {}, { ignore: ['gcp'], order: ['Amazon-Bedrock'] });
-  t.same(r.plans.map((p) => p.model.id), ['acme/fallback']);
-  t.same(r.plans[0]?.deployments.map((d) => d.id), ['f-aws', 'f-openai'], 'the request order applies to the fallback too');
+  t.same(
+    r.plans.map((p) => p.model.id),
+    ['acme/fallback'],
+  );
+  t.same(
+    r.plans[0]?.deployments.map((d) => d.id),
+    ['f-aws', 'f-openai'],
+    'the request order applies to the fallback too',
+  );
 });
 
 t.test('nothing eligible anywhere: no_eligible_provider with every funnel', async (t) => {
-  const err = refused(() => plan(['acme/primary', 'acme/fallback', 'acme/second'], { zdr: true }, { ignore: ['openai'] }));
+  const err = refused(() =>
+    plan(['acme/primary', 'acme/fallback', 'acme/second'], { zdr: true }, { ignore: ['openai'] }),
+  );
   t.equal(err.code, 'no_eligible_provider');
   t.equal(err.status, 404);
   t.equal(err.type, 'not_found_error');
@@ -79,12 +88,17 @@ t.test('nothing eligible anywhere: no_eligible_provider with every funnel', asyn
   t.equal(meta.model, 'acme/primary');
   const removedAt = (f: FunnelStage[]) => f.filter((s) => s.removed.length > 0).map((s) => [s.stage, s.removed]);
   t.same(removedAt(meta.funnel), [['data_policy', [{ provider: 'gcp', reason: 'not zero-data-retention' }]]]);
-  t.same(meta.fallbacks?.map((f) => f.model), ['acme/fallback', 'acme/second']);
+  t.same(
+    meta.fallbacks?.map((f) => f.model),
+    ['acme/fallback', 'acme/second'],
+  );
   t.same(removedAt(meta.fallbacks?.[0]?.funnel ?? []), [
     ['request_providers', [{ provider: 'openai', reason: 'in provider.ignore' }]],
     ['data_policy', [{ provider: 'aws', reason: 'not zero-data-retention' }]],
   ]);
-  t.same(removedAt(meta.fallbacks?.[1]?.funnel ?? []), [['data_policy', [{ provider: 'aws', reason: 'not zero-data-retention' }]]]);
+  t.same(removedAt(meta.fallbacks?.[1]?.funnel ?? []), [
+    ['data_policy', [{ provider: 'aws', reason: 'not zero-data-retention' }]],
+  ]);
   t.same(err.toBody().error.metadata, meta, 'the metadata reaches the error body');
   t.same(JSON.parse(JSON.stringify(err.toBody())).error.metadata, meta, 'and is plain JSON');
 });
@@ -94,9 +108,14 @@ t.test('single model: message names it, no fallbacks key', async (t) => {
   t.equal(err.message, 'no provider can serve "acme/primary" under the routing settings of this request and workspace');
   const meta = err.metadata as NoEligibleProviderMetadata;
   t.same(Object.keys(meta), ['model', 'funnel']);
-  t.same(meta.funnel.find((s) => s.stage === 'workspace_policy')?.removed, [{ provider: 'gcp', reason: 'not in the workspace allowlist' }]);
+  t.same(meta.funnel.find((s) => s.stage === 'workspace_policy')?.removed, [
+    { provider: 'gcp', reason: 'not in the workspace allowlist' },
+  ]);
   const one = refused(() => plan(['acme/primary', 'acme/second'], { allow: ['openai'] }));
-  t.equal(one.message, 'no provider can serve "acme/primary" nor its fallback "acme/second" under the routing settings of this request and workspace');
+  t.equal(
+    one.message,
+    'no provider can serve "acme/primary" nor its fallback "acme/second" under the routing settings of this request and workspace',
+  );
 });
 
 t.test('a model with no registered deployment at all', async (t) => {
@@ -133,7 +152,11 @@ t.test('down deployments stay eligible (last resort); the pin per model', async 
     random: seeded(1),
     pinnedFor: (id) => (id === 'acme/fallback' ? 'f-openai' : null),
   });
-  t.same(r.plans[0]?.deployments.map((d) => d.id), ['f-aws', 'f-openai'], 'open breaker: last, and the pin does not lift it');
+  t.same(
+    r.plans[0]?.deployments.map((d) => d.id),
+    ['f-aws', 'f-openai'],
+    'open breaker: last, and the pin does not lift it',
+  );
   const pinned = planRoute({
     index,
     endpoint: 'chat',
@@ -145,5 +168,9 @@ t.test('down deployments stay eligible (last resort); the pin per model', async 
     random: seeded(1),
     pinnedFor: () => 'f-aws',
   });
-  t.same(pinned.plans[0]?.deployments.map((d) => d.id), ['f-aws', 'f-openai'], 'pin beats the order tier');
+  t.same(
+    pinned.plans[0]?.deployments.map((d) => d.id),
+    ['f-aws', 'f-openai'],
+    'pin beats the order tier',
+  );
 });

@@ -46,18 +46,38 @@ t.test('valid preferences parse and resolve to platform ids', async (t) => {
     },
   );
   t.same(parse({ sort: { by: 'price' } }), { sort: 'price' });
-  t.same(parse({ data_collection: 'allow', zdr: false, allow_fallbacks: true }), { dataCollection: 'allow', zdr: false, allowFallbacks: true });
+  t.same(parse({ data_collection: 'allow', zdr: false, allow_fallbacks: true }), {
+    dataCollection: 'allow',
+    zdr: false,
+    allowFallbacks: true,
+  });
 });
 
 t.test('case-insensitive names and the three vendor-named aliases', async (t) => {
-  t.same(parse({ only: ['GCP', 'Google-Vertex', 'gemini', 'GOOGLE-AI-STUDIO', 'Aws', 'amazon-bedrock'] }).only, ['gcp', 'gemini', 'aws'], 'aliases collapse onto their id, first position kept');
+  t.same(
+    parse({ only: ['GCP', 'Google-Vertex', 'gemini', 'GOOGLE-AI-STUDIO', 'Aws', 'amazon-bedrock'] }).only,
+    ['gcp', 'gemini', 'aws'],
+    'aliases collapse onto their id, first position kept',
+  );
   t.same(parse({ order: ['amazon-bedrock', 'openai', 'AWS'] }).order, ['aws', 'openai']);
 });
 
 t.test('null and empty lists count as absent', async (t) => {
   t.same(parse(null), {});
   t.same(parse(undefined), {});
-  t.same(parse({ order: null, only: null, ignore: null, sort: null, zdr: null, allow_fallbacks: null, data_collection: null, quantizations: null }), {});
+  t.same(
+    parse({
+      order: null,
+      only: null,
+      ignore: null,
+      sort: null,
+      zdr: null,
+      allow_fallbacks: null,
+      data_collection: null,
+      quantizations: null,
+    }),
+    {},
+  );
   t.same(parse({ order: [], only: [], quantizations: [] }), {});
   t.same(parse({ ignore: [] }), { ignore: [] });
 });
@@ -122,8 +142,16 @@ t.test('bad sort', async (t) => {
 });
 
 t.test('bad quantization value', async (t) => {
-  fails(t, { quantizations: ['fp8', 'fp6'] }, 'provider.quantizations: unknown quantization "fp6" (expected one of fp4, int4, int8, fp8, fp16, bf16, fp32, unknown)');
-  fails(t, { quantizations: ['FP8'] }, 'provider.quantizations: unknown quantization "FP8" (expected one of fp4, int4, int8, fp8, fp16, bf16, fp32, unknown)');
+  fails(
+    t,
+    { quantizations: ['fp8', 'fp6'] },
+    'provider.quantizations: unknown quantization "fp6" (expected one of fp4, int4, int8, fp8, fp16, bf16, fp32, unknown)',
+  );
+  fails(
+    t,
+    { quantizations: ['FP8'] },
+    'provider.quantizations: unknown quantization "FP8" (expected one of fp4, int4, int8, fp8, fp16, bf16, fp32, unknown)',
+  );
 });
 
 t.test('unknown provider names', async (t) => {
@@ -137,7 +165,15 @@ t.test('unknown provider names', async (t) => {
 
 t.test('merge: no request keeps the workspace settings', async (t) => {
   const p = mergePreferences(
-    routing({ allow: ['openai', 'gcp'], ignore: ['aws'], order: ['gcp'], sort: 'price', dataCollection: 'deny', zdr: true, quantizations: ['fp8'] }),
+    routing({
+      allow: ['openai', 'gcp'],
+      ignore: ['aws'],
+      order: ['gcp'],
+      sort: 'price',
+      dataCollection: 'deny',
+      zdr: true,
+      quantizations: ['fp8'],
+    }),
     null,
   );
   t.same([...(p.allow ?? [])], ['openai', 'gcp']);
@@ -156,11 +192,18 @@ t.test('merge: no request keeps the workspace settings', async (t) => {
 });
 
 t.test('merge: only ∩ workspace allowlist; ignore ∪ workspace ignore', async (t) => {
-  const p = mergePreferences(routing({ allow: ['openai', 'gcp', 'aws'], ignore: ['aws'] }), { only: ['gcp', 'azure'], ignore: ['openai'] });
+  const p = mergePreferences(routing({ allow: ['openai', 'gcp', 'aws'], ignore: ['aws'] }), {
+    only: ['gcp', 'azure'],
+    ignore: ['openai'],
+  });
   t.same([...(p.allow ?? [])].sort(), ['gcp']);
   t.same([...p.ignore].sort(), ['aws', 'openai']);
   t.same([...(mergePreferences(routing(), { only: ['gcp'] }).allow ?? [])], ['gcp'], 'only alone');
-  t.same([...(mergePreferences(routing({ allow: ['aws'] }), { only: ['gcp'] }).allow ?? [])], [], 'disjoint: nothing allowed, never the union');
+  t.same(
+    [...(mergePreferences(routing({ allow: ['aws'] }), { only: ['gcp'] }).allow ?? [])],
+    [],
+    'disjoint: nothing allowed, never the union',
+  );
 });
 
 t.test('merge: allow_fallbacks — either false gives false; a workspace false is not relaxed', async (t) => {
@@ -168,10 +211,17 @@ t.test('merge: allow_fallbacks — either false gives false; a workspace false i
   t.equal(mergePreferences(routing(), { allowFallbacks: false }).allowFallbacks, false);
   t.equal(mergePreferences(routing({ allowFallbacks: false }), { allowFallbacks: true }).allowFallbacks, false);
   // Workspace false + its own order is kept as a limit even when the request replaces the sort mode.
-  const p = mergePreferences(routing({ allowFallbacks: false, order: ['openai', 'gcp'] }), { sort: 'price', allowFallbacks: true });
+  const p = mergePreferences(routing({ allowFallbacks: false, order: ['openai', 'gcp'] }), {
+    sort: 'price',
+    allowFallbacks: true,
+  });
   t.same(p.order, []);
   t.same([...(p.allow ?? [])], ['openai', 'gcp']);
-  t.equal(mergePreferences(routing({ allowFallbacks: false }), {}).allow, null, 'without a workspace order there is no limit');
+  t.equal(
+    mergePreferences(routing({ allowFallbacks: false }), {}).allow,
+    null,
+    'without a workspace order there is no limit',
+  );
 });
 
 t.test('merge: the sort mode is replaced as a whole', async (t) => {
@@ -199,7 +249,10 @@ t.test('merge: data limits only tighten', async (t) => {
 
 t.test('merge: quantizations intersect', async (t) => {
   const q = (ws: Quantization[] | null, req: Quantization[] | undefined) => {
-    const r = mergePreferences(routing({ quantizations: ws }), req === undefined ? {} : { quantizations: req }).quantizations;
+    const r = mergePreferences(
+      routing({ quantizations: ws }),
+      req === undefined ? {} : { quantizations: req },
+    ).quantizations;
     return r === null ? null : [...r].sort();
   };
   t.same(q(null, undefined), null);

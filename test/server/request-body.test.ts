@@ -20,9 +20,12 @@ const CAP = 4 * 1024 * 1024;
 
 async function serve(t: Test, routes: RouteDef[]): Promise<{ port: number; errors: unknown[] }> {
   const errors: unknown[] = [];
-  const server = createHttpServer([...routes, { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.send(200, [], 'fine') }], {
-    onUnexpectedError: (err) => errors.push(err),
-  });
+  const server = createHttpServer(
+    [...routes, { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.send(200, [], 'fine') }],
+    {
+      onUnexpectedError: (err) => errors.push(err),
+    },
+  );
   const port = await server.listen('127.0.0.1', 0);
   t.teardown(() => server.close());
   return { port, errors };
@@ -31,87 +34,102 @@ async function serve(t: Test, routes: RouteDef[]): Promise<{ port: number; error
 const NEXT = 'GET /ok HTTP/1.1\r\nHost: x\r\n\r\n';
 const ANSWERED_THEN_NEXT = /^HTTP\/1\.1 4\d\d [\s\S]*HTTP\/1\.1 200 [\s\S]*\r\n\r\nfine$/;
 
-t.test('an answer while the upload is paused: the socket is resumed, the rest dropped, the next request answered', async (t) => {
-  const s = await serve(t, [
-    {
-      method: 'post',
-      pattern: '/upload',
-      body: 'stream',
-      maxBodyBytes: CAP,
-      handler: async (req, reply) => {
-        // Answers once the stream holds what it buffers: the reader has paused uWS by then.
-        t.ok(await waitFor(() => (req.bodyStream?.readableLength ?? 0) >= 256 * 1024), 'the upload filled the stream');
-        reply.sendError(new GatewayError('invalid_request', 'refused before reading the body'));
+t.test(
+  'an answer while the upload is paused: the socket is resumed, the rest dropped, the next request answered',
+  async (t) => {
+    const s = await serve(t, [
+      {
+        method: 'post',
+        pattern: '/upload',
+        body: 'stream',
+        maxBodyBytes: CAP,
+        handler: async (req, reply) => {
+          // Answers once the stream holds what it buffers: the reader has paused uWS by then.
+          t.ok(
+            await waitFor(() => (req.bodyStream?.readableLength ?? 0) >= 256 * 1024),
+            'the upload filled the stream',
+          );
+          reply.sendError(new GatewayError('invalid_request', 'refused before reading the body'));
+        },
       },
-    },
-  ]);
-  const body = Buffer.alloc(1024 * 1024, 0x61);
-  const c = await rawConnect(s.port);
-  t.teardown(() => c.destroy());
-  await c.write(Buffer.concat([Buffer.from(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body]));
-  await c.until(/"code":"invalid_request"\}\}$/, 5000);
-  // Not pipelined with the upload: uWS drops a connection that sends a request while the previous
-  // answer is pending.
-  await c.write(NEXT);
-  const out = await c.until(ANSWERED_THEN_NEXT, 5000);
-  const [first, second] = parseResponses(out);
-  t.equal(first?.status, 400);
-  t.equal(second?.body, 'fine', 'the next request on the connection is answered');
-  t.same(s.errors, []);
-});
-
-t.test('an answer before the upload arrives: later chunks, read() and a late abort never touch the response', async (t) => {
-  const consumer = deferred<string>();
-  const s = await serve(t, [
-    {
-      method: 'post',
-      pattern: '/answer-then-read',
-      body: 'stream',
-      maxBodyBytes: CAP,
-      handler: async (req, reply) => {
-        reply.sendError(new GatewayError('invalid_request', 'answered first'));
-        // A consumer that still reads after the answer: the stream ends with an error, and its
-        // read() calls never resume a finished response.
-        try {
-          for await (const _ of req.bodyStream ?? []) void _;
-          consumer.resolve('ended');
-        } catch (err) {
-          consumer.resolve(err instanceof Error ? err.message : String(err));
-        }
-      },
-    },
-    {
-      method: 'post',
-      pattern: '/answer-unread',
-      body: 'stream',
-      maxBodyBytes: CAP,
-      handler: (_req, reply) => reply.sendError(new GatewayError('invalid_request', 'never read')),
-    },
-  ]);
-  for (const path of ['/answer-then-read', '/answer-unread']) {
+    ]);
+    const body = Buffer.alloc(1024 * 1024, 0x61);
     const c = await rawConnect(s.port);
     t.teardown(() => c.destroy());
-    const total = 2 * 1024 * 1024;
-    await c.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${total}\r\n\r\n`);
-    await c.until(/\r\n\r\n\{[\s\S]*\}$/);
-    for (let i = 0; i < total; i += 64 * 1024) await c.write(Buffer.alloc(64 * 1024, 0x62));
+    await c.write(
+      Buffer.concat([Buffer.from(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body]),
+    );
+    await c.until(/"code":"invalid_request"\}\}$/, 5000);
+    // Not pipelined with the upload: uWS drops a connection that sends a request while the previous
+    // answer is pending.
     await c.write(NEXT);
-    await c.until(ANSWERED_THEN_NEXT, 5000);
-    t.pass(`${path}: the rest of the body was dropped and the next request answered`);
-  }
-  t.match(await consumer.promise, /answer was sent before the request body was read/, 'the late consumer is told, not left waiting');
-  // The same, with the client leaving mid-upload after the answer.
-  const c = await rawConnect(s.port);
-  await c.write(`POST /answer-unread HTTP/1.1\r\nHost: x\r\nContent-Length: ${CAP}\r\n\r\n`);
-  await c.until(/\r\n\r\n\{[\s\S]*\}$/);
-  await c.write(Buffer.alloc(512 * 1024, 0x63));
-  c.destroy();
-  const after = await rawConnect(s.port);
-  await after.write(NEXT);
-  await after.until(/fine$/);
-  after.destroy();
-  t.same(s.errors, []);
-});
+    const out = await c.until(ANSWERED_THEN_NEXT, 5000);
+    const [first, second] = parseResponses(out);
+    t.equal(first?.status, 400);
+    t.equal(second?.body, 'fine', 'the next request on the connection is answered');
+    t.same(s.errors, []);
+  },
+);
+
+t.test(
+  'an answer before the upload arrives: later chunks, read() and a late abort never touch the response',
+  async (t) => {
+    const consumer = deferred<string>();
+    const s = await serve(t, [
+      {
+        method: 'post',
+        pattern: '/answer-then-read',
+        body: 'stream',
+        maxBodyBytes: CAP,
+        handler: async (req, reply) => {
+          reply.sendError(new GatewayError('invalid_request', 'answered first'));
+          // A consumer that still reads after the answer: the stream ends with an error, and its
+          // read() calls never resume a finished response.
+          try {
+            for await (const _ of req.bodyStream ?? []) void _;
+            consumer.resolve('ended');
+          } catch (err) {
+            consumer.resolve(err instanceof Error ? err.message : String(err));
+          }
+        },
+      },
+      {
+        method: 'post',
+        pattern: '/answer-unread',
+        body: 'stream',
+        maxBodyBytes: CAP,
+        handler: (_req, reply) => reply.sendError(new GatewayError('invalid_request', 'never read')),
+      },
+    ]);
+    for (const path of ['/answer-then-read', '/answer-unread']) {
+      const c = await rawConnect(s.port);
+      t.teardown(() => c.destroy());
+      const total = 2 * 1024 * 1024;
+      await c.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${total}\r\n\r\n`);
+      await c.until(/\r\n\r\n\{[\s\S]*\}$/);
+      for (let i = 0; i < total; i += 64 * 1024) await c.write(Buffer.alloc(64 * 1024, 0x62));
+      await c.write(NEXT);
+      await c.until(ANSWERED_THEN_NEXT, 5000);
+      t.pass(`${path}: the rest of the body was dropped and the next request answered`);
+    }
+    t.match(
+      await consumer.promise,
+      /answer was sent before the request body was read/,
+      'the late consumer is told, not left waiting',
+    );
+    // The same, with the client leaving mid-upload after the answer.
+    const c = await rawConnect(s.port);
+    await c.write(`POST /answer-unread HTTP/1.1\r\nHost: x\r\nContent-Length: ${CAP}\r\n\r\n`);
+    await c.until(/\r\n\r\n\{[\s\S]*\}$/);
+    await c.write(Buffer.alloc(512 * 1024, 0x63));
+    c.destroy();
+    const after = await rawConnect(s.port);
+    await after.write(NEXT);
+    await after.until(/fine$/);
+    after.destroy();
+    t.same(s.errors, []);
+  },
+);
 
 t.test('a client that leaves before a handler looked at its upload does not stop the process', async (t) => {
   const aborted = deferred();
@@ -147,28 +165,52 @@ t.test('a client that leaves before a handler looked at its upload does not stop
   t.same(s.errors, []);
 });
 
-t.test('a declared body a little past the cap: 413, the rest read and dropped, the next request answered', async (t) => {
-  // Closing a socket with the client's bytes still unread makes the kernel send a reset, which can
-  // discard the 413 before the client reads it: the upload is read to its end instead.
-  const cap = 256 * 1024;
-  const s = await serve(t, [
-    { method: 'post', pattern: '/buffered', body: 'buffer', maxBodyBytes: cap, handler: (req, reply) => reply.sendJson(200, { length: req.body.length }) },
-    { method: 'post', pattern: '/stream', body: 'stream', maxBodyBytes: cap, handler: (_req, reply) => reply.sendJson(200, {}) },
-  ]);
-  for (const path of ['/buffered', '/stream']) {
-    const body = Buffer.alloc(cap + DROPPED_BODY_BYTES, 0x61);
-    const c = await rawConnect(s.port);
-    t.teardown(() => c.destroy());
-    await c.write(Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body]));
-    await c.until(/request_too_large"\}\}$/, 10_000);
-    t.notOk(c.closed, `${path}: the connection stays open while the rest arrives`);
-    await c.write(NEXT);
-    const [first, second] = parseResponses(await c.until(ANSWERED_THEN_NEXT, 10_000));
-    t.equal(first?.status, 413, `${path}: 413`);
-    t.equal(second?.body, 'fine', `${path}: the whole upload was read, and the next request on the connection answered`);
-  }
-  t.same(s.errors, []);
-});
+t.test(
+  'a declared body a little past the cap: 413, the rest read and dropped, the next request answered',
+  async (t) => {
+    // Closing a socket with the client's bytes still unread makes the kernel send a reset, which can
+    // discard the 413 before the client reads it: the upload is read to its end instead.
+    const cap = 256 * 1024;
+    const s = await serve(t, [
+      {
+        method: 'post',
+        pattern: '/buffered',
+        body: 'buffer',
+        maxBodyBytes: cap,
+        handler: (req, reply) => reply.sendJson(200, { length: req.body.length }),
+      },
+      {
+        method: 'post',
+        pattern: '/stream',
+        body: 'stream',
+        maxBodyBytes: cap,
+        handler: (_req, reply) => reply.sendJson(200, {}),
+      },
+    ]);
+    for (const path of ['/buffered', '/stream']) {
+      const body = Buffer.alloc(cap + DROPPED_BODY_BYTES, 0x61);
+      const c = await rawConnect(s.port);
+      t.teardown(() => c.destroy());
+      await c.write(
+        Buffer.concat([
+          Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`),
+          body,
+        ]),
+      );
+      await c.until(/request_too_large"\}\}$/, 10_000);
+      t.notOk(c.closed, `${path}: the connection stays open while the rest arrives`);
+      await c.write(NEXT);
+      const [first, second] = parseResponses(await c.until(ANSWERED_THEN_NEXT, 10_000));
+      t.equal(first?.status, 413, `${path}: 413`);
+      t.equal(
+        second?.body,
+        'fine',
+        `${path}: the whole upload was read, and the next request on the connection answered`,
+      );
+    }
+    t.same(s.errors, []);
+  },
+);
 
 t.test('a buffered body over the cap: 413, then the connection is closed', async (t) => {
   const s = await serve(t, [
@@ -186,7 +228,8 @@ t.test('a buffered body over the cap: 413, then the connection is closed', async
   t.teardown(() => c.destroy());
   await c.write('POST /buffered HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n');
   const piece = Buffer.alloc(64 * 1024, 0x65);
-  for (let i = 0; i < 5; i++) await c.write(Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]));
+  for (let i = 0; i < 5; i++)
+    await c.write(Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]));
   await c.until(/request_too_large"\}\}$/);
   await c.closedWithin(5000);
   const [answer] = parseResponses(c.text());

@@ -54,7 +54,9 @@ function raw(port: number, parts: (string | Buffer)[], o: RawOptions = {}): Prom
       else if (o.until?.test(Buffer.concat(chunks).toString('latin1'))) sock.destroy();
     });
     sock.on('close', () => resolve(Buffer.concat(chunks)));
-    sock.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' || e.code === 'EPIPE' ? undefined : reject(e)));
+    sock.on('error', (e: NodeJS.ErrnoException) =>
+      e.code === 'ECONNRESET' || e.code === 'EPIPE' ? undefined : reject(e),
+    );
     sock.on('connect', async () => {
       for (const p of parts) {
         if (sock.destroyed) break;
@@ -78,8 +80,14 @@ t.test('the native uWS binding is in use, not the JS fallback', async (t) => {
   t.ok(resolved.includes('node_modules/uWebSockets.js'), `resolves to the package (${resolved})`);
   const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
   const loaded = Object.keys(require.cache).filter((k) => k.includes('uWebSockets.js'));
-  t.ok(loaded.some((k) => k.endsWith(binary)), `the ${binary} addon is loaded`);
-  t.notOk(loaded.some((k) => k.includes('/dist/')), 'the fallback (dist/) is not loaded');
+  t.ok(
+    loaded.some((k) => k.endsWith(binary)),
+    `the ${binary} addon is loaded`,
+  );
+  t.notOk(
+    loaded.some((k) => k.includes('/dist/')),
+    'the fallback (dist/) is not loaded',
+  );
   t.equal(require('uWebSockets.js'), uWS, 'the module the server imports is that binding');
   t.match(uWS.App.toString(), /\[native code\]/, 'App is a native function');
   const s = await serve(t, [{ method: 'get', pattern: '/', handler: (_r, reply) => reply.send(200, [], 'ok') }]);
@@ -175,29 +183,43 @@ t.test('an async handler answering after the client left does not touch the resp
   await alive(t, `${s.url}/ok`);
 });
 
-t.test('a handler error after the stream started closes the connection instead of hanging', { timeout: 20_000 }, async (t) => {
-  // The handler fails once the client holds the first bytes (released by the test, no timers).
-  let go = deferred();
-  const failAfterStart = (err: () => Error): RouteDef['handler'] => async (_req, reply) => {
-    reply.startStream(200, [['Content-Type', 'text/plain']]);
-    reply.write('partial');
-    await go.promise;
-    throw err();
-  };
-  const s = await serve(t, [
-    { method: 'get', pattern: '/gw-error', handler: failAfterStart(() => new GatewayError('validation_failed', 'too late for an error object')) },
-    { method: 'get', pattern: '/other-error', handler: failAfterStart(() => new Error('boom')) },
-    { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.sendJson(200, { ok: true }) },
-  ]);
-  for (const path of ['/gw-error', '/other-error']) {
-    go = deferred();
-    const out = (await raw(s.port, [`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`], { onData: (x) => (x.includes('partial') ? go.resolve() : undefined) })).toString('latin1');
-    t.match(out, /^HTTP\/1\.1 200 /, `${path}: the stream had started`);
-    t.match(out, /partial/);
-    t.notMatch(out, /\r\n0\r\n\r\n$/, `${path}: not ended as if complete; the connection was dropped`);
-  }
-  await alive(t, `${s.url}/ok`);
-});
+t.test(
+  'a handler error after the stream started closes the connection instead of hanging',
+  { timeout: 20_000 },
+  async (t) => {
+    // The handler fails once the client holds the first bytes (released by the test, no timers).
+    let go = deferred();
+    const failAfterStart =
+      (err: () => Error): RouteDef['handler'] =>
+      async (_req, reply) => {
+        reply.startStream(200, [['Content-Type', 'text/plain']]);
+        reply.write('partial');
+        await go.promise;
+        throw err();
+      };
+    const s = await serve(t, [
+      {
+        method: 'get',
+        pattern: '/gw-error',
+        handler: failAfterStart(() => new GatewayError('validation_failed', 'too late for an error object')),
+      },
+      { method: 'get', pattern: '/other-error', handler: failAfterStart(() => new Error('boom')) },
+      { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.sendJson(200, { ok: true }) },
+    ]);
+    for (const path of ['/gw-error', '/other-error']) {
+      go = deferred();
+      const out = (
+        await raw(s.port, [`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`], {
+          onData: (x) => (x.includes('partial') ? go.resolve() : undefined),
+        })
+      ).toString('latin1');
+      t.match(out, /^HTTP\/1\.1 200 /, `${path}: the stream had started`);
+      t.match(out, /partial/);
+      t.notMatch(out, /\r\n0\r\n\r\n$/, `${path}: not ended as if complete; the connection was dropped`);
+    }
+    await alive(t, `${s.url}/ok`);
+  },
+);
 
 t.test('request bodies: copied chunk by chunk, capped, aborted uploads harmless', async (t) => {
   const handled: string[] = [];
@@ -252,25 +274,45 @@ t.test('request bodies: copied chunk by chunk, capped, aborted uploads harmless'
     chunked.push(`${c.length.toString(16)}\r\n${c.toString('latin1')}\r\n`);
   }
   chunked.push('0\r\n\r\n');
-  const out2 = (await raw(s.port, chunked.map((c) => Buffer.from(c, 'latin1')), { until: /"sha256":"[0-9a-f]{64}"\}/ })).toString('latin1');
+  const out2 = (
+    await raw(
+      s.port,
+      chunked.map((c) => Buffer.from(c, 'latin1')),
+      { until: /"sha256":"[0-9a-f]{64}"\}/ },
+    )
+  ).toString('latin1');
   const json2 = JSON.parse(out2.slice(out2.indexOf('{'))) as { length: number; sha256: string };
   t.equal(json2.sha256, createHash('sha256').update(tb).digest('hex'), 'chunked body intact');
 
   // Over the cap: declared, and undeclared (chunked), both answered 413 with the error object.
-  const declared = (await raw(s.port, [`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`, Buffer.alloc(1000)], { until: /request_too_large"\}\}/ })).toString('latin1');
+  const declared = (
+    await raw(
+      s.port,
+      [`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`, Buffer.alloc(1000)],
+      { until: /request_too_large"\}\}/ },
+    )
+  ).toString('latin1');
   t.match(declared, /^HTTP\/1\.1 413 /, 'declared length over the cap: 413');
   t.match(declared, /"code":"request_too_large"/);
   const big = Buffer.alloc(64 * 1024, 0x62);
   const over: Buffer[] = [Buffer.from('POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n')];
-  for (let i = 0; i < 20; i++) over.push(Buffer.concat([Buffer.from(`${big.length.toString(16)}\r\n`), big, Buffer.from('\r\n')]));
+  for (let i = 0; i < 20; i++)
+    over.push(Buffer.concat([Buffer.from(`${big.length.toString(16)}\r\n`), big, Buffer.from('\r\n')]));
   const undeclared = (await raw(s.port, over, { until: /request_too_large"\}\}/ })).toString('latin1');
   t.match(undeclared, /^HTTP\/1\.1 413 /, 'chunked body growing over the cap: 413');
-  t.match(undeclared, /\{"error":\{"message":"request body is larger than the 1048576-byte limit","type":"invalid_request_error","code":"request_too_large"\}\}/);
+  t.match(
+    undeclared,
+    /\{"error":\{"message":"request body is larger than the 1048576-byte limit","type":"invalid_request_error","code":"request_too_large"\}\}/,
+  );
 
   // The client leaves mid-upload: the buffered handler is never called; the streamed one sees an error.
   const before = handled.length;
-  await raw(s.port, [`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 500000\r\n\r\n`, Buffer.alloc(10_000)], { destroyAfterWrite: true });
-  await raw(s.port, [`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 500000\r\n\r\n`, Buffer.alloc(10_000)], { destroyAfterWrite: true });
+  await raw(s.port, [`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 500000\r\n\r\n`, Buffer.alloc(10_000)], {
+    destroyAfterWrite: true,
+  });
+  await raw(s.port, [`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 500000\r\n\r\n`, Buffer.alloc(10_000)], {
+    destroyAfterWrite: true,
+  });
   await streamDone.promise;
   t.equal(handled.length, before, 'a half-sent buffered body never reaches the handler');
   t.match(streamErrors, [/client aborted the upload/], 'the streamed body errors');
@@ -282,20 +324,50 @@ t.test('HEAD answers carry no body bytes, so a keep-alive connection stays in sy
   const s = await serve(t, [
     { method: 'any', pattern: '/small', handler: (_r, reply) => reply.sendJson(400, { error: 'x' }) },
     { method: 'any', pattern: '/big', handler: (_r, reply) => reply.send(200, [], big) },
-    { method: 'any', pattern: '/stream', handler: (_r, reply) => { reply.startStream(200, []); reply.write('never'); reply.end(); } },
+    {
+      method: 'any',
+      pattern: '/stream',
+      handler: (_r, reply) => {
+        reply.startStream(200, []);
+        reply.write('never');
+        reply.end();
+      },
+    },
     { method: 'get', pattern: '/ok', handler: (_r, reply) => reply.send(200, [], 'fine') },
   ]);
   for (const path of ['/small', '/big', '/stream']) {
-    const out = (await raw(s.port, [`HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n`], { until: /\r\n\r\nfine$/ })).toString('latin1');
+    const out = (
+      await raw(s.port, [`HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n`], {
+        until: /\r\n\r\nfine$/,
+      })
+    ).toString('latin1');
     const [first, second] = out.split(/(?=HTTP\/1\.1 )/);
     t.ok(first?.endsWith('\r\n\r\n'), `HEAD ${path}: nothing after the header block`);
     t.match(first, /\r\nx-pi-trace-id: /i, `HEAD ${path}: gateway headers`);
-    if (path !== '/stream') t.match(first, new RegExp(`\\r\\nContent-Length: ${path === '/big' ? big.length : JSON.stringify({ error: 'x' }).length}\\r\\n`, 'i'), `HEAD ${path}: the length GET would have`);
-    t.match(second, /^HTTP\/1\.1 200 OK[\s\S]*\r\n\r\nfine$/, `HEAD ${path}: the next response on the connection is intact`);
+    if (path !== '/stream')
+      t.match(
+        first,
+        new RegExp(
+          `\\r\\nContent-Length: ${path === '/big' ? big.length : JSON.stringify({ error: 'x' }).length}\\r\\n`,
+          'i',
+        ),
+        `HEAD ${path}: the length GET would have`,
+      );
+    t.match(
+      second,
+      /^HTTP\/1\.1 200 OK[\s\S]*\r\n\r\nfine$/,
+      `HEAD ${path}: the next response on the connection is intact`,
+    );
   }
   // Through the gateway: HEAD is no catalog method (unserved-path answer), still framed correctly.
   const g = await startStack(t);
-  const out = (await raw(g.gw.port, ['HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models/acme/chat-small HTTP/1.1\r\nHost: x\r\n\r\n'], { until: /"details":"\/v1\/models\/acme\/chat-small"\}\}$/ })).toString('latin1');
+  const out = (
+    await raw(
+      g.gw.port,
+      ['HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models/acme/chat-small HTTP/1.1\r\nHost: x\r\n\r\n'],
+      { until: /"details":"\/v1\/models\/acme\/chat-small"\}\}$/ },
+    )
+  ).toString('latin1');
   const [head, get] = out.split(/(?=HTTP\/1\.1 )/);
   t.match(head, /^HTTP\/1\.1 400 /);
   t.ok(head?.endsWith('\r\n\r\n'), 'gateway HEAD: no body');
@@ -306,8 +378,13 @@ t.test('gateway: 413 request_too_large, declared and undeclared', async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   const cap = s.gw.ctx.settings.limits.maxBodyBytes;
-  const head = (extra: string) => `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${extra}\r\n`;
-  const declared = (await raw(s.gw.port, [head(`Content-Length: ${cap + 1}\r\n`), Buffer.alloc(cap + 1, 0x20)], { until: /request_too_large"\}\}/ })).toString('latin1');
+  const head = (extra: string) =>
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${extra}\r\n`;
+  const declared = (
+    await raw(s.gw.port, [head(`Content-Length: ${cap + 1}\r\n`), Buffer.alloc(cap + 1, 0x20)], {
+      until: /request_too_large"\}\}/,
+    })
+  ).toString('latin1');
   t.match(declared, /^HTTP\/1\.1 413 /);
   t.match(declared, /\r\nx-pi-trace-id: /i);
   t.match(declared, /"type":"invalid_request_error","code":"request_too_large"/);
@@ -324,8 +401,14 @@ t.test('gateway: a chat body sent in many small pieces reaches the upstream inta
   const key = s.key('open');
   s.credit('open', '10');
   const content = `pieces ${'ünïcödé '.repeat(300)}`;
-  const body = Buffer.from(JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content }], sim: { echo: true } }));
-  const parts: Buffer[] = [Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`)];
+  const body = Buffer.from(
+    JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content }], sim: { echo: true } }),
+  );
+  const parts: Buffer[] = [
+    Buffer.from(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+    ),
+  ];
   // 7-byte pieces split multi-byte characters across chunks.
   for (let i = 0; i < body.length; i += 7) parts.push(body.subarray(i, i + 7));
   const out = (await raw(s.gw.port, parts)).toString('utf8');
@@ -361,7 +444,11 @@ t.test('gateway: a client that leaves mid-stream does not crash the gateway', as
   }
   s.sim.clear();
   await alive(t, `${s.url}/v1/models`);
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'after' }] }, { key });
+  const res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: [{ role: 'user', content: 'after' }] },
+    { key },
+  );
   await res.arrayBuffer();
   t.equal(res.status, 200, 'inference still works');
 });
@@ -374,34 +461,69 @@ t.test('gateway: a client that leaves mid-upload (images/edits) does not crash t
   const start = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/painter\r\n--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`;
   await raw(
     s.gw.port,
-    [`POST /v1/images/edits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 900000\r\n\r\n`, start, Buffer.alloc(50_000, 1)],
+    [
+      `POST /v1/images/edits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 900000\r\n\r\n`,
+      start,
+      Buffer.alloc(50_000, 1),
+    ],
     { destroyAfterWrite: true },
   );
   await alive(t, `${s.url}/v1/models`);
 });
 
-t.test('concurrent requests never get each other\'s answers', async (t) => {
+t.test("concurrent requests never get each other's answers", async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '100');
-  const slugs = ['acme/chat-small', 'acme/chat-big', 'acme/reasoner', 'acme/bracketed', 'acme/painter', 'acme/embedder', 'beta-labs/sonnet-ish'];
+  const slugs = [
+    'acme/chat-small',
+    'acme/chat-big',
+    'acme/reasoner',
+    'acme/bracketed',
+    'acme/painter',
+    'acme/embedder',
+    'beta-labs/sonnet-ish',
+  ];
   const catalog = Array.from({ length: 140 }, (_, i) => {
     const slug = slugs[i % slugs.length] as string;
     const path = i % 2 === 0 ? `/v1/models/${slug}` : `/v1/models/${slug}/endpoints`;
-    return fetch(`${s.url}${path}`).then(async (r) => ({ slug, trace: r.headers.get('x-pi-trace-id'), body: (await r.json()) as { id?: string; data?: { id: string } } }));
+    return fetch(`${s.url}${path}`).then(async (r) => ({
+      slug,
+      trace: r.headers.get('x-pi-trace-id'),
+      body: (await r.json()) as { id?: string; data?: { id: string } },
+    }));
   });
   const chats = Array.from({ length: 60 }, (_, i) => {
     const marker = `marker-${i}-${'m'.repeat(i * 50)}`;
     return s
-      .post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: marker }], sim: { echo: true } }, { key })
-      .then(async (r) => ({ marker, status: r.status, trace: r.headers.get('x-pi-trace-id'), body: (await r.json()) as { choices: { message: { content: string } }[] } }));
+      .post(
+        '/v1/chat/completions',
+        { model: 'acme/chat-small', messages: [{ role: 'user', content: marker }], sim: { echo: true } },
+        { key },
+      )
+      .then(async (r) => ({
+        marker,
+        status: r.status,
+        trace: r.headers.get('x-pi-trace-id'),
+        body: (await r.json()) as { choices: { message: { content: string } }[] },
+      }));
   });
   const [cat, chat] = await Promise.all([Promise.all(catalog), Promise.all(chats)]);
   // The single-model body is the model object; the endpoints view wraps its view in {data}.
-  t.ok(cat.every((c) => (c.body.data?.id ?? c.body.id) === c.slug), 'every catalog answer is for the model asked');
-  t.ok(chat.every((c) => c.status === 200), 'every chat answered 200');
   t.ok(
-    chat.every((c) => (JSON.parse(c.body.choices[0]?.message.content ?? '{}') as { messages: { content: string }[] }).messages[0]?.content === c.marker),
+    cat.every((c) => (c.body.data?.id ?? c.body.id) === c.slug),
+    'every catalog answer is for the model asked',
+  );
+  t.ok(
+    chat.every((c) => c.status === 200),
+    'every chat answered 200',
+  );
+  t.ok(
+    chat.every(
+      (c) =>
+        (JSON.parse(c.body.choices[0]?.message.content ?? '{}') as { messages: { content: string }[] }).messages[0]
+          ?.content === c.marker,
+    ),
     'every chat answer echoes its own request',
   );
   const traces = new Set([...cat, ...chat].map((c) => c.trace));

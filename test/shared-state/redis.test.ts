@@ -18,11 +18,19 @@ t.teardown(() => redis.destroy());
 async function node(t: Test, clock: ManualClock, events: string[] = [], commandTimeoutMs = 5_000) {
   // A long command timeout: on a loaded CI machine the default 250 ms can expire and send a node to
   // its local fallback, which the exactness assertions would then count (the fallback test shortens it).
-  const conn = new RedisConnection(redis.url, { commandTimeoutMs, onStatus: (up, detail) => events.push(`${up ? 'up' : 'down'}: ${detail}`) });
+  const conn = new RedisConnection(redis.url, {
+    commandTimeoutMs,
+    onStatus: (up, detail) => events.push(`${up ? 'up' : 'down'}: ${detail}`),
+  });
   t.teardown(() => conn.close());
   t.equal(await conn.start(), true, 'connected');
   const health = new SharedStateHealth(conn);
-  return { conn, health, limiter: new SharedRateLimiter(health, clock, clock), pins: new SharedPins(health, { clock, maxPins: 100, ttlMs: 60_000 }) };
+  return {
+    conn,
+    health,
+    limiter: new SharedRateLimiter(health, clock, clock),
+    pins: new SharedPins(health, { clock, maxPins: 100, ttlMs: 60_000 }),
+  };
 }
 
 async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
@@ -36,10 +44,16 @@ async function until(cond: () => boolean, what: string, ms = 10_000): Promise<vo
 t.test('--rpm 50 from three nodes: exactly 50 admitted, the rest told when the window ends', async (t) => {
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 15, 500));
   const nodes = await Promise.all([node(t, clock), node(t, clock), node(t, clock)]);
-  const decisions = await Promise.all(Array.from({ length: 150 }, (_, i) => (nodes[i % 3] as (typeof nodes)[0]).limiter.take('key_a', 50)));
+  const decisions = await Promise.all(
+    Array.from({ length: 150 }, (_, i) => (nodes[i % 3] as (typeof nodes)[0]).limiter.take('key_a', 50)),
+  );
   const ok = decisions.filter((d) => d.ok);
   t.equal(ok.length, 50, 'exactly the limit, across nodes');
-  t.same(new Set(decisions.filter((d) => !d.ok).map((d) => (d.ok ? 0 : d.retryAfterSeconds))), new Set([45]), '44.5 s to the next minute, rounded up');
+  t.same(
+    new Set(decisions.filter((d) => !d.ok).map((d) => (d.ok ? 0 : d.retryAfterSeconds))),
+    new Set([45]),
+    '44.5 s to the next minute, rounded up',
+  );
   t.same(
     ok.map((d) => (d.ok ? d.remaining : -1)).sort((a, b) => a - b),
     Array.from({ length: 50 }, (_, i) => i),
@@ -73,7 +87,10 @@ t.test('pins: set on one node, honoured on the others; touch slides the lifetime
   await a.pins.set('pin-1', 'deployment-x');
   t.equal(await b.pins.get('pin-1'), 'deployment-x');
   t.equal(await c.pins.get('pin-1'), 'deployment-x');
-  const rk = (await import('../../src/shared-state/redis-pins.ts')).RedisPins.prototype.redisKey.call({ prefix: 'pi:pin:' }, 'pin-1');
+  const rk = (await import('../../src/shared-state/redis-pins.ts')).RedisPins.prototype.redisKey.call(
+    { prefix: 'pi:pin:' },
+    'pin-1',
+  );
   await a.conn.command(['PEXPIRE', rk, '5000']);
   await b.pins.get('pin-1');
   t.ok(Number(await a.conn.command(['PTTL', rk])) <= 5000, 'get does not extend the lifetime');
@@ -91,7 +108,11 @@ t.test('Redis stopped mid-test: local fallback with one warning, back to Redis b
   const n = await node(t, clock, events, 250);
   t.match(await n.limiter.take('key_down', 2), { ok: true });
   await redis.stop();
-  const during = await Promise.all([n.limiter.take('key_down', 2), n.limiter.take('key_down', 2), n.limiter.take('key_down', 2)]);
+  const during = await Promise.all([
+    n.limiter.take('key_down', 2),
+    n.limiter.take('key_down', 2),
+    n.limiter.take('key_down', 2),
+  ]);
   t.same(
     during.map((d) => d.ok),
     [true, true, false],
@@ -105,7 +126,11 @@ t.test('Redis stopped mid-test: local fallback with one warning, back to Redis b
   await redis.start();
   await until(() => n.health.redisUp, 'the node to reconnect');
   const fallbacks = n.health.fallbacks.rateLimit;
-  t.match(await n.limiter.take('key_down', 2), { ok: true, remaining: 1 }, 'counted in Redis again (this Redis keeps no data across a restart: the window starts afresh)');
+  t.match(
+    await n.limiter.take('key_down', 2),
+    { ok: true, remaining: 1 },
+    'counted in Redis again (this Redis keeps no data across a restart: the window starts afresh)',
+  );
   t.equal(n.health.fallbacks.rateLimit, fallbacks, 'no more fallbacks');
   t.match(events.at(-1), /^up/);
 });

@@ -25,7 +25,11 @@ t.test('runs until SIGTERM and closes cleanly', async (t) => {
     child.on('exit', (code) => reject(new Error(`exited early with ${code}: ${out}`)));
   });
   t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
-  let res = await fetch(url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","messages":[]}' });
+  let res = await fetch(url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"model":"m","messages":[]}',
+  });
   t.equal(res.status, 401, '--api-key enforced');
   await res.text();
   res = await fetch(url + '/v1/chat/completions', {

@@ -16,8 +16,15 @@ function b64(body: unknown): string {
 
 t.test('count routes are told apart from inference routes', async (t) => {
   t.same(classify('/v1/messages/count_tokens'), { kind: 'count', form: 'plain' });
-  t.same(classify('/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict'), { kind: 'count', form: 'vertex' });
-  t.same(classify('/model/us.anthropic.claude-x-v1%3A0/count-tokens'), { kind: 'count', form: 'bedrock', urlModel: 'us.anthropic.claude-x-v1:0' });
+  t.same(classify('/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict'), {
+    kind: 'count',
+    form: 'vertex',
+  });
+  t.same(classify('/model/us.anthropic.claude-x-v1%3A0/count-tokens'), {
+    kind: 'count',
+    form: 'bedrock',
+    urlModel: 'us.anthropic.claude-x-v1:0',
+  });
   t.same(classify('/v1/messages'), { kind: 'inference', endpoint: 'messages', form: 'plain' });
 });
 
@@ -28,29 +35,47 @@ t.test('the same deterministic count on every route, the same as a reply reports
   t.equal(anthropic.status, 200);
   t.same(await anthropic.json(), { input_tokens: COUNT });
   t.ok(anthropic.headers.get('request-id'), "Anthropic's request id header");
-  const vertex = await post(`${sim.url}/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict`, { ...body, anthropic_version: 'vertex-2023-10-16' });
+  const vertex = await post(
+    `${sim.url}/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict`,
+    { ...body, anthropic_version: 'vertex-2023-10-16' },
+  );
   t.same(await vertex.json(), { input_tokens: COUNT });
   const inner = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1, messages: MESSAGES, system: 'system' };
-  const bedrock = await post(`${sim.url}/model/anthropic.claude-x-v1%3A0/count-tokens`, { input: { invokeModel: { body: b64(inner) } } });
+  const bedrock = await post(`${sim.url}/model/anthropic.claude-x-v1%3A0/count-tokens`, {
+    input: { invokeModel: { body: b64(inner) } },
+  });
   t.equal(bedrock.status, 200);
   t.same(await bedrock.json(), { inputTokens: COUNT });
   t.ok(bedrock.headers.get('x-amzn-requestid'));
   const reply = await post(`${sim.url}/v1/messages`, { ...body, max_tokens: 5 });
   t.match(await reply.json(), { usage: { input_tokens: COUNT } }, 'what the reply to the same body reports');
-  t.same(sim.requests.map((r) => r.path), ['/v1/messages/count_tokens', '/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict', '/model/anthropic.claude-x-v1%3A0/count-tokens', '/v1/messages'], 'recorded');
+  t.same(
+    sim.requests.map((r) => r.path),
+    [
+      '/v1/messages/count_tokens',
+      '/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict',
+      '/model/anthropic.claude-x-v1%3A0/count-tokens',
+      '/v1/messages',
+    ],
+    'recorded',
+  );
 });
 
 t.test('scripts apply: usage.prompt is the count, a status is the error in the wire shape', async (t) => {
   const sim = await startSim(t);
   sim.script('claude-x', { usage: { prompt: 777 } }, 1);
-  t.same(await (await post(`${sim.url}/v1/messages/count_tokens`, { model: 'claude-x', messages: MESSAGES })).json(), { input_tokens: 777 });
+  t.same(await (await post(`${sim.url}/v1/messages/count_tokens`, { model: 'claude-x', messages: MESSAGES })).json(), {
+    input_tokens: 777,
+  });
   sim.script('claude-x', { status: 529 }, 1);
   const overloaded = await post(`${sim.url}/v1/messages/count_tokens`, { model: 'claude-x', messages: MESSAGES });
   t.equal(overloaded.status, 529);
   t.match(await overloaded.json(), { type: 'error', error: { type: 'overloaded_error' } });
   sim.script('anthropic.claude-x-v1:0', { status: 429 }, 1);
   const inner = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1, messages: MESSAGES };
-  const throttled = await post(`${sim.url}/model/anthropic.claude-x-v1%3A0/count-tokens`, { input: { invokeModel: { body: b64(inner) } } });
+  const throttled = await post(`${sim.url}/model/anthropic.claude-x-v1%3A0/count-tokens`, {
+    input: { invokeModel: { body: b64(inner) } },
+  });
   t.equal(throttled.status, 429);
   t.match(throttled.headers.get('x-amzn-errortype'), /^ThrottlingException:/);
 });
@@ -63,14 +88,30 @@ t.test('bodies are checked as each platform checks them', async (t) => {
   const noModel = await post(`${sim.url}/v1/messages/count_tokens`, { messages: MESSAGES }, ok);
   t.equal(noModel.status, 400);
   t.match(await noModel.json(), { error: { message: 'model: Field required' } });
-  const noVersion = await post(`${sim.url}/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict`, { model: 'claude-x', messages: MESSAGES }, ok);
+  const noVersion = await post(
+    `${sim.url}/v1/projects/p/locations/l/publishers/anthropic/models/count-tokens:rawPredict`,
+    { model: 'claude-x', messages: MESSAGES },
+    ok,
+  );
   t.equal(noVersion.status, 400);
   t.match(await noVersion.json(), { error: { message: 'anthropic_version: Field required' } });
   const bearer = { authorization: 'Bearer k' };
   const cases: [unknown, RegExp][] = [
     [{ messages: MESSAGES }, /invokeModel\.body/],
-    [{ input: { invokeModel: { body: b64({ anthropic_version: 'bedrock-2023-05-31', messages: MESSAGES }) } } }, /max_tokens/],
-    [{ input: { invokeModel: { body: b64({ model: 'x', anthropic_version: 'bedrock-2023-05-31', max_tokens: 1, messages: MESSAGES }) } } }, /extraneous key \[model\]/],
+    [
+      { input: { invokeModel: { body: b64({ anthropic_version: 'bedrock-2023-05-31', messages: MESSAGES }) } } },
+      /max_tokens/,
+    ],
+    [
+      {
+        input: {
+          invokeModel: {
+            body: b64({ model: 'x', anthropic_version: 'bedrock-2023-05-31', max_tokens: 1, messages: MESSAGES }),
+          },
+        },
+      },
+      /extraneous key \[model\]/,
+    ],
     [{ input: { invokeModel: { body: b64({ max_tokens: 1, messages: MESSAGES }) } } }, /anthropic_version/],
   ];
   for (const [body, message] of cases) {

@@ -41,7 +41,8 @@ t.test('OpenAI-wire status errors: body shape, formatting and headers', async (t
       t.same(Object.keys(parsed.error), ['message', 'type', 'param', 'code']);
       t.equal(parsed.error.type, type);
       t.equal(parsed.error.code, code);
-      if (status === 404) t.equal(parsed.error.message, 'The model `gpt-4o-mini` does not exist or you do not have access to it.');
+      if (status === 404)
+        t.equal(parsed.error.message, 'The model `gpt-4o-mini` does not exist or you do not have access to it.');
     }
   }
 });
@@ -73,20 +74,29 @@ t.test('Anthropic-wire status errors', async (t) => {
 t.test('errorBody verbatim, extra headers replace defaults, requestId null omits the header', async (t) => {
   const sim = await startSim(t);
   const custom = { error: { message: 'quota', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } };
-  let res = await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { status: 429, errorBody: custom, headers: { 'retry-after': '12', 'x-request-id': 'req_fixed' } } });
+  let res = await post(sim.url + '/v1/chat/completions', {
+    ...CHAT,
+    sim: { status: 429, errorBody: custom, headers: { 'retry-after': '12', 'x-request-id': 'req_fixed' } },
+  });
   t.equal(res.status, 429);
   t.equal(res.headers.get('retry-after'), '12');
   t.equal(res.headers.get('x-request-id'), 'req_fixed');
   t.same(await res.json(), custom);
 
-  res = await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { status: 502, errorBody: '<html>bad gateway</html>', requestId: null } });
+  res = await post(sim.url + '/v1/chat/completions', {
+    ...CHAT,
+    sim: { status: 502, errorBody: '<html>bad gateway</html>', requestId: null },
+  });
   t.equal(res.status, 502);
   t.equal(res.headers.get('x-request-id'), null);
   t.equal(await res.text(), '<html>bad gateway</html>');
 
   res = await post(sim.url + '/v1/messages', { ...MESSAGES, sim: { requestId: 'req_011Cmine' } });
   t.equal(res.headers.get('request-id'), 'req_011Cmine');
-  res = await post(sim.url + '/v1/messages', { ...MESSAGES, sim: { requestId: null, headers: { 'content-length': '1' } } });
+  res = await post(sim.url + '/v1/messages', {
+    ...MESSAGES,
+    sim: { requestId: null, headers: { 'content-length': '1' } },
+  });
   t.equal(res.headers.get('request-id'), null);
   t.equal(res.status, 200, 'framing headers in `headers` are ignored');
   await res.text();
@@ -102,13 +112,21 @@ t.test('reportModel: another id, or null to omit the field', async (t) => {
   t.same(Object.keys(body), ['id', 'object', 'created', 'choices', 'usage', 'service_tier', 'system_fingerprint']);
   res = await post(sim.url + '/v1/messages', { ...MESSAGES, stream: true, sim: { reportModel: null } });
   t.notMatch(await res.text(), /"model"/);
-  res = await post(sim.url + '/v1/responses', { model: 'gpt-4.1', input: 'x', stream: true, sim: { reportModel: 'gpt-4.1-2025-04-14' } });
+  res = await post(sim.url + '/v1/responses', {
+    model: 'gpt-4.1',
+    input: 'x',
+    stream: true,
+    sim: { reportModel: 'gpt-4.1-2025-04-14' },
+  });
   t.match(await res.text(), /"model":"gpt-4\.1-2025-04-14"/);
 });
 
 t.test('apiKey: Bearer, x-api-key and api-key authenticate; others get the wire 401', async (t) => {
   const sim = await startSim(t, { apiKey: 'sk-up' });
-  for (const h of [{ authorization: 'Bearer sk-up' }, { 'x-api-key': 'sk-up' }, { 'api-key': 'sk-up' }] as Record<string, string>[]) {
+  for (const h of [{ authorization: 'Bearer sk-up' }, { 'x-api-key': 'sk-up' }, { 'api-key': 'sk-up' }] as Record<
+    string,
+    string
+  >[]) {
     const res = await post(sim.url + '/v1/chat/completions', CHAT, h);
     t.equal(res.status, 200, JSON.stringify(h));
     await res.text();
@@ -139,7 +157,10 @@ t.test('missing required fields and bad JSON: the wire 400', async (t) => {
   });
   res = await post(sim.url + '/v1/messages', { model: 'claude-sim-1', messages: [] });
   t.equal(res.status, 400);
-  t.same(((await res.json()) as AnthropicError).error, { type: 'invalid_request_error', message: 'max_tokens: Field required' });
+  t.same(((await res.json()) as AnthropicError).error, {
+    type: 'invalid_request_error',
+    message: 'max_tokens: Field required',
+  });
   res = await post(sim.url + '/v1/chat/completions', '{"model": ');
   t.equal(res.status, 400);
   t.match(((await res.json()) as OpenAIError).error.message, /^We could not parse the JSON body/);
@@ -164,7 +185,12 @@ t.test('unknown paths and non-POST inference calls: 404 in the OpenAI shape', as
   const sim = await startSim(t);
   let res = await post(sim.url + '/v1/embeddings', { model: 'x', input: 'y' });
   t.equal(res.status, 404);
-  t.same(((await res.json()) as OpenAIError).error, { message: 'Invalid URL (POST /v1/embeddings)', type: 'invalid_request_error', param: null, code: null });
+  t.same(((await res.json()) as OpenAIError).error, {
+    message: 'Invalid URL (POST /v1/embeddings)',
+    type: 'invalid_request_error',
+    param: null,
+    code: null,
+  });
   res = await fetch(sim.url + '/v1/chat/completions');
   t.equal(res.status, 404);
   t.equal(((await res.json()) as OpenAIError).error.message, 'Invalid URL (GET /v1/chat/completions)');

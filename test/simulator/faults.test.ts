@@ -45,7 +45,11 @@ t.test('firstEventDelayMs: the head arrives alone, events after the delay', asyn
 t.test('chunkDelayMs paces content events', async (t) => {
   const sim = await startSim(t);
   const t0 = performance.now();
-  const res = await post(sim.url + '/v1/chat/completions', { ...CHAT, stream: true, sim: { chunkDelayMs: 15, chunks: 3 } });
+  const res = await post(sim.url + '/v1/chat/completions', {
+    ...CHAT,
+    stream: true,
+    sim: { chunkDelayMs: 15, chunks: 3 },
+  });
   const chunks = await readTimed(res, t0);
   const total = chunks[chunks.length - 1]?.at ?? 0;
   t.ok(total >= 44, `3 × 15 ms pacing, done at ${total.toFixed(1)} ms`);
@@ -94,7 +98,11 @@ t.test('reset after_preamble and after_chunks: exactly the events before the res
       })().catch((e: unknown) => e);
       t.type(err, Error, `${name} ${JSON.stringify(sim_)}: stream fails`);
       const events = parseSse(text);
-      const deltas = events.filter((e) => /"delta":\{"content"|output_text\.delta|content_block_delta/.test(e.data) || e.event === 'content_block_delta');
+      const deltas = events.filter(
+        (e) =>
+          /"delta":\{"content"|output_text\.delta|content_block_delta/.test(e.data) ||
+          e.event === 'content_block_delta',
+      );
       t.equal(deltas.length, contentEvents, `${name} ${JSON.stringify(sim_)}: ${contentEvents} content events`);
       t.ok(events.length >= 1, 'preamble arrived');
     }
@@ -119,13 +127,20 @@ t.test('stallAfterChunks: events stop, the connection stays open until the clien
     })().catch((e: unknown) => e);
     clearTimeout(timer);
     t.equal((err as Error | undefined)?.name, 'AbortError', `${name}: only the abort ends it`);
-    const deltas = parseSse(text).filter((e) => /"delta":\{"content"|output_text\.delta|content_block_delta/.test(e.data));
+    const deltas = parseSse(text).filter((e) =>
+      /"delta":\{"content"|output_text\.delta|content_block_delta/.test(e.data),
+    );
     t.equal(deltas.length, 1, `${name}: one content event before the stall`);
   }
   // A JSON reply with stallAfterChunks 0 never answers at all.
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), 30);
-  const err = await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { stallAfterChunks: 0 } }, {}, ac.signal).catch((e: unknown) => e);
+  const err = await post(
+    sim.url + '/v1/chat/completions',
+    { ...CHAT, sim: { stallAfterChunks: 0 } },
+    {},
+    ac.signal,
+  ).catch((e: unknown) => e);
   clearTimeout(timer);
   t.equal((err as Error).name, 'AbortError');
 });
@@ -143,18 +158,23 @@ t.test('malformedAfterChunks: one frame with invalid JSON, then the stream conti
   for (const [name, path, body] of STREAMS) {
     const res = await post(sim.url + path, { ...body, sim: { malformedAfterChunks: 1 } });
     const events = parseSse(await res.text());
-    const bad = events.map((e, i) => [i, e] as const).filter(([, e]) => {
-      if (e.data === '[DONE]') return false;
-      try {
-        JSON.parse(e.data);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    const bad = events
+      .map((e, i) => [i, e] as const)
+      .filter(([, e]) => {
+        if (e.data === '[DONE]') return false;
+        try {
+          JSON.parse(e.data);
+          return false;
+        } catch {
+          return true;
+        }
+      });
     t.equal(bad.length, 1, `${name}: one broken frame`);
     const last = events[events.length - 1];
-    t.ok(last?.data === '[DONE]' || last?.event === 'message_stop' || last?.event === 'response.completed', `${name}: stream completes`);
+    t.ok(
+      last?.data === '[DONE]' || last?.event === 'message_stop' || last?.event === 'response.completed',
+      `${name}: stream completes`,
+    );
   }
   const res = await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { malformedAfterChunks: 0 } });
   t.equal(res.status, 200);
@@ -169,15 +189,28 @@ t.test('inbandError: a 200 stream whose first event is the error', async (t) => 
   let events = parseSse(await res.text());
   t.equal(events.length, 1);
   t.same(JSON.parse(events[0]?.data ?? ''), {
-    error: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null },
+    error: {
+      message: 'The server had an error while processing your request. Sorry about that!',
+      type: 'server_error',
+      param: null,
+      code: null,
+    },
   });
 
   res = await post(sim.url + '/v1/messages', { ...MESSAGES, stream: true, sim: { inbandError: true } });
   events = parseSse(await res.text());
   t.equal(events[0]?.event, 'error');
-  t.same(JSON.parse(events[0]?.data ?? ''), { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+  t.same(JSON.parse(events[0]?.data ?? ''), {
+    type: 'error',
+    error: { type: 'overloaded_error', message: 'Overloaded' },
+  });
 
-  res = await post(sim.url + '/v1/responses', { model: 'gpt-4.1', input: 'x', stream: true, sim: { inbandError: true } });
+  res = await post(sim.url + '/v1/responses', {
+    model: 'gpt-4.1',
+    input: 'x',
+    stream: true,
+    sim: { inbandError: true },
+  });
   events = parseSse(await res.text());
   t.same(
     events.map((e) => e.event),
@@ -187,16 +220,29 @@ t.test('inbandError: a 200 stream whose first event is the error', async (t) => 
   t.equal(failed.response.status, 'failed');
   t.equal(failed.response.error.code, 'server_error');
 
-  res = await post(sim.url + '/v1/messages', { ...MESSAGES, stream: true, sim: { inbandError: true, errorBody: { type: 'error', error: { type: 'api_error', message: 'boom' } } } });
+  res = await post(sim.url + '/v1/messages', {
+    ...MESSAGES,
+    stream: true,
+    sim: { inbandError: true, errorBody: { type: 'error', error: { type: 'api_error', message: 'boom' } } },
+  });
   events = parseSse(await res.text());
-  t.same(JSON.parse(events[0]?.data ?? ''), { type: 'error', error: { type: 'api_error', message: 'boom' } }, 'errorBody replaces the event data');
+  t.same(
+    JSON.parse(events[0]?.data ?? ''),
+    { type: 'error', error: { type: 'api_error', message: 'boom' } },
+    'errorBody replaces the event data',
+  );
 });
 
 t.test('preambleOnly: only the events before the first delta, then the response ends', async (t) => {
   const sim = await startSim(t);
   const expected: Record<string, (string | undefined)[]> = {
     chat: [undefined],
-    responses: ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added'],
+    responses: [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ],
     messages: ['message_start', 'content_block_start', 'ping'],
   };
   for (const [name, path, body] of STREAMS) {
@@ -215,16 +261,29 @@ t.test('preambleOnly: only the events before the first delta, then the response 
 
 t.test('firstEventDelayMs with a stall and with preambleOnly (sized body mode)', async (t) => {
   const sim = await startSim(t);
-  let res = await post(sim.url + '/v1/messages', { ...MESSAGES, stream: true, sim: { firstEventDelayMs: 5, preambleOnly: true } });
+  let res = await post(sim.url + '/v1/messages', {
+    ...MESSAGES,
+    stream: true,
+    sim: { firstEventDelayMs: 5, preambleOnly: true },
+  });
   t.same(
     parseSse(await res.text()).map((e) => e.event),
     ['message_start', 'content_block_start', 'ping'],
   );
-  res = await post(sim.url + '/v1/messages', { ...MESSAGES, stream: true, sim: { firstEventDelayMs: 5, malformedAfterChunks: 2, chunkDelayMs: 2 } });
+  res = await post(sim.url + '/v1/messages', {
+    ...MESSAGES,
+    stream: true,
+    sim: { firstEventDelayMs: 5, malformedAfterChunks: 2, chunkDelayMs: 2 },
+  });
   const events = parseSse(await res.text());
   t.equal(events[events.length - 1]?.event, 'message_stop', 'complete with a malformed frame inside');
   const ac = new AbortController();
-  res = await post(sim.url + '/v1/chat/completions', { ...CHAT, stream: true, sim: { firstEventDelayMs: 5, stallAfterChunks: 2 } }, {}, ac.signal);
+  res = await post(
+    sim.url + '/v1/chat/completions',
+    { ...CHAT, stream: true, sim: { firstEventDelayMs: 5, stallAfterChunks: 2 } },
+    {},
+    ac.signal,
+  );
   const timer = setTimeout(() => ac.abort(), 40);
   const err = await res.text().catch((e: unknown) => e);
   clearTimeout(timer);

@@ -11,7 +11,12 @@ export async function startSim(t: TapLike, opts: SimulatorOptions = {}): Promise
   return sim;
 }
 
-export function post(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+export function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   const init: RequestInit = {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -76,7 +81,10 @@ interface UserTurn {
   role: 'user';
   content: string;
 }
-export const CHAT: { model: string; messages: UserTurn[] } = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }] };
+export const CHAT: { model: string; messages: UserTurn[] } = {
+  model: 'gpt-4o-mini',
+  messages: [{ role: 'user', content: 'Say hello' }],
+};
 export const MESSAGES: { model: string; max_tokens: number; messages: UserTurn[] } = {
   model: 'claude-sim-1',
   max_tokens: 256,

@@ -7,7 +7,10 @@ t.test('records what was received', async (t) => {
   let now = Date.UTC(2026, 0, 15, 12, 0, 0);
   const sim = await startSim(t, { clock: { now: () => now } });
   const raw = JSON.stringify({ ...CHAT, temperature: 0.2, custom_field: { kept: true } });
-  const res = await post(sim.url + '/proxy/v1/chat/completions?trace=1', raw, { 'x-title': 'My App', 'x-pi-session-id': 's-1' });
+  const res = await post(sim.url + '/proxy/v1/chat/completions?trace=1', raw, {
+    'x-title': 'My App',
+    'x-pi-session-id': 's-1',
+  });
   const body = (await res.json()) as { created: number };
   t.equal(body.created, Math.floor(now / 1000), 'created from the injected clock');
   now += 1000;

@@ -20,7 +20,9 @@ t.test('script(model, b, times): the next `times` requests for that model, then 
   t.equal(other.status, 200, 'other models unaffected');
   await other.text();
   sim.clear();
-  const after = (await (await post(sim.url + '/v1/chat/completions', CHAT)).json()) as { choices: { message: { content: string } }[] };
+  const after = (await (await post(sim.url + '/v1/chat/completions', CHAT)).json()) as {
+    choices: { message: { content: string } }[];
+  };
   t.match(after.choices[0]?.message.content, /simulated reply/, 'clear() drops scripts');
   t.equal(sim.requests.length, 1, 'clear() drops recordings');
   t.throws(() => sim.script('m', {}, 0), /times must be a positive integer/);
@@ -71,11 +73,25 @@ t.test('sim.by_model makes deployment A fail and B succeed with one body', async
   t.equal(res.status, 503);
   await res.text();
   res = await post(sim.url + '/v1/chat/completions', { ...CHAT, model: 'deploy-b', sim: simField });
-  t.equal(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content, 'from B');
-  res = await post(sim.url + '/v1/chat/completions', { ...CHAT, model: 'deploy-c', sim: { text: 'own', by_model: { 'deploy-a': { status: 500 } } } });
-  t.equal(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content, 'own', 'sim itself for other models');
+  t.equal(
+    ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content,
+    'from B',
+  );
+  res = await post(sim.url + '/v1/chat/completions', {
+    ...CHAT,
+    model: 'deploy-c',
+    sim: { text: 'own', by_model: { 'deploy-a': { status: 500 } } },
+  });
+  t.equal(
+    ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content,
+    'own',
+    'sim itself for other models',
+  );
   // Azure: the deployment in the URL is the model by_model matches.
-  res = await post(sim.url + '/openai/deployments/deploy-a/chat/completions?api-version=2024-10-21', { messages: [], sim: simField });
+  res = await post(sim.url + '/openai/deployments/deploy-a/chat/completions?api-version=2024-10-21', {
+    messages: [],
+    sim: simField,
+  });
   t.equal(res.status, 503);
   await res.text();
 });
@@ -83,11 +99,18 @@ t.test('sim.by_model makes deployment A fail and B succeed with one body', async
 t.test('precedence: script, then body sim, then x-sim header', async (t) => {
   const sim = await startSim(t);
   const header = { 'x-sim': JSON.stringify({ text: 'from header' }) };
-  const content = async (res: Response) => ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content;
+  const content = async (res: Response) =>
+    ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content;
   t.equal(await content(await post(sim.url + '/v1/chat/completions', CHAT, header)), 'from header');
-  t.equal(await content(await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { text: 'from body' } }, header)), 'from body');
+  t.equal(
+    await content(await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { text: 'from body' } }, header)),
+    'from body',
+  );
   sim.script('gpt-4o-mini', { text: 'from script' }, 1);
-  t.equal(await content(await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { text: 'from body' } }, header)), 'from script');
+  t.equal(
+    await content(await post(sim.url + '/v1/chat/completions', { ...CHAT, sim: { text: 'from body' } }, header)),
+    'from script',
+  );
 });
 
 t.test('sim as a multipart form field (image edits)', async (t) => {

@@ -30,7 +30,10 @@ t.test('messages.create', async (t) => {
 t.test('messages.stream finalMessage', async (t) => {
   const sim = await startSim(t);
   const client = new Anthropic({ baseURL: sim.url, apiKey: KEY, maxRetries: 0 });
-  const stream = client.messages.stream({ ...MESSAGES, sim: { chunks: 5, usage: { prompt: 42, completion: 17, cached: 3, cacheWrite: 2 } } } as Anthropic.MessageStreamParams);
+  const stream = client.messages.stream({
+    ...MESSAGES,
+    sim: { chunks: 5, usage: { prompt: 42, completion: 17, cached: 3, cacheWrite: 2 } },
+  } as Anthropic.MessageStreamParams);
   const deltas: string[] = [];
   stream.on('text', (d) => deltas.push(d));
   const final = await stream.finalMessage();
@@ -98,13 +101,26 @@ t.test('Vertex rawPredict / streamRawPredict: model from the URL, stream from th
   const events = parseSse(await s.text());
   t.same(
     events.map((e) => e.event),
-    ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'],
+    [
+      'message_start',
+      'content_block_start',
+      'ping',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ],
   );
   for (const e of events) t.equal((JSON.parse(e.data) as { type: string }).type, e.event, `data.type = ${e.event}`);
 
   const missing = await post(`${base}:rawPredict`, { max_tokens: 5, messages: [] });
   t.equal(missing.status, 400);
-  t.same(((await missing.json()) as { error: unknown }).error, { type: 'invalid_request_error', message: 'anthropic_version: Field required' });
+  t.same(((await missing.json()) as { error: unknown }).error, {
+    type: 'invalid_request_error',
+    message: 'anthropic_version: Field required',
+  });
 
   sim.script('claude-sonnet-4@5', { status: 503 }, 1);
   const scripted = await post(`${base}:rawPredict`, body);

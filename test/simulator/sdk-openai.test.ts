@@ -27,7 +27,11 @@ t.test('chat completions', async (t) => {
 t.test('chat completions stream with include_usage', async (t) => {
   const sim = await startSim(t);
   const client = new OpenAI({ baseURL: sim.url + '/v1', apiKey: KEY, maxRetries: 0 });
-  const stream = await client.chat.completions.create({ ...CHAT, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    ...CHAT,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   const chunks: OpenAI.ChatCompletionChunk[] = [];
   for await (const c of stream) {
@@ -75,7 +79,10 @@ t.test('responses stream', async (t) => {
   const final = await stream.finalResponse();
   t.equal(deltas, 'This is a simulated reply from the pi-gateway upstream simulator.');
   const item = final.output[0];
-  t.equal(item?.type === 'message' && item.content[0]?.type === 'output_text' ? item.content[0].text : undefined, deltas);
+  t.equal(
+    item?.type === 'message' && item.content[0]?.type === 'output_text' ? item.content[0].text : undefined,
+    deltas,
+  );
   t.equal(final.status, 'completed');
   t.equal(final.usage?.total_tokens, (final.usage?.input_tokens ?? 0) + 10);
   t.same(types, [
@@ -143,7 +150,11 @@ t.test('scripted 429 reaches the SDK as RateLimitError with the headers', async 
 t.test('in-band stream error surfaces as an SDK error', async (t) => {
   const sim = await startSim(t);
   const client = new OpenAI({ baseURL: sim.url + '/v1', apiKey: KEY, maxRetries: 0 });
-  const stream = await client.chat.completions.create({ ...CHAT, stream: true, sim: { inbandError: true } } as OpenAI.ChatCompletionCreateParamsStreaming);
+  const stream = await client.chat.completions.create({
+    ...CHAT,
+    stream: true,
+    sim: { inbandError: true },
+  } as OpenAI.ChatCompletionCreateParamsStreaming);
   const err = await (async () => {
     for await (const _ of stream) {
       /* drain */

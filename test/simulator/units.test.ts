@@ -12,7 +12,11 @@ t.test('templates render exactly what JSON.stringify would', async (t) => {
   const values = { a: 'q"uote', b: null, c: { deep: [1, { e: 'f' }], empty: [] } };
   const expected = { a: 'q"uote', nested: { list: [null, 2], obj: values.c }, tail: 'x' };
   for (const indent of [0, 2, 4] as const) {
-    t.equal(compileTemplate(shape, indent).render(values), indent ? JSON.stringify(expected, null, indent) : JSON.stringify(expected), `indent ${indent}`);
+    t.equal(
+      compileTemplate(shape, indent).render(values),
+      indent ? JSON.stringify(expected, null, indent) : JSON.stringify(expected),
+      `indent ${indent}`,
+    );
   }
   t.equal(compileTemplate({ x: slot('x') }).render({ x: new RawJson('[1,2]') }), '{"x":[1,2]}');
   t.equal(compileTemplate({ x: slot('x') }).render({}), '{"x":null}');
@@ -35,14 +39,27 @@ t.test('reply text: default sentence, chunking, caps', async (t) => {
   t.same(capped.pieces, ['one ', 'two ']);
   t.ok(capped.truncated);
   t.same(planText({ text: 'x' }, undefined, 0).pieces, []);
-  t.same(planText({ text: 'héllo' , chunks: 2 }, undefined, undefined).pieces, ['hé', 'llo']);
+  t.same(planText({ text: 'héllo', chunks: 2 }, undefined, undefined).pieces, ['hé', 'llo']);
   t.same(planText({ chunks: 0 }, undefined, undefined).pieces, []);
   t.equal(planText({ echo: true, chunks: 2 }, '{"a": 1}', 1).full, '{"a": 1}', 'echo ignores the cap');
 });
 
 t.test('prompt estimate counts message text only', async (t) => {
   t.equal(estimatePromptTokens({ messages: [{ role: 'user', content: 'x'.repeat(40) }] }), 10);
-  t.equal(estimatePromptTokens({ messages: [{ role: 'user', content: [{ type: 'text', text: 'abcd' }, { type: 'image_url', image_url: { url: 'data:' + 'A'.repeat(999) } }] }] }), 1);
+  t.equal(
+    estimatePromptTokens({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'abcd' },
+            { type: 'image_url', image_url: { url: 'data:' + 'A'.repeat(999) } },
+          ],
+        },
+      ],
+    }),
+    1,
+  );
   t.equal(estimatePromptTokens({ input: 'abcdefgh', sim: { text: 'ignored'.repeat(100) } }), 2);
   t.equal(estimatePromptTokens({}), 1);
 });
@@ -51,7 +68,12 @@ t.test('routing by suffix', async (t) => {
   t.same(classify('/v1/chat/completions'), { kind: 'inference', endpoint: 'chat_completions', form: 'plain' });
   t.same(classify('/any/prefix/v1/responses'), { kind: 'inference', endpoint: 'responses', form: 'plain' });
   t.same(classify('/v1/images/edits'), { kind: 'inference', endpoint: 'images_edits', form: 'plain' });
-  t.same(classify('/openai/deployments/gpt%2D4o/chat/completions'), { kind: 'inference', endpoint: 'chat_completions', form: 'azure', urlModel: 'gpt-4o' });
+  t.same(classify('/openai/deployments/gpt%2D4o/chat/completions'), {
+    kind: 'inference',
+    endpoint: 'chat_completions',
+    form: 'azure',
+    urlModel: 'gpt-4o',
+  });
   t.same(classify('/v1/projects/p/locations/l/publishers/anthropic/models/claude-x%4020250101:streamRawPredict'), {
     kind: 'inference',
     endpoint: 'messages',
@@ -59,7 +81,11 @@ t.test('routing by suffix', async (t) => {
     urlModel: 'claude-x@20250101',
     urlStream: true,
   });
-  t.same(classify('/v1/projects/p/endpoints/openapi/chat/completions'), { kind: 'inference', endpoint: 'chat_completions', form: 'plain' });
+  t.same(classify('/v1/projects/p/endpoints/openapi/chat/completions'), {
+    kind: 'inference',
+    endpoint: 'chat_completions',
+    form: 'plain',
+  });
   t.same(classify('/_sim/requests'), { kind: 'control', name: 'requests' });
   t.equal(classify('/v1/embeddings'), null);
   t.equal(classify('/v1/chat/completions/'), null);
@@ -79,15 +105,25 @@ t.test('script book queues per model', async (t) => {
 });
 
 t.test('behaviour validation and selection', async (t) => {
-  t.same(parseBehaviour({ status: 503, headers: { 'retry-after': '2' }, usage: { prompt: 1 } }, 'b'), { status: 503, headers: { 'retry-after': '2' }, usage: { prompt: 1 } });
+  t.same(parseBehaviour({ status: 503, headers: { 'retry-after': '2' }, usage: { prompt: 1 } }, 'b'), {
+    status: 503,
+    headers: { 'retry-after': '2' },
+    usage: { prompt: 1 },
+  });
   t.throws(() => parseBehaviour({ status: 700 }, 'b'), /b\.status must be an HTTP status/);
   t.throws(() => parseBehaviour({ headers: { 'bad header': 'x' } }, 'b'), /b\.headers/);
   t.throws(() => parseBehaviour({ headers: { ok: 'a\r\nb' } }, 'b'), /b\.headers/);
   t.throws(() => parseBehaviour({ usage: { tokens: 1 } }, 'b'), /b\.usage/);
   t.throws(() => parseBehaviour([], 'b'), /b must be an object/);
   t.equal(selectBehaviour(undefined, undefined, undefined, 'm').source, 'default');
-  t.same(selectBehaviour(undefined, { chunks: 1, by_model: { m: { chunks: 9 } } }, undefined, 'm'), { behaviour: { chunks: 9 }, source: 'body' });
-  t.same(selectBehaviour(undefined, { chunks: 1, by_model: { x: { chunks: 9 } } }, undefined, 'm'), { behaviour: { chunks: 1 }, source: 'body' });
+  t.same(selectBehaviour(undefined, { chunks: 1, by_model: { m: { chunks: 9 } } }, undefined, 'm'), {
+    behaviour: { chunks: 9 },
+    source: 'body',
+  });
+  t.same(selectBehaviour(undefined, { chunks: 1, by_model: { x: { chunks: 9 } } }, undefined, 'm'), {
+    behaviour: { chunks: 1 },
+    source: 'body',
+  });
   t.same(selectBehaviour(undefined, undefined, '{"chunks":2}', 'm'), { behaviour: { chunks: 2 }, source: 'header' });
   t.throws(() => selectBehaviour(undefined, { by_model: [] }, undefined, 'm'), /sim\.by_model must be an object/);
 });

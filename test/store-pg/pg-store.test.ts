@@ -61,7 +61,10 @@ t.test('keys: create, verify, list, revoke; the change counter moves', async (t)
 t.test('secrets: sealed under the master key, one key per database, rotation', async (t) => {
   const s = await fresh(t);
   await s.secrets.set('openai', 'sk-upstream');
-  t.same((await s.secrets.list()).map((x) => x.name), ['openai']);
+  t.same(
+    (await s.secrets.list()).map((x) => x.name),
+    ['openai'],
+  );
   const all = await s.secrets.revealAll();
   t.same(all.get('openai'), { value: 'sk-upstream' });
   await s.secrets.assertUsable();
@@ -82,15 +85,24 @@ t.test('secrets: sealed under the master key, one key per database, rotation', a
 t.test('holds: zero overdraft under 200 concurrent holds on a wallet worth 7 of them', async (t) => {
   const s = await fresh(t);
   await s.wallets.credit('w', 7_000n, 'seed');
-  const results = await Promise.all(Array.from({ length: 200 }, (_, i) => s.holds.hold('w', `tr-${i}`, 1_000n, clock.now(), 'node-a')));
+  const results = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => s.holds.hold('w', `tr-${i}`, 1_000n, clock.now(), 'node-a')),
+  );
   t.equal(results.filter((r) => r.ok).length, 7, 'exactly 7 admitted');
-  t.match(results.find((r) => !r.ok), { ok: false, available: 0n });
+  t.match(
+    results.find((r) => !r.ok),
+    { ok: false, available: 0n },
+  );
   const v = await s.wallets.show('w', clock.now());
   t.match(v, { balance: 7_000n, held: 7_000n, available: 0n, openHolds: 7 });
   // Settle and release race per trace: exactly one close each.
   const admitted = results.flatMap((r, i) => (r.ok ? [`tr-${i}`] : []));
   const closes = await Promise.all(
-    admitted.flatMap((tr) => [s.holds.settle(tr, 600n, { model: 'v/m', provider: 'p' }, clock.now()), s.holds.release(tr, clock.now()), s.holds.settle(tr, 600n, {}, clock.now())]),
+    admitted.flatMap((tr) => [
+      s.holds.settle(tr, 600n, { model: 'v/m', provider: 'p' }, clock.now()),
+      s.holds.release(tr, clock.now()),
+      s.holds.settle(tr, 600n, {}, clock.now()),
+    ]),
   );
   t.equal(closes.filter(Boolean).length, 7, 'each trace closed exactly once');
   t.same(await s.wallets.verify(), { ok: true, problems: [] });
@@ -139,10 +151,31 @@ t.test('usage and the request log', async (t) => {
   t.same(await s.wallets.usage('w'), [{ model: 'v/m', provider: 'p1', requests: 1, costNano: 300n }]);
   t.same(await s.wallets.workspaces(), ['w']);
   s.requestLog.append({
-    trace_id: 'a', ts: clock.now(), workspace: 'w', key_id: 'key_x', endpoint: 'chat.completions', model_requested: 'v/m', model_served: 'v/m',
-    provider: 'p1', deployment: 'p1/m', attempts: 1, attempts_json: [], stream: true, status: 200, error_code: null, latency_ms: 12, ttfb_ms: 5,
-    prompt_tokens: 3, completion_tokens: 4, reasoning_tokens: null, cached_tokens: null, cost_nano: 300n, app_title: null, app_origin: null,
-    session_id: 's', ended: 'completed',
+    trace_id: 'a',
+    ts: clock.now(),
+    workspace: 'w',
+    key_id: 'key_x',
+    endpoint: 'chat.completions',
+    model_requested: 'v/m',
+    model_served: 'v/m',
+    provider: 'p1',
+    deployment: 'p1/m',
+    attempts: 1,
+    attempts_json: [],
+    stream: true,
+    status: 200,
+    error_code: null,
+    latency_ms: 12,
+    ttfb_ms: 5,
+    prompt_tokens: 3,
+    completion_tokens: 4,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 300n,
+    app_title: null,
+    app_origin: null,
+    session_id: 's',
+    ended: 'completed',
   });
   await s.requestLog.flush();
   const rows = await s.requestLog.query({ workspace: 'w' });
@@ -150,32 +183,48 @@ t.test('usage and the request log', async (t) => {
   t.same(await s.requestLog.query({ afterId: 1 }), []);
 });
 
-t.test('an amount beyond its column is refused before the write; the wallet service releases that hold at once', async (t) => {
-  const s = await fresh(t);
-  await s.wallets.credit('w', 10_000n, 'seed');
-  const now = clock.now();
-  await t.rejects(s.holds.hold('w', 'big-hold', 2n ** 63n, now, 'n'), { name: 'WalletError', code: 'amount_out_of_range' });
-  t.match(await s.holds.hold('w', 'a', 1_000n, now, 'n'), { ok: true });
-  await t.rejects(s.holds.settle('a', 2n ** 63n, {}, now), { name: 'WalletError', code: 'amount_out_of_range' }, 'a cost past BIGINT is refused by name');
-  t.match(await s.wallets.show('w', now), { balance: 10_000n, held: 1_000n, openHolds: 1 }, 'nothing of it was written');
-  t.equal(await s.holds.settle('a', 400n, {}, now), true, 'the hold is still there to settle');
+t.test(
+  'an amount beyond its column is refused before the write; the wallet service releases that hold at once',
+  async (t) => {
+    const s = await fresh(t);
+    await s.wallets.credit('w', 10_000n, 'seed');
+    const now = clock.now();
+    await t.rejects(s.holds.hold('w', 'big-hold', 2n ** 63n, now, 'n'), {
+      name: 'WalletError',
+      code: 'amount_out_of_range',
+    });
+    t.match(await s.holds.hold('w', 'a', 1_000n, now, 'n'), { ok: true });
+    await t.rejects(
+      s.holds.settle('a', 2n ** 63n, {}, now),
+      { name: 'WalletError', code: 'amount_out_of_range' },
+      'a cost past BIGINT is refused by name',
+    );
+    t.match(
+      await s.wallets.show('w', now),
+      { balance: 10_000n, held: 1_000n, openHolds: 1 },
+      'nothing of it was written',
+    );
+    t.equal(await s.holds.settle('a', 400n, {}, now), true, 'the hold is still there to settle');
 
-  const logs: string[] = [];
-  const service = new PgWalletService(s, { clock, node: 'n', timer: false, log: (event) => logs.push(event) });
-  t.teardown(() => service.close());
-  t.match(await service.hold('w', 'b', 1_000n), { ok: true });
-  await t.rejects(service.settle('b', 2n ** 63n, {}), { code: 'amount_out_of_range' });
-  t.same(logs, ['settlement_refused']);
-  t.equal(service.openHolds, 0);
-  const rows = await s.pool.query<{ kind: string; note: string | null }>("SELECT kind, note FROM ledger WHERE trace_id = 'b' ORDER BY id");
-  t.same(
-    rows.rows.map((r) => r.kind),
-    ['hold', 'release'],
-    'released at once, not when its lease lapses',
-  );
-  t.match(rows.rows[1]?.note, /settlement refused by the store/);
-  t.same(await s.wallets.verify(), { ok: true, problems: [] });
-});
+    const logs: string[] = [];
+    const service = new PgWalletService(s, { clock, node: 'n', timer: false, log: (event) => logs.push(event) });
+    t.teardown(() => service.close());
+    t.match(await service.hold('w', 'b', 1_000n), { ok: true });
+    await t.rejects(service.settle('b', 2n ** 63n, {}), { code: 'amount_out_of_range' });
+    t.same(logs, ['settlement_refused']);
+    t.equal(service.openHolds, 0);
+    const rows = await s.pool.query<{ kind: string; note: string | null }>(
+      "SELECT kind, note FROM ledger WHERE trace_id = 'b' ORDER BY id",
+    );
+    t.same(
+      rows.rows.map((r) => r.kind),
+      ['hold', 'release'],
+      'released at once, not when its lease lapses',
+    );
+    t.match(rows.rows[1]?.note, /settlement refused by the store/);
+    t.same(await s.wallets.verify(), { ok: true, problems: [] });
+  },
+);
 
 t.test('ledger verify names a hold whose lease lapsed and an answered request without its settlement', async (t) => {
   const url = await server.createDatabase();
@@ -190,17 +239,59 @@ t.test('ledger verify names a hold whose lease lapsed and an answered request wi
   t.match(await s.holds.hold('w', 'in-flight', 1_000n, now, 'node-a', 30_000), { ok: true });
   t.same(await s.wallets.verify(), { ok: true, problems: [] }, 'a hold within its lease is served');
   s.requestLog.append({
-    trace_id: 'lost-charge', ts: now, workspace: 'w', key_id: null, endpoint: 'chat_completions', model_requested: 'v/m', model_served: 'v/m',
-    provider: 'p', deployment: 'p/m', attempts: 1, attempts_json: [], stream: false, status: 200, error_code: null, latency_ms: 1, ttfb_ms: 1,
-    prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: null, cached_tokens: null, cost_nano: 300n, app_title: null, app_origin: null,
-    session_id: null, ended: 'completed',
+    trace_id: 'lost-charge',
+    ts: now,
+    workspace: 'w',
+    key_id: null,
+    endpoint: 'chat_completions',
+    model_requested: 'v/m',
+    model_served: 'v/m',
+    provider: 'p',
+    deployment: 'p/m',
+    attempts: 1,
+    attempts_json: [],
+    stream: false,
+    status: 200,
+    error_code: null,
+    latency_ms: 1,
+    ttfb_ms: 1,
+    prompt_tokens: 1,
+    completion_tokens: 1,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 300n,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended: 'completed',
   });
   // A charge beyond BIGINT is stored without its cost; the rest of the batch goes in with it.
   s.requestLog.append({
-    trace_id: 'too-big', ts: now, workspace: 'w', key_id: null, endpoint: 'chat_completions', model_requested: 'v/m', model_served: null,
-    provider: null, deployment: null, attempts: 0, attempts_json: [], stream: false, status: 429, error_code: 'rate_limited', latency_ms: 1, ttfb_ms: null,
-    prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null, cost_nano: 2n ** 63n, app_title: null, app_origin: null,
-    session_id: null, ended: 'rejected',
+    trace_id: 'too-big',
+    ts: now,
+    workspace: 'w',
+    key_id: null,
+    endpoint: 'chat_completions',
+    model_requested: 'v/m',
+    model_served: null,
+    provider: null,
+    deployment: null,
+    attempts: 0,
+    attempts_json: [],
+    stream: false,
+    status: 429,
+    error_code: 'rate_limited',
+    latency_ms: 1,
+    ttfb_ms: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 2n ** 63n,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended: 'rejected',
   });
   await s.requestLog.flush();
   t.same(

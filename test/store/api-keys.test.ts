@@ -15,7 +15,14 @@ t.test('format and returned record', async (t) => {
   t.equal(k.prefix, k.key.slice(0, 14));
   t.match(k.id, /^key_[0-9a-f]{16}$/);
   t.same(
-    { workspace: k.workspace, name: k.name, rpm: k.rpm, expiresAt: k.expiresAt, createdAt: k.createdAt, revokedAt: k.revokedAt },
+    {
+      workspace: k.workspace,
+      name: k.name,
+      rpm: k.rpm,
+      expiresAt: k.expiresAt,
+      createdAt: k.createdAt,
+      revokedAt: k.revokedAt,
+    },
     { workspace: 'acme', name: 'ci', rpm: 60, expiresAt: clock.now() + 1000, createdAt: clock.now(), revokedAt: null },
   );
   const keys = new Set(Array.from({ length: 50 }, () => s.apiKeys.create({ workspace: 'acme' }).key));
@@ -39,7 +46,15 @@ t.test('only the hash is stored', async (t) => {
   t.ok(bytes.includes(createHash('sha256').update(k.key).digest()), 'its sha256 is there');
   const raw = openDatabase(file);
   t.same(Object.keys(raw.prepare('SELECT * FROM api_keys').get() as object).sort(), [
-    'created_at', 'expires_at', 'hash', 'id', 'name', 'prefix', 'revoked_at', 'rpm', 'workspace',
+    'created_at',
+    'expires_at',
+    'hash',
+    'id',
+    'name',
+    'prefix',
+    'revoked_at',
+    'rpm',
+    'workspace',
   ]);
   raw.close();
 });
@@ -50,7 +65,19 @@ t.test('verify statuses', async (t) => {
   const T = clock.now() + 60_000;
   const k = s.apiKeys.create({ workspace: 'acme', expiresAt: T });
   const body = k.key.slice(6);
-  for (const bad of ['', 'sk-pi-', 'sk-pi-short', 'sk-px-' + body, 'SK-PI-' + body, k.key + 'A', k.key.slice(0, -1), 'sk-pi-' + body.slice(0, -1) + '=', 'sk-pi-' + body.slice(0, -1) + '!', ' ' + k.key, 'Bearer ' + k.key]) {
+  for (const bad of [
+    '',
+    'sk-pi-',
+    'sk-pi-short',
+    'sk-px-' + body,
+    'SK-PI-' + body,
+    k.key + 'A',
+    k.key.slice(0, -1),
+    'sk-pi-' + body.slice(0, -1) + '=',
+    'sk-pi-' + body.slice(0, -1) + '!',
+    ' ' + k.key,
+    'Bearer ' + k.key,
+  ]) {
     t.same(s.apiKeys.verify(bad, clock.now()), { status: 'invalid' }, JSON.stringify(bad));
   }
   const unknown = 'sk-pi-' + 'A'.repeat(43);
@@ -79,7 +106,8 @@ t.test('prefix collision: candidates are told apart by hash', async (t) => {
   const s = openStore(file);
   const k = s.apiKeys.create({ workspace: 'acme' });
   const raw = openDatabase(file);
-  raw.prepare("INSERT INTO api_keys (id, prefix, hash, workspace, created_at) VALUES ('key_twin', ?, ?, 'other', 0)")
+  raw
+    .prepare("INSERT INTO api_keys (id, prefix, hash, workspace, created_at) VALUES ('key_twin', ?, ?, 'other', 0)")
     .run(k.prefix, createHash('sha256').update('something else').digest());
   raw.close();
   const r = s.apiKeys.verify(k.key, 0);
@@ -95,8 +123,14 @@ t.test('list and filters', async (t) => {
   const b = s.apiKeys.create({ workspace: 'b' });
   clock.advance(1);
   const c = s.apiKeys.create({ workspace: 'a' });
-  t.same(s.apiKeys.list().map((k) => k.id), [a.id, b.id, c.id]);
-  t.same(s.apiKeys.list('a').map((k) => k.id), [a.id, c.id]);
+  t.same(
+    s.apiKeys.list().map((k) => k.id),
+    [a.id, b.id, c.id],
+  );
+  t.same(
+    s.apiKeys.list('a').map((k) => k.id),
+    [a.id, c.id],
+  );
   t.same(s.apiKeys.list('zzz'), []);
   t.notMatch(JSON.stringify(s.apiKeys.list()), a.key.slice(14));
   s.close();

@@ -34,16 +34,30 @@ for (const killAfter of [60, 400, 1200]) {
 
     const store = openStore(file);
     const raw = openDatabase(file);
-    const openTraces = raw.prepare("SELECT trace_id FROM holds WHERE state = 'open' ORDER BY created_at, trace_id").pluck().all() as string[];
+    const openTraces = raw
+      .prepare("SELECT trace_id FROM holds WHERE state = 'open' ORDER BY created_at, trace_id")
+      .pluck()
+      .all() as string[];
     // The books agree; what verify names is each hold the crash left open (nothing will close it
     // before the next start releases it), and nothing else.
     t.same(
-      store.wallets.verify().problems.map((p) => /^hold (\S+) of workspace acme is open but nothing serves it: the process that took it \(pid \d+\) is gone/.exec(p)?.[1] ?? p),
+      store.wallets
+        .verify()
+        .problems.map(
+          (p) =>
+            /^hold (\S+) of workspace acme is open but nothing serves it: the process that took it \(pid \d+\) is gone/.exec(
+              p,
+            )?.[1] ?? p,
+        ),
       openTraces,
       'after the crash, verify names exactly the holds it left open',
     );
     const rows = new Map<string, number>();
-    for (const r of raw.prepare('SELECT trace_id, kind, COUNT(*) AS n FROM ledger GROUP BY trace_id, kind').all() as { trace_id: string; kind: string; n: number }[]) {
+    for (const r of raw.prepare('SELECT trace_id, kind, COUNT(*) AS n FROM ledger GROUP BY trace_id, kind').all() as {
+      trace_id: string;
+      kind: string;
+      n: number;
+    }[]) {
       rows.set(`${r.kind} ${r.trace_id}`, r.n);
     }
     const notOnce = reported.filter((r) => rows.get(`${r.kind} ${r.trace}`) !== 1);

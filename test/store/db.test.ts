@@ -23,13 +23,20 @@ t.test('migrations run once, in order, and are recorded', async (t) => {
   const file = tempDbFile(t);
   const db = openDatabase(file, { clock });
   const rows = db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all();
-  t.same(rows, MIGRATIONS.map((m) => ({ version: m.version, name: m.name, applied_at: clock.now() })));
+  t.same(
+    rows,
+    MIGRATIONS.map((m) => ({ version: m.version, name: m.name, applied_at: clock.now() })),
+  );
   t.same(migrate(db, MIGRATIONS, clock), [], 'a second run applies nothing');
   db.close();
 
   clock.advance(1000);
   const again = openDatabase(file, { clock });
-  t.equal(again.prepare('SELECT COUNT(*) FROM schema_migrations').pluck().get(), MIGRATIONS.length, 'reopen adds no rows');
+  t.equal(
+    again.prepare('SELECT COUNT(*) FROM schema_migrations').pluck().get(),
+    MIGRATIONS.length,
+    'reopen adds no rows',
+  );
   const extra = [
     ...MIGRATIONS,
     { version: LATEST + 2, name: 'two', sql: 'ALTER TABLE t2 ADD COLUMN b INTEGER' },
@@ -55,7 +62,10 @@ t.test('a database made by an earlier build is upgraded in place', async (t) => 
 
 t.test('a failing migration rolls back entirely', async (t) => {
   const db = openDatabase(tempDbFile(t), { clock });
-  const bad = [...MIGRATIONS, { version: LATEST + 1, name: 'bad', sql: 'CREATE TABLE half (a INTEGER); CREATE TABLE oops (' }];
+  const bad = [
+    ...MIGRATIONS,
+    { version: LATEST + 1, name: 'bad', sql: 'CREATE TABLE half (a INTEGER); CREATE TABLE oops (' },
+  ];
   t.throws(() => migrate(db, bad, clock));
   t.equal(db.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get(), LATEST);
   t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'half'").get(), 'partial DDL undone');
@@ -64,7 +74,10 @@ t.test('a failing migration rolls back entirely', async (t) => {
 
 t.test('a database newer than the build is refused', async (t) => {
   const file = tempDbFile(t);
-  const db = openDatabase(file, { clock, migrations: [...MIGRATIONS, { version: LATEST + 1, name: 'future', sql: 'SELECT 1' }] });
+  const db = openDatabase(file, {
+    clock,
+    migrations: [...MIGRATIONS, { version: LATEST + 1, name: 'future', sql: 'SELECT 1' }],
+  });
   db.close();
   t.throws(() => openDatabase(file, { clock }), /newer than this build/);
   t.throws(() => openDatabase(file, { clock, readonly: true }), StoreError);
@@ -83,19 +96,22 @@ t.test('read-only: file must exist and be migrated; writes refused', async (t) =
   t.pass('close is idempotent');
 });
 
-t.test('changedSinceLastCheck sees commits of other connections, and only the own writes caches depend on', async (t) => {
-  const file = tempDbFile(t);
-  const a = openStore(file, { clock });
-  const b = openStore(file, { clock });
-  t.equal(a.changedSinceLastCheck(), false);
-  a.wallets.credit('w', 5n, 'own credit');
-  t.equal(a.changedSinceLastCheck(), true, 'an own credit counts: the gateway wallet book reloads balances');
-  t.equal(a.changedSinceLastCheck(), false, 'reported once');
-  write(a, hold('w', 'trace-own', 1n));
-  t.equal(a.changedSinceLastCheck(), false, 'own holds (every request, group-committed) do not count');
-  b.apiKeys.create({ workspace: 'w' });
-  t.equal(a.changedSinceLastCheck(), true);
-  t.equal(a.changedSinceLastCheck(), false, 'reset after the call');
-  a.close();
-  b.close();
-});
+t.test(
+  'changedSinceLastCheck sees commits of other connections, and only the own writes caches depend on',
+  async (t) => {
+    const file = tempDbFile(t);
+    const a = openStore(file, { clock });
+    const b = openStore(file, { clock });
+    t.equal(a.changedSinceLastCheck(), false);
+    a.wallets.credit('w', 5n, 'own credit');
+    t.equal(a.changedSinceLastCheck(), true, 'an own credit counts: the gateway wallet book reloads balances');
+    t.equal(a.changedSinceLastCheck(), false, 'reported once');
+    write(a, hold('w', 'trace-own', 1n));
+    t.equal(a.changedSinceLastCheck(), false, 'own holds (every request, group-committed) do not count');
+    b.apiKeys.create({ workspace: 'w' });
+    t.equal(a.changedSinceLastCheck(), true);
+    t.equal(a.changedSinceLastCheck(), false, 'reset after the call');
+    a.close();
+    b.close();
+  },
+);

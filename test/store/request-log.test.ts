@@ -18,8 +18,22 @@ function row(i: number, over: Partial<RequestLogRow> = {}): RequestLogRow {
     deployment: 'azure/gpt-4o-eastus',
     attempts: 2,
     attempts_json: [
-      { provider: 'openai', model: 'openai/gpt-4o', deployment: 'openai/gpt-4o', outcome: 'http_error', status: 503, ms: 40 },
-      { provider: 'azure', model: 'openai/gpt-4o', deployment: 'azure/gpt-4o-eastus', outcome: 'ok', status: 200, ms: 300 },
+      {
+        provider: 'openai',
+        model: 'openai/gpt-4o',
+        deployment: 'openai/gpt-4o',
+        outcome: 'http_error',
+        status: 503,
+        ms: 40,
+      },
+      {
+        provider: 'azure',
+        model: 'openai/gpt-4o',
+        deployment: 'azure/gpt-4o-eastus',
+        outcome: 'ok',
+        status: 200,
+        ms: 300,
+      },
     ],
     stream: true,
     status: 200,
@@ -43,11 +57,19 @@ t.test('appends are batched: N rows, few transactions; close flushes', async (t)
   const file = tempDbFile(t);
   const s = openStore(file, { requestLog: { flushIntervalMs: 60_000, maxBatch: 1000 } });
   for (let i = 0; i < 2500; i++) s.requestLog.append(row(i));
-  t.same(s.requestLog.stats(), { queued: 500, transactions: 2, written: 2000, dropped: 0 }, 'full batches written at once');
+  t.same(
+    s.requestLog.stats(),
+    { queued: 500, transactions: 2, written: 2000, dropped: 0 },
+    'full batches written at once',
+  );
   const reader = openStore(file, { readonly: true });
   t.equal(reader.requestLog.query({ afterId: 0, limit: 10_000 }).length, 2000);
   s.close();
-  t.same(s.requestLog.stats(), { queued: 0, transactions: 3, written: 2500, dropped: 0 }, 'close flushed the rest in one transaction');
+  t.same(
+    s.requestLog.stats(),
+    { queued: 0, transactions: 3, written: 2500, dropped: 0 },
+    'close flushed the rest in one transaction',
+  );
   t.equal(reader.requestLog.query({ afterId: 0, limit: 10_000 }).length, 2500);
   t.throws(() => s.requestLog.append(row(1)), /closed/);
   reader.close();
@@ -66,7 +88,10 @@ t.test('the interval timer flushes a partial batch', async (t) => {
 t.test('a failed write keeps the rows for the next flush', async (t) => {
   const file = tempDbFile(t);
   const failures: unknown[] = [];
-  const s = openStore(file, { requestLog: { flushIntervalMs: 60_000, maxBatch: 100 }, onLogError: (e) => failures.push(e) });
+  const s = openStore(file, {
+    requestLog: { flushIntervalMs: 60_000, maxBatch: 100 },
+    onLogError: (e) => failures.push(e),
+  });
   s.requestLog.append(row(1));
   s.requestLog.append(row(2));
   // Another connection makes every insert fail, as a full disk or a broken file would.
@@ -75,18 +100,28 @@ t.test('a failed write keeps the rows for the next flush', async (t) => {
   s.requestLog.flush();
   t.equal(failures.length, 1);
   t.match(String(failures[0]), /injected failure/);
-  t.same(s.requestLog.stats(), { queued: 2, transactions: 0, written: 0, dropped: 0 }, 'rows kept, nothing half-written');
+  t.same(
+    s.requestLog.stats(),
+    { queued: 2, transactions: 0, written: 0, dropped: 0 },
+    'rows kept, nothing half-written',
+  );
   other.exec('DROP TRIGGER fail');
   other.close();
   s.requestLog.flush();
   t.same(s.requestLog.stats(), { queued: 0, transactions: 1, written: 2, dropped: 0 });
-  t.same(s.requestLog.query().map((r) => r.trace_id), ['tr-1', 'tr-2']);
+  t.same(
+    s.requestLog.query().map((r) => r.trace_id),
+    ['tr-1', 'tr-2'],
+  );
   s.close();
 });
 
 t.test('a cost beyond the column is stored without it, reported, and takes no other row down', async (t) => {
   const failures: unknown[] = [];
-  const s = openStore(':memory:', { requestLog: { flushIntervalMs: 60_000, maxBatch: 100 }, onLogError: (e) => failures.push(e) });
+  const s = openStore(':memory:', {
+    requestLog: { flushIntervalMs: 60_000, maxBatch: 100 },
+    onLogError: (e) => failures.push(e),
+  });
   s.requestLog.append(row(1));
   s.requestLog.append(row(2, { cost_nano: 2n ** 64n }));
   s.requestLog.append(row(3));
@@ -106,16 +141,48 @@ t.test('a cost beyond the column is stored without it, reported, and takes no ot
 
 t.test('query: round trip, filters, tail and paging', async (t) => {
   const s = openStore(':memory:', { requestLog: { flushIntervalMs: 60_000, maxBatch: 1000 } });
-  for (let i = 0; i < 10; i++) s.requestLog.append(row(i, i === 3 ? { stream: false, status: 429, error_code: 'rate_limited', cost_nano: null, workspace: null, key_id: null } : {}));
+  for (let i = 0; i < 10; i++)
+    s.requestLog.append(
+      row(
+        i,
+        i === 3
+          ? { stream: false, status: 429, error_code: 'rate_limited', cost_nano: null, workspace: null, key_id: null }
+          : {},
+      ),
+    );
   s.requestLog.flush();
   const all = s.requestLog.query({ afterId: 0 });
   t.equal(all.length, 10);
   t.same(all[0], { id: 1, ...row(0) }, 'every field round-trips, bigint cost included');
-  t.same(all[3], { id: 4, ...row(3, { stream: false, status: 429, error_code: 'rate_limited', cost_nano: null, workspace: null, key_id: null }) });
-  t.same(s.requestLog.query({ limit: 3 }).map((r) => r.id), [8, 9, 10], 'without afterId: the newest rows, oldest first');
-  t.same(s.requestLog.query({ afterId: 4, limit: 3 }).map((r) => r.id), [5, 6, 7], 'paging forward');
-  t.same(s.requestLog.query({ workspace: 'odd', afterId: 0 }).map((r) => r.trace_id), ['tr-1', 'tr-5', 'tr-7', 'tr-9']);
-  t.same(s.requestLog.query({ workspace: 'odd', limit: 2 }).map((r) => r.trace_id), ['tr-7', 'tr-9']);
+  t.same(all[3], {
+    id: 4,
+    ...row(3, {
+      stream: false,
+      status: 429,
+      error_code: 'rate_limited',
+      cost_nano: null,
+      workspace: null,
+      key_id: null,
+    }),
+  });
+  t.same(
+    s.requestLog.query({ limit: 3 }).map((r) => r.id),
+    [8, 9, 10],
+    'without afterId: the newest rows, oldest first',
+  );
+  t.same(
+    s.requestLog.query({ afterId: 4, limit: 3 }).map((r) => r.id),
+    [5, 6, 7],
+    'paging forward',
+  );
+  t.same(
+    s.requestLog.query({ workspace: 'odd', afterId: 0 }).map((r) => r.trace_id),
+    ['tr-1', 'tr-5', 'tr-7', 'tr-9'],
+  );
+  t.same(
+    s.requestLog.query({ workspace: 'odd', limit: 2 }).map((r) => r.trace_id),
+    ['tr-7', 'tr-9'],
+  );
   t.same(s.requestLog.query({ afterId: 10 }), []);
   s.close();
 });
@@ -127,9 +194,32 @@ t.test('the table has no column for keys, credentials or prompts', async (t) => 
   const cols = (raw.prepare("SELECT name FROM pragma_table_info('request_log')").pluck().all() as string[]).sort();
   raw.close();
   t.same(cols, [
-    'app_origin', 'app_title', 'attempts', 'attempts_json', 'cached_tokens', 'completion_tokens', 'cost_nano', 'deployment',
-    'ended', 'endpoint', 'error_code', 'id', 'key_id', 'latency_ms', 'model_requested', 'model_served', 'prompt_tokens', 'provider',
-    'reasoning_tokens', 'session_id', 'status', 'stream', 'trace_id', 'ts', 'ttfb_ms', 'workspace',
+    'app_origin',
+    'app_title',
+    'attempts',
+    'attempts_json',
+    'cached_tokens',
+    'completion_tokens',
+    'cost_nano',
+    'deployment',
+    'ended',
+    'endpoint',
+    'error_code',
+    'id',
+    'key_id',
+    'latency_ms',
+    'model_requested',
+    'model_served',
+    'prompt_tokens',
+    'provider',
+    'reasoning_tokens',
+    'session_id',
+    'status',
+    'stream',
+    'trace_id',
+    'ts',
+    'ttfb_ms',
+    'workspace',
   ]);
 });
 

@@ -90,11 +90,16 @@ t.test('every row moves to the new key; the old key opens nothing afterwards', a
 
   const next = openStore(file, { masterKey: NEW });
   next.secrets.assertUsable();
-  for (const [name, value] of Object.entries(VALUES)) t.equal(next.secrets.reveal(name), value, `${name} opens under the new key`);
+  for (const [name, value] of Object.entries(VALUES))
+    t.equal(next.secrets.reveal(name), value, `${name} opens under the new key`);
   next.close();
 
   const stale = openStore(file, { masterKey: OLD });
-  t.match(refused(t, () => stale.secrets.assertUsable(), 'wrong_master_key'), /set the original PI_MASTER_KEY/, 'a server with the old key refuses to start');
+  t.match(
+    refused(t, () => stale.secrets.assertUsable(), 'wrong_master_key'),
+    /set the original PI_MASTER_KEY/,
+    'a server with the old key refuses to start',
+  );
   refused(t, () => stale.secrets.reveal('aws.us-east-1'), 'wrong_master_key');
   refused(t, () => stale.secrets.set('another', 'v'), 'wrong_master_key');
   t.same(stale.secrets.verifyAll().ok, []);
@@ -102,9 +107,16 @@ t.test('every row moves to the new key; the old key opens nothing afterwards', a
 
   const files = [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f));
   for (const old of before) {
-    t.notOk(files.some((b) => b.includes(old.ciphertext)), `${old.name}: the old ciphertext is gone from the database and its WAL`);
+    t.notOk(
+      files.some((b) => b.includes(old.ciphertext)),
+      `${old.name}: the old ciphertext is gone from the database and its WAL`,
+    );
   }
-  for (const value of Object.values(VALUES)) t.notOk(files.some((b) => b.includes(value)), 'no plaintext in the files');
+  for (const value of Object.values(VALUES))
+    t.notOk(
+      files.some((b) => b.includes(value)),
+      'no plaintext in the files',
+    );
 });
 
 t.test('a value that does not verify under the new key rolls back every row', async (t) => {
@@ -121,13 +133,18 @@ t.test('a value that does not verify under the new key rolls back every row', as
   const message = refused(t, () => s.secrets.rotateMaster(NEW, faulty), 'rotation_failed');
   t.match(message, /secret "aws\.us-east-1" did not open under the new key after re-sealing; nothing was rotated/);
   t.same(rows(file), before, 'every row byte for byte as before, the good ones too');
-  for (const [name, value] of Object.entries(VALUES)) t.equal(s.secrets.reveal(name), value, `${name} still opens under the old key`);
+  for (const [name, value] of Object.entries(VALUES))
+    t.equal(s.secrets.reveal(name), value, `${name} still opens under the old key`);
   t.equal(n, 3, 'every row was re-sealed before the check');
   s.close();
 
   const wrongId = openStore(file, { masterKey: OLD });
   const sealedUnderOld = (_: MasterKey, name: string, plaintext: string) => seal(oldKey(), name, plaintext);
-  t.match(refused(t, () => wrongId.secrets.rotateMaster(NEW, sealedUnderOld), 'rotation_failed'), /did not open under the new key/, 'a row sealed under the wrong key is caught too');
+  t.match(
+    refused(t, () => wrongId.secrets.rotateMaster(NEW, sealedUnderOld), 'rotation_failed'),
+    /did not open under the new key/,
+    'a row sealed under the wrong key is caught too',
+  );
   t.same(rows(file), before);
   wrongId.close();
 });
@@ -140,7 +157,9 @@ function oldKey(): MasterKey {
 t.test('a row that does not open under the current key stops the rotation before any write', async (t) => {
   const file = seeded(t);
   const raw = openDatabase(file);
-  const row = raw.prepare("SELECT ciphertext FROM secrets WHERE name = 'gcp-vertex-sa'").get() as { ciphertext: Buffer };
+  const row = raw.prepare("SELECT ciphertext FROM secrets WHERE name = 'gcp-vertex-sa'").get() as {
+    ciphertext: Buffer;
+  };
   const damaged = Buffer.from(row.ciphertext);
   damaged[3] = (damaged[3] as number) ^ 0x01;
   raw.prepare("UPDATE secrets SET ciphertext = ? WHERE name = 'gcp-vertex-sa'").run(damaged);
@@ -150,10 +169,17 @@ t.test('a row that does not open under the current key stops the rotation before
   const s = openStore(file, { masterKey: OLD });
   const message = refused(t, () => s.secrets.rotateMaster(NEW), 'tampered');
   t.match(message, /secret "gcp-vertex-sa" failed authentication/);
-  t.match(message, /nothing was rotated \(set that secret again with `pi-gateway secret set gcp-vertex-sa`, or remove it, then rotate\)/);
+  t.match(
+    message,
+    /nothing was rotated \(set that secret again with `pi-gateway secret set gcp-vertex-sa`, or remove it, then rotate\)/,
+  );
   t.same(rows(file), before, 'nothing written');
   s.secrets.remove('gcp-vertex-sa');
-  t.same(s.secrets.rotateMaster(NEW).resealed, ['anthropic-main', 'aws.us-east-1'], 'once the operator removes it, the rest rotate');
+  t.same(
+    s.secrets.rotateMaster(NEW).resealed,
+    ['anthropic-main', 'aws.us-east-1'],
+    'once the operator removes it, the rest rotate',
+  );
   s.close();
 });
 
@@ -161,10 +187,20 @@ t.test('the current key must be the one the rows use; the new key must be well f
   const file = seeded(t);
   const before = rows(file);
   const attempts: [string | undefined, string, string, RegExp][] = [
-    [masterKey(3), NEW, 'wrong_master_key', /secret "anthropic-main" is sealed with master key \w+ but PI_MASTER_KEY is key \w+; nothing was rotated/],
+    [
+      masterKey(3),
+      NEW,
+      'wrong_master_key',
+      /secret "anthropic-main" is sealed with master key \w+ but PI_MASTER_KEY is key \w+; nothing was rotated/,
+    ],
     [undefined, NEW, 'no_master_key', /PI_MASTER_KEY is not set/],
     [OLD, OLD, 'same_master_key', /the new master key is the current one/],
-    [OLD, OLD.slice(0, 20), 'bad_master_key', /^the new master key is malformed \(20 characters\); the new master key must be 32 random bytes/],
+    [
+      OLD,
+      OLD.slice(0, 20),
+      'bad_master_key',
+      /^the new master key is malformed \(20 characters\); the new master key must be 32 random bytes/,
+    ],
     [OLD, '', 'no_master_key', /^the new master key is not set/],
   ];
   for (const [current, next, code, pattern] of attempts) {
@@ -193,7 +229,12 @@ t.test('a lone secret cannot be re-sealed under the retired key', async (t) => {
 
 t.test('no sealed rows: nothing to do, and no current key needed', async (t) => {
   const s = openStore(tempDbFile(t), { masterKey: undefined });
-  t.same(s.secrets.rotateMaster(NEW), { resealed: [], fromKeyId: null, toKeyId: keyFingerprint(Buffer.alloc(32, 2)), scrubbed: true });
+  t.same(s.secrets.rotateMaster(NEW), {
+    resealed: [],
+    fromKeyId: null,
+    toKeyId: keyFingerprint(Buffer.alloc(32, 2)),
+    scrubbed: true,
+  });
   t.notOk(s.changedSinceLastCheck(), 'nothing changed');
   s.close();
 });

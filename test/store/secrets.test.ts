@@ -12,7 +12,12 @@ const KEY = masterKey(1);
 const errors: string[] = [];
 
 /** Asserts a SecretError with `code` and remembers its message for the leak check at the end. */
-function refuses(t: Pick<typeof import('tap').default, 'type' | 'equal' | 'fail'>, fn: () => unknown, code: string, msg = code): void {
+function refuses(
+  t: Pick<typeof import('tap').default, 'type' | 'equal' | 'fail'>,
+  fn: () => unknown,
+  code: string,
+  msg = code,
+): void {
   try {
     fn();
     t.fail(`expected SecretError ${code}`);
@@ -59,7 +64,15 @@ t.test('master key formats', async (t) => {
   t.equal(parseMasterKey(bytes.toString('hex')).id, id, 'hex');
   t.equal(parseMasterKey(bytes.toString('hex').toUpperCase() + '\n').id, id, 'upper-case hex, trailing newline');
   t.match(id, /^[0-9a-f]{16}$/);
-  for (const bad of ['abc', Buffer.alloc(31).toString('base64'), Buffer.alloc(33).toString('base64'), 'a'.repeat(63), 'g'.repeat(64), bytes.toString('base64').slice(0, -2) + 'B=', 'correct horse battery staple']) {
+  for (const bad of [
+    'abc',
+    Buffer.alloc(31).toString('base64'),
+    Buffer.alloc(33).toString('base64'),
+    'a'.repeat(63),
+    'g'.repeat(64),
+    bytes.toString('base64').slice(0, -2) + 'B=',
+    'correct horse battery staple',
+  ]) {
     refuses(t, () => parseMasterKey(bad), 'bad_master_key', JSON.stringify(bad));
     t.notMatch(errors.at(-1) ?? '', bad, 'the key is not echoed');
     t.match(errors.at(-1) ?? '', /openssl rand -base64 32/);
@@ -80,7 +93,11 @@ t.test('missing or wrong master key is refused clearly', async (t) => {
   t.match(errors.at(-1), /1 sealed secret\(s\) but PI_MASTER_KEY is not set/);
   refuses(t, () => none.secrets.reveal('A'), 'no_master_key');
   refuses(t, () => none.secrets.set('B', 'v'), 'no_master_key');
-  t.same(none.secrets.list().map((r) => r.name), ['A'], 'listing needs no key');
+  t.same(
+    none.secrets.list().map((r) => r.name),
+    ['A'],
+    'listing needs no key',
+  );
   none.close();
 
   const wrong = openStore(file, { masterKey: masterKey(2) });
@@ -88,7 +105,10 @@ t.test('missing or wrong master key is refused clearly', async (t) => {
   t.match(errors.at(-1), new RegExp(keyFingerprint(Buffer.alloc(32, 1))), 'names the fingerprint it expected');
   refuses(t, () => wrong.secrets.reveal('A'), 'wrong_master_key');
   refuses(t, () => wrong.secrets.set('B', 'v'), 'wrong_master_key', 'never mixes two keys in one database');
-  t.same(wrong.secrets.verifyAll().bad.map((b) => b.name), ['A']);
+  t.same(
+    wrong.secrets.verifyAll().bad.map((b) => b.name),
+    ['A'],
+  );
   wrong.close();
 
   const malformed = openStore(file, { masterKey: 'not-a-key' });
@@ -108,7 +128,10 @@ t.test('tampering with nonce, ciphertext, tag or name is refused', async (t) => 
     s.secrets.set('A', PLAIN);
     s.secrets.set('OTHER', 'fine');
     const raw = openDatabase(file);
-    const row = raw.prepare('SELECT nonce, ciphertext, tag FROM secrets WHERE name = ?').get('A') as Record<string, Buffer>;
+    const row = raw.prepare('SELECT nonce, ciphertext, tag FROM secrets WHERE name = ?').get('A') as Record<
+      string,
+      Buffer
+    >;
     let name = 'A';
     if (column === 'name') {
       raw.prepare("UPDATE secrets SET name = 'B' WHERE name = 'A'").run();
@@ -122,7 +145,11 @@ t.test('tampering with nonce, ciphertext, tag or name is refused', async (t) => 
     }
     raw.close();
     refuses(t, () => s.secrets.reveal(name), 'tampered', column);
-    t.same(s.secrets.verifyAll(), { ok: ['OTHER'], bad: [{ name, reason: errors.at(-1) }] }, `${column}: verifyAll flags only that row`);
+    t.same(
+      s.secrets.verifyAll(),
+      { ok: ['OTHER'], bad: [{ name, reason: errors.at(-1) }] },
+      `${column}: verifyAll flags only that row`,
+    );
     s.secrets.assertUsable();
     s.close();
   }
@@ -132,7 +159,8 @@ t.test('a fresh nonce per seal', async (t) => {
   const file = tempDbFile(t);
   const s = openStore(file, { masterKey: KEY });
   const raw = openDatabase(file);
-  const get = () => raw.prepare("SELECT nonce, ciphertext, tag FROM secrets WHERE name = 'A'").get() as Record<string, Buffer>;
+  const get = () =>
+    raw.prepare("SELECT nonce, ciphertext, tag FROM secrets WHERE name = 'A'").get() as Record<string, Buffer>;
   s.secrets.set('A', PLAIN);
   const first = get();
   s.secrets.set('A', PLAIN);

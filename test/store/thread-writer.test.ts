@@ -20,7 +20,9 @@ function row(traceId: string, over: Partial<RequestLogRow> = {}): RequestLogRow 
     provider: 'local',
     deployment: 'local-chat',
     attempts: 1,
-    attempts_json: [{ provider: 'local', model: 'acme/chat', deployment: 'local-chat', outcome: 'ok', status: 200, ms: 3 }],
+    attempts_json: [
+      { provider: 'local', model: 'acme/chat', deployment: 'local-chat', outcome: 'ok', status: 200, ms: 3 },
+    ],
     stream: false,
     status: 200,
     error_code: null,
@@ -42,7 +44,15 @@ function row(traceId: string, over: Partial<RequestLogRow> = {}): RequestLogRow 
 function charge(traceId: string): LedgerOp[] {
   return [
     { kind: 'hold', workspace: 'w', traceId, amount: 100n },
-    { kind: 'settle', workspace: 'w', traceId, amount: 100n, cost: 40n, details: { model: 'acme/chat' }, logRow: row(traceId) },
+    {
+      kind: 'settle',
+      workspace: 'w',
+      traceId,
+      amount: 100n,
+      cost: 40n,
+      details: { model: 'acme/chat' },
+      logRow: row(traceId),
+    },
   ];
 }
 
@@ -69,8 +79,19 @@ t.test('a settlement and its log row commit together; the final row replaces it'
   writer.flush();
   const rows = store.requestLog.query({});
   t.equal(rows.length, 1, 'one row per trace');
-  t.match(rows[0], { trace_id: 'tr_1', workspace: 'w', latency_ms: 12, attempts: 2, ended: 'client_abort', cost_nano: 40n });
-  t.same(store.requestLog.search({ workspace: 'w' }).rows.map((r) => r.trace_id), ['tr_1'], 'still found through the workspace index');
+  t.match(rows[0], {
+    trace_id: 'tr_1',
+    workspace: 'w',
+    latency_ms: 12,
+    attempts: 2,
+    ended: 'client_abort',
+    cost_nano: 40n,
+  });
+  t.same(
+    store.requestLog.search({ workspace: 'w' }).rows.map((r) => r.trace_id),
+    ['tr_1'],
+    'still found through the workspace index',
+  );
   t.same(store.wallets.verify(), { ok: true, problems: [] });
   t.equal(store.wallets.show('w', 0).balance, 960n);
 });
@@ -89,10 +110,24 @@ t.test('a final row committed before its settlement keeps the last word', async 
   // busy writer: the settlement, with its provisional row, commits second.
   writer.append(row('tr_cut', { error_code: 'stream_reset', ended: 'upstream_cut', latency_ms: 80 }));
   writer.flush();
-  await writer.commit([{ kind: 'settle', workspace: 'w', traceId: 'tr_cut', amount: 100n, cost: 40n, details: {}, logRow: row('tr_cut', { ended: 'upstream_cut' }) }]);
+  await writer.commit([
+    {
+      kind: 'settle',
+      workspace: 'w',
+      traceId: 'tr_cut',
+      amount: 100n,
+      cost: 40n,
+      details: {},
+      logRow: row('tr_cut', { ended: 'upstream_cut' }),
+    },
+  ]);
   const rows = store.requestLog.query({});
   t.equal(rows.length, 1, 'one row per trace');
-  t.match(rows[0], { trace_id: 'tr_cut', error_code: 'stream_reset', ended: 'upstream_cut', latency_ms: 80, cost_nano: 40n }, 'the final row, not the provisional one');
+  t.match(
+    rows[0],
+    { trace_id: 'tr_cut', error_code: 'stream_reset', ended: 'upstream_cut', latency_ms: 80, cost_nano: 40n },
+    'the final row, not the provisional one',
+  );
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
 
@@ -105,12 +140,22 @@ t.test('one commit, many requests: an operation the store refuses is left out al
     await writer.close();
     store.close();
   });
-  await writer.commit(['a', 'b', 'c'].map((traceId) => ({ kind: 'hold', workspace: 'w', traceId, amount: 100n }) as LedgerOp));
+  await writer.commit(
+    ['a', 'b', 'c'].map((traceId) => ({ kind: 'hold', workspace: 'w', traceId, amount: 100n }) as LedgerOp),
+  );
   writer.append(row('finished', { cost_nano: null, status: 429, error_code: 'rate_limited', model_served: null }));
   const refused = await writer.commit([
     { kind: 'settle', workspace: 'w', traceId: 'a', amount: 100n, cost: 40n, details: {}, logRow: row('a') },
     // Priced beyond SQLite's INTEGER: better-sqlite3 refuses to bind it.
-    { kind: 'settle', workspace: 'w', traceId: 'b', amount: 100n, cost: 2n ** 64n, details: {}, logRow: row('b', { cost_nano: 2n ** 64n }) },
+    {
+      kind: 'settle',
+      workspace: 'w',
+      traceId: 'b',
+      amount: 100n,
+      cost: 2n ** 64n,
+      details: {},
+      logRow: row('b', { cost_nano: 2n ** 64n }),
+    },
     { kind: 'settle', workspace: 'w', traceId: 'c', amount: 100n, cost: 40n, details: {}, logRow: row('c') },
   ]);
   t.same(
@@ -127,7 +172,11 @@ t.test('one commit, many requests: an operation the store refuses is left out al
     ['a', 'c', 'finished'],
     'the others settled with their log rows, and the finished request’s row is written',
   );
-  t.same(store.wallets.show('w', 0).openHolds, 1, 'the refused settlement’s hold is still open (the wallet book releases it)');
+  t.same(
+    store.wallets.show('w', 0).openHolds,
+    1,
+    'the refused settlement’s hold is still open (the wallet book releases it)',
+  );
   t.equal(store.wallets.show('w', 0).balance, 920n);
 });
 
@@ -147,11 +196,16 @@ t.test('WAL checkpoints run beside the writer: the database file takes the rows'
   const note = 'x'.repeat(4000);
   for (let i = 0; i < 500; i++) {
     // Refused requests' rows (nothing charged, so no settlement is expected of them).
-    writer.append(row(`tr_${i}`, { app_title: note, status: 429, error_code: 'rate_limited', model_served: null, cost_nano: null }));
+    writer.append(
+      row(`tr_${i}`, { app_title: note, status: 429, error_code: 'rate_limited', model_served: null, cost_nano: null }),
+    );
     if (i % 50 === 49) await writer.commit(charge(`c_${i}`));
   }
   writer.flush();
-  t.ok(await until(() => statSync(file).size > before + 1_500_000), `the database file grew from ${before} bytes to ${statSync(file).size}`);
+  t.ok(
+    await until(() => statSync(file).size > before + 1_500_000),
+    `the database file grew from ${before} bytes to ${statSync(file).size}`,
+  );
   t.equal(store.requestLog.query({ limit: 10_000 }).length, 510);
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
@@ -167,7 +221,8 @@ t.test('PI_WRITER_SLOW_COMMIT_MS reports each commit at or over the threshold on
   const write = process.stderr.write.bind(process.stderr);
   process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
     const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-    if (text.includes('writer_slow_commit')) lines.push(...text.split('\n').filter((l) => l.includes('writer_slow_commit')));
+    if (text.includes('writer_slow_commit'))
+      lines.push(...text.split('\n').filter((l) => l.includes('writer_slow_commit')));
     return write(chunk, ...rest);
   }) as typeof process.stderr.write;
   const writer = await ThreadWriter.start(file);
@@ -181,7 +236,13 @@ t.test('PI_WRITER_SLOW_COMMIT_MS reports each commit at or over the threshold on
   await writer.commit(charge('tr_slow'));
   t.ok(await until(() => lines.length >= 1), 'the commit was reported');
   const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
-  t.match(line, { time: /^\d{4}-\d\d-\d\dT[\d:.]+Z$/, level: 'warn', event: 'writer_slow_commit', ledger_ops: 2, log_rows: 1 });
+  t.match(line, {
+    time: /^\d{4}-\d\d-\d\dT[\d:.]+Z$/,
+    level: 'warn',
+    event: 'writer_slow_commit',
+    ledger_ops: 2,
+    log_rows: 1,
+  });
   t.ok(typeof line['ms'] === 'number' && (line['ms'] as number) >= 0, 'with its duration in ms');
   t.notOk(JSON.stringify(line).includes('tr_slow'), 'no trace id, workspace or amount in the line');
   t.notOk(JSON.stringify(line).includes('"w"'), 'no workspace');

@@ -15,17 +15,33 @@ t.test('credit, and holds, settlements and releases written by apply', async (t)
   const show = () => w.show('acme', clock.now());
   t.same(show(), { workspace: 'acme', balance: 0n, held: 0n, available: 0n, spendToday: 0n, openHolds: 0 });
   write(s, hold('acme', 'r0b', 0n));
-  t.same(show(), { workspace: 'acme', balance: 0n, held: 0n, available: 0n, spendToday: 0n, openHolds: 1 }, 'a hold creates the wallet');
+  t.same(
+    show(),
+    { workspace: 'acme', balance: 0n, held: 0n, available: 0n, spendToday: 0n, openHolds: 1 },
+    'a hold creates the wallet',
+  );
 
   const c = w.credit('acme', 1_000n, 'top-up');
   t.match(c.traceId, /^credit_[0-9a-f-]{36}$/);
   t.equal(c.balance, 1_000n);
   write(s, hold('acme', 'r1', 600n), hold('acme', 'r2', 400n));
   t.same(show(), { workspace: 'acme', balance: 1_000n, held: 1_000n, available: 0n, spendToday: 0n, openHolds: 3 });
-  t.throws(() => write(s, hold('acme', 'fresh', 1n), hold('acme', 'r1', 1n)), /UNIQUE|PRIMARY KEY/, 'a trace holds once');
+  t.throws(
+    () => write(s, hold('acme', 'fresh', 1n), hold('acme', 'r1', 1n)),
+    /UNIQUE|PRIMARY KEY/,
+    'a trace holds once',
+  );
   t.same(show().openHolds, 3, 'the whole batch rolled back');
 
-  write(s, settle('acme', 'r1', 600n, 550n, { model: 'openai/gpt-4o', provider: 'openai', deployment: 'openai/gpt-4o', promptTokens: 10 }));
+  write(
+    s,
+    settle('acme', 'r1', 600n, 550n, {
+      model: 'openai/gpt-4o',
+      provider: 'openai',
+      deployment: 'openai/gpt-4o',
+      promptTokens: 10,
+    }),
+  );
   const refused = { name: 'WalletError', code: 'unknown_trace' };
   t.throws(() => write(s, settle('acme', 'r1', 600n, 550n)), refused, 'a second settle is refused');
   t.throws(() => write(s, release('acme', 'r1', 600n)), refused, 'release after settle is refused');
@@ -39,7 +55,11 @@ t.test('credit, and holds, settlements and releases written by apply', async (t)
 
   clock.advance(60_000); // next UTC day
   write(s, hold('acme', 'r3', 100n), settle('acme', 'r3', 100n, 200n, { model: 'openai/gpt-4o', provider: 'azure' }));
-  t.same(show(), { workspace: 'acme', balance: 250n, held: 0n, available: 250n, spendToday: 200n, openHolds: 0 }, 'cost above the hold');
+  t.same(
+    show(),
+    { workspace: 'acme', balance: 250n, held: 0n, available: 250n, spendToday: 200n, openHolds: 0 },
+    'cost above the hold',
+  );
   t.equal(w.show('acme', clock.now() - 60_000).spendToday, 550n, 'spend is per UTC day');
 
   t.same(w.usage('acme'), [
@@ -54,8 +74,16 @@ t.test('credit, and holds, settlements and releases written by apply', async (t)
   t.throws(() => w.credit('acme', 0n, 'x'), RangeError);
   t.throws(() => w.credit('acme', -1n, 'x'), RangeError);
   t.throws(() => w.credit('acme', 1 as unknown as bigint, 'x'), RangeError, 'numbers are refused');
-  t.throws(() => write(s, hold('acme', 'r9', -1n)), { name: 'WalletError', code: 'amount_out_of_range' }, 'negative amounts are refused before the write');
-  t.throws(() => write(s, hold('acme', 'r9', 2n ** 63n)), { name: 'WalletError', code: 'amount_out_of_range' }, 'so are amounts above what the column holds');
+  t.throws(
+    () => write(s, hold('acme', 'r9', -1n)),
+    { name: 'WalletError', code: 'amount_out_of_range' },
+    'negative amounts are refused before the write',
+  );
+  t.throws(
+    () => write(s, hold('acme', 'r9', 2n ** 63n)),
+    { name: 'WalletError', code: 'amount_out_of_range' },
+    'so are amounts above what the column holds',
+  );
   t.throws(() => w.apply([hold('acme', 'r9', 1n)]), /inside a transaction/, 'apply runs only inside a batch');
   t.same(w.workspaces(), ['acme']);
   s.close();
@@ -70,7 +98,9 @@ t.test('the ledger is append-only and verify catches drift', async (t) => {
   const raw = openDatabase(file);
   t.throws(() => raw.prepare('UPDATE ledger SET amount_nano = 1').run(), /append-only/);
   t.throws(() => raw.prepare('DELETE FROM ledger').run(), /append-only/);
-  raw.prepare("UPDATE wallets SET balance_nano = balance_nano + 7, held_nano = held_nano - 1 WHERE workspace = 'w'").run();
+  raw
+    .prepare("UPDATE wallets SET balance_nano = balance_nano + 7, held_nano = held_nano - 1 WHERE workspace = 'w'")
+    .run();
   raw.prepare("UPDATE holds SET state = 'released' WHERE trace_id = 'h1'").run();
   raw.close();
   const v = s.wallets.verify();
@@ -81,37 +111,70 @@ t.test('the ledger is append-only and verify catches drift', async (t) => {
   s.close();
 });
 
-t.test('verify fails on a hold nothing serves any more and on an answered request without its settlement', async (t) => {
-  const file = tempDbFile(t);
-  const a = openStore(file);
-  a.wallets.credit('w', 1_000n, 'seed');
-  write(a, hold('w', 'served', 100n), hold('w', 'orphan', 100n), hold('w', 'logged', 100n));
-  write(a, settle('w', 'logged', 100n, 40n));
-  const raw = openDatabase(file);
-  // As if a gateway process that has since died took this one (pid 0 is never a process of ours).
-  raw.prepare("UPDATE holds SET owner = 'gone', owner_pid = 2147483646 WHERE trace_id = 'orphan'").run();
-  raw.close();
-  const base = { ts: 1, workspace: 'w', key_id: 'k', endpoint: 'chat_completions', model_requested: 'm', model_served: 'm', provider: 'p', deployment: 'd', attempts: 1, attempts_json: [], stream: false, error_code: null, latency_ms: 5, ttfb_ms: 2, prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: null, cached_tokens: null, app_title: null, app_origin: null, session_id: null, ended: 'completed' as const };
-  a.requestLog.append({ ...base, trace_id: 'logged', status: 200, cost_nano: 40n });
-  a.requestLog.append({ ...base, trace_id: 'refused', status: 429, error_code: 'rate_limited', model_served: null, cost_nano: null });
-  a.requestLog.append({ ...base, trace_id: 'answered-unsettled', status: 200, cost_nano: null });
-  a.requestLog.append({ ...base, trace_id: 'charge-unrecorded', status: 200, cost_nano: 75n });
-  a.requestLog.append({ ...base, trace_id: 'served', status: 200, cost_nano: 99n });
-  a.requestLog.flush();
-  const v = a.wallets.verify();
-  t.equal(v.ok, false);
-  t.same(
-    v.problems,
-    [
-      'hold orphan of workspace w is open but nothing serves it: the process that took it (pid 2147483646) is gone; the next start releases it',
-      'request answered-unsettled answered 200 but has no settlement',
-      'request charge-unrecorded logged a charge of 0.000000075 USD but has no settlement',
-      'request served logged a charge of 0.000000099 USD but has no settlement',
-    ],
-    'one line each; the live hold, the settled request and the refused one are fine',
-  );
-  a.close();
-});
+t.test(
+  'verify fails on a hold nothing serves any more and on an answered request without its settlement',
+  async (t) => {
+    const file = tempDbFile(t);
+    const a = openStore(file);
+    a.wallets.credit('w', 1_000n, 'seed');
+    write(a, hold('w', 'served', 100n), hold('w', 'orphan', 100n), hold('w', 'logged', 100n));
+    write(a, settle('w', 'logged', 100n, 40n));
+    const raw = openDatabase(file);
+    // As if a gateway process that has since died took this one (pid 0 is never a process of ours).
+    raw.prepare("UPDATE holds SET owner = 'gone', owner_pid = 2147483646 WHERE trace_id = 'orphan'").run();
+    raw.close();
+    const base = {
+      ts: 1,
+      workspace: 'w',
+      key_id: 'k',
+      endpoint: 'chat_completions',
+      model_requested: 'm',
+      model_served: 'm',
+      provider: 'p',
+      deployment: 'd',
+      attempts: 1,
+      attempts_json: [],
+      stream: false,
+      error_code: null,
+      latency_ms: 5,
+      ttfb_ms: 2,
+      prompt_tokens: 1,
+      completion_tokens: 1,
+      reasoning_tokens: null,
+      cached_tokens: null,
+      app_title: null,
+      app_origin: null,
+      session_id: null,
+      ended: 'completed' as const,
+    };
+    a.requestLog.append({ ...base, trace_id: 'logged', status: 200, cost_nano: 40n });
+    a.requestLog.append({
+      ...base,
+      trace_id: 'refused',
+      status: 429,
+      error_code: 'rate_limited',
+      model_served: null,
+      cost_nano: null,
+    });
+    a.requestLog.append({ ...base, trace_id: 'answered-unsettled', status: 200, cost_nano: null });
+    a.requestLog.append({ ...base, trace_id: 'charge-unrecorded', status: 200, cost_nano: 75n });
+    a.requestLog.append({ ...base, trace_id: 'served', status: 200, cost_nano: 99n });
+    a.requestLog.flush();
+    const v = a.wallets.verify();
+    t.equal(v.ok, false);
+    t.same(
+      v.problems,
+      [
+        'hold orphan of workspace w is open but nothing serves it: the process that took it (pid 2147483646) is gone; the next start releases it',
+        'request answered-unsettled answered 200 but has no settlement',
+        'request charge-unrecorded logged a charge of 0.000000075 USD but has no settlement',
+        'request served logged a charge of 0.000000099 USD but has no settlement',
+      ],
+      'one line each; the live hold, the settled request and the refused one are fine',
+    );
+    a.close();
+  },
+);
 
 t.test('orphaned holds are released at startup, live ones are kept', async (t) => {
   const file = tempDbFile(t);

@@ -29,7 +29,14 @@ t.test('agrees with the parsed depth for any JSON value', async (t) => {
   const tricky = fc.constantFrom('[', ']', '{', '}', '"', '\\', '\\"', '\\\\', 'é', '\n');
   const str = fc.array(fc.oneof(fc.string(), tricky), { maxLength: 6 }).map((parts) => parts.join(''));
   const value = fc.letrec((tie) => ({
-    node: fc.oneof({ depthSize: 'small' }, fc.integer(), str, fc.constant(null), fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(str, tie('node'), { maxKeys: 3 })),
+    node: fc.oneof(
+      { depthSize: 'small' },
+      fc.integer(),
+      str,
+      fc.constant(null),
+      fc.array(tie('node'), { maxLength: 3 }),
+      fc.dictionary(str, tie('node'), { maxKeys: 3 }),
+    ),
   })).node;
   fc.assert(
     fc.property(value, fc.integer({ min: 0, max: 8 }), (v, max) => {
@@ -44,8 +51,16 @@ t.test('agrees with the parsed depth for any JSON value', async (t) => {
 t.test('brackets inside strings do not count', async (t) => {
   t.equal(nestsDeeperThan(Buffer.from('{"a":"[[[[{{{{"}'), 1), false);
   t.equal(nestsDeeperThan(Buffer.from('{"a":"\\"[[[["}'), 1), false, 'after an escaped quote');
-  t.equal(nestsDeeperThan(Buffer.from('{"a":"\\\\","b":[[1]]}'), 2), true, 'an escaped backslash ends before the quote');
-  t.equal(nestsDeeperThan(Buffer.from('{"a":"\\\\\\"[[","b":[1]}'), 2), false, 'three backslashes then a quote: still inside');
+  t.equal(
+    nestsDeeperThan(Buffer.from('{"a":"\\\\","b":[[1]]}'), 2),
+    true,
+    'an escaped backslash ends before the quote',
+  );
+  t.equal(
+    nestsDeeperThan(Buffer.from('{"a":"\\\\\\"[[","b":[1]}'), 2),
+    false,
+    'three backslashes then a quote: still inside',
+  );
 });
 
 t.test('the limit is inclusive and malformed text is left to the parser', async (t) => {
@@ -93,7 +108,22 @@ function statsOf(value: unknown): Stats {
 
 const LIMIT_NAMES: JsonLimit[] = ['depth', 'members', 'elements', 'values', 'nameBytes'];
 
-const trickyText = fc.constantFrom('[', ']', '{', '}', '"', '\\', '\\"', '\\\\', 'é', '\n', ':', ',', '\u2028', '\u0000');
+const trickyText = fc.constantFrom(
+  '[',
+  ']',
+  '{',
+  '}',
+  '"',
+  '\\',
+  '\\"',
+  '\\\\',
+  'é',
+  '\n',
+  ':',
+  ',',
+  '\u2028',
+  '\u0000',
+);
 const anyText = fc.array(fc.oneof(fc.string({ maxLength: 6 }), trickyText), { maxLength: 4 }).map((p) => p.join(''));
 const anyValue = fc.letrec((tie) => ({
   node: fc.oneof(
@@ -115,7 +145,7 @@ const limits = fc.record({
   nameBytes: fc.integer({ min: 0, max: 12 }),
 });
 
-t.test('on any JSON the verdict is the parsed value\'s, whatever the limits and spacing', async (t) => {
+t.test("on any JSON the verdict is the parsed value's, whatever the limits and spacing", async (t) => {
   fc.assert(
     fc.property(anyValue, limits, fc.constantFrom(0, 2), (v, lim, indent) => {
       const raw = Buffer.from(JSON.stringify(v, null, indent));
@@ -144,32 +174,56 @@ t.test('the member spans under every limit are those of the depth scan alone', a
   );
   t.equal(jsonShape(Buffer.from('{"a":1}'), JSON_LIMITS, false).members, null, 'not asked for');
   t.equal(jsonShape(Buffer.from('{"a":1}}'), JSON_LIMITS).members, null, 'a stray closing bracket: not one object');
-  t.equal(jsonShape(Buffer.from('{"a":[1,2,3]}'), { ...JSON_LIMITS, elements: 2 }).members, null, 'stopped at a limit: no spans');
+  t.equal(
+    jsonShape(Buffer.from('{"a":[1,2,3]}'), { ...JSON_LIMITS, elements: 2 }).members,
+    null,
+    'stopped at a limit: no spans',
+  );
 });
 
 t.test('any bytes: never throws, always a verdict', async () => {
   const jsonish = fc
-    .array(fc.oneof(fc.constantFrom('{', '}', '[', ']', '"', '\\', ':', ',', ' ', '\n', 'a', '1', '-', 'é', 'true', '"k":'), fc.string({ maxLength: 3 })), { maxLength: 60 })
+    .array(
+      fc.oneof(
+        fc.constantFrom('{', '}', '[', ']', '"', '\\', ':', ',', ' ', '\n', 'a', '1', '-', 'é', 'true', '"k":'),
+        fc.string({ maxLength: 3 }),
+      ),
+      { maxLength: 60 },
+    )
     .map((p) => Buffer.from(p.join('')));
-  const bytes = fc.oneof(fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)), jsonish);
+  const bytes = fc.oneof(
+    fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)),
+    jsonish,
+  );
   fc.assert(
     fc.property(bytes, limits, fc.boolean(), (buf, lim, want) => {
       const r = jsonShape(buf, lim, want);
-      return (r.exceeded === null || LIMIT_NAMES.includes(r.exceeded)) && (r.members === null || r.members instanceof Map);
+      return (
+        (r.exceeded === null || LIMIT_NAMES.includes(r.exceeded)) && (r.members === null || r.members instanceof Map)
+      );
     }),
     { numRuns: runs(5000) },
   );
   // Mutations of valid JSON: a byte removed, inserted or replaced anywhere.
   fc.assert(
-    fc.property(anyValue, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom('drop', 'insert', 'replace'), (v, at, byte, how) => {
-      const raw = Buffer.from(JSON.stringify(v));
-      const i = raw.length === 0 ? 0 : at % raw.length;
-      const b = Buffer.from([byte]);
-      const mutated = how === 'drop' ? Buffer.concat([raw.subarray(0, i), raw.subarray(i + 1)]) : Buffer.concat([raw.subarray(0, i), b, raw.subarray(how === 'insert' ? i : i + 1)]);
-      jsonShape(mutated, JSON_LIMITS);
-      jsonShape(mutated, 3);
-      return true;
-    }),
+    fc.property(
+      anyValue,
+      fc.nat(),
+      fc.integer({ min: 0, max: 255 }),
+      fc.constantFrom('drop', 'insert', 'replace'),
+      (v, at, byte, how) => {
+        const raw = Buffer.from(JSON.stringify(v));
+        const i = raw.length === 0 ? 0 : at % raw.length;
+        const b = Buffer.from([byte]);
+        const mutated =
+          how === 'drop'
+            ? Buffer.concat([raw.subarray(0, i), raw.subarray(i + 1)])
+            : Buffer.concat([raw.subarray(0, i), b, raw.subarray(how === 'insert' ? i : i + 1)]);
+        jsonShape(mutated, JSON_LIMITS);
+        jsonShape(mutated, 3);
+        return true;
+      },
+    ),
     { numRuns: runs(3000) },
   );
 });
@@ -190,11 +244,17 @@ t.test('linear time: 16× the bytes cost about 16× the CPU, for the shapes that
   for (const [label, make] of shapes) {
     const a = Buffer.from(make(small));
     const b = Buffer.from(make(16 * small));
-    for (const [which, lim] of [['production limits', JSON_LIMITS], ['depth only', unbounded]] as const) {
+    for (const [which, lim] of [
+      ['production limits', JSON_LIMITS],
+      ['depth only', unbounded],
+    ] as const) {
       cpuMs(() => jsonShape(a, lim)); // warm
       const ta = cpuMs(() => jsonShape(a, lim));
       const tb = cpuMs(() => jsonShape(b, lim));
-      t.ok(looksLinear(ta, tb, 16), `${label} (${which}): ${(a.length / 1024) | 0} KiB in ${ta.toFixed(2)} ms, ${(b.length / 1024) | 0} KiB in ${tb.toFixed(2)} ms of CPU`);
+      t.ok(
+        looksLinear(ta, tb, 16),
+        `${label} (${which}): ${(a.length / 1024) | 0} KiB in ${ta.toFixed(2)} ms, ${(b.length / 1024) | 0} KiB in ${tb.toFixed(2)} ms of CPU`,
+      );
     }
   }
 });

@@ -1,6 +1,13 @@
 // The key scanner finds `model` only where it is a key at the asked depth, never inside strings.
 import t from 'tap';
-import { findStringValue, hasNonNullKey, memberValues, readString, replaceSpan, withoutNullMember } from '../../src/stream/json-key.ts';
+import {
+  findStringValue,
+  hasNonNullKey,
+  memberValues,
+  readString,
+  replaceSpan,
+  withoutNullMember,
+} from '../../src/stream/json-key.ts';
 
 const rewrite = (json: string, depth: number, to = 'v/slug') => {
   const buf = Buffer.from(json);
@@ -9,7 +16,8 @@ const rewrite = (json: string, depth: number, to = 'v/slug') => {
 };
 
 t.test('top-level model in a chat chunk', async (t) => {
-  const chunk = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"delta":{"content":"\\"model\\": \\"x\\""}}]}';
+  const chunk =
+    '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"delta":{"content":"\\"model\\": \\"x\\""}}]}';
   const out = rewrite(chunk, 1);
   t.equal(out, chunk.replace('"model":"gpt-4o"', '"model":"v/slug"'));
   t.same(JSON.parse(out as string).choices[0].delta.content, '"model": "x"');
@@ -23,7 +31,10 @@ t.test('nested model at depth 2 only', async (t) => {
 });
 
 t.test('string values equal to "model" and escaped quotes are not keys', async (t) => {
-  t.equal(rewrite('{"type":"model","x":"\\"model\\":\\"no\\"","model":"m"}', 1), '{"type":"model","x":"\\"model\\":\\"no\\"","model":"v/slug"}');
+  t.equal(
+    rewrite('{"type":"model","x":"\\"model\\":\\"no\\"","model":"m"}', 1),
+    '{"type":"model","x":"\\"model\\":\\"no\\"","model":"v/slug"}',
+  );
   t.equal(rewrite('{"a":"\\"model","model" : "m"}', 1), '{"a":"\\"model","model" : "v/slug"}');
   t.equal(rewrite('{"a":["model"],"b":{"model":"deep"}}', 1), null);
   t.equal(rewrite('{"model":null}', 1), null);
@@ -48,7 +59,11 @@ t.test('memberValues: every member of one object with a name, however spelled, n
     return memberValues(buf, json.indexOf('{'), key)?.map((s) => buf.toString('utf8', s.start, s.end)) ?? null;
   };
   t.same(spans('{"model":"a","x":{"model":"deep"},"model" : "b"}'), ['"a"', '"b"'], 'twice, the nested one left out');
-  t.same(spans('{"mod\\u0065l":"a","\\u006dodel":null,"m\\u006fdel":{"k":1}}'), ['"a"', 'null', '{"k":1}'], 'escaped spellings');
+  t.same(
+    spans('{"mod\\u0065l":"a","\\u006dodel":null,"m\\u006fdel":{"k":1}}'),
+    ['"a"', 'null', '{"k":1}'],
+    'escaped spellings',
+  );
   t.same(spans('{"models":"a","mode":"b","x":"\\"model\\":\\"c\\""}'), [], 'other names, and the name inside a string');
   t.same(spans('{}'), []);
   t.same(spans(' { "model" : 1 , "y" : [1,{"model":2}] } '), ['1']);
@@ -63,11 +78,30 @@ t.test('withoutNullMember drops a null member at the asked depth, with one comma
   t.equal(drop('{"usage":null,"id":"c"}'), '{"id":"c"}', 'first member');
   t.equal(drop('{ "usage" : null }'), '{  }', 'the only member');
   t.equal(drop('{"a":1, "usage" : null ,"b":2}'), '{"a":1 ,"b":2}', 'spaces around');
-  t.equal(drop('data: {"a":1,"usage":null,"obfuscation":"x"}\n\n'), 'data: {"a":1,"obfuscation":"x"}\n\n', 'an SSE event');
-  t.equal(drop('{"usage":null,"b":{"usage":null},"usage":null}'), '{"b":{"usage":null}}', 'every null one at depth 1, none deeper');
-  for (const keep of ['{"usage":{"prompt_tokens":1}}', '{"a":"\\"usage\\":null"}', '{"a":["usage",null]}', '{"usage":0}', '{"x":1}']) {
+  t.equal(
+    drop('data: {"a":1,"usage":null,"obfuscation":"x"}\n\n'),
+    'data: {"a":1,"obfuscation":"x"}\n\n',
+    'an SSE event',
+  );
+  t.equal(
+    drop('{"usage":null,"b":{"usage":null},"usage":null}'),
+    '{"b":{"usage":null}}',
+    'every null one at depth 1, none deeper',
+  );
+  for (const keep of [
+    '{"usage":{"prompt_tokens":1}}',
+    '{"a":"\\"usage\\":null"}',
+    '{"a":["usage",null]}',
+    '{"usage":0}',
+    '{"x":1}',
+  ]) {
     const buf = Buffer.from(keep);
     t.equal(withoutNullMember(buf, 'usage', 1), buf, `${keep}: untouched, the same buffer`);
   }
-  for (const json of ['{"usage":null,"a":[1,{"usage":null}],"z":"usage"}', '{"a":null,"usage":null}']) t.same(JSON.parse(drop(json)), Object.fromEntries(Object.entries(JSON.parse(json) as Record<string, unknown>).filter(([k]) => k !== 'usage')), json);
+  for (const json of ['{"usage":null,"a":[1,{"usage":null}],"z":"usage"}', '{"a":null,"usage":null}'])
+    t.same(
+      JSON.parse(drop(json)),
+      Object.fromEntries(Object.entries(JSON.parse(json) as Record<string, unknown>).filter(([k]) => k !== 'usage')),
+      json,
+    );
 });

@@ -39,7 +39,8 @@ t.test('every split point gives the same events', async (t) => {
 t.test('byte-by-byte feeding', async (t) => {
   const s = new SseSplitter();
   const got: string[] = [];
-  for (let i = 0; i < stream.length; i++) for (const e of s.push(stream.subarray(i, i + 1))) got.push(e.toString('utf8'));
+  for (let i = 0; i < stream.length; i++)
+    for (const e of s.push(stream.subarray(i, i + 1))) got.push(e.toString('utf8'));
   t.same(got, expected);
 });
 
@@ -51,7 +52,10 @@ t.test('unterminated tail is returned by flush', async (t) => {
 });
 
 t.test('field parsing', async (t) => {
-  t.same(parseSseEvent(Buffer.from('event: ping\ndata: {"type":"ping"}\n\n')), { event: 'ping', data: '{"type":"ping"}' });
+  t.same(parseSseEvent(Buffer.from('event: ping\ndata: {"type":"ping"}\n\n')), {
+    event: 'ping',
+    data: '{"type":"ping"}',
+  });
   t.same(parseSseEvent(Buffer.from('data:x\ndata: y\r\n\r\n')), { event: null, data: 'x\ny' });
   t.same(parseSseEvent(Buffer.from(': comment\n\n')), { event: null, data: null });
   t.equal(sseEventName(Buffer.from('event: content_block_delta\ndata: {}\n\n')), 'content_block_delta');
@@ -104,7 +108,11 @@ t.test('an event may hold at most maxEventBytes: past it the splitter stops', as
   t.equal(s.flush(), null);
 
   const whole = new SseSplitter(20);
-  t.same(whole.push(Buffer.from('data: 1\n\ndata: 123456789012345678\n\ndata: 2\n\n')).map(String), ['data: 1\n\n'], 'the events before a too large one in the same chunk come out');
+  t.same(
+    whole.push(Buffer.from('data: 1\n\ndata: 123456789012345678\n\ndata: 2\n\n')).map(String),
+    ['data: 1\n\n'],
+    'the events before a too large one in the same chunk come out',
+  );
   t.ok(whole.tooLarge);
 
   const across = new SseSplitter(20);

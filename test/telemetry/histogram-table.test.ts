@@ -19,7 +19,13 @@ t.test('same exposition as prom-client for the same observations', async (t) => 
   const theirs = new Registry();
   const table = new HistogramTable('endpoint', BOUNDS);
   new TableHistogram({ name: 'x_seconds', help: 'h', registers: [ours] }, table);
-  const reference = new Histogram({ name: 'x_seconds', help: 'h', labelNames: ['endpoint'], buckets: BOUNDS, registers: [theirs] });
+  const reference = new Histogram({
+    name: 'x_seconds',
+    help: 'h',
+    labelNames: ['endpoint'],
+    buckets: BOUNDS,
+    registers: [theirs],
+  });
   for (const [label, v] of OBSERVED) {
     table.observe(label, v);
     reference.observe({ endpoint: label }, v);
@@ -27,7 +33,17 @@ t.test('same exposition as prom-client for the same observations', async (t) => 
   t.equal(await ours.metrics(), await theirs.metrics(), 'text exposition');
   // JSON: the same series and values (prom-client adds empty exemplar fields of its own).
   const essentials = (m: Awaited<ReturnType<Registry['getMetricsAsJSON']>>) =>
-    m.map((x) => ({ name: x.name, help: x.help, type: x.type, aggregator: x.aggregator, values: x.values.map((v) => ({ value: v.value, labels: v.labels, metricName: (v as { metricName?: string }).metricName })) }));
+    m.map((x) => ({
+      name: x.name,
+      help: x.help,
+      type: x.type,
+      aggregator: x.aggregator,
+      values: x.values.map((v) => ({
+        value: v.value,
+        labels: v.labels,
+        metricName: (v as { metricName?: string }).metricName,
+      })),
+    }));
   t.same(essentials(await ours.getMetricsAsJSON()), essentials(await theirs.getMetricsAsJSON()), 'JSON');
 });
 

@@ -40,7 +40,16 @@ async function exported(s: Stack, rx: OtlpReceiver, traceId: string, count: numb
 t.test('a request span with the GenAI attributes, one span per attempt, traceparent sent upstream', async (t) => {
   const { s, rx, key } = await tracedStack(t);
   s.sim.script('small-beta', { status: 500 }, 1);
-  const res = await s.post(CHAT, { model: 'acme/chat-small', messages: USER, provider: { order: ['beta', 'alpha'], only: ['beta', 'alpha'] }, sim: { usage: { prompt: 12, completion: 7 } } }, { key });
+  const res = await s.post(
+    CHAT,
+    {
+      model: 'acme/chat-small',
+      messages: USER,
+      provider: { order: ['beta', 'alpha'], only: ['beta', 'alpha'] },
+      sim: { usage: { prompt: 12, completion: 7 } },
+    },
+    { key },
+  );
   await res.text();
   t.same([res.status, res.headers.get('x-pi-provider')], [200, 'alpha']);
   const requestId = res.headers.get('x-pi-trace-id') as string;
@@ -69,26 +78,50 @@ t.test('a request span with the GenAI attributes, one span per attempt, tracepar
   t.notOk('error.type' in server.attributes, 'no error.type on a completed request');
   t.equal(server.resource['service.name'], 'pi-gateway');
 
-  const attempts = spans.filter((x) => x.kind === CLIENT).sort((a, b) => Number(a.attributes['pi.attempt']) - Number(b.attributes['pi.attempt']));
+  const attempts = spans
+    .filter((x) => x.kind === CLIENT)
+    .sort((a, b) => Number(a.attributes['pi.attempt']) - Number(b.attributes['pi.attempt']));
   t.equal(attempts.length, 2, 'two CLIENT spans');
   for (const a of attempts) t.equal(a.parentSpanId, server.spanId, `${a.name}: child of the request span`);
   const [beta, alpha] = attempts as [ReceivedSpan, ReceivedSpan];
   t.equal(beta.name, 'chat small-beta');
-  t.match(beta.attributes, { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'beta', 'gen_ai.request.model': 'small-beta', 'error.type': 'status_500', 'http.response.status_code': 500, 'pi.deployment': 'beta/chat-small' });
+  t.match(beta.attributes, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'beta',
+    'gen_ai.request.model': 'small-beta',
+    'error.type': 'status_500',
+    'http.response.status_code': 500,
+    'pi.deployment': 'beta/chat-small',
+  });
   t.equal(beta.statusCode, ERROR, 'the failed attempt is an error');
-  t.match(alpha.attributes, { 'gen_ai.provider.name': 'alpha', 'gen_ai.request.model': 'small-v1', 'gen_ai.response.model': 'small-v1', 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 7, 'pi.outcome': 'ok' });
+  t.match(alpha.attributes, {
+    'gen_ai.provider.name': 'alpha',
+    'gen_ai.request.model': 'small-v1',
+    'gen_ai.response.model': 'small-v1',
+    'gen_ai.usage.input_tokens': 12,
+    'gen_ai.usage.output_tokens': 7,
+    'pi.outcome': 'ok',
+  });
   t.notOk('error.type' in alpha.attributes);
 
   // What the simulator received: each attempt carried the traceparent of its own span.
   const sent = s.sim.requests.map((r) => r.headers['traceparent']);
-  t.same(sent, [`00-${traceId}-${beta.spanId}-01`, `00-${traceId}-${alpha.spanId}-01`], 'traceparent of each attempt span sent upstream');
+  t.same(
+    sent,
+    [`00-${traceId}-${beta.spanId}-01`, `00-${traceId}-${alpha.spanId}-01`],
+    'traceparent of each attempt span sent upstream',
+  );
 });
 
 t.test("a client's traceparent is continued and passed upstream", async (t) => {
   const { s, rx, key } = await tracedStack(t);
   const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
   const clientSpan = '00f067aa0ba902b7';
-  const res = await s.post(CHAT, { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key, headers: { traceparent: `00-${clientTrace}-${clientSpan}-01`, tracestate: 'vendor=abc' } });
+  const res = await s.post(
+    CHAT,
+    { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+    { key, headers: { traceparent: `00-${clientTrace}-${clientSpan}-01`, tracestate: 'vendor=abc' } },
+  );
   await res.text();
   t.equal(res.status, 200);
   const spans = await exported(s, rx, clientTrace, 2);
@@ -97,26 +130,41 @@ t.test("a client's traceparent is continued and passed upstream", async (t) => {
   t.equal(server.parentSpanId, clientSpan, "the request span is the client span's child");
   t.equal(attempt.parentSpanId, server.spanId);
   const up = s.sim.requests.at(-1)?.headers ?? {};
-  t.equal(up['traceparent'], `00-${clientTrace}-${attempt.spanId}-01`, "upstream continues the client's trace under the attempt span");
+  t.equal(
+    up['traceparent'],
+    `00-${clientTrace}-${attempt.spanId}-01`,
+    "upstream continues the client's trace under the attempt span",
+  );
   t.equal(up['tracestate'], 'vendor=abc', 'tracestate travels with it');
   t.equal(spans.filter((x) => x.traceId !== clientTrace).length, 0);
 });
 
-t.test("a client's unsampled trace is propagated, not exported; a malformed traceparent starts a new trace", async (t) => {
-  const { s, rx, key } = await tracedStack(t);
-  const unsampled = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
-  const res = await s.post(CHAT, { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key, headers: { traceparent: `00-${unsampled}-bbbbbbbbbbbbbbbb-00` } });
-  await res.text();
-  const up = s.sim.requests.at(-1)?.headers['traceparent'] ?? '';
-  t.match(up, new RegExp(`^00-${unsampled}-[0-9a-f]{16}-00$`), 'propagated with the unsampled flag');
+t.test(
+  "a client's unsampled trace is propagated, not exported; a malformed traceparent starts a new trace",
+  async (t) => {
+    const { s, rx, key } = await tracedStack(t);
+    const unsampled = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
+    const res = await s.post(
+      CHAT,
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+      { key, headers: { traceparent: `00-${unsampled}-bbbbbbbbbbbbbbbb-00` } },
+    );
+    await res.text();
+    const up = s.sim.requests.at(-1)?.headers['traceparent'] ?? '';
+    t.match(up, new RegExp(`^00-${unsampled}-[0-9a-f]{16}-00$`), 'propagated with the unsampled flag');
 
-  const bad = await s.post(CHAT, { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key, headers: { traceparent: '00-00000000000000000000000000000000-bbbbbbbbbbbbbbbb-01' } });
-  await bad.text();
-  const own = (bad.headers.get('x-pi-trace-id') as string).replaceAll('-', '');
-  const spans = await exported(s, rx, own, 2);
-  t.equal(spans.length, 2, 'an invalid traceparent: a new trace named after the request id');
-  t.equal(rx.spans.filter((x) => x.traceId === unsampled).length, 0, 'nothing exported for the unsampled trace');
-});
+    const bad = await s.post(
+      CHAT,
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+      { key, headers: { traceparent: '00-00000000000000000000000000000000-bbbbbbbbbbbbbbbb-01' } },
+    );
+    await bad.text();
+    const own = (bad.headers.get('x-pi-trace-id') as string).replaceAll('-', '');
+    const spans = await exported(s, rx, own, 2);
+    t.equal(spans.length, 2, 'an invalid traceparent: a new trace named after the request id');
+    t.equal(rx.spans.filter((x) => x.traceId === unsampled).length, 0, 'nothing exported for the unsampled trace');
+  },
+);
 
 t.test('refused requests: a span with error.type; the span is an error only for 5xx', async (t) => {
   const { s, rx } = await tracedStack(t);
@@ -124,16 +172,29 @@ t.test('refused requests: a span with error.type; the span is an error only for 
   await res.text();
   t.equal(res.status, 402);
   const [span] = await exported(s, rx, (res.headers.get('x-pi-trace-id') as string).replaceAll('-', ''), 1);
-  t.match(span?.attributes, { 'error.type': 'insufficient_balance', 'http.response.status_code': 402, 'pi.ended': 'rejected', 'gen_ai.request.model': 'acme/chat-small' });
+  t.match(span?.attributes, {
+    'error.type': 'insufficient_balance',
+    'http.response.status_code': 402,
+    'pi.ended': 'rejected',
+    'gen_ai.request.model': 'acme/chat-small',
+  });
   t.not(span?.statusCode, ERROR, "a client's 4xx is not a server-span error");
 
   s.sim.script('small-v1', { status: 503 }, 10);
-  const down = await s.post(CHAT, { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key: s.key('open') });
+  const down = await s.post(
+    CHAT,
+    { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+    { key: s.key('open') },
+  );
   await down.text();
   t.equal(down.status, 503);
   const spans = await exported(s, rx, (down.headers.get('x-pi-trace-id') as string).replaceAll('-', ''), 2);
   const server = spans.find((x) => x.kind === SERVER);
-  t.match(server?.attributes, { 'error.type': 'provider_error', 'http.response.status_code': 503, 'pi.ended': 'failed' });
+  t.match(server?.attributes, {
+    'error.type': 'provider_error',
+    'http.response.status_code': 503,
+    'pi.ended': 'failed',
+  });
   t.equal(server?.statusCode, ERROR, 'a 5xx is an error');
 });
 
@@ -150,11 +211,39 @@ t.test('a collector that refuses or hangs never holds up a shutdown; failures ar
     }
   });
   const port = (srv: Server) => (srv.address() as AddressInfo).port;
-  for (const [label, srv] of [['refusing', refusing], ['hanging', hanging]] as const) {
+  for (const [label, srv] of [
+    ['refusing', refusing],
+    ['hanging', hanging],
+  ] as const) {
     const events: [string, Record<string, unknown> | undefined][] = [];
-    const tel = await startTelemetry({ traces: { url: `http://127.0.0.1:${port(srv)}/v1/traces`, flushTimeoutMs: 300, exportTimeoutMs: 500 }, log: (e, f) => events.push([e, f]) });
-    const watch = (tel.observers[0] as RequestObserver).begin('chat_completions', '0190f0c2-8d8e-7c4b-9a7e-0123456789ab', { method: 'POST', path: CHAT, query: '', headers: {}, params: [], body: Buffer.alloc(0), bodyStream: null, startedAt: performance.now(), remoteAddress: '127.0.0.1', bodyBytes: 0 });
-    watch.end({ row: { ...EMPTY_ROW, ts: Date.now() }, durationMs: 1, routedModel: null, upstreamModel: null, requestBytes: 0, responseBytes: 0 });
+    const tel = await startTelemetry({
+      traces: { url: `http://127.0.0.1:${port(srv)}/v1/traces`, flushTimeoutMs: 300, exportTimeoutMs: 500 },
+      log: (e, f) => events.push([e, f]),
+    });
+    const watch = (tel.observers[0] as RequestObserver).begin(
+      'chat_completions',
+      '0190f0c2-8d8e-7c4b-9a7e-0123456789ab',
+      {
+        method: 'POST',
+        path: CHAT,
+        query: '',
+        headers: {},
+        params: [],
+        body: Buffer.alloc(0),
+        bodyStream: null,
+        startedAt: performance.now(),
+        remoteAddress: '127.0.0.1',
+        bodyBytes: 0,
+      },
+    );
+    watch.end({
+      row: { ...EMPTY_ROW, ts: Date.now() },
+      durationMs: 1,
+      routedModel: null,
+      upstreamModel: null,
+      requestBytes: 0,
+      responseBytes: 0,
+    });
     const t0 = performance.now();
     await tel.close();
     const ms = performance.now() - t0;
@@ -167,10 +256,22 @@ t.test('an export, retries included, never outlives the shutdown bound', async (
   t.equal(exportTimeout(2000, undefined, {}), 2000, 'default: the flush timeout (the exporter alone would take 10 s)');
   t.equal(exportTimeout(2000, 500, {}), 500, 'a shorter one asked for');
   t.equal(exportTimeout(2000, 10_000, {}), 2000, 'a longer one is cut to the bound');
-  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: '700' }), 700, 'OTEL_EXPORTER_OTLP_TIMEOUT, when shorter');
-  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '300', OTEL_EXPORTER_OTLP_TIMEOUT: '700' }), 300, 'the traces-specific one first');
+  t.equal(
+    exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: '700' }),
+    700,
+    'OTEL_EXPORTER_OTLP_TIMEOUT, when shorter',
+  );
+  t.equal(
+    exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '300', OTEL_EXPORTER_OTLP_TIMEOUT: '700' }),
+    300,
+    'the traces-specific one first',
+  );
   t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: '30000' }), 2000, 'never past the bound');
-  t.equal(exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: 'soon' }), 2000, 'a value that is no number is ignored');
+  t.equal(
+    exportTimeout(2000, undefined, { OTEL_EXPORTER_OTLP_TIMEOUT: 'soon' }),
+    2000,
+    'a value that is no number is ignored',
+  );
 });
 
 const EMPTY_ROW = {

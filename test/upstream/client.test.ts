@@ -26,7 +26,11 @@ function client(t: Test): UpstreamClient {
 }
 
 /** Calls `url` and records what the sink hears; `onData` may act on the control. */
-function call(c: UpstreamClient, url: string, onData?: (ctrl: UpstreamControl, seen: Seen) => void): { ctrl: UpstreamControl; seen: Seen } {
+function call(
+  c: UpstreamClient,
+  url: string,
+  onData?: (ctrl: UpstreamControl, seen: Seen) => void,
+): { ctrl: UpstreamControl; seen: Seen } {
   const seen: Seen = { heads: [], bytes: 0, text: [], ended: false, errors: [] };
   let ctrl: UpstreamControl | null = null;
   const sink: UpstreamSink = {
@@ -45,40 +49,46 @@ function call(c: UpstreamClient, url: string, onData?: (ctrl: UpstreamControl, s
 
 const SIZE = 8 * 1024 * 1024;
 
-t.test('a pause withholds the answer and pushes back on the provider; resume delivers the rest in order; a close while paused ends it', async (t) => {
-  let upstream: RawExchange | null = null;
-  let providerBlocked = false;
-  const up = await rawUpstream(t, (ex) => {
-    upstream = ex;
-    ex.write(rawHead('200 OK', [['Content-Type', 'application/octet-stream']]));
-    // Close-delimited: the provider closes once everything is written.
-    providerBlocked = !ex.write(Buffer.alloc(SIZE, 0x61));
-    ex.end();
-  });
-  const c = client(t);
-  let paused = false;
-  const { ctrl, seen } = call(c, up.url, (ctl) => {
-    if (!paused) {
-      paused = true;
-      ctl.pause();
-    }
-  });
-  t.ok(await waitFor(() => paused), 'paused on the first chunk');
-  await new Promise((r) => setTimeout(r, 300));
-  const atPause = seen.bytes;
-  t.ok(atPause < SIZE, `nothing more after the pause (${atPause} bytes)`);
-  t.ok(providerBlocked, 'the provider could not write everything');
-  t.ok(((upstream as RawExchange | null)?.socket.writableLength ?? 0) > 0, 'the provider still holds unsent bytes: TCP pushed back');
-  t.notOk(seen.ended, 'not ended while paused');
-  ctrl.resume();
-  t.ok(await waitFor(() => seen.ended || seen.errors.length > 0, 10_000), 'ended');
-  t.equal(seen.errors.length, 0, 'no error');
-  t.equal(seen.bytes, SIZE, 'every byte');
-  t.ok(
-    seen.text.every((s) => /^a*$/.test(s)),
-    'in order, nothing else',
-  );
-});
+t.test(
+  'a pause withholds the answer and pushes back on the provider; resume delivers the rest in order; a close while paused ends it',
+  async (t) => {
+    let upstream: RawExchange | null = null;
+    let providerBlocked = false;
+    const up = await rawUpstream(t, (ex) => {
+      upstream = ex;
+      ex.write(rawHead('200 OK', [['Content-Type', 'application/octet-stream']]));
+      // Close-delimited: the provider closes once everything is written.
+      providerBlocked = !ex.write(Buffer.alloc(SIZE, 0x61));
+      ex.end();
+    });
+    const c = client(t);
+    let paused = false;
+    const { ctrl, seen } = call(c, up.url, (ctl) => {
+      if (!paused) {
+        paused = true;
+        ctl.pause();
+      }
+    });
+    t.ok(await waitFor(() => paused), 'paused on the first chunk');
+    await new Promise((r) => setTimeout(r, 300));
+    const atPause = seen.bytes;
+    t.ok(atPause < SIZE, `nothing more after the pause (${atPause} bytes)`);
+    t.ok(providerBlocked, 'the provider could not write everything');
+    t.ok(
+      ((upstream as RawExchange | null)?.socket.writableLength ?? 0) > 0,
+      'the provider still holds unsent bytes: TCP pushed back',
+    );
+    t.notOk(seen.ended, 'not ended while paused');
+    ctrl.resume();
+    t.ok(await waitFor(() => seen.ended || seen.errors.length > 0, 10_000), 'ended');
+    t.equal(seen.errors.length, 0, 'no error');
+    t.equal(seen.bytes, SIZE, 'every byte');
+    t.ok(
+      seen.text.every((s) => /^a*$/.test(s)),
+      'in order, nothing else',
+    );
+  },
+);
 
 t.test('pausing and resuming on every chunk of a close-delimited answer never breaks it', async (t) => {
   const up = await rawUpstream(t, (ex) => {
@@ -96,7 +106,11 @@ t.test('pausing and resuming on every chunk of a close-delimited answer never br
 });
 
 t.test('interim heads are not answers; an unsolicited 100 Continue is read past', async (t) => {
-  for (const interim of ['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.1 102 Processing\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n']) {
+  for (const interim of [
+    'HTTP/1.1 100 Continue\r\n\r\n',
+    'HTTP/1.1 102 Processing\r\n\r\n',
+    'HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n',
+  ]) {
     const up = await rawUpstream(t, (ex) => {
       ex.write(interim);
       setTimeout(() => ex.write(rawHead('200 OK', [['Content-Length', '2']]) + 'ok'), 20);
@@ -141,50 +155,66 @@ t.test('a sink that throws ends its exchange with the error, once', async (t) =>
   t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the upstream connection was dropped');
 });
 
-t.test('an exception inside the HTTP client\'s handling of a connection ends that exchange, not the process', async (t) => {
-  const up = await rawUpstream(t, (ex) => {
-    ex.write(rawHead('200 OK', [['Content-Type', 'text/plain']]));
-    ex.write('partial');
-  });
-  // Plant a failing listener on the connection the request is written on (as an assertion inside
-  // undici's parser would fail).
-  let planted = false;
-  const plant = (message: unknown): void => {
-    const socket = (message as { socket: Socket }).socket;
-    if (planted) return;
-    planted = true;
-    socket.on('readable', () => {
-      throw new Error('planted failure');
+t.test(
+  "an exception inside the HTTP client's handling of a connection ends that exchange, not the process",
+  async (t) => {
+    const up = await rawUpstream(t, (ex) => {
+      ex.write(rawHead('200 OK', [['Content-Type', 'text/plain']]));
+      ex.write('partial');
     });
-  };
-  subscribe('undici:client:sendHeaders', plant);
-  t.teardown(() => unsubscribe('undici:client:sendHeaders', plant));
-  const uncaught: unknown[] = [];
-  const onUncaught = (e: unknown): void => void uncaught.push(e);
-  process.prependListener('uncaughtException', onUncaught);
-  t.teardown(() => process.off('uncaughtException', onUncaught));
-  const c = client(t);
-  const { seen } = call(c, up.url);
-  t.ok(await waitFor(() => seen.errors.length > 0 || seen.ended), 'the exchange ended');
-  t.match(seen.errors[0]?.message ?? '', /planted failure/);
-  t.notOk(seen.ended);
-  t.same(uncaught, [], 'nothing escaped');
-  t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the connection was dropped');
-  // The client goes on with new connections.
-  const again = call(c, up.url);
-  t.ok(await waitFor(() => again.seen.heads.length > 0));
-  t.same(again.seen.heads, [200]);
-});
+    // Plant a failing listener on the connection the request is written on (as an assertion inside
+    // undici's parser would fail).
+    let planted = false;
+    const plant = (message: unknown): void => {
+      const socket = (message as { socket: Socket }).socket;
+      if (planted) return;
+      planted = true;
+      socket.on('readable', () => {
+        throw new Error('planted failure');
+      });
+    };
+    subscribe('undici:client:sendHeaders', plant);
+    t.teardown(() => unsubscribe('undici:client:sendHeaders', plant));
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown): void => void uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    t.teardown(() => process.off('uncaughtException', onUncaught));
+    const c = client(t);
+    const { seen } = call(c, up.url);
+    t.ok(await waitFor(() => seen.errors.length > 0 || seen.ended), 'the exchange ended');
+    t.match(seen.errors[0]?.message ?? '', /planted failure/);
+    t.notOk(seen.ended);
+    t.same(uncaught, [], 'nothing escaped');
+    t.ok(await waitFor(() => up.exchanges.every((ex) => ex.socket.destroyed)), 'the connection was dropped');
+    // The client goes on with new connections.
+    const again = call(c, up.url);
+    t.ok(await waitFor(() => again.seen.heads.length > 0));
+    t.same(again.seen.heads, [200]);
+  },
+);
 
 t.test('a streamed request body tells the sink when it was sent whole; an in-memory one does not', async (t) => {
   const up = await rawUpstream(t, (ex) => ex.end(rawHead('200 OK', [['Content-Length', '2']]) + 'ok'));
   const c = client(t);
   for (const [name, body, expect] of [
-    ['streamed', Readable.from([Buffer.from('a'.repeat(1000)), Buffer.from('b'.repeat(1000))]), ['sent', 'head', 'end']],
+    [
+      'streamed',
+      Readable.from([Buffer.from('a'.repeat(1000)), Buffer.from('b'.repeat(1000))]),
+      ['sent', 'head', 'end'],
+    ],
     ['in memory', '{}', ['head', 'end']],
   ] as const) {
     const order: string[] = [];
-    c.call({ url: `${up.url}/x`, headers: {}, body }, { onHead: () => order.push('head'), onData: () => undefined, onEnd: () => order.push('end'), onError: (e) => order.push(`error ${e.message}`), onRequestSent: () => order.push('sent') });
+    c.call(
+      { url: `${up.url}/x`, headers: {}, body },
+      {
+        onHead: () => order.push('head'),
+        onData: () => undefined,
+        onEnd: () => order.push('end'),
+        onError: (e) => order.push(`error ${e.message}`),
+        onRequestSent: () => order.push('sent'),
+      },
+    );
     t.ok(await waitFor(() => order.includes('end') || order.some((o) => o.startsWith('error'))));
     t.same(order, expect, name);
   }

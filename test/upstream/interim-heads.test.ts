@@ -24,7 +24,11 @@ t.test('a 100 head is dropped, with CRLF or bare LF lines, repeated or mixed wit
   t.equal(run(`HTTP/1.1 100 Continue\r\n\r\n${FINAL}`), FINAL);
   t.equal(run(`HTTP/1.1 100 Continue\n\n${FINAL}`), FINAL);
   t.equal(run(`HTTP/1.1 100\r\n\r\n${FINAL}`), FINAL, 'no reason phrase');
-  t.equal(run(`HTTP/1.0 100 Continue\r\nX-A: b\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n${FINAL}`), FINAL, 'two, one with a header');
+  t.equal(
+    run(`HTTP/1.0 100 Continue\r\nX-A: b\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n${FINAL}`),
+    FINAL,
+    'two, one with a header',
+  );
   const early = 'HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n';
   t.equal(run(`${early}HTTP/1.1 100 Continue\r\n\r\n${FINAL}`), early + FINAL, 'a 103 is left for the HTTP client');
 });
@@ -33,14 +37,19 @@ t.test('the same bytes cut at every position give the same result', async (t) =>
   const input = `HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n${FINAL}`;
   const want = `HTTP/1.1 102 Processing\r\n\r\n${FINAL}`;
   for (let cut = 1; cut < input.length; cut++) t.equal(run(input, [cut]), want, `cut at ${cut}`);
-  for (let cut = 1; cut + 3 < input.length; cut += 3) t.equal(run(input, [cut, cut + 1, cut + 3]), want, `cut at ${cut}, ${cut + 1}, ${cut + 3}`);
+  for (let cut = 1; cut + 3 < input.length; cut += 3)
+    t.equal(run(input, [cut, cut + 1, cut + 3]), want, `cut at ${cut}, ${cut + 1}, ${cut + 3}`);
 });
 
 t.test('everything from the final head on passes untouched, even bytes that look like a 100', async (t) => {
   const body = 'HTTP/1.1 200 OK\r\nContent-Length: 26\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n';
   t.equal(run(body), body);
   t.equal(run(body, [5, 30]), body);
-  t.equal(run('garbage\r\n\r\n'), 'garbage\r\n\r\n', 'bytes that are no head go to the HTTP client, which refuses them');
+  t.equal(
+    run('garbage\r\n\r\n'),
+    'garbage\r\n\r\n',
+    'bytes that are no head go to the HTTP client, which refuses them',
+  );
   t.equal(run('HTTP/1.1 1000 Weird\r\n\r\n'), 'HTTP/1.1 1000 Weird\r\n\r\n', 'not a 100');
 });
 

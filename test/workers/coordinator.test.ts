@@ -17,7 +17,15 @@ import { CoordinatorClient, TELL_WAIT_MS } from '../../src/workers/coordinator-c
 import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
 
-const HEALTH: GatewaySettings['health'] = { consecutiveFailures: 2, errorRate: 1, window: 10, minRequests: 100, cooldownMs: 1000, maxCooldownMs: 8000, slowFirstByteMs: 60_000 };
+const HEALTH: GatewaySettings['health'] = {
+  consecutiveFailures: 2,
+  errorRate: 1,
+  window: 10,
+  minRequests: 100,
+  cooldownMs: 1000,
+  maxCooldownMs: 8000,
+  slowFirstByteMs: 60_000,
+};
 const DEPLOYMENT = { id: 'alpha/chat', status: 'up' } as CompiledDeployment;
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -50,7 +58,14 @@ function rig(t: Test, opts: { workers?: number } = {}) {
     wallets,
     limiter: new FixedWindowRateLimiter(clock),
     pins: new SessionPins({ clock, maxPins: 100 }),
-    breakers: new BreakerGrants(health, clock, (id) => (id === DEPLOYMENT.id ? DEPLOYMENT : undefined), () => ids.filter((w) => live.has(w)), (states) => coordinator.broadcast({ kind: 'breakers', states }), schedule),
+    breakers: new BreakerGrants(
+      health,
+      clock,
+      (id) => (id === DEPLOYMENT.id ? DEPLOYMENT : undefined),
+      () => ids.filter((w) => live.has(w)),
+      (states) => coordinator.broadcast({ kind: 'breakers', states }),
+      schedule,
+    ),
     appendLog: (row) => logged.push(row),
     behind: () => false,
     onError: () => undefined,
@@ -75,22 +90,39 @@ function rig(t: Test, opts: { workers?: number } = {}) {
     mirrors.set(w, mirror);
   }
   t.teardown(() => (coordinator as unknown as { parts: { breakers: BreakerGrants } }).parts.breakers.close());
-  return { detach: (w: number) => {
+  return {
+    detach: (w: number) => {
       live.delete(w);
       return coordinator.detach(w);
     },
-    advance, clock, store, wallets, health, coordinator, clients, mirrors, logged, sent, client: (w: number) => clients.get(w) as CoordinatorClient, mirror: (w: number) => mirrors.get(w) as BreakerMirror };
+    advance,
+    clock,
+    store,
+    wallets,
+    health,
+    coordinator,
+    clients,
+    mirrors,
+    logged,
+    sent,
+    client: (w: number) => clients.get(w) as CoordinatorClient,
+    mirror: (w: number) => mirrors.get(w) as BreakerMirror,
+  };
 }
 
 t.test('holds from two workers never exceed the wallet, and settle exactly', async (t) => {
   const r = rig(t);
   r.store.wallets.credit('ws', 1_000n, 'test');
   r.wallets.refresh();
-  const holds = await Promise.all(Array.from({ length: 30 }, (_, i) => r.client((i % 2) + 1).hold('ws', `trace-${i}`, 100n)));
+  const holds = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => r.client((i % 2) + 1).hold('ws', `trace-${i}`, 100n)),
+  );
   t.equal(holds.filter((h) => h.ok).length, 10, 'exactly what the wallet covers');
   t.same(r.wallets.view('ws'), { balance: 1_000n, held: 1_000n, available: 0n });
   const settled = await Promise.all(
-    holds.map((h, i) => (h.ok ? r.client((i % 2) + 1).settle(`trace-${i}`, 40n, { model: 'm' } as never) : Promise.resolve(null))),
+    holds.map((h, i) =>
+      h.ok ? r.client((i % 2) + 1).settle(`trace-${i}`, 40n, { model: 'm' } as never) : Promise.resolve(null),
+    ),
   );
   t.equal(settled.filter((s) => s === true).length, 10);
   t.same(r.wallets.view('ws'), { balance: 600n, held: 0n, available: 600n });
@@ -129,7 +161,10 @@ t.test('a hold gated on its rate decision: one message, and nothing held for a r
   });
   const decisions = await Promise.all(asked.map((a) => a.decision));
   const holds = await Promise.all(asked.map((a) => a.held));
-  t.same(decisions.map((d) => d.ok), [true, true, false]);
+  t.same(
+    decisions.map((d) => d.ok),
+    [true, true, false],
+  );
   t.same(holds, [{ ok: true }, { ok: true }, null], 'the refused request held nothing');
   t.same(r.wallets.view('ws'), { balance: 1_000n, held: 200n, available: 800n });
   t.equal(r.sent.filter((s) => s.worker === 1 && s.m.kind === 'calls').length, 1, 'decisions and holds in one message');
@@ -165,11 +200,19 @@ t.test('a worker that dies has its open holds released; its log rows were kept',
   t.equal(r.logged.length, 0, 'a log row alone waits (TELL_WAIT_MS) for another call to ride with');
   r.client(1).appendLog({ trace_id: 'y' } as RequestLogRow);
   await new Promise((resolve) => setTimeout(resolve, TELL_WAIT_MS + 5));
-  t.same(r.logged.map((x) => x.trace_id), ['x', 'y'], 'then both go, in one message');
+  t.same(
+    r.logged.map((x) => x.trace_id),
+    ['x', 'y'],
+    'then both go, in one message',
+  );
   t.equal(r.sent.filter((s) => s.worker === 1).length, 1);
   r.client(1).appendLog({ trace_id: 'z' } as RequestLogRow);
   t.same(await r.client(1).take('k', 5), { ok: true, remaining: 4 });
-  t.same(r.logged.map((x) => x.trace_id), ['x', 'y', 'z'], 'a call somebody waits for carries it at once');
+  t.same(
+    r.logged.map((x) => x.trace_id),
+    ['x', 'y', 'z'],
+    'a call somebody waits for carries it at once',
+  );
   t.equal(r.coordinator.detach(1), 1, 'one hold released');
   t.same(r.wallets.view('ws'), { balance: 1_000n, held: 300n, available: 700n });
   t.equal(r.coordinator.openHolds(2), 1, "the other worker's hold stays");
@@ -198,7 +241,10 @@ t.test('breakers: tripped by outcomes from both workers, the half-open probe gra
   const later = r.clock.now();
   const answers = [1, 2, 1, 2].map((w) => r.mirror(w).isDown(DEPLOYMENT, later));
   t.equal(answers.filter((down) => !down).length, 1, 'exactly one caller gets the probe');
-  t.ok(r.mirror(1).passive.isDown(DEPLOYMENT, later) && r.mirror(2).passive.isDown(DEPLOYMENT, later), 'passive views never claim');
+  t.ok(
+    r.mirror(1).passive.isDown(DEPLOYMENT, later) && r.mirror(2).passive.isDown(DEPLOYMENT, later),
+    'passive views never claim',
+  );
   const prober = answers[0] === false ? 1 : 2;
   r.mirror(prober).record(DEPLOYMENT.id, { ok: true, firstByteMs: 10 });
   await tick();
@@ -238,5 +284,8 @@ t.test('breakers: a grant nobody claims within GRANT_MS moves to the next worker
   t.notOk(r.mirror(second[0] as number).isDown(DEPLOYMENT, now), 'that worker hands it out');
   await tick();
   r.advance(5_000);
-  t.ok([1, 2].every((w) => r.mirror(w).isDown(DEPLOYMENT, r.clock.now())), 'a claimed probe is not granted again (down for every other caller)');
+  t.ok(
+    [1, 2].every((w) => r.mirror(w).isDown(DEPLOYMENT, r.clock.now())),
+    'a claimed probe is not granted again (down for every other caller)',
+  );
 });

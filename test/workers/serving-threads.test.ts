@@ -14,14 +14,28 @@ import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { WorkerStart } from '../../src/workers/protocol.ts';
 import { waitFor } from '../helpers/admission.ts';
 
-const HEALTH = { consecutiveFailures: 3, errorRate: 1, window: 10, minRequests: 100, cooldownMs: 1000, maxCooldownMs: 8000, slowFirstByteMs: 60_000 };
+const HEALTH = {
+  consecutiveFailures: 3,
+  errorRate: 1,
+  window: 10,
+  minRequests: 100,
+  cooldownMs: 1000,
+  maxCooldownMs: 8000,
+  slowFirstByteMs: 60_000,
+};
 
 t.test('a thread that dies has its hold released and is started again; drain ends them all', async (t) => {
   const store = openStore(':memory:', { masterKey: undefined });
   t.teardown(() => store.close());
   store.wallets.credit('ws', 1_000n, 'test');
   const wallets = new WalletBook(store);
-  const grants = new BreakerGrants(new HealthTracker(HEALTH, systemClock), systemClock, () => undefined, () => [], () => undefined);
+  const grants = new BreakerGrants(
+    new HealthTracker(HEALTH, systemClock),
+    systemClock,
+    () => undefined,
+    () => [],
+    () => undefined,
+  );
   t.teardown(() => grants.close());
   const coordinator: Coordinator = new Coordinator({
     wallets,
@@ -45,7 +59,10 @@ t.test('a thread that dies has its hold released and is started again; drain end
   const exited = events.find((e) => e.event === 'worker_exited');
   t.same(exited?.fields, { worker: 1, code: 7, holds_released: 1, restart: 1 });
   t.ok(await waitFor(() => threads.samples()[0]?.state === 'ready' && starts === 2, 10_000), 'started again');
-  t.same(threads.samples().map((s) => [s.worker, s.state, s.restarts]), [[1, 'ready', 1]]);
+  t.same(
+    threads.samples().map((s) => [s.worker, s.state, s.restarts]),
+    [[1, 'ready', 1]],
+  );
   t.ok(await waitFor(() => wallets.view('ws').held === 100n, 5_000), "only the new thread's hold is open");
   const report = await threads.drain(1000);
   t.same({ ...report, ms: 0 }, { inFlightAtStart: 1, endedAtDeadline: 0, unfinished: 0, ms: 0 });

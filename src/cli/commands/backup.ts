@@ -28,9 +28,13 @@ export const command: Command = {
       const p = parse(argv, { ...STORE_OPTIONS, to: { type: 'string' } }, false);
       const to = str(p, 'to');
       if (!to) throw new UsageError('--to FILE is required');
-      if (URL_LIKE.test(to)) throw new UsageError(`--to must be a file (the copy), got "${redactPasswords(to)}"; for PostgreSQL use pg_dump`);
+      if (URL_LIKE.test(to))
+        throw new UsageError(
+          `--to must be a file (the copy), got "${redactPasswords(to)}"; for PostgreSQL use pg_dump`,
+        );
       const db = dbFromArgs(p);
-      if (isPostgresUrl(db)) throw new CliError('backup copies the embedded (SQLite) database; for PostgreSQL use pg_dump');
+      if (isPostgresUrl(db))
+        throw new CliError('backup copies the embedded (SQLite) database; for PostgreSQL use pg_dump');
       const r = await backupDatabase(db, to);
       if (flag(p, 'json')) printJson({ file: to, pages: r.pages, bytes: r.bytes });
       else process.stdout.write(`backed up ${db} to ${to} (${r.bytes} bytes)\n`);

@@ -25,7 +25,7 @@ export const command: Command = {
   async run(argv) {
     if (isSingleExecutable()) {
       process.stderr.write(
-        'pi-gateway build: code generation rewrites the project\'s own files (src/generated/, docs/) and is not part of the single executable: run it in a checkout of the project (npm ci, then npx pi-gateway build). To validate a config directory, use pi-gateway check.\n',
+        "pi-gateway build: code generation rewrites the project's own files (src/generated/, docs/) and is not part of the single executable: run it in a checkout of the project (npm ci, then npx pi-gateway build). To validate a config directory, use pi-gateway check.\n",
       );
       return 2;
     }

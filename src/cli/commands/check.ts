@@ -44,7 +44,9 @@ function countsOf(c: CompiledConfig): Record<string, number> {
 
 /** The counts as --json prints them (snake_case, like every JSON the gateway writes). */
 function snakeCounts(counts: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(counts).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
+  return Object.fromEntries(
+    Object.entries(counts).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]),
+  );
 }
 
 function countsLine(counts: Record<string, number>): string {
@@ -57,7 +59,12 @@ function countsLine(counts: Record<string, number>): string {
 
 /** One line per model: when it expires, and that routing refuses it from then. */
 function expiringLine(e: ExpiringModel): string {
-  const when = e.daysLeft > 0 ? `expires on ${e.expirationDate} (in ${plural(e.daysLeft, 'day')})` : e.daysLeft === 0 ? `expires today (${e.expirationDate})` : `expired on ${e.expirationDate} (${plural(-e.daysLeft, 'day')} ago)`;
+  const when =
+    e.daysLeft > 0
+      ? `expires on ${e.expirationDate} (in ${plural(e.daysLeft, 'day')})`
+      : e.daysLeft === 0
+        ? `expires today (${e.expirationDate})`
+        : `expired on ${e.expirationDate} (${plural(-e.daysLeft, 'day')} ago)`;
   return `warning: ${e.id} ${when}; routing refuses it from that date\n`;
 }
 
@@ -67,7 +74,16 @@ export function checkCommand(clock: Clock = systemClock): Command {
     summary: 'Validate the config directory and list every problem',
     help: HELP,
     async run(argv) {
-      const p = parse(argv, { config: { type: 'string' }, json: { type: 'boolean' }, 'warn-expiring': { type: 'string' }, strict: { type: 'boolean' } }, false);
+      const p = parse(
+        argv,
+        {
+          config: { type: 'string' },
+          json: { type: 'boolean' },
+          'warn-expiring': { type: 'string' },
+          strict: { type: 'boolean' },
+        },
+        false,
+      );
       const dir = str(p, 'config', 'PI_CONFIG', 'config') as string;
       const days = int(p, 'warn-expiring', undefined, undefined, { min: 0, max: 3650 });
       if (flag(p, 'strict') && days === undefined) throw new UsageError('--strict needs --warn-expiring DAYS');
@@ -90,14 +106,22 @@ export function checkCommand(clock: Clock = systemClock): Command {
       const expiring = days === undefined ? null : expiringWithin(r.config.models, clock.now(), days);
       if (flag(p, 'json')) {
         const listed = expiring?.map((e) => ({ id: e.id, expiration_date: e.expirationDate, days_left: e.daysLeft }));
-        printJson({ ok: true, counts: snakeCounts(counts), source_hash: r.config.sourceHash, ...(listed ? { expiring: listed } : {}) });
+        printJson({
+          ok: true,
+          counts: snakeCounts(counts),
+          source_hash: r.config.sourceHash,
+          ...(listed ? { expiring: listed } : {}),
+        });
       } else {
         process.stdout.write(countsLine(counts));
         for (const e of expiring ?? []) process.stdout.write(expiringLine(e));
-        if (expiring?.length === 0) process.stdout.write(`no enabled model expires within ${plural(days as number, 'day')}\n`);
+        if (expiring?.length === 0)
+          process.stdout.write(`no enabled model expires within ${plural(days as number, 'day')}\n`);
       }
       if (flag(p, 'strict') && expiring !== null && expiring.length > 0) {
-        process.stderr.write(`pi-gateway check: ${plural(expiring.length, 'model')} expire within ${plural(days as number, 'day')} (--strict)\n`);
+        process.stderr.write(
+          `pi-gateway check: ${plural(expiring.length, 'model')} expire within ${plural(days as number, 'day')} (--strict)\n`,
+        );
         return 1;
       }
       return 0;

@@ -12,7 +12,12 @@ import { openStore } from '../../store/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
 import { sealDemoCredentials } from '../demo-credentials.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';
-import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, type ObservabilityOptions, observabilityOptions } from '../observability-options.ts';
+import {
+  OBSERVABILITY_HELP,
+  OBSERVABILITY_OPTIONS,
+  type ObservabilityOptions,
+  observabilityOptions,
+} from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { projectPath } from '../../install/project-root.ts';
@@ -58,15 +63,19 @@ interface DemoOptions {
 
 /** Every option of `demo`, read and checked before anything starts (a bad value is a UsageError). */
 function demoOptions(argv: string[]): DemoOptions {
-  const p = parse(argv, {
-    config: { type: 'string' },
-    dir: { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
-    'sim-port': { type: 'string' },
-    workspace: { type: 'string' },
-    ...OBSERVABILITY_OPTIONS,
-  }, false);
+  const p = parse(
+    argv,
+    {
+      config: { type: 'string' },
+      dir: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'sim-port': { type: 'string' },
+      workspace: { type: 'string' },
+      ...OBSERVABILITY_OPTIONS,
+    },
+    false,
+  );
   return {
     configDir: str(p, 'config', 'PI_CONFIG') ?? defaultDemoConfig(),
     dir: str(p, 'dir', undefined, '.demo') as string,

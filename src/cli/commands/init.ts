@@ -36,7 +36,10 @@ function requireEmptyDir(dir: string): void {
     if (err instanceof Error && 'code' in err && err.code === 'ENOENT') return;
     throw err;
   }
-  if (entries.length > 0) throw new CliError(`${dir} is not empty (${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}); init writes into a new or empty directory only`);
+  if (entries.length > 0)
+    throw new CliError(
+      `${dir} is not empty (${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}); init writes into a new or empty directory only`,
+    );
 }
 
 /** A value as one shell word (for the printed commands). */
@@ -72,7 +75,10 @@ export const command: Command = {
       const p = parse(argv, { workspace: { type: 'string' } }, true);
       const dir = onePositional(p, 'directory DIR');
       const workspace = str(p, 'workspace', undefined, 'default') as string;
-      if (!WORKSPACE_ID.test(workspace)) throw new UsageError(`--workspace must be 1 to 64 lowercase letters, digits or dashes, starting with a letter or digit, got "${workspace}"`);
+      if (!WORKSPACE_ID.test(workspace))
+        throw new UsageError(
+          `--workspace must be 1 to 64 lowercase letters, digits or dashes, starting with a letter or digit, got "${workspace}"`,
+        );
       requireEmptyDir(dir);
       const files = starterFiles(projectPath('config'), workspace);
       for (const [rel, text] of files) {
@@ -82,7 +88,10 @@ export const command: Command = {
       }
       // The same pipeline as `check` and `serve`: a starter that does not load is a bug, said at once.
       const r = loadConfig(dir, { adapters: ADAPTERS });
-      if (!r.ok) throw new CliError(`the starter written to ${dir} does not pass check:\n${r.issues.map(formatIssue).join('\n')}`);
+      if (!r.ok)
+        throw new CliError(
+          `the starter written to ${dir} does not pass check:\n${r.issues.map(formatIssue).join('\n')}`,
+        );
       process.stdout.write(nextSteps(dir, workspace));
       return 0;
     }),

@@ -49,24 +49,43 @@ export const command: Command = {
       if (sub === 'create') {
         const p = parse(
           rest,
-          { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, name: { type: 'string' }, 'expires-at': { type: 'string' }, rpm: { type: 'string' } },
+          {
+            ...STORE_OPTIONS,
+            ...CONFIG_OPTION,
+            workspace: { type: 'string' },
+            name: { type: 'string' },
+            'expires-at': { type: 'string' },
+            rpm: { type: 'string' },
+          },
           false,
         );
         const workspace = required(p, 'workspace');
         const rawExpiry = str(p, 'expires-at');
         const expiresAt = rawExpiry === undefined ? undefined : parseIsoTime(rawExpiry, 'expires-at');
-        if (expiresAt !== undefined && expiresAt <= systemClock.now()) throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
+        if (expiresAt !== undefined && expiresAt <= systemClock.now())
+          throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
         const rpm = int(p, 'rpm', undefined, undefined, { min: 1, max: Number.MAX_SAFE_INTEGER });
         await requireWorkspace(p, workspace, 'key');
         const store = await openFromArgs(p, false);
         try {
           const k = await store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });
           if (flag(p, 'json')) {
-            printJson({ id: k.id, key: k.key, prefix: k.prefix, workspace: k.workspace, name: k.name, rpm: k.rpm, created_at: iso(k.createdAt), expires_at: iso(k.expiresAt) });
+            printJson({
+              id: k.id,
+              key: k.key,
+              prefix: k.prefix,
+              workspace: k.workspace,
+              name: k.name,
+              rpm: k.rpm,
+              created_at: iso(k.createdAt),
+              expires_at: iso(k.expiresAt),
+            });
           } else {
             // The key alone on stdout, so `KEY=$(pi-gateway key create …)` captures just it.
             process.stdout.write(k.key + '\n');
-            process.stderr.write(`created ${k.id} for workspace ${workspace}${k.expiresAt ? `, expires ${iso(k.expiresAt)}` : ''}. The key is shown only once.\n`);
+            process.stderr.write(
+              `created ${k.id} for workspace ${workspace}${k.expiresAt ? `, expires ${iso(k.expiresAt)}` : ''}. The key is shown only once.\n`,
+            );
           }
           return 0;
         } finally {
@@ -94,7 +113,16 @@ export const command: Command = {
           else
             printTable(
               ['ID', 'PREFIX', 'NAME', 'WORKSPACE', 'STATE', 'CREATED', 'EXPIRES', 'RPM'],
-              rows.map((r) => [r.id, r.prefix, r.name ?? '', r.workspace, r.state, r.created_at ?? '', r.expires_at ?? '', r.rpm === null ? '' : String(r.rpm)]),
+              rows.map((r) => [
+                r.id,
+                r.prefix,
+                r.name ?? '',
+                r.workspace,
+                r.state,
+                r.created_at ?? '',
+                r.expires_at ?? '',
+                r.rpm === null ? '' : String(r.rpm),
+              ]),
             );
           return 0;
         } finally {
@@ -110,8 +138,12 @@ export const command: Command = {
         if (!before) throw new CliError(`no key with id "${id}"`);
         const changed = await store.apiKeys.revoke(id);
         const after = await store.apiKeys.get(id);
-        if (flag(p, 'json')) printJson({ id, revoked: true, already_revoked: !changed, revoked_at: iso(after?.revokedAt ?? null) });
-        else process.stdout.write(changed ? `key ${id} revoked\n` : `key ${id} was already revoked at ${iso(before.revokedAt)}\n`);
+        if (flag(p, 'json'))
+          printJson({ id, revoked: true, already_revoked: !changed, revoked_at: iso(after?.revokedAt ?? null) });
+        else
+          process.stdout.write(
+            changed ? `key ${id} revoked\n` : `key ${id} was already revoked at ${iso(before.revokedAt)}\n`,
+          );
         return 0;
       } finally {
         await store.close();

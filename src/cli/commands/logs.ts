@@ -23,7 +23,20 @@ Options:
 ${DB_HELP}
 ${JSON_HELP}`;
 
-const HEADERS = ['ID', 'TIME', 'TRACE', 'WORKSPACE', 'ENDPOINT', 'MODEL', 'PROVIDER', 'STATUS', 'ENDED', 'ERROR', 'MS', 'COST USD'];
+const HEADERS = [
+  'ID',
+  'TIME',
+  'TRACE',
+  'WORKSPACE',
+  'ENDPOINT',
+  'MODEL',
+  'PROVIDER',
+  'STATUS',
+  'ENDED',
+  'ERROR',
+  'MS',
+  'COST USD',
+];
 
 /** Longest cell shown in the table; the full value is in --json. */
 const MAX_CELL = 80;
@@ -69,7 +82,11 @@ export const command: Command = {
   help: HELP,
   run: (argv) =>
     guarded('logs', async () => {
-      const p = parse(argv, { ...STORE_OPTIONS, workspace: { type: 'string' }, limit: { type: 'string' }, follow: { type: 'boolean' } }, false);
+      const p = parse(
+        argv,
+        { ...STORE_OPTIONS, workspace: { type: 'string' }, limit: { type: 'string' }, follow: { type: 'boolean' } },
+        false,
+      );
       const limit = int(p, 'limit', undefined, 50, { min: 1, max: 10_000 }) as number;
       const workspace = str(p, 'workspace');
       const json = flag(p, 'json');
@@ -95,7 +112,11 @@ export const command: Command = {
         while (!stopped) {
           await sleep(FOLLOW_POLL_MS);
           for (;;) {
-            const rows = await store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), afterId: last, limit: 1000 });
+            const rows = await store.requestLog.query({
+              ...(workspace !== undefined ? { workspace } : {}),
+              afterId: last,
+              limit: 1000,
+            });
             print(rows);
             if (rows.length === 0) break;
             last = (rows.at(-1) as RequestLogEntry).id;

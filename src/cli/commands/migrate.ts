@@ -33,13 +33,19 @@ export const command: Command = {
   help: HELP,
   run: (argv) =>
     guarded('migrate', async () => {
-      const p = parse(argv, { db: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean' } }, false);
+      const p = parse(
+        argv,
+        { db: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean' } },
+        false,
+      );
       const db = str(p, 'db');
       const from = str(p, 'from');
       const to = str(p, 'to');
-      if (db !== undefined && (from !== undefined || to !== undefined)) throw new UsageError('give either --db URL, or --from FILE --to URL');
+      if (db !== undefined && (from !== undefined || to !== undefined))
+        throw new UsageError('give either --db URL, or --from FILE --to URL');
       if (db !== undefined) return migrateSchema(db, flag(p, 'json'));
-      if (from === undefined || to === undefined) throw new UsageError('give --db URL, or both --from FILE and --to URL');
+      if (from === undefined || to === undefined)
+        throw new UsageError('give --db URL, or both --from FILE and --to URL');
       return moveEmbedded(from, to, flag(p, 'json'));
     }),
 };
@@ -56,7 +62,12 @@ async function migrateSchema(url: string, json: boolean): Promise<number> {
     const applied = await store.migrate();
     const { current } = await store.schemaVersion();
     if (json) printJson({ database: store.location, applied, version: current });
-    else process.stdout.write(applied.length ? `migrated ${store.location} to schema version ${current} (applied ${applied.join(', ')})\n` : `${store.location} is already at schema version ${current}\n`);
+    else
+      process.stdout.write(
+        applied.length
+          ? `migrated ${store.location} to schema version ${current} (applied ${applied.join(', ')})\n`
+          : `${store.location} is already at schema version ${current}\n`,
+      );
     return 0;
   } finally {
     await store.close();
@@ -65,8 +76,10 @@ async function migrateSchema(url: string, json: boolean): Promise<number> {
 
 async function moveEmbedded(file: string, url: string, json: boolean): Promise<number> {
   requirePostgres(url, '--to');
-  if (isPostgresUrl(file) || URL_LIKE.test(file)) throw new UsageError(`--from must be an embedded database file, got "${redactPasswords(file)}"`);
-  if (ownerLockHeld(file)) throw new CliError(`${file} is being served (its owner lock is held); stop that gateway first, then migrate`);
+  if (isPostgresUrl(file) || URL_LIKE.test(file))
+    throw new UsageError(`--from must be an embedded database file, got "${redactPasswords(file)}"`);
+  if (ownerLockHeld(file))
+    throw new CliError(`${file} is being served (its owner lock is held); stop that gateway first, then migrate`);
   const { openDump } = await import('../../store/dump.ts');
   const { openPgStore, importDump, pgIsEmpty } = await import('../../store-pg/pg-store.ts');
   const source = openStore(file, { readonly: true });
@@ -74,10 +87,16 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
   try {
     // Open holds move with a fresh lease (a node settles them, or they lapse as after a crash).
     const before = source.wallets.verify({ unservedHolds: false });
-    if (!before.ok) throw new CliError(`${file} does not verify (${before.problems.length} problem(s): ${before.problems[0]}); fix it before moving it`);
+    if (!before.ok)
+      throw new CliError(
+        `${file} does not verify (${before.problems.length} problem(s): ${before.problems[0]}); fix it before moving it`,
+      );
     await target.migrate();
     const empty = await pgIsEmpty(target.pool);
-    if (!empty.empty) throw new CliError(`${target.location} is not empty (rows in ${empty.tables.join(', ')}); migrate into a fresh database`);
+    if (!empty.empty)
+      throw new CliError(
+        `${target.location} is not empty (rows in ${empty.tables.join(', ')}); migrate into a fresh database`,
+      );
     const dump = openDump(file);
     let counts: Awaited<ReturnType<typeof importDump>>;
     try {
@@ -90,16 +109,37 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
     for (const ws of source.wallets.workspaces()) {
       const a = source.wallets.show(ws, 0);
       const b = await target.wallets.show(ws, 0);
-      if (a.balance !== b.balance || a.held !== b.held) mismatches.push(`wallet ${ws}: ${nanoToDecimal(a.balance)}/${nanoToDecimal(a.held)} became ${nanoToDecimal(b.balance)}/${nanoToDecimal(b.held)}`);
+      if (a.balance !== b.balance || a.held !== b.held)
+        mismatches.push(
+          `wallet ${ws}: ${nanoToDecimal(a.balance)}/${nanoToDecimal(a.held)} became ${nanoToDecimal(b.balance)}/${nanoToDecimal(b.held)}`,
+        );
     }
     const problems = [...after.problems, ...mismatches];
-    if (json) printJson({ from: file, to: target.location, moved: { keys: counts.keys, secrets: counts.secrets, wallets: counts.wallets, ledger: counts.ledger, holds: counts.holds, request_log: counts.requestLog }, verified_before: true, verified_after: problems.length === 0, problems });
+    if (json)
+      printJson({
+        from: file,
+        to: target.location,
+        moved: {
+          keys: counts.keys,
+          secrets: counts.secrets,
+          wallets: counts.wallets,
+          ledger: counts.ledger,
+          holds: counts.holds,
+          request_log: counts.requestLog,
+        },
+        verified_before: true,
+        verified_after: problems.length === 0,
+        problems,
+      });
     else {
       process.stdout.write(
         `moved ${file} to ${target.location}: ${counts.keys} key(s), ${counts.secrets} sealed secret(s), ${counts.wallets} wallet(s), ` +
           `${counts.ledger} ledger row(s), ${counts.holds} hold(s), ${counts.requestLog} request-log row(s)\n`,
       );
-      if (problems.length === 0) process.stdout.write(`ledger verify: ok before and after; every wallet's balance and held amount are unchanged\n`);
+      if (problems.length === 0)
+        process.stdout.write(
+          `ledger verify: ok before and after; every wallet's balance and held amount are unchanged\n`,
+        );
       else for (const line of problems) process.stdout.write(line + '\n');
     }
     return problems.length === 0 ? 0 : 1;

@@ -24,13 +24,24 @@ export const command: Command = {
     let target: string;
     let timeoutMs: number;
     try {
-      const p = parse(argv, { port: { type: 'string' }, host: { type: 'string' }, url: { type: 'string' }, live: { type: 'boolean' }, 'timeout-ms': { type: 'string' } }, false);
+      const p = parse(
+        argv,
+        {
+          port: { type: 'string' },
+          host: { type: 'string' },
+          url: { type: 'string' },
+          live: { type: 'boolean' },
+          'timeout-ms': { type: 'string' },
+        },
+        false,
+      );
       timeoutMs = int(p, 'timeout-ms', undefined, 2000, { min: 1, max: 600_000 }) as number;
       const given = url(p, 'url', undefined, ['http:', 'https:'], 'http://127.0.0.1:9090/health/ready');
       if (given) target = given;
       else {
         const port = int(p, 'port', 'PI_ADMIN_PORT', undefined, PORT_RANGE);
-        if (port === undefined || port === 0) throw new UsageError('the admin port is needed: --port N or PI_ADMIN_PORT');
+        if (port === undefined || port === 0)
+          throw new UsageError('the admin port is needed: --port N or PI_ADMIN_PORT');
         target = `http://${str(p, 'host', undefined, '127.0.0.1')}:${port}/health/${flag(p, 'live') ? 'live' : 'ready'}`;
       }
     } catch (err) {
@@ -45,7 +56,9 @@ export const command: Command = {
       process.stderr.write(`pi-gateway probe: ${target} answered ${res.status}: ${text.slice(0, 500)}\n`);
       return 1;
     } catch (err) {
-      process.stderr.write(`pi-gateway probe: no answer from ${target}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(
+        `pi-gateway probe: no answer from ${target}: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
       return 1;
     }
   },

@@ -34,10 +34,16 @@ ${DB_HELP}
 ${JSON_HELP}`;
 
 /** Why \`--db postgres://…\` cannot work, without repeating the URL (it may carry a password). */
-const FLEET_NODE = 'the database is a PostgreSQL URL: a fleet node has no pid file to signal. Reload each node through its admin listener: pi-gateway reload --admin http://NODE:ADMIN_PORT with PI_ADMIN_TOKEN set (docs/fleet.md), or send SIGHUP to the node on its host';
+const FLEET_NODE =
+  'the database is a PostgreSQL URL: a fleet node has no pid file to signal. Reload each node through its admin listener: pi-gateway reload --admin http://NODE:ADMIN_PORT with PI_ADMIN_TOKEN set (docs/fleet.md), or send SIGHUP to the node on its host';
 
 /** Waits for the server to record a reload newer than `after` (pid, seq). */
-async function waitForRecord(db: string, pid: number, afterSeq: number, timeoutMs: number): Promise<ReloadRecord | null> {
+async function waitForRecord(
+  db: string,
+  pid: number,
+  afterSeq: number,
+  timeoutMs: number,
+): Promise<ReloadRecord | null> {
   const until = performance.now() + timeoutMs;
   for (;;) {
     const r = readReloadRecord(db);
@@ -48,18 +54,28 @@ async function waitForRecord(db: string, pid: number, afterSeq: number, timeoutM
 }
 
 /** Prints a result; `server` names who reloaded ("pid 123", or "10.0.0.11:9090, pid 123"). */
-function print(r: { ok: boolean; hash: string | null; problems: readonly string[] }, restartNeeded: readonly string[], server: string): void {
+function print(
+  r: { ok: boolean; hash: string | null; problems: readonly string[] },
+  restartNeeded: readonly string[],
+  server: string,
+): void {
   if (r.ok) {
     process.stdout.write(`reloaded: config ${r.hash ?? '?'} (${server})\n`);
     for (const note of restartNeeded) process.stdout.write(`note: takes effect at the next restart: ${note}\n`);
     return;
   }
   for (const p of r.problems) process.stdout.write(p + '\n');
-  process.stderr.write(`pi-gateway reload: the config has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; the server keeps its running config\n`);
+  process.stderr.write(
+    `pi-gateway reload: the config has ${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}; the server keeps its running config\n`,
+  );
 }
 
 async function reloadAdmin(admin: string, timeoutMs: number, json: boolean): Promise<number> {
-  const { answer, name }: { answer: AdminReloadAnswer; name: string } = await reloadThroughAdmin(admin, process.env.PI_ADMIN_TOKEN, timeoutMs);
+  const { answer, name }: { answer: AdminReloadAnswer; name: string } = await reloadThroughAdmin(
+    admin,
+    process.env.PI_ADMIN_TOKEN,
+    timeoutMs,
+  );
   if (json) printJson(answer);
   else print(answer, answer.restart_needed, `${name}, pid ${answer.pid}`);
   return answer.ok ? 0 : 1;
@@ -74,7 +90,10 @@ export const command: Command = {
       const timeoutMs = (int(p, 'timeout', undefined, 10, { min: 1, max: 3600 }) as number) * 1000;
       const admin = str(p, 'admin');
       if (admin !== undefined) {
-        if (str(p, 'db') !== undefined) throw new UsageError('give either --db FILE (a server on this host) or --admin URL (any server with an admin listener), not both');
+        if (str(p, 'db') !== undefined)
+          throw new UsageError(
+            'give either --db FILE (a server on this host) or --admin URL (any server with an admin listener), not both',
+          );
         return reloadAdmin(admin, timeoutMs, flag(p, 'json'));
       }
       const db = dbFromArgs(p);
@@ -82,7 +101,10 @@ export const command: Command = {
       // The lock, not the pid file, says whether a server runs: a stale pid is never signalled.
       if (!ownerLockHeld(db)) throw new CliError(`no running pi-gateway serve owns the database ${resolve(db)}`);
       const pid = readOwnerPid(db);
-      if (pid === null) throw new CliError(`a server owns ${resolve(db)} but its pid file ${resolve(db)}.pid is missing; send SIGHUP to it yourself`);
+      if (pid === null)
+        throw new CliError(
+          `a server owns ${resolve(db)} but its pid file ${resolve(db)}.pid is missing; send SIGHUP to it yourself`,
+        );
       const before = readReloadRecord(db);
       const afterSeq = before && before.pid === pid ? before.seq : 0;
       try {
@@ -91,7 +113,10 @@ export const command: Command = {
         throw new CliError(`cannot signal pid ${pid}: ${err instanceof Error ? err.message : String(err)}`);
       }
       const r = await waitForRecord(db, pid, afterSeq, timeoutMs);
-      if (r === null) throw new CliError(`sent SIGHUP to pid ${pid}, but it recorded no result within ${timeoutMs / 1000} s; see its log`);
+      if (r === null)
+        throw new CliError(
+          `sent SIGHUP to pid ${pid}, but it recorded no result within ${timeoutMs / 1000} s; see its log`,
+        );
       if (flag(p, 'json')) printJson(r);
       else print(r, r.restart_needed, `pid ${r.pid}`);
       return r.ok ? 0 : 1;

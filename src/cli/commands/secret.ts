@@ -5,7 +5,19 @@ import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
 import { readSecretInput } from '../read-secret.ts';
 import { ROTATE_HELP, rotateMaster } from '../rotate-master.ts';
-import { CliError, CONFIG_OPTION, configCredentials, DB_HELP, guarded, iso, JSON_HELP, onePositional, openFromArgs, STORE_OPTIONS, subcommand } from '../store-command.ts';
+import {
+  CliError,
+  CONFIG_OPTION,
+  configCredentials,
+  DB_HELP,
+  guarded,
+  iso,
+  JSON_HELP,
+  onePositional,
+  openFromArgs,
+  STORE_OPTIONS,
+  subcommand,
+} from '../store-command.ts';
 
 const HELP = `Usage:
   pi-gateway secret set NAME [--db FILE|URL] [--config DIR] [--json]   < value
@@ -47,9 +59,17 @@ export const command: Command = {
       if (sub === 'list') {
         const store = await openFromArgs(p, true);
         try {
-          const rows = (await store.secrets.list()).map((s) => ({ name: s.name, created_at: iso(s.createdAt), updated_at: iso(s.updatedAt) }));
+          const rows = (await store.secrets.list()).map((s) => ({
+            name: s.name,
+            created_at: iso(s.createdAt),
+            updated_at: iso(s.updatedAt),
+          }));
           if (json) printJson(rows);
-          else printTable(['NAME', 'CREATED', 'UPDATED'], rows.map((r) => [r.name, r.created_at ?? '', r.updated_at ?? '']));
+          else
+            printTable(
+              ['NAME', 'CREATED', 'UPDATED'],
+              rows.map((r) => [r.name, r.created_at ?? '', r.updated_at ?? '']),
+            );
           return 0;
         } finally {
           await store.close();

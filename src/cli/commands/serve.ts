@@ -79,17 +79,25 @@ interface ServeOptions {
 
 /** Every option of `serve`, read and checked before anything starts (a bad value is a UsageError). */
 function serveOptions(argv: string[]): ServeOptions {
-  const p = parse(argv, {
-    config: { type: 'string' },
-    db: { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
-    'upstream-override': { type: 'string' },
-    redis: { type: 'string' },
-    workers: { type: 'string' },
-    ...OBSERVABILITY_OPTIONS,
-  }, false);
-  const workers = workerCount(str(p, 'workers', 'PI_WORKERS'), p.values.workers === undefined && process.env.PI_WORKERS ? 'PI_WORKERS' : '--workers', availableParallelism());
+  const p = parse(
+    argv,
+    {
+      config: { type: 'string' },
+      db: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'upstream-override': { type: 'string' },
+      redis: { type: 'string' },
+      workers: { type: 'string' },
+      ...OBSERVABILITY_OPTIONS,
+    },
+    false,
+  );
+  const workers = workerCount(
+    str(p, 'workers', 'PI_WORKERS'),
+    p.values.workers === undefined && process.env.PI_WORKERS ? 'PI_WORKERS' : '--workers',
+    availableParallelism(),
+  );
   return {
     configDir: str(p, 'config', 'PI_CONFIG', 'config') as string,
     db: dbFromArgs(p),
@@ -109,7 +117,8 @@ function refusedCombination(o: ServeOptions): string | null {
   if (workers > 1 && (isPostgresUrl(db) || db === ':memory:' || db.startsWith('file::memory:'))) {
     return `--workers ${workers} shares one database file between threads; ${isPostgresUrl(db) ? 'on PostgreSQL run more nodes instead (docs/fleet.md)' : 'give --db FILE'}`;
   }
-  if (redis !== null && !isPostgresUrl(db)) return '--redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too';
+  if (redis !== null && !isPostgresUrl(db))
+    return '--redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too';
   return null;
 }
 
@@ -134,8 +143,15 @@ export const command: Command = {
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;
-    if (o.workersWarning !== null) jsonLog('workers_above_cores', { level: 'warn', workers, cores: availableParallelism(), message: o.workersWarning });
-    if (isPostgresUrl(db)) return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
+    if (o.workersWarning !== null)
+      jsonLog('workers_above_cores', {
+        level: 'warn',
+        workers,
+        cores: availableParallelism(),
+        message: o.workersWarning,
+      });
+    if (isPostgresUrl(db))
+      return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
     let owner: Owner;
     let running: Running;
     try {
@@ -145,7 +161,19 @@ export const command: Command = {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
-    if (workers > 1) return serveWorkers({ config, configDir, source: loaded.source, db, host, port, override, observability, workers, owner });
+    if (workers > 1)
+      return serveWorkers({
+        config,
+        configDir,
+        source: loaded.source,
+        db,
+        host,
+        port,
+        override,
+        observability,
+        workers,
+        owner,
+      });
     try {
       running = await runGateway({ config, db, host, port, upstreamOverride: override, observability });
     } catch (err) {
@@ -199,7 +227,15 @@ async function serveNode(o: {
   const { runNode } = await import('../node-runtime.ts');
   let running: Awaited<ReturnType<typeof runNode>>;
   try {
-    running = await runNode({ config: o.config, db: o.db, redis: o.redis, host: o.host, port: o.port, upstreamOverride: o.override, observability: o.observability });
+    running = await runNode({
+      config: o.config,
+      db: o.db,
+      redis: o.redis,
+      host: o.host,
+      port: o.port,
+      upstreamOverride: o.override,
+      observability: o.observability,
+    });
   } catch (err) {
     process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
@@ -220,7 +256,12 @@ async function serveNode(o: {
     traces: o.observability.tracesUrl,
     hold_lease_ms: 30_000,
   });
-  logCredentialWarnings(o.config, new Set((await running.store.secrets.list()).map((s) => s.name)), systemClock.now(), jsonLog);
+  logCredentialWarnings(
+    o.config,
+    new Set((await running.store.secrets.list()).map((s) => s.name)),
+    systemClock.now(),
+    jsonLog,
+  );
   return untilStopped({
     async stop() {
       await gateway.drain();
@@ -251,7 +292,15 @@ async function serveWorkers(o: {
   const { runWorkers } = await import('../workers-runtime.ts');
   let running: Awaited<ReturnType<typeof runWorkers>>;
   try {
-    running = await runWorkers({ config: o.config, db: o.db, host: o.host, port: o.port, workers: o.workers, upstreamOverride: o.override, observability: o.observability });
+    running = await runWorkers({
+      config: o.config,
+      db: o.db,
+      host: o.host,
+      port: o.port,
+      workers: o.workers,
+      upstreamOverride: o.override,
+      observability: o.observability,
+    });
   } catch (err) {
     o.owner.release();
     process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -47,7 +47,9 @@ export const command: Command = {
       sim = await startSimulator({ host, port, apiKey, record: !flag(p, 'no-record'), maxRecorded });
     } catch (err) {
       // A busy port is refused (exclusive listen), as serve refuses one.
-      process.stderr.write(`pi-gateway simulator: ${err instanceof Error ? err.message.replace(/^simulator: /, '') : String(err)}\n`);
+      process.stderr.write(
+        `pi-gateway simulator: ${err instanceof Error ? err.message.replace(/^simulator: /, '') : String(err)}\n`,
+      );
       return 1;
     }
     process.stdout.write(`simulator listening on ${sim.url}\n`);

@@ -3,7 +3,19 @@ import { nanoToDecimal } from '../../money.ts';
 import { flag, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
-import { CONFIG_HELP, CONFIG_OPTION, DB_HELP, guarded, iso, JSON_HELP, openFromArgs, parseIsoTime, required, requireWorkspace, STORE_OPTIONS } from '../store-command.ts';
+import {
+  CONFIG_HELP,
+  CONFIG_OPTION,
+  DB_HELP,
+  guarded,
+  iso,
+  JSON_HELP,
+  openFromArgs,
+  parseIsoTime,
+  required,
+  requireWorkspace,
+  STORE_OPTIONS,
+} from '../store-command.ts';
 
 const HELP = `Usage: pi-gateway usage --workspace W [--since ISO] [options]
 
@@ -21,7 +33,11 @@ export const command: Command = {
   help: HELP,
   run: (argv) =>
     guarded('usage', async () => {
-      const p = parse(argv, { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, since: { type: 'string' } }, false);
+      const p = parse(
+        argv,
+        { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, since: { type: 'string' } },
+        false,
+      );
       const workspace = required(p, 'workspace');
       const rawSince = str(p, 'since');
       const since = rawSince === undefined ? 0 : parseIsoTime(rawSince, 'since');
@@ -35,7 +51,12 @@ export const command: Command = {
           printJson({
             workspace,
             since: rawSince === undefined ? null : iso(since),
-            lines: lines.map((l) => ({ model: l.model, provider: l.provider, requests: l.requests, cost_usd: nanoToDecimal(l.costNano) })),
+            lines: lines.map((l) => ({
+              model: l.model,
+              provider: l.provider,
+              requests: l.requests,
+              cost_usd: nanoToDecimal(l.costNano),
+            })),
             requests,
             total_usd: nanoToDecimal(total),
           });

@@ -40,7 +40,17 @@ export const command: Command = {
     guarded('wallet', async () => {
       const [sub, rest] = subcommand(argv, ['credit', 'show']);
       if (sub === 'credit') {
-        const p = parse(rest, { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, usd: { type: 'string' }, note: { type: 'string' } }, false);
+        const p = parse(
+          rest,
+          {
+            ...STORE_OPTIONS,
+            ...CONFIG_OPTION,
+            workspace: { type: 'string' },
+            usd: { type: 'string' },
+            note: { type: 'string' },
+          },
+          false,
+        );
         const workspace = required(p, 'workspace');
         const raw = required(p, 'usd');
         let nano: bigint;
@@ -51,14 +61,25 @@ export const command: Command = {
         }
         if (nano <= 0n) throw new UsageError(`--usd must be positive, got "${raw}"`);
         if (nano > MAX_WALLET_NANO) {
-          throw new UsageError(`--usd ${raw} is more than a wallet can hold: at most ${nanoToDecimal(MAX_WALLET_NANO)} USD (SQLite's 64-bit integer in nano-USD)`);
+          throw new UsageError(
+            `--usd ${raw} is more than a wallet can hold: at most ${nanoToDecimal(MAX_WALLET_NANO)} USD (SQLite's 64-bit integer in nano-USD)`,
+          );
         }
         await requireWorkspace(p, workspace, 'wallet');
         const store = await openFromArgs(p, false);
         try {
           const r = await store.wallets.credit(workspace, nano, str(p, 'note') ?? '');
-          if (flag(p, 'json')) printJson({ workspace, trace_id: r.traceId, credited_usd: nanoToDecimal(nano), balance_usd: nanoToDecimal(r.balance) });
-          else process.stdout.write(`credited ${nanoToDecimal(nano)} USD to ${workspace}; balance ${nanoToDecimal(r.balance)} USD (${r.traceId})\n`);
+          if (flag(p, 'json'))
+            printJson({
+              workspace,
+              trace_id: r.traceId,
+              credited_usd: nanoToDecimal(nano),
+              balance_usd: nanoToDecimal(r.balance),
+            });
+          else
+            process.stdout.write(
+              `credited ${nanoToDecimal(nano)} USD to ${workspace}; balance ${nanoToDecimal(r.balance)} USD (${r.traceId})\n`,
+            );
           return 0;
         } finally {
           await store.close();

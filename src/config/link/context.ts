@@ -110,7 +110,14 @@ export class LinkContext {
   }
 
   /** Reports `value` unless the vocabulary list has it (skipped when the list itself is unusable). */
-  member(c: CheckedFile, path: PathSegment[], value: string, known: { has(k: string): boolean } | null, what: string, list: string): boolean {
+  member(
+    c: CheckedFile,
+    path: PathSegment[],
+    value: string,
+    known: { has(k: string): boolean } | null,
+    what: string,
+    list: string,
+  ): boolean {
     if (!known || known.has(value)) return true;
     this.report(c, path, `unknown ${what} "${value}" (not in vocabularies.yaml ${list})`);
     return false;

@@ -20,7 +20,13 @@ export interface DeploymentRefs {
 }
 
 /** The model, by id (aliases are for requests, not for config references); null when unknown or unusable. */
-function modelOf(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile, path: PathSegment[], d: Deployment): Model | null {
+function modelOf(
+  ctx: LinkContext,
+  refs: DeploymentRefs,
+  c: CheckedFile,
+  path: PathSegment[],
+  d: Deployment,
+): Model | null {
   if (typeof d.model !== 'string' || !ctx.clean(c, path)) return null;
   const id = d.model;
   const found = refs.models.ids.get(id);
@@ -30,13 +36,22 @@ function modelOf(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile, path: P
     ctx.report(
       c,
       path,
-      other ? `unknown model "${id}": deployments name a model by its id ("${other.model}"), not by ${other.kind}` : `unknown model "${id}"`,
+      other
+        ? `unknown model "${id}": deployments name a model by its id ("${other.model}"), not by ${other.kind}`
+        : `unknown model "${id}"`,
     );
   }
   return null;
 }
 
-function resourceRule(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile, path: PathSegment[], d: Deployment, platform: string | null): void {
+function resourceRule(
+  ctx: LinkContext,
+  refs: DeploymentRefs,
+  c: CheckedFile,
+  path: PathSegment[],
+  d: Deployment,
+  platform: string | null,
+): void {
   if (typeof d.resource !== 'string' || !ctx.clean(c, path)) return;
   const r = refs.resources.ids.get(d.resource);
   if (!r) {
@@ -46,7 +61,14 @@ function resourceRule(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile, pa
   }
 }
 
-function deploymentRules(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile, i: number, d: Deployment, platform: string | null): void {
+function deploymentRules(
+  ctx: LinkContext,
+  refs: DeploymentRefs,
+  c: CheckedFile,
+  i: number,
+  d: Deployment,
+  platform: string | null,
+): void {
   const v = refs.vocab;
   const at = (...p: PathSegment[]): PathSegment[] => ['deployments', i, ...p];
   const model = modelOf(ctx, refs, c, at('model'), d);
@@ -58,11 +80,19 @@ function deploymentRules(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile,
     d.endpoints.forEach((e, j) => {
       if (!ctx.member(c, at('endpoints', j), e, v.endpoints, 'endpoint', 'endpoints')) return;
       if (platEndpoints && !platEndpoints.includes(e)) {
-        ctx.report(c, at('endpoints', j), `platform "${platform}" does not serve endpoint "${e}" (its endpoints: ${platEndpoints.join(', ')})`);
+        ctx.report(
+          c,
+          at('endpoints', j),
+          `platform "${platform}" does not serve endpoint "${e}" (its endpoints: ${platEndpoints.join(', ')})`,
+        );
       }
       const modes = v.endpoints?.get(e)?.modes;
       if (model && modes && !modes.includes(model.mode)) {
-        ctx.report(c, at('endpoints', j), `endpoint "${e}" cannot serve model "${model.id}" of mode "${model.mode}" (it serves: ${modes.join(', ')})`);
+        ctx.report(
+          c,
+          at('endpoints', j),
+          `endpoint "${e}" cannot serve model "${model.id}" of mode "${model.mode}" (it serves: ${modes.join(', ')})`,
+        );
       }
     });
   }
@@ -82,7 +112,10 @@ function deploymentRules(ctx: LinkContext, refs: DeploymentRefs, c: CheckedFile,
   }
 }
 
-export function linkDeployments(ctx: LinkContext, refs: DeploymentRefs): { platform: string; deployment: Deployment }[] {
+export function linkDeployments(
+  ctx: LinkContext,
+  refs: DeploymentRefs,
+): { platform: string; deployment: Deployment }[] {
   const linked: { platform: string; deployment: Deployment }[] = [];
   const ids = new Map<string, Ref>();
   for (const { c, data } of ctx.sources('deployments')) {

@@ -25,14 +25,29 @@ interface VendorFile {
 
 const LEVEL_RANK = new Map<string, number>(REASONING_LEVELS.map((l, i) => [l, i]));
 
-function slugVendor(ctx: LinkContext, c: CheckedFile, path: PathSegment[], slug: string, vendor: string | null, what: string): void {
+function slugVendor(
+  ctx: LinkContext,
+  c: CheckedFile,
+  path: PathSegment[],
+  slug: string,
+  vendor: string | null,
+  what: string,
+): void {
   const half = slug.split('/')[0];
   if (vendor !== null && half !== vendor) {
     ctx.report(c, path, `${what} "${slug}" must start with this file's vendor "${vendor}/"`);
   }
 }
 
-function modelName(ctx: LinkContext, out: LinkedModels, c: CheckedFile, path: PathSegment[], model: string, value: string, kind: string): void {
+function modelName(
+  ctx: LinkContext,
+  out: LinkedModels,
+  c: CheckedFile,
+  path: PathSegment[],
+  model: string,
+  value: string,
+  kind: string,
+): void {
   const key = value.toLowerCase();
   const prev = out.names.get(key);
   if (!prev) {
@@ -47,7 +62,11 @@ function modelName(ctx: LinkContext, out: LinkedModels, c: CheckedFile, path: Pa
     return;
   }
   const ci = prev.value !== value ? ' (names are compared case-insensitively)' : '';
-  ctx.report(c, path, `${kind} "${value}" collides with the ${prev.kind} of model "${prev.model}" at ${where(prev.ref)}${ci}`);
+  ctx.report(
+    c,
+    path,
+    `${kind} "${value}" collides with the ${prev.kind} of model "${prev.model}" at ${where(prev.ref)}${ci}`,
+  );
 }
 
 /** Each models file with its vendor (null when unusable), the vendor checked against file name and other files. */
@@ -148,21 +167,35 @@ function reasoningRules(ctx: LinkContext, c: CheckedFile, base: PathSegment[], m
  * modality a declared capability implies (a capability's claim cannot contradict the declared list;
  * the list may go beyond the capabilities).
  */
-function inputModalityRules(ctx: LinkContext, v: Vocab, c: CheckedFile, base: PathSegment[], m: Model, caps: string[] | null): void {
+function inputModalityRules(
+  ctx: LinkContext,
+  v: Vocab,
+  c: CheckedFile,
+  base: PathSegment[],
+  m: Model,
+  caps: string[] | null,
+): void {
   const at = (...p: PathSegment[]) => [...base, ...p];
   const declared = m.input_modalities;
   if (!Array.isArray(declared) || !ctx.clean(c, at('input_modalities'))) return;
-  for (const [j, x] of declared.entries()) ctx.member(c, at('input_modalities', j), x, v.modalities, 'modality', 'modalities');
-  if (!declared.includes('text')) ctx.report(c, at('input_modalities'), 'input_modalities must include "text" (the catalog always lists it)');
+  for (const [j, x] of declared.entries())
+    ctx.member(c, at('input_modalities', j), x, v.modalities, 'modality', 'modalities');
+  if (!declared.includes('text'))
+    ctx.report(c, at('input_modalities'), 'input_modalities must include "text" (the catalog always lists it)');
   (caps ?? []).forEach((cap, j) => {
     const implied = v.capabilities?.get(cap)?.input_modality;
     if (implied !== undefined && !declared.includes(implied)) {
-      ctx.report(c, at('capabilities', j), `capability "${cap}" implies input modality "${implied}", which input_modalities does not list`);
+      ctx.report(
+        c,
+        at('capabilities', j),
+        `capability "${cap}" implies input modality "${implied}", which input_modalities does not list`,
+      );
     }
   });
 }
 
-/** One model's own rules: vocabulary ids, capability requirements, input modalities, reasoning, default parameters, prices. */
+/** One model's own rules: vocabulary ids, capability requirements, input modalities, reasoning, default parameters,
+ *  prices. */
 function modelRules(ctx: LinkContext, v: Vocab, c: CheckedFile, i: number, m: Model): void {
   const base: PathSegment[] = ['models', i];
   const at = (...p: PathSegment[]) => [...base, ...p];
@@ -185,7 +218,11 @@ function modelRules(ctx: LinkContext, v: Vocab, c: CheckedFile, i: number, m: Mo
       if (!ctx.member(c, at('parameters', j), p, v.parameters, 'parameter', 'parameters')) return;
       const owner = v.paramOwner?.get(p);
       if (owner) {
-        ctx.report(c, at('parameters', j), `parameter "${p}" comes from capability "${owner}"; declare the capability instead`);
+        ctx.report(
+          c,
+          at('parameters', j),
+          `parameter "${p}" comes from capability "${owner}"; declare the capability instead`,
+        );
       }
     });
   }
@@ -200,7 +237,12 @@ function modelRules(ctx: LinkContext, v: Vocab, c: CheckedFile, i: number, m: Mo
     for (const cap of caps) for (const p of v.capabilities.get(cap)?.parameters ?? []) supported.add(p);
     for (const k of Object.keys(defaults)) {
       if (!supported.has(k)) {
-        ctx.report(c, at('default_parameters', k), `default parameter "${k}" is not a supported parameter of this model`, 'key');
+        ctx.report(
+          c,
+          at('default_parameters', k),
+          `default parameter "${k}" is not a supported parameter of this model`,
+          'key',
+        );
       }
     }
   }

@@ -16,7 +16,15 @@ export interface LinkedPlatforms {
   names: Map<string, { id: string; kind: string; value: string; ref: Ref }>;
 }
 
-function platformName(ctx: LinkContext, out: LinkedPlatforms, c: CheckedFile, path: PathSegment[], platform: string, value: string, kind: string): void {
+function platformName(
+  ctx: LinkContext,
+  out: LinkedPlatforms,
+  c: CheckedFile,
+  path: PathSegment[],
+  platform: string,
+  value: string,
+  kind: string,
+): void {
   const key = value.toLowerCase();
   const prev = out.names.get(key);
   if (!prev) {
@@ -25,7 +33,11 @@ function platformName(ctx: LinkContext, out: LinkedPlatforms, c: CheckedFile, pa
     ctx.report(c, path, `${kind} "${value}" repeats the platform's own ${prev.kind}`);
   } else {
     const ci = prev.value !== value ? ' (names are compared case-insensitively)' : '';
-    ctx.report(c, path, `${kind} "${value}" collides with the ${prev.kind} of platform "${prev.id}" at ${where(prev.ref)}${ci}`);
+    ctx.report(
+      c,
+      path,
+      `${kind} "${value}" collides with the ${prev.kind} of platform "${prev.id}" at ${where(prev.ref)}${ci}`,
+    );
   }
 }
 
@@ -41,7 +53,11 @@ function adapterRules(ctx: LinkContext, v: Vocab, adapters: AdapterCatalog, c: C
     p.endpoints.forEach((e, j) => {
       if (!ctx.member(c, ['endpoints', j], e, v.endpoints, 'endpoint', 'endpoints')) return;
       if (adapter && !adapter.endpoints.includes(e)) {
-        ctx.report(c, ['endpoints', j], `adapter "${adapter.id}" cannot call endpoint "${e}" (it supports: ${adapter.endpoints.join(', ')})`);
+        ctx.report(
+          c,
+          ['endpoints', j],
+          `adapter "${adapter.id}" cannot call endpoint "${e}" (it supports: ${adapter.endpoints.join(', ')})`,
+        );
       }
     });
   }
@@ -57,7 +73,14 @@ function platformRules(ctx: LinkContext, v: Vocab, adapters: AdapterCatalog, c: 
   const dp = p.data_policy;
   if (isMapping(dp)) {
     if (typeof dp.data_retention === 'string' && ctx.clean(c, ['data_policy', 'data_retention'])) {
-      ctx.member(c, ['data_policy', 'data_retention'], dp.data_retention, v.retention, 'retention level', 'retention_levels');
+      ctx.member(
+        c,
+        ['data_policy', 'data_retention'],
+        dp.data_retention,
+        v.retention,
+        'retention level',
+        'retention_levels',
+      );
     }
     if (typeof dp.moderation === 'string' && ctx.clean(c, ['data_policy', 'moderation'])) {
       ctx.member(c, ['data_policy', 'moderation'], dp.moderation, v.moderation, 'moderation id', 'moderation');
@@ -65,7 +88,8 @@ function platformRules(ctx: LinkContext, v: Vocab, adapters: AdapterCatalog, c: 
   }
   const sampling = p.sampling;
   if (isMapping(sampling) && Array.isArray(sampling.accept) && ctx.clean(c, ['sampling'])) {
-    for (const [j, s] of sampling.accept.entries()) ctx.member(c, ['sampling', 'accept', j], s, v.sampling, 'sampling parameter', 'sampling_parameters');
+    for (const [j, s] of sampling.accept.entries())
+      ctx.member(c, ['sampling', 'accept', j], s, v.sampling, 'sampling parameter', 'sampling_parameters');
   }
 }
 
@@ -102,7 +126,12 @@ export function linkPlatforms(ctx: LinkContext, v: Vocab, adapters: AdapterCatal
 }
 
 /** A resources or deployments file's `platform`: must match the file name and name a declared platform. */
-export function filePlatform(ctx: LinkContext, platforms: LinkedPlatforms, c: CheckedFile, declared: string): string | null {
+export function filePlatform(
+  ctx: LinkContext,
+  platforms: LinkedPlatforms,
+  c: CheckedFile,
+  declared: string,
+): string | null {
   // `declared` is typed by the schema, but may be anything when the schema rejected it.
   if (typeof declared !== 'string' || !ctx.clean(c, ['platform'])) return null;
   ctx.nameMatches(c, ['platform'], declared, 'platform');

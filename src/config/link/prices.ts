@@ -18,7 +18,8 @@ function zero(v: string | undefined): boolean {
   }
 }
 
-/** Rules of one price list (list prices or a channel's): bracket order, no zero optional class, no new class in a bracket. */
+/** Rules of one price list (list prices or a channel's): bracket order, no zero optional class, no new class in a
+ *  bracket. */
 export function priceListRules(ctx: LinkContext, c: CheckedFile, path: PathSegment[], p: Pricing): void {
   for (const cls of OPTIONAL_CLASSES) {
     if (zero(p[cls])) ctx.report(c, [...path, cls], 'optional price classes must be absent, not 0');
@@ -37,7 +38,11 @@ export function priceListRules(ctx: LinkContext, c: CheckedFile, path: PathSegme
       const val = b[cls];
       if (val === undefined) continue;
       if (p[cls] === undefined) {
-        ctx.report(c, [...bp, cls], `bracket prices "${cls}" but the base prices do not (a bracket only restates base classes)`);
+        ctx.report(
+          c,
+          [...bp, cls],
+          `bracket prices "${cls}" but the base prices do not (a bracket only restates base classes)`,
+        );
       } else if (cls !== 'prompt' && cls !== 'completion' && zero(val)) {
         ctx.report(c, [...bp, cls], 'optional price classes must be absent, not 0');
       }
@@ -54,7 +59,8 @@ interface Above {
   promptTokens: number;
 }
 
-/** Where the channel's price of `cls` at `promptTokens` is written: its bracket there when it restates the class, else its base. */
+/** Where the channel's price of `cls` at `promptTokens` is written: its bracket there when it restates the class, else
+ *  its base. */
 function sourceOf(path: PathSegment[], ch: Pricing, cls: PriceClass, promptTokens: number): PathSegment[] {
   let k = -1;
   (ch.overrides ?? []).forEach((b, i) => {
@@ -93,11 +99,19 @@ function aboveList(path: PathSegment[], ch: Pricing, list: Pricing): Above[] {
  * above list (anywhere, at any prompt length) exactly when it says `above_list: true` — a dearer
  * channel is a fact to state, never a typo to bill.
  */
-export function channelAgainstList(ctx: LinkContext, c: CheckedFile, path: PathSegment[], ch: Pricing, list: Pricing, acknowledged: boolean): void {
+export function channelAgainstList(
+  ctx: LinkContext,
+  c: CheckedFile,
+  path: PathSegment[],
+  ch: Pricing,
+  list: Pricing,
+  acknowledged: boolean,
+): void {
   const pricesPath = [...path, 'prices'];
   const unpriced = (p: PathSegment[], prices: Partial<Record<PriceClass, string>>) => {
     for (const cls of PRICE_CLASSES) {
-      if (prices[cls] !== undefined && list[cls] === undefined) ctx.report(c, [...p, cls], `the model's list prices do not price "${cls}"`);
+      if (prices[cls] !== undefined && list[cls] === undefined)
+        ctx.report(c, [...p, cls], `the model's list prices do not price "${cls}"`);
     }
   };
   unpriced(pricesPath, ch);
@@ -109,7 +123,11 @@ export function channelAgainstList(ctx: LinkContext, c: CheckedFile, path: PathS
   if (acknowledged) return;
   for (const a of above) {
     const where = a.promptTokens > 0 ? ` at ${a.promptTokens} prompt tokens` : '';
-    ctx.report(c, a.path, `${a.cls} ${a.price} is above the list price ${a.listPrice}${where} (set above_list: true if this channel charges more than list)`);
+    ctx.report(
+      c,
+      a.path,
+      `${a.cls} ${a.price} is above the list price ${a.listPrice}${where} (set above_list: true if this channel charges more than list)`,
+    );
   }
 }
 

@@ -1,5 +1,6 @@
 // vocabularies.yaml: ids unique within each list, endpoint paths unique, and the lists referring to
-// each other (an endpoint's protocol, when it has one, and its modes, a capability's parameters, modality and requires).
+// each other (an endpoint's protocol, when it has one, and its modes, a capability's parameters, modality and
+// requires).
 // Returns the lookups every other kind checks its vocabulary ids against.
 import type { CapabilityVocab, VocabulariesFile } from '../../generated/config-types.ts';
 import type { CheckedFile, LinkContext, Source } from './context.ts';
@@ -26,7 +27,13 @@ export interface LinkedVocabularies {
 }
 
 /** Reports a repeated `id` in one vocabulary list. */
-function uniqueIds(ctx: LinkContext, c: CheckedFile, key: string, items: readonly { id: string }[], what: string): void {
+function uniqueIds(
+  ctx: LinkContext,
+  c: CheckedFile,
+  key: string,
+  items: readonly { id: string }[],
+  what: string,
+): void {
   const seen = new Map<string, number>();
   items.forEach((it, i) => {
     const first = seen.get(it.id);
@@ -39,7 +46,10 @@ function uniqueIds(ctx: LinkContext, c: CheckedFile, key: string, items: readonl
 function readLists(ctx: LinkContext, src: Source<'vocabularies'> | undefined) {
   const usable = <K extends keyof VocabulariesFile>(key: K): VocabulariesFile[K] | null =>
     src && Array.isArray(src.data[key]) && ctx.clean(src.c, [key]) ? src.data[key] : null;
-  const withIds = <K extends 'endpoints' | 'modes' | 'capabilities' | 'retention_levels' | 'moderation'>(key: K, what: string) => {
+  const withIds = <K extends 'endpoints' | 'modes' | 'capabilities' | 'retention_levels' | 'moderation'>(
+    key: K,
+    what: string,
+  ) => {
     const items = usable(key);
     if (items && src) uniqueIds(ctx, src.c, key, items, what);
     return items;
@@ -73,7 +83,8 @@ function lookups(l: Lists): Vocab {
   };
   if (l.capabilities) {
     v.paramOwner = new Map();
-    for (const cap of l.capabilities) for (const p of cap.parameters ?? []) if (!v.paramOwner.has(p)) v.paramOwner.set(p, cap.id);
+    for (const cap of l.capabilities)
+      for (const p of cap.parameters ?? []) if (!v.paramOwner.has(p)) v.paramOwner.set(p, cap.id);
   }
   return v;
 }
@@ -83,21 +94,36 @@ function crossRules(ctx: LinkContext, c: CheckedFile, l: Lists, v: Vocab): void 
   if (l.endpoints) {
     const paths = new Map<string, number>();
     l.endpoints.forEach((e, i) => {
-      if (e.protocol !== undefined) ctx.member(c, ['endpoints', i, 'protocol'], e.protocol, v.protocols, 'protocol', 'protocols');
+      if (e.protocol !== undefined)
+        ctx.member(c, ['endpoints', i, 'protocol'], e.protocol, v.protocols, 'protocol', 'protocols');
       for (const [j, m] of e.modes.entries()) ctx.member(c, ['endpoints', i, 'modes', j], m, v.modes, 'mode', 'modes');
       const first = paths.get(e.path);
       if (first === undefined) paths.set(e.path, i);
-      else ctx.report(c, ['endpoints', i, 'path'], `duplicate endpoint path "${e.path}" (first declared at endpoints[${first}])`);
+      else
+        ctx.report(
+          c,
+          ['endpoints', i, 'path'],
+          `duplicate endpoint path "${e.path}" (first declared at endpoints[${first}])`,
+        );
     });
   }
   if (l.capabilities) {
     l.capabilities.forEach((cap, i) => {
-      for (const [j, p] of (cap.parameters ?? []).entries()) ctx.member(c, ['capabilities', i, 'parameters', j], p, v.parameters, 'parameter', 'parameters');
+      for (const [j, p] of (cap.parameters ?? []).entries())
+        ctx.member(c, ['capabilities', i, 'parameters', j], p, v.parameters, 'parameter', 'parameters');
       if (cap.input_modality !== undefined) {
-        ctx.member(c, ['capabilities', i, 'input_modality'], cap.input_modality, v.modalities, 'modality', 'modalities');
+        ctx.member(
+          c,
+          ['capabilities', i, 'input_modality'],
+          cap.input_modality,
+          v.modalities,
+          'modality',
+          'modalities',
+        );
       }
       (cap.requires ?? []).forEach((r, j) => {
-        if (r === cap.id) ctx.report(c, ['capabilities', i, 'requires', j], `capability "${cap.id}" cannot require itself`);
+        if (r === cap.id)
+          ctx.report(c, ['capabilities', i, 'requires', j], `capability "${cap.id}" cannot require itself`);
         else ctx.member(c, ['capabilities', i, 'requires', j], r, v.capabilities, 'capability', 'capabilities');
       });
     });

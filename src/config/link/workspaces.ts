@@ -37,7 +37,12 @@ export function linkWorkspaces(ctx: LinkContext, platforms: LinkedPlatforms): Wo
     if (!isMapping(w)) return;
     if (typeof w.id === 'string') {
       const first = ids.get(w.id);
-      if (first !== undefined) ctx.report(c, ['workspaces', i, 'id'], `duplicate workspace id "${w.id}" (first declared at workspaces[${first}])`);
+      if (first !== undefined)
+        ctx.report(
+          c,
+          ['workspaces', i, 'id'],
+          `duplicate workspace id "${w.id}" (first declared at workspaces[${first}])`,
+        );
       else ids.set(w.id, i);
     }
     routingRules(ctx, platforms, c, i, w);

@@ -3,7 +3,15 @@
 import { chatCompletionId, obfuscationPool, systemFingerprint } from '../ids.ts';
 import { compileTemplate, slot } from '../json-template.ts';
 import { customErrorBody, openaiErrorDetails } from '../wire-errors.ts';
-import { type Body, type ReplyContext, type StreamEvents, type Wire, intField, missingParameter, objectField } from '../wire.ts';
+import {
+  type Body,
+  type ReplyContext,
+  type StreamEvents,
+  type Wire,
+  intField,
+  missingParameter,
+  objectField,
+} from '../wire.ts';
 
 const FINGERPRINT = systemFingerprint();
 const OBFUSCATION = obfuscationPool();
@@ -27,7 +35,12 @@ function shape(withModel: boolean): unknown {
       completion_tokens: slot('ct'),
       total_tokens: slot('tt'),
       prompt_tokens_details: { cached_tokens: slot('cached'), audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: slot('rt'), audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+      completion_tokens_details: {
+        reasoning_tokens: slot('rt'),
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
     },
     service_tier: 'default',
     system_fingerprint: FINGERPRINT,
@@ -36,7 +49,8 @@ function shape(withModel: boolean): unknown {
 
 const JSON_BODY = [compileTemplate(shape(false), 2), compileTemplate(shape(true), 2)] as const;
 
-const ROLE_CHOICE = '{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}';
+const ROLE_CHOICE =
+  '{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}';
 
 function usageJson(ctx: ReplyContext): string {
   const u = ctx.usage;
@@ -92,10 +106,16 @@ export const chatCompletions: Wire = {
     const head = chunkHead(chatCompletionId(), ctx);
     const usageNull = includeUsage ? ',"usage":null' : '';
     let n = 0;
-    const end = () => (obfuscate ? `${usageNull},"obfuscation":"${OBFUSCATION[n++ % OBFUSCATION.length]}"}\n\n` : `${usageNull}}\n\n`);
+    const end = () =>
+      obfuscate ? `${usageNull},"obfuscation":"${OBFUSCATION[n++ % OBFUSCATION.length]}"}\n\n` : `${usageNull}}\n\n`;
     const preamble = [head + ROLE_CHOICE + ']' + end()];
     const content = ctx.text.pieces.map(
-      (p) => head + '{"index":0,"delta":{"content":' + JSON.stringify(p) + '},"logprobs":null,"finish_reason":null}]' + end(),
+      (p) =>
+        head +
+        '{"index":0,"delta":{"content":' +
+        JSON.stringify(p) +
+        '},"logprobs":null,"finish_reason":null}]' +
+        end(),
     );
     const finish = ctx.text.truncated ? 'length' : 'stop';
     const tail = [head + `{"index":0,"delta":{},"logprobs":null,"finish_reason":"${finish}"}]` + end()];
@@ -111,7 +131,9 @@ export const chatCompletions: Wire = {
     const b = ctx.behaviour;
     if (b.errorBody !== undefined) return [`data: ${customErrorBody(b.errorBody)}\n\n`];
     const d = openaiErrorDetails(500, ctx.model);
-    return [`data: ${JSON.stringify({ error: { message: d.message, type: d.type, param: d.param, code: d.code } })}\n\n`];
+    return [
+      `data: ${JSON.stringify({ error: { message: d.message, type: d.type, param: d.param, code: d.code } })}\n\n`,
+    ];
   },
 
   malformed(ctx) {

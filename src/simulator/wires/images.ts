@@ -28,7 +28,13 @@ const dataCache = new Map<number, RawJson>();
 function data(n: number): RawJson {
   let d = dataCache.get(n);
   if (!d) {
-    d = new RawJson(JSON.stringify(Array.from({ length: n }, () => ({ b64_json: TINY_PNG_BASE64 })), null, 2).replaceAll('\n', '\n' + DATA_INDENT));
+    d = new RawJson(
+      JSON.stringify(
+        Array.from({ length: n }, () => ({ b64_json: TINY_PNG_BASE64 })),
+        null,
+        2,
+      ).replaceAll('\n', '\n' + DATA_INDENT),
+    );
     dataCache.set(n, d);
   }
   return d;
@@ -57,7 +63,15 @@ export const images: Wire = {
     const text = u?.prompt ?? ctx.usage.prompt;
     const image = ctx.files * TOKENS_PER_INPUT_IMAGE;
     const output = u?.completion ?? TOKENS_PER_IMAGE * n;
-    return BODY.render({ created: ctx.created, data: data(n), input: text + image, output, total: text + image + output, text, image });
+    return BODY.render({
+      created: ctx.created,
+      data: data(n),
+      input: text + image,
+      output,
+      total: text + image + output,
+      text,
+      image,
+    });
   },
 
   events() {

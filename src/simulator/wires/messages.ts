@@ -30,7 +30,8 @@ function usageJson(ctx: ReplyContext, output: number): RawJson {
   );
 }
 
-const BLOCK_START = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
+const BLOCK_START =
+  'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
 const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
 const BLOCK_STOP = 'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n';
 const MESSAGE_STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
@@ -40,10 +41,13 @@ export const messages: Wire = {
 
   validate(body, route) {
     if (route.form === 'vertex' || route.form === 'bedrock') {
-      if (typeof body['anthropic_version'] !== 'string') return { message: 'anthropic_version: Field required', type: 'invalid_request_error' };
-    } else if (typeof body['model'] !== 'string') return { message: 'model: Field required', type: 'invalid_request_error' };
+      if (typeof body['anthropic_version'] !== 'string')
+        return { message: 'anthropic_version: Field required', type: 'invalid_request_error' };
+    } else if (typeof body['model'] !== 'string')
+      return { message: 'model: Field required', type: 'invalid_request_error' };
     if (!Array.isArray(body['messages'])) return { message: 'messages: Field required', type: 'invalid_request_error' };
-    if (intField(body, 'max_tokens') === undefined) return { message: 'max_tokens: Field required', type: 'invalid_request_error' };
+    if (intField(body, 'max_tokens') === undefined)
+      return { message: 'max_tokens: Field required', type: 'invalid_request_error' };
     return null;
   },
 
@@ -66,10 +70,19 @@ export const messages: Wire = {
   },
 
   events(ctx): StreamEvents {
-    const message = START[ctx.reportModel === null ? 0 : 1].render({ id: anthropicMessageId(), model: ctx.reportModel, usage: usageJson(ctx, 1) });
-    const preamble = [`event: message_start\ndata: {"type":"message_start","message":${message}}\n\n`, BLOCK_START, PING];
+    const message = START[ctx.reportModel === null ? 0 : 1].render({
+      id: anthropicMessageId(),
+      model: ctx.reportModel,
+      usage: usageJson(ctx, 1),
+    });
+    const preamble = [
+      `event: message_start\ndata: {"type":"message_start","message":${message}}\n\n`,
+      BLOCK_START,
+      PING,
+    ];
     const content = ctx.text.pieces.map(
-      (p) => `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(p)}}}\n\n`,
+      (p) =>
+        `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(p)}}}\n\n`,
     );
     const u = ctx.usage;
     const usage = ctx.behaviour.noUsageInStream
@@ -85,7 +98,10 @@ export const messages: Wire = {
   },
 
   inbandError(ctx) {
-    const data = ctx.behaviour.errorBody !== undefined ? customErrorBody(ctx.behaviour.errorBody) : '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}';
+    const data =
+      ctx.behaviour.errorBody !== undefined
+        ? customErrorBody(ctx.behaviour.errorBody)
+        : '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}';
     return [`event: error\ndata: ${data}\n\n`];
   },
 

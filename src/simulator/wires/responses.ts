@@ -5,7 +5,15 @@
 import { obfuscationPool, outputMessageId, responseId } from '../ids.ts';
 import { RawJson, compileTemplate, pyFloat, slot } from '../json-template.ts';
 import { customErrorBody, openaiErrorDetails } from '../wire-errors.ts';
-import { type Body, type ReplyContext, type StreamEvents, type Wire, intField, missingParameter, objectField } from '../wire.ts';
+import {
+  type Body,
+  type ReplyContext,
+  type StreamEvents,
+  type Wire,
+  intField,
+  missingParameter,
+  objectField,
+} from '../wire.ts';
 
 const OBFUSCATION = obfuscationPool();
 
@@ -52,7 +60,8 @@ function shape(withModel: boolean): unknown {
 const PRETTY = [compileTemplate(shape(false), 2), compileTemplate(shape(true), 2)] as const;
 const COMPACT = [compileTemplate(shape(false), 0), compileTemplate(shape(true), 0)] as const;
 
-const num = (v: unknown, dflt: number): unknown => (v === undefined || v === null ? pyFloat(dflt) : typeof v === 'number' ? pyFloat(v) : v);
+const num = (v: unknown, dflt: number): unknown =>
+  v === undefined || v === null ? pyFloat(dflt) : typeof v === 'number' ? pyFloat(v) : v;
 
 /** The request parameters a response object repeats, with OpenAI's defaults. */
 function echoed(body: Body): Record<string, unknown> {
@@ -85,7 +94,8 @@ function echoed(body: Body): Record<string, unknown> {
 /** Object values serialized once, so the three snapshots of a stream do not re-stringify them. */
 function frozenCompact(values: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(values)) out[k] = typeof v === 'object' && v !== null && !(v instanceof RawJson) ? new RawJson(JSON.stringify(v)) : v;
+  for (const [k, v] of Object.entries(values))
+    out[k] = typeof v === 'object' && v !== null && !(v instanceof RawJson) ? new RawJson(JSON.stringify(v)) : v;
   return out;
 }
 
@@ -101,7 +111,13 @@ function usageValue(ctx: ReplyContext): Record<string, unknown> {
 }
 
 function outputItem(id: string, status: string, text: string): Record<string, unknown> {
-  return { id, type: 'message', status, content: [{ type: 'output_text', annotations: [], logprobs: [], text }], role: 'assistant' };
+  return {
+    id,
+    type: 'message',
+    status,
+    content: [{ type: 'output_text', annotations: [], logprobs: [], text }],
+    role: 'assistant',
+  };
 }
 
 const INCOMPLETE = { reason: 'max_output_tokens' };
@@ -143,15 +159,30 @@ export const responses: Wire = {
 
   events(ctx): StreamEvents {
     const tpl = COMPACT[ctx.reportModel === null ? 0 : 1];
-    const base = frozenCompact({ ...echoed(ctx.body), id: responseId(), created_at: ctx.created, model: ctx.reportModel });
+    const base = frozenCompact({
+      ...echoed(ctx.body),
+      id: responseId(),
+      created_at: ctx.created,
+      model: ctx.reportModel,
+    });
     const obfuscate = objectField(ctx.body, 'stream_options')?.['include_obfuscation'] !== false;
     const itemId = outputMessageId();
-    const snapshot = tpl.render({ ...base, status: 'in_progress', error: null, incomplete_details: null, output: new RawJson('[]'), usage: null });
+    const snapshot = tpl.render({
+      ...base,
+      status: 'in_progress',
+      error: null,
+      incomplete_details: null,
+      output: new RawJson('[]'),
+      usage: null,
+    });
     let seq = 0;
     const loc = `"item_id":"${itemId}","output_index":0,"content_index":0`;
     const preamble = [
       frame('response.created', `{"type":"response.created","sequence_number":${seq++},"response":${snapshot}}`),
-      frame('response.in_progress', `{"type":"response.in_progress","sequence_number":${seq++},"response":${snapshot}}`),
+      frame(
+        'response.in_progress',
+        `{"type":"response.in_progress","sequence_number":${seq++},"response":${snapshot}}`,
+      ),
       frame(
         'response.output_item.added',
         `{"type":"response.output_item.added","sequence_number":${seq++},"output_index":0,"item":{"id":"${itemId}","type":"message","status":"in_progress","content":[],"role":"assistant"}}`,
@@ -163,7 +194,10 @@ export const responses: Wire = {
     ];
     const content = ctx.text.pieces.map((p, i) => {
       const obf = obfuscate ? `,"obfuscation":"${OBFUSCATION[i % OBFUSCATION.length]}"` : '';
-      return frame('response.output_text.delta', `{"type":"response.output_text.delta","sequence_number":${seq++},${loc},"delta":${JSON.stringify(p)},"logprobs":[]${obf}}`);
+      return frame(
+        'response.output_text.delta',
+        `{"type":"response.output_text.delta","sequence_number":${seq++},${loc},"delta":${JSON.stringify(p)},"logprobs":[]${obf}}`,
+      );
     });
     const full = JSON.stringify(ctx.text.full);
     const done = ctx.text.truncated ? 'incomplete' : 'completed';
@@ -177,12 +211,18 @@ export const responses: Wire = {
       usage: ctx.behaviour.noUsageInStream ? null : usageValue(ctx),
     });
     const tail = [
-      frame('response.output_text.done', `{"type":"response.output_text.done","sequence_number":${seq++},${loc},"text":${full},"logprobs":[]}`),
+      frame(
+        'response.output_text.done',
+        `{"type":"response.output_text.done","sequence_number":${seq++},${loc},"text":${full},"logprobs":[]}`,
+      ),
       frame(
         'response.content_part.done',
         `{"type":"response.content_part.done","sequence_number":${seq++},${loc},"part":{"type":"output_text","annotations":[],"logprobs":[],"text":${full}}}`,
       ),
-      frame('response.output_item.done', `{"type":"response.output_item.done","sequence_number":${seq++},"output_index":0,"item":${item}}`),
+      frame(
+        'response.output_item.done',
+        `{"type":"response.output_item.done","sequence_number":${seq++},"output_index":0,"item":${item}}`,
+      ),
       frame(`response.${done}`, `{"type":"response.${done}","sequence_number":${seq++},"response":${final}}`),
     ];
     return { preamble, content, tail };
@@ -206,7 +246,10 @@ export const responses: Wire = {
       output: new RawJson('[]'),
       usage: null,
     });
-    return [frame('error', first), frame('response.failed', `{"type":"response.failed","sequence_number":1,"response":${failed}}`)];
+    return [
+      frame('error', first),
+      frame('response.failed', `{"type":"response.failed","sequence_number":1,"response":${failed}}`),
+    ];
   },
 
   malformed() {

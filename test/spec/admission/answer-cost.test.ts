@@ -59,7 +59,12 @@ function costsIn(text: string): string[] {
   return [...text.matchAll(/"cost":(-?[0-9][0-9.eE+-]*)/g)].map((m) => m[1] as string);
 }
 
-async function ask(s: Stack, key: string, p: Proto, extra: Record<string, unknown>): Promise<{ text: string; trace: string; settled: Settled | undefined }> {
+async function ask(
+  s: Stack,
+  key: string,
+  p: Proto,
+  extra: Record<string, unknown>,
+): Promise<{ text: string; trace: string; settled: Settled | undefined }> {
   const res = await s.post(p.path, { ...p.body, ...extra }, { key });
   const text = await res.text();
   const trace = res.headers.get('x-pi-trace-id') ?? '';
@@ -67,7 +72,14 @@ async function ask(s: Stack, key: string, p: Proto, extra: Record<string, unknow
 }
 
 /** Checks one answer: exactly one cost, equal to the ledger's settlement, where the protocol keeps its usage. */
-function checkAnswer(t: Test, label: string, p: Proto, stream: boolean, text: string, settled: Settled | undefined): void {
+function checkAnswer(
+  t: Test,
+  label: string,
+  p: Proto,
+  stream: boolean,
+  text: string,
+  settled: Settled | undefined,
+): void {
   t.ok(settled, `${label}: settled`);
   const want = nanoToDecimal(settled?.amount ?? -1n);
   t.same(costsIn(text), [want], `${label}: usage.cost is the settled $${want}, written exactly`);
@@ -80,7 +92,10 @@ function checkAnswer(t: Test, label: string, p: Proto, stream: boolean, text: st
   const at = events.findIndex((e) => e.includes('"cost":'));
   t.match(events[at] ?? '', p.usageEvent, `${label}: in the final usage event`);
   t.match(events[at + 1] ?? '', p.next, `${label}: which the end follows`);
-  const data = JSON.parse((events[at] ?? '').replace(/^(event: .*\n)?data: /, '')) as { usage?: { cost: number }; response?: { usage: { cost: number } } };
+  const data = JSON.parse((events[at] ?? '').replace(/^(event: .*\n)?data: /, '')) as {
+    usage?: { cost: number };
+    response?: { usage: { cost: number } };
+  };
   t.equal((data.usage ?? data.response?.usage)?.cost, Number(want), `${label}: a JSON number in the event's usage`);
 }
 
@@ -91,7 +106,10 @@ t.test('usage.cost equals the ledger settlement, JSON and stream, on every proto
   for (const p of PROTOCOLS) {
     for (const stream of [false, true]) {
       const label = `${p.name}${stream ? ' stream' : ''}`;
-      const { text, settled } = await ask(s, key, p, { stream, sim: { usage: { prompt: 12, completion: 7, cached: 4 } } });
+      const { text, settled } = await ask(s, key, p, {
+        stream,
+        sim: { usage: { prompt: 12, completion: 7, cached: 4 } },
+      });
       t.ok((settled?.amount ?? 0n) > 0n, `${label}: a non-zero charge`);
       t.notOk(settled?.details?.['capped'], `${label}: at the reported usage`);
       checkAnswer(t, label, p, stream, text, settled);
@@ -107,8 +125,16 @@ t.test('a provider report above the bound: usage.cost is the capped settlement, 
     for (const stream of [false, true]) {
       const label = `${p.name}${stream ? ' stream' : ''} (capped)`;
       const { text, settled } = await ask(s, key, p, { stream, sim: { usage: { prompt: 12, completion: 1e12 } } });
-      t.match(settled?.details, { capped: true, cap: 'bound', completionTokens: 1e12 }, `${label}: the ledger capped it`);
-      t.equal(String(settled?.amount), settled?.details?.['boundNano'], `${label}: charged the bound, not the $millions reported`);
+      t.match(
+        settled?.details,
+        { capped: true, cap: 'bound', completionTokens: 1e12 },
+        `${label}: the ledger capped it`,
+      );
+      t.equal(
+        String(settled?.amount),
+        settled?.details?.['boundNano'],
+        `${label}: charged the bound, not the $millions reported`,
+      );
       checkAnswer(t, label, p, stream, text, settled);
     }
   }
@@ -129,7 +155,13 @@ t.test('image answers with a usage object carry the cost too', async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '100');
-  const p: Proto = { name: 'images', path: '/v1/images/generations', body: { model: 'acme/painter', prompt: 'a red square', provider: { only: ['alpha'] } }, usageEvent: /^event: image_generation\.completed\n/, next: /^$/ };
+  const p: Proto = {
+    name: 'images',
+    path: '/v1/images/generations',
+    body: { model: 'acme/painter', prompt: 'a red square', provider: { only: ['alpha'] } },
+    usageEvent: /^event: image_generation\.completed\n/,
+    next: /^$/,
+  };
   const { text, settled } = await ask(s, key, p, { sim: { usage: { prompt: 10, completion: 544 } } });
   checkAnswer(t, 'images', p, false, text, settled);
 });
@@ -149,27 +181,60 @@ t.test('the official SDKs read answers that carry the cost', async (t) => {
   const costOf = (trace: string | null) => Number(nanoToDecimal(settlementOf(s, trace ?? '')?.amount ?? -1n));
   type Costed = { cost?: number } | null | undefined;
 
-  const chat = await openai.chat.completions.create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], ...sim }).withResponse();
-  t.equal((chat.data.usage as Costed)?.cost, costOf(chat.response.headers.get('x-pi-trace-id')), 'openai chat: usage.cost');
+  const chat = await openai.chat.completions
+    .create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], ...sim })
+    .withResponse();
+  t.equal(
+    (chat.data.usage as Costed)?.cost,
+    costOf(chat.response.headers.get('x-pi-trace-id')),
+    'openai chat: usage.cost',
+  );
 
-  const chatStream = await openai.chat.completions.create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], stream: true, ...sim }).withResponse();
+  const chatStream = await openai.chat.completions
+    .create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], stream: true, ...sim })
+    .withResponse();
   let streamed: Costed = null;
   for await (const chunk of chatStream.data) if (chunk.usage) streamed = chunk.usage as Costed;
-  t.equal(streamed?.cost, costOf(chatStream.response.headers.get('x-pi-trace-id')), 'openai chat stream: the usage chunk');
+  t.equal(
+    streamed?.cost,
+    costOf(chatStream.response.headers.get('x-pi-trace-id')),
+    'openai chat stream: the usage chunk',
+  );
 
   const resp = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', ...sim }).withResponse();
-  t.equal((resp.data.usage as Costed)?.cost, costOf(resp.response.headers.get('x-pi-trace-id')), 'openai responses: usage.cost');
+  t.equal(
+    (resp.data.usage as Costed)?.cost,
+    costOf(resp.response.headers.get('x-pi-trace-id')),
+    'openai responses: usage.cost',
+  );
 
-  const respStream = await openai.responses.create({ model: 'acme/chat-small', input: 'hi', stream: true, ...sim }).withResponse();
+  const respStream = await openai.responses
+    .create({ model: 'acme/chat-small', input: 'hi', stream: true, ...sim })
+    .withResponse();
   let completed: Costed = null;
   for await (const ev of respStream.data) if (ev.type === 'response.completed') completed = ev.response.usage as Costed;
-  t.equal(completed?.cost, costOf(respStream.response.headers.get('x-pi-trace-id')), 'openai responses stream: response.completed');
+  t.equal(
+    completed?.cost,
+    costOf(respStream.response.headers.get('x-pi-trace-id')),
+    'openai responses stream: response.completed',
+  );
 
   const onDelta = extra({ provider: { only: ['delta'] }, sim: { usage: { prompt: 12, completion: 7 } } });
-  const msg = await anthropic.messages.create({ model: 'beta-labs/sonnet-ish', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], ...onDelta }).withResponse();
-  t.equal((msg.data.usage as Costed)?.cost, costOf(msg.response.headers.get('x-pi-trace-id')), 'anthropic messages: usage.cost');
+  const msg = await anthropic.messages
+    .create({ model: 'beta-labs/sonnet-ish', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], ...onDelta })
+    .withResponse();
+  t.equal(
+    (msg.data.usage as Costed)?.cost,
+    costOf(msg.response.headers.get('x-pi-trace-id')),
+    'anthropic messages: usage.cost',
+  );
 
-  const msgStream = anthropic.messages.stream({ model: 'beta-labs/sonnet-ish', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], ...onDelta });
+  const msgStream = anthropic.messages.stream({
+    model: 'beta-labs/sonnet-ish',
+    max_tokens: 50,
+    messages: [{ role: 'user', content: 'hi' }],
+    ...onDelta,
+  });
   let delta: Costed = null;
   for await (const ev of msgStream) if (ev.type === 'message_delta') delta = ev.usage as Costed;
   const final = await msgStream.finalMessage();

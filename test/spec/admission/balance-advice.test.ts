@@ -27,10 +27,34 @@ function advice(message: string): { field: string; tokens: number } | null {
 }
 
 const CASES = [
-  { name: 'chat', path: '/v1/chat/completions', field: 'max_tokens', body: { model: 'acme/chat-small', messages: USER, max_tokens: 4000 }, credit: '0.003' },
-  { name: 'chat (max_completion_tokens)', path: '/v1/chat/completions', field: 'max_completion_tokens', body: { model: 'acme/chat-small', messages: USER, max_completion_tokens: 4000, stream: true }, credit: '0.0025' },
-  { name: 'responses', path: '/v1/responses', field: 'max_output_tokens', body: { model: 'acme/chat-small', input: 'hi', max_output_tokens: 4000 }, credit: '0.002' },
-  { name: 'messages', path: '/v1/messages', field: 'max_tokens', body: { model: 'beta-labs/sonnet-ish', messages: USER, max_tokens: 8000 }, credit: '0.05' },
+  {
+    name: 'chat',
+    path: '/v1/chat/completions',
+    field: 'max_tokens',
+    body: { model: 'acme/chat-small', messages: USER, max_tokens: 4000 },
+    credit: '0.003',
+  },
+  {
+    name: 'chat (max_completion_tokens)',
+    path: '/v1/chat/completions',
+    field: 'max_completion_tokens',
+    body: { model: 'acme/chat-small', messages: USER, max_completion_tokens: 4000, stream: true },
+    credit: '0.0025',
+  },
+  {
+    name: 'responses',
+    path: '/v1/responses',
+    field: 'max_output_tokens',
+    body: { model: 'acme/chat-small', input: 'hi', max_output_tokens: 4000 },
+    credit: '0.002',
+  },
+  {
+    name: 'messages',
+    path: '/v1/messages',
+    field: 'max_tokens',
+    body: { model: 'beta-labs/sonnet-ish', messages: USER, max_tokens: 8000 },
+    credit: '0.05',
+  },
 ] as const;
 
 async function stackWith(t: Test, credit: string | null): Promise<{ s: Stack; key: string }> {
@@ -46,11 +70,20 @@ t.test('the 402 names the available amount and the largest output limit the bala
     const refused = await send(s, key, c.path, c.body);
     t.equal(refused.status, 402, `${c.name}: refused`);
     t.equal(refused.code, 'insufficient_balance', `${c.name}: the same code`);
-    t.match(refused.message, new RegExp(`^insufficient balance: this request needs up to \\$[0-9.]+ held and the wallet has \\$${c.credit.replace('.', '\\.')} available; `), `${c.name}: what the wallet has`);
+    t.match(
+      refused.message,
+      new RegExp(
+        `^insufficient balance: this request needs up to \\$[0-9.]+ held and the wallet has \\$${c.credit.replace('.', '\\.')} available; `,
+      ),
+      `${c.name}: what the wallet has`,
+    );
     const advised = advice(refused.message);
     t.equal(advised?.field, c.field, `${c.name}: names the request's own field`);
     const n = advised?.tokens ?? 0;
-    t.ok(n >= 1 && n < Number((c.body as Record<string, unknown>)[c.field]), `${c.name}: advises ${n}, less than it asked for`);
+    t.ok(
+      n >= 1 && n < Number((c.body as Record<string, unknown>)[c.field]),
+      `${c.name}: advises ${n}, less than it asked for`,
+    );
     const oneMore = await send(s, key, c.path, { ...c.body, [c.field]: n + 1 });
     t.equal(oneMore.status, 402, `${c.name}: ${c.field} ${n + 1} is still refused`);
     t.equal(advice(oneMore.message)?.tokens, n, `${c.name}: and advised the same`);
@@ -82,7 +115,11 @@ t.test('when not even zero output tokens fit, the 402 says so and what the input
       // for sonnet-ish (its one-hour cache writes, $6/M); the prompt bound is one token a body byte.
       const perToken = c.name === 'messages' ? 6000n : 1000n;
       const input = BigInt(Buffer.byteLength(JSON.stringify(body))) * perToken;
-      t.match(refused.message, `the wallet has $${credit ?? '0'} available; it does not fit even with no output tokens: its input alone needs up to $${nanoToDecimal(input)} held`, `${c.name}: ${refused.message}`);
+      t.match(
+        refused.message,
+        `the wallet has $${credit ?? '0'} available; it does not fit even with no output tokens: its input alone needs up to $${nanoToDecimal(input)} held`,
+        `${c.name}: ${refused.message}`,
+      );
     }
   }
 });
@@ -91,5 +128,8 @@ t.test('image requests, which set no output limit, keep the plain message', asyn
   const { s, key } = await stackWith(t, '0.000001');
   const refused = await send(s, key, '/v1/images/generations', { model: 'acme/painter', prompt: 'a red square' });
   t.equal(refused.status, 402);
-  t.match(refused.message, /^insufficient balance: this request needs up to \$[0-9.]+ held and the wallet has \$0\.000001 available$/);
+  t.match(
+    refused.message,
+    /^insufficient balance: this request needs up to \$[0-9.]+ held and the wallet has \$0\.000001 available$/,
+  );
 });

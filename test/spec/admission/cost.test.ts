@@ -27,7 +27,12 @@ interface Case {
   details?: Record<string, unknown>;
 }
 
-const chat = (model: string, provider: string, extra: Record<string, unknown> = {}) => ({ model, messages: USER, provider: { only: [provider] }, ...extra });
+const chat = (model: string, provider: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: USER,
+  provider: { only: [provider] },
+  ...extra,
+});
 
 async function runCase(t: Test, s: Stack, w: WalletSpy, key: string, c: Case): Promise<void> {
   for (const stream of [false, true]) {
@@ -41,15 +46,22 @@ async function runCase(t: Test, s: Stack, w: WalletSpy, key: string, c: Case): P
     const settled = w.settles.get(trace) ?? [];
     t.equal(settled.length, 1, `${label}: settled once`);
     t.equal(settled[0]?.cost, c.cost, `${label}: settled cost`);
-    t.equal(before - s.store.wallets.show('open', s.clock.now()).balance, c.cost, `${label}: the wallet fell by exactly that`);
+    t.equal(
+      before - s.store.wallets.show('open', s.clock.now()).balance,
+      c.cost,
+      `${label}: the wallet fell by exactly that`,
+    );
     t.equal(row?.cost_nano, c.cost, `${label}: request log cost`);
     t.equal(settled[0]?.details['estimated'], undefined, `${label}: not an estimate`);
-    for (const [k, v] of Object.entries(c.details ?? {})) t.equal(settled[0]?.details[k], v, `${label}: ledger details.${k}`);
+    for (const [k, v] of Object.entries(c.details ?? {}))
+      t.equal(settled[0]?.details[k], v, `${label}: ledger details.${k}`);
   }
 }
 
 t.test('exact cost from reported usage', async (t) => {
-  const config = patchedFixture(t, 'gateway', { 'models/acme.yaml': [['internal_reasoning: "0.000008"', 'internal_reasoning: "0.000016"']] });
+  const config = patchedFixture(t, 'gateway', {
+    'models/acme.yaml': [['internal_reasoning: "0.000008"', 'internal_reasoning: "0.000016"']],
+  });
   const s = await startStack(t, { config });
   const key = s.key('open');
   s.credit('open', '100');
@@ -146,13 +158,37 @@ t.test('beta: 25% off while the discount runs, list price from 2026-02-01', asyn
   const list = 800n * 1000n + 200n * 500n + 500n * 2000n;
   const discounted = 800n * 750n + 200n * 375n + 500n * 1500n;
   t.equal(discounted, (list * 75n) / 100n, 'the hand arithmetic is 75% of list');
-  await runCase(t, s, w, key, { label: 'on 2026-01-15', path: '/v1/chat/completions', body: chat('acme/chat-small', 'beta'), usage, cost: discounted });
+  await runCase(t, s, w, key, {
+    label: 'on 2026-01-15',
+    path: '/v1/chat/completions',
+    body: chat('acme/chat-small', 'beta'),
+    usage,
+    cost: discounted,
+  });
   clock.set('2026-01-31T23:59:59.999Z');
-  await runCase(t, s, w, key, { label: 'the last millisecond of the discount', path: '/v1/chat/completions', body: chat('acme/chat-small', 'beta'), usage, cost: discounted });
+  await runCase(t, s, w, key, {
+    label: 'the last millisecond of the discount',
+    path: '/v1/chat/completions',
+    body: chat('acme/chat-small', 'beta'),
+    usage,
+    cost: discounted,
+  });
   clock.set('2026-02-01T00:00:00.000Z');
-  await runCase(t, s, w, key, { label: 'at 2026-02-01T00:00:00Z (ends_at is exclusive)', path: '/v1/chat/completions', body: chat('acme/chat-small', 'beta'), usage, cost: list });
+  await runCase(t, s, w, key, {
+    label: 'at 2026-02-01T00:00:00Z (ends_at is exclusive)',
+    path: '/v1/chat/completions',
+    body: chat('acme/chat-small', 'beta'),
+    usage,
+    cost: list,
+  });
   clock.set('2026-06-01T00:00:00.000Z');
-  await runCase(t, s, w, key, { label: 'months later', path: '/v1/chat/completions', body: chat('acme/chat-small', 'beta'), usage, cost: list });
+  await runCase(t, s, w, key, {
+    label: 'months later',
+    path: '/v1/chat/completions',
+    body: chat('acme/chat-small', 'beta'),
+    usage,
+    cost: list,
+  });
   t.same(s.store.wallets.verify(), { ok: true, problems: [] });
 });
 
@@ -165,7 +201,14 @@ t.test('a channel above list bills its own price (routing-http acme/regional)', 
   const list = 800n * 3000n + 200n * 300n + 500n * 15_000n;
   const regional = 800n * 3300n + 200n * 330n + 500n * 16_500n;
   t.equal(regional, (list * 110n) / 100n, 'the hand arithmetic is 110% of list');
-  await runCase(t, s, w, key, { label: 'gcp: 10 % above list', path: '/v1/chat/completions', body: chat('acme/regional', 'gcp'), usage, cost: regional, details: { provider: 'gcp' } });
+  await runCase(t, s, w, key, {
+    label: 'gcp: 10 % above list',
+    path: '/v1/chat/completions',
+    body: chat('acme/regional', 'gcp'),
+    usage,
+    cost: regional,
+    details: { provider: 'gcp' },
+  });
   await runCase(t, s, w, key, {
     label: 'kappa: cheaper input, dearer output',
     path: '/v1/chat/completions',
@@ -173,6 +216,12 @@ t.test('a channel above list bills its own price (routing-http acme/regional)', 
     usage,
     cost: 800n * 2500n + 200n * 250n + 500n * 18_000n,
   });
-  await runCase(t, s, w, key, { label: 'aws: list', path: '/v1/chat/completions', body: chat('acme/regional', 'aws'), usage, cost: list });
+  await runCase(t, s, w, key, {
+    label: 'aws: list',
+    path: '/v1/chat/completions',
+    body: chat('acme/regional', 'aws'),
+    usage,
+    cost: list,
+  });
   t.same(s.store.wallets.verify(), { ok: true, problems: [] });
 });

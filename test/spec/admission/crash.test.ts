@@ -41,7 +41,9 @@ function serve(t: Parameters<typeof tempDir>[0], db: string, masterKey: string, 
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
   child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
   // Only this child, by its pid, and only if it is still running.
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -90,7 +92,10 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
     credentials.set(r.credential, value);
   }
   const key = seed.apiKeys.create({ workspace: 'open', name: 'crash' }).key;
-  const credits = [seed.wallets.credit('open', 60_000_000_000n, 'before the burst'), seed.wallets.credit('open', 40_000_000_000n, 'second credit')];
+  const credits = [
+    seed.wallets.credit('open', 60_000_000_000n, 'before the burst'),
+    seed.wallets.credit('open', 40_000_000_000n, 'second credit'),
+  ];
   seed.close();
 
   const sim = await startSimulator({ record: false });
@@ -113,7 +118,9 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
       messages: [{ role: 'user', content: `${prompt} please answer` }],
       max_tokens: 100,
       stream,
-      sim: stream ? { chunks: 12, chunkDelayMs: 10 + Math.floor(random() * 30) } : { ttfbMs: Math.floor(random() * 80) },
+      sim: stream
+        ? { chunks: 12, chunkDelayMs: 10 + Math.floor(random() * 30) }
+        : { ttfbMs: Math.floor(random() * 80) },
     };
     try {
       const res = await fetch(`${first.url}/v1/chat/completions`, {
@@ -124,7 +131,9 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
       sent.status = res.status;
       sent.trace = res.headers.get('x-pi-trace-id');
       const text = await res.text();
-      sent.complete = stream ? text.trimEnd().endsWith('data: [DONE]') : (JSON.parse(text) as { object?: string }).object === 'chat.completion';
+      sent.complete = stream
+        ? text.trimEnd().endsWith('data: [DONE]')
+        : (JSON.parse(text) as { object?: string }).object === 'chat.completion';
     } catch {
       sent.complete = false;
     }
@@ -155,13 +164,25 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
   t.comment(`open holds left by the crash: ${orphans.size}`);
 
   // Restart on the same file: orphaned holds are released at start, charging nothing.
-  const balanceBefore = ledgerRows(db).reduce((a, r) => a + (r.kind === 'credit' ? r.amount_nano : r.kind === 'settle' ? -r.amount_nano : 0n), 0n);
+  const balanceBefore = ledgerRows(db).reduce(
+    (a, r) => a + (r.kind === 'credit' ? r.amount_nano : r.kind === 'settle' ? -r.amount_nano : 0n),
+    0n,
+  );
   const second = await serve(t, db, masterKey, sim.url);
-  if (orphans.size > 0) t.match(second.output(), new RegExp(`"event":"released_orphaned_holds","count":${orphans.size}\\b`), 'the restart released every orphaned hold');
+  if (orphans.size > 0)
+    t.match(
+      second.output(),
+      new RegExp(`"event":"released_orphaned_holds","count":${orphans.size}\\b`),
+      'the restart released every orphaned hold',
+    );
   t.equal(openHolds(db).size, 0, 'no hold is open after the restart');
   const releases = ledgerRows(db).filter((r) => r.kind === 'release' && orphans.has(r.trace_id));
   t.equal(releases.length, orphans.size, 'each orphan released once');
-  t.same(releases.map((r) => r.amount_nano), releases.map((r) => orphans.get(r.trace_id)), 'released at its held amount');
+  t.same(
+    releases.map((r) => r.amount_nano),
+    releases.map((r) => orphans.get(r.trace_id)),
+    'released at its held amount',
+  );
   // The restarted server serves, and its own request settles normally.
   const after = await fetch(`${second.url}/v1/chat/completions`, {
     method: 'POST',
@@ -182,7 +203,8 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
 
   // Nothing lost, nothing doubled.
   const rows = ledgerRows(db);
-  const count = (kind: string, trace: string | null) => rows.filter((r) => r.kind === kind && r.trace_id === trace).length;
+  const count = (kind: string, trace: string | null) =>
+    rows.filter((r) => r.kind === kind && r.trace_id === trace).length;
   t.same(
     credits.map((c) => count('credit', c.traceId)),
     [1, 1],
@@ -190,17 +212,44 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
   );
   t.equal(rows.filter((r) => r.kind === 'credit').length, 2, 'and no other credit appeared');
   // Answers the client had finished reading well before the kill were settled by then.
-  const describe = (r: Sent) => `${r.stream ? 'stream' : 'json'} ${r.trace}: ${rows.filter((x) => x.trace_id === r.trace).map((x) => x.kind).join(',') || 'no ledger row'}`;
+  const describe = (r: Sent) =>
+    `${r.stream ? 'stream' : 'json'} ${r.trace}: ${
+      rows
+        .filter((x) => x.trace_id === r.trace)
+        .map((x) => x.kind)
+        .join(',') || 'no ledger row'
+    }`;
   const early = fullOk.filter((r) => r.doneAt < killAt - SETTLED_BY_MS);
   const late = fullOk.filter((r) => r.doneAt >= killAt - SETTLED_BY_MS);
-  t.same(early.filter((r) => count('settle', r.trace) !== 1).map(describe), [], `each of the ${early.length} 200s fully received before the kill has exactly one settle row`);
-  t.same(late.filter((r) => count('settle', r.trace) !== 1).map(describe), [], `so has each of the ${late.length} received just before or after the kill`);
+  t.same(
+    early.filter((r) => count('settle', r.trace) !== 1).map(describe),
+    [],
+    `each of the ${early.length} 200s fully received before the kill has exactly one settle row`,
+  );
+  t.same(
+    late.filter((r) => count('settle', r.trace) !== 1).map(describe),
+    [],
+    `so has each of the ${late.length} received just before or after the kill`,
+  );
   t.equal(count('settle', afterTrace), 1, 'the request after the restart settled once');
   const twice = new Map<string, number>();
-  for (const r of rows) if (r.kind === 'settle' || r.kind === 'release') twice.set(r.trace_id, (twice.get(r.trace_id) ?? 0) + 1);
-  t.same([...twice].filter(([, n]) => n > 1), [], 'no request closed twice');
-  const balanceAfter = rows.reduce((a, r) => a + (r.kind === 'credit' ? r.amount_nano : r.kind === 'settle' ? -r.amount_nano : 0n), 0n);
-  t.equal(balanceAfter, balanceBefore - rows.filter((r) => r.kind === 'settle' && r.trace_id === afterTrace).reduce((a, r) => a + r.amount_nano, 0n), 'releasing orphans charged nothing');
+  for (const r of rows)
+    if (r.kind === 'settle' || r.kind === 'release') twice.set(r.trace_id, (twice.get(r.trace_id) ?? 0) + 1);
+  t.same(
+    [...twice].filter(([, n]) => n > 1),
+    [],
+    'no request closed twice',
+  );
+  const balanceAfter = rows.reduce(
+    (a, r) => a + (r.kind === 'credit' ? r.amount_nano : r.kind === 'settle' ? -r.amount_nano : 0n),
+    0n,
+  );
+  t.equal(
+    balanceAfter,
+    balanceBefore -
+      rows.filter((r) => r.kind === 'settle' && r.trace_id === afterTrace).reduce((a, r) => a + r.amount_nano, 0n),
+    'releasing orphans charged nothing',
+  );
   const check = openStore(db, { masterKey });
   const v = check.wallets.show('open', Date.now());
   t.equal(v.balance, balanceAfter, 'the wallet row agrees');
@@ -218,11 +267,13 @@ t.test('SIGKILL mid-burst, restart, verify', async (t) => {
   const files = ['', '-wal', '-shm'].map((s) => db + s).filter((f) => existsSync(f));
   for (const f of files) {
     const bytes = readFileSync(f);
-    for (const [what, needle] of needles) t.equal(bytes.indexOf(needle), -1, `${what} is not in ${f.slice(dir.length + 1)}`);
+    for (const [what, needle] of needles)
+      t.equal(bytes.indexOf(needle), -1, `${what} is not in ${f.slice(dir.length + 1)}`);
   }
   const printed = first.output() + second.output();
   t.ok(printed.includes('"listening"'), 'the server output was captured');
-  for (const [what, needle] of needles) t.notOk(printed.includes(needle), `${what} is not in the server's stdout/stderr`);
+  for (const [what, needle] of needles)
+    t.notOk(printed.includes(needle), `${what} is not in the server's stdout/stderr`);
 });
 
 t.test('an answer is not complete for the client until its settlement committed', async (t) => {
@@ -235,7 +286,9 @@ t.test('an answer is not complete for the client until its settlement committed'
   const db = join(dir, 'gateway.db');
   const masterKey = randomBytes(32).toString('base64');
   const seed = openStore(db, { masterKey });
-  for (const r of fixtureConfig('gateway').resources) if (!r.credential.endsWith('-unsealed-key') && !seed.secrets.names().has(r.credential)) seed.secrets.set(r.credential, `cred-${r.credential}`);
+  for (const r of fixtureConfig('gateway').resources)
+    if (!r.credential.endsWith('-unsealed-key') && !seed.secrets.names().has(r.credential))
+      seed.secrets.set(r.credential, `cred-${r.credential}`);
   const key = seed.apiKeys.create({ workspace: 'open' }).key;
   seed.wallets.credit('open', 10_000_000_000n, 'seed');
   seed.close();
@@ -244,13 +297,24 @@ t.test('an answer is not complete for the client until its settlement committed'
 
   for (const stream of [false, true]) {
     const label = stream ? 'stream' : 'JSON';
-    const heldBefore = new Set(ledgerRows(db).filter((r) => r.kind === 'hold').map((r) => r.trace_id));
+    const heldBefore = new Set(
+      ledgerRows(db)
+        .filter((r) => r.kind === 'hold')
+        .map((r) => r.trace_id),
+    );
     const server = await serve(t, db, masterKey, sim.url);
     let settled = false;
     const pending = fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, stream, provider: { only: ['alpha'] }, sim: { ttfbMs: 700 } }),
+      body: JSON.stringify({
+        model: 'acme/chat-small',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 20,
+        stream,
+        provider: { only: ['alpha'] },
+        sim: { ttfbMs: 700 },
+      }),
     })
       .then(async (res) => ({ status: res.status, text: await res.text() }))
       .then(
@@ -273,7 +337,12 @@ t.test('an answer is not complete for the client until its settlement committed'
     lock.exec('ROLLBACK');
     lock.close();
     const answer = await pending;
-    t.notOk(answer.ok && answer.status === 200 && (stream ? answer.text.trimEnd().endsWith('data: [DONE]') : answer.text.includes('"chat.completion"')), `${label}: the client never held a complete 200`);
+    t.notOk(
+      answer.ok &&
+        answer.status === 200 &&
+        (stream ? answer.text.trimEnd().endsWith('data: [DONE]') : answer.text.includes('"chat.completion"')),
+      `${label}: the client never held a complete 200`,
+    );
     const restarted = await serve(t, db, masterKey, sim.url);
     restarted.child.kill('SIGTERM');
     await restarted.exited;
@@ -282,7 +351,11 @@ t.test('an answer is not complete for the client until its settlement committed'
     t.equal(fresh.length, 1, `${label}: this request took one hold`);
     const trace = fresh[0];
     const kinds = rows.filter((r) => r.trace_id === trace).map((r) => r.kind);
-    t.same(kinds, ['hold', 'release'], `${label}: held, then released at restart: no charge for an answer the client never completed`);
+    t.same(
+      kinds,
+      ['hold', 'release'],
+      `${label}: held, then released at restart: no charge for an answer the client never completed`,
+    );
   }
   const verify = await cli(['ledger', 'verify', '--db', db]);
   t.equal(verify.code, 0, verify.stdout + verify.stderr);

@@ -22,9 +22,27 @@ interface Case {
 // Proxy fixture prices: alpha chat-small prompt 1000, completion 2000 nano per token; sonnet-ish on
 // delta prompt 3000, completion 15000, cache read 300, cache write 3750.
 const CASES: Case[] = [
-  { name: 'chat', path: '/v1/chat/completions', body: { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, price: { prompt: 1000n, completion: 2000n }, inputAtStart: false },
-  { name: 'responses', path: '/v1/responses', body: { model: 'acme/chat-small', input: 'hello there', provider: { only: ['alpha'] } }, price: { prompt: 1000n, completion: 2000n }, inputAtStart: false },
-  { name: 'messages', path: '/v1/messages', body: { model: 'beta-labs/sonnet-ish', max_tokens: 1000, messages: USER, provider: { only: ['delta'] } }, price: { prompt: 3000n, completion: 15000n }, inputAtStart: true },
+  {
+    name: 'chat',
+    path: '/v1/chat/completions',
+    body: { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+    price: { prompt: 1000n, completion: 2000n },
+    inputAtStart: false,
+  },
+  {
+    name: 'responses',
+    path: '/v1/responses',
+    body: { model: 'acme/chat-small', input: 'hello there', provider: { only: ['alpha'] } },
+    price: { prompt: 1000n, completion: 2000n },
+    inputAtStart: false,
+  },
+  {
+    name: 'messages',
+    path: '/v1/messages',
+    body: { model: 'beta-labs/sonnet-ish', max_tokens: 1000, messages: USER, provider: { only: ['delta'] } },
+    price: { prompt: 3000n, completion: 15000n },
+    inputAtStart: true,
+  },
 ];
 
 /** What the simulator reports: input 100 (+50 cache read, +20 cache write on Messages), output 40. */
@@ -58,13 +76,25 @@ t.test('a stream the provider cuts after content is billed on the estimate, on e
     t.ok(await waitFor(() => w.settles.has(trace)), `${c.name}: settled`);
     const settled = w.settles.get(trace);
     t.equal(settled?.details['estimated'], true, `${c.name}: flagged as an estimate`);
-    t.equal(settled?.details['completionTokens'], 3, `${c.name}: one output token per content event, not a provisional count`);
+    t.equal(
+      settled?.details['completionTokens'],
+      3,
+      `${c.name}: one output token per content event, not a provisional count`,
+    );
     const bytes = Buffer.byteLength(JSON.stringify(body));
     if (c.inputAtStart) {
-      t.equal(settled?.details['promptTokens'], 170, `${c.name}: the prompt the provider stated in message_start (input + cache read + cache write)`);
+      t.equal(
+        settled?.details['promptTokens'],
+        170,
+        `${c.name}: the prompt the provider stated in message_start (input + cache read + cache write)`,
+      );
       t.equal(settled?.details['cachedTokens'], 50, `${c.name}: cache reads at their own price`);
     } else {
-      t.equal(settled?.details['promptTokens'], estimatedPromptTokens(bytes), `${c.name}: the prompt estimated from the request bytes`);
+      t.equal(
+        settled?.details['promptTokens'],
+        estimatedPromptTokens(bytes),
+        `${c.name}: the prompt estimated from the request bytes`,
+      );
     }
     t.equal(settled?.cost, expectedCost(c, bytes, 3), `${c.name}: cost of the estimate`);
     t.equal(row?.ended, 'upstream_cut', `${c.name}: logged as an upstream cut`);
@@ -90,7 +120,10 @@ t.test('a client abort after content is billed on the estimate where the platfor
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let seen = '';
     // Read until two content events arrived, then go away.
-    while ((seen.match(/event: (content_block_delta|response\.output_text\.delta)\n|"content":"[^"]/g) ?? []).length < 2) seen += new TextDecoder().decode((await reader.read()).value);
+    while (
+      (seen.match(/event: (content_block_delta|response\.output_text\.delta)\n|"content":"[^"]/g) ?? []).length < 2
+    )
+      seen += new TextDecoder().decode((await reader.read()).value);
     ac.abort();
     await reader.cancel().catch(() => undefined);
     t.ok(await waitFor(() => w.settles.has(trace)), `${c.name}: settled after the abort`);
@@ -99,7 +132,11 @@ t.test('a client abort after content is billed on the estimate where the platfor
     t.equal(settled?.details['estimated'], true, `${c.name}: flagged as an estimate`);
     t.ok(events >= 2 && events < 60, `${c.name}: output = content events relayed (${events})`);
     if (c.inputAtStart) t.equal(settled?.details['promptTokens'], 170, `${c.name}: the prompt from message_start`);
-    t.equal(settled?.cost, expectedCost(c, Buffer.byteLength(JSON.stringify(body)), events), `${c.name}: cost of the estimate`);
+    t.equal(
+      settled?.cost,
+      expectedCost(c, Buffer.byteLength(JSON.stringify(body)), events),
+      `${c.name}: cost of the estimate`,
+    );
     const row = await logRow(s, trace);
     t.equal(row?.ended, 'client_abort', `${c.name}: logged as a client abort`);
     t.equal(row?.error_code, null);
@@ -136,7 +173,8 @@ t.test('a client abort on a platform without stream cancellation is billed at th
     const trace = res.headers.get('x-pi-trace-id') ?? '';
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let seen = '';
-    while (!/output_text\.delta|"content":"[^"]/.test(seen)) seen += new TextDecoder().decode((await reader.read()).value);
+    while (!/output_text\.delta|"content":"[^"]/.test(seen))
+      seen += new TextDecoder().decode((await reader.read()).value);
     ac.abort();
     await reader.cancel().catch(() => undefined);
     t.ok(await waitFor(() => w.settles.has(trace)), `${c.name}: settled`);

@@ -24,36 +24,118 @@ interface Outcome {
   aborted: boolean;
 }
 
-type Plan = { kind: string; workspace: string; path: string; body: Record<string, unknown> | string; abortAfterChunks?: number };
+type Plan = {
+  kind: string;
+  workspace: string;
+  path: string;
+  body: Record<string, unknown> | string;
+  abortAfterChunks?: number;
+};
 
 function plans(random: () => number): Plan[] {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
-  const chat = (extra: Record<string, unknown>) => ({ model: 'acme/chat-small', messages: USER, max_tokens: 64, ...extra });
+  const chat = (extra: Record<string, unknown>) => ({
+    model: 'acme/chat-small',
+    messages: USER,
+    max_tokens: 64,
+    ...extra,
+  });
   const kinds: (() => Plan)[] = [
-    () => ({ kind: 'chat', workspace: 'open', path: '/v1/chat/completions', body: chat({ stream: random() < 0.5, sim: { usage: { prompt: 20 + Math.floor(random() * 50), completion: 1 + Math.floor(random() * 60) } } }) }),
-    () => ({ kind: 'responses', workspace: 'open', path: '/v1/responses', body: { model: 'acme/chat-small', input: 'hi', max_output_tokens: 64, stream: random() < 0.5, provider: { only: ['alpha', 'beta'] } } }),
-    () => ({ kind: 'messages', workspace: 'open', path: '/v1/messages', body: { model: 'beta-labs/sonnet-ish', max_tokens: 64, messages: USER, stream: random() < 0.5 } }),
-    () => ({ kind: 'provider-400', workspace: 'open', path: '/v1/chat/completions', body: chat({ provider: { only: ['alpha'] }, stream: random() < 0.5, sim: { status: 400 } }) }),
-    () => ({ kind: 'all-503', workspace: 'open', path: '/v1/chat/completions', body: chat({ provider: { only: ['alpha', 'gamma'] }, sim: { status: 503 } }) }),
-    () => ({ kind: 'no-answer', workspace: 'open', path: '/v1/chat/completions', body: chat({ provider: { only: ['alpha'] }, stream: true, sim: { reset: 'before_head' } }) }),
+    () => ({
+      kind: 'chat',
+      workspace: 'open',
+      path: '/v1/chat/completions',
+      body: chat({
+        stream: random() < 0.5,
+        sim: { usage: { prompt: 20 + Math.floor(random() * 50), completion: 1 + Math.floor(random() * 60) } },
+      }),
+    }),
+    () => ({
+      kind: 'responses',
+      workspace: 'open',
+      path: '/v1/responses',
+      body: {
+        model: 'acme/chat-small',
+        input: 'hi',
+        max_output_tokens: 64,
+        stream: random() < 0.5,
+        provider: { only: ['alpha', 'beta'] },
+      },
+    }),
+    () => ({
+      kind: 'messages',
+      workspace: 'open',
+      path: '/v1/messages',
+      body: { model: 'beta-labs/sonnet-ish', max_tokens: 64, messages: USER, stream: random() < 0.5 },
+    }),
+    () => ({
+      kind: 'provider-400',
+      workspace: 'open',
+      path: '/v1/chat/completions',
+      body: chat({ provider: { only: ['alpha'] }, stream: random() < 0.5, sim: { status: 400 } }),
+    }),
+    () => ({
+      kind: 'all-503',
+      workspace: 'open',
+      path: '/v1/chat/completions',
+      body: chat({ provider: { only: ['alpha', 'gamma'] }, sim: { status: 503 } }),
+    }),
+    () => ({
+      kind: 'no-answer',
+      workspace: 'open',
+      path: '/v1/chat/completions',
+      body: chat({ provider: { only: ['alpha'] }, stream: true, sim: { reset: 'before_head' } }),
+    }),
     () => ({
       kind: 'failover',
       workspace: 'open',
       path: '/v1/chat/completions',
-      body: chat({ provider: { order: ['alpha', 'gamma'], only: ['alpha', 'gamma'] }, stream: random() < 0.5, sim: { by_model: { 'small-v1': { status: 502 }, 'small-gamma': { chunks: 4 } } } }),
+      body: chat({
+        provider: { order: ['alpha', 'gamma'], only: ['alpha', 'gamma'] },
+        stream: random() < 0.5,
+        sim: { by_model: { 'small-v1': { status: 502 }, 'small-gamma': { chunks: 4 } } },
+      }),
     }),
-    () => ({ kind: 'cut-stream', workspace: 'open', path: '/v1/chat/completions', body: chat({ provider: { only: ['alpha'] }, stream: true, sim: { chunks: 6, resetAfterChunks: 2 } }) }),
+    () => ({
+      kind: 'cut-stream',
+      workspace: 'open',
+      path: '/v1/chat/completions',
+      body: chat({ provider: { only: ['alpha'] }, stream: true, sim: { chunks: 6, resetAfterChunks: 2 } }),
+    }),
     () => ({
       kind: 'abort',
       workspace: 'open',
       path: '/v1/chat/completions',
       // alpha stops billing on cancellation; beta does not (charged the hold).
-      body: chat({ provider: { only: [pick(['alpha', 'beta'])] }, stream: true, sim: { chunks: 30, chunkDelayMs: 15 } }),
+      body: chat({
+        provider: { only: [pick(['alpha', 'beta'])] },
+        stream: true,
+        sim: { chunks: 30, chunkDelayMs: 15 },
+      }),
       abortAfterChunks: 1 + Math.floor(random() * 3),
     }),
-    () => ({ kind: 'poor', workspace: 'cheap', path: '/v1/chat/completions', body: chat({ provider: { only: ['alpha'] }, sim: { ttfbMs: Math.floor(random() * 40) } }) }),
-    () => ({ kind: 'slow-rpm', workspace: 'slow', path: '/v1/chat/completions', body: chat({ provider: { only: ['alpha'] } }) }),
-    () => ({ kind: 'invalid', workspace: 'open', path: '/v1/chat/completions', body: pick(['{"model":', JSON.stringify(chat({ preset: 'x' })), JSON.stringify({ model: 'nobody/x', messages: USER })]) }),
+    () => ({
+      kind: 'poor',
+      workspace: 'cheap',
+      path: '/v1/chat/completions',
+      body: chat({ provider: { only: ['alpha'] }, sim: { ttfbMs: Math.floor(random() * 40) } }),
+    }),
+    () => ({
+      kind: 'slow-rpm',
+      workspace: 'slow',
+      path: '/v1/chat/completions',
+      body: chat({ provider: { only: ['alpha'] } }),
+    }),
+    () => ({
+      kind: 'invalid',
+      workspace: 'open',
+      path: '/v1/chat/completions',
+      body: pick([
+        '{"model":',
+        JSON.stringify(chat({ preset: 'x' })),
+        JSON.stringify({ model: 'nobody/x', messages: USER }),
+      ]),
+    }),
   ];
   return Array.from({ length: REQUESTS }, () => pick(kinds)());
 }
@@ -67,7 +149,14 @@ async function send(s: Stack, keys: Record<string, string>, p: Plan): Promise<Ou
     signal: ac.signal,
   });
   const trace = res.headers.get('x-pi-trace-id') ?? '';
-  const out: Outcome = { kind: p.kind, workspace: p.workspace, status: res.status, trace, complete: false, aborted: false };
+  const out: Outcome = {
+    kind: p.kind,
+    workspace: p.workspace,
+    status: res.status,
+    trace,
+    complete: false,
+    aborted: false,
+  };
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   let chunks = 0;
   let text = '';
@@ -107,12 +196,19 @@ function snapshot(file: string): Snapshot[] {
     const read = db.transaction(() => {
       const q = (sql: string) => db.prepare(sql).safeIntegers(true).all() as Record<string, unknown>[];
       const sums = new Map<string, Record<string, bigint>>();
-      for (const r of q("SELECT workspace, kind, SUM(amount_nano) AS total FROM ledger WHERE kind IN ('credit', 'settle') GROUP BY workspace, kind")) {
+      for (const r of q(
+        "SELECT workspace, kind, SUM(amount_nano) AS total FROM ledger WHERE kind IN ('credit', 'settle') GROUP BY workspace, kind",
+      )) {
         const m = sums.get(r['workspace'] as string) ?? {};
         m[r['kind'] as string] = r['total'] as bigint;
         sums.set(r['workspace'] as string, m);
       }
-      const open = new Map(q("SELECT workspace, SUM(amount_nano) AS held FROM holds WHERE state = 'open' GROUP BY workspace").map((r) => [r['workspace'] as string, r['held'] as bigint]));
+      const open = new Map(
+        q("SELECT workspace, SUM(amount_nano) AS held FROM holds WHERE state = 'open' GROUP BY workspace").map((r) => [
+          r['workspace'] as string,
+          r['held'] as bigint,
+        ]),
+      );
       return q('SELECT workspace, balance_nano, held_nano FROM wallets').map((w) => {
         const ws = w['workspace'] as string;
         return {
@@ -160,7 +256,13 @@ t.test(`randomized concurrent workload keeps the ledger exact (seed ${SEED})`, a
       }
     }),
   );
-  t.ok(await waitFor(() => s.store.wallets.workspaces().every((ws) => s.store.wallets.show(ws, s.clock.now()).openHolds === 0), 10_000), 'every hold closed');
+  t.ok(
+    await waitFor(
+      () => s.store.wallets.workspaces().every((ws) => s.store.wallets.show(ws, s.clock.now()).openHolds === 0),
+      10_000,
+    ),
+    'every hold closed',
+  );
   running = false;
   await sampler;
   samples.push(snapshot(s.file));
@@ -170,14 +272,25 @@ t.test(`randomized concurrent workload keeps the ledger exact (seed ${SEED})`, a
   t.comment(JSON.stringify(Object.fromEntries([...kinds].map(([k, v]) => [k, v.length]))));
   t.ok((kinds.get('poor') ?? []).includes(402), 'the workload produced 402s');
   t.ok((kinds.get('slow-rpm') ?? []).includes(429), 'and 429s');
-  t.ok(outcomes.some((o) => o.aborted), 'and client aborts');
-  t.ok(samples.some((snap) => snap.some((w) => w.openHolds > 0n)), 'snapshots were taken with holds open');
+  t.ok(
+    outcomes.some((o) => o.aborted),
+    'and client aborts',
+  );
+  t.ok(
+    samples.some((snap) => snap.some((w) => w.openHolds > 0n)),
+    'snapshots were taken with holds open',
+  );
 
   // The invariants in every snapshot, mid-flight included.
   let bad = 0;
   for (const snap of samples) {
     for (const w of snap) {
-      if (w.balance !== w.credits - w.settles || w.held !== w.openHolds || w.balance - w.held !== w.credits - w.settles - w.openHolds) bad++;
+      if (
+        w.balance !== w.credits - w.settles ||
+        w.held !== w.openHolds ||
+        w.balance - w.held !== w.credits - w.settles - w.openHolds
+      )
+        bad++;
     }
   }
   t.equal(bad, 0, `balance = credits − settlements and held = open holds in all ${samples.length} snapshots`);
@@ -191,23 +304,63 @@ t.test(`randomized concurrent workload keeps the ledger exact (seed ${SEED})`, a
   const byTrace = new Map<string, typeof rows>();
   for (const r of rows) byTrace.set(r.trace_id, [...(byTrace.get(r.trace_id) ?? []), r]);
   const settleRows = (trace: string) => (byTrace.get(trace) ?? []).filter((r) => r.kind === 'settle');
-  const closeRows = (trace: string) => (byTrace.get(trace) ?? []).filter((r) => r.kind === 'settle' || r.kind === 'release');
-  t.same(outcomes.filter((o) => settleRows(o.trace).length > 1).map((o) => o.trace), [], 'no trace id has two settle rows');
-  t.same([...byTrace.entries()].filter(([, rs]) => rs.some((r) => r.kind === 'hold') && closeRows(rs[0]?.trace_id ?? '').length !== 1).map(([k]) => k), [], 'every hold closed exactly once');
+  const closeRows = (trace: string) =>
+    (byTrace.get(trace) ?? []).filter((r) => r.kind === 'settle' || r.kind === 'release');
+  t.same(
+    outcomes.filter((o) => settleRows(o.trace).length > 1).map((o) => o.trace),
+    [],
+    'no trace id has two settle rows',
+  );
+  t.same(
+    [...byTrace.entries()]
+      .filter(([, rs]) => rs.some((r) => r.kind === 'hold') && closeRows(rs[0]?.trace_id ?? '').length !== 1)
+      .map(([k]) => k),
+    [],
+    'every hold closed exactly once',
+  );
   t.same(outcomes.filter((o) => o.trace === '').length, 0, 'every response carried X-Pi-Trace-Id');
   t.equal(new Set(outcomes.map((o) => o.trace)).size, outcomes.length, 'trace ids are unique');
   const fullOk = outcomes.filter((o) => o.status === 200 && o.complete);
-  t.same(fullOk.filter((o) => settleRows(o.trace).length !== 1).map((o) => `${o.kind} ${o.trace}`), [], `each of the ${fullOk.length} fully received 200s settled exactly once`);
-  t.same(outcomes.filter((o) => o.status !== 200 && settleRows(o.trace).length > 0).map((o) => `${o.kind} ${o.status}`), [], 'no error response settled anything');
-  t.same(outcomes.filter((o) => [402, 429, 400, 404, 422].includes(o.status) && o.kind !== 'provider-400' && (byTrace.get(o.trace) ?? []).length > 0).map((o) => `${o.kind} ${o.status}`), [], 'refusals left no ledger row at all');
+  t.same(
+    fullOk.filter((o) => settleRows(o.trace).length !== 1).map((o) => `${o.kind} ${o.trace}`),
+    [],
+    `each of the ${fullOk.length} fully received 200s settled exactly once`,
+  );
+  t.same(
+    outcomes.filter((o) => o.status !== 200 && settleRows(o.trace).length > 0).map((o) => `${o.kind} ${o.status}`),
+    [],
+    'no error response settled anything',
+  );
+  t.same(
+    outcomes
+      .filter(
+        (o) =>
+          [402, 429, 400, 404, 422].includes(o.status) &&
+          o.kind !== 'provider-400' &&
+          (byTrace.get(o.trace) ?? []).length > 0,
+      )
+      .map((o) => `${o.kind} ${o.status}`),
+    [],
+    'refusals left no ledger row at all',
+  );
 
   // Credits made before the workload are all there, once; nothing else was credited.
   const creditsAfter = rows.filter((r) => r.kind === 'credit');
-  t.same(creditsAfter.map((r) => [r.trace_id, r.amount_nano]), creditsBefore.map((r) => [r.trace_id, r.amount_nano]), 'credits unchanged');
+  t.same(
+    creditsAfter.map((r) => [r.trace_id, r.amount_nano]),
+    creditsBefore.map((r) => [r.trace_id, r.amount_nano]),
+    'credits unchanged',
+  );
   // The request log agrees with the ledger trace by trace.
   s.store.requestLog.flush();
   const log = new Map(s.store.requestLog.query({ limit: 10_000 }).map((r) => [r.trace_id, r]));
   t.equal(log.size, outcomes.length, 'one request-log row per request');
-  const mismatched = outcomes.filter((o) => (log.get(o.trace)?.cost_nano ?? null) !== (settleRows(o.trace)[0]?.amount_nano ?? null));
-  t.same(mismatched.map((o) => `${o.kind} ${o.status}`), [], 'the logged cost of each request is its settle amount');
+  const mismatched = outcomes.filter(
+    (o) => (log.get(o.trace)?.cost_nano ?? null) !== (settleRows(o.trace)[0]?.amount_nano ?? null),
+  );
+  t.same(
+    mismatched.map((o) => `${o.kind} ${o.status}`),
+    [],
+    'the logged cost of each request is its settle amount',
+  );
 });

@@ -30,7 +30,13 @@ t.test('a hold a killed server left open fails ledger verify until the next star
   const [trace] = [...openHolds(db.file).keys()];
   const after = await cli(['ledger', 'verify', '--db', db.file]);
   t.equal(after.code, 1, 'ledger verify fails');
-  t.match(after.stdout, new RegExp(`^hold ${trace} of workspace open is open but nothing serves it: the process that took it \\(pid ${server.child.pid}\\) is gone; the next start releases it\\n$`), after.stdout);
+  t.match(
+    after.stdout,
+    new RegExp(
+      `^hold ${trace} of workspace open is open but nothing serves it: the process that took it \\(pid ${server.child.pid}\\) is gone; the next start releases it\\n$`,
+    ),
+    after.stdout,
+  );
 
   const next = await startServe(t, { config: GATEWAY_CONFIG, db, upstream: up.url });
   next.child.kill('SIGTERM');
@@ -74,7 +80,11 @@ t.test('an answered request without its settlement fails ledger verify', async (
   store.close();
   const r = await cli(['ledger', 'verify', '--db', db.file, '--json']);
   t.equal(r.code, 1, 'exit 1');
-  t.same(JSON.parse(r.stdout), { ok: false, wallets: 1, problems: ['request lost-charge logged a charge of 0.00005 USD but has no settlement'] });
+  t.same(JSON.parse(r.stdout), {
+    ok: false,
+    wallets: 1,
+    problems: ['request lost-charge logged a charge of 0.00005 USD but has no settlement'],
+  });
 });
 
 t.test('token counts are answered without a hold or a settlement, and ledger verify stays clean', async (t) => {
@@ -83,7 +93,11 @@ t.test('token counts are answered without a hold or a settlement, and ledger ver
   const db = prepareDb(t);
   const server = await startServe(t, { config: GATEWAY_CONFIG, db, upstream: sim.url });
   const post = (path: string, body: unknown) =>
-    fetch(`${server.url}${path}`, { method: 'POST', headers: { 'x-api-key': db.key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { 'x-api-key': db.key, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   const count = await post('/v1/messages/count_tokens', { model: 'beta-labs/sonnet-ish', messages: USER });
   t.equal(count.status, 200, await count.text());
   const chat = await post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, max_tokens: 20 });
@@ -93,7 +107,11 @@ t.test('token counts are answered without a hold or a settlement, and ledger ver
   const store = openStore(db.file, { masterKey: db.masterKey, clock: new ManualClock(Date.now()) });
   const rows = store.requestLog.query({ limit: 10 });
   store.close();
-  t.match(rows.find((r) => r.endpoint === 'count_tokens'), { status: 200, model_served: 'beta-labs/sonnet-ish', cost_nano: null }, 'the count is logged as answered, at no cost');
+  t.match(
+    rows.find((r) => r.endpoint === 'count_tokens'),
+    { status: 200, model_served: 'beta-labs/sonnet-ish', cost_nano: null },
+    'the count is logged as answered, at no cost',
+  );
   const r = await cli(['ledger', 'verify', '--db', db.file, '--json']);
   t.equal(r.code, 0, r.stdout);
   t.same(JSON.parse(r.stdout), { ok: true, wallets: 1, problems: [] });

@@ -16,7 +16,14 @@ async function ok(t: Test, s: Stack, key: string, label: string, body: unknown =
   await r.arrayBuffer();
 }
 
-async function limited(t: Test, s: Stack, key: string, retryAfter: number, label: string, body: unknown = CHAT): Promise<void> {
+async function limited(
+  t: Test,
+  s: Stack,
+  key: string,
+  retryAfter: number,
+  label: string,
+  body: unknown = CHAT,
+): Promise<void> {
   const r = await s.post('/v1/chat/completions', body, { key });
   const header = r.headers.get('retry-after');
   await expectGatewayError(t, r, 429, 'rate_limited', label);
@@ -55,7 +62,11 @@ t.test('workspace limit, fixed clock-minute windows, Retry-After at :00.000, :30
   };
   await waitFor(() => log().length === 5);
   t.equal(log().filter((r) => r.error_code === 'rate_limited').length, 5, 'each refusal is logged');
-  t.equal(log().every((r) => r.cost_nano === null && r.attempts === 0 && r.key_id !== null), true, 'with its key, no cost and no attempt');
+  t.equal(
+    log().every((r) => r.cost_nano === null && r.attempts === 0 && r.key_id !== null),
+    true,
+    'with its key, no cost and no attempt',
+  );
 });
 
 t.test('windows align to the clock minute, not to the first request', async (t) => {
@@ -94,7 +105,14 @@ t.test('order: after authentication, before the body, before the wallet', async 
   const key = s.key('slow');
   const w = spyWallet(s, ['slow']);
   // No credit: the first three are admitted by the limiter and refused by the wallet…
-  for (let i = 1; i <= 3; i++) await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key }), 402, 'insufficient_balance', `request ${i}: 402`);
+  for (let i = 1; i <= 3; i++)
+    await expectGatewayError(
+      t,
+      await s.post('/v1/chat/completions', CHAT, { key }),
+      402,
+      'insufficient_balance',
+      `request ${i}: 402`,
+    );
   // …the fourth never reaches the wallet.
   await limited(t, s, key, 60, 'the fourth: 429, not 402');
   await limited(t, s, key, 60, 'a bad body: 429, not 400', 'not json');
@@ -102,7 +120,13 @@ t.test('order: after authentication, before the body, before the wallet', async 
   t.equal(w.holds.size, 3, 'only the three admitted requests asked for a hold');
   t.equal([...w.holds.values()].filter((h) => h.ok).length, 0, 'none was granted');
   // Authentication failures never consume the key's window, and keep their own 401.
-  await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key: key.slice(0, -1) }), 401, 'invalid_api_key', 'a malformed key');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', CHAT, { key: key.slice(0, -1) }),
+    401,
+    'invalid_api_key',
+    'a malformed key',
+  );
   clock.set(at('12:01:00.000'));
   s.credit('slow', '1');
   await ok(t, s, key, 'the next window, with money');
@@ -120,6 +144,9 @@ t.test('concurrent requests: exactly the limit is admitted, streams count the sa
   await Promise.all(answers.map((r) => r.arrayBuffer()));
   t.equal(statuses.filter((x) => x === 200).length, 3, 'three admitted');
   t.equal(statuses.filter((x) => x === 429).length, 9, 'nine refused');
-  t.ok(answers.filter((r) => r.status === 429).every((r) => r.headers.get('retry-after') === '55'), 'every refusal says 55 s');
+  t.ok(
+    answers.filter((r) => r.status === 429).every((r) => r.headers.get('retry-after') === '55'),
+    'every refusal says 55 s',
+  );
   t.equal(s.sim.requests.length, 3, 'three provider calls');
 });

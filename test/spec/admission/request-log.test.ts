@@ -14,7 +14,12 @@ import { cli, fileStack, logRow, rawPost, tempDir, USER, waitFor } from '../../h
 const CHAT = { model: 'acme/chat-small', messages: USER, max_tokens: 50, provider: { only: ['alpha'] } };
 
 async function send(s: Stack, body: unknown, headers: [string, string][]): Promise<{ status: number; trace: string }> {
-  const a = await rawPost(s.url, '/v1/chat/completions', headers, typeof body === 'string' ? body : JSON.stringify(body));
+  const a = await rawPost(
+    s.url,
+    '/v1/chat/completions',
+    headers,
+    typeof body === 'string' ? body : JSON.stringify(body),
+  );
   return { status: a.status, trace: String(a.headers['x-pi-trace-id'] ?? '') };
 }
 
@@ -65,13 +70,22 @@ t.test('one row per request, with the spec’s fields', async (t) => {
   t.ok(ok.ttfb_ms !== null && ok.ttfb_ms >= 25, 'TTFB includes the provider’s delay');
   t.ok(ok.latency_ms !== null && ok.ttfb_ms !== null && ok.latency_ms >= ok.ttfb_ms, 'latency ≥ TTFB');
   t.equal(Array.from(ok.app_title ?? '').length, 128, 'X-Title cut to 128 characters');
-  t.same(ok.attempts_json.map((a) => [a.provider, a.outcome, a.status]), [['alpha', 'ok', 200]]);
+  t.same(
+    ok.attempts_json.map((a) => [a.provider, a.outcome, a.status]),
+    [['alpha', 'ok', 200]],
+  );
 
   // Failover to another provider: attempts 2, the provider that answered.
-  r = await send(s, { ...CHAT, provider: { order: ['alpha', 'gamma'], only: ['alpha', 'gamma'] }, stream: true, sim: { by_model: { 'small-v1': { status: 503 }, 'small-gamma': { usage: { prompt: 10, completion: 5 } } } } }, [
-    auth,
-    ['Referer', 'http://localhost:3000/app'],
-  ]);
+  r = await send(
+    s,
+    {
+      ...CHAT,
+      provider: { order: ['alpha', 'gamma'], only: ['alpha', 'gamma'] },
+      stream: true,
+      sim: { by_model: { 'small-v1': { status: 503 }, 'small-gamma': { usage: { prompt: 10, completion: 5 } } } },
+    },
+    [auth, ['Referer', 'http://localhost:3000/app']],
+  );
   t.equal(r.status, 200);
   t.match(await logRow(s, r.trace), {
     model_requested: 'acme/chat-small',
@@ -87,29 +101,91 @@ t.test('one row per request, with the spec’s fields', async (t) => {
     app_title: null,
     session_id: null,
   });
-  t.same((await logRow(s, r.trace))?.attempts_json.map((a) => [a.provider, a.status]), [['alpha', 503], ['gamma', 200]]);
+  t.same(
+    (await logRow(s, r.trace))?.attempts_json.map((a) => [a.provider, a.status]),
+    [
+      ['alpha', 503],
+      ['gamma', 200],
+    ],
+  );
 
   // A fallback model answers: requested and served differ.
-  r = await send(s, { model: 'acme/chat-big', models: ['acme/chat-small'], messages: USER, max_tokens: 10, provider: { only: ['alpha'] }, sim: { by_model: { 'big-v1': { status: 500 } } } }, [auth]);
+  r = await send(
+    s,
+    {
+      model: 'acme/chat-big',
+      models: ['acme/chat-small'],
+      messages: USER,
+      max_tokens: 10,
+      provider: { only: ['alpha'] },
+      sim: { by_model: { 'big-v1': { status: 500 } } },
+    },
+    [auth],
+  );
   t.equal(r.status, 200);
-  t.match(await logRow(s, r.trace), { model_requested: 'acme/chat-big', model_served: 'acme/chat-small', provider: 'alpha', attempts: 2, status: 200 });
+  t.match(await logRow(s, r.trace), {
+    model_requested: 'acme/chat-big',
+    model_served: 'acme/chat-small',
+    provider: 'alpha',
+    attempts: 2,
+    status: 200,
+  });
 
   // A provider error passed through: its status, the provider, no cost.
-  r = await send(s, { ...CHAT, sim: { status: 400 } }, [auth, ['HTTP-Referer', 'ftp://files.example/'], ['Referer', 'https://fallback.example/']]);
+  r = await send(s, { ...CHAT, sim: { status: 400 } }, [
+    auth,
+    ['HTTP-Referer', 'ftp://files.example/'],
+    ['Referer', 'https://fallback.example/'],
+  ]);
   t.equal(r.status, 400);
-  t.match(await logRow(s, r.trace), { status: 400, error_code: 'provider_error', provider: 'alpha', attempts: 1, cost_nano: null, prompt_tokens: null, app_origin: null });
+  t.match(await logRow(s, r.trace), {
+    status: 400,
+    error_code: 'provider_error',
+    provider: 'alpha',
+    attempts: 1,
+    cost_nano: null,
+    prompt_tokens: null,
+    app_origin: null,
+  });
 
   // Gateway refusals: 401 (no key known), 402, 422, 404.
-  r = await send(s, CHAT, [['Authorization', 'Bearer nope'], ['X-Title', 'Refused App'], ['X-Pi-Session-Id', 'x'.repeat(257)]]);
+  r = await send(s, CHAT, [
+    ['Authorization', 'Bearer nope'],
+    ['X-Title', 'Refused App'],
+    ['X-Pi-Session-Id', 'x'.repeat(257)],
+  ]);
   t.equal(r.status, 401);
-  t.match(await logRow(s, r.trace), { status: 401, error_code: 'invalid_api_key', workspace: null, key_id: null, model_requested: null, attempts: 0, cost_nano: null, app_title: 'Refused App', session_id: null });
+  t.match(await logRow(s, r.trace), {
+    status: 401,
+    error_code: 'invalid_api_key',
+    workspace: null,
+    key_id: null,
+    model_requested: null,
+    attempts: 0,
+    cost_nano: null,
+    app_title: 'Refused App',
+    session_id: null,
+  });
   const poorKey = s.key('cheap');
   r = await send(s, CHAT, [['Authorization', `Bearer ${poorKey}`]]);
   t.equal(r.status, 402);
-  t.match(await logRow(s, r.trace), { status: 402, error_code: 'insufficient_balance', workspace: 'cheap', model_requested: 'acme/chat-small', model_served: null, provider: null, attempts: 0, cost_nano: null });
+  t.match(await logRow(s, r.trace), {
+    status: 402,
+    error_code: 'insufficient_balance',
+    workspace: 'cheap',
+    model_requested: 'acme/chat-small',
+    model_served: null,
+    provider: null,
+    attempts: 0,
+    cost_nano: null,
+  });
   r = await send(s, { ...CHAT, preset: 'p' }, [auth]);
   t.match(await logRow(s, r.trace), { status: 422, error_code: 'validation_failed', workspace: 'open' });
-  r = await send(s, { ...CHAT, model: 'acme/unknown' }, [auth, ['X-Pi-Session-Id', 'lost-session'], ['X-Title', 'Lost']]);
+  r = await send(s, { ...CHAT, model: 'acme/unknown' }, [
+    auth,
+    ['X-Pi-Session-Id', 'lost-session'],
+    ['X-Title', 'Lost'],
+  ]);
   const lost = await logRow(s, r.trace);
   t.match(lost, { status: 404, error_code: 'model_not_found', model_requested: 'acme/unknown', app_title: 'Lost' });
   t.equal(lost?.session_id, 'lost-session', 'the session id is recorded whatever the outcome, like X-Title');
@@ -120,20 +196,43 @@ t.test('one row per request, with the spec’s fields', async (t) => {
   r = await send(s, CHAT, [auth, ['X-Pi-Session-Id', 's'.repeat(257)]]);
   t.equal((await logRow(s, r.trace))?.session_id, null, 'a 257-character session id counts as absent');
   // Characters beyond Latin-1 (sent as UTF-8): invisible ones removed, the rest kept.
-  r = await send(s, CHAT, [auth, ['X-Title', 'App: 日本語\u200Bのアプリ\u202E\u2066 v2'], ['HTTP-Referer', 'https://例え.jp/パス']]);
+  r = await send(s, CHAT, [
+    auth,
+    ['X-Title', 'App: 日本語\u200Bのアプリ\u202E\u2066 v2'],
+    ['HTTP-Referer', 'https://例え.jp/パス'],
+  ]);
   const unicodeRow = await logRow(s, r.trace);
   t.equal(r.status, 200, 'a title beyond Latin-1 does not change the answer');
-  t.match(unicodeRow, { app_title: 'App: 日本語のアプリ v2', app_origin: 'https://xn--r8jz45g.jp' }, 'UTF-8 title and IDN referer recorded');
+  t.match(
+    unicodeRow,
+    { app_title: 'App: 日本語のアプリ v2', app_origin: 'https://xn--r8jz45g.jp' },
+    'UTF-8 title and IDN referer recorded',
+  );
   // uWS drops every byte >= 0x80 (with SP and HTAB) at the start and the end of a header value
   // before any API can read it (docs/operations.md "Limits"; test/server/header-bytes.test.ts pins it): only
   // non-ASCII text between ASCII characters is kept.
   r = await send(s, CHAT, [auth, ['X-Title', 'é app é']]);
-  t.equal((await logRow(s, r.trace))?.app_title, 'app', 'a title starting and ending with non-ASCII characters loses them');
+  t.equal(
+    (await logRow(s, r.trace))?.app_title,
+    'app',
+    'a title starting and ending with non-ASCII characters loses them',
+  );
   r = await send(s, CHAT, [auth, ['X-Title', '日本語アプリ'], ['X-Pi-Session-Id', 'セッション']]);
-  t.match(await logRow(s, r.trace), { app_title: null, session_id: null }, 'a title or session id of non-ASCII characters only arrives empty: absent');
+  t.match(
+    await logRow(s, r.trace),
+    { app_title: null, session_id: null },
+    'a title or session id of non-ASCII characters only arrives empty: absent',
+  );
   r = await send(s, CHAT, [auth, ['X-Title', '"日本語アプリ"'], ['X-Pi-Session-Id', 's-セッション-1']]);
-  t.match(await logRow(s, r.trace), { app_title: '"日本語アプリ"', session_id: 's-セッション-1' }, 'between ASCII characters, non-ASCII text is kept exactly');
-  const latin = await s.post('/v1/chat/completions', CHAT, { key, headers: { 'x-title': 'Café Ünïcode!', referer: 'https://shop.example/cart' } });
+  t.match(
+    await logRow(s, r.trace),
+    { app_title: '"日本語アプリ"', session_id: 's-セッション-1' },
+    'between ASCII characters, non-ASCII text is kept exactly',
+  );
+  const latin = await s.post('/v1/chat/completions', CHAT, {
+    key,
+    headers: { 'x-title': 'Café Ünïcode!', referer: 'https://shop.example/cart' },
+  });
   await latin.arrayBuffer();
   const latinRow = await logRow(s, latin.headers.get('x-pi-trace-id'));
   t.equal(latinRow?.app_origin, 'https://shop.example', 'Referer used when HTTP-Referer is absent');
@@ -148,18 +247,33 @@ t.test('one row per request, with the spec’s fields', async (t) => {
 
 t.test('rows are queued and written in batches, not one transaction per request', async (t) => {
   // A store whose batches are only written on flush, to see what the request path itself writes.
-  const store = openStore(join(tempDir(t), 'gateway.db'), { masterKey: randomBytes(32).toString('base64'), requestLog: { flushIntervalMs: 60_000, maxBatch: 1000 } });
+  const store = openStore(join(tempDir(t), 'gateway.db'), {
+    masterKey: randomBytes(32).toString('base64'),
+    requestLog: { flushIntervalMs: 60_000, maxBatch: 1000 },
+  });
   const s = await startStack(t, { store });
   t.teardown(() => store.close());
   const key = s.key('open');
   s.credit('open', '10');
   const n = 40;
-  const answers = await Promise.all(Array.from({ length: n }, (_, i) => s.post('/v1/chat/completions', { ...CHAT, stream: i % 2 === 0 }, { key }).then((r) => r.text())));
+  const answers = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      s.post('/v1/chat/completions', { ...CHAT, stream: i % 2 === 0 }, { key }).then((r) => r.text()),
+    ),
+  );
   t.equal(answers.length, n);
   t.ok(await waitFor(() => store.requestLog.stats().queued === n), `all ${n} rows queued`);
-  t.same(store.requestLog.stats(), { queued: n, transactions: 0, written: 0, dropped: 0 }, 'nothing written on the request path');
+  t.same(
+    store.requestLog.stats(),
+    { queued: n, transactions: 0, written: 0, dropped: 0 },
+    'nothing written on the request path',
+  );
   store.requestLog.flush();
-  t.same(store.requestLog.stats(), { queued: 0, transactions: 1, written: n, dropped: 0 }, 'one transaction for the whole batch');
+  t.same(
+    store.requestLog.stats(),
+    { queued: 0, transactions: 1, written: n, dropped: 0 },
+    'one transaction for the whole batch',
+  );
   t.equal(store.requestLog.query({ limit: 1000 }).length, n);
 });
 
@@ -179,13 +293,18 @@ t.test('nothing secret in the log: no API key, credential or prompt text', async
   ];
   for (const b of bodies) {
     for (const k of [key, key.slice(0, -1)]) {
-      const res = await s.post('/v1/chat/completions', b, { key: k, headers: { 'x-title': 'app', 'x-pi-session-id': 'sess' } });
+      const res = await s.post('/v1/chat/completions', b, {
+        key: k,
+        headers: { 'x-title': 'app', 'x-pi-session-id': 'sess' },
+      });
       await res.arrayBuffer();
       await logRow(s, res.headers.get('x-pi-trace-id'));
     }
   }
   s.store.requestLog.flush();
-  const logged = JSON.stringify(s.store.requestLog.query({ limit: 1000 }), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  const logged = JSON.stringify(s.store.requestLog.query({ limit: 1000 }), (_k, v: unknown) =>
+    typeof v === 'bigint' ? v.toString() : v,
+  );
   t.equal(s.store.requestLog.query({ limit: 1000 }).length, bodies.length * 2);
   const needles: [string, string][] = [
     ['the API key', key],
@@ -223,7 +342,14 @@ t.test('`pi-gateway logs` prints client-supplied text inert', async (t) => {
   const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
   t.notMatch(table.stdout, controls, 'no control character reaches the terminal');
   t.match(table.stdout, /\\u\{1b\}\]0;owned\\u\{7\}/, 'shown escaped');
-  t.ok(table.stdout.split('\n').every((line) => line.length < 400), 'a long value is cut in the table');
+  t.ok(
+    table.stdout.split('\n').every((line) => line.length < 400),
+    'a long value is cut in the table',
+  );
   const json = await cli(['logs', '--json', '--db', s.file]);
-  t.equal((JSON.parse(json.stdout) as { model_requested: string }[])[0]?.model_requested, model, '--json keeps the exact value (JSON-escaped)');
+  t.equal(
+    (JSON.parse(json.stdout) as { model_requested: string }[])[0]?.model_requested,
+    model,
+    '--json keeps the exact value (JSON-escaped)',
+  );
 });

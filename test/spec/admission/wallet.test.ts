@@ -26,7 +26,12 @@ function balanceOf(s: Stack, ws = 'open') {
   return s.store.wallets.show(ws, s.clock.now());
 }
 
-async function sendAndDrain(s: Stack, path: string, body: unknown, key: string): Promise<{ status: number; trace: string; text: string; res: Response }> {
+async function sendAndDrain(
+  s: Stack,
+  path: string,
+  body: unknown,
+  key: string,
+): Promise<{ status: number; trace: string; text: string; res: Response }> {
   const res = await s.post(path, body, { key });
   const text = await res.text();
   return { status: res.status, trace: res.headers.get('x-pi-trace-id') ?? '', text, res };
@@ -35,7 +40,8 @@ async function sendAndDrain(s: Stack, path: string, body: unknown, key: string):
 /** Waits until the handler of `trace` has closed its hold (settle or release happen after the reply). */
 async function closed(w: WalletSpy, trace: string): Promise<void> {
   const until = performance.now() + 5000;
-  while (performance.now() < until && !w.settles.has(trace) && !w.releases.has(trace)) await new Promise((r) => setTimeout(r, 5));
+  while (performance.now() < until && !w.settles.has(trace) && !w.releases.has(trace))
+    await new Promise((r) => setTimeout(r, 5));
 }
 
 t.test('402 insufficient_balance before any provider is called', async (t) => {
@@ -44,15 +50,45 @@ t.test('402 insufficient_balance before any provider is called', async (t) => {
   const w = spyWallet(s);
   const body = { model: 'acme/chat-small', messages: USER, max_tokens: 100 };
   const need = bytes(body) * P.small.prompt + 100n * P.small.completion;
-  await expectGatewayError(t, await s.post('/v1/chat/completions', body, { key }), 402, 'insufficient_balance', 'no wallet at all');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', body, { key }),
+    402,
+    'insufficient_balance',
+    'no wallet at all',
+  );
   s.credit('open', '0.000000001');
-  await expectGatewayError(t, await s.post('/v1/chat/completions', body, { key }), 402, 'insufficient_balance', 'one nano-USD');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', body, { key }),
+    402,
+    'insufficient_balance',
+    'one nano-USD',
+  );
   // One nano short of the hold is still refused; exactly the hold is admitted.
   s.credit('open', nanoToDecimal(need - 2n));
   t.equal(balanceOf(s).available, need - 1n);
-  await expectGatewayError(t, await s.post('/v1/chat/completions', { ...body, stream: true }, { key }), 402, 'insufficient_balance', 'one nano short (stream)');
-  await expectGatewayError(t, await s.post('/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 100, messages: USER }, { key }), 402, 'insufficient_balance', 'messages');
-  await expectGatewayError(t, await s.post('/v1/responses', { model: 'acme/chat-small', input: 'hi' }, { key }), 402, 'insufficient_balance', 'responses');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', { ...body, stream: true }, { key }),
+    402,
+    'insufficient_balance',
+    'one nano short (stream)',
+  );
+  await expectGatewayError(
+    t,
+    await s.post('/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 100, messages: USER }, { key }),
+    402,
+    'insufficient_balance',
+    'messages',
+  );
+  await expectGatewayError(
+    t,
+    await s.post('/v1/responses', { model: 'acme/chat-small', input: 'hi' }, { key }),
+    402,
+    'insufficient_balance',
+    'responses',
+  );
   t.equal(s.sim.requests.length, 0, 'the simulator received nothing');
   t.equal([...w.holds.values()].filter((h) => h.ok).length, 0, 'no hold was granted');
   t.equal(balanceOf(s).openHolds, 0);
@@ -70,17 +106,72 @@ t.test('the hold is the worst case over every reachable deployment and model', a
   const w = spyWallet(s);
   const chat = (extra: Record<string, unknown>) => ({ model: 'acme/chat-small', messages: USER, ...extra });
   const cases: [string, string, Record<string, unknown>, (b: bigint) => bigint][] = [
-    ['no output limit: the model’s max completion tokens (4096)', '/v1/chat/completions', chat({}), (b) => b * P.small.prompt + 4096n * P.small.completion],
-    ['max_tokens', '/v1/chat/completions', chat({ max_tokens: 100 }), (b) => b * P.small.prompt + 100n * P.small.completion],
-    ['max_completion_tokens', '/v1/chat/completions', chat({ max_completion_tokens: 50 }), (b) => b * P.small.prompt + 50n * P.small.completion],
-    ['streamed: the same rule', '/v1/chat/completions', chat({ max_tokens: 100, stream: true }), (b) => b * P.small.prompt + 100n * P.small.completion],
-    ['only the cheaper gamma channel', '/v1/chat/completions', chat({ max_tokens: 100, provider: { only: ['gamma'] } }), (b) => b * P.smallGamma.prompt + 100n * P.smallGamma.completion],
-    ['only beta, 25% off while the discount runs', '/v1/chat/completions', chat({ max_tokens: 100, provider: { only: ['beta'] } }), (b) => b * P.smallBeta.prompt + 100n * P.smallBeta.completion],
-    ['a pricier fallback model is covered too', '/v1/chat/completions', chat({ models: ['acme/chat-big'] }), (b) => b * P.big.prompt + 8192n * P.big.completion],
-    ['fallback with max_tokens', '/v1/chat/completions', chat({ models: ['acme/chat-big'], max_tokens: 10 }), (b) => b * P.big.prompt + 10n * P.big.completion],
-    ['the dearest context bracket', '/v1/chat/completions', { model: 'acme/bracketed', messages: USER }, (b) => b * P.bracketedTop.prompt + 1000n * P.bracketedTop.completion],
-    ['responses: max_output_tokens', '/v1/responses', { model: 'acme/chat-small', input: 'hi', max_output_tokens: 64, provider: { only: ['alpha'] } }, (b) => b * P.small.prompt + 64n * P.small.completion],
-    ['messages: the dearest input class (1h cache write)', '/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 100, messages: USER }, (b) => b * P.sonnet.cacheWrite1h + 100n * P.sonnet.completion],
+    [
+      'no output limit: the model’s max completion tokens (4096)',
+      '/v1/chat/completions',
+      chat({}),
+      (b) => b * P.small.prompt + 4096n * P.small.completion,
+    ],
+    [
+      'max_tokens',
+      '/v1/chat/completions',
+      chat({ max_tokens: 100 }),
+      (b) => b * P.small.prompt + 100n * P.small.completion,
+    ],
+    [
+      'max_completion_tokens',
+      '/v1/chat/completions',
+      chat({ max_completion_tokens: 50 }),
+      (b) => b * P.small.prompt + 50n * P.small.completion,
+    ],
+    [
+      'streamed: the same rule',
+      '/v1/chat/completions',
+      chat({ max_tokens: 100, stream: true }),
+      (b) => b * P.small.prompt + 100n * P.small.completion,
+    ],
+    [
+      'only the cheaper gamma channel',
+      '/v1/chat/completions',
+      chat({ max_tokens: 100, provider: { only: ['gamma'] } }),
+      (b) => b * P.smallGamma.prompt + 100n * P.smallGamma.completion,
+    ],
+    [
+      'only beta, 25% off while the discount runs',
+      '/v1/chat/completions',
+      chat({ max_tokens: 100, provider: { only: ['beta'] } }),
+      (b) => b * P.smallBeta.prompt + 100n * P.smallBeta.completion,
+    ],
+    [
+      'a pricier fallback model is covered too',
+      '/v1/chat/completions',
+      chat({ models: ['acme/chat-big'] }),
+      (b) => b * P.big.prompt + 8192n * P.big.completion,
+    ],
+    [
+      'fallback with max_tokens',
+      '/v1/chat/completions',
+      chat({ models: ['acme/chat-big'], max_tokens: 10 }),
+      (b) => b * P.big.prompt + 10n * P.big.completion,
+    ],
+    [
+      'the dearest context bracket',
+      '/v1/chat/completions',
+      { model: 'acme/bracketed', messages: USER },
+      (b) => b * P.bracketedTop.prompt + 1000n * P.bracketedTop.completion,
+    ],
+    [
+      'responses: max_output_tokens',
+      '/v1/responses',
+      { model: 'acme/chat-small', input: 'hi', max_output_tokens: 64, provider: { only: ['alpha'] } },
+      (b) => b * P.small.prompt + 64n * P.small.completion,
+    ],
+    [
+      'messages: the dearest input class (1h cache write)',
+      '/v1/messages',
+      { model: 'beta-labs/sonnet-ish', max_tokens: 100, messages: USER },
+      (b) => b * P.sonnet.cacheWrite1h + 100n * P.sonnet.completion,
+    ],
   ];
   for (const [label, path, body, want] of cases) {
     const r = await sendAndDrain(s, path, body, key);
@@ -95,7 +186,11 @@ t.test('the hold is the worst case over every reachable deployment and model', a
   s.clock.set('2026-02-01T00:00:00Z');
   const body = chat({ max_tokens: 100, provider: { only: ['beta'] } });
   const r = await sendAndDrain(s, '/v1/chat/completions', body, key);
-  t.equal(w.holds.get(r.trace)?.amount, bytes(body) * P.small.prompt + 100n * P.small.completion, 'beta after the discount: list price');
+  t.equal(
+    w.holds.get(r.trace)?.amount,
+    bytes(body) * P.small.prompt + 100n * P.small.completion,
+    'beta after the discount: list price',
+  );
   t.equal(balanceOf(s).held, 0n, 'every hold closed');
 });
 
@@ -107,12 +202,23 @@ t.test('settled to the actual cost when the answer ends', async (t) => {
   const start = balanceOf(s).balance;
   let spent = 0n;
   for (const stream of [false, true]) {
-    const body = { model: 'acme/chat-small', messages: USER, max_tokens: 200, stream, provider: { only: ['alpha'] }, sim: { usage: { prompt: 120, completion: 80 } } };
+    const body = {
+      model: 'acme/chat-small',
+      messages: USER,
+      max_tokens: 200,
+      stream,
+      provider: { only: ['alpha'] },
+      sim: { usage: { prompt: 120, completion: 80 } },
+    };
     const r = await sendAndDrain(s, '/v1/chat/completions', body, key);
     t.equal(r.status, 200);
     await closed(w, r.trace);
     const cost = 120n * P.small.prompt + 80n * P.small.completion;
-    t.same(w.settles.get(r.trace)?.map((x) => x.cost), [cost], `${stream ? 'stream' : 'JSON'}: one settle at the exact cost`);
+    t.same(
+      w.settles.get(r.trace)?.map((x) => x.cost),
+      [cost],
+      `${stream ? 'stream' : 'JSON'}: one settle at the exact cost`,
+    );
     spent += cost;
     t.equal(balanceOf(s).balance, start - spent, 'the balance fell by exactly the cost');
     t.equal(balanceOf(s).held, 0n, 'nothing stays held');
@@ -126,16 +232,36 @@ t.test('released, wallet unchanged, when nothing billable came back', async (t) 
   s.credit('open', '10');
   const w = spyWallet(s);
   const start = balanceOf(s);
-  const chat = (extra: Record<string, unknown>) => ({ model: 'acme/chat-small', messages: USER, max_tokens: 50, ...extra });
+  const chat = (extra: Record<string, unknown>) => ({
+    model: 'acme/chat-small',
+    messages: USER,
+    max_tokens: 50,
+    ...extra,
+  });
   // Failures after the hold: the hold must be released.
   const afterHold: [string, Record<string, unknown>, number, string | null][] = [
     ['provider 400 passed through', chat({ provider: { only: ['alpha'] }, sim: { status: 400 } }), 400, null],
-    ['provider 400 passed through (stream)', chat({ stream: true, provider: { only: ['alpha'] }, sim: { status: 400 } }), 400, null],
+    [
+      'provider 400 passed through (stream)',
+      chat({ stream: true, provider: { only: ['alpha'] }, sim: { status: 400 } }),
+      400,
+      null,
+    ],
     ['provider 503 on every attempt', chat({ sim: { status: 503 } }), 503, null],
     ['no answer from any provider', chat({ sim: { reset: 'before_head' } }), 503, 'provider_unavailable'],
     ['stream that never commits', chat({ stream: true, sim: { inbandError: true } }), 503, 'provider_unavailable'],
-    ['first-byte timeout everywhere', chat({ provider: { only: ['alpha', 'gamma'] }, sim: { ttfbMs: 1000 } }), 503, 'provider_unavailable'],
-    ['provider refuses our credential', chat({ provider: { only: ['alpha'] }, sim: { status: 401 } }), 503, 'provider_unavailable'],
+    [
+      'first-byte timeout everywhere',
+      chat({ provider: { only: ['alpha', 'gamma'] }, sim: { ttfbMs: 1000 } }),
+      503,
+      'provider_unavailable',
+    ],
+    [
+      'provider refuses our credential',
+      chat({ provider: { only: ['alpha'] }, sim: { status: 401 } }),
+      503,
+      'provider_unavailable',
+    ],
   ];
   for (const [label, body, status, code] of afterHold) {
     const r = await sendAndDrain(s, '/v1/chat/completions', body, key);
@@ -184,7 +310,16 @@ t.test('released, wallet unchanged, when nothing billable came back', async (t) 
   t.same(s.store.wallets.verify(), { ok: true, problems: [] });
 });
 
-async function concurrentRound(t: Test, s: Stack, key: string, w: WalletSpy, n: number, available: bigint, hold: bigint, body: Record<string, unknown>): Promise<void> {
+async function concurrentRound(
+  t: Test,
+  s: Stack,
+  key: string,
+  w: WalletSpy,
+  n: number,
+  available: bigint,
+  hold: bigint,
+  body: Record<string, unknown>,
+): Promise<void> {
   const admitted = Number(available / hold);
   const simBefore = s.sim.requests.length;
   const eventsBefore = w.events.length;
@@ -208,7 +343,10 @@ async function concurrentRound(t: Test, s: Stack, key: string, w: WalletSpy, n: 
   const firstClose = events.findIndex((e) => e === 'settle' || e === 'release');
   const lastHold = events.findLastIndex((e) => e.startsWith('hold'));
   t.ok(firstClose === -1 || lastHold < firstClose, 'all holds were decided before the first settlement');
-  t.ok(ok.every((a) => w.settles.get(a.trace)?.length === 1), 'each admitted request settled once');
+  t.ok(
+    ok.every((a) => w.settles.get(a.trace)?.length === 1),
+    'each admitted request settled once',
+  );
 }
 
 t.test('200 concurrent requests on a wallet worth a few never overdraw it', async (t) => {
@@ -217,7 +355,13 @@ t.test('200 concurrent requests on a wallet worth a few never overdraw it', asyn
   const w = spyWallet(s);
   // The simulator holds every admitted answer back, so admitted requests keep their hold while the
   // other 199 are decided: the number admitted depends only on the arithmetic.
-  const body = { model: 'acme/chat-small', messages: USER, max_tokens: 100, provider: { only: ['alpha'] }, sim: { ttfbMs: 2500 } };
+  const body = {
+    model: 'acme/chat-small',
+    messages: USER,
+    max_tokens: 100,
+    provider: { only: ['alpha'] },
+    sim: { ttfbMs: 2500 },
+  };
   const hold = bytes(body) * P.small.prompt + 100n * P.small.completion;
   const credit = hold * 3n + hold / 2n;
   s.credit('open', nanoToDecimal(credit));

@@ -21,7 +21,9 @@ interface CreatedJson {
 
 t.test('a CLI-minted key: format, hash-only storage, and immediate use by the running server', async (t) => {
   const s = await fileStack(t);
-  const plain = await cli(['key', 'create', '--workspace', 'open', '--config', GATEWAY_CONFIG, '--name', 'ci'], { PI_DB: s.file });
+  const plain = await cli(['key', 'create', '--workspace', 'open', '--config', GATEWAY_CONFIG, '--name', 'ci'], {
+    PI_DB: s.file,
+  });
   t.equal(plain.code, 0, plain.stderr);
   const key = plain.stdout.trim();
   t.notOk(plain.stderr.includes(key), 'the key is on stdout only');
@@ -46,7 +48,10 @@ t.test('a CLI-minted key: format, hash-only storage, and immediate use by the ru
   t.equal(list.code, 0, list.stderr);
   t.notOk(list.stdout.includes(second.key), 'key list never shows the key');
   t.notOk(list.stdout.includes(key), 'nor the other one');
-  t.match(JSON.parse(list.stdout), [{ state: 'active', workspace: 'open' }, { id: second.id, state: 'active', workspace: 'open' }]);
+  t.match(JSON.parse(list.stdout), [
+    { state: 'active', workspace: 'open' },
+    { id: second.id, state: 'active', workspace: 'open' },
+  ]);
 
   s.store.requestLog.flush();
   for (const suffix of ['', '-wal']) {
@@ -78,7 +83,9 @@ t.test('a CLI-minted key: format, hash-only storage, and immediate use by the ru
 t.test('`key revoke` from the CLI refuses the key on the next request of the running server', async (t) => {
   const s = await fileStack(t);
   s.credit('open', '10');
-  const created = JSON.parse((await cli(['key', 'create', '--workspace', 'open', '--json', '--db', s.file])).stdout) as CreatedJson;
+  const created = JSON.parse(
+    (await cli(['key', 'create', '--workspace', 'open', '--json', '--db', s.file])).stdout,
+  ) as CreatedJson;
   const other = s.key('open');
   // Warm the server's key cache: the revocation must get through it.
   for (let i = 0; i < 3; i++) {
@@ -90,8 +97,20 @@ t.test('`key revoke` from the CLI refuses the key on the next request of the run
   t.equal(revoke.code, 0, revoke.stderr);
   t.match(revoke.stdout, new RegExp(`key ${created.id} revoked`));
   const before = s.sim.requests.length;
-  await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key: created.key }), 401, 'api_key_revoked', 'the next request');
-  await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { headers: { 'x-api-key': created.key } }), 401, 'api_key_revoked', 'also in X-Api-Key');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', CHAT, { key: created.key }),
+    401,
+    'api_key_revoked',
+    'the next request',
+  );
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', CHAT, { headers: { 'x-api-key': created.key } }),
+    401,
+    'api_key_revoked',
+    'also in X-Api-Key',
+  );
   t.equal(s.sim.requests.length, before, 'no provider was called');
   const still = await s.post('/v1/chat/completions', CHAT, { key: other });
   t.equal(still.status, 200, 'other keys are unaffected');
@@ -101,7 +120,10 @@ t.test('`key revoke` from the CLI refuses the key on the next request of the run
   t.match(again.stdout, /already revoked/);
   const unknown = await cli(['key', 'revoke', 'key_doesnotexist', '--db', s.file]);
   t.equal(unknown.code, 1);
-  const list = JSON.parse((await cli(['key', 'list', '--json', '--db', s.file])).stdout) as { id: string; state: string }[];
+  const list = JSON.parse((await cli(['key', 'list', '--json', '--db', s.file])).stdout) as {
+    id: string;
+    state: string;
+  }[];
   t.equal(list.find((k) => k.id === created.id)?.state, 'revoked');
 });
 
@@ -109,7 +131,23 @@ t.test('CLI --rpm and --expires-at apply on the running server', async (t) => {
   const clock = new ManualClock('2099-03-01T10:00:00Z');
   const s = await fileStack(t, { clock });
   s.credit('open', '10');
-  const limited = JSON.parse((await cli(['key', 'create', '--workspace', 'open', '--rpm', '2', '--expires-at', '2099-03-01T10:05:00Z', '--json', '--db', s.file])).stdout) as CreatedJson;
+  const limited = JSON.parse(
+    (
+      await cli([
+        'key',
+        'create',
+        '--workspace',
+        'open',
+        '--rpm',
+        '2',
+        '--expires-at',
+        '2099-03-01T10:05:00Z',
+        '--json',
+        '--db',
+        s.file,
+      ])
+    ).stdout,
+  ) as CreatedJson;
   t.equal(limited.rpm, 2);
   t.equal(limited.expires_at, '2099-03-01T10:05:00.000Z');
   for (let i = 0; i < 2; i++) {
@@ -118,22 +156,43 @@ t.test('CLI --rpm and --expires-at apply on the running server', async (t) => {
     await r.arrayBuffer();
   }
   const limitedRes = await s.post('/v1/chat/completions', CHAT, { key: limited.key });
-  await expectGatewayError(t, limitedRes, 429, 'rate_limited', 'the key’s own rpm (2) instead of the workspace’s (100000)');
+  await expectGatewayError(
+    t,
+    limitedRes,
+    429,
+    'rate_limited',
+    'the key’s own rpm (2) instead of the workspace’s (100000)',
+  );
   clock.set('2099-03-01T10:05:00Z');
-  await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key: limited.key }), 401, 'api_key_expired', 'at --expires-at');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', CHAT, { key: limited.key }),
+    401,
+    'api_key_expired',
+    'at --expires-at',
+  );
 });
 
 t.test('`wallet credit` from the CLI is spendable on the next request; `wallet show` agrees', async (t) => {
   const s = await fileStack(t);
   const key = s.key('open');
-  await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key }), 402, 'insufficient_balance', 'empty wallet');
+  await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', CHAT, { key }),
+    402,
+    'insufficient_balance',
+    'empty wallet',
+  );
   const credit = await cli(['wallet', 'credit', '--workspace', 'open', '--usd', '0.5', '--json', '--db', s.file]);
   t.equal(credit.code, 0, credit.stderr);
   t.match(JSON.parse(credit.stdout), { workspace: 'open', credited_usd: '0.5', balance_usd: '0.5' });
   const ok = await s.post('/v1/chat/completions', CHAT, { key });
   t.equal(ok.status, 200, 'admitted right after the credit');
   await ok.arrayBuffer();
-  const show = JSON.parse((await cli(['wallet', 'show', 'open', '--json', '--db', s.file])).stdout) as Record<string, unknown>;
+  const show = JSON.parse((await cli(['wallet', 'show', 'open', '--json', '--db', s.file])).stdout) as Record<
+    string,
+    unknown
+  >;
   const v = s.store.wallets.show('open', s.clock.now());
   t.equal(show['balance_usd'], nanoToDecimal(v.balance), 'the CLI sees the settled balance');
   t.equal(show['open_holds'], 0);

@@ -23,12 +23,18 @@ t.test('revoked and expired keys: 401, logged with their key id and workspace', 
     for (const path of ['/v1/chat/completions', '/v1/messages']) {
       // Twice: the second answer comes from the gateway's key cache, and must be logged the same.
       for (const round of [1, 2]) {
-        const res = await s.post(path, path === '/v1/messages' ? { ...CHAT, model: 'beta-labs/sonnet-ish' } : CHAT, { key });
+        const res = await s.post(path, path === '/v1/messages' ? { ...CHAT, model: 'beta-labs/sonnet-ish' } : CHAT, {
+          key,
+        });
         const trace = res.headers.get('x-pi-trace-id');
         await expectGatewayError(t, res, 401, code, `${label} ${path} #${round}`);
         const row = await logRow(s, trace);
         t.equal(row?.workspace, 'open', `${label} ${path} #${round}: logged with its workspace`);
-        t.equal(row?.key_id, label === 'revoked' ? revoked.id : expiring.id, `${label} ${path} #${round}: and its key id`);
+        t.equal(
+          row?.key_id,
+          label === 'revoked' ? revoked.id : expiring.id,
+          `${label} ${path} #${round}: and its key id`,
+        );
         t.equal(row?.status, 401);
         t.equal(row?.error_code, code);
         t.equal(row?.ended, 'rejected');
@@ -64,10 +70,24 @@ t.test('a key that starts with sk-pi- but has the wrong shape is told exactly th
   for (const [label, key, detail] of cases) {
     const res = await s.post('/v1/chat/completions', CHAT, { key });
     const body = await expectGatewayError(t, res, 401, 'invalid_api_key', label);
-    t.match(body.error.message, /^malformed API key: it starts with "sk-pi-" but a pi-gateway key is "sk-pi-" followed by exactly 43 characters of A-Z a-z 0-9 _ -, and /, `${label}: says what a key looks like`);
+    t.match(
+      body.error.message,
+      /^malformed API key: it starts with "sk-pi-" but a pi-gateway key is "sk-pi-" followed by exactly 43 characters of A-Z a-z 0-9 _ -, and /,
+      `${label}: says what a key looks like`,
+    );
     t.match(body.error.message, detail, `${label}: says what is wrong with this one`);
     t.notOk(body.error.message.includes(key.slice(6)) && key.length > 6, `${label}: never echoes the key`);
   }
-  const other = await expectGatewayError(t, await s.post('/v1/chat/completions', CHAT, { key: 'sk-proj-abc' }), 401, 'invalid_api_key', 'another vendor’s key');
-  t.equal(other.error.message, 'malformed API key: pi-gateway keys start with "sk-pi-"', 'a key without the prefix is told the prefix');
+  const other = await expectGatewayError(
+    t,
+    await s.post('/v1/chat/completions', CHAT, { key: 'sk-proj-abc' }),
+    401,
+    'invalid_api_key',
+    'another vendor’s key',
+  );
+  t.equal(
+    other.error.message,
+    'malformed API key: pi-gateway keys start with "sk-pi-"',
+    'a key without the prefix is told the prefix',
+  );
 });

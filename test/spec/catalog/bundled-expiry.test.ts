@@ -20,7 +20,11 @@ const MARGIN_DAYS = 30;
 
 t.test(`no bundled model expires within ${MARGIN_DAYS} days of the review (${REVIEWED})`, async (t) => {
   const soon = expiringWithin(fixtureConfig('bundled').models, REVIEWED_MS, MARGIN_DAYS);
-  t.same(soon, [], 'replace these models (config/models/), or move an expiration_date the vendor moved, then npm run codegen');
+  t.same(
+    soon,
+    [],
+    'replace these models (config/models/), or move an expiration_date the vendor moved, then npm run codegen',
+  );
 });
 
 t.test('the rule catches a model expiring within the margin, and only such a model', async (t) => {
@@ -39,11 +43,19 @@ t.test('on the review day every bundled chat model is listed and answers', async
   const key = s.key('acme');
   s.credit('acme', '1000');
   const listed = ((await (await fetch(`${s.v1}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
-  const chat = s.config.models.filter((m) => m.enabled && s.config.deployments.some((d) => d.model === m.id && d.active && d.endpoints.includes('chat_completions')));
+  const chat = s.config.models.filter(
+    (m) =>
+      m.enabled &&
+      s.config.deployments.some((d) => d.model === m.id && d.active && d.endpoints.includes('chat_completions')),
+  );
   t.ok(chat.length > 0);
   for (const m of chat) {
     t.ok(listed.includes(m.id), `${m.id}: listed`);
-    const res = await s.post('/v1/chat/completions', { model: m.id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: m.id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+      { key },
+    );
     t.equal(res.status, 200, `${m.id}: answers (not 404 model_not_found)`);
     await res.text();
   }

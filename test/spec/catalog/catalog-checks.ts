@@ -48,7 +48,16 @@ export const MODEL_REQUIRED = [
 ];
 export const MODEL_OPTIONAL = ['created', 'context_length', 'reasoning'];
 
-export const VIEW_KEYS = ['id', 'aliases', 'openness', 'model_page_url', 'capabilities', 'protocols', 'supported_endpoints', 'endpoints'];
+export const VIEW_KEYS = [
+  'id',
+  'aliases',
+  'openness',
+  'model_page_url',
+  'capabilities',
+  'protocols',
+  'supported_endpoints',
+  'endpoints',
+];
 export const ENTRY_KEYS = [
   'provider',
   'provider_type',
@@ -86,7 +95,13 @@ export function arr(v: unknown): Json[] {
 }
 
 /** Closed object: every required key present, nothing outside required + optional. */
-export function checkKeys(t: Assert, v: unknown, required: readonly string[], optional: readonly string[], where: string): void {
+export function checkKeys(
+  t: Assert,
+  v: unknown,
+  required: readonly string[],
+  optional: readonly string[],
+  where: string,
+): void {
   if (!isObject(v)) {
     t.ok(false, `${where} is an object`);
     return;
@@ -119,10 +134,14 @@ export function checkPricing(t: Assert, p: unknown, where: string): void {
   const o = obj(p);
   for (const k of PRICE_KEYS) {
     if (!(k in o)) continue;
-    t.ok(typeof o[k] === 'string' && DECIMAL.test(o[k] as string), `${where}.${k} is a plain decimal string (${JSON.stringify(o[k])})`);
+    t.ok(
+      typeof o[k] === 'string' && DECIMAL.test(o[k] as string),
+      `${where}.${k} is a plain decimal string (${JSON.stringify(o[k])})`,
+    );
   }
   // Rule 1: an optional class present is priced (in these fixtures no optional class is declared free).
-  for (const k of PRICE_KEYS.slice(2)) if (k in o) t.ok(o[k] !== '0' && Number(o[k]) !== 0, `${where}.${k} is present only when priced`);
+  for (const k of PRICE_KEYS.slice(2))
+    if (k in o) t.ok(o[k] !== '0' && Number(o[k]) !== 0, `${where}.${k} is present only when priced`);
   if (!('overrides' in o)) return;
   const brackets = arr(o['overrides']);
   t.ok(brackets.length > 0, `${where}.overrides is absent rather than empty`);
@@ -154,14 +173,26 @@ export function checkCatalogModel(t: Assert, m: unknown, vocab: Vocabularies): v
   t.ok(typeof o['description'] === 'string', `${w}: description`);
 
   const a = obj(o['architecture']);
-  checkKeys(t, a, ['modality', 'input_modalities', 'output_modalities', 'tokenizer', 'instruct_type'], [], `${w}.architecture`);
+  checkKeys(
+    t,
+    a,
+    ['modality', 'input_modalities', 'output_modalities', 'tokenizer', 'instruct_type'],
+    [],
+    `${w}.architecture`,
+  );
   const ins = arr(a['input_modalities']) as string[];
   const outs = arr(a['output_modalities']) as string[];
   t.equal(a['modality'], `${ins.join('+')}->${outs.join('+')}`, `${w}: modality is in+in->out+out`);
   t.equal(ins[0], 'text', `${w}: text is the first input modality`);
-  t.ok(isInOrder(ins, ['text', 'image', 'file', 'audio', 'video']), `${w}: input modalities in the fixed order (${ins.join(',')})`);
+  t.ok(
+    isInOrder(ins, ['text', 'image', 'file', 'audio', 'video']),
+    `${w}: input modalities in the fixed order (${ins.join(',')})`,
+  );
   t.ok(outs.length >= 1 && new Set(outs).size === outs.length, `${w}: output modalities non-empty, no repeats`);
-  t.ok(typeof a['tokenizer'] === 'string' && a['tokenizer'] === (a['tokenizer'] as string).toLowerCase(), `${w}: tokenizer lowercase`);
+  t.ok(
+    typeof a['tokenizer'] === 'string' && a['tokenizer'] === (a['tokenizer'] as string).toLowerCase(),
+    `${w}: tokenizer lowercase`,
+  );
   t.equal(a['instruct_type'], null, `${w}: instruct_type null`);
 
   checkPricing(t, o['pricing'], `${w}.pricing`);
@@ -169,7 +200,8 @@ export function checkCatalogModel(t: Assert, m: unknown, vocab: Vocabularies): v
   const top = obj(o['top_provider']);
   checkKeys(t, top, ['is_moderated'], ['context_length', 'max_completion_tokens'], `${w}.top_provider`);
   t.equal(top['is_moderated'], false, `${w}: top_provider.is_moderated false`);
-  for (const k of ['context_length', 'max_completion_tokens']) if (k in top) t.ok(Number.isInteger(top[k]), `${w}: top_provider.${k} integer`);
+  for (const k of ['context_length', 'max_completion_tokens'])
+    if (k in top) t.ok(Number.isInteger(top[k]), `${w}: top_provider.${k} integer`);
   if ('context_length' in o) {
     t.ok(Number.isInteger(o['context_length']), `${w}: context_length integer`);
     t.equal(top['context_length'], o['context_length'], `${w}: top_provider.context_length = context_length`);
@@ -180,7 +212,8 @@ export function checkCatalogModel(t: Assert, m: unknown, vocab: Vocabularies): v
   t.ok(isInOrder(params, vocab.parameters), `${w}: supported_parameters in the vocabulary's fixed order`);
   t.ok(!params.includes('reasoning_effort'), `${w}: reasoning_effort never listed`);
   const defaults = obj(o['default_parameters']);
-  for (const k of Object.keys(defaults)) t.ok(params.includes(k), `${w}: default parameter ${k} is one the model accepts`);
+  for (const k of Object.keys(defaults))
+    t.ok(params.includes(k), `${w}: default parameter ${k} is one the model accepts`);
   t.equal(o['supported_voices'], null, `${w}: supported_voices null`);
   for (const k of ['knowledge_cutoff', 'expiration_date']) {
     t.ok(o[k] === null || isValidDate(o[k]), `${w}: ${k} is YYYY-MM-DD or null (${JSON.stringify(o[k])})`);
@@ -193,11 +226,19 @@ export function checkCatalogModel(t: Assert, m: unknown, vocab: Vocabularies): v
   }
   if ('reasoning' in o) {
     const r = obj(o['reasoning']);
-    checkKeys(t, r, ['mandatory', 'default_enabled', 'supported_efforts', 'supports_max_tokens'], ['default_effort'], `${w}.reasoning`);
-    for (const k of ['mandatory', 'default_enabled', 'supports_max_tokens']) t.equal(typeof r[k], 'boolean', `${w}: reasoning.${k} boolean`);
+    checkKeys(
+      t,
+      r,
+      ['mandatory', 'default_enabled', 'supported_efforts', 'supports_max_tokens'],
+      ['default_effort'],
+      `${w}.reasoning`,
+    );
+    for (const k of ['mandatory', 'default_enabled', 'supports_max_tokens'])
+      t.equal(typeof r[k], 'boolean', `${w}: reasoning.${k} boolean`);
     const efforts = arr(r['supported_efforts']) as string[];
     t.ok(isInOrder([...efforts].reverse(), REASONING_LEVELS), `${w}: supported_efforts ordered high to low`);
-    if ('default_effort' in r) t.ok(efforts.includes(r['default_effort'] as string), `${w}: default_effort is a supported level`);
+    if ('default_effort' in r)
+      t.ok(efforts.includes(r['default_effort'] as string), `${w}: default_effort is a supported level`);
     t.ok(params.includes('reasoning'), `${w}: a reasoning model lists "reasoning" in supported_parameters`);
   } else {
     t.ok(!params.includes('reasoning'), `${w}: a model that does not reason does not list "reasoning"`);
@@ -210,7 +251,10 @@ function sameJson(a: unknown, b: unknown): boolean {
 
 /** Some class of the base or of a bracket (matched by min_prompt_tokens) is priced above the list's. */
 function someAboveList(pricing: JsonObject, list: JsonObject): boolean {
-  const above = (p: JsonObject, l: JsonObject) => Object.keys(p).some((k) => k !== 'overrides' && k !== 'min_prompt_tokens' && l[k] !== undefined && Number(p[k]) > Number(l[k]));
+  const above = (p: JsonObject, l: JsonObject) =>
+    Object.keys(p).some(
+      (k) => k !== 'overrides' && k !== 'min_prompt_tokens' && l[k] !== undefined && Number(p[k]) > Number(l[k]),
+    );
   if (above(pricing, list)) return true;
   const brackets = (x: JsonObject) => (x['overrides'] === undefined ? [] : arr(x['overrides']).map(obj));
   return brackets(pricing).some((b) => {
@@ -232,18 +276,35 @@ export function checkEndpointsView(t: Assert, v: unknown, vocab: Vocabularies, c
   const capOrder = vocab.capabilities.map((c) => c.id);
   const endpointOrder = vocab.endpoints.map((e) => e.id);
   const caps = arr(o['capabilities']) as string[];
-  t.ok(isInOrder(caps, capOrder) && caps.every((c) => c.startsWith('supports_')), `${w}: capabilities supports_* in vocabulary order`);
+  t.ok(
+    isInOrder(caps, capOrder) && caps.every((c) => c.startsWith('supports_')),
+    `${w}: capabilities supports_* in vocabulary order`,
+  );
   const entries = arr(o['endpoints']).map(obj);
   const protos = new Set(entries.flatMap((e) => arr(e['protocols']) as string[]));
   const eps = new Set(entries.flatMap((e) => arr(e['supported_endpoints']) as string[]));
-  t.same(o['protocols'], vocab.protocols.filter((p) => protos.has(p)), `${w}: protocols = union of the entries', vocabulary order`);
-  t.same(o['supported_endpoints'], endpointOrder.filter((p) => eps.has(p)), `${w}: supported_endpoints = union of the entries', vocabulary order`);
+  t.same(
+    o['protocols'],
+    vocab.protocols.filter((p) => protos.has(p)),
+    `${w}: protocols = union of the entries', vocabulary order`,
+  );
+  t.same(
+    o['supported_endpoints'],
+    endpointOrder.filter((p) => eps.has(p)),
+    `${w}: supported_endpoints = union of the entries', vocabulary order`,
+  );
   t.equal(new Set(entries.map((e) => e['provider'])).size, entries.length, `${w}: one entry per platform`);
   for (const e of entries) {
     const ew = `${w} / ${String(e['provider'])}`;
     checkKeys(t, e, ENTRY_KEYS, [], ew);
-    t.ok(['first_party', 'cloud_infra', 'reseller', 'private'].includes(e['provider_type'] as string), `${ew}: provider_type`);
-    t.ok(e['headquarters'] === null || /^[A-Z]{2}$/.test(e['headquarters'] as string), `${ew}: headquarters alpha-2 or null`);
+    t.ok(
+      ['first_party', 'cloud_infra', 'reseller', 'private'].includes(e['provider_type'] as string),
+      `${ew}: provider_type`,
+    );
+    t.ok(
+      e['headquarters'] === null || /^[A-Z]{2}$/.test(e['headquarters'] as string),
+      `${ew}: headquarters alpha-2 or null`,
+    );
     t.ok(isInOrder(arr(e['protocols']), vocab.protocols), `${ew}: protocols in vocabulary order`);
     t.ok(isInOrder(arr(e['supported_endpoints']), endpointOrder), `${ew}: supported_endpoints in vocabulary order`);
     for (const k of ['context_length', 'max_prompt_tokens', 'max_completion_tokens']) {
@@ -252,33 +313,57 @@ export function checkEndpointsView(t: Assert, v: unknown, vocab: Vocabularies, c
     t.ok(e['quantization'] === null || QUANTIZATIONS.includes(e['quantization'] as string), `${ew}: quantization`);
     t.equal(typeof e['supports_stream_cancellation'], 'boolean', `${ew}: supports_stream_cancellation boolean`);
     const ecaps = arr(e['capabilities']) as string[];
-    t.ok(isInOrder(ecaps, capOrder) && ecaps.every((c) => caps.includes(c)), `${ew}: capabilities narrowed from the model's, vocabulary order`);
+    t.ok(
+      isInOrder(ecaps, capOrder) && ecaps.every((c) => caps.includes(c)),
+      `${ew}: capabilities narrowed from the model's, vocabulary order`,
+    );
     checkPricing(t, e['pricing'], `${ew}.pricing`);
     checkPricing(t, e['list_pricing'], `${ew}.list_pricing`);
     t.same(e['list_pricing'], catalogModel['pricing'], `${ew}: list_pricing is the model's list pricing`);
     if (e['discount'] === null) {
       // No discount: list prices, or a channel that charges more than list somewhere (above list).
       if (!sameJson(e['pricing'], e['list_pricing'])) {
-        t.ok(someAboveList(obj(e['pricing']), obj(e['list_pricing'])), `${ew}: no discount, so pricing is list or above list somewhere`);
+        t.ok(
+          someAboveList(obj(e['pricing']), obj(e['list_pricing'])),
+          `${ew}: no discount, so pricing is list or above list somewhere`,
+        );
       }
     } else {
       const d = obj(e['discount']);
       checkKeys(t, d, ['percent_off', 'ends_at'], [], `${ew}.discount`);
-      t.ok(Number.isInteger(d['percent_off']) && (d['percent_off'] as number) > 0 && (d['percent_off'] as number) <= 100, `${ew}: percent_off integer 1-100`);
-      t.ok(d['ends_at'] === null || Number.isFinite(Date.parse(d['ends_at'] as string)), `${ew}: ends_at timestamp or null`);
-      t.ok(Number(obj(e['pricing'])['prompt']) <= Number(obj(e['list_pricing'])['prompt']), `${ew}: discounted prompt not above list`);
+      t.ok(
+        Number.isInteger(d['percent_off']) && (d['percent_off'] as number) > 0 && (d['percent_off'] as number) <= 100,
+        `${ew}: percent_off integer 1-100`,
+      );
+      t.ok(
+        d['ends_at'] === null || Number.isFinite(Date.parse(d['ends_at'] as string)),
+        `${ew}: ends_at timestamp or null`,
+      );
+      t.ok(
+        Number(obj(e['pricing'])['prompt']) <= Number(obj(e['list_pricing'])['prompt']),
+        `${ew}: discounted prompt not above list`,
+      );
     }
     const dp = obj(e['data_policy']);
     checkKeys(t, dp, ['prompt_training', 'data_retention', 'moderation', 'reviewed'], [], `${ew}.data_policy`);
-    t.ok(dp['prompt_training'] === null || typeof dp['prompt_training'] === 'boolean', `${ew}: prompt_training boolean or null`);
-    t.ok(vocab.retentionLevels.some((r) => r.id === dp['data_retention']), `${ew}: data_retention is a retention id`);
+    t.ok(
+      dp['prompt_training'] === null || typeof dp['prompt_training'] === 'boolean',
+      `${ew}: prompt_training boolean or null`,
+    );
+    t.ok(
+      vocab.retentionLevels.some((r) => r.id === dp['data_retention']),
+      `${ew}: data_retention is a retention id`,
+    );
     t.ok(vocab.moderation.includes(dp['moderation'] as string), `${ew}: moderation is a responsibility id`);
     t.equal(typeof dp['reviewed'], 'boolean', `${ew}: reviewed boolean`);
   }
 }
 
 /** GET a JSON URL: status, headers and parsed body. */
-export async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: JsonObject; text: string }> {
+export async function getJson(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: JsonObject; text: string }> {
   const res = await fetch(url, { headers });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: obj(JSON.parse(text)), text };
@@ -292,5 +377,8 @@ export function checkModelNotFound(t: Assert, r: { status: number; body: JsonObj
   checkKeys(t, e, ['message', 'type', 'code'], [], `${where}: error object`);
   t.equal(e['code'], 'model_not_found', `${where}: code`);
   t.equal(e['type'], 'not_found_error', `${where}: type`);
-  t.ok(/vendor-qualified/.test(e['message'] as string) && /GET \/v1\/models/.test(e['message'] as string), `${where}: message says slugs are vendor-qualified and points to GET /v1/models`);
+  t.ok(
+    /vendor-qualified/.test(e['message'] as string) && /GET \/v1\/models/.test(e['message'] as string),
+    `${where}: message says slugs are vendor-qualified and points to GET /v1/models`,
+  );
 }

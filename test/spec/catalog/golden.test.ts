@@ -14,5 +14,8 @@ async function pretty(url: string): Promise<string> {
 t.test('golden GET /v1/models and one endpoints view', async (t) => {
   const s = await startStack(t);
   t.matchSnapshot(await pretty(`${s.url}/v1/models`), 'GET /v1/models');
-  t.matchSnapshot(await pretty(`${s.url}/v1/models/acme/chat-small/endpoints`), 'GET /v1/models/acme/chat-small/endpoints');
+  t.matchSnapshot(
+    await pretty(`${s.url}/v1/models/acme/chat-small/endpoints`),
+    'GET /v1/models/acme/chat-small/endpoints',
+  );
 });

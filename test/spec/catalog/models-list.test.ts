@@ -42,17 +42,30 @@ t.test('no key is needed and a sent key is not read', async (t) => {
   // A revoked key is not read either.
   const rec = s.store.apiKeys.create({ workspace: 'open' });
   s.store.apiKeys.revoke(rec.id);
-  t.equal((await getJson(`${s.url}/v1/models`, { authorization: `Bearer ${rec.key}` })).status, 200, 'revoked key: still 200');
+  t.equal(
+    (await getJson(`${s.url}/v1/models`, { authorization: `Bearer ${rec.key}` })).status,
+    200,
+    'revoked key: still 200',
+  );
 
   // Not read means not counted: a key of the 3-requests-per-minute workspace used on every catalog
   // route still has its whole quota for inference afterwards.
   const slow = s.key('slow');
   s.credit('slow', '10');
   for (const path of ['/v1/models', '/v1/models/acme/chat-small', '/v1/models/acme/chat-small/endpoints']) {
-    for (let i = 0; i < 3; i++) t.equal((await getJson(`${s.url}${path}`, { authorization: `Bearer ${slow}` })).status, 200, `${path} with a rate-limited key`);
+    for (let i = 0; i < 3; i++)
+      t.equal(
+        (await getJson(`${s.url}${path}`, { authorization: `Bearer ${slow}` })).status,
+        200,
+        `${path} with a rate-limited key`,
+      );
   }
   for (let i = 0; i < 3; i++) {
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: slow });
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] },
+      { key: slow },
+    );
     await res.arrayBuffer();
     t.equal(res.status, 200, `inference ${i + 1} of 3 still admitted`);
   }
@@ -63,7 +76,11 @@ t.test('flat list of the listable models, closed objects, every field rule', asy
   const r = await getJson(`${s.url}/v1/models`);
   t.same(Object.keys(r.body), ['data'], 'the body is {data}, no pagination fields');
   const models = byId(r.body);
-  t.same([...models.keys()].sort(), GATEWAY_LISTED, 'every enabled model inside its lifecycle, the disabled one absent');
+  t.same(
+    [...models.keys()].sort(),
+    GATEWAY_LISTED,
+    'every enabled model inside its lifecycle, the disabled one absent',
+  );
   for (const m of models.values()) checkCatalogModel(t, m, s.config.vocabularies);
 });
 
@@ -85,11 +102,27 @@ t.test('explicit values derived from the gateway fixture YAML', async (t) => {
     tokenizer: 'acme',
     instruct_type: null,
   });
-  t.strictSame(small['pricing'], { prompt: '0.000001', completion: '0.000002', input_cache_read: '0.0000005' }, 'list prices, never the beta discount or the gamma channel list');
+  t.strictSame(
+    small['pricing'],
+    { prompt: '0.000001', completion: '0.000002', input_cache_read: '0.0000005' },
+    'list prices, never the beta discount or the gamma channel list',
+  );
   t.strictSame(small['top_provider'], { context_length: 32000, max_completion_tokens: 4096, is_moderated: false });
   t.strictSame(
     small['supported_parameters'],
-    ['tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'stop', 'seed', 'response_format'],
+    [
+      'tools',
+      'tool_choice',
+      'parallel_tool_calls',
+      'max_tokens',
+      'temperature',
+      'top_p',
+      'frequency_penalty',
+      'presence_penalty',
+      'stop',
+      'seed',
+      'response_format',
+    ],
     'declared parameters plus those of the capabilities, in the vocabulary order',
   );
   t.strictSame(small['default_parameters'], { temperature: 0.7 });
@@ -105,7 +138,11 @@ t.test('explicit values derived from the gateway fixture YAML', async (t) => {
   t.strictSame(big['default_parameters'], {});
 
   const reasoner = get('acme/reasoner');
-  t.strictSame(reasoner['supported_parameters'], ['tools', 'tool_choice', 'max_tokens', 'reasoning', 'include_reasoning'], 'reasoning listed, reasoning_effort never');
+  t.strictSame(
+    reasoner['supported_parameters'],
+    ['tools', 'tool_choice', 'max_tokens', 'reasoning', 'include_reasoning'],
+    'reasoning listed, reasoning_effort never',
+  );
   t.strictSame(reasoner['reasoning'], {
     mandatory: false,
     default_enabled: true,
@@ -118,28 +155,50 @@ t.test('explicit values derived from the gateway fixture YAML', async (t) => {
 
   t.strictSame(
     get('acme/bracketed')['pricing'],
-    { prompt: '0.000001', completion: '0.000004', input_cache_read: '0.0000001', overrides: [{ min_prompt_tokens: 1000, prompt: '0.000002', completion: '0.000008' }] },
+    {
+      prompt: '0.000001',
+      completion: '0.000004',
+      input_cache_read: '0.0000001',
+      overrides: [{ min_prompt_tokens: 1000, prompt: '0.000002', completion: '0.000008' }],
+    },
     'a bracket restates only its own classes (input_cache_read is not repeated, not zeroed)',
   );
 
   const painter = get('acme/painter');
-  t.strictSame(painter['architecture'], {
-    modality: 'text+image->image',
-    input_modalities: ['text', 'image'],
-    output_modalities: ['image'],
-    tokenizer: 'acme',
-    instruct_type: null,
-  }, 'image mode outputs image');
+  t.strictSame(
+    painter['architecture'],
+    {
+      modality: 'text+image->image',
+      input_modalities: ['text', 'image'],
+      output_modalities: ['image'],
+      tokenizer: 'acme',
+      instruct_type: null,
+    },
+    'image mode outputs image',
+  );
   t.notOk('context_length' in painter, 'context_length absent when undeclared');
   t.strictSame(painter['top_provider'], { max_completion_tokens: 5000, is_moderated: false });
-  t.strictSame(painter['pricing'], { prompt: '0.000005', completion: '0', image_output: '0.00004', image_token: '0.00001' });
+  t.strictSame(painter['pricing'], {
+    prompt: '0.000005',
+    completion: '0',
+    image_output: '0.00004',
+    image_token: '0.00001',
+  });
   t.strictSame(painter['supported_parameters'], []);
 
   const embedder = get('acme/embedder');
   t.equal(obj(embedder['architecture'])['modality'], 'text->embedding', 'embedding mode names itself');
   t.strictSame(obj(embedder['architecture'])['output_modalities'], ['embedding']);
-  t.strictSame(embedder['top_provider'], { context_length: 8192, is_moderated: false }, 'max_completion_tokens absent when undeclared');
-  t.strictSame(embedder['pricing'], { prompt: '0.00000002', completion: '0' }, 'required classes stay "0", optional ones absent');
+  t.strictSame(
+    embedder['top_provider'],
+    { context_length: 8192, is_moderated: false },
+    'max_completion_tokens absent when undeclared',
+  );
+  t.strictSame(
+    embedder['pricing'],
+    { prompt: '0.00000002', completion: '0' },
+    'required classes stay "0", optional ones absent',
+  );
 
   const retired = get('acme/retired');
   t.equal(retired['expiration_date'], '2026-01-10');
@@ -157,62 +216,112 @@ t.test('explicit values derived from the gateway fixture YAML', async (t) => {
   });
 });
 
-t.test('derivations on the catalog-select fixture: every modality, output capabilities, every price class', async (t) => {
-  const s = await startStack(t, { config: 'catalog-select' });
-  const r = await getJson(`${s.url}/v1/models`);
-  const m = byId(r.body);
-  for (const x of m.values()) checkCatalogModel(t, x, s.config.vocabularies);
+t.test(
+  'derivations on the catalog-select fixture: every modality, output capabilities, every price class',
+  async (t) => {
+    const s = await startStack(t, { config: 'catalog-select' });
+    const r = await getJson(`${s.url}/v1/models`);
+    const m = byId(r.body);
+    for (const x of m.values()) checkCatalogModel(t, x, s.config.vocabularies);
 
-  const all = m.get('nova/allmodal') as JsonObject;
-  t.equal(all['name'], 'Nova Research: All Modal');
-  t.strictSame(all['architecture'], {
-    modality: 'text+image+file+audio+video->text+image+audio',
-    input_modalities: ['text', 'image', 'file', 'audio', 'video'],
-    output_modalities: ['text', 'image', 'audio'],
-    tokenizer: 'nova',
-    instruct_type: null,
-  }, 'capabilities declared in reverse order still give the fixed modality order; outputs: mode first, then capabilities');
-  t.strictSame(
-    all['supported_parameters'],
-    ['tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'temperature', 'top_p', 'top_k', 'stop', 'seed', 'logprobs', 'top_logprobs', 'response_format', 'structured_outputs', 'reasoning', 'include_reasoning', 'web_search_options'],
-  );
-  t.strictSame(all['default_parameters'], { temperature: 1, top_p: 0.9 });
-  t.strictSame(all['reasoning'], { mandatory: true, default_enabled: true, supported_efforts: ['max', 'xhigh', 'high', 'low'], supports_max_tokens: false }, 'default_effort absent when none is declared');
-  t.equal(all['created'], Date.UTC(2025, 1, 28) / 1000);
-  t.equal(all['knowledge_cutoff'], '2024-12-31');
-  t.equal(all['expiration_date'], '2027-03-01');
-  t.notOk('context_length' in all);
-  t.strictSame(all['pricing'], {
-    prompt: '0.000002',
-    completion: '0.00001',
-    request: '0.001',
-    image: '0.0012',
-    image_output: '0.00003',
-    audio: '0.000004',
-    audio_output: '0.000008',
-    input_audio_cache: '0.0000004',
-    web_search: '0.01',
-    internal_reasoning: '0.00001',
-    input_cache_read: '0.0000002',
-    input_cache_write: '0.0000025',
-    input_cache_write_1h: '0.000004',
-    image_token: '0.000003',
-    overrides: [
-      { min_prompt_tokens: 128000, prompt: '0.000004', completion: '0.00002' },
-      { min_prompt_tokens: 1000000, prompt: '0.000008', input_cache_read: '0.0000008' },
-    ],
-  });
-  t.strictSame(obj(m.get('nova/ranker')?.['architecture'])['output_modalities'], ['rerank'], 'rerank mode names itself');
-  t.equal(obj(m.get('nova/ranker')?.['architecture'])['modality'], 'text->rerank');
-  t.strictSame(obj(m.get('nova/drawer')?.['architecture'])['output_modalities'], ['image'], 'image mode plus image output capability: image once');
+    const all = m.get('nova/allmodal') as JsonObject;
+    t.equal(all['name'], 'Nova Research: All Modal');
+    t.strictSame(
+      all['architecture'],
+      {
+        modality: 'text+image+file+audio+video->text+image+audio',
+        input_modalities: ['text', 'image', 'file', 'audio', 'video'],
+        output_modalities: ['text', 'image', 'audio'],
+        tokenizer: 'nova',
+        instruct_type: null,
+      },
+      'capabilities declared in reverse order still give the fixed modality order; outputs: mode first, then capabilities',
+    );
+    t.strictSame(all['supported_parameters'], [
+      'tools',
+      'tool_choice',
+      'parallel_tool_calls',
+      'max_tokens',
+      'temperature',
+      'top_p',
+      'top_k',
+      'stop',
+      'seed',
+      'logprobs',
+      'top_logprobs',
+      'response_format',
+      'structured_outputs',
+      'reasoning',
+      'include_reasoning',
+      'web_search_options',
+    ]);
+    t.strictSame(all['default_parameters'], { temperature: 1, top_p: 0.9 });
+    t.strictSame(
+      all['reasoning'],
+      {
+        mandatory: true,
+        default_enabled: true,
+        supported_efforts: ['max', 'xhigh', 'high', 'low'],
+        supports_max_tokens: false,
+      },
+      'default_effort absent when none is declared',
+    );
+    t.equal(all['created'], Date.UTC(2025, 1, 28) / 1000);
+    t.equal(all['knowledge_cutoff'], '2024-12-31');
+    t.equal(all['expiration_date'], '2027-03-01');
+    t.notOk('context_length' in all);
+    t.strictSame(all['pricing'], {
+      prompt: '0.000002',
+      completion: '0.00001',
+      request: '0.001',
+      image: '0.0012',
+      image_output: '0.00003',
+      audio: '0.000004',
+      audio_output: '0.000008',
+      input_audio_cache: '0.0000004',
+      web_search: '0.01',
+      internal_reasoning: '0.00001',
+      input_cache_read: '0.0000002',
+      input_cache_write: '0.0000025',
+      input_cache_write_1h: '0.000004',
+      image_token: '0.000003',
+      overrides: [
+        { min_prompt_tokens: 128000, prompt: '0.000004', completion: '0.00002' },
+        { min_prompt_tokens: 1000000, prompt: '0.000008', input_cache_read: '0.0000008' },
+      ],
+    });
+    t.strictSame(
+      obj(m.get('nova/ranker')?.['architecture'])['output_modalities'],
+      ['rerank'],
+      'rerank mode names itself',
+    );
+    t.equal(obj(m.get('nova/ranker')?.['architecture'])['modality'], 'text->rerank');
+    t.strictSame(
+      obj(m.get('nova/drawer')?.['architecture'])['output_modalities'],
+      ['image'],
+      'image mode plus image output capability: image once',
+    );
 
-  const reader = obj(m.get('nova/reader')?.['architecture']);
-  t.strictSame(reader['input_modalities'], ['text', 'image', 'file', 'video'], 'declared input modalities, in the fixed order, beyond what the capabilities imply');
-  t.equal(reader['modality'], 'text+image+file+video->text');
-  t.strictSame(m.get('nova/reader')?.['supported_parameters'], ['tools', 'tool_choice'], 'capabilities still drive the parameters');
-  const view = await getJson(`${s.url}/v1/models/nova/reader/endpoints`);
-  t.strictSame(obj(view.body['data'])['capabilities'], ['supports_tools', 'supports_pdf_input'], 'capabilities stay what the model declares: no supports_vision, no supports_video_input');
-});
+    const reader = obj(m.get('nova/reader')?.['architecture']);
+    t.strictSame(
+      reader['input_modalities'],
+      ['text', 'image', 'file', 'video'],
+      'declared input modalities, in the fixed order, beyond what the capabilities imply',
+    );
+    t.equal(reader['modality'], 'text+image+file+video->text');
+    t.strictSame(
+      m.get('nova/reader')?.['supported_parameters'],
+      ['tools', 'tool_choice'],
+      'capabilities still drive the parameters',
+    );
+    const view = await getJson(`${s.url}/v1/models/nova/reader/endpoints`);
+    t.strictSame(
+      obj(view.body['data'])['capabilities'],
+      ['supports_tools', 'supports_pdf_input'],
+      'capabilities stay what the model declares: no supports_vision, no supports_video_input',
+    );
+  },
+);
 
 t.test('the bundled config obeys the generic rules too', async (t) => {
   const s = await startStack(t, { config: 'bundled' });
@@ -229,7 +338,8 @@ t.test('lifecycle: listed through 30 days after expiration, routed until the exp
   const key = s.key('open');
   s.credit('open', '10');
   const listed = async (): Promise<boolean> => byId((await getJson(`${s.url}/v1/models`)).body).has('acme/retired');
-  const chat = () => s.post('/v1/chat/completions', { model: 'acme/retired', messages: [{ role: 'user', content: 'hi' }] }, { key });
+  const chat = () =>
+    s.post('/v1/chat/completions', { model: 'acme/retired', messages: [{ role: 'user', content: 'hi' }] }, { key });
 
   // Reading chosen: dates are midnight UTC (as for `created` and the routing cut-off), so the
   // listing ends at 2026-01-10T00:00Z + 30 x 24 h = 2026-02-09T00:00Z, exclusive.

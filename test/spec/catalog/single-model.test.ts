@@ -43,7 +43,10 @@ t.test('exact match only', async (t) => {
     ['/v1/models/acme/chat-small/endpoints/', 'trailing slash on the endpoints view'],
     ['/v1/models/acme/chat-small/endpoints/extra', 'extra segment after endpoints'],
     ['/v1/models/a/b/c/d/e', 'many segments'],
-    ['/v1/models/acme%2Fchat-small/endpoints', 'encoded slash before endpoints (the endpoints view takes two segments)'],
+    [
+      '/v1/models/acme%2Fchat-small/endpoints',
+      'encoded slash before endpoints (the endpoints view takes two segments)',
+    ],
     ['/v1/models/acme%2Fsmall', 'an alias as one encoded segment'],
     ['/v1/models/ACME%2Fchat-small', 'case variant as one encoded segment'],
     ['/v1/models/acme%2Fchat-small%2Fextra', 'three halves in one segment'],
@@ -61,7 +64,13 @@ t.test('exact match only', async (t) => {
 
   // Decision: percent-decoding is URL syntax (RFC 3986 6.2.2.2), not a second name; a segment that
   // decodes to exactly the vendor or model half is the same path.
-  for (const path of ['/v1/models/acme/chat%2Dsmall', '/v1/models/%61cme/chat-small', '/v1/models/acme%2Fchat-small', '/v1/models/acme%2fchat-small', '/v1/models/%61cme%2Fchat%2Dsmall']) {
+  for (const path of [
+    '/v1/models/acme/chat%2Dsmall',
+    '/v1/models/%61cme/chat-small',
+    '/v1/models/acme%2Fchat-small',
+    '/v1/models/acme%2fchat-small',
+    '/v1/models/%61cme%2Fchat%2Dsmall',
+  ]) {
     const r = await getJson(`${s.url}${path}`);
     t.equal(r.status, 200, `${path}: decodes to the exact slug`);
     t.equal(r.body['id'], 'acme/chat-small');

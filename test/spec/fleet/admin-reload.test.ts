@@ -41,7 +41,9 @@ t.before(async () => {
   const masterKey = randomBytes(32).toString('base64');
   const m = await openPgStore(url, { checkSchema: false, masterKey });
   await m.migrate();
-  for (const r of fixtureConfig('gateway').resources) if (!(await m.secrets.list()).some((s) => s.name === r.credential)) await m.secrets.set(r.credential, `upstream-${r.credential}`);
+  for (const r of fixtureConfig('gateway').resources)
+    if (!(await m.secrets.list()).some((s) => s.name === r.credential))
+      await m.secrets.set(r.credential, `upstream-${r.credential}`);
   newcomer = (await m.apiKeys.create({ workspace: 'newcomer', name: 'reload' })).key;
   await m.wallets.credit('newcomer', decimalToNano('10'), 'test');
   await m.close();
@@ -66,8 +68,12 @@ t.teardown(async () => {
 /** `pi-gateway reload …` with the operator token (or `env`'s), labelled for the output checks. */
 async function reload(runs: [string, CliRun][], args: string[], env: Record<string, string> = {}): Promise<CliRun> {
   const r = await cli(['reload', ...args], { PI_ADMIN_TOKEN: TOKEN, PI_ADMIN_TOKEN_FILE: '', PI_DB: '', ...env });
-  const token = env['PI_ADMIN_TOKEN'] === undefined ? 'the token' : env['PI_ADMIN_TOKEN'] === '' ? 'no token' : 'a wrong token';
-  runs.push([`${args.join(' ').replaceAll(PASSWORD, '<password>')} (${token}${env['PI_DB'] ? ', PI_DB=postgres://…' : ''})`, r]);
+  const token =
+    env['PI_ADMIN_TOKEN'] === undefined ? 'the token' : env['PI_ADMIN_TOKEN'] === '' ? 'no token' : 'a wrong token';
+  runs.push([
+    `${args.join(' ').replaceAll(PASSWORD, '<password>')} (${token}${env['PI_DB'] ? ', PI_DB=postgres://…' : ''})`,
+    r,
+  ]);
   return r;
 }
 
@@ -109,7 +115,13 @@ t.test('a fleet node reloads through its admin listener', async (t) => {
   t.equal(await ask(), 401, 'the workspace is not in the config yet');
   const workspaces = join(config, 'workspaces.yaml');
   const original = readFileSync(workspaces, 'utf8');
-  writeFileSync(workspaces, original.replace('workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: 100000\n'));
+  writeFileSync(
+    workspaces,
+    original.replace(
+      'workspaces:\n',
+      'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: 100000\n',
+    ),
+  );
   const hash = sourceHashOf(config);
 
   const noToken = await fetch(`${admin}/admin/reload`, { method: 'POST' });
@@ -130,29 +142,57 @@ t.test('a fleet node reloads through its admin listener', async (t) => {
   const ok = await reload(runs, ['--admin', admin], { PI_DB: url });
   t.equal(ok.code, 0, 'reloaded');
   const port = new URL(admin).port;
-  t.match(ok.stdout, new RegExp(`^reloaded: config ${hash} \\(127\\.0\\.0\\.1:${port}, pid ${node.child.pid}\\)$`, 'm'), 'names the new config, the listener and the pid');
+  t.match(
+    ok.stdout,
+    new RegExp(`^reloaded: config ${hash} \\(127\\.0\\.0\\.1:${port}, pid ${node.child.pid}\\)$`, 'm'),
+    'names the new config, the listener and the pid',
+  );
   t.equal(await ask(), 200, 'the new workspace’s key is served without a restart');
-  const ready = (await (await fetch(`${admin}/health/ready`)).json()) as { config: { hash: string }; last_reload: { ok: boolean; hash: string } };
+  const ready = (await (await fetch(`${admin}/health/ready`)).json()) as {
+    config: { hash: string };
+    last_reload: { ok: boolean; hash: string };
+  };
   t.match(ready, { config: { hash }, last_reload: { ok: true, hash } }, 'readiness shows the new hash and the reload');
 
   // Two at once: each waits for the other (one reload at a time), both succeed.
-  const both = await Promise.all([0, 1].map(() => fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })));
+  const both = await Promise.all(
+    [0, 1].map(() => fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })),
+  );
   t.same(
     both.map((r) => r.status),
     [200, 200],
     'two concurrent reloads both answer 200',
   );
-  for (const r of both) t.match(await r.json(), { ok: true, hash, problems: [], restart_needed: [], pid: node.child.pid, at: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/ });
+  for (const r of both)
+    t.match(await r.json(), {
+      ok: true,
+      hash,
+      problems: [],
+      restart_needed: [],
+      pid: node.child.pid,
+      at: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+    });
 
-  writeFileSync(workspaces, original.replace('workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: fast\n'));
+  writeFileSync(
+    workspaces,
+    original.replace('workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: fast\n'),
+  );
   const bad = await reload(runs, ['--admin', admin]);
   t.equal(bad.code, 1, 'a broken config: exit 1');
   const lines = bad.stdout.trim().split('\n');
   t.ok(lines.length >= 1 && lines.every((l) => PROBLEM_LINE.test(l)), 'every problem as file:line:col path: message');
   t.match(bad.stderr, /the server keeps its running config/);
-  const badJson = await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+  const badJson = await fetch(`${admin}/admin/reload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   t.equal(badJson.status, 422, 'the route answers 422');
-  t.match(await badJson.json(), { ok: false, hash: sourceHashOf(config), error: { code: 'config_invalid' }, problems: [PROBLEM_LINE] });
+  t.match(await badJson.json(), {
+    ok: false,
+    hash: sourceHashOf(config),
+    error: { code: 'config_invalid' },
+    problems: [PROBLEM_LINE],
+  });
   t.equal(await ask(), 200, 'still served by the running config');
   const json = await reload(runs, ['--admin', admin, '--json']);
   t.equal(json.code, 1);
@@ -162,10 +202,17 @@ t.test('a fleet node reloads through its admin listener', async (t) => {
   const userinfo = await reload(runs, ['--admin', admin.replace('http://', `http://operator:${PASSWORD}@`)]);
   t.equal(userinfo.code, 2, 'an admin URL with a password is refused');
   t.match(userinfo.stderr, /must not carry a user name or password/);
-  t.equal((await reload(runs, ['--admin', `${admin}/?token=${PASSWORD}`])).code, 1, 'a query string is dropped (the config is still broken)');
+  t.equal(
+    (await reload(runs, ['--admin', `${admin}/?token=${PASSWORD}`])).code,
+    1,
+    'a query string is dropped (the config is still broken)',
+  );
   const unreachable = await reload(runs, ['--admin', `http://127.0.0.1:${closed}`], { PI_DB: url });
   t.equal(unreachable.code, 1, 'nothing listening: exit 1');
-  t.match(unreachable.stderr, new RegExp(`cannot reach the admin listener at 127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\)`));
+  t.match(
+    unreachable.stderr,
+    new RegExp(`cannot reach the admin listener at 127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\)`),
+  );
   t.equal((await reload(runs, ['--admin', 'not a url'])).code, 2);
   // A listener that accepts and never answers: the CLI gives up at --timeout.
   const silent = createServer(() => undefined);
@@ -174,7 +221,10 @@ t.test('a fleet node reloads through its admin listener', async (t) => {
   const silentPort = (silent.address() as AddressInfo).port;
   const timedOut = await reload(runs, ['--admin', `http://127.0.0.1:${silentPort}`, '--timeout', '1']);
   t.equal(timedOut.code, 1, 'no answer: exit 1');
-  t.match(timedOut.stderr, new RegExp(`cannot reach the admin listener at 127\\.0\\.0\\.1:${silentPort} \\(no answer within 1 s\\)`));
+  t.match(
+    timedOut.stderr,
+    new RegExp(`cannot reach the admin listener at 127\\.0\\.0\\.1:${silentPort} \\(no answer within 1 s\\)`),
+  );
   noCredentialIn(t, runs);
 
   node.child.kill('SIGTERM');

@@ -36,7 +36,9 @@ t.before(async () => {
   url = await pg.createDatabase();
   const m = await openPgStore(url, { checkSchema: false, masterKey });
   await m.migrate();
-  for (const r of fixtureConfig('gateway').resources) if (!(await m.secrets.list()).some((s) => s.name === r.credential)) await m.secrets.set(r.credential, `upstream-${r.credential}`);
+  for (const r of fixtureConfig('gateway').resources)
+    if (!(await m.secrets.list()).some((s) => s.name === r.credential))
+      await m.secrets.set(r.credential, `upstream-${r.credential}`);
   for (const ws of ['open', 'cheap', 'strict', 'pinned-order']) {
     const k = await m.apiKeys.create({ workspace: ws, name: 'drill', ...(ws === 'cheap' ? { rpm: 50 } : {}) });
     keys[ws] = { key: k.key, id: k.id };
@@ -57,7 +59,11 @@ t.teardown(async () => {
 });
 
 async function nodes(t: Test, n = 3): Promise<ServeProcess[]> {
-  return Promise.all(Array.from({ length: n }, () => startServe(t, { config: CONFIG, db: { file: url, masterKey, key: '' }, upstream: sim.url })));
+  return Promise.all(
+    Array.from({ length: n }, () =>
+      startServe(t, { config: CONFIG, db: { file: url, masterKey, key: '' }, upstream: sim.url }),
+    ),
+  );
 }
 
 interface Answer {
@@ -68,7 +74,12 @@ interface Answer {
   body: string;
 }
 
-async function chat(node: ServeProcess, ws: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<Answer> {
+async function chat(
+  node: ServeProcess,
+  ws: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   try {
     const res = await fetch(`${node.url}/v1/chat/completions`, {
       method: 'POST',
@@ -76,7 +87,13 @@ async function chat(node: ServeProcess, ws: string, extra: Record<string, unknow
       body: JSON.stringify({ model: 'acme/chat-small', messages: USER, max_tokens: 20, ...extra }),
     });
     const body = await res.text();
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), provider: res.headers.get('x-pi-provider'), trace: res.headers.get('x-pi-trace-id'), body };
+    return {
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      provider: res.headers.get('x-pi-provider'),
+      trace: res.headers.get('x-pi-trace-id'),
+      body,
+    };
   } catch (err) {
     return { status: 0, retryAfter: null, provider: null, trace: null, body: String(err) };
   }
@@ -90,36 +107,51 @@ function complete(x: Answer): boolean {
 
 /** Settle rows per trace, and the wallet, straight from PostgreSQL. */
 async function settled(traces: string[]): Promise<Map<string, number>> {
-  const r = await store.pool.query<{ trace_id: string; n: bigint }>("SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind = 'settle' AND trace_id = ANY($1) GROUP BY trace_id", [traces]);
+  const r = await store.pool.query<{ trace_id: string; n: bigint }>(
+    "SELECT trace_id, COUNT(*) AS n FROM ledger WHERE kind = 'settle' AND trace_id = ANY($1) GROUP BY trace_id",
+    [traces],
+  );
   return new Map(r.rows.map((x) => [x.trace_id, Number(x.n)]));
 }
 
-t.test('bursts on a wallet worth a few requests, across three nodes: zero overdraft, ledger verify clean', async (t) => {
-  const [a, b, c] = await nodes(t);
-  if (!a || !b || !c) throw new Error('nodes');
-  await store.wallets.credit('open', 1n, 'seed');
-  const probe = await chat(a, 'open');
-  t.equal(probe.status, 402);
-  const hold = decimalToNano(/needs up to \$([0-9.]+) held/.exec(probe.body)?.[1] ?? '0');
-  t.ok(hold > 0n, `one request holds ${hold} nano-USD`);
-  await store.wallets.credit('open', hold * 5n - 1n, 'worth five requests');
-  const all: Answer[] = [];
-  for (let burst = 0; burst < 3; burst++) {
-    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => chat([a, b, c][i % 3] as ServeProcess, 'open')));
-    all.push(...answers);
-    await store.wallets.credit('open', hold * 2n, 'top-up between bursts');
-  }
-  const ok = all.filter((x) => x.status === 200);
-  t.same([...new Set(all.map((x) => x.status))].sort(), ok.length === all.length ? [200] : [200, 402], 'every answer a 200 or a 402');
-  t.ok(ok.length >= 5, `${ok.length} of ${all.length} answered`);
-  const rows = await settled(ok.map((x) => x.trace as string));
-  t.equal(rows.size, ok.length, 'every answer settled');
-  t.ok([...rows.values()].every((n) => n === 1), 'each exactly once');
-  const w = await store.wallets.show('open', Date.now());
-  t.ok(w.balance >= 0n, `no overdraft (balance ${w.balance})`);
-  t.equal(w.held, 0n, 'no hold left');
-  t.same(await store.wallets.verify(), { ok: true, problems: [] });
-});
+t.test(
+  'bursts on a wallet worth a few requests, across three nodes: zero overdraft, ledger verify clean',
+  async (t) => {
+    const [a, b, c] = await nodes(t);
+    if (!a || !b || !c) throw new Error('nodes');
+    await store.wallets.credit('open', 1n, 'seed');
+    const probe = await chat(a, 'open');
+    t.equal(probe.status, 402);
+    const hold = decimalToNano(/needs up to \$([0-9.]+) held/.exec(probe.body)?.[1] ?? '0');
+    t.ok(hold > 0n, `one request holds ${hold} nano-USD`);
+    await store.wallets.credit('open', hold * 5n - 1n, 'worth five requests');
+    const all: Answer[] = [];
+    for (let burst = 0; burst < 3; burst++) {
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => chat([a, b, c][i % 3] as ServeProcess, 'open')),
+      );
+      all.push(...answers);
+      await store.wallets.credit('open', hold * 2n, 'top-up between bursts');
+    }
+    const ok = all.filter((x) => x.status === 200);
+    t.same(
+      [...new Set(all.map((x) => x.status))].sort(),
+      ok.length === all.length ? [200] : [200, 402],
+      'every answer a 200 or a 402',
+    );
+    t.ok(ok.length >= 5, `${ok.length} of ${all.length} answered`);
+    const rows = await settled(ok.map((x) => x.trace as string));
+    t.equal(rows.size, ok.length, 'every answer settled');
+    t.ok(
+      [...rows.values()].every((n) => n === 1),
+      'each exactly once',
+    );
+    const w = await store.wallets.show('open', Date.now());
+    t.ok(w.balance >= 0n, `no overdraft (balance ${w.balance})`);
+    t.equal(w.held, 0n, 'no hold left');
+    t.same(await store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
 
 t.test('--rpm 50 hit from three nodes: exactly 50 answered, the rest 429 with Retry-After', async (t) => {
   const ns = await nodes(t);
@@ -130,7 +162,10 @@ t.test('--rpm 50 hit from three nodes: exactly 50 answered, the rest 429 with Re
   t.equal(answers.filter((x) => x.status === 200).length, 50, 'exactly 50 answered');
   const limited = answers.filter((x) => x.status === 429);
   t.equal(limited.length, 40, 'the rest refused');
-  t.ok(limited.every((x) => Number(x.retryAfter) >= 1 && Number(x.retryAfter) <= 60), 'each with Retry-After');
+  t.ok(
+    limited.every((x) => Number(x.retryAfter) >= 1 && Number(x.retryAfter) <= 60),
+    'each with Retry-After',
+  );
 });
 
 t.test('a session pinned on node A is honoured on nodes B and C', async (t) => {
@@ -148,60 +183,102 @@ t.test('a session pinned on node A is honoured on nodes B and C', async (t) => {
   const key = pinKey('strict', keys.strict?.id as string, 'acme/chat-small', 'drill-session');
   t.equal(await pins.get(key), `${first.provider}/chat-small`, 'node A wrote the pin to Redis');
   await pins.set(key, `${other}/chat-small`);
-  for (const node of [b, c, b, c]) t.equal((await chat(node, 'strict', only, { 'x-pi-session-id': 'drill-session' })).provider, other);
+  for (const node of [b, c, b, c])
+    t.equal((await chat(node, 'strict', only, { 'x-pi-session-id': 'drill-session' })).provider, other);
 });
 
-t.test('SIGKILL of a node mid-burst, three times: no lost or doubled settlement, orphaned holds released within the lease', async (t) => {
-  const [a, b] = await nodes(t, 2);
-  if (!a || !b) throw new Error('nodes');
-  const done: Answer[] = [];
-  for (let round = 0; round < 3; round++) {
-    const [victim] = await nodes(t, 1);
-    if (!victim) throw new Error('node');
-    const slow = { stream: true, sim: { chunks: 20, chunkDelayMs: 50 } };
-    const burst = Promise.all(Array.from({ length: 30 }, (_, i) => chat([a, b, victim][i % 3] as ServeProcess, 'pinned-order', i % 3 === 2 ? slow : {})));
-    await sleep(150);
-    victim.child.kill('SIGKILL');
-    const killedAt = Date.now();
-    await victim.exited;
+t.test(
+  'SIGKILL of a node mid-burst, three times: no lost or doubled settlement, orphaned holds released within the lease',
+  async (t) => {
+    const [a, b] = await nodes(t, 2);
+    if (!a || !b) throw new Error('nodes');
+    const done: Answer[] = [];
+    for (let round = 0; round < 3; round++) {
+      const [victim] = await nodes(t, 1);
+      if (!victim) throw new Error('node');
+      const slow = { stream: true, sim: { chunks: 20, chunkDelayMs: 50 } };
+      const burst = Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          chat([a, b, victim][i % 3] as ServeProcess, 'pinned-order', i % 3 === 2 ? slow : {}),
+        ),
+      );
+      await sleep(150);
+      victim.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      await victim.exited;
+      const answers = await burst;
+      done.push(...answers.filter(complete));
+      const open = await store.pool.query<{ n: bigint; last: bigint | null }>(
+        "SELECT COUNT(*) AS n, MAX(lease_until) AS last FROM holds WHERE state = 'open'",
+      );
+      const last = Number(open.rows[0]?.last ?? 0n);
+      t.ok(
+        last === 0 || last <= killedAt + 30_000 + 1_000,
+        `round ${round}: every open hold's lease ends within 30 s of the kill`,
+      );
+      // Any node's sweeper, at the lease's end (driven here with the lease's clock, not a sleep):
+      await store.holds.sweep(killedAt + 31_000);
+      t.equal(
+        Number(
+          (await store.pool.query<{ n: bigint }>("SELECT COUNT(*) AS n FROM holds WHERE state = 'open'")).rows[0]?.n,
+        ),
+        0,
+        `round ${round}: no hold left open`,
+      );
+    }
+    const rows = await settled(done.map((x) => x.trace as string));
+    t.equal(rows.size, done.length, `all ${done.length} complete answers settled`);
+    t.ok(
+      [...rows.values()].every((n) => n === 1),
+      'none twice',
+    );
+    t.same(await store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
+
+t.test(
+  'PostgreSQL and Redis restarted mid-burst: fail closed, no overdraft, no lost ledger row, service resumes',
+  async (t) => {
+    const ns = await nodes(t);
+    const slow = { stream: true, sim: { chunks: 10, chunkDelayMs: 60 } };
+    const burst = Promise.all(
+      Array.from({ length: 30 }, (_, i) => chat(ns[i % 3] as ServeProcess, 'pinned-order', slow)),
+    );
+    await sleep(200);
+    await pg.stop();
+    const during = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
+    t.ok(
+      during.every((x) => x.status === 503 && /store_unavailable/.test(x.body)),
+      `PostgreSQL down: 503 store_unavailable (${during.map((x) => x.status).join(',')})`,
+    );
+    await redis.stop();
+    await pg.start();
     const answers = await burst;
-    done.push(...answers.filter(complete));
-    const open = await store.pool.query<{ n: bigint; last: bigint | null }>("SELECT COUNT(*) AS n, MAX(lease_until) AS last FROM holds WHERE state = 'open'");
-    const last = Number(open.rows[0]?.last ?? 0n);
-    t.ok(last === 0 || last <= killedAt + 30_000 + 1_000, `round ${round}: every open hold's lease ends within 30 s of the kill`);
-    // Any node's sweeper, at the lease's end (driven here with the lease's clock, not a sleep):
-    await store.holds.sweep(killedAt + 31_000);
-    t.equal(Number((await store.pool.query<{ n: bigint }>("SELECT COUNT(*) AS n FROM holds WHERE state = 'open'")).rows[0]?.n), 0, `round ${round}: no hold left open`);
-  }
-  const rows = await settled(done.map((x) => x.trace as string));
-  t.equal(rows.size, done.length, `all ${done.length} complete answers settled`);
-  t.ok([...rows.values()].every((n) => n === 1), 'none twice');
-  t.same(await store.wallets.verify(), { ok: true, problems: [] });
-});
-
-t.test('PostgreSQL and Redis restarted mid-burst: fail closed, no overdraft, no lost ledger row, service resumes', async (t) => {
-  const ns = await nodes(t);
-  const slow = { stream: true, sim: { chunks: 10, chunkDelayMs: 60 } };
-  const burst = Promise.all(Array.from({ length: 30 }, (_, i) => chat(ns[i % 3] as ServeProcess, 'pinned-order', slow)));
-  await sleep(200);
-  await pg.stop();
-  const during = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
-  t.ok(during.every((x) => x.status === 503 && /store_unavailable/.test(x.body)), `PostgreSQL down: 503 store_unavailable (${during.map((x) => x.status).join(',')})`);
-  await redis.stop();
-  await pg.start();
-  const answers = await burst;
-  const after = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
-  t.same(after.map((x) => x.status), [200, 200, 200], 'PostgreSQL back, Redis still down: served (per-node limits)');
-  await redis.start();
-  await sleep(300);
-  const resumed = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
-  t.same(resumed.map((x) => x.status), [200, 200, 200], 'both back: served');
-  const whole = [...answers, ...after, ...resumed].filter(complete);
-  const rows = await settled(whole.map((x) => x.trace as string));
-  t.equal(rows.size, whole.length, `all ${whole.length} complete answers settled (none lost)`);
-  await store.holds.sweep(Date.now() + 31_000);
-  const w = await store.wallets.show('pinned-order', Date.now());
-  t.ok(w.balance >= 0n);
-  t.same(await store.wallets.verify(), { ok: true, problems: [] });
-  for (const n of ns) t.ok(n.events.some((e) => e.event === 'redis_unreachable'), 'each node logged the Redis outage');
-});
+    const after = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
+    t.same(
+      after.map((x) => x.status),
+      [200, 200, 200],
+      'PostgreSQL back, Redis still down: served (per-node limits)',
+    );
+    await redis.start();
+    await sleep(300);
+    const resumed = await Promise.all(ns.map((n) => chat(n, 'pinned-order')));
+    t.same(
+      resumed.map((x) => x.status),
+      [200, 200, 200],
+      'both back: served',
+    );
+    const whole = [...answers, ...after, ...resumed].filter(complete);
+    const rows = await settled(whole.map((x) => x.trace as string));
+    t.equal(rows.size, whole.length, `all ${whole.length} complete answers settled (none lost)`);
+    await store.holds.sweep(Date.now() + 31_000);
+    const w = await store.wallets.show('pinned-order', Date.now());
+    t.ok(w.balance >= 0n);
+    t.same(await store.wallets.verify(), { ok: true, problems: [] });
+    for (const n of ns)
+      t.ok(
+        n.events.some((e) => e.event === 'redis_unreachable'),
+        'each node logged the Redis outage',
+      );
+  },
+);

@@ -36,15 +36,36 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
   const n = 2500;
   const text = Array.from({ length: n }, (_, i) => `${i}${WORD}`).join(' ');
   for (const [path, body, upstreamModel] of [
-    ['/v1/chat/completions', { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }, 'small-v1'],
-    ['/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 100_000, messages: USER, stream: true, provider: { only: ['delta'] } }, 'sonnet-ish-20250101'],
-    ['/v1/responses', { model: 'acme/chat-small', input: 'x', stream: true, provider: { only: ['alpha'] } }, 'small-v1'],
+    [
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } },
+      'small-v1',
+    ],
+    [
+      '/v1/messages',
+      {
+        model: 'beta-labs/sonnet-ish',
+        max_tokens: 100_000,
+        messages: USER,
+        stream: true,
+        provider: { only: ['delta'] },
+      },
+      'sonnet-ish-20250101',
+    ],
+    [
+      '/v1/responses',
+      { model: 'acme/chat-small', input: 'x', stream: true, provider: { only: ['alpha'] } },
+      'small-v1',
+    ],
   ] as const) {
     const pausesBefore = spy.pauses;
     const resumesBefore = spy.resumes;
     // About 5 MB of content in one burst (scripted: the text is too big for the request body limit).
     s.sim.script(upstreamModel, { chunks: n, text }, 1);
-    const raw = await rawPost(`${s.url}${path}`, JSON.stringify(body), { authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+    const raw = await rawPost(`${s.url}${path}`, JSON.stringify(body), {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+    });
     t.equal(raw.status, 200);
     raw.res.pause();
     t.ok(await waitFor(() => spy.pauses > pausesBefore, 5000), `${path}: the gateway paused the upstream read`);
@@ -53,7 +74,10 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
     await new Promise((r) => setTimeout(r, 100));
     const seenAtPause = spy.dataAt.length;
     await new Promise((r) => setTimeout(r, 700));
-    t.ok(spy.dataAt.length - seenAtPause <= 2, `${path}: no upstream data while paused (${spy.dataAt.length - seenAtPause} chunks)`);
+    t.ok(
+      spy.dataAt.length - seenAtPause <= 2,
+      `${path}: no upstream data while paused (${spy.dataAt.length - seenAtPause} chunks)`,
+    );
     const { text: got, timedOut } = await readAll(raw.res, 20_000);
     t.notOk(timedOut, `${path}: the stream finished`);
     t.ok(spy.resumes > resumesBefore, `${path}: resumed once the client read again`);
@@ -61,7 +85,11 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
     let relayed = '';
     for (const e of events) {
       if (e.data === '[DONE]' || e.data === '') continue;
-      const d = JSON.parse(e.data) as { choices?: { delta?: { content?: string } }[]; delta?: { text?: string } | string; type?: string };
+      const d = JSON.parse(e.data) as {
+        choices?: { delta?: { content?: string } }[];
+        delta?: { text?: string } | string;
+        type?: string;
+      };
       if (d.choices) relayed += d.choices[0]?.delta?.content ?? '';
       else if (d.type === 'content_block_delta' && typeof d.delta === 'object') relayed += d.delta.text ?? '';
       else if (d.type === 'response.output_text.delta' && typeof d.delta === 'string') relayed += d.delta;
@@ -70,7 +98,10 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
     t.ok(relayed === text, `${path}: in order`);
     t.notMatch(got, /stalled/, `${path}: the client's own slowness was not reported as a provider stall`);
     const last = events.at(-1);
-    t.ok(last?.data === '[DONE]' || last?.event === 'message_stop' || last?.event === 'response.completed', `${path}: normal end`);
+    t.ok(
+      last?.data === '[DONE]' || last?.event === 'message_stop' || last?.event === 'response.completed',
+      `${path}: normal end`,
+    );
   }
 });
 
@@ -81,16 +112,30 @@ t.test('a provider that stalls after a backpressure pause is still caught by the
   const spy = spyUpstream(s);
   const up = await handUpstream(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write('data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}\n\n');
-    const piece = 'data: ' + JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content: WORD }, finish_reason: null }] }) + '\n\n';
+    res.write(
+      'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}\n\n',
+    );
+    const piece =
+      'data: ' +
+      JSON.stringify({
+        id: 'c',
+        object: 'chat.completion.chunk',
+        model: 'm',
+        choices: [{ index: 0, delta: { content: WORD }, finish_reason: null }],
+      }) +
+      '\n\n';
     // About 6 MB at once, then silence with the connection left open.
     res.write(piece.repeat(3000));
   });
   s.gw.ctx.upstreamOverride = new URL(up.url);
-  const raw = await rawPost(`${s.url}/v1/chat/completions`, JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }), {
-    authorization: `Bearer ${key}`,
-    'content-type': 'application/json',
-  });
+  const raw = await rawPost(
+    `${s.url}/v1/chat/completions`,
+    JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }),
+    {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+    },
+  );
   raw.res.pause();
   t.ok(await waitFor(() => spy.pauses > 0, 5000), 'backpressure paused the upstream');
   await new Promise((r) => setTimeout(r, 500));

@@ -11,10 +11,22 @@ import { nanoToDecimal } from '../../../src/money.ts';
 
 /** The JSON endpoints and a valid body for each, as raw JSON text with a hole for one extra field. */
 const ENDPOINTS: { path: string; field: string; body: (extra: string) => string }[] = [
-  { path: '/v1/chat/completions', field: 'max_tokens', body: (x) => `{"model":"acme/chat-small","messages":[{"role":"user","content":"hi"}]${x}}` },
-  { path: '/v1/chat/completions', field: 'max_completion_tokens', body: (x) => `{"model":"acme/chat-small","messages":[{"role":"user","content":"hi"}]${x}}` },
+  {
+    path: '/v1/chat/completions',
+    field: 'max_tokens',
+    body: (x) => `{"model":"acme/chat-small","messages":[{"role":"user","content":"hi"}]${x}}`,
+  },
+  {
+    path: '/v1/chat/completions',
+    field: 'max_completion_tokens',
+    body: (x) => `{"model":"acme/chat-small","messages":[{"role":"user","content":"hi"}]${x}}`,
+  },
   { path: '/v1/responses', field: 'max_output_tokens', body: (x) => `{"model":"acme/chat-small","input":"hi"${x}}` },
-  { path: '/v1/messages', field: 'max_tokens', body: (x) => `{"model":"beta-labs/sonnet-ish","messages":[{"role":"user","content":"hi"}]${x}}` },
+  {
+    path: '/v1/messages',
+    field: 'max_tokens',
+    body: (x) => `{"model":"beta-labs/sonnet-ish","messages":[{"role":"user","content":"hi"}]${x}}`,
+  },
   { path: '/v1/images/generations', field: 'n', body: (x) => `{"model":"acme/painter","prompt":"a cat"${x}}` },
 ];
 
@@ -36,7 +48,11 @@ t.test('integers beyond 2^53 − 1: 422 validation_failed naming the field, on e
       const label = `${e.path} ${e.field}: ${literal}`;
       const res = await s.post(e.path, e.body(`,"${e.field}":${literal}`), { key });
       const body = await expectGatewayError(t, res, 422, 'validation_failed', label);
-      t.match(body.error.message, new RegExp(`^${e.field} must be a positive integer no larger than 9007199254740991$`), `${label}: names the field and the limit`);
+      t.match(
+        body.error.message,
+        new RegExp(`^${e.field} must be a positive integer no larger than 9007199254740991$`),
+        `${label}: names the field and the limit`,
+      );
     }
     // Negative, zero and fractional values take the same answer.
     for (const literal of ['-1', '0', '2.5']) {
@@ -52,13 +68,22 @@ t.test('the largest safe integer is a valid output limit: held at what the model
   const key = s.key('open');
   s.credit('open', '1000');
   const w = spyWallet(s);
-  const body = { model: 'acme/chat-small', messages: USER, max_tokens: Number.MAX_SAFE_INTEGER, provider: { only: ['alpha'] } };
+  const body = {
+    model: 'acme/chat-small',
+    messages: USER,
+    max_tokens: Number.MAX_SAFE_INTEGER,
+    provider: { only: ['alpha'] },
+  };
   const res = await s.post('/v1/chat/completions', body, { key });
   t.equal(res.status, 200, 'answered');
   await res.text();
   const hold = w.holds.get(res.headers.get('x-pi-trace-id') ?? '');
   // acme/chat-small: $0.000001 prompt, $0.000002 completion, max_completion_tokens 4096.
-  t.equal(hold?.amount, BigInt(Buffer.byteLength(JSON.stringify(body))) * 1000n + 4096n * 2000n, 'held at 4096 output tokens');
+  t.equal(
+    hold?.amount,
+    BigInt(Buffer.byteLength(JSON.stringify(body))) * 1000n + 4096n * 2000n,
+    'held at 4096 output tokens',
+  );
 });
 
 t.test('image edits: an n beyond the safe range in the multipart prefix is 422 too', async (t) => {
@@ -71,7 +96,11 @@ t.test('image edits: an n beyond the safe range in the multipart prefix is 422 t
     form.append('model', 'acme/painter');
     form.append('prompt', 'blue');
     form.append('image', new Blob([Buffer.from('PNG')], { type: 'image/png' }), 'a.png');
-    const res = await fetch(`${s.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+    const res = await fetch(`${s.url}/v1/images/edits`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
     const body = await expectGatewayError(t, res, 422, 'validation_failed', `edits n=${n}`);
     t.match(body.error.message, /^n must be a positive integer/, `edits n=${n}: names n`);
   }
@@ -98,7 +127,11 @@ t.test(`JSON nested deeper than ${MAX_JSON_DEPTH} levels: 400 invalid_request on
     for (const depth of [MAX_JSON_DEPTH + 1, 5_000, 30_000]) {
       const res = await s.post(path, nested(prefix, depth), { key });
       const body = await expectGatewayError(t, res, 400, 'invalid_request', `${path} depth ${depth}`);
-      t.match(body.error.message, new RegExp(`more than ${MAX_JSON_DEPTH} levels deep`), `${path} depth ${depth}: says why`);
+      t.match(
+        body.error.message,
+        new RegExp(`more than ${MAX_JSON_DEPTH} levels deep`),
+        `${path} depth ${depth}: says why`,
+      );
     }
     // Objects count as much as arrays; brackets inside strings do not count at all.
     const objects = `${prefix},"pi_test_nesting":${'{"a":'.repeat(MAX_JSON_DEPTH)}1${'}'.repeat(MAX_JSON_DEPTH)}}`;
@@ -111,12 +144,19 @@ t.test(`JSON nested exactly ${MAX_JSON_DEPTH} levels is forwarded as sent`, asyn
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '1000');
-  const body = nested('{"model":"acme/chat-small","messages":[{"role":"user","content":"hi"}],"note":"[[[[{{{{\\"[[[["', MAX_JSON_DEPTH);
+  const body = nested(
+    '{"model":"acme/chat-small","messages":[{"role":"user","content":"hi"}],"note":"[[[[{{{{\\"[[[["',
+    MAX_JSON_DEPTH,
+  );
   const res = await s.post('/v1/chat/completions', body, { key });
   t.equal(res.status, 200, 'answered');
   await res.text();
   const sent = s.sim.requests.at(-1)?.body as Record<string, unknown>;
-  t.same(sent['pi_test_nesting'], (JSON.parse(body) as Record<string, unknown>)['pi_test_nesting'], 'the nested value reached the provider unchanged');
+  t.same(
+    sent['pi_test_nesting'],
+    (JSON.parse(body) as Record<string, unknown>)['pi_test_nesting'],
+    'the nested value reached the provider unchanged',
+  );
   t.equal(sent['note'], '[[[[{{{{"[[[[', 'brackets inside a string are text');
 });
 
@@ -132,7 +172,11 @@ t.test('an output limit above the model’s is held at the model’s: a wallet c
   t.equal(res.status, 200, 'admitted and answered');
   await res.text();
   t.equal(w.holds.get(res.headers.get('x-pi-trace-id') ?? '')?.amount, need, 'held at the model’s 4096, not 1,000,000');
-  t.equal((s.sim.requests.at(-1)!.body as Record<string, unknown>)['max_tokens'], 1_000_000, 'the request is still forwarded as sent');
+  t.equal(
+    (s.sim.requests.at(-1)!.body as Record<string, unknown>)['max_tokens'],
+    1_000_000,
+    'the request is still forwarded as sent',
+  );
 
   // Messages and Responses take the same cap (beta-labs/sonnet-ish writes at most 8000).
   const messages = { model: 'beta-labs/sonnet-ish', max_tokens: 64_000, messages: USER };
@@ -141,7 +185,11 @@ t.test('an output limit above the model’s is held at the model’s: a wallet c
   t.equal(m.status, 200);
   await m.text();
   const mHold = w.holds.get(m.headers.get('x-pi-trace-id') ?? '')?.amount ?? 0n;
-  t.equal(mHold, BigInt(Buffer.byteLength(JSON.stringify(messages))) * 6000n + 8000n * 15_000n, 'messages: held at 8000 output tokens');
+  t.equal(
+    mHold,
+    BigInt(Buffer.byteLength(JSON.stringify(messages))) * 6000n + 8000n * 15_000n,
+    'messages: held at 8000 output tokens',
+  );
 });
 
 t.test('a deployment’s own output limit caps the hold on that deployment', async (t) => {
@@ -165,8 +213,16 @@ t.test('a deployment’s own output limit caps the hold on that deployment', asy
     return w.holds.get(res.headers.get('x-pi-trace-id') ?? '')?.amount;
   };
   const only = { model: 'acme/chat-small', messages: USER, max_tokens: 50_000, provider: { only: ['alpha'] } };
-  t.equal(await trace(only), BigInt(Buffer.byteLength(JSON.stringify(only))) * 1000n + 1000n * 2000n, 'only alpha: 1000 tokens');
+  t.equal(
+    await trace(only),
+    BigInt(Buffer.byteLength(JSON.stringify(only))) * 1000n + 1000n * 2000n,
+    'only alpha: 1000 tokens',
+  );
   const both = { model: 'acme/chat-small', messages: USER, max_tokens: 50_000, provider: { only: ['alpha', 'gamma'] } };
   // gamma keeps the model's 4096 at half the price: 4096 × 1000 > 1000 × 2000, so gamma decides.
-  t.equal(await trace(both), BigInt(Buffer.byteLength(JSON.stringify(both))) * 500n + 4096n * 1000n, 'the worst case over both deployments');
+  t.equal(
+    await trace(both),
+    BigInt(Buffer.byteLength(JSON.stringify(both))) * 500n + 4096n * 1000n,
+    'the worst case over both deployments',
+  );
 });

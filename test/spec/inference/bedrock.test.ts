@@ -28,7 +28,10 @@ async function setup(t: Test, sealed = KEYS, session?: string): Promise<{ s: Sta
     // Generous: a stream split every few bytes, 1 ms apart, takes seconds on a loaded machine.
     limits: { firstByteTimeoutMs: 15000, streamIdleTimeoutMs: 5000 },
     secrets: { 'bedrock-use1': sealed },
-    simulator: { clock, awsKeys: { [AKID]: { secretAccessKey: SECRET, ...(session ? { sessionToken: session } : {}) } } },
+    simulator: {
+      clock,
+      awsKeys: { [AKID]: { secretAccessKey: SECRET, ...(session ? { sessionToken: session } : {}) } },
+    },
   });
   s.credit('open', '100');
   return { s, key: s.key('open') };
@@ -40,7 +43,11 @@ function bedrockCalls(s: Stack) {
 
 t.test('a signed InvokeModel: Bedrock body and path, SigV4 over the exact bytes, the Messages JSON back', async (t) => {
   const { s, key } = await setup(t);
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key, headers: { 'anthropic-beta': 'computer-use-2024-10-22, Interleaved-Thinking-2025-05-14' } });
+  const res = await s.post(
+    '/v1/messages',
+    { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK },
+    { key, headers: { 'anthropic-beta': 'computer-use-2024-10-22, Interleaved-Thinking-2025-05-14' } },
+  );
   const text = await res.text();
   t.equal(res.status, 200, text);
   t.equal(res.headers.get('x-pi-provider'), 'bedrock');
@@ -48,43 +55,87 @@ t.test('a signed InvokeModel: Bedrock body and path, SigV4 over the exact bytes,
   t.equal(body.model, SLUG, 'the model is the slug');
   const [r] = bedrockCalls(s);
   t.equal(r?.path, `/model/${encodeURIComponent(MODEL)}/invoke`);
-  t.match(r?.headers['authorization'], new RegExp(`^AWS4-HMAC-SHA256 Credential=${AKID}/\\d{8}/us-east-1/bedrock/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$`));
+  t.match(
+    r?.headers['authorization'],
+    new RegExp(
+      `^AWS4-HMAC-SHA256 Credential=${AKID}/\\d{8}/us-east-1/bedrock/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$`,
+    ),
+  );
   t.equal(r?.headers['x-amz-date']?.slice(0, 8), '20260115', 'signed at the gateway clock');
-  t.same(r?.body, { max_tokens: 20, messages: USER, anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['computer-use-2024-10-22', 'Interleaved-Thinking-2025-05-14'] }, 'no model, no stream; betas in the body');
+  t.same(
+    r?.body,
+    {
+      max_tokens: 20,
+      messages: USER,
+      anthropic_version: 'bedrock-2023-05-31',
+      anthropic_beta: ['computer-use-2024-10-22', 'Interleaved-Thinking-2025-05-14'],
+    },
+    'no model, no stream; betas in the body',
+  );
   t.notOk(JSON.stringify(r?.headers).includes(SECRET), 'the secret never travels');
 });
 
 t.test('temporary credentials: the session token is sent and signed', async (t) => {
-  const { s, key } = await setup(t, JSON.stringify({ access_key_id: AKID, secret_access_key: SECRET, session_token: 'IQoJb3JpZ2luX2VjESIM' }), 'IQoJb3JpZ2luX2VjESIM');
+  const { s, key } = await setup(
+    t,
+    JSON.stringify({ access_key_id: AKID, secret_access_key: SECRET, session_token: 'IQoJb3JpZ2luX2VjESIM' }),
+    'IQoJb3JpZ2luX2VjESIM',
+  );
   const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key });
   t.equal(res.status, 200, await res.text());
   t.match(bedrockCalls(s)[0]?.headers['authorization'], /SignedHeaders=[^,]*x-amz-security-token/);
 });
 
-t.test('a wrong secret: the simulator refuses the signature (403), the gateway does not retry that deployment', async (t) => {
-  const { s, key } = await setup(t, JSON.stringify({ access_key_id: AKID, secret_access_key: 'not-the-secret' }));
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key });
-  const text = await res.text();
-  t.equal(res.status, 503, 'the credential was refused everywhere');
-  t.match(text, /provider \\?"bedrock\\?" refused the gateway's credential/);
-  t.equal(bedrockCalls(s).length, 1, 'one call, no retry (a signature is not a stale token)');
-  const direct = await fetch(`${s.sim.url}/model/x/invoke`, { method: 'POST', headers: { authorization: `AWS4-HMAC-SHA256 Credential=${AKID}/20260115/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`, 'x-amz-date': '20260115T120000Z' }, body: '{}' });
-  t.equal(direct.status, 403);
-  t.match(direct.headers.get('x-amzn-errortype'), /^InvalidSignatureException|^InvalidSignature/);
-  t.match(await direct.text(), /signature we calculated does not match/);
-});
+t.test(
+  'a wrong secret: the simulator refuses the signature (403), the gateway does not retry that deployment',
+  async (t) => {
+    const { s, key } = await setup(t, JSON.stringify({ access_key_id: AKID, secret_access_key: 'not-the-secret' }));
+    const res = await s.post(
+      '/v1/messages',
+      { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK },
+      { key },
+    );
+    const text = await res.text();
+    t.equal(res.status, 503, 'the credential was refused everywhere');
+    t.match(text, /provider \\?"bedrock\\?" refused the gateway's credential/);
+    t.equal(bedrockCalls(s).length, 1, 'one call, no retry (a signature is not a stale token)');
+    const direct = await fetch(`${s.sim.url}/model/x/invoke`, {
+      method: 'POST',
+      headers: {
+        authorization: `AWS4-HMAC-SHA256 Credential=${AKID}/20260115/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`,
+        'x-amz-date': '20260115T120000Z',
+      },
+      body: '{}',
+    });
+    t.equal(direct.status, 403);
+    t.match(direct.headers.get('x-amzn-errortype'), /^InvalidSignatureException|^InvalidSignature/);
+    t.match(await direct.text(), /signature we calculated does not match/);
+  },
+);
 
 t.test('a credential that is not AWS keys fails the attempt without a call; the next deployment answers', async (t) => {
   const { s, key } = await setup(t, JSON.stringify({ access_key_id: AKID }));
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: { order: ['bedrock', 'delta'] } }, { key });
+  const res = await s.post(
+    '/v1/messages',
+    { model: SLUG, max_tokens: 20, messages: USER, provider: { order: ['bedrock', 'delta'] } },
+    { key },
+  );
   t.equal(res.status, 200, await res.text());
   t.equal(res.headers.get('x-pi-provider'), 'delta');
   t.equal(bedrockCalls(s).length, 0);
 });
 
 /** The SSE the gateway relays for a default simulated reply (message_start's id and model vary). */
-async function streamText(s: Stack, key: string, sim: Record<string, unknown> = {}): Promise<{ res: Response; text: string }> {
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 50, messages: USER, stream: true, provider: BEDROCK, sim }, { key });
+async function streamText(
+  s: Stack,
+  key: string,
+  sim: Record<string, unknown> = {},
+): Promise<{ res: Response; text: string }> {
+  const res = await s.post(
+    '/v1/messages',
+    { model: SLUG, max_tokens: 50, messages: USER, stream: true, provider: BEDROCK, sim },
+    { key },
+  );
   return { res, text: await res.text() };
 }
 
@@ -94,13 +145,26 @@ t.test('the event stream is relayed as Messages SSE, byte for byte, however its 
   t.equal(whole.res.status, 200);
   t.equal(whole.res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
   const events = whole.text.split('\n\n').filter((e) => e !== '');
-  t.same(events.map((e) => e.split('\n')[0]), [
-    'event: message_start', 'event: content_block_start', 'event: ping',
-    'event: content_block_delta', 'event: content_block_delta', 'event: content_block_delta',
-    'event: content_block_stop', 'event: message_delta', 'event: message_stop',
-  ]);
+  t.same(
+    events.map((e) => e.split('\n')[0]),
+    [
+      'event: message_start',
+      'event: content_block_start',
+      'event: ping',
+      'event: content_block_delta',
+      'event: content_block_delta',
+      'event: content_block_delta',
+      'event: content_block_stop',
+      'event: message_delta',
+      'event: message_stop',
+    ],
+  );
   t.match(events[0], new RegExp(`"model":"${SLUG.replace('/', '\\/')}"`), 'the slug in message_start');
-  t.equal(events[8], 'event: message_stop\ndata: {"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":12,"outputTokenCount":9,"invocationLatency":5,"firstByteLatency":1}}', 'data as Bedrock sent it');
+  t.equal(
+    events[8],
+    'event: message_stop\ndata: {"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":12,"outputTokenCount":9,"invocationLatency":5,"firstByteLatency":1}}',
+    'data as Bedrock sent it',
+  );
   t.equal(events[2], 'event: ping\ndata: {"type": "ping"}', 'byte for byte, spaces included');
   const tail = (text: string) => text.slice(text.indexOf('event: content_block_start'));
   for (const split of [2, 7, 64]) {
@@ -119,10 +183,20 @@ t.test('the official Anthropic SDK streams and reads JSON through Bedrock', asyn
   const { s, key } = await setup(t);
   const client = new Anthropic({ baseURL: s.url, apiKey: key, maxRetries: 0 });
   const extra = extraFields({ provider: BEDROCK });
-  const msg = await client.messages.create({ model: SLUG, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], ...extra });
+  const msg = await client.messages.create({
+    model: SLUG,
+    max_tokens: 50,
+    messages: [{ role: 'user', content: 'hi' }],
+    ...extra,
+  });
   t.equal(msg.model, SLUG);
   t.match(msg.content[0], { type: 'text', text: /simulated reply/ });
-  const stream = client.messages.stream({ model: SLUG, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], ...extraFields({ provider: BEDROCK, sim: { splitFrameBytes: 3 } }) });
+  const stream = client.messages.stream({
+    model: SLUG,
+    max_tokens: 50,
+    messages: [{ role: 'user', content: 'hi' }],
+    ...extraFields({ provider: BEDROCK, sim: { splitFrameBytes: 3 } }),
+  });
   let text = '';
   stream.on('text', (d) => (text += d));
   const final = await stream.finalMessage();
@@ -149,12 +223,20 @@ t.test('throttling before the commit fails over: HTTP 429 and an in-stream throt
   const order = { order: ['bedrock', 'delta'] };
   for (const stream of [false, true]) {
     s.sim.script(MODEL, { status: 429 }, 1);
-    const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, stream, provider: order }, { key });
+    const res = await s.post(
+      '/v1/messages',
+      { model: SLUG, max_tokens: 20, messages: USER, stream, provider: order },
+      { key },
+    );
     t.equal(res.status, 200, await res.text());
     t.equal(res.headers.get('x-pi-provider'), 'delta', `429 (stream=${stream}) → the next provider`);
   }
   s.sim.script(MODEL, { inbandError: true }, 1);
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, stream: true, provider: order }, { key });
+  const res = await s.post(
+    '/v1/messages',
+    { model: SLUG, max_tokens: 20, messages: USER, stream: true, provider: order },
+    { key },
+  );
   const text = await res.text();
   t.equal(res.headers.get('x-pi-provider'), 'delta', 'an exception message before any content → the next provider');
   t.notMatch(text, /event: error/);
@@ -165,7 +247,14 @@ t.test('Bedrock errors passed to the client are in the Messages error shape', as
   s.sim.script(MODEL, { status: 400 }, 1);
   const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: BEDROCK }, { key });
   t.equal(res.status, 400);
-  t.same(await res.json(), { type: 'error', error: { message: 'Malformed input request, please reformat your input and try again.', type: 'invalid_request_error', code: 'ValidationException' } });
+  t.same(await res.json(), {
+    type: 'error',
+    error: {
+      message: 'Malformed input request, please reformat your input and try again.',
+      type: 'invalid_request_error',
+      code: 'ValidationException',
+    },
+  });
 });
 
 t.test('an exception after the commit ends the stream with the Messages error event', async (t) => {
@@ -174,13 +263,20 @@ t.test('an exception after the commit ends the stream with the Messages error ev
   t.equal(res.status, 200);
   const events = text.split('\n\n').filter((e) => e !== '');
   t.match(events.at(-2), /^event: content_block_delta/);
-  t.equal(events.at(-1), 'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"The model stream was interrupted."}}');
+  t.equal(
+    events.at(-1),
+    'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"The model stream was interrupted."}}',
+  );
   t.notMatch(text, /message_stop/);
 });
 
 t.test('a Bedrock API key is a bearer token; nothing is signed', async (t) => {
   const { s, key } = await setup(t);
-  const res = await s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, stream: true, provider: { only: ['bedrock-key'] } }, { key });
+  const res = await s.post(
+    '/v1/messages',
+    { model: SLUG, max_tokens: 20, messages: USER, stream: true, provider: { only: ['bedrock-key'] } },
+    { key },
+  );
   t.equal(res.status, 200);
   t.match(await res.text(), /event: message_stop/);
   const r = bedrockCalls(s)[0];
@@ -190,20 +286,34 @@ t.test('a Bedrock API key is a bearer token; nothing is signed', async (t) => {
   t.equal(r?.headers['accept'], 'application/vnd.amazon.eventstream');
 });
 
-t.test('only the betas Bedrock accepts reach it: the documented default, or the platform\'s own list', async (t) => {
+t.test("only the betas Bedrock accepts reach it: the documented default, or the platform's own list", async (t) => {
   const { s, key } = await setup(t);
-  const claudeCode = 'claude-code-20250219,interleaved-thinking-2025-05-14,prompt-caching-scope-2026-01-05,effort-2025-11-24';
+  const claudeCode =
+    'claude-code-20250219,interleaved-thinking-2025-05-14,prompt-caching-scope-2026-01-05,effort-2025-11-24';
   const betas = () => (bedrockCalls(s).at(-1)?.body as Record<string, unknown> | undefined)?.['anthropic_beta'];
-  const send = (provider: string, beta: string) => s.post('/v1/messages', { model: SLUG, max_tokens: 20, messages: USER, provider: { only: [provider] } }, { key, headers: { 'anthropic-beta': beta } });
+  const send = (provider: string, beta: string) =>
+    s.post(
+      '/v1/messages',
+      { model: SLUG, max_tokens: 20, messages: USER, provider: { only: [provider] } },
+      { key, headers: { 'anthropic-beta': beta } },
+    );
 
   t.equal((await send('bedrock', claudeCode)).status, 200);
-  t.same(betas(), ['interleaved-thinking-2025-05-14'], 'the default: Bedrock\'s documented betas only');
-  t.equal((await send('bedrock', 'prompt-caching-scope-2026-01-05')).status, 200, 'a request whose betas are all dropped is still served');
+  t.same(betas(), ['interleaved-thinking-2025-05-14'], "the default: Bedrock's documented betas only");
+  t.equal(
+    (await send('bedrock', 'prompt-caching-scope-2026-01-05')).status,
+    200,
+    'a request whose betas are all dropped is still served',
+  );
   t.equal(betas(), undefined, 'without the field');
 
   t.equal((await send('bedrock-key', claudeCode)).status, 200);
-  t.same(betas(), ['claude-code-20250219', 'interleaved-thinking-2025-05-14', 'effort-2025-11-24'], 'a deny list in the platform YAML: all but the denied');
+  t.same(
+    betas(),
+    ['claude-code-20250219', 'interleaved-thinking-2025-05-14', 'effort-2025-11-24'],
+    'a deny list in the platform YAML: all but the denied',
+  );
 
   t.equal((await send('delta', claudeCode)).status, 200);
-  t.equal(s.sim.requests.at(-1)?.headers['anthropic-beta'], claudeCode, 'Anthropic\'s own API gets the header as sent');
+  t.equal(s.sim.requests.at(-1)?.headers['anthropic-beta'], claudeCode, "Anthropic's own API gets the header as sent");
 });

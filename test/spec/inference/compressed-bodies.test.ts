@@ -20,19 +20,24 @@ const CODINGS: Record<string, (b: Buffer) => Buffer> = {
 };
 
 /** One JSON request per inference protocol, and the text its answer carries. */
-const ENDPOINTS: { path: string; body: Record<string, unknown>; text: (answer: Record<string, unknown>) => unknown }[] = [
-  {
-    path: '/v1/chat/completions',
-    body: { model: 'acme/chat-small', messages: USER, max_tokens: 50 },
-    text: (a) => (a['choices'] as { message: { content: string } }[])[0]?.message.content,
-  },
-  { path: '/v1/responses', body: { model: 'acme/chat-small', input: 'Say hello' }, text: (a) => JSON.stringify(a['output']).includes(TEXT) && TEXT },
-  {
-    path: '/v1/messages',
-    body: { model: 'beta-labs/sonnet-ish', messages: USER, max_tokens: 50 },
-    text: (a) => (a['content'] as { text: string }[])[0]?.text,
-  },
-];
+const ENDPOINTS: { path: string; body: Record<string, unknown>; text: (answer: Record<string, unknown>) => unknown }[] =
+  [
+    {
+      path: '/v1/chat/completions',
+      body: { model: 'acme/chat-small', messages: USER, max_tokens: 50 },
+      text: (a) => (a['choices'] as { message: { content: string } }[])[0]?.message.content,
+    },
+    {
+      path: '/v1/responses',
+      body: { model: 'acme/chat-small', input: 'Say hello' },
+      text: (a) => JSON.stringify(a['output']).includes(TEXT) && TEXT,
+    },
+    {
+      path: '/v1/messages',
+      body: { model: 'beta-labs/sonnet-ish', messages: USER, max_tokens: 50 },
+      text: (a) => (a['content'] as { text: string }[])[0]?.text,
+    },
+  ];
 
 async function setup(t: Test): Promise<{ s: Stack; key: string }> {
   const s = await startStack(t);
@@ -41,7 +46,11 @@ async function setup(t: Test): Promise<{ s: Stack; key: string }> {
 }
 
 function send(s: Stack, key: string, path: string, body: Buffer, encoding: string): Promise<Response> {
-  return fetch(`${s.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': encoding }, body });
+  return fetch(`${s.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': encoding },
+    body,
+  });
 }
 
 /** zstd streamed without a known size: the frame asks for a window of 2^windowLog bytes. */
@@ -61,27 +70,34 @@ function noUpstreamAndNoHold(t: Test, s: Stack, upstreamBefore: number): void {
   t.equal(w.held, 0n, 'nothing held');
 }
 
-t.test('gzip, deflate, br and zstd bodies are decoded on chat, responses and messages, and forwarded decoded', async (t) => {
-  const { s, key } = await setup(t);
-  for (const e of ENDPOINTS) {
-    const json = Buffer.from(JSON.stringify(e.body));
-    for (const [coding, compress] of Object.entries(CODINGS)) {
-      const label = `${coding} on ${e.path}`;
-      const res = await send(s, key, e.path, compress(json), coding);
-      t.equal(res.status, 200, label);
-      t.equal(e.text((await res.json()) as Record<string, unknown>), TEXT, `${label}: the answer`);
-      const up = lastSim(s);
-      t.equal(up.headers['content-encoding'], undefined, `${label}: no Content-Encoding upstream`);
-      t.match(up.body, { messages: e.body['messages'], input: e.body['input'] }, `${label}: the provider got the decoded JSON`);
+t.test(
+  'gzip, deflate, br and zstd bodies are decoded on chat, responses and messages, and forwarded decoded',
+  async (t) => {
+    const { s, key } = await setup(t);
+    for (const e of ENDPOINTS) {
+      const json = Buffer.from(JSON.stringify(e.body));
+      for (const [coding, compress] of Object.entries(CODINGS)) {
+        const label = `${coding} on ${e.path}`;
+        const res = await send(s, key, e.path, compress(json), coding);
+        t.equal(res.status, 200, label);
+        t.equal(e.text((await res.json()) as Record<string, unknown>), TEXT, `${label}: the answer`);
+        const up = lastSim(s);
+        t.equal(up.headers['content-encoding'], undefined, `${label}: no Content-Encoding upstream`);
+        t.match(
+          up.body,
+          { messages: e.body['messages'], input: e.body['input'] },
+          `${label}: the provider got the decoded JSON`,
+        );
+      }
+      // identity (and identity listed beside nothing else) is the body as sent.
+      for (const identity of ['identity', 'Identity', ' identity , identity']) {
+        const res = await send(s, key, e.path, json, identity);
+        t.equal(res.status, 200, `Content-Encoding: ${identity} on ${e.path}`);
+        await res.arrayBuffer();
+      }
     }
-    // identity (and identity listed beside nothing else) is the body as sent.
-    for (const identity of ['identity', 'Identity', ' identity , identity']) {
-      const res = await send(s, key, e.path, json, identity);
-      t.equal(res.status, 200, `Content-Encoding: ${identity} on ${e.path}`);
-      await res.arrayBuffer();
-    }
-  }
-});
+  },
+);
 
 t.test('a compressed streamed chat request streams as usual', async (t) => {
   const { s, key } = await setup(t);
@@ -104,9 +120,17 @@ t.test('the official OpenAI SDK with a fetch that gzips request bodies (as agent
     return fetch(input, { ...init, headers, body: gzipSync(init.body) });
   };
   const client = new OpenAI({ baseURL: s.v1, apiKey: key, maxRetries: 0, fetch: gzipFetch });
-  const chat = await client.chat.completions.create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 50 });
+  const chat = await client.chat.completions.create({
+    model: 'acme/chat-small',
+    messages: [{ role: 'user', content: 'Say hello' }],
+    max_tokens: 50,
+  });
   t.equal(chat.choices[0]?.message.content, TEXT);
-  const stream = await client.chat.completions.create({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'Say hello' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'acme/chat-small',
+    messages: [{ role: 'user', content: 'Say hello' }],
+    stream: true,
+  });
   let streamed = '';
   for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? '';
   t.equal(streamed, TEXT);
@@ -118,7 +142,8 @@ t.test('the official OpenAI SDK with a fetch that gzips request bodies (as agent
 t.test('the body limit applies to the decoded size: 413 in the protocol’s error shape', async (t) => {
   const { s, key } = await setup(t);
   // The fixture's limit is 64 KiB; 200 KiB of text compresses to a few hundred bytes.
-  const big = (e: (typeof ENDPOINTS)[number]): Buffer => Buffer.from(JSON.stringify({ ...e.body, filler: 'a'.repeat(200 * 1024) }));
+  const big = (e: (typeof ENDPOINTS)[number]): Buffer =>
+    Buffer.from(JSON.stringify({ ...e.body, filler: 'a'.repeat(200 * 1024) }));
   for (const e of ENDPOINTS) {
     for (const [coding, compress] of Object.entries(CODINGS)) {
       const body = compress(big(e));
@@ -127,8 +152,15 @@ t.test('the body limit applies to the decoded size: 413 in the protocol’s erro
       const res = await send(s, key, e.path, body, coding);
       t.equal(res.status, 413, `${coding} on ${e.path}`);
       const err = (await res.json()) as Record<string, unknown>;
-      if (e.path === '/v1/messages') t.match(err, { type: 'error', error: { type: 'invalid_request_error', code: 'request_too_large', message: /65536-byte limit/ } });
-      else t.match(err, { error: { code: 'request_too_large', type: 'invalid_request_error', message: /65536-byte limit/ } });
+      if (e.path === '/v1/messages')
+        t.match(err, {
+          type: 'error',
+          error: { type: 'invalid_request_error', code: 'request_too_large', message: /65536-byte limit/ },
+        });
+      else
+        t.match(err, {
+          error: { code: 'request_too_large', type: 'invalid_request_error', message: /65536-byte limit/ },
+        });
       noUpstreamAndNoHold(t, s, before);
     }
   }
@@ -142,7 +174,10 @@ t.test('an encoding the gateway does not decode, or stacked codings: 415 naming 
   const { s, key } = await setup(t);
   const json = Buffer.from(JSON.stringify(ENDPOINTS[0]?.body));
   const cases: [string, RegExp][] = [
-    ['compress', /^Content-Encoding "compress" is not supported; the gateway decodes one of gzip, deflate, br, zstd \(or identity\)$/],
+    [
+      'compress',
+      /^Content-Encoding "compress" is not supported; the gateway decodes one of gzip, deflate, br, zstd \(or identity\)$/,
+    ],
     ['snappy', /"snappy" is not supported/],
     ['gzip, br', /^Content-Encoding "gzip, br" applies more than one coding/],
     ['gzip, gzip', /"gzip, gzip" applies more than one coding/],
@@ -151,14 +186,27 @@ t.test('an encoding the gateway does not decode, or stacked codings: 415 naming 
     const before = s.sim.requests.length;
     const res = await send(s, key, '/v1/chat/completions', json, encoding);
     t.equal(res.status, 415, encoding);
-    t.match(await res.json(), { error: { code: 'unsupported_content_encoding', type: 'invalid_request_error', message } });
+    t.match(await res.json(), {
+      error: { code: 'unsupported_content_encoding', type: 'invalid_request_error', message },
+    });
     noUpstreamAndNoHold(t, s, before);
   }
   const m = await send(s, key, '/v1/messages', json, 'compress');
   t.equal(m.status, 415);
-  t.match(await m.json(), { type: 'error', error: { type: 'invalid_request_error', code: 'unsupported_content_encoding', message: /"compress"/ } }, 'the Messages envelope');
+  t.match(
+    await m.json(),
+    {
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'unsupported_content_encoding', message: /"compress"/ },
+    },
+    'the Messages envelope',
+  );
   // The check runs before the key: nothing about the body is read.
-  const nokey = await fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-encoding': 'compress' }, body: json });
+  const nokey = await fetch(`${s.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-encoding': 'compress' },
+    body: json,
+  });
   t.equal(nokey.status, 415);
   await nokey.arrayBuffer();
 });
@@ -179,12 +227,25 @@ t.test('bytes that do not decode: 400 with a clear message', async (t) => {
     const before = s.sim.requests.length;
     const res = await send(s, key, '/v1/chat/completions', body, coding);
     t.equal(res.status, 400, label);
-    t.match(await res.json(), { error: { code: 'invalid_request', message: new RegExp(`^the request body is not valid ${coding} data \\(Content-Encoding: ${coding}\\): .+`) } }, label);
+    t.match(
+      await res.json(),
+      {
+        error: {
+          code: 'invalid_request',
+          message: new RegExp(`^the request body is not valid ${coding} data \\(Content-Encoding: ${coding}\\): .+`),
+        },
+      },
+      label,
+    );
     noUpstreamAndNoHold(t, s, before);
   }
   const m = await send(s, key, '/v1/messages', json, 'gzip');
   t.equal(m.status, 400);
-  t.match(await m.json(), { type: 'error', error: { type: 'invalid_request_error', message: /not valid gzip data/ } }, 'the Messages envelope');
+  t.match(
+    await m.json(),
+    { type: 'error', error: { type: 'invalid_request_error', message: /not valid gzip data/ } },
+    'the Messages envelope',
+  );
   const after = await send(s, key, '/v1/chat/completions', whole, 'gzip');
   t.equal(after.status, 200, 'the gateway reads the next compressed body as usual');
 });
@@ -195,7 +256,9 @@ function form(image: Buffer): Buffer {
   return Buffer.concat([
     Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/painter\r\n`),
     Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nmake it blue\r\n`),
-    Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="image"; filename="in.png"\r\nContent-Type: image/png\r\n\r\n`),
+    Buffer.from(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="image"; filename="in.png"\r\nContent-Type: image/png\r\n\r\n`,
+    ),
     image,
     Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
   ]);
@@ -206,7 +269,12 @@ function upload(s: Stack, key: string, body: Buffer, encoding: string): Promise<
     const req = httpRequest(`${s.url}/v1/images/edits`, {
       method: 'POST',
       agent: false,
-      headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-encoding': encoding, 'content-length': String(body.length) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+        'content-encoding': encoding,
+        'content-length': String(body.length),
+      },
     });
     req.on('response', (res) => {
       let text = '';
@@ -228,7 +296,11 @@ t.test('image edits: a compressed multipart upload is decoded as it streams, wit
     t.equal(res.status, 200, `${coding}: ${res.body.slice(0, 200)}`);
     const up = lastSim(s);
     t.equal(up.headers['content-encoding'], undefined, `${coding}: no Content-Encoding upstream`);
-    t.match(up.body, { fields: { prompt: 'make it blue' }, files: [{ name: 'image', filename: 'in.png', size: image.length }] }, `${coding}: the decoded form upstream`);
+    t.match(
+      up.body,
+      { fields: { prompt: 'make it blue' }, files: [{ name: 'image', filename: 'in.png', size: image.length }] },
+      `${coding}: the decoded form upstream`,
+    );
   }
   // The fixture's upload limit is 1 MiB: 2 MiB of image compresses to almost nothing.
   const before = s.sim.requests.length;
@@ -243,19 +315,22 @@ t.test('image edits: a compressed multipart upload is decoded as it streams, wit
   t.equal(unknown.status, 415);
 });
 
-t.test('image edits: a large compressed upload goes through whole, the decoded stream paused and resumed', async (t) => {
-  const s = await startStack(t, { limits: { maxUploadBytes: 64 * 1024 * 1024 } });
-  s.credit('open', '100');
-  const key = s.key('open');
-  // 24 MiB decoded (far over what the body stream buffers before it pauses), a pattern zstd and gzip shrink.
-  const image = Buffer.alloc(24 * 1024 * 1024);
-  for (let i = 0; i < image.length; i++) image[i] = (i % 251) ^ ((i >> 12) & 0xff);
-  for (const coding of ['gzip', 'zstd']) {
-    const body = CODINGS[coding]?.(form(image)) ?? Buffer.alloc(0);
-    const res = await upload(s, key, body, coding);
-    t.equal(res.status, 200, `${coding}: ${body.length} bytes sent`);
-    const up = lastSim(s);
-    t.match(up.body, { files: [{ name: 'image', size: image.length }] }, `${coding}: every decoded byte upstream`);
-    t.ok(up.rawBody.includes(image.subarray(image.length - 4096)), `${coding}: the last bytes intact`);
-  }
-});
+t.test(
+  'image edits: a large compressed upload goes through whole, the decoded stream paused and resumed',
+  async (t) => {
+    const s = await startStack(t, { limits: { maxUploadBytes: 64 * 1024 * 1024 } });
+    s.credit('open', '100');
+    const key = s.key('open');
+    // 24 MiB decoded (far over what the body stream buffers before it pauses), a pattern zstd and gzip shrink.
+    const image = Buffer.alloc(24 * 1024 * 1024);
+    for (let i = 0; i < image.length; i++) image[i] = (i % 251) ^ ((i >> 12) & 0xff);
+    for (const coding of ['gzip', 'zstd']) {
+      const body = CODINGS[coding]?.(form(image)) ?? Buffer.alloc(0);
+      const res = await upload(s, key, body, coding);
+      t.equal(res.status, 200, `${coding}: ${body.length} bytes sent`);
+      const up = lastSim(s);
+      t.match(up.body, { files: [{ name: 'image', size: image.length }] }, `${coding}: every decoded byte upstream`);
+      t.ok(up.rawBody.includes(image.subarray(image.length - 4096)), `${coding}: the last bytes intact`);
+    }
+  },
+);

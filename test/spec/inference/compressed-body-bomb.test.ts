@@ -39,10 +39,15 @@ t.test('decompression bombs are refused 413 with bounded memory and time', async
     ['gzip', bomb((b) => gzipSync(b, { level: 9 }))],
     ['zstd', bomb((b) => zstdCompressSync(b))],
   ];
-  for (const [coding, body] of bombs) t.ok(body.length <= 2 * MIB, `${coding}: ${body.length} bytes sent for 1 GiB decoded`);
+  for (const [coding, body] of bombs)
+    t.ok(body.length <= 2 * MIB, `${coding}: ${body.length} bytes sent for 1 GiB decoded`);
 
   const send = (coding: string, body: Buffer): Promise<Response> =>
-    fetch(`${p.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${db.key}`, 'content-type': 'application/json', 'content-encoding': coding }, body });
+    fetch(`${p.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${db.key}`, 'content-type': 'application/json', 'content-encoding': coding },
+      body,
+    });
   // Warm up the request path (and the decoders) so the peak measured below is the bombs'.
   const warm = await send('gzip', gzipSync(JSON.stringify({ model: 'acme/chat-small', messages: [] })));
   t.equal(warm.status, 422, 'an ordinary compressed body is read (and its empty messages refused)');
@@ -51,12 +56,20 @@ t.test('decompression bombs are refused 413 with bounded memory and time', async
   const hwm0 = memoryMib(pid, 'VmHWM');
   const t0 = performance.now();
   // Four of each at once: 8 GiB decoded if nothing stopped them.
-  const answers = await Promise.all(bombs.flatMap(([coding, body]) => Array.from({ length: 4 }, () => send(coding, body).then(async (r) => ({ coding, status: r.status, body: await r.json() })))));
+  const answers = await Promise.all(
+    bombs.flatMap(([coding, body]) =>
+      Array.from({ length: 4 }, () =>
+        send(coding, body).then(async (r) => ({ coding, status: r.status, body: await r.json() })),
+      ),
+    ),
+  );
   const ms = performance.now() - t0;
   const grew = memoryMib(pid, 'VmHWM') - hwm0;
   for (const a of answers) {
     t.equal(a.status, 413, `${a.coding} bomb`);
-    t.match(a.body, { error: { code: 'request_too_large', message: `request body is larger than the ${4 * MIB}-byte limit` } });
+    t.match(a.body, {
+      error: { code: 'request_too_large', message: `request body is larger than the ${4 * MIB}-byte limit` },
+    });
   }
   // Decoding them whole would have taken the process's peak RSS up by gigabytes.
   t.ok(grew < 128, `peak RSS grew ${grew.toFixed(1)} MiB for 8 bombs`);

@@ -21,7 +21,11 @@ t.test('a call undici refuses to send is no provider failure', async (t) => {
     t.match(row, { status: 503, attempts: 1 }, 'one attempt, logged');
   }
   t.equal(s.sim.requests.length, 0, 'nothing reached the provider');
-  t.match(s.gw.ctx.health.state('alpha/chat-small'), { state: 'closed', consecutiveFailures: 0 }, 'the breaker never moved');
+  t.match(
+    s.gw.ctx.health.state('alpha/chat-small'),
+    { state: 'closed', consecutiveFailures: 0 },
+    'the breaker never moved',
+  );
   const other = await s.post('/v1/chat/completions', CHAT, { key });
   await other.arrayBuffer();
   t.equal(other.status, 200, 'without the restriction another deployment answers');

@@ -39,9 +39,19 @@ interface EarlyCase {
 }
 
 const CASES: EarlyCase[] = [
-  { name: 'an unknown key', headers: () => `Authorization: Bearer sk-pi-not-a-key\r\nContent-Type: ${MULTIPART}\r\n`, status: 401, code: 'invalid_api_key' },
+  {
+    name: 'an unknown key',
+    headers: () => `Authorization: Bearer sk-pi-not-a-key\r\nContent-Type: ${MULTIPART}\r\n`,
+    status: 401,
+    code: 'invalid_api_key',
+  },
   { name: 'no key', headers: () => `Content-Type: ${MULTIPART}\r\n`, status: 401, code: 'invalid_api_key' },
-  { name: 'a wrong content type', headers: (key) => `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\n`, status: 400, code: 'invalid_request' },
+  {
+    name: 'a wrong content type',
+    headers: (key) => `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\n`,
+    status: 400,
+    code: 'invalid_request',
+  },
 ];
 
 /**
@@ -50,7 +60,13 @@ const CASES: EarlyCase[] = [
  * with `GET /v1/models` on the same connection and waits for its answer; chunked, waits for the
  * server to close the connection.
  */
-async function uploadAfterAnswer(t: Test, port: number, c: EarlyCase, key: string, chunked: boolean): Promise<RawConnection> {
+async function uploadAfterAnswer(
+  t: Test,
+  port: number,
+  c: EarlyCase,
+  key: string,
+  chunked: boolean,
+): Promise<RawConnection> {
   const body = uploadBody(c.model);
   const conn = await rawConnect(port);
   t.teardown(() => conn.destroy());
@@ -87,31 +103,50 @@ function checkAnswers(t: Test, conn: RawConnection, c: EarlyCase, label: string,
   t.match(next?.body, /"data":\[/, `${label}: with the catalog`);
 }
 
-t.test('a child serve: uploads that keep arriving after an early answer never stop the process', { timeout: 60_000 }, async (t) => {
-  const db = prepareDb(t);
-  const p = await startServe(t, { config: join(FIXTURES, 'gateway'), db });
-  let exited = false;
-  void p.exited.then(() => (exited = true));
-  for (const c of CASES) {
-    for (const chunked of [false, true]) {
-      const label = `${c.name}, ${chunked ? 'chunked' : 'Content-Length'}`;
-      const conn = await uploadAfterAnswer(t, p.port, c, db.key, chunked);
-      checkAnswers(t, conn, c, label, chunked);
-      conn.destroy();
-      t.notOk(exited, `${label}: the process is still running`);
+t.test(
+  'a child serve: uploads that keep arriving after an early answer never stop the process',
+  { timeout: 60_000 },
+  async (t) => {
+    const db = prepareDb(t);
+    const p = await startServe(t, { config: join(FIXTURES, 'gateway'), db });
+    let exited = false;
+    void p.exited.then(() => (exited = true));
+    for (const c of CASES) {
+      for (const chunked of [false, true]) {
+        const label = `${c.name}, ${chunked ? 'chunked' : 'Content-Length'}`;
+        const conn = await uploadAfterAnswer(t, p.port, c, db.key, chunked);
+        checkAnswers(t, conn, c, label, chunked);
+        conn.destroy();
+        t.notOk(exited, `${label}: the process is still running`);
+      }
     }
-  }
-  const res = await fetch(`${p.url}/v1/models`);
-  t.equal(res.status, 200, 'a new connection is answered');
-  await res.arrayBuffer();
-  t.notOk(exited, 'the process never exited');
-  t.notMatch(p.stderr(), /must not be accessed|uncaught|unexpected_error/i, 'no uWS misuse or unexpected error was reported');
-});
+    const res = await fetch(`${p.url}/v1/models`);
+    t.equal(res.status, 200, 'a new connection is answered');
+    await res.arrayBuffer();
+    t.notOk(exited, 'the process never exited');
+    t.notMatch(
+      p.stderr(),
+      /must not be accessed|uncaught|unexpected_error/i,
+      'no uWS misuse or unexpected error was reported',
+    );
+  },
+);
 
 /** Refusals that come after the model part was read: the upload is then held, not yet forwarded. */
 const AFTER_MODEL: EarlyCase[] = [
-  { name: 'an unknown model', headers: (key) => `Authorization: Bearer ${key}\r\nContent-Type: ${MULTIPART}\r\n`, status: 404, code: 'model_not_found', model: 'acme/no-such-model' },
-  { name: 'a wallet without credit', headers: (key) => `Authorization: Bearer ${key}\r\nContent-Type: ${MULTIPART}\r\n`, status: 402, code: 'insufficient_balance' },
+  {
+    name: 'an unknown model',
+    headers: (key) => `Authorization: Bearer ${key}\r\nContent-Type: ${MULTIPART}\r\n`,
+    status: 404,
+    code: 'model_not_found',
+    model: 'acme/no-such-model',
+  },
+  {
+    name: 'a wallet without credit',
+    headers: (key) => `Authorization: Bearer ${key}\r\nContent-Type: ${MULTIPART}\r\n`,
+    status: 402,
+    code: 'insufficient_balance',
+  },
 ];
 
 t.test('in process: every early answer on an upload leaves the connection usable', async (t) => {
@@ -137,7 +172,8 @@ t.test('in process: uploads over the limit are answered 413 and their connection
   const key = s.key('open');
   s.credit('open', '10');
   const cap = s.gw.ctx.settings.limits.maxUploadBytes;
-  const head = (framing: string): string => `POST /v1/images/edits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: ${MULTIPART}\r\n${framing}\r\n`;
+  const head = (framing: string): string =>
+    `POST /v1/images/edits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: ${MULTIPART}\r\n${framing}\r\n`;
   // Declared further past the limit than the gateway reads to drop (a body just past it is read to
   // its end: test/server/request-body.test.ts): answered from the head, the body never read.
   const declared = await rawConnect(s.gw.port);
@@ -155,11 +191,15 @@ t.test('in process: uploads over the limit are answered 413 and their connection
   await chunked.write(head('Transfer-Encoding: chunked\r\n'));
   const body = uploadBody();
   await chunked.write(chunk(body));
-  for (let sent = body.length; sent <= cap + 64 * 1024 && !chunked.closed; sent += 64 * 1024) await chunked.write(chunk(Buffer.alloc(64 * 1024, 0x5a)));
+  for (let sent = body.length; sent <= cap + 64 * 1024 && !chunked.closed; sent += 64 * 1024)
+    await chunked.write(chunk(Buffer.alloc(64 * 1024, 0x5a)));
   await chunked.closedWithin(5000);
   const answers = parseResponses(chunked.text());
   t.equal(answers.length, 1, 'one answer');
-  t.ok(answers[0] !== undefined && answers[0].status >= 400, `chunked past the limit: refused (${answers[0]?.status}), then closed`);
+  t.ok(
+    answers[0] !== undefined && answers[0].status >= 400,
+    `chunked past the limit: refused (${answers[0]?.status}), then closed`,
+  );
   const res = await fetch(`${s.url}/v1/models`);
   t.equal(res.status, 200, 'the gateway still answers');
   await res.arrayBuffer();

@@ -17,7 +17,13 @@ const SECURITY: [string, string][] = [
   ['permissions-policy', 'camera=(), microphone=(), geolocation=()'],
   ['strict-transport-security', 'max-age=31536000; includeSubDomains'],
 ];
-const X_PI_RESPONSE_HEADERS = ['x-pi-trace-id', 'x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id'];
+const X_PI_RESPONSE_HEADERS = [
+  'x-pi-trace-id',
+  'x-pi-provider',
+  'x-pi-model',
+  'x-pi-upstream-model',
+  'x-pi-upstream-request-id',
+];
 const PROVIDER_HEADERS = ['x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -31,7 +37,8 @@ function checkGatewayHeaders(t: Test, h: Headers, where: string): string {
   t.ok(UUID.test(trace), `${where}: X-Pi-Trace-Id minted (${trace})`);
   t.equal(h.get('access-control-allow-origin'), '*', `${where}: Allow-Origin *`);
   const exp = exposed(h);
-  for (const x of [...X_PI_RESPONSE_HEADERS, 'retry-after', 'content-encoding']) t.ok(exp.includes(x), `${where}: ${x} exposed`);
+  for (const x of [...X_PI_RESPONSE_HEADERS, 'retry-after', 'content-encoding'])
+    t.ok(exp.includes(x), `${where}: ${x} exposed`);
   for (const [k, v] of SECURITY) t.equal(h.get(k), v, `${where}: ${k}`);
   return trace;
 }
@@ -44,25 +51,102 @@ t.test('every kind of response carries the gateway headers; trace ids are unique
     { name: 'single model 200', status: 200, req: () => fetch(`${s.url}/v1/models/acme/chat-small`) },
     { name: 'endpoints view 200', status: 200, req: () => fetch(`${s.url}/v1/models/acme/chat-small/endpoints`) },
     { name: 'single model 404', status: 404, req: () => fetch(`${s.url}/v1/models/acme/nope`), gatewayError: true },
-    { name: 'endpoints view 404', status: 404, req: () => fetch(`${s.url}/v1/models/acme/nope/endpoints`), gatewayError: true },
+    {
+      name: 'endpoints view 404',
+      status: 404,
+      req: () => fetch(`${s.url}/v1/models/acme/nope/endpoints`),
+      gatewayError: true,
+    },
     { name: 'extra segments 404', status: 404, req: () => fetch(`${s.url}/v1/models/a/b/c`), gatewayError: true },
-    { name: 'POST /v1/embeddings 400', status: 400, req: () => s.post('/v1/embeddings', { model: 'acme/embedder', input: 'x' }, { key }), gatewayError: true },
-    { name: 'GET /v1/responses/resp_123 400', status: 400, req: () => fetch(`${s.url}/v1/responses/resp_123`, { headers: { authorization: `Bearer ${key}` } }), gatewayError: true },
-    { name: 'preflight 204', status: 204, req: () => fetch(`${s.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } }) },
-    { name: 'chat 422', status: 422, req: () => s.post('/v1/chat/completions', { model: 'acme/chat-small', preset: 'x', messages: [] }, { key }), gatewayError: true },
-    { name: 'chat 404 model', status: 404, req: () => s.post('/v1/chat/completions', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { key }), gatewayError: true },
+    {
+      name: 'POST /v1/embeddings 400',
+      status: 400,
+      req: () => s.post('/v1/embeddings', { model: 'acme/embedder', input: 'x' }, { key }),
+      gatewayError: true,
+    },
+    {
+      name: 'GET /v1/responses/resp_123 400',
+      status: 400,
+      req: () => fetch(`${s.url}/v1/responses/resp_123`, { headers: { authorization: `Bearer ${key}` } }),
+      gatewayError: true,
+    },
+    {
+      name: 'preflight 204',
+      status: 204,
+      req: () =>
+        fetch(`${s.url}/v1/chat/completions`, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+        }),
+    },
+    {
+      name: 'chat 422',
+      status: 422,
+      req: () => s.post('/v1/chat/completions', { model: 'acme/chat-small', preset: 'x', messages: [] }, { key }),
+      gatewayError: true,
+    },
+    {
+      name: 'chat 404 model',
+      status: 404,
+      req: () =>
+        s.post('/v1/chat/completions', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { key }),
+      gatewayError: true,
+    },
   ];
-  for (const path of ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/images/generations', '/v1/images/edits']) {
-    cases.push({ name: `${path} without key 401`, status: 401, req: () => s.post(path, { model: 'acme/chat-small' }), gatewayError: true });
-    cases.push({ name: `${path} bad key 401`, status: 401, req: () => s.post(path, { model: 'acme/chat-small' }, { key: 'sk-pi-unknown-key' }), gatewayError: true });
+  for (const path of [
+    '/v1/chat/completions',
+    '/v1/responses',
+    '/v1/messages',
+    '/v1/images/generations',
+    '/v1/images/edits',
+  ]) {
+    cases.push({
+      name: `${path} without key 401`,
+      status: 401,
+      req: () => s.post(path, { model: 'acme/chat-small' }),
+      gatewayError: true,
+    });
+    cases.push({
+      name: `${path} bad key 401`,
+      status: 401,
+      req: () => s.post(path, { model: 'acme/chat-small' }, { key: 'sk-pi-unknown-key' }),
+      gatewayError: true,
+    });
   }
   // 402: a workspace without credit; 429: the 3-per-minute workspace's fourth request.
   const poor = s.key('strict');
-  cases.push({ name: 'chat 402', status: 402, req: () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: poor }), gatewayError: true });
+  cases.push({
+    name: 'chat 402',
+    status: 402,
+    req: () =>
+      s.post(
+        '/v1/chat/completions',
+        { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] },
+        { key: poor },
+      ),
+    gatewayError: true,
+  });
   const slow = s.key('slow');
   s.credit('slow', '10');
-  for (let i = 0; i < 3; i++) (await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: slow })).body?.cancel();
-  cases.push({ name: 'chat 429', status: 429, req: () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key: slow }), gatewayError: true });
+  for (let i = 0; i < 3; i++)
+    (
+      await s.post(
+        '/v1/chat/completions',
+        { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] },
+        { key: slow },
+      )
+    ).body?.cancel();
+  cases.push({
+    name: 'chat 429',
+    status: 429,
+    req: () =>
+      s.post(
+        '/v1/chat/completions',
+        { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] },
+        { key: slow },
+      ),
+    gatewayError: true,
+  });
   const traces = new Set<string>();
   for (const c of cases) {
     const res = await c.req();
@@ -74,8 +158,18 @@ t.test('every kind of response carries the gateway headers; trace ids are unique
       const body = JSON.parse(text) as { error: Record<string, unknown> };
       t.same(Object.keys(body.error).sort(), ['code', 'message', 'type'], `${c.name}: error object`);
     }
-    if (c.status === 429) t.equal(res.headers.get('retry-after'), '60', `${c.name}: Retry-After counts to the next full minute (clock at 12:00:00.000)`);
-    if (c.name.includes('400')) t.same(JSON.parse(text), { error: { message: 'model is required', type: 'invalid_request_error', code: 'invalid_request' } }, `${c.name}: the unserved-path error`);
+    if (c.status === 429)
+      t.equal(
+        res.headers.get('retry-after'),
+        '60',
+        `${c.name}: Retry-After counts to the next full minute (clock at 12:00:00.000)`,
+      );
+    if (c.name.includes('400'))
+      t.same(
+        JSON.parse(text),
+        { error: { message: 'model is required', type: 'invalid_request_error', code: 'invalid_request' } },
+        `${c.name}: the unserved-path error`,
+      );
   }
   t.equal(traces.size, cases.length, 'one distinct trace id per response');
 
@@ -90,7 +184,11 @@ t.test('Expose-Headers covers every X-Pi-* header the gateway actually sends', a
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '10');
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] }, { key });
+  const res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }] },
+    { key },
+  );
   await res.arrayBuffer();
   t.equal(res.status, 200);
   checkGatewayHeaders(t, res.headers, 'provider 200');
@@ -114,7 +212,9 @@ t.test('413 request_too_large carries the gateway headers', async (t) => {
     });
     sock.on('close', () => resolve(out));
     sock.on('error', reject);
-    sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    sock.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
     sock.write(body);
   });
   t.match(raw, /^HTTP\/1\.1 413 /);
@@ -139,7 +239,10 @@ t.test('500 internal_error is the default for catalog failures, headers included
   // Seam: an injected clock that throws (the catalog handlers' first read). The store gets its own
   // clock so nothing else trips over the failure.
   const clock = new FailingClock(DEFAULT_NOW);
-  const store = openStore(':memory:', { clock: new ManualClock(DEFAULT_NOW), masterKey: randomBytes(32).toString('base64') });
+  const store = openStore(':memory:', {
+    clock: new ManualClock(DEFAULT_NOW),
+    masterKey: randomBytes(32).toString('base64'),
+  });
   const s = await startStack(t, { clock, store });
   t.teardown(() => store.close());
   for (const path of ['/v1/models', '/v1/models/acme/chat-small', '/v1/models/acme/chat-small/endpoints']) {
@@ -148,7 +251,17 @@ t.test('500 internal_error is the default for catalog failures, headers included
     clock.failing = false;
     const body = (await res.json()) as unknown;
     t.equal(res.status, 500, `${path}: 500`);
-    t.same(body, { error: { message: 'internal error; quote the X-Pi-Trace-Id when reporting', type: 'api_error', code: 'internal_error' } }, `${path}: internal_error object`);
+    t.same(
+      body,
+      {
+        error: {
+          message: 'internal error; quote the X-Pi-Trace-Id when reporting',
+          type: 'api_error',
+          code: 'internal_error',
+        },
+      },
+      `${path}: internal_error object`,
+    );
     checkGatewayHeaders(t, res.headers, `${path} 500`);
     const ok = await fetch(`${s.url}${path}`);
     await ok.arrayBuffer();

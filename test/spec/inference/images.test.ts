@@ -13,12 +13,21 @@ function part(name: string, value: string): Buffer {
   return Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
 }
 function fileHead(name: string, filename: string): Buffer {
-  return Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: image/png\r\n\r\n`);
+  return Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: image/png\r\n\r\n`,
+  );
 }
 const CLOSE = Buffer.from(`--${BOUNDARY}--\r\n`);
 
-function openUpload(url: string, key: string, contentLength?: number): { req: ClientRequest; response: Promise<{ status: number; body: string }> } {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+function openUpload(
+  url: string,
+  key: string,
+  contentLength?: number,
+): { req: ClientRequest; response: Promise<{ status: number; body: string }> } {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${key}`,
+    'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+  };
   if (contentLength !== undefined) headers['content-length'] = String(contentLength);
   else headers['transfer-encoding'] = 'chunked';
   const req = httpRequest(url, { method: 'POST', headers, agent: false });
@@ -40,14 +49,31 @@ t.test('images generations: model replaced, answer passed through, billed from u
   s.credit('open', '100');
   const w = spyWallet(s);
   for (const provider of ['alpha', 'zeta']) {
-    const res = await s.post('/v1/images/generations', { model: 'acme/painter', prompt: 'a red square', n: 2, quality: 'low', provider: { only: [provider] }, sim: { usage: { prompt: 10, completion: 544 } } }, { key });
+    const res = await s.post(
+      '/v1/images/generations',
+      {
+        model: 'acme/painter',
+        prompt: 'a red square',
+        n: 2,
+        quality: 'low',
+        provider: { only: [provider] },
+        sim: { usage: { prompt: 10, completion: 544 } },
+      },
+      { key },
+    );
     t.equal(res.status, 200, provider);
     t.equal(res.headers.get('x-pi-provider'), provider);
     t.equal(res.headers.get('x-pi-model'), 'acme/painter');
     const body = (await res.json()) as { data: { b64_json: string }[] };
     t.equal(body.data.length, 2);
     t.match(body.data[0]?.b64_json, /^iVBOR/, 'a PNG');
-    t.same(lastSim(s).body, { model: provider === 'alpha' ? 'painter-v1' : 'painter-deployment', prompt: 'a red square', n: 2, quality: 'low', sim: { usage: { prompt: 10, completion: 544 } } });
+    t.same(lastSim(s).body, {
+      model: provider === 'alpha' ? 'painter-v1' : 'painter-deployment',
+      prompt: 'a red square',
+      n: 2,
+      quality: 'low',
+      sim: { usage: { prompt: 10, completion: 544 } },
+    });
     // painter: prompt 5000 nano per token, output image tokens 40000 nano.
     const trace = res.headers.get('x-pi-trace-id') ?? '';
     await logRow(s, trace);
@@ -62,25 +88,47 @@ t.test('images edits through the simulator: the multipart body arrives intact bu
   const image = Buffer.alloc(300_000);
   for (let i = 0; i < image.length; i++) image[i] = (i * 31) & 0xff;
   for (const modelFirst of [true, false]) {
-    const fields = [part('prompt', 'make it blue'), fileHead('image', 'in.png'), image, Buffer.from('\r\n'), part('n', '1'), part('size', '1024x1024')];
-    const body = Buffer.concat(modelFirst ? [part('model', 'acme/painter'), ...fields, CLOSE] : [...fields, part('model', 'acme/painter'), CLOSE]);
+    const fields = [
+      part('prompt', 'make it blue'),
+      fileHead('image', 'in.png'),
+      image,
+      Buffer.from('\r\n'),
+      part('n', '1'),
+      part('size', '1024x1024'),
+    ];
+    const body = Buffer.concat(
+      modelFirst
+        ? [part('model', 'acme/painter'), ...fields, CLOSE]
+        : [...fields, part('model', 'acme/painter'), CLOSE],
+    );
     const { req, response } = openUpload(`${s.url}/v1/images/edits`, key, body.length);
     req.end(body);
     const res = await response;
     t.equal(res.status, 200, `model ${modelFirst ? 'first' : 'last'}: ${res.body.slice(0, 200)}`);
     const rec = lastSim(s);
     const upstreamModel = rec.path.includes('/openai/deployments/') ? 'painter-deployment' : 'painter-v1';
-    t.equal(rec.path, upstreamModel === 'painter-v1' ? '/v1/images/edits' : '/openai/deployments/painter-deployment/images/edits');
-    const expected = Buffer.from(body.toString('latin1').replace('\r\n\r\nacme/painter\r\n', `\r\n\r\n${upstreamModel}\r\n`), 'latin1');
+    t.equal(
+      rec.path,
+      upstreamModel === 'painter-v1' ? '/v1/images/edits' : '/openai/deployments/painter-deployment/images/edits',
+    );
+    const expected = Buffer.from(
+      body.toString('latin1').replace('\r\n\r\nacme/painter\r\n', `\r\n\r\n${upstreamModel}\r\n`),
+      'latin1',
+    );
     t.equal(rec.rawBody.length, expected.length);
     t.ok(rec.rawBody.equals(expected), 'byte for byte the client body, model swapped');
-    t.match(rec.body, { fields: { model: upstreamModel, prompt: 'make it blue', n: '1' }, files: [{ name: 'image', filename: 'in.png', size: image.length }] });
+    t.match(rec.body, {
+      fields: { model: upstreamModel, prompt: 'make it blue', n: '1' },
+      files: [{ name: 'image', filename: 'in.png', size: image.length }],
+    });
     t.match(rec.headers['content-type'], `boundary=${BOUNDARY}`);
   }
 });
 
 t.test('images edits: the upload is streamed through, not buffered whole', async (t) => {
-  const s = await startStack(t, { limits: { maxUploadBytes: 64 * 1024 * 1024, firstByteTimeoutMs: 10_000, streamIdleTimeoutMs: 10_000 } });
+  const s = await startStack(t, {
+    limits: { maxUploadBytes: 64 * 1024 * 1024, firstByteTimeoutMs: 10_000, streamIdleTimeoutMs: 10_000 },
+  });
   const key = s.key('open');
   s.credit('open', '100');
   let readUpstream = true;
@@ -99,7 +147,12 @@ t.test('images edits: the upload is streamed through, not buffered whole', async
 
   // 1. The upstream sees the upload while the client is still sending it.
   const { req, response } = openUpload(`${s.url}/v1/images/edits`, key);
-  const head = Buffer.concat([part('model', 'acme/painter'), part('prompt', 'p'), fileHead('image', 'a.png'), Buffer.alloc(200_000, 1)]);
+  const head = Buffer.concat([
+    part('model', 'acme/painter'),
+    part('prompt', 'p'),
+    fileHead('image', 'a.png'),
+    Buffer.alloc(200_000, 1),
+  ]);
   const tail = Buffer.concat([Buffer.alloc(300_000, 2), Buffer.from('\r\n'), CLOSE]);
   req.write(head);
   const got = () => up.seen[0]?.chunks.reduce((n, c) => n + c.bytes, 0) ?? 0;
@@ -113,7 +166,9 @@ t.test('images edits: the upload is streamed through, not buffered whole', async
   t.equal(sent.indexOf(Buffer.from('acme/painter')), -1);
   t.ok(sent.subarray(sent.length - CLOSE.length).equals(CLOSE), 'the whole body arrived');
   const upstreamModel = up.seen[0]?.path.includes('/openai/deployments/') ? 'painter-deployment' : 'painter-v1';
-  const expected = Buffer.concat([head, tail]).toString('latin1').replace('\r\n\r\nacme/painter\r\n', `\r\n\r\n${upstreamModel}\r\n`);
+  const expected = Buffer.concat([head, tail])
+    .toString('latin1')
+    .replace('\r\n\r\nacme/painter\r\n', `\r\n\r\n${upstreamModel}\r\n`);
   t.ok(sent.equals(Buffer.from(expected, 'latin1')), 'byte for byte the client body with the model swapped');
 
   // 2. A slow upstream slows the client down: the gateway does not soak the upload up.
@@ -137,7 +192,10 @@ t.test('images edits: the upload is streamed through, not buffered whole', async
   // Loopback socket buffers autotune to several MB each, and the path has two connections (client →
   // gateway, gateway → upstream, four buffers): up to ~20 MB can sit in the kernel. The gateway's own
   // share is its 256-KB stream buffer; without backpressure all 48 MB would be through in 1.5 s.
-  t.ok(flushed < (total * 2) / 3, `with the upstream not reading, the client could only send ${Math.round(flushed / 1024 / 1024)} of ${total / 1024 / 1024} MB`);
+  t.ok(
+    flushed < (total * 2) / 3,
+    `with the upstream not reading, the client could only send ${Math.round(flushed / 1024 / 1024)} of ${total / 1024 / 1024} MB`,
+  );
   t.ok(pausedReq, 'the upstream has the request (and is not reading it)');
   // Let the upstream read again: everything arrives.
   readUpstream = true;
@@ -153,7 +211,14 @@ t.test('images edits: the upload limit holds', async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '100');
-  const body = Buffer.concat([part('model', 'acme/painter'), part('prompt', 'p'), fileHead('image', 'a.png'), Buffer.alloc(1_100_000), Buffer.from('\r\n'), CLOSE]);
+  const body = Buffer.concat([
+    part('model', 'acme/painter'),
+    part('prompt', 'p'),
+    fileHead('image', 'a.png'),
+    Buffer.alloc(1_100_000),
+    Buffer.from('\r\n'),
+    CLOSE,
+  ]);
   let up = openUpload(`${s.url}/v1/images/edits`, key, body.length);
   up.req.on('error', () => undefined);
   up.req.end(body);

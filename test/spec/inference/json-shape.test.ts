@@ -16,7 +16,8 @@ const PREFIXES: [string, string][] = [
   ['/v1/images/generations', '{"model":"acme/painter","prompt":"a cat"'],
 ];
 
-const repeat = (n: number, item: (i: number) => string): string => Array.from({ length: n }, (_, i) => item(i)).join(',');
+const repeat = (n: number, item: (i: number) => string): string =>
+  Array.from({ length: n }, (_, i) => item(i)).join(',');
 const zeros = (n: number): string => `[${repeat(n, () => '0')}]`;
 
 function nothingHeld(t: Test, s: Stack, label: string): void {
@@ -45,11 +46,31 @@ t.test('every shape limit, on every JSON endpoint: 400 invalid_request naming it
   const key = s.key('open');
   s.credit('open', '1000');
   const over: [string, string, RegExp][] = [
-    ['members', `"x":{${repeat(JSON_LIMITS.members + 1, (i) => `"k${i}":0`)}}`, new RegExp(`an object with more than ${JSON_LIMITS.members} members$`)],
-    ['elements', `"x":${zeros(JSON_LIMITS.elements + 1)}`, new RegExp(`an array with more than ${JSON_LIMITS.elements} elements$`)],
-    ['values', `"x":[${repeat(6, () => zeros(JSON_LIMITS.elements - 10))}]`, new RegExp(`holds more than ${JSON_LIMITS.values} values`)],
-    ['name', `"${'n'.repeat(JSON_LIMITS.nameBytes + 1)}":1`, new RegExp(`a member name longer than ${JSON_LIMITS.nameBytes} bytes$`)],
-    ['nested name', `"x":[{"${'n'.repeat(JSON_LIMITS.nameBytes + 1)}":1}]`, new RegExp(`a member name longer than ${JSON_LIMITS.nameBytes} bytes$`)],
+    [
+      'members',
+      `"x":{${repeat(JSON_LIMITS.members + 1, (i) => `"k${i}":0`)}}`,
+      new RegExp(`an object with more than ${JSON_LIMITS.members} members$`),
+    ],
+    [
+      'elements',
+      `"x":${zeros(JSON_LIMITS.elements + 1)}`,
+      new RegExp(`an array with more than ${JSON_LIMITS.elements} elements$`),
+    ],
+    [
+      'values',
+      `"x":[${repeat(6, () => zeros(JSON_LIMITS.elements - 10))}]`,
+      new RegExp(`holds more than ${JSON_LIMITS.values} values`),
+    ],
+    [
+      'name',
+      `"${'n'.repeat(JSON_LIMITS.nameBytes + 1)}":1`,
+      new RegExp(`a member name longer than ${JSON_LIMITS.nameBytes} bytes$`),
+    ],
+    [
+      'nested name',
+      `"x":[{"${'n'.repeat(JSON_LIMITS.nameBytes + 1)}":1}]`,
+      new RegExp(`a member name longer than ${JSON_LIMITS.nameBytes} bytes$`),
+    ],
   ];
   for (const [path, prefix] of PREFIXES) {
     for (const [label, extra, message] of over) {

@@ -20,12 +20,36 @@ t.test('framing uWS lets through: the gateway answers 400 invalid_request and cl
   s.credit('open', '10');
   const auth = `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\n`;
   const cases: [string, string, RegExp][] = [
-    ['Transfer-Encoding gzip', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: gzip\r\n\r\nabc`, /unsupported Transfer-Encoding gzip \(only chunked is accepted\)/],
-    ['Transfer-Encoding chunked, gzip', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n`, /unsupported Transfer-Encoding/],
-    ['Transfer-Encoding gzip, chunked', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`, /unsupported Transfer-Encoding/],
-    ['two Content-Length headers', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: ${BODY.length}\r\nContent-Length: 5\r\n\r\n${BODY}`, /more than one Content-Length header/],
-    ['a lower-case method', 'get /v1/models HTTP/1.1\r\nHost: x\r\n\r\n', /unknown method get \(method names are case-sensitive\)/],
-    ['a lower-case POST', `post /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: ${BODY.length}\r\n\r\n${BODY}`, /unknown method post /],
+    [
+      'Transfer-Encoding gzip',
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: gzip\r\n\r\nabc`,
+      /unsupported Transfer-Encoding gzip \(only chunked is accepted\)/,
+    ],
+    [
+      'Transfer-Encoding chunked, gzip',
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+      /unsupported Transfer-Encoding/,
+    ],
+    [
+      'Transfer-Encoding gzip, chunked',
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+      /unsupported Transfer-Encoding/,
+    ],
+    [
+      'two Content-Length headers',
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: ${BODY.length}\r\nContent-Length: 5\r\n\r\n${BODY}`,
+      /more than one Content-Length header/,
+    ],
+    [
+      'a lower-case method',
+      'get /v1/models HTTP/1.1\r\nHost: x\r\n\r\n',
+      /unknown method get \(method names are case-sensitive\)/,
+    ],
+    [
+      'a lower-case POST',
+      `post /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: ${BODY.length}\r\n\r\n${BODY}`,
+      /unknown method post /,
+    ],
   ];
   for (const [name, bytes, message] of cases) {
     const started = performance.now();
@@ -35,7 +59,11 @@ t.test('framing uWS lets through: the gateway answers 400 invalid_request and cl
     const a = answers[0];
     t.equal(a?.status, 400, `${name}: 400`);
     const error = (JSON.parse(a?.body ?? '{}') as { error?: { message: string } }).error;
-    t.match(error, { type: 'invalid_request_error', code: 'invalid_request', message: /^malformed request: / }, `${name}: the error object`);
+    t.match(
+      error,
+      { type: 'invalid_request_error', code: 'invalid_request', message: /^malformed request: / },
+      `${name}: the error object`,
+    );
     t.match(error?.message, message, `${name}: saying why`);
     t.match(a?.header('x-pi-trace-id') ?? '', /^[0-9a-f-]{36}$/, `${name}: X-Pi-Trace-Id`);
     t.equal(a?.header('connection'), 'close', `${name}: Connection: close`);
@@ -48,17 +76,37 @@ t.test('framing uWS lets through: the gateway answers 400 invalid_request and cl
 t.test('malformed heads uWS answers itself (its own 400 or 505, then closed at once)', async (t) => {
   const s = await startStack(t);
   const cases: [string, string, number][] = [
-    ['Transfer-Encoding with Content-Length', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n', 400],
-    ['a chunk size that is not hex', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n', 400],
-    ['a chunk size over 64 bits', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nabc', 400],
+    [
+      'Transfer-Encoding with Content-Length',
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n',
+      400,
+    ],
+    [
+      'a chunk size that is not hex',
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n',
+      400,
+    ],
+    [
+      'a chunk size over 64 bits',
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nabc',
+      400,
+    ],
     ['obs-fold', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title: a\r\n b\r\n\r\n', 400],
     ['a header line without a colon', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n', 400],
     ['a space before the colon', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title : a\r\n\r\n', 400],
     ['no Host', 'GET /v1/models HTTP/1.1\r\n\r\n', 400],
     ['two Host headers', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n', 400],
-    ['a Content-Length that is not a number', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400],
+    [
+      'a Content-Length that is not a number',
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+      400,
+    ],
     ['a negative Content-Length', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n', 400],
-    ['a comma in Content-Length', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 3\r\n\r\nabc', 400],
+    [
+      'a comma in Content-Length',
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 3\r\n\r\nabc',
+      400,
+    ],
     ['a NUL in a header value', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title: a\x00b\r\n\r\n', 400],
     ['a bare LF', 'GET /v1/models HTTP/1.1\r\nHost: x\nX-Title: a\r\n\r\n', 400],
     ['a DEL in a header name', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX\x7fA: 1\r\n\r\n', 400],
@@ -79,32 +127,43 @@ t.test('malformed heads uWS answers itself (its own 400 or 505, then closed at o
   await stillServing(t, s, 'after the malformed heads');
 });
 
-t.test('malformed input uWS neither answers nor refuses: closed by its idle timeout, never left open', { timeout: 60_000 }, async (t) => {
-  const s = await startStack(t);
-  const key = s.key('open');
-  const chat = (size: string): string =>
-    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${size}\r\n${BODY}\r\n0\r\n\r\n`;
-  const silent: [string, string][] = [
-    ['an empty line before the request line', '\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'],
-    ['a bare CR in a header value', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title: a\rb\r\n\r\n'],
-    ['a head that never ends', 'GET /v1/models HTTP/1.1\r\nHost: x\r\n'],
-  ];
-  // Chunk extensions are legal HTTP that uWS misreads: depending on the bytes it answers its own 400
-  // at once or takes the rest for chunk data and waits (the handler never gets a whole body).
-  const extensions: [string, string][] = [
-    ['a chunk extension', chat(`${BODY.length.toString(16)};ext=1`)],
-    ['a short chunk with an extension', chat(`3;a=b`).replace(BODY, 'abc')],
-  ];
-  // All at once: each waits out the same timeout (about 10 s; uWS checks it every 4 s).
-  const started = performance.now();
-  const outs = await Promise.all([...silent, ...extensions].map(([, bytes]) => rawExchange(s.gw.port, bytes, 20_000)));
-  const seconds = (performance.now() - started) / 1000;
-  for (const [i, [name]] of silent.entries()) t.equal(outs[i], '', `${name}: closed without an answer`);
-  for (const [i, [name]] of extensions.entries()) t.match(outs[silent.length + i], /^$|^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/, `${name}: uWS's 400 or no answer, then closed`);
-  t.ok(seconds < 20, `every connection closed within ${seconds.toFixed(1)} s`);
-  t.equal(s.sim.requests.length, 0, 'nothing was forwarded');
-  await stillServing(t, s, 'after the timeouts');
-});
+t.test(
+  'malformed input uWS neither answers nor refuses: closed by its idle timeout, never left open',
+  { timeout: 60_000 },
+  async (t) => {
+    const s = await startStack(t);
+    const key = s.key('open');
+    const chat = (size: string): string =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${size}\r\n${BODY}\r\n0\r\n\r\n`;
+    const silent: [string, string][] = [
+      ['an empty line before the request line', '\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'],
+      ['a bare CR in a header value', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title: a\rb\r\n\r\n'],
+      ['a head that never ends', 'GET /v1/models HTTP/1.1\r\nHost: x\r\n'],
+    ];
+    // Chunk extensions are legal HTTP that uWS misreads: depending on the bytes it answers its own 400
+    // at once or takes the rest for chunk data and waits (the handler never gets a whole body).
+    const extensions: [string, string][] = [
+      ['a chunk extension', chat(`${BODY.length.toString(16)};ext=1`)],
+      ['a short chunk with an extension', chat(`3;a=b`).replace(BODY, 'abc')],
+    ];
+    // All at once: each waits out the same timeout (about 10 s; uWS checks it every 4 s).
+    const started = performance.now();
+    const outs = await Promise.all(
+      [...silent, ...extensions].map(([, bytes]) => rawExchange(s.gw.port, bytes, 20_000)),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    for (const [i, [name]] of silent.entries()) t.equal(outs[i], '', `${name}: closed without an answer`);
+    for (const [i, [name]] of extensions.entries())
+      t.match(
+        outs[silent.length + i],
+        /^$|^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/,
+        `${name}: uWS's 400 or no answer, then closed`,
+      );
+    t.ok(seconds < 20, `every connection closed within ${seconds.toFixed(1)} s`);
+    t.equal(s.sim.requests.length, 0, 'nothing was forwarded');
+    await stillServing(t, s, 'after the timeouts');
+  },
+);
 
 t.test('a request pipelined behind one still being answered: uWS drops the connection', async (t) => {
   const s = await startStack(t);

@@ -5,7 +5,13 @@ import net from 'node:net';
 import t from 'tap';
 import { startStack } from '../../helpers/stack.ts';
 
-const INFERENCE_PATHS = ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/images/generations', '/v1/images/edits'];
+const INFERENCE_PATHS = [
+  '/v1/chat/completions',
+  '/v1/responses',
+  '/v1/messages',
+  '/v1/images/generations',
+  '/v1/images/edits',
+];
 const FIXED_ALLOWED = [
   'authorization',
   'x-api-key',
@@ -22,11 +28,18 @@ const FIXED_ALLOWED = [
 ];
 
 function allowedHeaders(res: Response): string[] {
-  return (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  return (res.headers.get('access-control-allow-headers') ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== '');
 }
 
 function preflight(url: string, requested?: string, extra: Record<string, string> = {}): Promise<Response> {
-  const headers: Record<string, string> = { origin: 'https://app.example', 'access-control-request-method': 'POST', ...extra };
+  const headers: Record<string, string> = {
+    origin: 'https://app.example',
+    'access-control-request-method': 'POST',
+    ...extra,
+  };
   if (requested !== undefined) headers['access-control-request-headers'] = requested;
   return fetch(url, { method: 'OPTIONS', headers });
 }
@@ -53,20 +66,31 @@ t.test('204 on every inference path, no key needed, fixed allow-lists', async (t
 
 t.test('X-Stainless-* headers are echoed; anything outside the list is not allowed back', async (t) => {
   const s = await startStack(t);
-  const requested = 'X-Stainless-Lang, x-stainless-os, X-Stainless-Retry-Count, X-Custom-Thing, Cookie, x-stainless-os, x-stainless-, X-Pi-Session-Id, anthropic-version';
+  const requested =
+    'X-Stainless-Lang, x-stainless-os, X-Stainless-Retry-Count, X-Custom-Thing, Cookie, x-stainless-os, x-stainless-, X-Pi-Session-Id, anthropic-version';
   const res = await preflight(`${s.url}/v1/chat/completions`, requested);
   await res.arrayBuffer();
   const allowed = allowedHeaders(res);
-  t.same(allowed, [...FIXED_ALLOWED, 'x-stainless-lang', 'x-stainless-os', 'x-stainless-retry-count'], 'fixed list + each requested X-Stainless-* once');
-  for (const bad of ['x-custom-thing', 'cookie', 'x-stainless-']) t.notOk(allowed.includes(bad), `${bad} not allowed, so a browser fails the preflight`);
+  t.same(
+    allowed,
+    [...FIXED_ALLOWED, 'x-stainless-lang', 'x-stainless-os', 'x-stainless-retry-count'],
+    'fixed list + each requested X-Stainless-* once',
+  );
+  for (const bad of ['x-custom-thing', 'cookie', 'x-stainless-'])
+    t.notOk(allowed.includes(bad), `${bad} not allowed, so a browser fails the preflight`);
 
   // What a browser does: every requested header must be in the allow list, case-insensitively.
-  const browserPasses = (req: string, allow: string[]) => req.split(',').map((h) => h.trim().toLowerCase()).every((h) => allow.includes(h));
+  const browserPasses = (req: string, allow: string[]) =>
+    req
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .every((h) => allow.includes(h));
   const sdk = 'authorization, content-type, x-stainless-arch, x-stainless-package-version, openai-organization';
   const ok = await preflight(`${s.url}/v1/responses`, sdk);
   await ok.arrayBuffer();
   t.ok(browserPasses(sdk, allowedHeaders(ok)), 'an OpenAI SDK preflight passes');
-  const anth = 'x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access, content-type, x-stainless-timeout';
+  const anth =
+    'x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access, content-type, x-stainless-timeout';
   const ok2 = await preflight(`${s.url}/v1/messages`, anth);
   await ok2.arrayBuffer();
   t.ok(browserPasses(anth, allowedHeaders(ok2)), 'an Anthropic SDK preflight passes');

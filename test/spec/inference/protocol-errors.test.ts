@@ -23,7 +23,13 @@ t.test('every gateway error on /v1/messages carries "type": "error" beside the e
     ['bare model name', () => post({ ...SONNET, model: 'sonnet-ish' }), 404, 'model_not_found'],
     ['wrong endpoint', () => post({ ...SONNET, model: 'acme/chat-small' }), 422, 'validation_failed'],
     ['too large', () => post({ ...SONNET, pad: 'x'.repeat(4096) }), 413, 'request_too_large'],
-    ['too deep', () => post(`{"model":"beta-labs/sonnet-ish","max_tokens":5,"messages":[],"x":${'['.repeat(200)}${']'.repeat(200)}}`), 400, 'invalid_request'],
+    [
+      'too deep',
+      () =>
+        post(`{"model":"beta-labs/sonnet-ish","max_tokens":5,"messages":[],"x":${'['.repeat(200)}${']'.repeat(200)}}`),
+      400,
+      'invalid_request',
+    ],
   ];
   for (const [label, send, status, code] of cases) {
     const res = await send();
@@ -62,5 +68,8 @@ t.test('a provider’s Messages error passes through unchanged', async (t) => {
   t.ok(res.headers.get('x-pi-provider'), 'a provider answer');
   const body = (await res.json()) as Record<string, unknown>;
   t.equal(body['type'], 'error', 'the provider’s own envelope');
-  t.notOk(body['error'] && (body['error'] as Record<string, unknown>)['code'] === 'validation_failed', 'not rewritten into a gateway error');
+  t.notOk(
+    body['error'] && (body['error'] as Record<string, unknown>)['code'] === 'validation_failed',
+    'not rewritten into a gateway error',
+  );
 });

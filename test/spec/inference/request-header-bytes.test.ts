@@ -8,8 +8,17 @@ import { logRow } from '../../helpers/admission.ts';
 import { parseResponses, rawConnect, rawExchange, type RawResponse } from '../../helpers/raw-client.ts';
 import { startStack, type Stack } from '../../helpers/stack.ts';
 
-const CHAT = JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'hi' }], provider: { only: ['alpha'] } });
-const MESSAGES = JSON.stringify({ model: 'acme/chat-small', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], provider: { only: ['alpha'] } });
+const CHAT = JSON.stringify({
+  model: 'acme/chat-small',
+  messages: [{ role: 'user', content: 'hi' }],
+  provider: { only: ['alpha'] },
+});
+const MESSAGES = JSON.stringify({
+  model: 'acme/chat-small',
+  max_tokens: 16,
+  messages: [{ role: 'user', content: 'hi' }],
+  provider: { only: ['alpha'] },
+});
 
 /** One POST with header lines written byte for byte; the connection is closed after the answer. */
 async function post(s: Stack, path: string, key: string, extra: string, body = CHAT): Promise<RawResponse> {
@@ -23,16 +32,20 @@ async function post(s: Stack, path: string, key: string, extra: string, body = C
 function checkRefused(t: Test, a: RawResponse, shown: string, byte: string): void {
   t.equal(a.status, 400, `${shown}: 400`);
   // (On /v1/messages inside the protocol's envelope, which adds a top-level "type".)
-  t.same((JSON.parse(a.body) as { error: unknown }).error, {
-    message: `the ${shown} header contains the control byte ${byte}, which an HTTP header value may not carry`,
-    type: 'invalid_request_error',
-    code: 'invalid_request',
-  }, `${shown}: the error object names the header and the byte`);
+  t.same(
+    (JSON.parse(a.body) as { error: unknown }).error,
+    {
+      message: `the ${shown} header contains the control byte ${byte}, which an HTTP header value may not carry`,
+      type: 'invalid_request_error',
+      code: 'invalid_request',
+    },
+    `${shown}: the error object names the header and the byte`,
+  );
   t.match(a.header('x-pi-trace-id') ?? '', /^[0-9a-f-]{36}$/, `${shown}: X-Pi-Trace-Id`);
   t.equal(a.header('x-pi-provider'), undefined, `${shown}: no provider answered`);
 }
 
-t.test('a DEL byte in a forwarded header is the client\'s 400, and no breaker moves', async (t) => {
+t.test("a DEL byte in a forwarded header is the client's 400, and no breaker moves", async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '10');
@@ -48,18 +61,27 @@ t.test('a DEL byte in a forwarded header is the client\'s 400, and no breaker mo
     const a = await post(s, path, key, line, body);
     checkRefused(t, a, shown, '0x7F');
     const row = await logRow(s, a.header('x-pi-trace-id') ?? null);
-    t.match(row, { status: 400, error_code: 'invalid_request', workspace: 'open', provider: null, attempts: 0 }, `${shown}: logged as the client's error, no attempt`);
+    t.match(
+      row,
+      { status: 400, error_code: 'invalid_request', workspace: 'open', provider: null, attempts: 0 },
+      `${shown}: logged as the client's error, no attempt`,
+    );
   }
   // More than the consecutive-failure threshold, all on one deployment's only model.
-  for (let i = 0; i < 8; i++) checkRefused(t, await post(s, '/v1/chat/completions', key, 'X-Title: a\x7fb\r\n'), 'X-Title', '0x7F');
+  for (let i = 0; i < 8; i++)
+    checkRefused(t, await post(s, '/v1/chat/completions', key, 'X-Title: a\x7fb\r\n'), 'X-Title', '0x7F');
   t.equal(s.sim.requests.length, before, 'the provider was never called');
-  t.match(s.gw.ctx.health.state('alpha/chat-small'), { state: 'closed', consecutiveFailures: 0 }, 'the deployment\'s breaker did not move');
+  t.match(
+    s.gw.ctx.health.state('alpha/chat-small'),
+    { state: 'closed', consecutiveFailures: 0 },
+    "the deployment's breaker did not move",
+  );
   const ok = await post(s, '/v1/chat/completions', key, 'X-Title: fine\r\n');
   t.equal(ok.status, 200, 'the next request is served');
   t.equal(ok.header('x-pi-provider'), 'alpha', 'by the deployment the refused requests named');
 });
 
-t.test('a DEL byte in an upload\'s Content-Type is refused before the upload is forwarded', async (t) => {
+t.test("a DEL byte in an upload's Content-Type is refused before the upload is forwarded", async (t) => {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '10');
@@ -71,28 +93,31 @@ t.test('a DEL byte in an upload\'s Content-Type is refused before the upload is 
   t.equal(s.sim.requests.length, 0, 'nothing was forwarded');
 });
 
-t.test('other control bytes in a header: uWS answers 400 itself and closes at once; the gateway keeps serving', async (t) => {
-  const s = await startStack(t);
-  const key = s.key('open');
-  s.credit('open', '10');
-  for (const byte of [0x00, 0x01, 0x08, 0x0b, 0x0c, 0x1b, 0x1f]) {
-    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nX-Title: a${String.fromCharCode(byte)}b\r\nContent-Type: application/json\r\nContent-Length: ${CHAT.length}\r\n\r\n${CHAT}`;
-    const started = performance.now();
-    const out = await rawExchange(s.gw.port, Buffer.from(head, 'latin1'), 2000);
-    t.ok(performance.now() - started < 2000, `0x${byte.toString(16)}: closed promptly`);
-    t.match(out, /^HTTP\/1\.1 400 Bad Request\r\n/, `0x${byte.toString(16)}: uWS's own 400`);
-  }
-  // A bare LF inside a value breaks the head's framing: the same. (A bare CR is not answered at all:
-  // test/spec/inference/malformed-http.test.ts.)
-  const lf = await rawExchange(s.gw.port, 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title: a\nb\r\n\r\n', 2000);
-  t.match(lf, /^HTTP\/1\.1 400 Bad Request\r\n/, "a bare LF: uWS's own 400");
-  t.equal(s.sim.requests.length, 0, 'nothing was forwarded');
-  const c = await rawConnect(s.gw.port);
-  await c.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
-  await c.until(/\]\}$/);
-  c.destroy();
-  t.pass('the gateway still answers');
-});
+t.test(
+  'other control bytes in a header: uWS answers 400 itself and closes at once; the gateway keeps serving',
+  async (t) => {
+    const s = await startStack(t);
+    const key = s.key('open');
+    s.credit('open', '10');
+    for (const byte of [0x00, 0x01, 0x08, 0x0b, 0x0c, 0x1b, 0x1f]) {
+      const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nX-Title: a${String.fromCharCode(byte)}b\r\nContent-Type: application/json\r\nContent-Length: ${CHAT.length}\r\n\r\n${CHAT}`;
+      const started = performance.now();
+      const out = await rawExchange(s.gw.port, Buffer.from(head, 'latin1'), 2000);
+      t.ok(performance.now() - started < 2000, `0x${byte.toString(16)}: closed promptly`);
+      t.match(out, /^HTTP\/1\.1 400 Bad Request\r\n/, `0x${byte.toString(16)}: uWS's own 400`);
+    }
+    // A bare LF inside a value breaks the head's framing: the same. (A bare CR is not answered at all:
+    // test/spec/inference/malformed-http.test.ts.)
+    const lf = await rawExchange(s.gw.port, 'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Title: a\nb\r\n\r\n', 2000);
+    t.match(lf, /^HTTP\/1\.1 400 Bad Request\r\n/, "a bare LF: uWS's own 400");
+    t.equal(s.sim.requests.length, 0, 'nothing was forwarded');
+    const c = await rawConnect(s.gw.port);
+    await c.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
+    await c.until(/\]\}$/);
+    c.destroy();
+    t.pass('the gateway still answers');
+  },
+);
 
 t.test('API keys: extra bytes around a key are refused wherever uWS lets the gateway see them', async (t) => {
   const s = await startStack(t);

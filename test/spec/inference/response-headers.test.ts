@@ -19,14 +19,23 @@ function fixedHeaders(t: Test, res: Response): void {
   t.match(res.headers.get('x-pi-trace-id'), /^[0-9a-f-]{36}$/, 'X-Pi-Trace-Id');
   t.equal(res.headers.get('access-control-allow-origin'), '*');
   const exposed = (res.headers.get('access-control-expose-headers') ?? '').split(/,\s*/).map((h) => h.toLowerCase());
-  for (const h of ['x-pi-trace-id', 'x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id', 'retry-after', 'content-encoding']) {
+  for (const h of [
+    'x-pi-trace-id',
+    'x-pi-provider',
+    'x-pi-model',
+    'x-pi-upstream-model',
+    'x-pi-upstream-request-id',
+    'retry-after',
+    'content-encoding',
+  ]) {
     t.ok(exposed.includes(h), `exposes ${h}`);
   }
   for (const [k, v] of SECURITY) t.equal(res.headers.get(k), v, k);
 }
 
 function noProviderHeaders(t: Test, res: Response, what: string): void {
-  for (const h of ['x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id']) t.equal(res.headers.get(h), null, `${what}: no ${h}`);
+  for (const h of ['x-pi-provider', 'x-pi-model', 'x-pi-upstream-model', 'x-pi-upstream-request-id'])
+    t.equal(res.headers.get(h), null, `${what}: no ${h}`);
 }
 
 function onlyAllowedHeaders(t: Test, res: Response): void {
@@ -50,8 +59,21 @@ t.test('provider answers: X-Pi-* headers and the model rewrite, JSON and stream,
   const { s, key } = await stackWithKey(t);
 
   t.test('chat JSON', async (t) => {
-    const sim = { requestId: 'req_up_1', headers: { 'x-ratelimit-remaining-requests': '9', 'set-cookie': 'a=b', 'cache-control': 'no-store', 'retry-after': '3', 'openai-project': 'p' } };
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim }, { key });
+    const sim = {
+      requestId: 'req_up_1',
+      headers: {
+        'x-ratelimit-remaining-requests': '9',
+        'set-cookie': 'a=b',
+        'cache-control': 'no-store',
+        'retry-after': '3',
+        'openai-project': 'p',
+      },
+    };
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim },
+      { key },
+    );
     t.equal(res.status, 200);
     const text = await res.text();
     fixedHeaders(t, res);
@@ -62,29 +84,55 @@ t.test('provider answers: X-Pi-* headers and the model rewrite, JSON and stream,
     t.equal(res.headers.get('content-type'), 'application/json');
     t.equal(res.headers.get('cache-control'), 'no-store', 'Cache-Control forwarded');
     t.equal(res.headers.get('retry-after'), '3', 'Retry-After forwarded');
-    t.equal(res.headers.get('content-length'), String(Buffer.byteLength(text)), 'Content-Length is the rewritten body length');
+    t.equal(
+      res.headers.get('content-length'),
+      String(Buffer.byteLength(text)),
+      'Content-Length is the rewritten body length',
+    );
     onlyAllowedHeaders(t, res);
     const body = JSON.parse(text) as { model: string; id: string; object: string };
     t.equal(body.model, res.headers.get('x-pi-model'), 'X-Pi-Model equals the body model');
     t.match(body.id, /^chatcmpl-/, 'provider id unchanged');
   });
 
-  t.test('chat stream: no Content-Length, model rewritten in every chunk, upstream model from the first data event', async (t) => {
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] }, sim: { requestId: 'req_up_2', chunks: 5 } }, { key });
-    t.equal(res.status, 200);
-    t.equal(res.headers.get('content-length'), null);
-    t.match(res.headers.get('content-type'), /^text\/event-stream/);
-    t.equal(res.headers.get('x-pi-upstream-model'), 'small-v1');
-    t.equal(res.headers.get('x-pi-upstream-request-id'), 'req_up_2');
-    onlyAllowedHeaders(t, res);
-    fixedHeaders(t, res);
-    const chunks = sseJson(await res.text());
-    t.equal(chunks.length, 1 + 5 + 1 + 1);
-    for (const c of chunks) t.equal(c['model'], 'acme/chat-small');
-  });
+  t.test(
+    'chat stream: no Content-Length, model rewritten in every chunk, upstream model from the first data event',
+    async (t) => {
+      const res = await s.post(
+        '/v1/chat/completions',
+        {
+          model: 'acme/chat-small',
+          messages: USER,
+          stream: true,
+          provider: { only: ['alpha'] },
+          sim: { requestId: 'req_up_2', chunks: 5 },
+        },
+        { key },
+      );
+      t.equal(res.status, 200);
+      t.equal(res.headers.get('content-length'), null);
+      t.match(res.headers.get('content-type'), /^text\/event-stream/);
+      t.equal(res.headers.get('x-pi-upstream-model'), 'small-v1');
+      t.equal(res.headers.get('x-pi-upstream-request-id'), 'req_up_2');
+      onlyAllowedHeaders(t, res);
+      fixedHeaders(t, res);
+      const chunks = sseJson(await res.text());
+      t.equal(chunks.length, 1 + 5 + 1 + 1);
+      for (const c of chunks) t.equal(c['model'], 'acme/chat-small');
+    },
+  );
 
   t.test('no reported model → no X-Pi-Upstream-Model, and the body model is still the slug', async (t) => {
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { reportModel: null, requestId: null } }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      {
+        model: 'acme/chat-small',
+        messages: USER,
+        provider: { only: ['alpha'] },
+        sim: { reportModel: null, requestId: null },
+      },
+      { key },
+    );
     t.equal(res.status, 200);
     t.equal(res.headers.get('x-pi-upstream-model'), null);
     t.equal(res.headers.get('x-pi-upstream-request-id'), null);
@@ -92,31 +140,60 @@ t.test('provider answers: X-Pi-* headers and the model rewrite, JSON and stream,
     const body = (await res.json()) as { model?: string };
     t.equal(body.model, 'acme/chat-small', 'X-Pi-Model equals the body model even when the provider sent none');
 
-    const st = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] }, sim: { reportModel: null } }, { key });
+    const st = await s.post(
+      '/v1/chat/completions',
+      {
+        model: 'acme/chat-small',
+        messages: USER,
+        stream: true,
+        provider: { only: ['alpha'] },
+        sim: { reportModel: null },
+      },
+      { key },
+    );
     t.equal(st.headers.get('x-pi-upstream-model'), null);
     for (const c of sseJson(await st.text())) t.equal(c['model'], 'acme/chat-small', 'every chunk names the slug');
   });
 
   t.test('responses JSON and stream', async (t) => {
-    let res = await s.post('/v1/responses', { model: 'acme/chat-small', input: 'hi', provider: { only: ['alpha'] } }, { key });
+    let res = await s.post(
+      '/v1/responses',
+      { model: 'acme/chat-small', input: 'hi', provider: { only: ['alpha'] } },
+      { key },
+    );
     t.equal(res.status, 200);
     t.equal(res.headers.get('x-pi-upstream-model'), 'small-v1');
     const body = (await res.json()) as { model: string };
     t.equal(body.model, 'acme/chat-small');
 
-    res = await s.post('/v1/responses', { model: 'acme/chat-small', input: 'hi', stream: true, provider: { only: ['beta'] } }, { key });
+    res = await s.post(
+      '/v1/responses',
+      { model: 'acme/chat-small', input: 'hi', stream: true, provider: { only: ['beta'] } },
+      { key },
+    );
     t.equal(res.status, 200);
     t.equal(res.headers.get('content-length'), null);
     t.equal(res.headers.get('x-pi-upstream-model'), 'small-beta');
     const events = sseJson(await res.text());
     const withResponse = events.filter((e) => typeof e['response'] === 'object');
     t.ok(withResponse.length >= 3, 'created, in_progress, completed carry the response');
-    for (const e of withResponse) t.equal((e['response'] as { model: string }).model, 'acme/chat-small', `${String(e['type'])} model is the slug`);
+    for (const e of withResponse)
+      t.equal((e['response'] as { model: string }).model, 'acme/chat-small', `${String(e['type'])} model is the slug`);
     t.notMatch(JSON.stringify(events), 'small-beta', 'the upstream id appears nowhere in the stream');
 
-    res = await s.post('/v1/responses', { model: 'acme/chat-small', input: 'hi', stream: true, provider: { only: ['beta'] }, sim: { reportModel: null } }, { key });
-    const created = sseJson(await res.text()).find((e) => e['type'] === 'response.created') as { response: { model?: string } };
-    t.equal(created.response.model, 'acme/chat-small', 'the response object names the slug even when the provider sent none');
+    res = await s.post(
+      '/v1/responses',
+      { model: 'acme/chat-small', input: 'hi', stream: true, provider: { only: ['beta'] }, sim: { reportModel: null } },
+      { key },
+    );
+    const created = sseJson(await res.text()).find((e) => e['type'] === 'response.created') as {
+      response: { model?: string };
+    };
+    t.equal(
+      created.response.model,
+      'acme/chat-small',
+      'the response object names the slug even when the provider sent none',
+    );
   });
 
   t.test('messages JSON and stream (anthropic, vertex and openai-style adapters)', async (t) => {
@@ -125,7 +202,11 @@ t.test('provider answers: X-Pi-* headers and the model rewrite, JSON and stream,
       ['gcp', 'beta-labs/sonnet-ish', 'sonnet-ish@20250101'],
       ['alpha', 'acme/chat-big', 'big-v1'],
     ] as const) {
-      let res = await s.post('/v1/messages', { model, max_tokens: 20, messages: USER, provider: { only: [provider] }, sim: { requestId: 'req_m' } }, { key });
+      let res = await s.post(
+        '/v1/messages',
+        { model, max_tokens: 20, messages: USER, provider: { only: [provider] }, sim: { requestId: 'req_m' } },
+        { key },
+      );
       t.equal(res.status, 200, provider);
       const body = (await res.json()) as { model: string; type: string };
       t.equal(body.type, 'message');
@@ -135,33 +216,86 @@ t.test('provider answers: X-Pi-* headers and the model rewrite, JSON and stream,
       t.equal(res.headers.get('x-pi-upstream-model'), upstream);
       t.equal(res.headers.get('x-pi-upstream-request-id'), 'req_m');
 
-      res = await s.post('/v1/messages', { model, max_tokens: 20, messages: USER, stream: true, provider: { only: [provider] } }, { key });
+      res = await s.post(
+        '/v1/messages',
+        { model, max_tokens: 20, messages: USER, stream: true, provider: { only: [provider] } },
+        { key },
+      );
       t.equal(res.status, 200);
       t.equal(res.headers.get('content-length'), null);
       t.equal(res.headers.get('x-pi-upstream-model'), upstream);
-      if (provider === 'delta') t.equal(res.headers.get('cache-control'), 'no-cache', 'the provider Cache-Control reaches the client');
+      if (provider === 'delta')
+        t.equal(res.headers.get('cache-control'), 'no-cache', 'the provider Cache-Control reaches the client');
       const events = parseSse(await res.text());
       t.same(
         events.map((e) => e.event),
-        ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'],
+        [
+          'message_start',
+          'content_block_start',
+          'ping',
+          'content_block_delta',
+          'content_block_delta',
+          'content_block_delta',
+          'content_block_stop',
+          'message_delta',
+          'message_stop',
+        ],
       );
       const start = JSON.parse(events[0]?.data ?? '{}') as { message: { model: string } };
       t.equal(start.message.model, model, 'message_start names the slug');
       t.equal(res.headers.get('x-pi-model'), start.message.model);
     }
-    const res = await s.post('/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 20, messages: USER, provider: { only: ['delta'] }, sim: { reportModel: null } }, { key });
+    const res = await s.post(
+      '/v1/messages',
+      {
+        model: 'beta-labs/sonnet-ish',
+        max_tokens: 20,
+        messages: USER,
+        provider: { only: ['delta'] },
+        sim: { reportModel: null },
+      },
+      { key },
+    );
     t.equal(res.headers.get('x-pi-upstream-model'), null);
-    t.equal(((await res.json()) as { model?: string }).model, 'beta-labs/sonnet-ish', 'the slug even when the provider sent no model');
-    const st = await s.post('/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 20, stream: true, messages: USER, provider: { only: ['delta'] }, sim: { reportModel: null } }, { key });
+    t.equal(
+      ((await res.json()) as { model?: string }).model,
+      'beta-labs/sonnet-ish',
+      'the slug even when the provider sent no model',
+    );
+    const st = await s.post(
+      '/v1/messages',
+      {
+        model: 'beta-labs/sonnet-ish',
+        max_tokens: 20,
+        stream: true,
+        messages: USER,
+        provider: { only: ['delta'] },
+        sim: { reportModel: null },
+      },
+      { key },
+    );
     const start = sseJson(await st.text())[0] as { message: { model?: string } };
-    t.equal(start.message.model, 'beta-labs/sonnet-ish', 'message_start names the slug even when the provider sent none');
+    t.equal(
+      start.message.model,
+      'beta-labs/sonnet-ish',
+      'message_start names the slug even when the provider sent none',
+    );
   });
 });
 
 t.test('provider errors pass through with their status and the provider headers', async (t) => {
   const { s, key } = await stackWithKey(t);
   const errorBody = { error: { message: 'bad thing', type: 'invalid_request_error', param: 'messages', code: 'bad' } };
-  let res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { status: 400, errorBody, requestId: 'req_err', headers: { 'x-other': '1' } } }, { key });
+  let res = await s.post(
+    '/v1/chat/completions',
+    {
+      model: 'acme/chat-small',
+      messages: USER,
+      provider: { only: ['alpha'] },
+      sim: { status: 400, errorBody, requestId: 'req_err', headers: { 'x-other': '1' } },
+    },
+    { key },
+  );
   t.equal(res.status, 400);
   t.equal(res.headers.get('x-pi-provider'), 'alpha');
   t.equal(res.headers.get('x-pi-model'), 'acme/chat-small');
@@ -173,14 +307,33 @@ t.test('provider errors pass through with their status and the provider headers'
   t.equal(s.sim.requests.length, 1, 'a 400 is not retried');
 
   // 429 everywhere: retried, then the last provider answer goes out with its own Retry-After.
-  res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { status: 429, headers: { 'retry-after': '12' } } }, { key });
+  res = await s.post(
+    '/v1/chat/completions',
+    {
+      model: 'acme/chat-small',
+      messages: USER,
+      provider: { only: ['alpha'] },
+      sim: { status: 429, headers: { 'retry-after': '12' } },
+    },
+    { key },
+  );
   t.equal(res.status, 429);
   t.equal(res.headers.get('retry-after'), '12', "the provider's Retry-After reaches the client");
   t.equal(res.headers.get('x-pi-provider'), 'alpha');
   t.equal(((await res.json()) as { error: { code: string } }).error.code, 'rate_limit_exceeded');
 
   // Messages provider error: the Messages error shape, passed through.
-  res = await s.post('/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 5, messages: USER, provider: { only: ['delta'] }, sim: { status: 404 } }, { key });
+  res = await s.post(
+    '/v1/messages',
+    {
+      model: 'beta-labs/sonnet-ish',
+      max_tokens: 5,
+      messages: USER,
+      provider: { only: ['delta'] },
+      sim: { status: 404 },
+    },
+    { key },
+  );
   t.equal(res.status, 404);
   t.equal(res.headers.get('x-pi-provider'), 'delta');
   t.match(await res.json(), { type: 'error', error: { type: 'not_found_error' } });
@@ -189,7 +342,11 @@ t.test('provider errors pass through with their status and the provider headers'
 t.test('a refused credential: next provider, else 503 naming the refusing provider', async (t) => {
   const { s, key } = await stackWithKey(t);
   for (const status of [401, 403]) {
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { status, requestId: 'req_x' } }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { status, requestId: 'req_x' } },
+      { key },
+    );
     t.equal(res.status, 503, `${status} → 503`);
     const err = await errorOf(res);
     t.equal(err.code, 'provider_unavailable');
@@ -203,7 +360,11 @@ t.test('a refused credential: next provider, else 503 naming the refusing provid
   }
   // Another provider takes over: the client never sees the refusal.
   s.sim.script('small-v1', { status: 401 });
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { order: ['alpha', 'beta'], only: ['alpha', 'beta'] } }, { key });
+  const res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: USER, provider: { order: ['alpha', 'beta'], only: ['alpha', 'beta'] } },
+    { key },
+  );
   t.equal(res.status, 200);
   t.equal(res.headers.get('x-pi-provider'), 'beta');
   t.equal(((await res.json()) as { model: string }).model, 'acme/chat-small');
@@ -212,14 +373,74 @@ t.test('a refused credential: next provider, else 503 naming the refusing provid
 t.test('gateway errors carry the trace id, CORS and security headers only', async (t) => {
   const { s, key } = await stackWithKey(t, { limits: { firstByteTimeoutMs: 200 } });
   const cases: [string, () => Promise<Response>, number, string][] = [
-    ['no key', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER }), 401, 'invalid_api_key'],
-    ['unknown key', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER }, { key: key.slice(0, -4) + (key.endsWith('aaaa') ? 'bbbb' : 'aaaa') }), 401, 'api_key_not_found'],
-    ['bare model', () => s.post('/v1/chat/completions', { model: 'small-v1', messages: USER }, { key }), 404, 'model_not_found'],
-    ['validation', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, preset: 'x' }, { key }), 422, 'validation_failed'],
-    ['no eligible provider', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['delta'] } }, { key }), 404, 'no_eligible_provider'],
-    ['no provider answered', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { reset: 'before_head' } }, { key }), 503, 'provider_unavailable'],
-    ['first-byte timeout', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['beta'] }, sim: { ttfbMs: 1000 } }, { key }), 503, 'provider_unavailable'],
-    ['poor wallet', () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER }, { key: s.key('strict') }), 402, 'insufficient_balance'],
+    [
+      'no key',
+      () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER }),
+      401,
+      'invalid_api_key',
+    ],
+    [
+      'unknown key',
+      () =>
+        s.post(
+          '/v1/chat/completions',
+          { model: 'acme/chat-small', messages: USER },
+          { key: key.slice(0, -4) + (key.endsWith('aaaa') ? 'bbbb' : 'aaaa') },
+        ),
+      401,
+      'api_key_not_found',
+    ],
+    [
+      'bare model',
+      () => s.post('/v1/chat/completions', { model: 'small-v1', messages: USER }, { key }),
+      404,
+      'model_not_found',
+    ],
+    [
+      'validation',
+      () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, preset: 'x' }, { key }),
+      422,
+      'validation_failed',
+    ],
+    [
+      'no eligible provider',
+      () =>
+        s.post(
+          '/v1/chat/completions',
+          { model: 'acme/chat-small', messages: USER, provider: { only: ['delta'] } },
+          { key },
+        ),
+      404,
+      'no_eligible_provider',
+    ],
+    [
+      'no provider answered',
+      () =>
+        s.post(
+          '/v1/chat/completions',
+          { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { reset: 'before_head' } },
+          { key },
+        ),
+      503,
+      'provider_unavailable',
+    ],
+    [
+      'first-byte timeout',
+      () =>
+        s.post(
+          '/v1/chat/completions',
+          { model: 'acme/chat-small', messages: USER, provider: { only: ['beta'] }, sim: { ttfbMs: 1000 } },
+          { key },
+        ),
+      503,
+      'provider_unavailable',
+    ],
+    [
+      'poor wallet',
+      () => s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER }, { key: s.key('strict') }),
+      402,
+      'insufficient_balance',
+    ],
   ];
   for (const [what, call, status, code] of cases) {
     const res = await call();
@@ -235,7 +456,11 @@ t.test('gateway errors carry the trace id, CORS and security headers only', asyn
   s.credit('slow', '10');
   let last: Response | null = null;
   for (let i = 0; i < 4; i++) {
-    last = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key: slow });
+    last = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+      { key: slow },
+    );
     if (last.status === 429) break;
     await last.text();
   }

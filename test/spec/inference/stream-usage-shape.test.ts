@@ -9,11 +9,21 @@ import { simBody } from '../../helpers/inference.ts';
 
 const MESSAGES = [{ role: 'user', content: 'hi' }];
 
-async function chunks(t: Test, streamOptions: unknown): Promise<{ events: string[]; forwarded: Record<string, unknown> }> {
+async function chunks(
+  t: Test,
+  streamOptions: unknown,
+): Promise<{ events: string[]; forwarded: Record<string, unknown> }> {
   const s = await startStack(t);
   const key = s.key('open');
   s.credit('open', '10');
-  const body = { model: 'acme/chat-small', stream: true, provider: { only: ['alpha'] }, messages: MESSAGES, ...(streamOptions === undefined ? {} : { stream_options: streamOptions }), sim: { chunks: 4 } };
+  const body = {
+    model: 'acme/chat-small',
+    stream: true,
+    provider: { only: ['alpha'] },
+    messages: MESSAGES,
+    ...(streamOptions === undefined ? {} : { stream_options: streamOptions }),
+    sim: { chunks: 4 },
+  };
   const res = await s.post('/v1/chat/completions', body, { key });
   t.equal(res.status, 200);
   return { events: await sseEvents(res), forwarded: simBody(s) };
@@ -32,7 +42,11 @@ for (const [label, streamOptions] of [
     t.ok(data.length >= 6, `${data.length} chunks`);
     const final = data.at(-1) as Record<string, unknown>;
     t.same(final['choices'], [], 'the final frame has no choices');
-    t.match(final['usage'], { prompt_tokens: Number, completion_tokens: Number, total_tokens: Number }, 'and the usage, right before [DONE]');
+    t.match(
+      final['usage'],
+      { prompt_tokens: Number, completion_tokens: Number, total_tokens: Number },
+      'and the usage, right before [DONE]',
+    );
     for (const [i, chunk] of data.slice(0, -1).entries()) t.notOk('usage' in chunk, `chunk ${i} has no usage key`);
     t.notMatch(events.join('\n'), /"usage":null/);
   });

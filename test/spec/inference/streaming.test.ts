@@ -33,21 +33,34 @@ const PROTOCOLS: Proto[] = [
     path: '/v1/chat/completions',
     body: { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } },
     normalEnd: (evs) => evs.some((e) => e.data === '[DONE]'),
-    isErrorEvent: (e) => e !== undefined && e.event === null && typeof (JSON.parse(e.data) as { error?: { message?: string } }).error?.message === 'string',
+    isErrorEvent: (e) =>
+      e !== undefined &&
+      e.event === null &&
+      typeof (JSON.parse(e.data) as { error?: { message?: string } }).error?.message === 'string',
   },
   {
     name: 'responses',
     path: '/v1/responses',
     body: { model: 'acme/chat-small', input: 'hi', stream: true, provider: { only: ['alpha'] } },
     normalEnd: (evs) => evs.some((e) => e.event === 'response.completed' || e.event === 'response.incomplete'),
-    isErrorEvent: (e) => e !== undefined && e.event === 'error' && (JSON.parse(e.data) as { type?: string }).type === 'error',
+    isErrorEvent: (e) =>
+      e !== undefined && e.event === 'error' && (JSON.parse(e.data) as { type?: string }).type === 'error',
   },
   {
     name: 'messages',
     path: '/v1/messages',
-    body: { model: 'beta-labs/sonnet-ish', max_tokens: 100, messages: USER, stream: true, provider: { only: ['delta'] } },
+    body: {
+      model: 'beta-labs/sonnet-ish',
+      max_tokens: 100,
+      messages: USER,
+      stream: true,
+      provider: { only: ['delta'] },
+    },
     normalEnd: (evs) => evs.some((e) => e.event === 'message_stop'),
-    isErrorEvent: (e) => e !== undefined && e.event === 'error' && (JSON.parse(e.data) as { type?: string; error?: { type?: string } }).error?.type !== undefined,
+    isErrorEvent: (e) =>
+      e !== undefined &&
+      e.event === 'error' &&
+      (JSON.parse(e.data) as { type?: string; error?: { type?: string } }).error?.type !== undefined,
   },
 ];
 
@@ -69,7 +82,10 @@ t.test('bytes reach the client as the provider sends them', async (t) => {
     }
     const total = performance.now() - t0;
     t.ok(arrivals.length >= 4, `${p.name}: the body came in ${arrivals.length} pieces`);
-    t.ok((arrivals[0] ?? total) < total - 300, `${p.name}: the first bytes arrived at ${Math.round(arrivals[0] ?? 0)} ms, well before the end at ${Math.round(total)} ms`);
+    t.ok(
+      (arrivals[0] ?? total) < total - 300,
+      `${p.name}: the first bytes arrived at ${Math.round(arrivals[0] ?? 0)} ms, well before the end at ${Math.round(total)} ms`,
+    );
     t.ok(p.normalEnd(parseSse(text)), `${p.name}: complete`);
   }
 });
@@ -150,8 +166,15 @@ t.test('SSE framing is preserved when upstream chunks split events anywhere', as
       // The model rewritten, and the settled cost added to the answer's final usage.
       const cost = (await logRow(s, res.headers.get('x-pi-trace-id')))?.cost_nano;
       const expected = withCost(upstreamText.replaceAll('"model":"up-model"', `"model":${JSON.stringify(slug)}`), cost);
-      t.ok(spy.dataAt.length - before > (size === 64 ? 5 : 20), `${p.name}/${size}: the gateway got the stream in ${spy.dataAt.length - before} chunks`);
-      t.equal(got, expected, `${p.name} split every ${size} bytes${crlf ? ' (CRLF)' : ''}: the same events, model rewritten`);
+      t.ok(
+        spy.dataAt.length - before > (size === 64 ? 5 : 20),
+        `${p.name}/${size}: the gateway got the stream in ${spy.dataAt.length - before} chunks`,
+      );
+      t.equal(
+        got,
+        expected,
+        `${p.name} split every ${size} bytes${crlf ? ' (CRLF)' : ''}: the same events, model rewritten`,
+      );
       t.equal(res.headers.get('x-pi-upstream-model'), 'up-model');
     }
   }
@@ -172,11 +195,15 @@ t.test('a stream that breaks after it started ends with the protocol error event
       const text = await res.text();
       const events = parseSse(text);
       t.notOk(p.normalEnd(events), `${p.name}/${what}: no normal end marker`);
-      t.ok(p.isErrorEvent(events.at(-1)), `${p.name}/${what}: ends with its error event (${events.at(-1)?.data.slice(0, 120)})`);
+      t.ok(
+        p.isErrorEvent(events.at(-1)),
+        `${p.name}/${what}: ends with its error event (${events.at(-1)?.data.slice(0, 120)})`,
+      );
       t.ok(performance.now() - t0 < 3000, `${p.name}/${what}: ended promptly`);
       const deltas = events.filter((e) => /delta/.test(e.event ?? '') || /"content":"[^"]/.test(e.data));
       t.ok(deltas.length >= 2, `${p.name}/${what}: the content sent before the break reached the client`);
-      if (what === 'malformed frame') t.notMatch(text, '"sequence_number":\n', `${p.name}: the broken frame itself is not relayed`);
+      if (what === 'malformed frame')
+        t.notMatch(text, '"sequence_number":\n', `${p.name}: the broken frame itself is not relayed`);
       const row = await logRow(s, res.headers.get('x-pi-trace-id'));
       t.equal(row?.error_code, code, `${p.name}/${what}: logged as ${code}`);
     }
@@ -199,12 +226,25 @@ t.test('failures before the first content event fail over invisibly', async (t) 
   for (const [what, behaviour] of faults) {
     s.sim.clear();
     s.sim.script('small-v1', behaviour, 1);
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, stream: true, provider: { order: ['alpha', 'beta'], only: ['alpha', 'beta'] } }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      {
+        model: 'acme/chat-small',
+        messages: USER,
+        stream: true,
+        provider: { order: ['alpha', 'beta'], only: ['alpha', 'beta'] },
+      },
+      { key },
+    );
     t.equal(res.status, 200, what);
     t.equal(res.headers.get('x-pi-provider'), 'beta', `${what}: beta took over`);
     t.equal(res.headers.get('x-pi-upstream-model'), 'small-beta');
     const events = parseSse(await res.text());
-    t.equal(events.filter((e) => e.data.includes('"role":"assistant"')).length, 1, `${what}: one preamble only, nothing of the failed attempt`);
+    t.equal(
+      events.filter((e) => e.data.includes('"role":"assistant"')).length,
+      1,
+      `${what}: one preamble only, nothing of the failed attempt`,
+    );
     t.equal(events.at(-1)?.data, '[DONE]');
     t.equal(s.sim.requests.length, 2, `${what}: two attempts`);
     const row = await logRow(s, res.headers.get('x-pi-trace-id'));
@@ -227,7 +267,11 @@ t.test('start-of-answer limit: no provider starts in time → 503 without provid
     }
   }
   // Non-streamed: the same limit on the whole JSON answer's first byte.
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { ttfbMs: 1500 } }, { key });
+  const res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { ttfbMs: 1500 } },
+    { key },
+  );
   t.equal(res.status, 503);
   s.gw.ctx.wallets.flush(); // the wallet book writes in batches
   const w = s.store.wallets.show('open', s.clock.now());
@@ -238,7 +282,16 @@ t.test('start-of-answer limit: no provider starts in time → 503 without provid
 t.test('a provider error body that stalls does not hang the request', async (t) => {
   const { s, key } = await stack(t);
   const t0 = performance.now();
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { status: 500, stallAfterChunks: 1 } }, { key, headers: {} });
+  const res = await s.post(
+    '/v1/chat/completions',
+    {
+      model: 'acme/chat-small',
+      messages: USER,
+      provider: { only: ['alpha'] },
+      sim: { status: 500, stallAfterChunks: 1 },
+    },
+    { key, headers: {} },
+  );
   t.equal(res.status, 503, 'the stalled error answer counts as no answer');
   await res.text();
   t.ok(performance.now() - t0 < 2000, `answered in ${Math.round(performance.now() - t0)} ms`);
@@ -249,7 +302,11 @@ t.test('a JSON answer that stalls or breaks midway fails over', async (t) => {
   for (const behaviour of [{ stallAfterChunks: 1 }, { reset: 'after_chunks' }, { malformedAfterChunks: 1 }] as const) {
     s.sim.clear();
     s.sim.script('small-v1', behaviour, 1);
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { order: ['alpha', 'beta'], only: ['alpha', 'beta'] } }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: { order: ['alpha', 'beta'], only: ['alpha', 'beta'] } },
+      { key },
+    );
     t.equal(res.status, 200, JSON.stringify(behaviour));
     t.equal(res.headers.get('x-pi-provider'), 'beta');
     t.equal(((await res.json()) as { model: string }).model, 'acme/chat-small');
@@ -273,28 +330,48 @@ t.test('an upstream that closes cleanly without its end marker, or inside an eve
     const res = await s.post('/v1/chat/completions', PROTOCOLS[0]?.body ?? {}, { key });
     t.equal(res.status, 200, what);
     const events = parseSse(await res.text());
-    t.notOk(events.some((e) => e.data === '[DONE]'), `${what}: no [DONE]`);
-    t.match(events.at(-1)?.data ?? '', /^\{"error":\{"message":"the provider stream ended/, `${what}: ends with the error event`);
+    t.notOk(
+      events.some((e) => e.data === '[DONE]'),
+      `${what}: no [DONE]`,
+    );
+    t.match(
+      events.at(-1)?.data ?? '',
+      /^\{"error":\{"message":"the provider stream ended/,
+      `${what}: ends with the error event`,
+    );
     t.notMatch(JSON.stringify(events), '"par', `${what}: the partial event is not relayed`);
     const row = await logRow(s, res.headers.get('x-pi-trace-id'));
     t.equal(row?.error_code, code);
   }
 });
 
-t.test('a compressed JSON answer is decoded before the model rewrite; its Content-Encoding is not forwarded', async (t) => {
-  const { s, key } = await stack(t);
-  const { gzipSync } = await import('node:zlib');
-  const up = await handUpstream(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-request-id': 'req_gz' });
-    res.end(gzipSync(Buffer.from('{"id":"c","object":"chat.completion","model":"up-gz","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}')));
-  });
-  s.gw.ctx.upstreamOverride = new URL(up.url);
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } }, { key });
-  t.equal(res.status, 200);
-  t.equal(res.headers.get('content-encoding'), null);
-  t.equal(res.headers.get('x-pi-upstream-model'), 'up-gz');
-  const body = (await res.json()) as { model: string; choices: { message: { content: string } }[] };
-  t.equal(body.model, 'acme/chat-small');
-  t.equal(body.choices[0]?.message.content, 'hi');
-  t.equal(up.seen[0]?.headers['accept-encoding'], 'identity', 'the gateway asks for identity anyway');
-});
+t.test(
+  'a compressed JSON answer is decoded before the model rewrite; its Content-Encoding is not forwarded',
+  async (t) => {
+    const { s, key } = await stack(t);
+    const { gzipSync } = await import('node:zlib');
+    const up = await handUpstream(t, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-request-id': 'req_gz' });
+      res.end(
+        gzipSync(
+          Buffer.from(
+            '{"id":"c","object":"chat.completion","model":"up-gz","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}',
+          ),
+        ),
+      );
+    });
+    s.gw.ctx.upstreamOverride = new URL(up.url);
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] } },
+      { key },
+    );
+    t.equal(res.status, 200);
+    t.equal(res.headers.get('content-encoding'), null);
+    t.equal(res.headers.get('x-pi-upstream-model'), 'up-gz');
+    const body = (await res.json()) as { model: string; choices: { message: { content: string } }[] };
+    t.equal(body.model, 'acme/chat-small');
+    t.equal(body.choices[0]?.message.content, 'hi');
+    t.equal(up.seen[0]?.headers['accept-encoding'], 'identity', 'the gateway asks for identity anyway');
+  },
+);

@@ -22,7 +22,10 @@ function readAll(res: IncomingMessage): Promise<string> {
 }
 
 t.test('a client that stops reading is cut after the write-stall limit, on every protocol', async (t) => {
-  const s = await startStack(t, { config: 'proxy', limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 300 } });
+  const s = await startStack(t, {
+    config: 'proxy',
+    limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 300 },
+  });
   const key = s.key('open');
   s.credit('open', '100');
   const spy = spyUpstream(s);
@@ -30,14 +33,38 @@ t.test('a client that stops reading is cut after the write-stall limit, on every
   const n = 2500;
   const text = Array.from({ length: n }, (_, i) => `${i}${WORD}`).join(' ');
   for (const [path, body, upstreamModel, endEvent] of [
-    ['/v1/chat/completions', { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }, 'small-v1', /"code":"write_stall"/],
-    ['/v1/messages', { model: 'beta-labs/sonnet-ish', max_tokens: 100_000, messages: USER, stream: true, provider: { only: ['delta'] } }, 'sonnet-ish-20250101', /^event: error/],
-    ['/v1/responses', { model: 'acme/chat-small', input: 'x', stream: true, provider: { only: ['alpha'] } }, 'small-v1', /"code":"write_stall"/],
+    [
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } },
+      'small-v1',
+      /"code":"write_stall"/,
+    ],
+    [
+      '/v1/messages',
+      {
+        model: 'beta-labs/sonnet-ish',
+        max_tokens: 100_000,
+        messages: USER,
+        stream: true,
+        provider: { only: ['delta'] },
+      },
+      'sonnet-ish-20250101',
+      /^event: error/,
+    ],
+    [
+      '/v1/responses',
+      { model: 'acme/chat-small', input: 'x', stream: true, provider: { only: ['alpha'] } },
+      'small-v1',
+      /"code":"write_stall"/,
+    ],
   ] as const) {
     const abortsBefore = spy.aborts.length;
     // About 5 MB in one burst: far more than the socket buffers hold.
     s.sim.script(upstreamModel, { chunks: n, text }, 1);
-    const raw = await rawPost(`${s.url}${path}`, JSON.stringify(body), { authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+    const raw = await rawPost(`${s.url}${path}`, JSON.stringify(body), {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+    });
     t.equal(raw.status, 200);
     raw.res.pause();
     const trace = String(raw.headers['x-pi-trace-id']);
@@ -54,22 +81,37 @@ t.test('a client that stops reading is cut after the write-stall limit, on every
     const got = await readAll(raw.res);
     const events = parseSse(got);
     const last = events.at(-1);
-    t.match(`${last?.event === null ? '' : `event: ${last?.event}\n`}data: ${last?.data ?? ''}`, endEvent, `${path}: the protocol's error event is the last thing it gets`);
+    t.match(
+      `${last?.event === null ? '' : `event: ${last?.event}\n`}data: ${last?.data ?? ''}`,
+      endEvent,
+      `${path}: the protocol's error event is the last thing it gets`,
+    );
     t.match(last?.data ?? '', /took no bytes for 300 ms; the answer is incomplete/);
     t.notMatch(got, /\[DONE\]|message_stop|response\.completed/, `${path}: never presented as complete`);
   }
 });
 
 t.test('a write stall on a platform that cannot cancel streams is billed at the hold', async (t) => {
-  const s = await startStack(t, { config: 'proxy', limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 300 } });
+  const s = await startStack(t, {
+    config: 'proxy',
+    limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 300 },
+  });
   const key = s.key('open');
   s.credit('open', '100');
   const w = spyWallet(s);
-  s.sim.script('small-beta', { chunks: 2500, text: Array.from({ length: 2500 }, (_, i) => `${i}${WORD}`).join(' ') }, 1);
-  const raw = await rawPost(`${s.url}/v1/chat/completions`, JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['beta'] } }), {
-    authorization: `Bearer ${key}`,
-    'content-type': 'application/json',
-  });
+  s.sim.script(
+    'small-beta',
+    { chunks: 2500, text: Array.from({ length: 2500 }, (_, i) => `${i}${WORD}`).join(' ') },
+    1,
+  );
+  const raw = await rawPost(
+    `${s.url}/v1/chat/completions`,
+    JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['beta'] } }),
+    {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+    },
+  );
   raw.res.pause();
   const trace = String(raw.headers['x-pi-trace-id']);
   t.equal((await logRow(s, trace))?.ended, 'write_stall');
@@ -80,17 +122,24 @@ t.test('a write stall on a platform that cannot cancel streams is billed at the 
 });
 
 t.test('a slow reader that keeps draining within the limit is never cut', async (t) => {
-  const s = await startStack(t, { config: 'proxy', limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 1500 } });
+  const s = await startStack(t, {
+    config: 'proxy',
+    limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000, writeStallTimeoutMs: 1500 },
+  });
   const key = s.key('open');
   s.credit('open', '100');
   const spy = spyUpstream(s);
   // About 12 MB: more than loopback's socket buffers can absorb (send buffers grow to 4 MB, receive
   // buffers further), so the gateway's writes really wait on this reader.
   s.sim.script('small-v1', { chunks: 6000, text: Array.from({ length: 6000 }, (_, i) => `${i}${WORD}`).join(' ') }, 1);
-  const raw = await rawPost(`${s.url}/v1/chat/completions`, JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }), {
-    authorization: `Bearer ${key}`,
-    'content-type': 'application/json',
-  });
+  const raw = await rawPost(
+    `${s.url}/v1/chat/completions`,
+    JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] } }),
+    {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+    },
+  );
   // Stop reading for 250 ms (under the limit) at the start, before the receive buffer has grown, and
   // after every megabyte.
   const chunks: Buffer[] = [];

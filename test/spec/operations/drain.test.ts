@@ -61,44 +61,54 @@ t.test('a stream in flight finishes within the deadline; new connections are ref
   t.equal((await logRow(s, stream.trace))?.ended, 'completed');
 });
 
-t.test('past the deadline: the protocol error event, logged drained, billed on the estimate, holds closed', async (t) => {
-  const s = await startStack(t, { limits: { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 5000 } });
-  const key = s.key('open');
-  s.credit('open', '100');
-  const w = spyWallet(s);
-  // alpha cancels streams, beta does not: a drain is billed on the estimate on both.
-  const streams = [await openStream(s, key, streamBody('alpha', { chunks: 200, chunkDelayMs: 50 })), await openStream(s, key, streamBody('beta', { chunks: 200, chunkDelayMs: 50 }))];
-  // A request still waiting for its provider's first byte at the deadline.
-  const waiting = s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { ttfbMs: 4000 } }, { key });
-  t.ok(await waitFor(() => s.gw.ctx.inFlight.size === 3), 'three in flight');
-  const report = await s.gw.drain(300);
-  t.match(report, { inFlightAtStart: 3, endedAtDeadline: 3, unfinished: 0 });
-  for (const [i, st] of streams.entries()) {
-    const text = await st.rest;
-    const last = parseSse(text).at(-1);
-    t.match(last?.data ?? '', /"code":"gateway_shutdown"/, `stream ${i}: ends with the error event`);
-    t.match(last?.data ?? '', /the gateway is shutting down; the answer is incomplete/);
-    t.notMatch(text, '[DONE]', `stream ${i}: never presented as complete`);
-    const row = await logRow(s, st.trace);
-    t.equal(row?.ended, 'drained', `stream ${i}: logged as drained`);
-    t.equal(row?.status, 200);
-    t.equal(row?.error_code, 'stream_drained');
-    const settled = w.settles.get(st.trace);
-    t.equal(settled?.details['estimated'], true, `stream ${i}: billed on the estimate, cancellable platform or not`);
-    t.ok((settled?.cost ?? 0n) < (w.holds.get(st.trace) ?? 0n));
-  }
-  const res = await waiting;
-  const body = (await res.json()) as { error: { code: string; message: string } };
-  t.equal(res.status, 503, 'nothing committed: 503');
-  t.equal(body.error.code, 'provider_unavailable');
-  t.match(body.error.message, /shutting down/);
-  const row = await logRow(s, res.headers.get('x-pi-trace-id'));
-  t.equal(row?.ended, 'drained');
-  t.equal(row?.cost_nano, null, 'nothing charged');
-  // Every hold settled or released, in memory and in the ledger the drain flushed.
-  t.equal(s.store.wallets.show('open', s.clock.now()).held, 0n);
-  t.equal(s.store.wallets.show('open', s.clock.now()).openHolds, 0);
-});
+t.test(
+  'past the deadline: the protocol error event, logged drained, billed on the estimate, holds closed',
+  async (t) => {
+    const s = await startStack(t, { limits: { firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 5000 } });
+    const key = s.key('open');
+    s.credit('open', '100');
+    const w = spyWallet(s);
+    // alpha cancels streams, beta does not: a drain is billed on the estimate on both.
+    const streams = [
+      await openStream(s, key, streamBody('alpha', { chunks: 200, chunkDelayMs: 50 })),
+      await openStream(s, key, streamBody('beta', { chunks: 200, chunkDelayMs: 50 })),
+    ];
+    // A request still waiting for its provider's first byte at the deadline.
+    const waiting = s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, sim: { ttfbMs: 4000 } },
+      { key },
+    );
+    t.ok(await waitFor(() => s.gw.ctx.inFlight.size === 3), 'three in flight');
+    const report = await s.gw.drain(300);
+    t.match(report, { inFlightAtStart: 3, endedAtDeadline: 3, unfinished: 0 });
+    for (const [i, st] of streams.entries()) {
+      const text = await st.rest;
+      const last = parseSse(text).at(-1);
+      t.match(last?.data ?? '', /"code":"gateway_shutdown"/, `stream ${i}: ends with the error event`);
+      t.match(last?.data ?? '', /the gateway is shutting down; the answer is incomplete/);
+      t.notMatch(text, '[DONE]', `stream ${i}: never presented as complete`);
+      const row = await logRow(s, st.trace);
+      t.equal(row?.ended, 'drained', `stream ${i}: logged as drained`);
+      t.equal(row?.status, 200);
+      t.equal(row?.error_code, 'stream_drained');
+      const settled = w.settles.get(st.trace);
+      t.equal(settled?.details['estimated'], true, `stream ${i}: billed on the estimate, cancellable platform or not`);
+      t.ok((settled?.cost ?? 0n) < (w.holds.get(st.trace) ?? 0n));
+    }
+    const res = await waiting;
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    t.equal(res.status, 503, 'nothing committed: 503');
+    t.equal(body.error.code, 'provider_unavailable');
+    t.match(body.error.message, /shutting down/);
+    const row = await logRow(s, res.headers.get('x-pi-trace-id'));
+    t.equal(row?.ended, 'drained');
+    t.equal(row?.cost_nano, null, 'nothing charged');
+    // Every hold settled or released, in memory and in the ledger the drain flushed.
+    t.equal(s.store.wallets.show('open', s.clock.now()).held, 0n);
+    t.equal(s.store.wallets.show('open', s.clock.now()).openHolds, 0);
+  },
+);
 
 t.test('a request on a kept-alive connection during the drain is served, then its connection closed', async (t) => {
   const s = await startStack(t, { limits: { firstByteTimeoutMs: 2000, streamIdleTimeoutMs: 2000 } });

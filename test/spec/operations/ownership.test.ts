@@ -18,7 +18,10 @@ t.test('a second serve on the same database refuses, naming the file and the pid
   const second = await startServe(t, { config: CONFIG, db, noWait: true });
   const exit = await second.exited;
   t.equal(exit.code, 1, 'refused');
-  t.match(second.stderr(), `the database ${resolve(db.file)} is already served by another pi-gateway process (pid ${first.child.pid}`);
+  t.match(
+    second.stderr(),
+    `the database ${resolve(db.file)} is already served by another pi-gateway process (pid ${first.child.pid}`,
+  );
   t.notMatch(second.stderr(), /listening/, 'it never listened');
   // The first still serves.
   const res = await fetch(`${first.url}/v1/models`);
@@ -38,7 +41,10 @@ t.test('a crashed owner leaves no stale lock', async (t) => {
   await first.exited;
   const again = await startServe(t, { config: CONFIG, db });
   t.ok(again.url, 'a new server starts on the same database');
-  t.match(again.events.find((e) => e.event === 'listening'), { pid: again.child.pid });
+  t.match(
+    again.events.find((e) => e.event === 'listening'),
+    { pid: again.child.pid },
+  );
 });
 
 t.test('a port in use is refused, by a gateway or by anything else', async (t) => {

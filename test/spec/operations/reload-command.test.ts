@@ -31,7 +31,13 @@ t.test('pi-gateway reload: a new workspace works; a broken file is refused and t
 
   const workspaces = join(config, 'workspaces.yaml');
   const original = readFileSync(workspaces, 'utf8');
-  writeFileSync(workspaces, original.replace('workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: 100000\n'));
+  writeFileSync(
+    workspaces,
+    original.replace(
+      'workspaces:\n',
+      'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: 100000\n',
+    ),
+  );
   const ok = await cli(['reload', '--db', db.file]);
   t.equal(ok.code, 0, 'reloaded');
   t.match(ok.stdout, new RegExp(`^reloaded: config [0-9a-f]{64} \\(pid ${p.child.pid}\\)`));
@@ -39,7 +45,10 @@ t.test('pi-gateway reload: a new workspace works; a broken file is refused and t
   t.ok(await p.waitForEvent('config_reload', (e) => e['ok'] === true));
 
   // A broken file: refused, every problem reported, the running config kept.
-  writeFileSync(workspaces, original.replace('workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: fast\n'));
+  writeFileSync(
+    workspaces,
+    original.replace('workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Newcomer\n    rate_limit_rpm: fast\n'),
+  );
   const bad = await cli(['reload', '--db', db.file]);
   t.equal(bad.code, 1, 'refused');
   const lines = bad.stdout.trim().split('\n');
@@ -52,8 +61,16 @@ t.test('pi-gateway reload: a new workspace works; a broken file is refused and t
 
   const json = await cli(['reload', '--db', db.file, '--json']);
   const record = JSON.parse(json.stdout) as Record<string, unknown>;
-  t.same(Object.keys(record), ['ok', 'hash', 'problems', 'restart_needed', 'at', 'pid', 'seq'], 'snake_case, as readiness shows it');
-  t.match(record, { ok: false, pid: p.child.pid, seq: 3, restart_needed: [] }, 'the recorded result: ok, hash, problems, time');
+  t.same(
+    Object.keys(record),
+    ['ok', 'hash', 'problems', 'restart_needed', 'at', 'pid', 'seq'],
+    'snake_case, as readiness shows it',
+  );
+  t.match(
+    record,
+    { ok: false, pid: p.child.pid, seq: 3, restart_needed: [] },
+    'the recorded result: ok, hash, problems, time',
+  );
   t.match(record['hash'], /^[0-9a-f]{64}$/);
   t.ok((record['problems'] as string[]).length > 0);
   t.match(record['at'], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'the time in ISO 8601 UTC');

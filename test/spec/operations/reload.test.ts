@@ -12,13 +12,19 @@ import { pinKey } from '../../../src/routing/session-pins.ts';
 /** The gateway fixture with a workspace `newcomer` and chat-small's prompt at $0.000003 a token. */
 function changed(t: Test): string {
   return patchedFixture(t, 'gateway', {
-    'workspaces.yaml': [['workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Added by a reload\n    rate_limit_rpm: 100000\n']],
+    'workspaces.yaml': [
+      ['workspaces:\n', 'workspaces:\n  - id: newcomer\n    name: Added by a reload\n    rate_limit_rpm: 100000\n'],
+    ],
     'models/acme.yaml': [['prompt: "0.000001"', 'prompt: "0.000003"']],
   });
 }
 
 function chat(s: Stack, key: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
-  return s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, ...extra }, { key, headers });
+  return s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: USER, provider: { only: ['alpha'] }, ...extra },
+    { key, headers },
+  );
 }
 
 t.test('a new workspace’s keys work after a reload, without a restart', async (t) => {
@@ -78,7 +84,11 @@ t.test('rate-limit windows, breaker state, session pins and wallets survive a re
   for (let i = 0; i < 3; i++) await (await chat(s, open, { sim: { status: 500 } })).text();
   t.equal(s.gw.ctx.health.state('alpha/chat-small').state, 'open', 'breaker open');
   // Pin a session to beta.
-  const pinned = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: { order: ['beta'] } }, { key: open, headers: { 'x-pi-session-id': 'sess-1' } });
+  const pinned = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: USER, provider: { order: ['beta'] } },
+    { key: open, headers: { 'x-pi-session-id': 'sess-1' } },
+  );
   t.equal(pinned.headers.get('x-pi-provider'), 'beta');
   await pinned.text();
   const pins = s.gw.ctx.pins.size;
@@ -93,13 +103,22 @@ t.test('rate-limit windows, breaker state, session pins and wallets survive a re
   t.equal(s.gw.ctx.pins.size, pins, 'the pins survived');
   t.same(s.gw.ctx.wallets.view('open'), balance, 'the wallet book survived');
   const keyId = s.store.apiKeys.list('open')[0]?.id ?? '';
-  t.equal(s.gw.ctx.pins.get(pinKey('open', keyId, 'acme/chat-small', 'sess-1')), 'beta/chat-small', 'the session is still pinned to beta');
+  t.equal(
+    s.gw.ctx.pins.get(pinKey('open', keyId, 'acme/chat-small', 'sess-1')),
+    'beta/chat-small',
+    'the session is still pinned to beta',
+  );
 });
 
 t.test('what only a restart applies is reported; health thresholds and pin bounds apply at once', async (t) => {
   const s = await startStack(t);
   const name = patchedFixture(t, 'gateway', {
-    'gateway.yaml': [['health:\n  consecutive_failures: 3', 'request_log:\n  flush_interval_ms: 50\nsessions:\n  max_pins: 1\nhealth:\n  consecutive_failures: 1']],
+    'gateway.yaml': [
+      [
+        'health:\n  consecutive_failures: 3',
+        'request_log:\n  flush_interval_ms: 50\nsessions:\n  max_pins: 1\nhealth:\n  consecutive_failures: 1',
+      ],
+    ],
   });
   const r = s.gw.reload(fixtureConfig(name));
   t.same(r.restartNeeded, ['gateway.yaml request_log (the log writer is opened at start)']);
@@ -107,6 +126,13 @@ t.test('what only a restart applies is reported; health thresholds and pin bound
   s.credit('open', '10');
   await (await chat(s, open, { sim: { status: 500 } })).text();
   t.equal(s.gw.ctx.health.state('alpha/chat-small').state, 'open', 'one failure trips it now');
-  for (const id of ['a', 'b']) await (await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER }, { key: open, headers: { 'x-pi-session-id': id } })).text();
+  for (const id of ['a', 'b'])
+    await (
+      await s.post(
+        '/v1/chat/completions',
+        { model: 'acme/chat-small', messages: USER },
+        { key: open, headers: { 'x-pi-session-id': id } },
+      )
+    ).text();
   t.equal(s.gw.ctx.pins.size, 1, 'the new pin bound');
 });

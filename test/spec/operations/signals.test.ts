@@ -18,11 +18,21 @@ async function simulator(t: Test) {
 }
 
 /** Starts a chat stream and resolves once its first content event arrived; `rest` reads to the end. */
-async function openStream(p: ServeProcess, key: string, sim: Record<string, unknown>): Promise<{ trace: string; rest: Promise<string> }> {
+async function openStream(
+  p: ServeProcess,
+  key: string,
+  sim: Record<string, unknown>,
+): Promise<{ trace: string; rest: Promise<string> }> {
   const res = await fetch(`${p.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'acme/chat-small', messages: USER, stream: true, provider: { only: ['alpha'] }, sim }),
+    body: JSON.stringify({
+      model: 'acme/chat-small',
+      messages: USER,
+      stream: true,
+      provider: { only: ['alpha'] },
+      sim,
+    }),
   });
   const trace = res.headers.get('x-pi-trace-id') ?? '';
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
@@ -83,7 +93,10 @@ t.test('SIGTERM: a slow stream in flight completes within the deadline, then exi
 
 t.test('SIGTERM past the drain deadline: the error event, logged drained, exit 0, holds closed', async (t) => {
   const sim = await simulator(t);
-  const config = join(FIXTURES, patchedFixture(t, 'gateway', { 'gateway.yaml': [['limits:\n', 'limits:\n  drain_timeout_ms: 300\n']] }));
+  const config = join(
+    FIXTURES,
+    patchedFixture(t, 'gateway', { 'gateway.yaml': [['limits:\n', 'limits:\n  drain_timeout_ms: 300\n']] }),
+  );
   const db = prepareDb(t);
   const p = await startServe(t, { config, db, upstream: sim.url });
   const stream = await openStream(p, db.key, { chunks: 200, chunkDelayMs: 50 });
@@ -121,7 +134,10 @@ t.test('a second signal exits at once; the next start releases what it left open
   t.equal(openHolds(db.file).size, 1, 'the stream’s hold is still open');
   // The OS released the lock with the process: a new server starts and releases the orphan.
   const again = await startServe(t, { config: CONFIG, db, upstream: sim.url });
-  t.ok(again.events.some((e) => e.event === 'released_orphaned_holds' && e['count'] === 1), 'released at the next start');
+  t.ok(
+    again.events.some((e) => e.event === 'released_orphaned_holds' && e['count'] === 1),
+    'released at the next start',
+  );
   t.equal(openHolds(db.file).size, 0);
   again.child.kill('SIGINT');
   t.equal((await again.exited).code, 0, 'SIGINT drains like SIGTERM');

@@ -38,7 +38,11 @@ async function ask(url: string, key: string, stream: boolean, i: number): Promis
     sent.status = res.status;
     sent.trace = res.headers.get('x-pi-trace-id');
     const text = await res.text();
-    sent.complete = res.status === 200 && (stream ? text.trimEnd().endsWith('data: [DONE]') : (JSON.parse(text) as { object?: string }).object === 'chat.completion');
+    sent.complete =
+      res.status === 200 &&
+      (stream
+        ? text.trimEnd().endsWith('data: [DONE]')
+        : (JSON.parse(text) as { object?: string }).object === 'chat.completion');
   } catch {
     sent.complete = false;
   }
@@ -49,7 +53,10 @@ async function ask(url: string, key: string, stream: boolean, i: number): Promis
 function logRows(file: string): Map<string, { count: number; cost: bigint | null }> {
   const db = openDatabase(file, { readonly: true });
   try {
-    const rows = db.prepare('SELECT trace_id, cost_nano FROM request_log').safeIntegers(true).all() as { trace_id: string; cost_nano: bigint | null }[];
+    const rows = db.prepare('SELECT trace_id, cost_nano FROM request_log').safeIntegers(true).all() as {
+      trace_id: string;
+      cost_nano: bigint | null;
+    }[];
     const out = new Map<string, { count: number; cost: bigint | null }>();
     for (const r of rows) out.set(r.trace_id, { count: (out.get(r.trace_id)?.count ?? 0) + 1, cost: r.cost_nano });
     return out;
@@ -91,7 +98,11 @@ t.test(`SIGKILL mid-burst ${ROUNDS} times: every settlement has its log row, the
     const server = await startServe(t, { config: CONFIG, db, upstream: sim.url });
     const results = await burstThenKill(server, db.key, round);
     answered.push(...results.filter((r) => r.complete));
-    t.equal((await server.exited).signal, 'SIGKILL', `round ${round + 1}: killed mid-burst (${results.length} sent, ${results.filter((r) => r.complete).length} answered)`);
+    t.equal(
+      (await server.exited).signal,
+      'SIGKILL',
+      `round ${round + 1}: killed mid-burst (${results.length} sent, ${results.filter((r) => r.complete).length} answered)`,
+    );
   }
   // A last start releases the holds the kills left open; a clean stop.
   const last = await startServe(t, { config: CONFIG, db, upstream: sim.url });
@@ -105,36 +116,45 @@ t.test(`SIGKILL mid-burst ${ROUNDS} times: every settlement has its log row, the
   const settles = ledger.filter((r) => r.kind === 'settle');
   t.ok(settles.length >= ROUNDS * KILL_AFTER, `${settles.length} settlements in the ledger`);
   t.same(
-    settles.filter((s) => logs.get(s.trace_id)?.count !== 1 || logs.get(s.trace_id)?.cost !== s.amount_nano).map((s) => s.trace_id),
+    settles
+      .filter((s) => logs.get(s.trace_id)?.count !== 1 || logs.get(s.trace_id)?.cost !== s.amount_nano)
+      .map((s) => s.trace_id),
     [],
     'every settlement has exactly one request-log row, with its cost',
   );
   const settled = new Set(settles.map((s) => s.trace_id));
-  t.same(answered.filter((a) => !settled.has(a.trace ?? '')).map((a) => a.trace), [], `each of the ${answered.length} answers read in full was settled`);
+  t.same(
+    answered.filter((a) => !settled.has(a.trace ?? '')).map((a) => a.trace),
+    [],
+    `each of the ${answered.length} answers read in full was settled`,
+  );
 });
 
-t.test('an answer read to its last byte was settled and logged before it: SIGKILL right after loses neither', async (t) => {
-  const sim = await startSimulator({ record: false });
-  t.teardown(() => sim.close());
-  const db = prepareDb(t);
-  const traces: string[] = [];
-  for (const stream of [false, true]) {
-    const server = await startServe(t, { config: CONFIG, db, upstream: sim.url });
-    const sent = await ask(server.url, db.key, stream, 7);
-    server.child.kill('SIGKILL');
-    await server.exited;
-    t.ok(sent.complete, `${stream ? 'stream' : 'JSON answer'} read in full`);
-    traces.push(sent.trace ?? '');
-  }
-  const ledger = ledgerRows(db.file);
-  const logs = logRows(db.file);
-  for (const trace of traces) {
-    const settle = ledger.find((r) => r.kind === 'settle' && r.trace_id === trace);
-    t.ok(settle, `${trace}: settled`);
-    t.equal(logs.get(trace)?.count, 1, `${trace}: logged once`);
-    t.equal(logs.get(trace)?.cost, settle?.amount_nano, `${trace}: the log row has the charge`);
-  }
-});
+t.test(
+  'an answer read to its last byte was settled and logged before it: SIGKILL right after loses neither',
+  async (t) => {
+    const sim = await startSimulator({ record: false });
+    t.teardown(() => sim.close());
+    const db = prepareDb(t);
+    const traces: string[] = [];
+    for (const stream of [false, true]) {
+      const server = await startServe(t, { config: CONFIG, db, upstream: sim.url });
+      const sent = await ask(server.url, db.key, stream, 7);
+      server.child.kill('SIGKILL');
+      await server.exited;
+      t.ok(sent.complete, `${stream ? 'stream' : 'JSON answer'} read in full`);
+      traces.push(sent.trace ?? '');
+    }
+    const ledger = ledgerRows(db.file);
+    const logs = logRows(db.file);
+    for (const trace of traces) {
+      const settle = ledger.find((r) => r.kind === 'settle' && r.trace_id === trace);
+      t.ok(settle, `${trace}: settled`);
+      t.equal(logs.get(trace)?.count, 1, `${trace}: logged once`);
+      t.equal(logs.get(trace)?.cost, settle?.amount_nano, `${trace}: the log row has the charge`);
+    }
+  },
+);
 
 t.test('a full writer queue refuses new requests with 503 provider_unavailable, then recovers', async (t) => {
   const sim = await startSimulator({ record: false });
@@ -158,13 +178,20 @@ t.test('a full writer queue refuses new requests with 503 provider_unavailable, 
   const results = await Promise.all(burst);
   for (const r of results) if (r.status === 503) refused.push(r);
   t.ok(refused.length > 0, `${refused.length} of 12 refused while the queue was full`);
-  t.ok(results.every((r) => r.status === 200 || r.status === 503), `the rest answered: ${results.map((r) => r.status).join(',')}`);
+  t.ok(
+    results.every((r) => r.status === 200 || r.status === 503),
+    `the rest answered: ${results.map((r) => r.status).join(',')}`,
+  );
   t.ok(performance.now() - started < 6000, 'everything came back within the busy timeout');
 
   const res = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${db.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: 'refused?' }], max_tokens: 5 }),
+    body: JSON.stringify({
+      model: 'acme/chat-small',
+      messages: [{ role: 'user', content: 'refused?' }],
+      max_tokens: 5,
+    }),
   });
   await res.text();
   t.equal(res.status, 200, 'a request after the writer caught up is answered');
@@ -172,11 +199,13 @@ t.test('a full writer queue refuses new requests with 503 provider_unavailable, 
   // What a refusal looks like.
   const locker2 = openDatabase(db.file);
   locker2.exec('BEGIN IMMEDIATE');
-  const more = Array.from({ length: 8 }, (_, i) => fetch(`${server.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${db.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: `x${i}` }], max_tokens: 5 }),
-  }));
+  const more = Array.from({ length: 8 }, (_, i) =>
+    fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${db.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: `x${i}` }], max_tokens: 5 }),
+    }),
+  );
   await new Promise((r) => setTimeout(r, 500));
   locker2.exec('ROLLBACK');
   locker2.close();

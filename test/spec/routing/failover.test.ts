@@ -6,7 +6,16 @@
 import t, { type Test } from 'tap';
 import type { Behaviour } from '../../../src/simulator/server.ts';
 import { parseSse } from '../../helpers/inference.ts';
-import { CHAT, MULTI_ORDER, USER, gatewayError, lastLog, routingStack, upstreams, type RoutingStack } from './routing-helpers.ts';
+import {
+  CHAT,
+  MULTI_ORDER,
+  USER,
+  gatewayError,
+  lastLog,
+  routingStack,
+  upstreams,
+  type RoutingStack,
+} from './routing-helpers.ts';
 
 /** Short real timeouts so the timeout failure modes fire quickly. */
 const LIMITS = { firstByteTimeoutMs: 300, streamIdleTimeoutMs: 300 };
@@ -74,45 +83,52 @@ for (const [kind, modes] of [
   ['stream', STREAM_MODES],
   ['JSON', JSON_MODES],
 ] as const) {
-  t.test(`${kind}: every failure mode before the first content event fails over invisibly (4 failures, the 5th attempt answers)`, async (t) => {
-    for (const round of rounds(modes, 4)) {
-      const r = await routingStack(t, { limits: LIMITS });
-      script(r, round);
-      const what = round.map(([n]) => n).join(' → ');
-      const res = await r.chat({ stream: kind === 'stream' });
-      const answered = MULTI_ORDER[round.length] as string;
-      t.equal(res.status, 200, `${what}: 200`);
-      t.equal(res.headers.get('x-pi-provider'), PLATFORM_OF[answered], `${what}: served by the next deployment`);
-      t.equal(res.headers.get('x-pi-model'), 'acme/multi');
-      t.equal(res.headers.get('x-pi-upstream-model'), answered);
-      const text = await res.text();
-      if (kind === 'stream') {
-        const events = parseSse(text);
-        t.equal(events.filter((e) => e.data.includes('"role":"assistant"')).length, 1, `${what}: one preamble, nothing of a failed attempt`);
-        t.equal(events.at(-1)?.data, '[DONE]');
-        t.notMatch(text, /"error"/, 'no error event reached the client');
-      } else {
-        const body = JSON.parse(text) as { model: string; choices: unknown[] };
-        t.equal(body.model, 'acme/multi');
-        t.equal(body.choices.length, 1);
+  t.test(
+    `${kind}: every failure mode before the first content event fails over invisibly (4 failures, the 5th attempt answers)`,
+    async (t) => {
+      for (const round of rounds(modes, 4)) {
+        const r = await routingStack(t, { limits: LIMITS });
+        script(r, round);
+        const what = round.map(([n]) => n).join(' → ');
+        const res = await r.chat({ stream: kind === 'stream' });
+        const answered = MULTI_ORDER[round.length] as string;
+        t.equal(res.status, 200, `${what}: 200`);
+        t.equal(res.headers.get('x-pi-provider'), PLATFORM_OF[answered], `${what}: served by the next deployment`);
+        t.equal(res.headers.get('x-pi-model'), 'acme/multi');
+        t.equal(res.headers.get('x-pi-upstream-model'), answered);
+        const text = await res.text();
+        if (kind === 'stream') {
+          const events = parseSse(text);
+          t.equal(
+            events.filter((e) => e.data.includes('"role":"assistant"')).length,
+            1,
+            `${what}: one preamble, nothing of a failed attempt`,
+          );
+          t.equal(events.at(-1)?.data, '[DONE]');
+          t.notMatch(text, /"error"/, 'no error event reached the client');
+        } else {
+          const body = JSON.parse(text) as { model: string; choices: unknown[] };
+          t.equal(body.model, 'acme/multi');
+          t.equal(body.choices.length, 1);
+        }
+        t.same(upstreams(r.s), MULTI_ORDER.slice(0, round.length + 1), `${what}: tried in order`);
+        const row = lastLog(r.s);
+        t.equal(row.attempts, round.length + 1);
+        t.same(
+          row.attempts_json.map((a) => a.outcome),
+          [...round.map(([, , o]) => o), 'ok'],
+          `${what}: each attempt logged with its outcome`,
+        );
+        t.same(
+          row.attempts_json.map((a) => a.deployment),
+          MULTI_ORDER.slice(0, round.length + 1).map((m) => m.replace('multi-', '') + '/multi'),
+        );
+        t.equal(row.status, 200);
+        t.equal(row.provider, PLATFORM_OF[answered]);
+        await r.s.close();
       }
-      t.same(upstreams(r.s), MULTI_ORDER.slice(0, round.length + 1), `${what}: tried in order`);
-      const row = lastLog(r.s);
-      t.equal(row.attempts, round.length + 1);
-      t.same(
-        row.attempts_json.map((a) => a.outcome),
-        [...round.map(([, , o]) => o), 'ok'],
-        `${what}: each attempt logged with its outcome`,
-      );
-      t.same(
-        row.attempts_json.map((a) => a.deployment),
-        MULTI_ORDER.slice(0, round.length + 1).map((m) => m.replace('multi-', '') + '/multi'),
-      );
-      t.equal(row.status, 200);
-      t.equal(row.provider, PLATFORM_OF[answered]);
-      await r.s.close();
-    }
-  });
+    },
+  );
 }
 
 t.test('five failures: the cap is 5 attempts, the sixth deployment is never called', async (t) => {
@@ -135,7 +151,10 @@ t.test('five failures: the cap is 5 attempts, the sixth deployment is never call
     t.same(upstreams(r.s), MULTI_ORDER.slice(0, 5), 'mu, mu-a, nu, kappa-down never called');
     const row = lastLog(r.s);
     t.equal(row.attempts, 5);
-    t.same(row.attempts_json.map((a) => a.outcome), ['reset', 'timeout', 'status_503', 'status_401', 'status_500']);
+    t.same(
+      row.attempts_json.map((a) => a.outcome),
+      ['reset', 'timeout', 'status_503', 'status_401', 'status_500'],
+    );
     t.equal(row.error_code, 'provider_error');
     await r.s.close();
   }
@@ -155,7 +174,10 @@ t.test('no attempt once a byte reached the client', async (t) => {
     t.equal(res.status, 200, what);
     t.equal(res.headers.get('x-pi-provider'), 'aws');
     const events = parseSse(await res.text());
-    t.ok(events.some((e) => /"content":"[^"]+"/.test(e.data)), `${what}: content reached the client`);
+    t.ok(
+      events.some((e) => /"content":"[^"]+"/.test(e.data)),
+      `${what}: content reached the client`,
+    );
     t.not(events.at(-1)?.data, '[DONE]', `${what}: no normal end`);
     t.match(events.at(-1)?.data, /error/, `${what}: the stream ends with an error event`);
     t.same(upstreams(r.s), ['multi-aws'], `${what}: nobody else was asked`);
@@ -166,39 +188,61 @@ t.test('no attempt once a byte reached the client', async (t) => {
   // Messages: the same once a content_block_delta went out.
   const r = await routingStack(t, { limits: LIMITS });
   r.s.sim.script('multi-aws', { resetAfterChunks: 1 }, 1);
-  const res = await r.s.post('/v1/messages', { model: 'acme/multi', max_tokens: 50, messages: USER, stream: true }, { key: r.key });
+  const res = await r.s.post(
+    '/v1/messages',
+    { model: 'acme/multi', max_tokens: 50, messages: USER, stream: true },
+    { key: r.key },
+  );
   const events = parseSse(await res.text());
   t.ok(events.some((e) => e.event === 'content_block_delta'));
   t.equal(events.at(-1)?.event, 'error');
   t.same(upstreams(r.s), ['multi-aws']);
 });
 
-t.test('the commit point is the first content event on every protocol: a client never sees two preambles', async (t) => {
-  const r = await routingStack(t, { limits: LIMITS });
-  const failures: Mode[] = [
-    ['in-band error', { inbandError: true }, 'inband_error'],
-    ['preamble only', { preambleOnly: true }, 'empty'],
-    ['reset after preamble', { reset: 'after_preamble' }, 'reset'],
-    ['stall after preamble', { stallAfterChunks: 0 }, 'timeout'],
-  ];
-  const protocols: [string, Record<string, unknown>, (text: string) => number, (text: string) => boolean][] = [
-    ['/v1/messages', { model: 'acme/multi', max_tokens: 50, messages: USER, stream: true }, (x) => parseSse(x).filter((e) => e.event === 'message_start').length, (x) => parseSse(x).at(-1)?.event === 'message_stop'],
-    ['/v1/responses', { model: 'acme/multi', input: 'hi', stream: true }, (x) => parseSse(x).filter((e) => e.event === 'response.created').length, (x) => parseSse(x).at(-1)?.event === 'response.completed'],
-    [CHAT, { model: 'acme/multi', messages: USER, stream: true }, (x) => parseSse(x).filter((e) => e.data.includes('"role":"assistant"')).length, (x) => parseSse(x).at(-1)?.data === '[DONE]'],
-  ];
-  for (const [path, body, preambles, ended] of protocols) {
-    r.s.sim.clear();
-    script(r, failures);
-    const res = await r.s.post(path, body, { key: r.key });
-    t.equal(res.status, 200, path);
-    t.equal(res.headers.get('x-pi-provider'), 'lambda', `${path}: the fifth deployment answered`);
-    const text = await res.text();
-    t.equal(preambles(text), 1, `${path}: exactly one preamble`);
-    t.ok(ended(text), `${path}: the normal end`);
-    t.notMatch(text, /multi-aws|multi-gcp|multi-gemini|multi-kappa"/, `${path}: nothing from a failed attempt`);
-    t.equal(upstreams(r.s).length, 5);
-  }
-});
+t.test(
+  'the commit point is the first content event on every protocol: a client never sees two preambles',
+  async (t) => {
+    const r = await routingStack(t, { limits: LIMITS });
+    const failures: Mode[] = [
+      ['in-band error', { inbandError: true }, 'inband_error'],
+      ['preamble only', { preambleOnly: true }, 'empty'],
+      ['reset after preamble', { reset: 'after_preamble' }, 'reset'],
+      ['stall after preamble', { stallAfterChunks: 0 }, 'timeout'],
+    ];
+    const protocols: [string, Record<string, unknown>, (text: string) => number, (text: string) => boolean][] = [
+      [
+        '/v1/messages',
+        { model: 'acme/multi', max_tokens: 50, messages: USER, stream: true },
+        (x) => parseSse(x).filter((e) => e.event === 'message_start').length,
+        (x) => parseSse(x).at(-1)?.event === 'message_stop',
+      ],
+      [
+        '/v1/responses',
+        { model: 'acme/multi', input: 'hi', stream: true },
+        (x) => parseSse(x).filter((e) => e.event === 'response.created').length,
+        (x) => parseSse(x).at(-1)?.event === 'response.completed',
+      ],
+      [
+        CHAT,
+        { model: 'acme/multi', messages: USER, stream: true },
+        (x) => parseSse(x).filter((e) => e.data.includes('"role":"assistant"')).length,
+        (x) => parseSse(x).at(-1)?.data === '[DONE]',
+      ],
+    ];
+    for (const [path, body, preambles, ended] of protocols) {
+      r.s.sim.clear();
+      script(r, failures);
+      const res = await r.s.post(path, body, { key: r.key });
+      t.equal(res.status, 200, path);
+      t.equal(res.headers.get('x-pi-provider'), 'lambda', `${path}: the fifth deployment answered`);
+      const text = await res.text();
+      t.equal(preambles(text), 1, `${path}: exactly one preamble`);
+      t.ok(ended(text), `${path}: the normal end`);
+      t.notMatch(text, /multi-aws|multi-gcp|multi-gemini|multi-kappa"/, `${path}: nothing from a failed attempt`);
+      t.equal(upstreams(r.s).length, 5);
+    }
+  },
+);
 
 t.test('client-fault 4xx: returned with its status and provider headers, not retried', async (t) => {
   const r = await routingStack(t);
@@ -230,42 +274,54 @@ t.test('every attempt fails: what the client gets', async (t) => {
     t.equal(res.headers.get('retry-after'), '7', "the provider's Retry-After reaches the client");
     t.equal(res.headers.get('x-pi-provider'), 'gcp');
     t.equal(res.headers.get('x-pi-upstream-request-id'), 'req_gcp');
-    t.equal(((await res.json()) as { error: { code: string } }).error.code, 'rate_limit_exceeded', 'the body is the provider error');
+    t.equal(
+      ((await res.json()) as { error: { code: string } }).error.code,
+      'rate_limit_exceeded',
+      'the body is the provider error',
+    );
   });
 
-  t.test('our credential refused by the last one: 503 provider_unavailable naming it, no X-Pi-Upstream-*', async (t) => {
-    const r = await routingStack(t);
-    for (const [only, statuses, refusing] of [
-      [['aws'], [401], 'aws'],
-      [['aws', 'gcp'], [500, 403], 'gcp'],
-      [['aws', 'gcp', 'nu'], [401, 401, 401], 'nu'],
-    ] as const) {
-      r.s.sim.clear();
-      const ids = ['multi-aws', 'multi-gcp', 'multi-nu'];
-      for (const [i, status] of statuses.entries()) r.s.sim.script(ids[i] as string, { status }, 1);
-      const res = await r.chat({ provider: { only: [...only] } });
-      t.equal(res.status, 503);
-      t.equal(res.headers.get('x-pi-provider'), refusing, 'names the refusing provider');
-      t.equal(res.headers.get('x-pi-model'), 'acme/multi');
-      t.equal(res.headers.get('x-pi-upstream-model'), null);
-      t.equal(res.headers.get('x-pi-upstream-request-id'), null);
-      const body = (await res.json()) as { error: { code: string; message: string } };
-      t.equal(body.error.code, 'provider_unavailable');
-      t.match(body.error.message, refusing);
-      t.equal(upstreams(r.s).length, statuses.length);
-    }
-    // A refusal another provider takes over from is invisible (a fresh stack: aws has tripped by now).
-    const fresh = await routingStack(t);
-    fresh.s.sim.script('multi-aws', { status: 401 }, 1);
-    const res = await fresh.chat({});
-    t.equal(res.status, 200);
-    t.equal(res.headers.get('x-pi-provider'), 'gcp');
-    await res.text();
-  });
+  t.test(
+    'our credential refused by the last one: 503 provider_unavailable naming it, no X-Pi-Upstream-*',
+    async (t) => {
+      const r = await routingStack(t);
+      for (const [only, statuses, refusing] of [
+        [['aws'], [401], 'aws'],
+        [['aws', 'gcp'], [500, 403], 'gcp'],
+        [['aws', 'gcp', 'nu'], [401, 401, 401], 'nu'],
+      ] as const) {
+        r.s.sim.clear();
+        const ids = ['multi-aws', 'multi-gcp', 'multi-nu'];
+        for (const [i, status] of statuses.entries()) r.s.sim.script(ids[i] as string, { status }, 1);
+        const res = await r.chat({ provider: { only: [...only] } });
+        t.equal(res.status, 503);
+        t.equal(res.headers.get('x-pi-provider'), refusing, 'names the refusing provider');
+        t.equal(res.headers.get('x-pi-model'), 'acme/multi');
+        t.equal(res.headers.get('x-pi-upstream-model'), null);
+        t.equal(res.headers.get('x-pi-upstream-request-id'), null);
+        const body = (await res.json()) as { error: { code: string; message: string } };
+        t.equal(body.error.code, 'provider_unavailable');
+        t.match(body.error.message, refusing);
+        t.equal(upstreams(r.s).length, statuses.length);
+      }
+      // A refusal another provider takes over from is invisible (a fresh stack: aws has tripped by now).
+      const fresh = await routingStack(t);
+      fresh.s.sim.script('multi-aws', { status: 401 }, 1);
+      const res = await fresh.chat({});
+      t.equal(res.status, 200);
+      t.equal(res.headers.get('x-pi-provider'), 'gcp');
+      await res.text();
+    },
+  );
 
   t.test('no provider answered at all: 503 provider_unavailable with gateway headers only', async (t) => {
     const r = await routingStack(t, { limits: LIMITS });
-    for (const b of [{ reset: 'before_head' }, { ttfbMs: LATE }, { inbandError: true }, { preambleOnly: true }] as Behaviour[]) {
+    for (const b of [
+      { reset: 'before_head' },
+      { ttfbMs: LATE },
+      { inbandError: true },
+      { preambleOnly: true },
+    ] as Behaviour[]) {
       r.s.sim.clear();
       const res = await r.chat({ stream: true, sim: b });
       const err = await gatewayError(t, res, 503, 'provider_unavailable');
@@ -282,17 +338,26 @@ t.test('every attempt fails: what the client gets', async (t) => {
     await gatewayError(t, res, 503, 'provider_unavailable');
     const row = lastLog(r.s);
     t.equal(row.attempts, 5);
-    t.same(row.attempts_json.map((a) => a.outcome), ['connect', 'connect', 'connect', 'connect', 'connect']);
-    t.same(row.attempts_json.map((a) => a.status), [null, null, null, null, null]);
+    t.same(
+      row.attempts_json.map((a) => a.outcome),
+      ['connect', 'connect', 'connect', 'connect', 'connect'],
+    );
+    t.same(
+      row.attempts_json.map((a) => a.status),
+      [null, null, null, null, null],
+    );
   });
 
-  t.test('an earlier provider error, then no answer at all: the last attempt decides (503, gateway headers)', async (t) => {
-    const r = await routingStack(t, { limits: LIMITS });
-    r.s.sim.script('multi-aws', { status: 500 }, 1);
-    r.s.sim.script('multi-gcp', { reset: 'before_head' }, 1);
-    const res = await r.chat({ provider: { only: ['aws', 'gcp'] } });
-    await gatewayError(t, res, 503, 'provider_unavailable');
-  });
+  t.test(
+    'an earlier provider error, then no answer at all: the last attempt decides (503, gateway headers)',
+    async (t) => {
+      const r = await routingStack(t, { limits: LIMITS });
+      r.s.sim.script('multi-aws', { status: 500 }, 1);
+      r.s.sim.script('multi-gcp', { reset: 'before_head' }, 1);
+      const res = await r.chat({ provider: { only: ['aws', 'gcp'] } });
+      await gatewayError(t, res, 503, 'provider_unavailable');
+    },
+  );
 });
 
 t.test('billing: only the attempt that answered is charged; failed attempts cost nothing but are logged', async (t) => {

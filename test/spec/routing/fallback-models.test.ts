@@ -4,7 +4,15 @@
 // the 5-attempt cap across models, and the wallet hold sized for the priciest reachable model.
 import t from 'tap';
 import { parseSse } from '../../helpers/inference.ts';
-import { CHAT, USER, gatewayError, lastLog, nothingCalledNothingHeld, routingStack, upstreams } from './routing-helpers.ts';
+import {
+  CHAT,
+  USER,
+  gatewayError,
+  lastLog,
+  nothingCalledNothingHeld,
+  routingStack,
+  upstreams,
+} from './routing-helpers.ts';
 
 /** The hold the gateway takes: prompt bound = body bytes, output bound = max_tokens; nano-USD per token below. */
 function holdNano(body: Record<string, unknown>, inNano: bigint, outNano: bigint): bigint {
@@ -63,7 +71,14 @@ t.test('a fallback is tried only after every deployment of the current model fai
   const res = await r.chat({
     models: ['acme/pricey'],
     provider: { only: ['aws', 'gcp', 'kappa'] },
-    sim: { by_model: { 'multi-aws': { status: 502 }, 'multi-gcp': { status: 503 }, 'multi-kappa': { status: 429 }, 'multi-kappa-down': { status: 500 } } },
+    sim: {
+      by_model: {
+        'multi-aws': { status: 502 },
+        'multi-gcp': { status: 503 },
+        'multi-kappa': { status: 429 },
+        'multi-kappa-down': { status: 500 },
+      },
+    },
   });
   t.equal(res.status, 200);
   t.equal(res.headers.get('x-pi-model'), 'acme/pricey');
@@ -74,21 +89,35 @@ t.test('a fallback is tried only after every deployment of the current model fai
 
 t.test('the 5-attempt cap spans models', async (t) => {
   const r = await routingStack(t);
-  const res = await r.chat({ models: ['acme/pricey', 'acme/third'], provider: { only: ['aws', 'gcp', 'kappa'] }, sim: { status: 500 } });
+  const res = await r.chat({
+    models: ['acme/pricey', 'acme/third'],
+    provider: { only: ['aws', 'gcp', 'kappa'] },
+    sim: { status: 500 },
+  });
   t.equal(res.status, 500);
   t.equal(res.headers.get('x-pi-model'), 'acme/pricey', 'the last attempt names its model');
   t.equal(res.headers.get('x-pi-provider'), 'aws');
   await res.text();
-  t.same(upstreams(r.s), ['multi-aws', 'multi-gcp', 'multi-kappa', 'multi-kappa-down', 'pricey-aws'], 'kappa/pricey and acme/third never called');
+  t.same(
+    upstreams(r.s),
+    ['multi-aws', 'multi-gcp', 'multi-kappa', 'multi-kappa-down', 'pricey-aws'],
+    'kappa/pricey and acme/third never called',
+  );
   t.equal(lastLog(r.s).attempts, 5);
 });
 
 t.test('request rules of models', async (t) => {
   const r = await routingStack(t);
-  const fail = { by_model: { 'multi-aws': { status: 500 }, 'third-aws': { status: 500 }, 'fourth-aws': { status: 500 } } };
+  const fail = {
+    by_model: { 'multi-aws': { status: 500 }, 'third-aws': { status: 500 }, 'fourth-aws': { status: 500 } },
+  };
 
   // Entries repeating model or an earlier entry are dropped.
-  let res = await r.chat({ models: ['acme/multi', 'acme/third', 'acme/third'], provider: { only: ['aws'] }, sim: fail });
+  let res = await r.chat({
+    models: ['acme/multi', 'acme/third', 'acme/third'],
+    provider: { only: ['aws'] },
+    sim: fail,
+  });
   t.equal(res.status, 500);
   await res.text();
   t.same(upstreams(r.s), ['multi-aws', 'third-aws'], 'each model once');
@@ -109,7 +138,11 @@ t.test('request rules of models', async (t) => {
 
   // Exactly 3 is fine.
   r.s.sim.clear();
-  res = await r.chat({ models: ['acme/third', 'acme/fourth', 'acme/fifth'], provider: { only: ['aws'] }, sim: { by_model: { ...fail.by_model } } });
+  res = await r.chat({
+    models: ['acme/third', 'acme/fourth', 'acme/fifth'],
+    provider: { only: ['aws'] },
+    sim: { by_model: { ...fail.by_model } },
+  });
   t.equal(res.status, 200);
   t.equal(res.headers.get('x-pi-model'), 'acme/fifth');
   await res.text();
@@ -125,16 +158,39 @@ t.test('request rules of models', async (t) => {
     t.match(err.message, /models/);
     t.match(err.message, /3/);
   }
-  let err = await gatewayError(t, await r.s.post(CHAT, { models: ['acme/third', 'acme/fourth', 'acme/fifth', 'acme/pricey'], messages: USER }, { key: r.key }), 422, 'validation_failed');
+  let err = await gatewayError(
+    t,
+    await r.s.post(
+      CHAT,
+      { models: ['acme/third', 'acme/fourth', 'acme/fifth', 'acme/pricey'], messages: USER },
+      { key: r.key },
+    ),
+    422,
+    'validation_failed',
+  );
   t.match(err.message, /models/);
   for (const missing of ['acme/nope', 'third-aws', 'nope']) {
     err = await gatewayError(t, await r.chat({ models: ['acme/third', missing] }), 404, 'model_not_found');
     t.match(err.message, missing, `names ${missing}`);
     t.equal(err.type, 'not_found_error');
   }
-  err = await gatewayError(t, await r.s.post(CHAT, { models: ['acme/nope'], messages: USER }, { key: r.key }), 404, 'model_not_found');
+  err = await gatewayError(
+    t,
+    await r.s.post(CHAT, { models: ['acme/nope'], messages: USER }, { key: r.key }),
+    404,
+    'model_not_found',
+  );
   t.match(err.message, 'acme/nope');
-  err = await gatewayError(t, await r.s.post('/v1/messages', { model: 'acme/multi', models: ['acme/ghost'], max_tokens: 5, messages: USER }, { key: r.key }), 404, 'model_not_found');
+  err = await gatewayError(
+    t,
+    await r.s.post(
+      '/v1/messages',
+      { model: 'acme/multi', models: ['acme/ghost'], max_tokens: 5, messages: USER },
+      { key: r.key },
+    ),
+    404,
+    'model_not_found',
+  );
   t.match(err.message, 'acme/ghost');
   nothingCalledNothingHeld(t, r.s);
   t.equal(r.s.store.wallets.show('open', r.s.clock.now()).balance, before.balance);
@@ -149,7 +205,11 @@ t.test('a primary with no candidate falls through to its fallback; a fallback wi
   t.same(upstreams(r.s), ['third-aws']);
 
   r.s.sim.clear();
-  res = await r.chat({ models: ['acme/third', 'acme/pricey'], provider: { only: ['kappa'] }, sim: { by_model: { 'multi-kappa': { status: 500 }, 'multi-kappa-down': { status: 500 } } } });
+  res = await r.chat({
+    models: ['acme/third', 'acme/pricey'],
+    provider: { only: ['kappa'] },
+    sim: { by_model: { 'multi-kappa': { status: 500 }, 'multi-kappa-down': { status: 500 } } },
+  });
   t.equal(res.status, 200);
   t.equal(res.headers.get('x-pi-model'), 'acme/pricey');
   t.equal(res.headers.get('x-pi-provider'), 'kappa');
@@ -171,7 +231,18 @@ t.test('fallback models on the Messages protocol', async (t) => {
   const r = await routingStack(t);
   r.s.sim.script('multi-aws', { status: 529 }, 2);
   for (const stream of [false, true]) {
-    const res = await r.s.post('/v1/messages', { model: 'acme/multi', models: ['acme/pricey'], max_tokens: 20, messages: USER, stream, provider: { only: ['aws'] } }, { key: r.key });
+    const res = await r.s.post(
+      '/v1/messages',
+      {
+        model: 'acme/multi',
+        models: ['acme/pricey'],
+        max_tokens: 20,
+        messages: USER,
+        stream,
+        provider: { only: ['aws'] },
+      },
+      { key: r.key },
+    );
     t.equal(res.status, 200);
     t.equal(res.headers.get('x-pi-model'), 'acme/pricey');
     t.equal(res.headers.get('x-pi-upstream-model'), 'pricey-aws');
@@ -206,31 +277,40 @@ t.test('the hold at admission covers the priciest model the request may reach th
   await ok.text();
 });
 
-t.test('a failover to a pricier fallback never overdraws: the hold is its worst case, held while in flight', async (t) => {
-  const r = await routingStack(t);
-  const ws = 'lean';
-  const key = r.s.key(ws);
-  const body = { model: 'acme/multi', messages: USER, max_tokens: 100, models: ['acme/pricey'], provider: { only: ['aws'] } };
-  const bytes = Buffer.byteLength(JSON.stringify(body));
-  const hold = holdNano(body, PRICEY_IN, PRICEY_OUT);
-  r.s.store.wallets.credit(ws, hold, 'exactly the worst case');
-  r.s.sim.script('multi-aws', { status: 503 }, 1);
-  // The fallback bills every token the hold allowed for: the whole prompt bound and max_tokens.
-  r.s.sim.script('pricey-aws', { ttfbMs: 150, usage: { prompt: bytes, completion: 100 } }, 1);
+t.test(
+  'a failover to a pricier fallback never overdraws: the hold is its worst case, held while in flight',
+  async (t) => {
+    const r = await routingStack(t);
+    const ws = 'lean';
+    const key = r.s.key(ws);
+    const body = {
+      model: 'acme/multi',
+      messages: USER,
+      max_tokens: 100,
+      models: ['acme/pricey'],
+      provider: { only: ['aws'] },
+    };
+    const bytes = Buffer.byteLength(JSON.stringify(body));
+    const hold = holdNano(body, PRICEY_IN, PRICEY_OUT);
+    r.s.store.wallets.credit(ws, hold, 'exactly the worst case');
+    r.s.sim.script('multi-aws', { status: 503 }, 1);
+    // The fallback bills every token the hold allowed for: the whole prompt bound and max_tokens.
+    r.s.sim.script('pricey-aws', { ttfbMs: 150, usage: { prompt: bytes, completion: 100 } }, 1);
 
-  const pending = r.s.post(CHAT, body, { key });
-  let held = 0n;
-  for (let i = 0; i < 200 && held === 0n; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    held = r.s.store.wallets.show(ws, r.s.clock.now()).held;
-  }
-  t.equal(held, hold, 'held while in flight: the worst case of acme/pricey, not of acme/multi');
-  const res = await pending;
-  t.equal(res.status, 200);
-  t.equal(res.headers.get('x-pi-model'), 'acme/pricey');
-  await res.text();
-  const w = r.s.store.wallets.show(ws, r.s.clock.now());
-  t.equal(w.balance, 0n, 'charged exactly the hold; never below zero');
-  t.equal(w.held, 0n);
-  t.ok(r.s.store.wallets.verify().ok);
-});
+    const pending = r.s.post(CHAT, body, { key });
+    let held = 0n;
+    for (let i = 0; i < 200 && held === 0n; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      held = r.s.store.wallets.show(ws, r.s.clock.now()).held;
+    }
+    t.equal(held, hold, 'held while in flight: the worst case of acme/pricey, not of acme/multi');
+    const res = await pending;
+    t.equal(res.status, 200);
+    t.equal(res.headers.get('x-pi-model'), 'acme/pricey');
+    await res.text();
+    const w = r.s.store.wallets.show(ws, r.s.clock.now());
+    t.equal(w.balance, 0n, 'charged exactly the hold; never below zero');
+    t.equal(w.held, 0n);
+    t.ok(r.s.store.wallets.verify().ok);
+  },
+);

@@ -17,7 +17,10 @@ const COOLDOWN = 10_000;
 const MAX_COOLDOWN = 40_000;
 const AWS_GCP = { provider: { only: ['aws', 'gcp'] } };
 
-async function ask(r: RoutingStack, body: Record<string, unknown> = AWS_GCP): Promise<{ status: number; provider: string | null; tried: string[] }> {
+async function ask(
+  r: RoutingStack,
+  body: Record<string, unknown> = AWS_GCP,
+): Promise<{ status: number; provider: string | null; tried: string[] }> {
   const from = r.s.sim.requests.length;
   const res = await r.chat(body);
   await res.text();
@@ -83,7 +86,12 @@ t.test('trip, avoid, probe, back off, recover', async (t) => {
   a = await ask(r);
   t.same(a.tried, ['multi-aws'], 'the probe answered');
   t.equal(a.provider, 'aws');
-  t.same(r.s.gw.ctx.health.state('aws/multi'), { state: 'closed', consecutiveFailures: 0, errorRate: 0, openUntil: null });
+  t.same(r.s.gw.ctx.health.state('aws/multi'), {
+    state: 'closed',
+    consecutiveFailures: 0,
+    errorRate: 0,
+    openUntil: null,
+  });
   t.same((await ask(r)).tried, ['multi-aws']);
   t.same((await ask(r, {})).tried, ['multi-aws']);
 
@@ -100,7 +108,8 @@ t.test('one probe at a time: while the probe is in flight, other requests see th
   const from = r.s.sim.requests.length;
   const probe = r.chat(AWS_GCP);
   // Wait until the probe reached the simulator (an event, not a time rule).
-  for (let i = 0; i < 400 && r.s.sim.requests.length === from; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let i = 0; i < 400 && r.s.sim.requests.length === from; i++)
+    await new Promise((resolve) => setTimeout(resolve, 5));
   t.same(upstreams(r.s).slice(from), ['multi-aws'], 'the probe is in flight');
   const other = await ask(r);
   t.same(other.tried, ['multi-gcp'], 'a concurrent request does not probe too');
@@ -163,20 +172,25 @@ t.test('which outcomes count: provider failures and broken streams do, client-fa
   }
 });
 
-t.test('health is not part of the candidate set: an open deployment still serves when it is the only one', async (t) => {
-  const r = await routingStack(t);
-  await trip(t, r);
-  const a = await ask(r, { provider: { only: ['aws'] } });
-  t.equal(a.status, 200);
-  t.same(a.tried, ['multi-aws']);
-  // The declared-down deployment likewise: after kappa/multi, never excluded.
-  const b = await ask(r, { provider: { only: ['kappa'] }, sim: { by_model: { 'multi-kappa': { status: 500 } } } });
-  t.same(b.tried, ['multi-kappa', 'multi-kappa-down']);
-  t.equal(b.status, 200);
-  // The catalog keeps listing aws.
-  const view = (await (await fetch(`${r.s.url}/v1/models/acme/multi/endpoints`)).json()) as { data: { endpoints: { provider: string }[] } };
-  t.ok(view.data.endpoints.some((e) => e.provider === 'aws'));
-});
+t.test(
+  'health is not part of the candidate set: an open deployment still serves when it is the only one',
+  async (t) => {
+    const r = await routingStack(t);
+    await trip(t, r);
+    const a = await ask(r, { provider: { only: ['aws'] } });
+    t.equal(a.status, 200);
+    t.same(a.tried, ['multi-aws']);
+    // The declared-down deployment likewise: after kappa/multi, never excluded.
+    const b = await ask(r, { provider: { only: ['kappa'] }, sim: { by_model: { 'multi-kappa': { status: 500 } } } });
+    t.same(b.tried, ['multi-kappa', 'multi-kappa-down']);
+    t.equal(b.status, 200);
+    // The catalog keeps listing aws.
+    const view = (await (await fetch(`${r.s.url}/v1/models/acme/multi/endpoints`)).json()) as {
+      data: { endpoints: { provider: string }[] };
+    };
+    t.ok(view.data.endpoints.some((e) => e.provider === 'aws'));
+  },
+);
 
 interface Entry {
   provider: string;
@@ -184,15 +198,20 @@ interface Entry {
 }
 
 async function entries(r: RoutingStack): Promise<Entry[]> {
-  const body = (await (await fetch(`${r.s.url}/v1/models/acme/multi/endpoints`)).json()) as { data: { endpoints: Entry[] } };
+  const body = (await (await fetch(`${r.s.url}/v1/models/acme/multi/endpoints`)).json()) as {
+    data: { endpoints: Entry[] };
+  };
   return body.data.endpoints;
 }
 
-t.test("the endpoints view's \"not down beats down\" reads the breaker's state", async (t) => {
+t.test('the endpoints view\'s "not down beats down" reads the breaker\'s state', async (t) => {
   const r = await routingStack(t);
   const mu = async () => (await entries(r)).find((e) => e.provider === 'mu')?.quantization;
   // Entry order by the best deployment's weight: kappa's is kappa/multi (40), not the declared-down 1000.
-  t.same((await entries(r)).map((e) => e.provider), ['aws', 'gcp', 'gemini', 'kappa', 'lambda', 'mu', 'nu']);
+  t.same(
+    (await entries(r)).map((e) => e.provider),
+    ['aws', 'gcp', 'gemini', 'kappa', 'lambda', 'mu', 'nu'],
+  );
   t.equal(await mu(), 'fp4', 'mu/multi (fp4) beats mu/multi-a (fp8) on id at equal weight');
 
   const onlyMuMulti = { provider: { only: ['mu'], quantizations: ['fp4'] }, sim: { status: 500 } };
@@ -224,61 +243,61 @@ t.test('within a tier the weighted order resumes once a deployment recovers (str
   t.same((await ask(r, {})).tried, ['multi-aws'], 'closed');
 });
 
-t.test(
-  'a probe claimed by a request that never reached the deployment is given back',
-  async (t) => {
-    const r = await routingStack(t);
-    await trip(t, r);
-    r.s.clock.advance(COOLDOWN);
-    // gcp is ordered first: this request claims aws's probe while ordering, but gcp answers.
-    t.same((await ask(r, { provider: { only: ['aws', 'gcp'], order: ['gcp'] } })).tried, ['multi-gcp']);
-    t.equal(state(r, 'aws/multi'), 'half_open');
-    // The next request that would reach aws first should probe it.
-    t.same((await ask(r)).tried, ['multi-aws'], 'aws gets its probe');
-  },
-);
+t.test('a probe claimed by a request that never reached the deployment is given back', async (t) => {
+  const r = await routingStack(t);
+  await trip(t, r);
+  r.s.clock.advance(COOLDOWN);
+  // gcp is ordered first: this request claims aws's probe while ordering, but gcp answers.
+  t.same((await ask(r, { provider: { only: ['aws', 'gcp'], order: ['gcp'] } })).tried, ['multi-gcp']);
+  t.equal(state(r, 'aws/multi'), 'half_open');
+  // The next request that would reach aws first should probe it.
+  t.same((await ask(r)).tried, ['multi-aws'], 'aws gets its probe');
+});
 
-t.test('planRoute lists the probes it claimed, and only those, so a caller can give back the unused ones', async (t) => {
-  const config = fixtureConfig('routing-http');
-  const index = new ConfigIndex(config);
-  const clock = new ManualClock(DEFAULT_NOW);
-  const health = new HealthTracker(config.settings.health, clock);
-  const model = index.modelById.get('acme/multi');
-  const workspace = index.workspaceById.get('open');
-  if (!model || !workspace) throw new Error('fixture model or workspace missing');
-  const plan = () =>
-    planRoute({
+t.test(
+  'planRoute lists the probes it claimed, and only those, so a caller can give back the unused ones',
+  async (t) => {
+    const config = fixtureConfig('routing-http');
+    const index = new ConfigIndex(config);
+    const clock = new ManualClock(DEFAULT_NOW);
+    const health = new HealthTracker(config.settings.health, clock);
+    const model = index.modelById.get('acme/multi');
+    const workspace = index.workspaceById.get('open');
+    if (!model || !workspace) throw new Error('fixture model or workspace missing');
+    const plan = () =>
+      planRoute({
+        index,
+        endpoint: 'chat_completions',
+        models: [model],
+        policy: mergePreferences(workspace.routing, { only: ['aws', 'gcp'] }),
+        creds: { has: () => true },
+        health,
+        nowMs: clock.now(),
+        random: () => 0.5,
+      });
+    t.same(plan().probes, [], 'closed: nothing to probe');
+    for (let i = 0; i < 3; i++) health.record('aws/multi', { ok: false, reason: 'status_5xx' });
+    t.same(plan().probes, [], 'open: no probe yet');
+    clock.advance(COOLDOWN);
+    const first = plan();
+    t.same(first.probes, ['aws/multi'], 'half-open: this plan claimed the probe');
+    t.equal(first.plans[0]?.deployments[0]?.id, 'aws/multi', 'and routes it first');
+    const second = plan();
+    t.same(second.probes, [], 'a concurrent plan does not claim it (and must not give it back)');
+    t.equal(second.plans[0]?.deployments[0]?.id, 'gcp/multi');
+    health.releaseProbe('aws/multi');
+    t.same(plan().probes, ['aws/multi'], 'given back: the next plan claims it');
+    // The declared-down deployment never takes a probe.
+    const kappa = planRoute({
       index,
       endpoint: 'chat_completions',
       models: [model],
-      policy: mergePreferences(workspace.routing, { only: ['aws', 'gcp'] }),
+      policy: mergePreferences(workspace.routing, { only: ['kappa'] }),
       creds: { has: () => true },
       health,
       nowMs: clock.now(),
       random: () => 0.5,
     });
-  t.same(plan().probes, [], 'closed: nothing to probe');
-  for (let i = 0; i < 3; i++) health.record('aws/multi', { ok: false, reason: 'status_5xx' });
-  t.same(plan().probes, [], 'open: no probe yet');
-  clock.advance(COOLDOWN);
-  const first = plan();
-  t.same(first.probes, ['aws/multi'], 'half-open: this plan claimed the probe');
-  t.equal(first.plans[0]?.deployments[0]?.id, 'aws/multi', 'and routes it first');
-  const second = plan();
-  t.same(second.probes, [], 'a concurrent plan does not claim it (and must not give it back)');
-  t.equal(second.plans[0]?.deployments[0]?.id, 'gcp/multi');
-  health.releaseProbe('aws/multi');
-  t.same(plan().probes, ['aws/multi'], 'given back: the next plan claims it');
-  // The declared-down deployment never takes a probe.
-  const kappa = planRoute({
-    index,
-    endpoint: 'chat_completions',
-    models: [model],
-    policy: mergePreferences(workspace.routing, { only: ['kappa'] }),
-    creds: { has: () => true },
-    health,
-    nowMs: clock.now(),
-    random: () => 0.5,
-  });
-  t.same(kappa.probes, []);
-});
+    t.same(kappa.probes, []);
+  },
+);

@@ -17,17 +17,28 @@ const TWO = { order: ['alpha', 'beta'], only: ['alpha', 'beta'] };
 t.test('retried statuses move to the next provider; other 4xx are the client’s and pass through', async (t) => {
   for (const status of [500, 502, 503, 504, 529, 408, 409, 429, 401, 403]) {
     const { s, key } = await stack(t);
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: TWO, sim: { by_model: { 'small-v1': { status } } } }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: TWO, sim: { by_model: { 'small-v1': { status } } } },
+      { key },
+    );
     t.equal(res.status, 200, `${status} → next provider`);
     t.equal(res.headers.get('x-pi-provider'), 'beta');
     await res.text();
     t.equal(s.sim.requests.length, 2);
     const row = await logRow(s, res.headers.get('x-pi-trace-id'));
-    t.same(row?.attempts_json.map((a) => a.outcome), [`status_${status}`, 'ok']);
+    t.same(
+      row?.attempts_json.map((a) => a.outcome),
+      [`status_${status}`, 'ok'],
+    );
   }
   for (const status of [400, 404, 413, 422]) {
     const { s, key } = await stack(t);
-    const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: TWO, sim: { by_model: { 'small-v1': { status } } } }, { key });
+    const res = await s.post(
+      '/v1/chat/completions',
+      { model: 'acme/chat-small', messages: USER, provider: TWO, sim: { by_model: { 'small-v1': { status } } } },
+      { key },
+    );
     t.equal(res.status, status, `${status} passes through`);
     t.equal(res.headers.get('x-pi-provider'), 'alpha');
     await res.text();
@@ -67,20 +78,42 @@ t.test('fallback models: tried after every deployment of the current model faile
 
 t.test('at most five attempts; the last answer decides what the client gets', async (t) => {
   let { s, key } = await stack(t);
-  let res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', models: ['acme/reasoner', 'acme/chat-big'], messages: USER, sim: { status: 500 } }, { key });
+  let res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', models: ['acme/reasoner', 'acme/chat-big'], messages: USER, sim: { status: 500 } },
+    { key },
+  );
   t.equal(res.status, 500, 'the last provider error passes through');
   t.ok(res.headers.get('x-pi-provider'), 'with its provider headers');
   await res.text();
   t.equal(s.sim.requests.length, 5, 'five attempts, no more');
 
   ({ s, key } = await stack(t));
-  res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: TWO, sim: { by_model: { 'small-v1': { status: 500 }, 'small-beta': { reset: 'before_head' } } } }, { key });
+  res = await s.post(
+    '/v1/chat/completions',
+    {
+      model: 'acme/chat-small',
+      messages: USER,
+      provider: TWO,
+      sim: { by_model: { 'small-v1': { status: 500 }, 'small-beta': { reset: 'before_head' } } },
+    },
+    { key },
+  );
   t.equal(res.status, 503, 'no answer at the last attempt → 503');
   t.equal(res.headers.get('x-pi-provider'), null);
   t.equal(((await res.json()) as { error: { code: string } }).error.code, 'provider_unavailable');
 
   ({ s, key } = await stack(t));
-  res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, provider: TWO, sim: { by_model: { 'small-v1': { status: 401 }, 'small-beta': { status: 403 } } } }, { key });
+  res = await s.post(
+    '/v1/chat/completions',
+    {
+      model: 'acme/chat-small',
+      messages: USER,
+      provider: TWO,
+      sim: { by_model: { 'small-v1': { status: 401 }, 'small-beta': { status: 403 } } },
+    },
+    { key },
+  );
   t.equal(res.status, 503);
   t.equal(res.headers.get('x-pi-provider'), 'beta', 'the last refusing provider is named');
   t.match(((await res.json()) as { error: { message: string } }).error.message, /beta/);
@@ -90,7 +123,11 @@ t.test('a workspace order without fallbacks is kept', async (t) => {
   const { s } = await stack(t);
   const key = s.key('pinned-order');
   s.credit('pinned-order', '10');
-  const res = await s.post('/v1/chat/completions', { model: 'acme/chat-small', messages: USER, sim: { status: 500 } }, { key });
+  const res = await s.post(
+    '/v1/chat/completions',
+    { model: 'acme/chat-small', messages: USER, sim: { status: 500 } },
+    { key },
+  );
   await res.text();
   t.same(
     s.sim.requests.map((r) => (r.body as { model: string }).model),

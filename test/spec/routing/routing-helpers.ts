@@ -60,7 +60,12 @@ export async function routingStack(t: Test, opts: RoutingStackOptions = {}): Pro
     s,
     key,
     keyFor,
-    chat: (body, o = {}) => s.post(CHAT, { model: 'acme/multi', messages: USER, ...body }, { key: o.key ?? key, ...(o.headers ? { headers: o.headers } : {}) }),
+    chat: (body, o = {}) =>
+      s.post(
+        CHAT,
+        { model: 'acme/multi', messages: USER, ...body },
+        { key: o.key ?? key, ...(o.headers ? { headers: o.headers } : {}) },
+      ),
   };
 }
 

@@ -18,7 +18,12 @@ import { lastLog, routingStack, upstreams, type RoutingStack } from './routing-h
 
 const MINUTE = 60_000;
 
-async function ask(r: RoutingStack, session: string | null, body: Record<string, unknown> = {}, key?: string): Promise<{ status: number; provider: string | null; tried: string[] }> {
+async function ask(
+  r: RoutingStack,
+  session: string | null,
+  body: Record<string, unknown> = {},
+  key?: string,
+): Promise<{ status: number; provider: string | null; tried: string[] }> {
   // Not sim.clear(): that would also forget the behaviours a test scripted for this request.
   const from = r.s.sim.requests.length;
   const headers: Record<string, string> = session === null ? {} : { 'x-pi-session-id': session };
@@ -168,31 +173,28 @@ t.test('a request served by a fallback model does not pin the primary', async (t
   t.same((await ask(r, 'sess')).tried, ['multi-aws']);
 });
 
-t.test(
-  'a deployment becoming ineligible drops its pin',
-  async (t) => {
-    // A file database and a second connection for the credential changes: the gateway notices
-    // commits by other connections (the CLI path) on its next request.
-    const file = join(t.testdir({}), 'gateway.db');
-    const masterKey = randomBytes(32).toString('base64');
-    const clock = new ManualClock(DEFAULT_NOW);
-    const store = openStore(file, { clock, masterKey, requestLog: { flushIntervalMs: 10 } });
-    const cli = openStore(file, { clock, masterKey });
-    t.teardown(() => {
-      cli.close();
-      store.close();
-    });
-    const r = await routingStack(t, { clock, store });
-    await pinToGcp(t, r, 'sess');
-    // gcp's credential is removed: gcp/multi leaves the candidate set.
-    t.ok(cli.secrets.remove('gcp-1'));
-    const a = await ask(r, 'sess', { provider: { only: ['aws', 'gcp'] }, sim: { status: 500 } });
-    t.same(a.tried, ['multi-aws'], 'gcp is not a candidate');
-    // The credential comes back; the pin should be gone, so weight decides again.
-    cli.secrets.set('gcp-1', 'upstream-secret-gcp-1');
-    t.same((await ask(r, 'sess')).tried, ['multi-aws'], 'the dropped pin does not come back');
-  },
-);
+t.test('a deployment becoming ineligible drops its pin', async (t) => {
+  // A file database and a second connection for the credential changes: the gateway notices
+  // commits by other connections (the CLI path) on its next request.
+  const file = join(t.testdir({}), 'gateway.db');
+  const masterKey = randomBytes(32).toString('base64');
+  const clock = new ManualClock(DEFAULT_NOW);
+  const store = openStore(file, { clock, masterKey, requestLog: { flushIntervalMs: 10 } });
+  const cli = openStore(file, { clock, masterKey });
+  t.teardown(() => {
+    cli.close();
+    store.close();
+  });
+  const r = await routingStack(t, { clock, store });
+  await pinToGcp(t, r, 'sess');
+  // gcp's credential is removed: gcp/multi leaves the candidate set.
+  t.ok(cli.secrets.remove('gcp-1'));
+  const a = await ask(r, 'sess', { provider: { only: ['aws', 'gcp'] }, sim: { status: 500 } });
+  t.same(a.tried, ['multi-aws'], 'gcp is not a candidate');
+  // The credential comes back; the pin should be gone, so weight decides again.
+  cli.secrets.set('gcp-1', 'upstream-secret-gcp-1');
+  t.same((await ask(r, 'sess')).tried, ['multi-aws'], 'the dropped pin does not come back');
+});
 
 t.test('planRoute hands pinnedFor the eligible deployments, so SessionPins.resolve can drop a stale pin', async (t) => {
   // The routing half of the rule above, without HTTP: what inference.ts needs to call.

@@ -7,7 +7,11 @@ import { seededRandom } from '../../helpers/prng.ts';
 import { routingStack, upstreams, type RoutingStack } from './routing-helpers.ts';
 
 /** First choices of `n` plain requests, counted by upstream model (requests sent 25 at a time). */
-async function firstChoices(r: RoutingStack, n: number, body: Record<string, unknown> = {}): Promise<Map<string, number>> {
+async function firstChoices(
+  r: RoutingStack,
+  n: number,
+  body: Record<string, unknown> = {},
+): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   for (let done = 0; done < n; done += 25) {
     const batch = await Promise.all(
@@ -26,34 +30,47 @@ async function firstChoices(r: RoutingStack, n: number, body: Record<string, unk
 function withinBound(t: Test, observed: number, n: number, p: number, what: string): void {
   const mean = n * p;
   const bound = 4.5 * Math.sqrt(n * p * (1 - p)) + 1;
-  t.ok(Math.abs(observed - mean) <= bound, `${what}: ${observed} of ${n}, expected ${mean.toFixed(1)} ± ${bound.toFixed(1)}`);
+  t.ok(
+    Math.abs(observed - mean) <= bound,
+    `${what}: ${observed} of ${n}, expected ${mean.toFixed(1)} ± ${bound.toFixed(1)}`,
+  );
 }
 
-t.test('first choices are shared in proportion to weight; the declared-down heavyweight never goes first', async (t) => {
-  const r = await routingStack(t, { random: seededRandom(20260115) });
-  const n = 800;
-  const counts = await firstChoices(r, n);
-  const weights: Record<string, number> = {
-    'multi-aws': 70,
-    'multi-gcp': 60,
-    'multi-gemini': 50,
-    'multi-kappa': 40,
-    'multi-lambda': 30,
-    'multi-mu': 20,
-    'multi-mu-a': 20,
-    'multi-nu': 10,
-  };
-  const total = Object.values(weights).reduce((a, b) => a + b, 0);
-  for (const [m, w] of Object.entries(weights)) withinBound(t, counts.get(m) ?? 0, n, w / total, m);
-  t.equal(counts.get('multi-kappa-down') ?? 0, 0, 'kappa/multi-down (weight 1000, declared down) never first');
-  t.same([...counts.keys()].filter((k) => !(k in weights)), [], 'nothing else answered');
-  t.equal(r.s.sim.requests.length, n, 'one attempt per request');
-  // The heavier one wins more often than the lighter one, pairwise along the weight order.
-  const order = Object.keys(weights).filter((m) => m !== 'multi-mu-a');
-  for (let i = 1; i < order.length; i++) {
-    t.ok((counts.get(order[i - 1] as string) ?? 0) > (counts.get(order[i] as string) ?? 0), `${order[i - 1]} > ${order[i]}`);
-  }
-});
+t.test(
+  'first choices are shared in proportion to weight; the declared-down heavyweight never goes first',
+  async (t) => {
+    const r = await routingStack(t, { random: seededRandom(20260115) });
+    const n = 800;
+    const counts = await firstChoices(r, n);
+    const weights: Record<string, number> = {
+      'multi-aws': 70,
+      'multi-gcp': 60,
+      'multi-gemini': 50,
+      'multi-kappa': 40,
+      'multi-lambda': 30,
+      'multi-mu': 20,
+      'multi-mu-a': 20,
+      'multi-nu': 10,
+    };
+    const total = Object.values(weights).reduce((a, b) => a + b, 0);
+    for (const [m, w] of Object.entries(weights)) withinBound(t, counts.get(m) ?? 0, n, w / total, m);
+    t.equal(counts.get('multi-kappa-down') ?? 0, 0, 'kappa/multi-down (weight 1000, declared down) never first');
+    t.same(
+      [...counts.keys()].filter((k) => !(k in weights)),
+      [],
+      'nothing else answered',
+    );
+    t.equal(r.s.sim.requests.length, n, 'one attempt per request');
+    // The heavier one wins more often than the lighter one, pairwise along the weight order.
+    const order = Object.keys(weights).filter((m) => m !== 'multi-mu-a');
+    for (let i = 1; i < order.length; i++) {
+      t.ok(
+        (counts.get(order[i - 1] as string) ?? 0) > (counts.get(order[i] as string) ?? 0),
+        `${order[i - 1]} > ${order[i]}`,
+      );
+    }
+  },
+);
 
 t.test('within an order tier the weighted draw applies among that tier only', async (t) => {
   const r = await routingStack(t, { random: seededRandom(99) });
@@ -61,7 +78,11 @@ t.test('within an order tier the weighted draw applies among that tier only', as
   const counts = await firstChoices(r, n, { provider: { order: ['mu', 'nu'] } });
   withinBound(t, counts.get('multi-mu') ?? 0, n, 0.5, 'mu/multi (20 of 40)');
   withinBound(t, counts.get('multi-mu-a') ?? 0, n, 0.5, 'mu/multi-a (20 of 40)');
-  t.equal((counts.get('multi-mu') ?? 0) + (counts.get('multi-mu-a') ?? 0), n, 'nothing outside the first tier went first');
+  t.equal(
+    (counts.get('multi-mu') ?? 0) + (counts.get('multi-mu-a') ?? 0),
+    n,
+    'nothing outside the first tier went first',
+  );
 
   const counts2 = await firstChoices(r, n, { provider: { only: ['aws', 'nu'] } });
   withinBound(t, counts2.get('multi-aws') ?? 0, n, 70 / 80, 'aws (70 of 80)');
@@ -76,7 +97,10 @@ t.test('the whole attempt order is a weighted draw too: second choices follow th
   for (let done = 0; done < n; done += 20) {
     await Promise.all(
       Array.from({ length: 20 }, async () => {
-        const res = await r.chat({ provider: { only: ['aws', 'gcp', 'gemini', 'nu'], order: ['aws'] }, sim: { by_model: { 'multi-aws': { status: 409 } } } });
+        const res = await r.chat({
+          provider: { only: ['aws', 'gcp', 'gemini', 'nu'], order: ['aws'] },
+          sim: { by_model: { 'multi-aws': { status: 409 } } },
+        });
         await res.text();
         const m = res.headers.get('x-pi-upstream-model') ?? '?';
         seconds.set(m, (seconds.get(m) ?? 0) + 1);
@@ -99,6 +123,8 @@ t.test('ties are broken by ascending deployment id wherever the order is not a d
   };
   t.same(await tried({ only: ['mu'] }), ['multi-mu', 'multi-mu-a'], 'equal weights, no draw (constant random)');
   t.same(await tried({ only: ['mu'], sort: 'price' }), ['multi-mu', 'multi-mu-a'], 'equal price and weight');
-  const view = (await (await fetch(`${r.s.url}/v1/models/acme/multi/endpoints`)).json()) as { data: { endpoints: { provider: string; quantization: string | null }[] } };
+  const view = (await (await fetch(`${r.s.url}/v1/models/acme/multi/endpoints`)).json()) as {
+    data: { endpoints: { provider: string; quantization: string | null }[] };
+  };
   t.equal(view.data.endpoints.find((e) => e.provider === 'mu')?.quantization, 'fp4', 'catalog entry: mu/multi');
 });

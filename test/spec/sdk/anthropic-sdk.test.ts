@@ -32,7 +32,13 @@ t.test('messages', async (t) => {
   const { s, client, key } = await setup(t);
   for (const [provider, model, upstream] of ROUTES) {
     const { data, response } = await client.messages
-      .create({ model, max_tokens: 100, system: 'be brief', messages: MESSAGES, ...extra({ provider: { only: [provider] }, sim: { usage: { prompt: 12, completion: 10 } } }) })
+      .create({
+        model,
+        max_tokens: 100,
+        system: 'be brief',
+        messages: MESSAGES,
+        ...extra({ provider: { only: [provider] }, sim: { usage: { prompt: 12, completion: 10 } } }),
+      })
       .withResponse();
     t.equal(data.type, 'message');
     t.equal(data.model, model, `${provider}: the body names the slug`);
@@ -49,7 +55,11 @@ t.test('messages', async (t) => {
     t.notMatch(JSON.stringify(rec.headers), key, 'the gateway key never reaches the provider');
     if (provider === 'delta') {
       t.equal(rec.headers['x-api-key'], 'upstream-secret-delta-1');
-      t.equal(rec.headers['anthropic-version'], '2026-10-21', "the SDK's own version header (1.12 sends 2026-10-21) is forwarded, not the adapter default");
+      t.equal(
+        rec.headers['anthropic-version'],
+        '2026-10-21',
+        "the SDK's own version header (1.12 sends 2026-10-21) is forwarded, not the adapter default",
+      );
     }
   }
 });
@@ -57,7 +67,12 @@ t.test('messages', async (t) => {
 t.test('messages streaming with the SDK accumulation', async (t) => {
   const { s, client } = await setup(t);
   for (const [provider, model] of ROUTES) {
-    const stream = client.messages.stream({ model, max_tokens: 100, messages: MESSAGES, ...extra({ provider: { only: [provider] }, sim: { chunks: 5, usage: { prompt: 9, completion: 10 } } }) });
+    const stream = client.messages.stream({
+      model,
+      max_tokens: 100,
+      messages: MESSAGES,
+      ...extra({ provider: { only: [provider] }, sim: { chunks: 5, usage: { prompt: 9, completion: 10 } } }),
+    });
     let text = '';
     let startModel = '';
     stream.on('text', (d) => (text += d));
@@ -82,17 +97,31 @@ t.test('messages streaming with the SDK accumulation', async (t) => {
 
 t.test('errors and broken streams', async (t) => {
   const { client } = await setup(t);
-  const wrong = await client.messages.create({ model: 'acme/chat-small', max_tokens: 5, messages: MESSAGES }).catch((e: unknown) => e);
+  const wrong = await client.messages
+    .create({ model: 'acme/chat-small', max_tokens: 5, messages: MESSAGES })
+    .catch((e: unknown) => e);
   t.ok(wrong instanceof APIError);
   if (wrong instanceof APIError) {
     t.equal(wrong.status, 422, 'a model not served on /v1/messages');
     t.match(JSON.stringify(wrong.error), /validation_failed/);
     t.match(JSON.stringify(wrong.error), /\/v1\/chat\/completions/);
   }
-  const noMax = await client.messages.create({ model: 'beta-labs/sonnet-ish', messages: MESSAGES } as unknown as Anthropic.MessageCreateParamsNonStreaming).catch((e: unknown) => e);
+  const noMax = await client.messages
+    .create({
+      model: 'beta-labs/sonnet-ish',
+      messages: MESSAGES,
+    } as unknown as Anthropic.MessageCreateParamsNonStreaming)
+    .catch((e: unknown) => e);
   t.ok(noMax instanceof APIError && noMax.status === 400, 'max_tokens is required');
 
-  const upstream = await client.messages.create({ model: 'beta-labs/sonnet-ish', max_tokens: 5, messages: MESSAGES, ...extra({ provider: { only: ['delta'] }, sim: { status: 400 } }) }).catch((e: unknown) => e);
+  const upstream = await client.messages
+    .create({
+      model: 'beta-labs/sonnet-ish',
+      max_tokens: 5,
+      messages: MESSAGES,
+      ...extra({ provider: { only: ['delta'] }, sim: { status: 400 } }),
+    })
+    .catch((e: unknown) => e);
   t.ok(upstream instanceof APIError);
   if (upstream instanceof APIError) {
     t.equal(upstream.status, 400, 'the provider error passes through');
@@ -101,7 +130,12 @@ t.test('errors and broken streams', async (t) => {
   }
 
   for (const sim of [{ resetAfterChunks: 2 }, { stallAfterChunks: 2 }, { malformedAfterChunks: 2 }]) {
-    const stream = client.messages.stream({ model: 'beta-labs/sonnet-ish', max_tokens: 100, messages: MESSAGES, ...extra({ provider: { only: ['delta'] }, sim: { chunks: 5, ...sim } }) });
+    const stream = client.messages.stream({
+      model: 'beta-labs/sonnet-ish',
+      max_tokens: 100,
+      messages: MESSAGES,
+      ...extra({ provider: { only: ['delta'] }, sim: { chunks: 5, ...sim } }),
+    });
     let text = '';
     stream.on('text', (d) => (text += d));
     const err = await stream.finalMessage().catch((e: unknown) => e);

@@ -25,20 +25,33 @@ async function failure(p: Promise<unknown>): Promise<unknown> {
 
 t.test('ChatOpenAI: invoke and stream through chat completions', async (t) => {
   const { s, key } = await setup(t);
-  const llm = new ChatOpenAI({ model: 'acme/chat-small', apiKey: key, configuration: { baseURL: s.v1 }, maxRetries: 0, maxTokens: 50 });
+  const llm = new ChatOpenAI({
+    model: 'acme/chat-small',
+    apiKey: key,
+    configuration: { baseURL: s.v1 },
+    maxRetries: 0,
+    maxTokens: 50,
+  });
   const msg = await llm.invoke('Say hello');
   t.equal(msg.content, TEXT);
   t.equal(msg.response_metadata['model_name'], 'acme/chat-small', 'the slug is the response model');
   t.ok((msg.usage_metadata?.output_tokens ?? 0) > 0, 'usage metadata');
   t.match(lastSim(s).path, /\/chat\/completions$/);
   let text = '';
-  for await (const chunk of await llm.stream('Say hello')) text += typeof chunk.content === 'string' ? chunk.content : '';
+  for await (const chunk of await llm.stream('Say hello'))
+    text += typeof chunk.content === 'string' ? chunk.content : '';
   t.equal(text, TEXT, 'streamed');
 });
 
 t.test('ChatOpenAI on the Responses API', async (t) => {
   const { s, key } = await setup(t);
-  const llm = new ChatOpenAI({ model: 'acme/chat-small', apiKey: key, configuration: { baseURL: s.v1 }, maxRetries: 0, useResponsesApi: true });
+  const llm = new ChatOpenAI({
+    model: 'acme/chat-small',
+    apiKey: key,
+    configuration: { baseURL: s.v1 },
+    maxRetries: 0,
+    useResponsesApi: true,
+  });
   const msg = await llm.invoke('Say hello');
   t.match(lastSim(s).path, /\/responses$/);
   t.equal(msg.text, TEXT);
@@ -46,7 +59,13 @@ t.test('ChatOpenAI on the Responses API', async (t) => {
 
 t.test('ChatAnthropic: invoke and stream through messages', async (t) => {
   const { s, key } = await setup(t);
-  const llm = new ChatAnthropic({ model: 'beta-labs/sonnet-ish', apiKey: key, anthropicApiUrl: s.url, maxRetries: 0, maxTokens: 64 });
+  const llm = new ChatAnthropic({
+    model: 'beta-labs/sonnet-ish',
+    apiKey: key,
+    anthropicApiUrl: s.url,
+    maxRetries: 0,
+    maxTokens: 64,
+  });
   const msg = await llm.invoke('Say hello');
   t.equal(msg.text, TEXT);
   t.equal(msg.response_metadata['model'], 'beta-labs/sonnet-ish');
@@ -59,10 +78,22 @@ t.test('ChatAnthropic: invoke and stream through messages', async (t) => {
 t.test('gateway errors reach LangChain with their status and message', async (t) => {
   const { s } = await setup(t);
   const bad = 'sk-pi-' + 'Z'.repeat(43);
-  const o = (await failure(new ChatOpenAI({ model: 'acme/chat-small', apiKey: bad, configuration: { baseURL: s.v1 }, maxRetries: 0 }).invoke('hi'))) as { status?: number; message: string };
+  const o = (await failure(
+    new ChatOpenAI({ model: 'acme/chat-small', apiKey: bad, configuration: { baseURL: s.v1 }, maxRetries: 0 }).invoke(
+      'hi',
+    ),
+  )) as { status?: number; message: string };
   t.equal(o.status, 401);
   t.match(o.message, /unknown API key/);
-  const a = (await failure(new ChatAnthropic({ model: 'beta-labs/sonnet-ish', apiKey: bad, anthropicApiUrl: s.url, maxRetries: 0, maxTokens: 8 }).invoke('hi'))) as { status?: number; message: string };
+  const a = (await failure(
+    new ChatAnthropic({
+      model: 'beta-labs/sonnet-ish',
+      apiKey: bad,
+      anthropicApiUrl: s.url,
+      maxRetries: 0,
+      maxTokens: 8,
+    }).invoke('hi'),
+  )) as { status?: number; message: string };
   t.equal(a.status, 401);
   t.match(a.message, /unknown API key/);
 });

@@ -25,7 +25,9 @@ function client(s: Stack, key: string): OpenRouter {
 
 t.test('@openrouter/sdk: chat.send', async (t) => {
   const { s, key } = await setup(t);
-  const out = (await client(s, key).chat.send({ chatRequest: { model: 'acme/chat-small', messages: [{ role: 'user', content: 'Say hello' }], maxTokens: 50 } })) as ChatResult;
+  const out = (await client(s, key).chat.send({
+    chatRequest: { model: 'acme/chat-small', messages: [{ role: 'user', content: 'Say hello' }], maxTokens: 50 },
+  })) as ChatResult;
   t.equal(out.model, 'acme/chat-small', 'the slug is the model');
   t.equal(out.choices[0]?.message.content, TEXT);
   t.ok((out.usage?.completionTokens ?? 0) > 0, 'usage parsed');
@@ -33,7 +35,9 @@ t.test('@openrouter/sdk: chat.send', async (t) => {
 
 t.test('@openrouter/sdk: a stream parses chunk by chunk and ends with its usage', async (t) => {
   const { s, key } = await setup(t);
-  const stream = (await client(s, key).chat.send({ chatRequest: { model: 'acme/chat-small', messages: [{ role: 'user', content: 'Say hello' }], stream: true } })) as AsyncIterable<ChatStreamChunk>;
+  const stream = (await client(s, key).chat.send({
+    chatRequest: { model: 'acme/chat-small', messages: [{ role: 'user', content: 'Say hello' }], stream: true },
+  })) as AsyncIterable<ChatStreamChunk>;
   let text = '';
   const chunks: ChatStreamChunk[] = [];
   for await (const chunk of stream) {
@@ -41,24 +45,41 @@ t.test('@openrouter/sdk: a stream parses chunk by chunk and ends with its usage'
     text += chunk.choices[0]?.delta.content ?? '';
   }
   t.equal(text, TEXT, 'the streamed text');
-  t.ok(chunks.every((c) => c.model === 'acme/chat-small'), 'the slug in every chunk');
+  t.ok(
+    chunks.every((c) => c.model === 'acme/chat-small'),
+    'the slug in every chunk',
+  );
   const withUsage = chunks.filter((c) => c.usage !== undefined);
   t.equal(withUsage.length, 1, 'one chunk carries usage: the final frame');
   t.equal(withUsage[0], chunks.at(-1), 'and it is the last');
   t.ok((withUsage[0]?.usage?.completionTokens ?? 0) > 0);
-  t.match(simBody(s), { stream: true, stream_options: { include_usage: true } }, 'the gateway asked the provider for usage');
+  t.match(
+    simBody(s),
+    { stream: true, stream_options: { include_usage: true } },
+    'the gateway asked the provider for usage',
+  );
 });
 
 t.test('Vercel AI SDK with @openrouter/ai-sdk-provider: generateText and streamText', async (t) => {
   const { s, key } = await setup(t);
   const openrouter = createOpenRouter({ baseURL: s.v1, apiKey: key });
-  const out = await generateText({ model: openrouter.chat('acme/chat-small'), prompt: 'Say hello', maxOutputTokens: 50, maxRetries: 0 });
+  const out = await generateText({
+    model: openrouter.chat('acme/chat-small'),
+    prompt: 'Say hello',
+    maxOutputTokens: 50,
+    maxRetries: 0,
+  });
   t.equal(out.text, TEXT);
   t.equal(out.response.modelId, 'acme/chat-small');
   t.ok((out.usage.outputTokens ?? 0) > 0, 'usage reached the SDK');
 
   const errors: unknown[] = [];
-  const stream = streamText({ model: openrouter.chat('acme/chat-small'), prompt: 'Say hello', maxRetries: 0, onError: ({ error }) => void errors.push(error) });
+  const stream = streamText({
+    model: openrouter.chat('acme/chat-small'),
+    prompt: 'Say hello',
+    maxRetries: 0,
+    onError: ({ error }) => void errors.push(error),
+  });
   let text = '';
   for await (const part of stream.textStream) text += part;
   t.equal(text, TEXT, 'the streamed text');

@@ -30,7 +30,12 @@ async function failure(p: Promise<unknown>): Promise<unknown> {
 t.test('@ai-sdk/openai: chat completions, generate and stream', async (t) => {
   const { s, key } = await setup(t);
   const openai = createOpenAI({ baseURL: s.v1, apiKey: key });
-  const out = await generateText({ model: openai.chat('acme/chat-small'), prompt: 'Say hello', maxOutputTokens: 50, maxRetries: 0 });
+  const out = await generateText({
+    model: openai.chat('acme/chat-small'),
+    prompt: 'Say hello',
+    maxOutputTokens: 50,
+    maxRetries: 0,
+  });
   t.equal(out.text, TEXT);
   t.equal(out.response.modelId, 'acme/chat-small', 'the slug is the response model');
   t.equal(out.response.headers?.['x-pi-model'], 'acme/chat-small');
@@ -62,11 +67,25 @@ t.test('@ai-sdk/openai: the Responses API (the provider’s default model factor
 t.test('@ai-sdk/anthropic: messages, generate and stream', async (t) => {
   const { s, key } = await setup(t);
   const anthropic = createAnthropic({ baseURL: s.v1, apiKey: key });
-  const out = await generateText({ model: anthropic('beta-labs/sonnet-ish'), prompt: 'Say hello', maxOutputTokens: 64, maxRetries: 0 });
+  const out = await generateText({
+    model: anthropic('beta-labs/sonnet-ish'),
+    prompt: 'Say hello',
+    maxOutputTokens: 64,
+    maxRetries: 0,
+  });
   t.equal(out.text, TEXT);
   t.equal(out.response.modelId, 'beta-labs/sonnet-ish');
-  t.equal(lastSim(s).path.endsWith('/messages') || lastSim(s).path.includes(':rawPredict'), true, 'a Messages call upstream');
-  const stream = streamText({ model: anthropic('beta-labs/sonnet-ish'), prompt: 'Say hello', maxOutputTokens: 64, maxRetries: 0 });
+  t.equal(
+    lastSim(s).path.endsWith('/messages') || lastSim(s).path.includes(':rawPredict'),
+    true,
+    'a Messages call upstream',
+  );
+  const stream = streamText({
+    model: anthropic('beta-labs/sonnet-ish'),
+    prompt: 'Say hello',
+    maxOutputTokens: 64,
+    maxRetries: 0,
+  });
   let text = '';
   for await (const part of stream.textStream) text += part;
   t.equal(text, TEXT, 'streamed');
@@ -77,7 +96,9 @@ t.test('gateway errors reach both providers with the gateway’s message', async
   const { s } = await setup(t);
   const bad = 'sk-pi-' + 'Z'.repeat(43);
   const anthropic = createAnthropic({ baseURL: s.v1, apiKey: bad });
-  const a = await failure(generateText({ model: anthropic('beta-labs/sonnet-ish'), prompt: 'hi', maxOutputTokens: 8, maxRetries: 0 }));
+  const a = await failure(
+    generateText({ model: anthropic('beta-labs/sonnet-ish'), prompt: 'hi', maxOutputTokens: 8, maxRetries: 0 }),
+  );
   t.ok(APICallError.isInstance(a), 'an APICallError');
   t.equal((a as APICallError).statusCode, 401);
   t.equal((a as APICallError).message, 'unknown API key', 'the gateway’s message, not "Unauthorized"');
@@ -90,7 +111,14 @@ t.test('gateway errors reach both providers with the gateway’s message', async
 
   // A workspace with an empty wallet: 402 with the gateway's message.
   const empty = await startStack(t);
-  const unpaid = await failure(generateText({ model: createAnthropic({ baseURL: empty.v1, apiKey: empty.key('open') })('beta-labs/sonnet-ish'), prompt: 'hi', maxOutputTokens: 8, maxRetries: 0 }));
+  const unpaid = await failure(
+    generateText({
+      model: createAnthropic({ baseURL: empty.v1, apiKey: empty.key('open') })('beta-labs/sonnet-ish'),
+      prompt: 'hi',
+      maxOutputTokens: 8,
+      maxRetries: 0,
+    }),
+  );
   t.equal((unpaid as APICallError).statusCode, 402);
   t.match((unpaid as APICallError).message, /^insufficient balance/, '402 with its message');
 });
