@@ -2,7 +2,8 @@
 // src/billing/ (an oracle must not share the code it judges):
 //
 //   prompt  ≤ the context length (the largest of the model's and its deployments'; a model without
-//             one: the request body's bytes — one token per byte, the gateway's documented rule)
+//             one: the request body's bytes — one token per byte, the gateway's documented rule —
+//             plus 10,000 tokens per uploaded file of an image edit)
 //   output  ≤ the request's output limit capped at the most the model can write (a deployment's
 //             max completion tokens, else its context length, else 32,768); images: n × that cap
 //   bound   = prompt × the highest input-class unit price + output × the highest output-class unit
@@ -30,6 +31,8 @@ const INPUT = [
 ] as const;
 const OUTPUT = ['completion', 'internal_reasoning', 'audio_output', 'image_output'] as const;
 const DEFAULT_OUTPUT = 32_768;
+/** docs/api.md: "An image edit also holds 10,000 prompt tokens per file part." */
+const TOKENS_PER_UPLOADED_FILE = 10_000;
 const ATTO_PER_NANO = 1_000_000_000n;
 
 export interface BoundInput {
@@ -85,7 +88,10 @@ export function requestBound(config: CompiledConfig, input: BoundInput): Bound {
   if (maxOf(sets, ['web_search']) > 0n)
     return { nano: null, promptTokens: 0, outputTokens: 0, basis: 'web search is priced: unbounded' };
   const contexts = [model.contextLength, ...deps.map((d) => d.contextLength)].filter((v): v is number => v !== null);
-  const promptTokens = contexts.length > 0 ? Math.max(...contexts) : input.bodyBytes;
+  // Without a context length the body is the prompt's bound; an uploaded image is not bounded by its
+  // bytes (a provider counts image tokens by size), so an edit adds the documented 10,000 tokens a file.
+  const promptTokens =
+    contexts.length > 0 ? Math.max(...contexts) : input.bodyBytes + input.inputImages * TOKENS_PER_UPLOADED_FILE;
   const ceilings = (deps.length > 0 ? deps : [null]).map(
     (d) =>
       d?.maxCompletionTokens ?? d?.contextLength ?? model.maxCompletionTokens ?? model.contextLength ?? DEFAULT_OUTPUT,

@@ -65,6 +65,9 @@ export type SettlementDetails = {
   cachedTokens?: number;
   bracket?: number;
   estimated?: boolean;
+  /** An estimate whose input counts are the provider's own (stated before its end): only what the
+   *  gateway added is held to the hold. */
+  inputReported?: boolean;
   costAtto?: string;
   /** The charge was cut: to the request's bound (`cap: 'bound'`), or an estimate to its hold (`'hold'`). */
   capped?: boolean;
@@ -145,6 +148,7 @@ export function settlementFor(args: {
   if (usage.cacheReadTokens !== undefined) details.cachedTokens = usage.cacheReadTokens;
   if (charge.bracketMinPromptTokens !== null) details.bracket = charge.bracketMinPromptTokens;
   if (estimated) details.estimated = true;
+  if (estimated && outcome.inputUsage) details.inputReported = true;
   if (charge.totalNano <= limit.nano) {
     details.costAtto = charge.totalAtto.toString();
     return { costNano: charge.totalNano, usage, details, capped: null };
