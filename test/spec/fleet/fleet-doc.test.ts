@@ -328,6 +328,9 @@ t.test(
       HOME: root,
       LANG: 'C.UTF-8',
     };
+    // A clock tool the suite runs under (libfaketime's preload and settings) reaches the page's
+    // commands too, so every process of the drill reads the same clock.
+    for (const [k, v] of Object.entries(process.env)) if (k === 'LD_PRELOAD' || k.startsWith('FAKETIME')) env[k] = v;
     Object.assign(env, {
       OPENAI_API_KEY: 'sk-placeholder-for-the-simulator',
       PI_UPSTREAM_OVERRIDE: sim.url,
