@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { Test } from 'tap';
 import { TOKEN } from './console.ts';
+import { realClockEnv } from './real-clock-env.ts';
 
 export const CHROMIUM = process.env.PI_CHROMIUM ?? '/usr/bin/chromium';
 const BUNDLE = fileURLToPath(new URL('../../console/dist/app.js', import.meta.url));
@@ -30,6 +31,7 @@ export async function launchBrowser(t: Test): Promise<Browser | null> {
     executablePath: CHROMIUM,
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    env: realClockEnv(),
   });
   t.teardown(() => browser.close());
   return browser;

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './free-port.ts';
+import { realClockEnv } from './real-clock-env.ts';
 
 export interface PrivateRedis {
   url: string;
@@ -57,6 +58,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       ],
       {
         cwd: dir,
+        env: realClockEnv(),
         stdio: ['ignore', 'ignore', 'ignore'],
       },
     );

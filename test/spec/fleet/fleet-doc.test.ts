@@ -31,6 +31,7 @@ import { REPO } from '../../helpers/admission.ts';
 import { freePort } from '../../helpers/free-port.ts';
 import { startPrivatePg } from '../../helpers/pg.ts';
 import { fixtureConfig } from '../../helpers/stack.ts';
+import { realClockEnv } from '../../helpers/real-clock-env.ts';
 
 const DOC = readFileSync(join(REPO, 'docs', 'fleet.md'), 'utf8');
 const UNIT = readFileSync(join(REPO, 'deploy', 'systemd', 'pi-gateway.service'), 'utf8');
@@ -169,7 +170,7 @@ function bash(script: string, cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 1
 
 /** A private redis-server on the page's redis.conf (TLS only), answering once a TLS PING gets a reply. */
 async function startRedis(t: Test, conf: string, port: number, ca: string): Promise<void> {
-  const child = spawn('redis-server', [conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('redis-server', [conf], { env: realClockEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise((r) => child.once('exit', r));
@@ -580,7 +581,8 @@ t.test(
     // The versions the page names are the ones this ran on.
     const version =
       (await sessions.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? '';
-    const redisVersion = /v=(\d+\.\d+)/.exec(execFileSync('redis-server', ['--version']).toString())?.[1] ?? '';
+    const redisVersion =
+      /v=(\d+\.\d+)/.exec(execFileSync('redis-server', ['--version'], { env: realClockEnv() }).toString())?.[1] ?? '';
     t.match(
       DOC,
       new RegExp(`Tested: PostgreSQL ${version.split('.')[0]} and Redis ${redisVersion.replace('.', '\\.')}`),
