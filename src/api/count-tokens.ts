@@ -7,7 +7,7 @@
 import type { CompiledModel } from '../config/compiled.ts';
 import type { ConfigIndex } from '../config/index.ts';
 import { GatewayError } from '../errors.ts';
-import { headerText, sessionIdFrom, unforwardableHeader } from '../http/header-text.ts';
+import { unforwardableHeader } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { RequestWatch } from '../observe/observer.ts';
@@ -21,39 +21,16 @@ import { resolveModel } from '../routing/resolve-model.ts';
 import type { Admitted } from '../admission/admission.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
-import { newRequestRecord, type RequestRecord, requestEnd, requestSummary } from './request-record.ts';
+import { admitCaller, framedHandler } from './request-frame.ts';
+import { type RequestRecord, requestEnd } from './request-record.ts';
 
 /** A count is routed like a Messages request: the models and deployments serving Messages. */
 const ROUTED_AS = 'messages';
 
 export function countTokensHandler(ctx: GatewayContext) {
-  return async (req: IncomingRequest, reply: Reply): Promise<void> => {
-    const state = newRequestRecord(COUNT_TOKENS_ENDPOINT, reply.traceId);
-    const cfg = ctx.current;
-    ctx.inFlight.enter();
-    const watch = ctx.observer.begin(COUNT_TOKENS_ENDPOINT, reply.traceId, req);
-    try {
-      await handle(ctx, cfg, req, reply, state, watch);
-    } catch (err) {
-      let ge: GatewayError;
-      if (err instanceof GatewayError) ge = err;
-      else {
-        ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
-        ge = new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting');
-        state.ended = 'failed';
-      }
-      state.errorCode = ge.code;
-      state.status = ge.status;
-      if (!reply.started && !reply.done) reply.sendError(ge);
-      else if (!reply.done) reply.close();
-    } finally {
-      try {
-        watch.end(requestSummary(req, state, ctx.clock.now(), reply.bytesSent));
-      } finally {
-        ctx.inFlight.leave();
-      }
-    }
-  };
+  return framedHandler(ctx, COUNT_TOKENS_ENDPOINT, (cfg, req, reply, state, watch) =>
+    handle(ctx, cfg, req, reply, state, watch),
+  );
 }
 
 async function handle(
@@ -65,27 +42,10 @@ async function handle(
   watch: RequestWatch,
 ): Promise<void> {
   const now = ctx.clock.now();
-  // The request still writes a log row: refused, like inference, while the store's writer is behind.
-  if (ctx.storeBehind()) {
-    throw new GatewayError(
-      'provider_unavailable',
-      'the gateway is saving its ledger more slowly than requests arrive; retry shortly',
-      { headers: [['Retry-After', '1']] },
-    );
-  }
-  const synced = ctx.view.sync();
-  if (synced instanceof Promise) await synced;
-  state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
-
-  // 1. Who is calling, 2. how fast: the same keys, errors and per-key limit as inference.
-  const identified = ctx.admission.identify(req.headers, now, (id) => cfg.index.workspaceById.get(id));
-  const who = identified instanceof Promise ? await identified : identified;
-  if (!who.ok) {
-    state.refusedKey = who.key;
-    throw who.error;
-  }
-  state.admitted = who.admitted;
-  const pendingRate = ctx.admission.rateLimit(who.admitted);
+  // 1. Who is calling, 2. how fast: the same checks, keys, errors and per-key limit as inference.
+  const caller = admitCaller(ctx, cfg, req, state, now);
+  const admitted = caller instanceof Promise ? await caller : caller;
+  const pendingRate = ctx.admission.rateLimit(admitted);
   if (pendingRate) await pendingRate.settled();
 
   // 3. What is asked.
@@ -97,7 +57,7 @@ async function handle(
   watch.read(false, fields.model);
 
   // 4. Which deployments can count.
-  const plan = routeFor(ctx, cfg.index, fields, who.admitted, now);
+  const plan = routeFor(ctx, cfg.index, fields, admitted, now);
   state.routedModel = plan.plans[0]?.model.id ?? null;
   const items = countingItems(cfg, plan);
   if (items.length === 0) {

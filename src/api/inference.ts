@@ -9,7 +9,7 @@ import { attoToDecimal, nanoToDecimal } from '../money.ts';
 import { outputLimitAdvice, requestHoldNano } from '../admission/hold-size.ts';
 import { promptTokenLimit } from '../billing/bound.ts';
 import { estimatedPromptTokens, type Settlement, settlementFor } from '../billing/settlement.ts';
-import { headerText, sessionIdFrom, unforwardableHeader } from '../http/header-text.ts';
+import { unforwardableHeader } from '../http/header-text.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { InboundRequest, ProtocolModule, RoutingFields } from '../protocols/types.ts';
@@ -24,7 +24,8 @@ import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
 import type { Admitted, PendingRate } from '../admission/admission.ts';
 import type { RequestWatch } from '../observe/observer.ts';
-import { newRequestRecord, type RequestRecord, requestEnd, requestSummary, settledRow } from './request-record.ts';
+import { admitCaller, framedHandler } from './request-frame.ts';
+import { type RequestRecord, requestEnd, settledRow } from './request-record.ts';
 
 /** The route of one request: the plan, its primary model, and the session pin it reads and writes. */
 interface Route {
@@ -44,40 +45,17 @@ interface SettleBasis {
 }
 
 export function inferenceHandler(ctx: GatewayContext, endpoint: string, protocol: ProtocolModule) {
-  return async (req: IncomingRequest, reply: Reply): Promise<void> => {
-    const state = newRequestRecord(endpoint, reply.traceId);
-    // Read once: a reload during this request changes nothing for it (its routing, limits, upstream
-    // calls and prices all come from this snapshot).
-    const cfg = ctx.current;
-    ctx.inFlight.enter();
-    // Every observer (request log, access log, metrics, traces) follows the request from here.
-    const watch = ctx.observer.begin(endpoint, reply.traceId, req);
-    try {
-      await handle(ctx, cfg, protocol, req, reply, state, watch);
-    } catch (err) {
-      let ge: GatewayError;
-      if (err instanceof GatewayError) ge = err;
-      else {
-        ctx.log('request_failed', { trace_id: state.traceId, error: err instanceof Error ? err.message : String(err) });
-        ge = new GatewayError('internal_error', 'internal error; quote the X-Pi-Trace-Id when reporting');
-        state.ended = 'failed';
-      }
-      state.errorCode = ge.code;
-      state.status = ge.status;
-      if (!reply.started && !reply.done) reply.sendError(ge);
-      else if (!reply.done) reply.close();
-    } finally {
-      try {
-        // Whatever happened, a hold that was not settled is released (idempotent in the store).
-        // Not awaited: Admission.release reports a failure, and the wallet owner closes the hold
-        // whatever this request does next.
-        if (state.holdNano !== null && state.settledCost === null) void ctx.admission.release(state.traceId);
-        watch.end(requestSummary(req, state, ctx.clock.now(), reply.bytesSent));
-      } finally {
-        ctx.inFlight.leave();
-      }
-    }
-  };
+  return framedHandler(
+    ctx,
+    endpoint,
+    (cfg, req, reply, state, watch) => handle(ctx, cfg, protocol, req, reply, state, watch),
+    (state) => {
+      // Whatever happened, a hold that was not settled is released (idempotent in the store).
+      // Not awaited: Admission.release reports a failure, and the wallet owner closes the hold
+      // whatever this request does next.
+      if (state.holdNano !== null && state.settledCost === null) void ctx.admission.release(state.traceId);
+    },
+  );
 }
 
 async function handle(
@@ -91,34 +69,9 @@ async function handle(
 ): Promise<void> {
   const endpoint = state.endpoint;
   const now = ctx.clock.now();
-  // The store's writer is behind (its bounded queue is full): refuse before anything is taken, so
-  // memory stays bounded; requests already admitted still settle and log.
-  if (ctx.storeBehind()) {
-    throw new GatewayError(
-      'provider_unavailable',
-      'the gateway is saving its ledger more slowly than requests arrive; retry shortly',
-      { headers: [['Retry-After', '1']] },
-    );
-  }
-  // The admission and store steps answer synchronously on the embedded store and with a promise on
-  // a shared one: a promise is awaited, a plain value is not (each needless await is a promise and a
-  // microtask hop per step, on every request).
-  const synced = ctx.view.sync();
-  if (synced instanceof Promise) await synced;
-  // Known before anything can be refused, so every log row of the session carries it.
-  state.sessionId = sessionIdFrom(headerText(req.headers['x-pi-session-id']));
-
-  // 1. Who is calling (a refused key we issued — revoked, expired — is still logged as its workspace's).
-  // The workspace comes from `cfg`, the snapshot this request started on, whatever a reload swaps in
-  // while the key is verified.
-  const identified = ctx.admission.identify(req.headers, now, (id) => cfg.index.workspaceById.get(id));
-  const who = identified instanceof Promise ? await identified : identified;
-  if (!who.ok) {
-    state.refusedKey = who.key;
-    throw who.error;
-  }
-  const admitted = who.admitted;
-  state.admitted = admitted;
+  // 1. Who is calling, after the writer's back-pressure check (src/api/request-frame.ts).
+  const caller = admitCaller(ctx, cfg, req, state, now);
+  const admitted = caller instanceof Promise ? await caller : caller;
 
   // 2. How fast: decided before anything costs money. A limiter in another thread or process (the
   // --workers coordinator, Redis) answers later: meanwhile the request is read and routed, its hold
