@@ -212,11 +212,10 @@ export interface BodyCase extends CaseSpec {
 }
 
 /**
- * A body the gateway answers and then closes on at once, unread (docs/api.md, "HTTP transport"): a
- * chunked body past its limit, or a length declared more than DROPPED_BODY_BYTES past it. A client
- * still sending may then see the connection reset before it reads the answer: documented, not a
- * finding. (Chunk framing counts towards the size here, so a body just under the limit is also
- * let through: the oracle errs towards silence only within a few bytes of the limit.)
+ * A body the gateway answers and then closes on at once when the answer comes before its end
+ * (docs/api.md, "HTTP transport"): any chunked body, or a length declared more than
+ * DROPPED_BODY_BYTES past the limit. A client still sending may then see the connection reset before
+ * it reads the answer: documented, not a finding.
  */
 export function closesUnread(c: { endpoint: string; bytes: Buffer }): boolean {
   const headEnd = c.bytes.indexOf('\r\n\r\n');
@@ -226,7 +225,8 @@ export function closesUnread(c: { endpoint: string; bytes: Buffer }): boolean {
     c.endpoint === '/v1/images/edits' ? CLIENT_BODY_LIMITS.max_upload_bytes : CLIENT_BODY_LIMITS.max_body_bytes;
   const declared = /\r\ncontent-length: *(\d+)/.exec(head);
   if (declared) return !restIsBounded(Number(declared[1]), cap);
-  return head.includes('\r\ntransfer-encoding: chunked') && c.bytes.length - headEnd - 4 > cap;
+  // A chunked body answered before its end (over the limit, or refused early) has no bound.
+  return head.includes('\r\ntransfer-encoding: chunked');
 }
 
 /** The bytes a case sends with `key` in place, and its writes. */

@@ -20,6 +20,7 @@ import type { GatewayError } from '../errors.ts';
 import { BodyDecoder, type RequestCoding } from './request-coding.ts';
 
 const EMPTY = Buffer.alloc(0);
+const EMPTY_CHUNK = new ArrayBuffer(0);
 
 /** How far past the cap a body with a declared length is still read to its end (and dropped). */
 export const DROPPED_BODY_BYTES = 16 * 1024 * 1024;
@@ -61,6 +62,10 @@ export class BodyReader {
     this.sink = sink;
     this.bounded = restIsBounded(declaredLength, cap);
     res.onData((chunk, isLast) => this.onData(chunk, isLast));
+    // An empty body (Content-Length: 0) has nothing to wait for, and uWS does not always say so: when
+    // the request's head arrived in more than one packet it never calls onData. It is complete as
+    // soon as the handler's set-up is done; a late empty chunk from uWS is then ignored.
+    if (declaredLength === 0) queueMicrotask(() => this.onData(EMPTY_CHUNK, true));
   }
 
   /** Stop reading from the socket until `resume` (backpressure from the body's consumer). */

@@ -166,6 +166,46 @@ t.test('a client that leaves before a handler looked at its upload does not stop
 });
 
 t.test(
+  'an empty body whose head arrived in several packets is complete at once (uWS never calls onData)',
+  async (t) => {
+    const s = await serve(t, [
+      {
+        method: 'post',
+        pattern: '/buffered',
+        body: 'buffer',
+        maxBodyBytes: CAP,
+        handler: (req, reply) => reply.sendJson(200, { length: req.body.length }),
+      },
+      {
+        method: 'post',
+        pattern: '/stream',
+        body: 'stream',
+        maxBodyBytes: CAP,
+        handler: async (req, reply) => {
+          let length = 0;
+          for await (const chunk of req.bodyStream ?? []) length += (chunk as Buffer).length;
+          reply.sendJson(200, { length });
+        },
+      },
+    ]);
+    for (const path of ['/buffered', '/stream']) {
+      const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`;
+      for (const cut of [10, head.length - 3, head.length]) {
+        const c = await rawConnect(s.port);
+        t.teardown(() => c.destroy());
+        await c.write(head.slice(0, cut));
+        // A pause so the server reads the two parts apart (not a time rule: nothing waits on a clock).
+      await new Promise((resolve) => setTimeout(resolve, 20));
+        if (cut < head.length) await c.write(head.slice(cut));
+        const [answer] = parseResponses(await c.until(/\}$/, 5000));
+        t.equal(answer?.body, '{"length":0}', `${path}, head cut at ${cut} of ${head.length}: answered at once`);
+      }
+    }
+    t.same(s.errors, []);
+  },
+);
+
+t.test(
   'a declared body a little past the cap: 413, the rest read and dropped, the next request answered',
   async (t) => {
     // Closing a socket with the client's bytes still unread makes the kernel send a reset, which can
