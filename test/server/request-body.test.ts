@@ -195,7 +195,7 @@ t.test(
         t.teardown(() => c.destroy());
         await c.write(head.slice(0, cut));
         // A pause so the server reads the two parts apart (not a time rule: nothing waits on a clock).
-      await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise((resolve) => setTimeout(resolve, 20));
         if (cut < head.length) await c.write(head.slice(cut));
         const [answer] = parseResponses(await c.until(/\}$/, 5000));
         t.equal(answer?.body, '{"length":0}', `${path}, head cut at ${cut} of ${head.length}: answered at once`);
