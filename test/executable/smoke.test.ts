@@ -5,7 +5,7 @@
 // with exit 0; ledger verify agrees; several copies started at once unpack their files without
 // tripping over each other.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { startSimulator } from '../../src/simulator/server.ts';
@@ -222,6 +222,9 @@ t.test('runs as an unprivileged user, as the systemd unit and the container run 
     return;
   }
   const p = place(t);
+  // Its own copy of the config, as the unit (/etc/pi-gateway) and the container have: the clone's may
+  // not be readable by another user (a clone in a 0700 temporary folder).
+  cpSync(join(REPO, GATEWAY_CONFIG), join(p.dir, 'config'), { recursive: true });
   execFileSync('chown', ['-R', '65534:65534', p.dir]);
   const as = (args: string[], env: Record<string, string>, input = ''): Promise<Run> =>
     collect(
@@ -239,7 +242,7 @@ t.test('runs as an unprivileged user, as the systemd unit and the container run 
   ]);
   const env = {
     PI_DB: join(p.dir, 'state', 'gateway.db'),
-    PI_CONFIG: join(REPO, GATEWAY_CONFIG),
+    PI_CONFIG: join(p.dir, 'config'),
     PI_MASTER_KEY_FILE: keyFile,
   };
   mkdirSync(join(p.dir, 'state'));
