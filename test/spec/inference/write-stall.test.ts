@@ -30,7 +30,7 @@ t.test('a client that stops reading is cut after the write-stall limit, on every
   s.credit('open', '100');
   const spy = spyUpstream(s);
   const w = spyWallet(s);
-  const n = 2500;
+  const n = 6000;
   const text = Array.from({ length: n }, (_, i) => `${i}${WORD}`).join(' ');
   for (const [path, body, upstreamModel, endEvent] of [
     [
@@ -59,7 +59,7 @@ t.test('a client that stops reading is cut after the write-stall limit, on every
     ],
   ] as const) {
     const abortsBefore = spy.aborts.length;
-    // About 5 MB in one burst: far more than the socket buffers hold.
+    // About 12 MB in one burst: more than loopback's socket buffers (which autotune to a few MB) hold.
     s.sim.script(upstreamModel, { chunks: n, text }, 1);
     const raw = await rawPost(`${s.url}${path}`, JSON.stringify(body), {
       authorization: `Bearer ${key}`,
@@ -101,7 +101,7 @@ t.test('a write stall on a platform that cannot cancel streams is billed at the 
   const w = spyWallet(s);
   s.sim.script(
     'small-beta',
-    { chunks: 2500, text: Array.from({ length: 2500 }, (_, i) => `${i}${WORD}`).join(' ') },
+    { chunks: 6000, text: Array.from({ length: 6000 }, (_, i) => `${i}${WORD}`).join(' ') },
     1,
   );
   const raw = await rawPost(
