@@ -22,7 +22,7 @@ import type { Admitted } from '../admission/admission.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
 import type { GatewayContext } from './context.ts';
 import { admitCaller, framedHandler } from './request-frame.ts';
-import { type RequestRecord, requestEnd } from './request-record.ts';
+import { type RequestRecord, recordUnanswered, requestEnd } from './request-record.ts';
 
 /** A count is routed like a Messages request: the models and deployments serving Messages. */
 const ROUTED_AS = 'messages';
@@ -84,16 +84,7 @@ async function handle(
   const final = result.final;
   state.ended = requestEnd(final);
   if (final.kind === 'committed') state.status = final.outcome.status;
-  else if (final.kind === 'provider_error') {
-    state.status = final.status;
-    state.errorCode = 'provider_error';
-  } else if (final.kind === 'gateway_error' || final.kind === 'drained') {
-    state.status = final.error.status;
-    state.errorCode = final.error.code;
-  } else {
-    state.status = 499;
-    state.errorCode = 'client_aborted';
-  }
+  else recordUnanswered(state, final);
 }
 
 /** The models resolved as Messages models, the workspace policy merged with the request's, the plan.

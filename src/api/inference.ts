@@ -25,7 +25,7 @@ import type { GatewayContext } from './context.ts';
 import type { Admitted, PendingRate } from '../admission/admission.ts';
 import type { RequestWatch } from '../observe/observer.ts';
 import { admitCaller, framedHandler } from './request-frame.ts';
-import { type RequestRecord, requestEnd, settledRow } from './request-record.ts';
+import { type RequestRecord, recordUnanswered, requestEnd, settledRow } from './request-record.ts';
 
 /** The route of one request: the plan, its primary model, and the session pin it reads and writes. */
 interface Route {
@@ -275,16 +275,7 @@ function finish(
     if (state.settledCost === null) void settle(ctx, index, req, state, final.item, final.outcome, basis);
     if (route.pin && final.item.model.id === route.primary.id)
       background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
-  } else if (final.kind === 'provider_error') {
-    state.status = final.status;
-    state.errorCode = 'provider_error';
-  } else if (final.kind === 'gateway_error' || final.kind === 'drained') {
-    state.status = final.error.status;
-    state.errorCode = final.error.code;
-  } else {
-    state.status = 499;
-    state.errorCode = 'client_aborted';
-  }
+  } else recordUnanswered(state, final);
 }
 
 /**

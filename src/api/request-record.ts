@@ -141,6 +141,20 @@ export function requestSummary(
   };
 }
 
+/** A request no provider answered, in its record: the status and error code the client got. */
+export function recordUnanswered(state: RequestRecord, final: Exclude<FailoverFinal, { kind: 'committed' }>): void {
+  if (final.kind === 'provider_error') {
+    state.status = final.status;
+    state.errorCode = 'provider_error';
+  } else if (final.kind === 'gateway_error' || final.kind === 'drained') {
+    state.status = final.error.status;
+    state.errorCode = final.error.code;
+  } else {
+    state.status = 499;
+    state.errorCode = 'client_aborted';
+  }
+}
+
 /** How a request that reached its attempts ended (src/observe/request-end.ts). */
 export function requestEnd(final: FailoverFinal): RequestEnd {
   switch (final.kind) {
