@@ -23,6 +23,16 @@ interface Pending {
 /** How long a log row may wait for another call to go in the same message (see tellLater). */
 export const TELL_WAIT_MS = 10;
 
+/** What the coordinator's call threw, with its code (`duplicate_trace`, …) when it had one. */
+export class CoordinatorRefusal extends Error {
+  readonly code: string | undefined;
+  constructor(message: string, code: string | undefined) {
+    super(message);
+    this.name = 'CoordinatorRefusal';
+    this.code = code;
+  }
+}
+
 export class CoordinatorGoneError extends Error {
   constructor() {
     super('the coordinator thread does not answer (the gateway is stopping)');
@@ -195,6 +205,6 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     if (!p) return;
     this.pending.delete(r.id);
     if (r.ok) p.resolve(r.value);
-    else p.reject(new Error(r.error));
+    else p.reject(new CoordinatorRefusal(r.error, r.code));
   }
 }

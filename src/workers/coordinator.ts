@@ -39,6 +39,14 @@ interface WorkerLink {
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
+/** The reply to a call that threw: its message, and its code when it has one. */
+function failure(id: number, err: unknown): Reply {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string'
+    ? { id, ok: false, error: errorText(err), code }
+    : { id, ok: false, error: errorText(err) };
+}
+
 export class Coordinator {
   private readonly links = new Map<number, WorkerLink>();
 
@@ -89,7 +97,7 @@ export class Coordinator {
             : this.apply(worker, link, call);
       } catch (err) {
         if (call.op === 'take') (refused ??= new Set()).add(call.id);
-        if (call.id !== 0) this.reply(link, { id: call.id, ok: false, error: errorText(err) });
+        if (call.id !== 0) this.reply(link, failure(call.id, err));
         else this.parts.onError(`worker_${call.op}_failed`, err);
         continue;
       }
@@ -100,7 +108,7 @@ export class Coordinator {
       if (value instanceof Promise) {
         value.then(
           (v) => this.reply(link, { id: call.id, ok: true, value: v }),
-          (err: unknown) => this.reply(link, { id: call.id, ok: false, error: errorText(err) }),
+          (err: unknown) => this.reply(link, failure(call.id, err)),
         );
       } else this.reply(link, { id: call.id, ok: true, value });
     }

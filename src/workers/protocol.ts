@@ -31,7 +31,11 @@ export type StateCall =
 // biome-ignore lint/suspicious/noConfusingVoidType: a reply carries what the called method returned, and several (release, pin-drop, record, …) return void.
 export type StateValue = HoldResult | RateDecision | boolean | string | null | void;
 
-export type Reply = { id: number; ok: true; value: StateValue } | { id: number; ok: false; error: string };
+/** A refusal carries the error's `code` when it had one (a wallet's `duplicate_trace`, …), so the
+ *  serving thread's caller can tell refusals apart as it would in one process. */
+export type Reply =
+  | { id: number; ok: true; value: StateValue }
+  | { id: number; ok: false; error: string; code?: string };
 
 /** One deployment's breaker as the serving threads mirror it. */
 export interface BreakerMirrorState {

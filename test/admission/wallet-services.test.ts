@@ -1,0 +1,178 @@
+// The wallet-service contract (test/helpers/wallet-service-contract.ts) over every implementation
+// the gateway runs with: the wallet book committing on its own connection, the book behind the
+// writer thread (`serve`), a serving thread's coordinator client over the coordinator
+// (`serve --workers N`), and the PostgreSQL wallet service of a fleet node.
+import t from 'tap';
+import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
+import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
+import { WalletBook } from '../../src/admission/wallet-book.ts';
+import { ManualClock } from '../../src/clock.ts';
+import type { GatewaySettings } from '../../src/config/compiled.ts';
+import { HealthTracker } from '../../src/routing/health.ts';
+import { SessionPins } from '../../src/routing/session-pins.ts';
+import { openStore, type Store } from '../../src/store/store.ts';
+import { ThreadWriter } from '../../src/store/thread-writer.ts';
+import { openPgStore } from '../../src/store-pg/pg-store.ts';
+import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
+import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
+import { Coordinator } from '../../src/workers/coordinator.ts';
+import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
+import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
+import { walletServiceContract, type WalletRig } from '../helpers/wallet-service-contract.ts';
+import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+
+const NOW = Date.UTC(2026, 0, 15, 12);
+
+/** The ledger side every SQLite rig shares: credits through the store, reads once `flush` wrote. */
+function sqliteSide(
+  store: Store,
+  book: WalletBook,
+  clock: ManualClock,
+  verifyOpts: { unservedHolds?: boolean } = {},
+): Omit<WalletRig, 'service'> {
+  return {
+    credit: async (ws, nano) => {
+      store.wallets.credit(ws, nano, 'contract');
+      book.refresh();
+    },
+    ledger: async (ws) => {
+      book.flush();
+      const v = store.wallets.show(ws, clock.now());
+      return { balance: v.balance, held: v.held };
+    },
+    verify: async () => store.wallets.verify(verifyOpts),
+  };
+}
+
+t.test('wallet book, committing on its own connection', async (t) => {
+  walletServiceContract(
+    t,
+    async (t) => {
+      const clock = new ManualClock(NOW);
+      const store = openStore(':memory:', { clock });
+      const book = new WalletBook(store);
+      t.teardown(() => {
+        book.close();
+        store.close();
+      });
+      return { service: book, ...sqliteSide(store, book, clock) };
+    },
+    { propertyRuns: 100 },
+  );
+});
+
+t.test('wallet book behind the writer thread (serve)', async (t) => {
+  walletServiceContract(
+    t,
+    async (t) => {
+      const clock = new ManualClock(NOW);
+      const file = tempDbFile(t);
+      const store = openStore(file, { clock });
+      const writer = await ThreadWriter.start(file);
+      const book = new WalletBook(store, () => undefined, writer);
+      t.teardown(async () => {
+        book.close();
+        await writer.close();
+        store.close();
+      });
+      // The writer thread takes the holds under its own owner, which this thread's `verify` cannot
+      // see alive (another process's `ledger verify` can, by its pid): open holds are left out here.
+      return { service: book, ...sqliteSide(store, book, clock, { unservedHolds: false }) };
+    },
+    { propertyRuns: 8 },
+  );
+});
+
+const HEALTH: GatewaySettings['health'] = {
+  consecutiveFailures: 2,
+  errorRate: 1,
+  window: 10,
+  minRequests: 100,
+  cooldownMs: 1000,
+  maxCooldownMs: 8000,
+  slowFirstByteMs: 60_000,
+};
+
+t.test('coordinator client of a serving thread (serve --workers N)', async (t) => {
+  walletServiceContract(
+    t,
+    async (t) => {
+      const clock = new ManualClock(NOW);
+      const store = openStore(':memory:', { clock });
+      const book = new WalletBook(store);
+      const breakers = new BreakerGrants(
+        new HealthTracker(HEALTH, clock),
+        clock,
+        () => undefined,
+        () => [1],
+        () => undefined,
+        () => () => undefined,
+      );
+      const coordinator: Coordinator = new Coordinator({
+        wallets: book,
+        limiter: new FixedWindowRateLimiter(clock),
+        pins: new SessionPins({ clock, maxPins: 10 }),
+        breakers,
+        appendLog: () => undefined,
+        behind: () => false,
+        onError: () => undefined,
+      });
+      // Both directions cloned as postMessage clones them.
+      const client = new CoordinatorClient({
+        postMessage: (m: WorkerMessage) => {
+          if (m.kind === 'calls') coordinator.handle(1, structuredClone(m.calls));
+        },
+      });
+      coordinator.attach(1, {
+        postMessage: (m: CoordinatorMessage) => {
+          const c = structuredClone(m);
+          if (c.kind === 'replies') client.receive(c);
+        },
+      });
+      t.teardown(() => {
+        breakers.close();
+        book.close();
+        store.close();
+      });
+      return { service: client, ...sqliteSide(store, book, clock) };
+    },
+    { propertyRuns: 50 },
+  );
+});
+
+t.test('PostgreSQL wallet service (fleet node)', async (t) => {
+  let server: PrivatePg | null = null;
+  t.before(async () => {
+    server = await startPrivatePg();
+  });
+  t.teardown(() => server?.destroy());
+  walletServiceContract(
+    t,
+    async (t) => {
+      const clock = new ManualClock(NOW);
+      const url = await (server as PrivatePg).createDatabase();
+      const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+      await m.migrate();
+      await m.close();
+      const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
+      const service = new PgWalletService(store, { clock, node: 'contract', timer: false });
+      t.teardown(async () => {
+        await service.close();
+        await store.close();
+      });
+      return {
+        service,
+        credit: async (ws, nano) => {
+          await store.wallets.credit(ws, nano, 'contract');
+          await service.refresh();
+        },
+        ledger: async (ws) => {
+          const v = await store.wallets.show(ws, clock.now());
+          return { balance: v.balance, held: v.held };
+        },
+        verify: () => store.wallets.verify(),
+      };
+    },
+    { propertyRuns: 12 },
+  );
+});
