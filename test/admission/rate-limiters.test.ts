@@ -1,0 +1,110 @@
+// The rate-limiter contract (test/helpers/rate-limiter-contract.ts) over every implementation the
+// gateway runs with: the in-process fixed window, a serving thread's coordinator client over the
+// coordinator (`serve --workers N`), the Redis limiter alone and behind the fleet's fallback.
+import t from 'tap';
+import { WalletBook } from '../../src/admission/wallet-book.ts';
+import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
+import { ManualClock } from '../../src/clock.ts';
+import type { GatewaySettings } from '../../src/config/compiled.ts';
+import { HealthTracker } from '../../src/routing/health.ts';
+import { SessionPins } from '../../src/routing/session-pins.ts';
+import { RedisConnection } from '../../src/shared-state/redis-connection.ts';
+import { RedisRateLimiter } from '../../src/shared-state/redis-rate-limiter.ts';
+import { SharedRateLimiter, SharedStateHealth } from '../../src/shared-state/shared-limits.ts';
+import { openStore } from '../../src/store/store.ts';
+import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
+import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
+import { Coordinator } from '../../src/workers/coordinator.ts';
+import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
+import { rateLimiterContract } from '../helpers/rate-limiter-contract.ts';
+import { type PrivateRedis, startPrivateRedis } from '../helpers/redis.ts';
+
+const HEALTH: GatewaySettings['health'] = {
+  consecutiveFailures: 2,
+  errorRate: 1,
+  window: 10,
+  minRequests: 100,
+  cooldownMs: 1000,
+  maxCooldownMs: 8000,
+  slowFirstByteMs: 60_000,
+};
+
+t.test('in process (fixed window in memory)', async (t) => {
+  rateLimiterContract(t, async (_t, at) => {
+    const clock = new ManualClock(at);
+    return { limiter: new FixedWindowRateLimiter(clock), clock };
+  });
+});
+
+t.test('coordinator client of a serving thread (serve --workers N)', async (t) => {
+  rateLimiterContract(t, async (t, at) => {
+    const clock = new ManualClock(at);
+    const store = openStore(':memory:', { clock });
+    const book = new WalletBook(store);
+    const breakers = new BreakerGrants(
+      new HealthTracker(HEALTH, clock),
+      clock,
+      () => undefined,
+      () => [1],
+      () => undefined,
+      () => () => undefined,
+    );
+    const coordinator: Coordinator = new Coordinator({
+      wallets: book,
+      limiter: new FixedWindowRateLimiter(clock),
+      pins: new SessionPins({ clock, maxPins: 10 }),
+      breakers,
+      appendLog: () => undefined,
+      behind: () => false,
+      onError: () => undefined,
+    });
+    const client = new CoordinatorClient({
+      postMessage: (m: WorkerMessage) => {
+        if (m.kind === 'calls') coordinator.handle(1, structuredClone(m.calls));
+      },
+    });
+    coordinator.attach(1, {
+      postMessage: (m: CoordinatorMessage) => {
+        const c = structuredClone(m);
+        if (c.kind === 'replies') client.receive(c);
+      },
+    });
+    t.teardown(() => {
+      breakers.close();
+      book.close();
+      store.close();
+    });
+    return { limiter: client, clock };
+  });
+});
+
+t.test('Redis (fleet node)', async (t) => {
+  let redis: PrivateRedis | null = null;
+  let rig = 0;
+  t.before(async () => {
+    redis = await startPrivateRedis();
+  });
+  t.teardown(() => redis?.destroy());
+  const connect = async (t: Parameters<Parameters<typeof rateLimiterContract>[1]>[0]) => {
+    // A long command timeout: a loaded machine must not send a call to the fallback mid-test.
+    const conn = new RedisConnection((redis as PrivateRedis).url, { commandTimeoutMs: 5_000 });
+    t.teardown(() => conn.close());
+    if (!(await conn.start())) throw new Error('redis did not answer');
+    return conn;
+  };
+  t.test('the limiter alone', async (t) => {
+    rateLimiterContract(t, async (t, at) => {
+      const clock = new ManualClock(at);
+      return { limiter: new RedisRateLimiter(await connect(t), clock, `pi:rl:c${++rig}:`), clock };
+    });
+  });
+  t.test('behind the fallback a fleet node uses', async (t) => {
+    rateLimiterContract(t, async (t, at) => {
+      const clock = new ManualClock(at);
+      const conn = await connect(t);
+      // Each rig counts in a window of its own: Redis keeps the counts of the suite's earlier rigs.
+      await conn.command(['FLUSHDB']);
+      return { limiter: new SharedRateLimiter(new SharedStateHealth(conn), clock, clock), clock };
+    });
+  });
+});
