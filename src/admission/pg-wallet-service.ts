@@ -8,6 +8,7 @@
 // connection dropped mid-statement) is released in the background until PostgreSQL answers (release
 // is idempotent: a hold that never committed is a no-op). A settlement is retried until it commits or
 // the hold's lease is near its end (settle is idempotent per trace, so a retry never charges twice);
+// settlements and releases of one event-loop turn go as one statement (pg-close-batch.ts);
 // only then is the answer delivered uncharged, and the sweeper releases the hold. A settlement the
 // database refuses (an amount out of its column's range) is not retried: the hold is released at
 // once — nothing charged, the note says why — rather than held until its lease lapses.
@@ -16,6 +17,7 @@ import { GatewayError } from '../errors.ts';
 import type { LedgerDetails } from '../store/types.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store-pg/pg-store.ts';
 import type { HoldResult, WalletService } from './admission.ts';
+import { CloseBatcher } from './pg-close-batch.ts';
 
 const RETRY_MS = 200;
 
@@ -44,9 +46,11 @@ export class PgWalletService implements WalletService {
 
   private readonly store: PgStore;
   private readonly opts: PgWalletOptions;
+  private readonly closes: CloseBatcher;
   constructor(store: PgStore, opts: PgWalletOptions) {
     this.store = store;
     this.opts = opts;
+    this.closes = new CloseBatcher(store.holds, opts.clock);
     this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
     this.renewMs = opts.renewMs ?? LEASE_RENEW_MS;
     this.log = opts.log ?? (() => undefined);
@@ -81,7 +85,7 @@ export class PgWalletService implements WalletService {
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
     for (let attempt = 1; ; attempt++) {
       try {
-        const done = await this.store.holds.settle(traceId, cost, details, this.opts.clock.now());
+        const done = await this.closes.close({ traceId, kind: 'settle', cost, details });
         this.open.delete(traceId);
         return done;
       } catch (err) {
@@ -116,7 +120,7 @@ export class PgWalletService implements WalletService {
     if (!this.open.has(traceId) && !this.pendingRelease.has(traceId)) return;
     this.open.delete(traceId);
     try {
-      await this.store.holds.release(traceId, this.opts.clock.now());
+      await this.closes.close({ traceId, kind: 'release', note: null });
       this.pendingRelease.delete(traceId);
     } catch (err) {
       if (!isUnavailable(err)) throw err;
@@ -144,6 +148,7 @@ export class PgWalletService implements WalletService {
     if (this.closed) return;
     if (this.timer) clearInterval(this.timer);
     if (this.ticking) await this.ticking;
+    await this.closes.drain();
     // Releases what is still pending while we can; anything left lapses with its lease.
     await this.retryReleases().catch(() => undefined);
     this.closed = true;

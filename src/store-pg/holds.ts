@@ -64,6 +64,35 @@ WITH h AS (
 )
 SELECT (SELECT COUNT(*) FROM l) AS closed, (SELECT COUNT(*) FROM w) AS wallets`;
 
+/** Closes many holds in one statement: the inputs as parallel arrays ($1 trace ids, $2 states,
+ *  $3 costs, $4 notes, $5 details), $6 now. Each wallet is updated once with its holds' sums; the
+ *  data-modifying CTEs run to completion whether or not the final SELECT reads them. */
+const CLOSE_MANY_SQL = `
+WITH i AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS i(trace_id, state, cost, note, details)
+), h AS (
+  UPDATE holds SET state = i.state, cost_nano = i.cost, closed_at = $6
+  FROM i WHERE holds.trace_id = i.trace_id AND holds.state = 'open'
+  RETURNING holds.trace_id, holds.workspace, holds.amount_nano, i.state, i.cost, i.note, i.details
+), s AS (
+  SELECT workspace, SUM(cost) AS cost, SUM(amount_nano) AS amount FROM h GROUP BY workspace
+), w AS (
+  UPDATE wallets SET balance_nano = wallets.balance_nano - s.cost, held_nano = wallets.held_nano - s.amount, updated_at = $6
+  FROM s WHERE wallets.workspace = s.workspace
+  RETURNING wallets.workspace
+), l AS (
+  INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at)
+  SELECT workspace, CASE WHEN state = 'settled' THEN 'settle' ELSE 'release' END,
+         CASE WHEN state = 'settled' THEN cost ELSE amount_nano END, trace_id, note, details, $6 FROM h
+  RETURNING id
+)
+SELECT trace_id FROM h`;
+
+/** One hold to close in a batch: a settlement at `cost`, or a release (cost 0) with its note. */
+export type HoldClose =
+  | { traceId: string; kind: 'settle'; cost: bigint; details: LedgerDetails }
+  | { traceId: string; kind: 'release'; note: string | null };
+
 const SWEEP_SQL = `
 WITH h AS (
   UPDATE holds SET state = 'released', cost_nano = 0, closed_at = $1
@@ -174,6 +203,35 @@ export class PgHolds {
       null,
     ]);
     return r.rows[0]?.closed === 1n;
+  }
+
+  /**
+   * Settles and releases many holds in ONE statement (one round trip, each wallet row updated once
+   * however many of its holds close): the traces that had an open hold and were closed now. A trace
+   * may appear once; a failure writes nothing of the batch (the caller re-runs its closes one by one
+   * to learn which one the database refuses).
+   */
+  async closeMany(closes: readonly HoldClose[], now: number): Promise<Set<string>> {
+    if (closes.length === 0) return new Set();
+    const seen = new Set<string>();
+    for (const c of closes) {
+      if (seen.has(c.traceId)) throw new RangeError(`trace ${c.traceId} appears twice in one batch of closes`);
+      seen.add(c.traceId);
+      if (c.kind === 'settle') {
+        if (typeof c.cost !== 'bigint' || c.cost < 0n)
+          throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+        checkFits(c.cost, 'cost', c.traceId);
+      }
+    }
+    const r = await this.pool.query<{ trace_id: string }>(CLOSE_MANY_SQL, [
+      closes.map((c) => c.traceId),
+      closes.map((c) => (c.kind === 'settle' ? 'settled' : 'released')),
+      closes.map((c) => (c.kind === 'settle' ? c.cost : 0n)),
+      closes.map((c) => (c.kind === 'release' ? c.note : null)),
+      closes.map((c) => (c.kind === 'settle' ? JSON.stringify(c.details) : null)),
+      now,
+    ]);
+    return new Set(r.rows.map((row) => row.trace_id));
   }
 
   /** Pushes the lease of these (still open) holds to `now + leaseMs`; returns how many were open. */
