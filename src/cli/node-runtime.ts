@@ -8,17 +8,15 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PgStoreView } from '../admission/pg-store-view.ts';
 import { PgWalletService } from '../admission/pg-wallet-service.ts';
-import { FixedWindowRateLimiter, type RateLimiter } from '../admission/rate-limit.ts';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { type Gateway, type GatewayOptions, jsonLog, type SharedState, startGateway } from '../gateway.ts';
 import { HealthTracker } from '../routing/health.ts';
-import { type PinStore, SessionPins } from '../routing/session-pins.ts';
-import { RedisConnection } from '../shared-state/redis-connection.ts';
-import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../shared-state/shared-limits.ts';
+import type { RedisConnection } from '../shared-state/redis-connection.ts';
 import { pgConsole } from '../store-pg/console-store.ts';
 import { openPgStore, type PgStore } from '../store-pg/pg-store.ts';
+import { fleetLimits } from './fleet-limits.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
 import { startObservability } from './runtime.ts';
 
@@ -64,40 +62,9 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
     );
     wallets = new PgWalletService(store, { clock, node, log });
     const settings = opts.config.settings;
-    let limiter: RateLimiter;
-    let pins: PinStore;
-    if (opts.redis) {
-      // PI_REDIS_TIMEOUT_MS: how long a request waits on Redis before this node falls back to its own
-      // limiter and pins (default 250 ms; a loaded or distant Redis may need more).
-      const timeout = Number(process.env.PI_REDIS_TIMEOUT_MS ?? '');
-      redis = new RedisConnection(opts.redis, {
-        ...(Number.isSafeInteger(timeout) && timeout > 0 ? { commandTimeoutMs: timeout } : {}),
-        onStatus: (up, detail) =>
-          log(
-            up ? 'redis_recovered' : 'redis_unreachable',
-            up ? { detail } : { detail, fallback: 'per-node rate limits and session pins until Redis answers' },
-          ),
-      });
-      if (!(await redis.start()))
-        log('redis_unreachable', {
-          detail: 'not reachable at start',
-          fallback: 'per-node rate limits and session pins until Redis answers',
-        });
-      const health = new SharedStateHealth(redis);
-      telemetry.metrics?.watchSharedState(() => ({
-        redisUp: health.redisUp,
-        rateLimitFallbacks: health.fallbacks.rateLimit,
-        pinFallbacks: health.fallbacks.pins,
-      }));
-      limiter = new SharedRateLimiter(health, clock, null);
-      pins = new SharedPins(health, { clock, maxPins: settings.sessions.maxPins });
-    } else {
-      log('per_node_limits', {
-        detail: 'no --redis: rate limits and session pins are per node (a key may send limit × nodes a minute)',
-      });
-      limiter = new FixedWindowRateLimiter(clock);
-      pins = new SessionPins({ clock, maxPins: settings.sessions.maxPins });
-    }
+    const limits = await fleetLimits(opts.redis, settings, clock, telemetry, log);
+    redis = limits.redis;
+    const { limiter, pins } = limits;
     const shared = { wallets, view, limiter, pins, health: new HealthTracker(settings.health, clock) };
     const records = {
       requestLog: store.requestLog,

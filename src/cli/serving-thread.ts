@@ -1,20 +1,20 @@
 // One serving thread of `serve --workers N`: the whole request path of the single-process gateway
 // (startGateway), listening beside the other threads on the same port, with the shared state behind
 // the seams answered by the coordinator (src/workers/coordinator-client.ts, breaker-mirror.ts). Keys
-// and sealed credentials are read on this thread's own read-only connection to the database (cached
-// per thread, refreshed through the store's change counter like the single process); every write —
-// holds, settlements, the request log — goes to the coordinator and its writer thread.
+// and sealed credentials are read on this thread's own read-only connection to the database file, or
+// its own small pool on PostgreSQL (cached per thread, refreshed through the store's change counter
+// like the single process, thread-view.ts); every write — holds, settlements, the request log — goes
+// to the coordinator.
 import { parentPort, workerData } from 'node:worker_threads';
-import { StoreView } from '../admission/store-view.ts';
 import { systemClock } from '../clock.ts';
 import { type Gateway, jsonLog, type SharedState, startGateway } from '../gateway.ts';
-import { openStore, type Store } from '../store/store.ts';
 import { BufferedLines } from '../telemetry/line-sink.ts';
 import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import { metricsJSON } from '../telemetry/worker-metrics.ts';
 import { BreakerMirror } from '../workers/breaker-mirror.ts';
 import { CoordinatorClient } from '../workers/coordinator-client.ts';
 import type { CoordinatorMessage, WorkerMessage, WorkerStart } from '../workers/protocol.ts';
+import { openThreadView } from './thread-view.ts';
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -26,7 +26,7 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     jsonLog(event, { worker: data.worker, ...fields });
   let gateway: Gateway<SharedState> | null = null;
   let telemetry: Telemetry | null = null;
-  let store: Store | null = null;
+  let closeView: (() => Promise<void>) | null = null;
   port.on('message', (m: CoordinatorMessage) => {
     if (m.kind === 'replies') client.receive(m);
     else if (m.kind === 'breakers') breakers.update(m.states);
@@ -40,7 +40,7 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
   const stopNow = async () => {
     client.abandon();
     await gateway?.close();
-    store?.close();
+    await closeView?.();
     port.close();
   };
   const answerMetrics = async (id: number) => {
@@ -54,24 +54,16 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     const g = gateway;
     if (!g) return;
     const report = await g.drain(deadlineMs ?? undefined);
-    store?.close();
+    await closeView?.();
     post({ kind: 'drained', report });
     // Nothing of this thread is left to run: the port is the last handle.
     port.close();
   };
 
   try {
-    // Read-only: this thread never writes the database (the coordinator's writer thread does).
-    store = openStore(data.db, { readonly: true });
-    store.secrets.assertUsable();
-    const s = store;
-    const view = new StoreView(
-      s,
-      (name, _err, kept) => log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
-      () => client.refresh(),
-      // The writer thread commits all the time; only keys, secrets and credits move this counter.
-      () => s.cachedDataChangedSinceLastCheck(),
-    );
+    const keys = await openThreadView(data.db, client, log);
+    closeView = keys.close;
+    const view = keys.view;
     telemetry = await startTelemetry({
       metrics: data.metrics ? { processMetrics: false } : false,
       accessLog: data.accessLog ? new BufferedLines(process.stdout) : null,
@@ -84,7 +76,7 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
       shared: { wallets: client, view, limiter: client, pins: client, health: breakers, behind: () => client.behind() },
       records: {
         requestLog: { append: (row) => client.appendLog(row), flush: () => undefined },
-        credentialNames: () => s.secrets.names(),
+        credentialNames: () => keys.credentialNames(),
       },
       host: data.host,
       port: data.port,
@@ -98,7 +90,7 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     if (wanted) void drain(wanted.deadlineMs);
   } catch (err) {
     await telemetry?.close();
-    store?.close();
+    await closeView?.();
     post({ kind: 'start-failed', error: errorText(err) });
     port.close();
   }

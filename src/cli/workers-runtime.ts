@@ -1,29 +1,27 @@
-// Start-up of `serve --workers N` on the embedded store: this (main) thread becomes the coordinator —
-// the only owner of the database's write connection (its writer thread), the wallet book, the
-// rate-limit windows, the session pins and the breakers — and N serving threads answer the public
-// port, each running the single-process request path against the coordinator's state (see
+// Start-up of `serve --workers N`: this (main) thread becomes the coordinator — the owner of the
+// node's state (coordinator-state.ts: on the embedded store the database's write connection, the
+// wallet book, the rate-limit windows and the session pins; on PostgreSQL the node's wallet service
+// and Redis's limits, coordinator-fleet.ts) and of the breakers — and N serving threads answer the
+// public port, each running the single-process request path against the coordinator's state (see
 // src/workers/). The admin listener stays here and reports every worker; drain and reload go to all.
 import { createServer } from 'node:net';
-import { FixedWindowRateLimiter } from '../admission/rate-limit.ts';
-import { WalletBook } from '../admission/wallet-book.ts';
 import { type DrainReport, drainedFields, type ReloadResult } from '../api/lifecycle.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { ConfigIndex } from '../config/index.ts';
 import { jsonLog, metricLabels } from '../gateway.ts';
 import { Lifecycle } from '../observe/lifecycle.ts';
-import { HealthTracker } from '../routing/health.ts';
-import { SessionPins } from '../routing/session-pins.ts';
 import type { AdminListener } from '../server/admin-app.ts';
-import { sqliteConsole } from '../store/console-store.ts';
-import { openStore, type Store, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/store.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
 import { Coordinator } from '../workers/coordinator.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
-import { startObservability, writerCapacity } from './runtime.ts';
+import { startObservability } from './runtime.ts';
 import { ServingThreads } from './serving-threads.ts';
+import { isPostgresUrl } from '../store/admin-store.ts';
+import { fleetCoordinatorState } from './coordinator-fleet.ts';
+import { type CoordinatorState, embeddedCoordinatorState } from './coordinator-state.ts';
 
 export interface WorkersOptions {
   config: CompiledConfig;
@@ -31,6 +29,8 @@ export interface WorkersOptions {
   host: string;
   port: number;
   workers: number;
+  /** Redis for rate limits and pins, on PostgreSQL only. */
+  redis?: string | null;
   upstreamOverride?: string | null;
   observability?: ObservabilityOptions;
   clock?: Clock;
@@ -41,13 +41,15 @@ export interface RunningWorkers {
   port: number;
   admin: AdminListener | null;
   telemetry: Telemetry;
-  store: Store;
-  wallets: WalletBook;
+  /** The stored credentials' names (start-up warnings). */
+  credentialNames(): ReadonlySet<string>;
+  /** Where the state lives (the file, or the PostgreSQL URL with its password masked). */
+  location: string;
   threads: ServingThreads;
   lifecycle: Lifecycle;
   reload(config: CompiledConfig): Promise<{ restartNeeded: string[] }>;
   recordReload(result: ReloadResult): void;
-  /** Drains every worker, then writes what is pending and closes the store's writer (not the store). */
+  /** Drains every worker, then writes what is pending and closes the store. */
   drain(deadlineMs?: number): Promise<DrainReport>;
   /** A second signal: stop the workers, commit what is pending. */
   stopNow(): Promise<void>;
@@ -75,35 +77,11 @@ function claimPort(host: string, port: number): Promise<number> {
   });
 }
 
-/** The coordinator's state: opened, orphaned holds of a previous process released, writer started. */
-async function coordinatorState(o: WorkersOptions, clock: Clock) {
-  const store = openStore(o.db, { requestLog: o.config.settings.requestLog });
-  try {
-    store.secrets.assertUsable();
-    const released = store.wallets.releaseOrphanedHolds();
-    if (released > 0) jsonLog('released_orphaned_holds', { count: released });
-    const writer = await ThreadWriter.start(o.db, {
-      capacity: writerCapacity(),
-      onError: (event, err) => jsonLog(event, { error: errorText(err) }),
-    });
-    const wallets = new WalletBook(
-      store,
-      (err) => jsonLog('ledger_write_failed', { error: errorText(err) }),
-      writer,
-      WRITER_BATCH_WAIT_MS,
-    );
-    const settings = o.config.settings;
-    return {
-      store,
-      writer,
-      wallets,
-      health: new HealthTracker(settings.health, clock),
-      pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }),
-    };
-  } catch (err) {
-    store.close();
-    throw err;
-  }
+/** The coordinator's state on the store `db` names (a file, or PostgreSQL with `redis`). */
+function coordinatorState(o: WorkersOptions, clock: Clock, telemetry: Telemetry) {
+  return isPostgresUrl(o.db)
+    ? fleetCoordinatorState(o.db, o.redis ?? null, o.config, clock, telemetry)
+    : embeddedCoordinatorState(o.db, o.config, clock);
 }
 
 /** What each serving thread starts with: the config of the moment (a thread restarted after a reload
@@ -144,13 +122,14 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       ),
   });
   const lifecycle = admin?.lifecycle ?? new Lifecycle(clock);
-  let state: Awaited<ReturnType<typeof coordinatorState>> | null = null;
+  let state: CoordinatorState | null = null;
   try {
-    state = await coordinatorState(o, clock);
-    const { store, writer, wallets, health, pins } = state;
+    state = await coordinatorState(o, clock, telemetry);
+    const st = state;
+    const { wallets, health, pins } = st;
     const coordinator: Coordinator = new Coordinator({
       wallets,
-      limiter: new FixedWindowRateLimiter(clock),
+      limiter: st.limiter,
       pins,
       breakers: new BreakerGrants(
         health,
@@ -159,8 +138,8 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
         () => threads?.readyWorkers() ?? [],
         (states) => coordinator.broadcast({ kind: 'breakers', states }),
       ),
-      appendLog: (row) => writer.append(row),
-      behind: () => writer.behind(wallets.pendingOps()),
+      appendLog: (row) => st.appendLog(row),
+      behind: () => st.behind(),
       onError: (event, err) => jsonLog(event, { error: errorText(err) }),
     });
     const port = await claimPort(o.host, o.port);
@@ -182,12 +161,12 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       lifecycle,
       labels: () => metricLabels(index.config),
     });
-    const serving = { index: () => index, credentialNames: () => store.secrets.names(), workers: () => pool.samples() };
+    const serving = { index: () => index, credentialNames: () => st.credentialNames(), workers: () => pool.samples() };
     admin?.attach(serving, {
       ...serving,
-      store: sqliteConsole(store),
+      store: st.console,
       health,
-      creds: { has: (name: string) => store.secrets.names().has(name) },
+      creds: { has: (name: string) => st.credentialNames().has(name) },
       now: () => clock.now(),
     });
     lifecycle.markReady();
@@ -197,8 +176,8 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       port,
       admin,
       telemetry,
-      store,
-      wallets,
+      credentialNames: () => st.credentialNames(),
+      location: 'location' in st ? String(st.location) : o.db,
       threads: pool,
       lifecycle,
       async reload(config) {
@@ -224,8 +203,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
           const report = await pool.drain(deadlineMs ?? index.config.settings.limits.drainTimeoutMs);
           jsonLog('drained', { ...drainedFields(report), workers: o.workers });
           lifecycle.markStopped();
-          wallets.close();
-          await writer.close();
+          await st.close();
           await telemetry.close();
           admin?.close();
           return report;
@@ -233,18 +211,13 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       },
       async stopNow() {
         await pool.stopNow();
-        wallets.close();
-        writer.flush();
+        st.stopNow();
       },
     };
   } catch (err) {
     admin?.close();
     await telemetry.close();
-    if (state) {
-      state.wallets.close();
-      await state.writer.close();
-      state.store.close();
-    }
+    await state?.close();
     throw err;
   }
 }

@@ -7,6 +7,7 @@
 // calls); each answer resolves its call's promise.
 import type { MessagePort } from 'node:worker_threads';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
+import { ERROR_CODES, type ErrorCode, GatewayError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
 import type { PinStore } from '../routing/session-pins.ts';
 import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
@@ -31,6 +32,13 @@ export class CoordinatorRefusal extends Error {
     this.name = 'CoordinatorRefusal';
     this.code = code;
   }
+}
+
+/** A gateway error (`store_unavailable` from a fleet node's wallets, …) is the same error on this
+ *  thread, so the request is answered as in one process; anything else keeps its code. */
+function refusal(message: string, code: string | undefined): Error {
+  if (code !== undefined && Object.hasOwn(ERROR_CODES, code)) return new GatewayError(code as ErrorCode, message);
+  return new CoordinatorRefusal(message, code);
 }
 
 export class CoordinatorGoneError extends Error {
@@ -205,6 +213,6 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     if (!p) return;
     this.pending.delete(r.id);
     if (r.ok) p.resolve(r.value);
-    else p.reject(new CoordinatorRefusal(r.error, r.code));
+    else p.reject(refusal(r.error, r.code));
   }
 }

@@ -4,9 +4,9 @@
 // calls. Exactness comes from there being one owner: a hold is decided by the same synchronous
 // `WalletBook.hold` the single-process gateway runs, whichever worker asked. Open holds are tracked
 // per worker: a worker that dies has them released at once (its requests are gone with it).
-import type { WalletBook } from '../admission/wallet-book.ts';
+import type { HoldResult, WalletService } from '../admission/admission.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
-import type { SessionPins } from '../routing/session-pins.ts';
+import type { PinStore } from '../routing/session-pins.ts';
 import type { RequestLogRow } from '../store/types.ts';
 import type { BreakerGrants } from './breaker-grants.ts';
 import type { CoordinatorMessage, Reply, StateCall, StateValue } from './protocol.ts';
@@ -17,9 +17,10 @@ export interface WorkerPort {
 }
 
 export interface CoordinatorParts {
-  wallets: WalletBook;
+  /** The node's wallets: the embedded book (answers holds at once) or PostgreSQL (answers later). */
+  wallets: WalletService;
   limiter: RateLimiter;
-  pins: SessionPins;
+  pins: PinStore;
   breakers: BreakerGrants;
   /** Writes a finished request's log row (the store's writer thread). */
   appendLog(row: RequestLogRow): void;
@@ -35,6 +36,8 @@ interface WorkerLink {
   holds: Set<string>;
   replies: Reply[];
   scheduled: boolean;
+  /** False once the worker's thread ended: a hold answered after that is released at once. */
+  attached: boolean;
 }
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -56,7 +59,7 @@ export class Coordinator {
   }
 
   attach(worker: number, port: WorkerPort): void {
-    this.links.set(worker, { port, holds: new Set(), replies: [], scheduled: false });
+    this.links.set(worker, { port, holds: new Set(), replies: [], scheduled: false, attached: true });
   }
 
   /** The worker's thread ended: its open holds are released (no request of it can settle now). */
@@ -65,7 +68,8 @@ export class Coordinator {
     this.links.delete(worker);
     this.parts.breakers.workerGone(worker);
     if (!link) return 0;
-    for (const traceId of link.holds) this.parts.wallets.release(traceId);
+    link.attached = false;
+    for (const traceId of link.holds) this.release(traceId);
     return link.holds.size;
   }
 
@@ -88,22 +92,24 @@ export class Coordinator {
     if (!link) return;
     /** Takes of this batch that did not let their request through (their gated holds are refused). */
     let refused: Set<number> | null = null;
+    /** Takes of this batch still being decided (a shared limiter): their gated holds wait for them. */
+    let deciding: Map<number, Promise<StateValue>> | null = null;
     for (const call of calls) {
       let value: StateValue | Promise<StateValue>;
       try {
-        value =
-          call.op === 'hold' && call.gate !== undefined && refused?.has(call.gate)
-            ? null
-            : this.apply(worker, link, call);
+        const gate = call.op === 'hold' ? call.gate : undefined;
+        const pending = gate === undefined ? undefined : deciding?.get(gate);
+        if (gate !== undefined && refused?.has(gate)) value = null;
+        else if (pending !== undefined) value = this.holdAfter(worker, link, call, pending);
+        else value = this.apply(worker, link, call);
       } catch (err) {
         if (call.op === 'take') (refused ??= new Set()).add(call.id);
         if (call.id !== 0) this.reply(link, failure(call.id, err));
         else this.parts.onError(`worker_${call.op}_failed`, err);
         continue;
       }
-      // The coordinator's limiter answers at once; one that answered later could not gate a hold.
-      if (call.op === 'take' && (value instanceof Promise || !(value as RateDecision).ok))
-        (refused ??= new Set()).add(call.id);
+      if (call.op === 'take' && value instanceof Promise) (deciding ??= new Map()).set(call.id, value);
+      else if (call.op === 'take' && !(value as RateDecision).ok) (refused ??= new Set()).add(call.id);
       if (call.id === 0) continue;
       if (value instanceof Promise) {
         value.then(
@@ -114,13 +120,44 @@ export class Coordinator {
     }
   }
 
+  /** A hold gated on a take still being decided: taken only once the take let the request through. */
+  private async holdAfter(
+    worker: number,
+    link: WorkerLink,
+    call: StateCall,
+    decision: Promise<StateValue>,
+  ): Promise<StateValue> {
+    // A take that failed refuses its gated hold too (its own reply carries the error).
+    const d = (await decision.catch(() => null)) as RateDecision | null;
+    return d?.ok ? this.apply(worker, link, call) : null;
+  }
+
+  /** Records an admitted hold as this worker's; one that lands after the worker ended is released. */
+  private holdTaken(link: WorkerLink, traceId: string, r: HoldResult): HoldResult {
+    if (!r.ok) return r;
+    if (link.attached) link.holds.add(traceId);
+    else this.release(traceId);
+    return r;
+  }
+
+  /** A release nobody waits for: a failure is reported, never thrown. */
+  private release(traceId: string): void {
+    try {
+      const r = this.parts.wallets.release(traceId);
+      if (r instanceof Promise) r.catch((err: unknown) => this.parts.onError('worker_release_failed', err));
+    } catch (err) {
+      this.parts.onError('worker_release_failed', err);
+    }
+  }
+
   private apply(worker: number, link: WorkerLink, call: StateCall): StateValue | Promise<StateValue> {
     const p = this.parts;
     switch (call.op) {
       case 'hold': {
         const r = p.wallets.hold(call.workspace, call.traceId, call.amount);
-        if (r.ok) link.holds.add(call.traceId);
-        return r;
+        return r instanceof Promise
+          ? r.then((x) => this.holdTaken(link, call.traceId, x))
+          : this.holdTaken(link, call.traceId, r);
       }
       case 'settle':
         link.holds.delete(call.traceId);

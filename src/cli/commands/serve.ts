@@ -114,9 +114,8 @@ function serveOptions(argv: string[]): ServeOptions {
 /** Option combinations serve refuses (a usage error), or null. */
 function refusedCombination(o: ServeOptions): string | null {
   const { workers, db, redis } = o;
-  if (workers > 1 && (isPostgresUrl(db) || db === ':memory:' || db.startsWith('file::memory:'))) {
-    return `--workers ${workers} shares one database file between threads; ${isPostgresUrl(db) ? 'on PostgreSQL run more nodes instead (docs/fleet.md)' : 'give --db FILE'}`;
-  }
+  if (workers > 1 && (db === ':memory:' || db.startsWith('file::memory:')))
+    return `--workers ${workers} shares one database file between threads; give --db FILE`;
   if (redis !== null && !isPostgresUrl(db))
     return '--redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too';
   return null;
@@ -150,6 +149,10 @@ export const command: Command = {
         cores: availableParallelism(),
         message: o.workersWarning,
       });
+    if (isPostgresUrl(db) && workers > 1) {
+      const common = { config, configDir, source: loaded.source, db, host, port, override, observability };
+      return serveWorkers({ ...common, redis, workers, owner: null });
+    }
     if (isPostgresUrl(db))
       return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
     let owner: Owner;
@@ -172,6 +175,7 @@ export const command: Command = {
         override,
         observability,
         workers,
+        redis: null,
         owner,
       });
     try {
@@ -276,7 +280,8 @@ async function serveNode(o: {
   });
 }
 
-/** `serve --workers N` (N > 1) on a database file: a coordinator and N serving threads. */
+/** `serve --workers N` (N > 1): a coordinator and N serving threads, on a database file (its owner
+ *  lock held) or on PostgreSQL (a fleet node, no lock: every node shares the database). */
 async function serveWorkers(o: {
   config: CompiledConfig;
   configDir: string;
@@ -287,7 +292,8 @@ async function serveWorkers(o: {
   override: string | null;
   observability: ObservabilityOptions;
   workers: number;
-  owner: Owner;
+  redis: string | null;
+  owner: Owner | null;
 }): Promise<number> {
   const { runWorkers } = await import('../workers-runtime.ts');
   let running: Awaited<ReturnType<typeof runWorkers>>;
@@ -298,11 +304,12 @@ async function serveWorkers(o: {
       host: o.host,
       port: o.port,
       workers: o.workers,
+      redis: o.redis,
       upstreamOverride: o.override,
       observability: o.observability,
     });
   } catch (err) {
-    o.owner.release();
+    o.owner?.release();
     process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
@@ -311,7 +318,8 @@ async function serveWorkers(o: {
     url: r.url,
     config: o.configDir,
     config_source: o.source,
-    db: o.db,
+    db: r.location,
+    ...(o.redis === null ? {} : { redis: redactUrl(o.redis, 'redis') }),
     pid: process.pid,
     workers: o.workers,
     models: o.config.models.length,
@@ -321,12 +329,11 @@ async function serveWorkers(o: {
     access_log: o.observability.accessLog,
     traces: o.observability.tracesUrl,
   });
-  logCredentialWarnings(o.config, r.store.secrets.names(), systemClock.now(), jsonLog);
+  logCredentialWarnings(o.config, r.credentialNames(), systemClock.now(), jsonLog);
   return untilStopped({
     async stop() {
       await r.drain();
-      r.store.close();
-      o.owner.release();
+      o.owner?.release();
     },
     stopNow: () => r.stopNow(),
     reload: () => reloadGateway(r, o.configDir, o.owner),

@@ -4,7 +4,7 @@
 // three nodes (exactly 50 answered, the rest 429 with Retry-After), a session pinned on node A
 // honoured on B and C, SIGKILL of a node mid-burst (no lost or doubled settlement, its holds released
 // within the lease), PostgreSQL and Redis restarted mid-burst (no overdraft, no lost ledger row,
-// service resumes by itself). The full-size version is bench/fleet-drills.mjs
+// service resumes by itself). The first node of each drill runs `--workers 2`. The full-size version is bench/fleet-drills.mjs
 // (`node bench/run.js fleet-drills`).
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -58,10 +58,17 @@ t.teardown(async () => {
   await pg?.destroy();
 });
 
+/** `n` nodes; the first of them runs two serving threads (`--workers 2`), the others one, so every
+ *  drill holds for a fleet that mixes both ways of running a node. */
 async function nodes(t: Test, n = 3): Promise<ServeProcess[]> {
   return Promise.all(
-    Array.from({ length: n }, () =>
-      startServe(t, { config: CONFIG, db: { file: url, masterKey, key: '' }, upstream: sim.url }),
+    Array.from({ length: n }, (_, i) =>
+      startServe(t, {
+        config: CONFIG,
+        db: { file: url, masterKey, key: '' },
+        upstream: sim.url,
+        ...(i === 0 ? { args: ['--workers', '2'] } : {}),
+      }),
     ),
   );
 }

@@ -1,0 +1,74 @@
+// The coordinator's state on a fleet node (`serve --workers N --db postgres://… [--redis …]`): the
+// node's PostgreSQL wallet service (holds leased and renewed, closes of a turn batched), Redis's rate
+// limits and pins (or the node's own), the request log written by the node's batches, and the
+// console reading the fleet's database. Serving threads reach it through the coordinator, as on the
+// embedded store; each reads keys and credentials on its own small pool (serving-thread.ts).
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { PgStoreView } from '../admission/pg-store-view.ts';
+import { PgWalletService } from '../admission/pg-wallet-service.ts';
+import type { Clock } from '../clock.ts';
+import type { CompiledConfig } from '../config/compiled.ts';
+import { jsonLog } from '../gateway.ts';
+import { HealthTracker } from '../routing/health.ts';
+import { pgConsole } from '../store-pg/console-store.ts';
+import { openPgStore, type PgStore } from '../store-pg/pg-store.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
+import type { CoordinatorState } from './coordinator-state.ts';
+import { fleetLimits } from './fleet-limits.ts';
+
+export async function fleetCoordinatorState(
+  db: string,
+  redisUrl: string | null,
+  config: CompiledConfig,
+  clock: Clock,
+  telemetry: Telemetry,
+): Promise<CoordinatorState & { location: string }> {
+  const log = jsonLog;
+  const node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  let store: PgStore | null = null;
+  let wallets: PgWalletService | null = null;
+  try {
+    store = await openPgStore(db, {
+      clock,
+      requestLog: config.settings.requestLog,
+      onIdleError: (err) => log('store_connection_lost', { error: err.message }),
+    });
+    await store.secrets.assertUsable();
+    // The coordinator's own view: the credentials' names for readiness and the console.
+    const view = await PgStoreView.open(store, () => undefined);
+    wallets = new PgWalletService(store, { clock, node, log });
+    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log);
+    const s = store;
+    const w = wallets;
+    return {
+      location: s.location,
+      wallets: w,
+      limiter: limits.limiter,
+      pins: limits.pins,
+      health: new HealthTracker(config.settings.health, clock),
+      appendLog: (row) => s.requestLog.append(row),
+      // Every write is a statement that answers or fails on its own: nothing queues behind a writer.
+      behind: () => false,
+      console: pgConsole(s),
+      credentialNames: () => {
+        view.sync();
+        if (!view.storeAnswers) throw new Error('PostgreSQL does not answer');
+        return view.names();
+      },
+      async close() {
+        await w.close();
+        await s.requestLog.flush();
+        await s.close();
+        await limits.redis?.close();
+      },
+      stopNow() {
+        void s.requestLog.flush();
+      },
+    };
+  } catch (err) {
+    await wallets?.close();
+    await store?.close();
+    throw err;
+  }
+}

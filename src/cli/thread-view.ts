@@ -1,0 +1,57 @@
+// What a serving thread of `serve --workers N` reads itself: keys and sealed credentials, cached per
+// thread and dropped when the store's change counter moves. On a database file, a read-only
+// connection (the coordinator's writer thread writes); on PostgreSQL, a pool of two connections.
+import type { KeysAndCredentials } from '../admission/store-view.ts';
+import { PgStoreView } from '../admission/pg-store-view.ts';
+import { StoreView } from '../admission/store-view.ts';
+import { isPostgresUrl } from '../store/admin-store.ts';
+import { openStore } from '../store/store.ts';
+import { openPgStore } from '../store-pg/pg-store.ts';
+import type { CoordinatorClient } from '../workers/coordinator-client.ts';
+
+export interface ThreadView {
+  view: KeysAndCredentials;
+  credentialNames(): ReadonlySet<string>;
+  close(): Promise<void>;
+}
+
+type Log = (event: string, fields?: Record<string, unknown>) => void;
+
+export async function openThreadView(db: string, client: CoordinatorClient, log: Log): Promise<ThreadView> {
+  const onBadSecret = (name: string, _err: unknown, kept: boolean) =>
+    log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name });
+  if (isPostgresUrl(db)) {
+    const store = await openPgStore(db, { poolMax: 2 });
+    try {
+      await store.secrets.assertUsable();
+      const view = await PgStoreView.open(store, onBadSecret);
+      return {
+        view,
+        credentialNames: () => {
+          if (!view.storeAnswers) throw new Error('PostgreSQL does not answer');
+          return view.names();
+        },
+        close: () => store.close(),
+      };
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  }
+  // Read-only: this thread never writes the database (the coordinator's writer thread does).
+  const store = openStore(db, { readonly: true });
+  try {
+    store.secrets.assertUsable();
+    const view = new StoreView(
+      store,
+      onBadSecret,
+      () => client.refresh(),
+      // The writer thread commits all the time; only keys, secrets and credits move this counter.
+      () => store.cachedDataChangedSinceLastCheck(),
+    );
+    return { view, credentialNames: () => store.secrets.names(), close: async () => store.close() };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
