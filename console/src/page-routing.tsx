@@ -1,7 +1,7 @@
 // Routing: for a workspace, a model (and fallbacks) and `provider` preferences, the deployments the
 // router would try, in order, with each one's effective price, and the funnel of why the other
 // providers were filtered — computed by the gateway's router (POST /admin/route-preview), no
-// upstream called.
+// upstream called. A weighted tier is listed by share (the same on every click), with the shares.
 import { useState } from 'preact/hooks';
 import { type Meta, post, type Preview } from './api.ts';
 import { pct, usd } from './format.ts';
@@ -101,8 +101,10 @@ export function RoutingPage(props: { meta: Meta }) {
         <div data-testid="route-result">
           <p>
             {preview.eligible ? 'Attempt order' : 'No provider can serve this request'} · ordering within a tier:{' '}
-            {preview.ordering === 'price' ? 'cheapest first' : 'weighted random (share of first place shown)'} · at most{' '}
-            {preview.max_attempts} attempts
+            {preview.ordering === 'price'
+              ? 'cheapest first'
+              : 'drawn at random in proportion to weight; listed by share of the first place, largest first'}{' '}
+            · at most {preview.max_attempts} attempts
           </p>
           {preview.models.map((mp) => (
             <div class="panel">
