@@ -64,7 +64,7 @@ export const command: Command = {
         const rawExpiry = str(p, 'expires-at');
         const expiresAt = rawExpiry === undefined ? undefined : parseIsoTime(rawExpiry, 'expires-at');
         const past = expiresAt === undefined ? null : pastExpiryProblem(expiresAt, systemClock.now());
-        if (past !== null) throw new UsageError(`--expires-at ${rawExpiry}: ${past}`);
+        if (past !== null) throw new UsageError(`--expires-at ${rawExpiry} is in the past: ${past}`);
         const name = str(p, 'name');
         const nameProblem = name === undefined ? null : keyNameProblem(name);
         if (nameProblem !== null) throw new UsageError(`--name: ${nameProblem}`);
