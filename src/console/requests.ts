@@ -51,7 +51,7 @@ export function filterOf(q: Map<string, string>): RequestLogFilter {
   text('trace', (v) => {
     if (v.length > MAX_TRACE_CHARS)
       throw badRequest(`trace must be a trace id (X-Pi-Trace-Id), got ${v.length} characters`);
-    f.traceId = v.trim();
+    if (v.trim() !== '') f.traceId = v.trim();
   });
   text('model', (v) => (f.model = v));
   text('provider', (v) => (f.provider = v));
@@ -106,7 +106,7 @@ export function matchingKeys(keys: readonly ApiKeyRecord[], query: string): stri
       (k) =>
         k.id === q ||
         (q.startsWith(KEY_PREFIX) && q.length > KEY_PREFIX.length && k.prefix.startsWith(q)) ||
-        (k.name !== null && k.name.toLowerCase().includes(lower)),
+        k.name?.toLowerCase().includes(lower) === true,
     )
     .map((k) => k.id);
   if (ids.length > MAX_MATCHED_KEYS)
@@ -123,7 +123,7 @@ export async function listRequests(view: OperatorView, q: Map<string, string>): 
   const filter = filterOf(q);
   const keys = await view.store.apiKeys.list();
   const keyQuery = q.get('key');
-  if (keyQuery !== undefined) filter.keyIds = matchingKeys(keys, keyQuery);
+  if (keyQuery !== undefined && keyQuery.trim() !== '') filter.keyIds = matchingKeys(keys, keyQuery);
   const page = await view.store.requestLog.search(filter, intField(q, 'limit', 50, 1000));
   const first = page.rows[0];
   const last = page.rows[page.rows.length - 1];

@@ -150,7 +150,8 @@ export function routePreview(view: OperatorView, body: Record<string, unknown>):
     const out = models.map((model) => {
       const ordered = planned.get(model.id) ?? [];
       const tierTotals = new Map<number, number>();
-      for (const d of ordered) tierTotals.set(tierOf(d, policy), (tierTotals.get(tierOf(d, policy)) ?? 0) + weightOf(d));
+      for (const d of ordered)
+        tierTotals.set(tierOf(d, policy), (tierTotals.get(tierOf(d, policy)) ?? 0) + weightOf(d));
       const deployments = ordered.map((d) => ({
         attempt: ++attemptNo <= maxAttempts ? attemptNo : null,
         ...deploymentJson(d, model, policy, view, tierTotals, now),

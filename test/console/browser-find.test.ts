@@ -45,25 +45,17 @@ t.test('deep links, trace search, keyboard and Escape on the Requests page', asy
   await page.keyboard.press('Escape');
   await until(async () => (await page.locator('[data-testid=request-detail]').count()) === 0, 'the drawer closes');
   t.notMatch(hashOf(page), /open=/, 'the URL no longer opens it');
-  t.equal(
-    await page.evaluate(() => document.activeElement?.getAttribute('data-trace') ?? null),
-    k.traces.small2,
-    'the focus is back on its row',
-  );
+  t.equal(await page.locator(':focus').getAttribute('data-trace'), k.traces.small2, 'the focus is back on its row');
 
   // Keyboard: from the Live box, Tab reaches the first row and Enter opens it.
   await page.focus('[data-testid=live]');
   await page.keyboard.press('Tab');
-  const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-trace') ?? null);
+  const focused = await page.locator(':focus').getAttribute('data-trace');
   t.equal(focused, k.traces.missing, 'Tab reaches the newest row');
   await page.keyboard.press('Enter');
   await page.waitForSelector('[data-testid=detail-trace]');
   t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.missing, 'Enter opens it');
-  t.equal(
-    await page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? null),
-    'detail-close',
-    'the focus moves into the drawer',
-  );
+  t.equal(await page.locator(':focus').getAttribute('data-testid'), 'detail-close', 'the focus moves into the drawer');
   await page.keyboard.press('Escape');
   await until(async () => (await page.locator('[data-testid=request-detail]').count()) === 0, 'closed again');
 
@@ -113,10 +105,7 @@ t.test('a 60,000-character model string does not widen the pages', async (t) => 
     ] as const) {
       await page.goto(`${s.adminUrl}/console${hash}`);
       await page.waitForSelector(ready);
-      const w = await page.evaluate(() => ({
-        scroll: document.documentElement.scrollWidth,
-        view: document.documentElement.clientWidth,
-      }));
+      const w = await page.$eval('html', (el) => ({ scroll: el.scrollWidth, view: el.clientWidth }));
       t.ok(w.scroll <= w.view, `${hash} at ${width} px: page ${w.scroll} px wide in a ${w.view} px window`);
     }
   }
@@ -155,7 +144,10 @@ t.test("a key's expiry: a date input that refuses the past, and a server that do
   await page.fill(input, '2001-01-01');
   await page.click(`tr[data-key="${id}"] [data-testid=expiry-form] button[type=submit]`);
   t.equal(
-    await page.$eval(input, (el) => (el as HTMLInputElement).validity.rangeUnderflow),
+    await page.$eval(
+      input,
+      (el) => (el as unknown as { validity: { rangeUnderflow: boolean } }).validity.rangeUnderflow,
+    ),
     true,
     'a past day does not pass the form',
   );
