@@ -109,41 +109,43 @@ export function RoutingPage(props: { meta: Meta }) {
           {preview.models.map((mp) => (
             <div class="panel">
               <h2>{mp.model}</h2>
-              <table class="grid" data-testid="route-table">
-                <thead>
-                  <tr>
-                    <th class="n">Attempt</th>
-                    <th>Deployment</th>
-                    <th>Provider</th>
-                    <th>Upstream model</th>
-                    <th class="n">Tier</th>
-                    <th class="n">Weight (share)</th>
-                    <th>Health</th>
-                    <th class="n">Input / M tok</th>
-                    <th class="n">Output / M tok</th>
-                    <th class="n">Discount</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {mp.deployments.map((d) => (
-                    <tr data-deployment={d.deployment} class={d.down ? 'bad' : ''}>
-                      <td class="n">{d.attempt ?? '—'}</td>
-                      <td>{d.deployment}</td>
-                      <td>{d.provider}</td>
-                      <td class="mono">{d.upstream_model}</td>
-                      <td class="n">{d.tier}</td>
-                      <td class="n">
-                        {d.weight}
-                        {d.share_of_tier === null ? '' : ` (${pct(d.share_of_tier)})`}
-                      </td>
-                      <td>{d.down ? `down (${d.breaker})` : d.breaker}</td>
-                      <td class="n">{usd(d.price.prompt_usd_per_mtok)}</td>
-                      <td class="n">{usd(d.price.completion_usd_per_mtok)}</td>
-                      <td class="n">{d.price.discount_percent === null ? '—' : `${d.price.discount_percent}%`}</td>
+              <div class="scroll">
+                <table class="grid" data-testid="route-table">
+                  <thead>
+                    <tr>
+                      <th class="n">Attempt</th>
+                      <th>Deployment</th>
+                      <th>Provider</th>
+                      <th>Upstream model</th>
+                      <th class="n">Tier</th>
+                      <th class="n">Weight (share)</th>
+                      <th>Health</th>
+                      <th class="n">Input / M tok</th>
+                      <th class="n">Output / M tok</th>
+                      <th class="n">Discount</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {mp.deployments.map((d) => (
+                      <tr data-deployment={d.deployment} class={d.down ? 'bad' : ''}>
+                        <td class="n">{d.attempt ?? '—'}</td>
+                        <td>{d.deployment}</td>
+                        <td>{d.provider}</td>
+                        <td class="mono">{d.upstream_model}</td>
+                        <td class="n">{d.tier}</td>
+                        <td class="n">
+                          {d.weight}
+                          {d.share_of_tier === null ? '' : ` (${pct(d.share_of_tier)})`}
+                        </td>
+                        <td>{d.down ? `down (${d.breaker})` : d.breaker}</td>
+                        <td class="n">{usd(d.price.prompt_usd_per_mtok)}</td>
+                        <td class="n">{usd(d.price.completion_usd_per_mtok)}</td>
+                        <td class="n">{d.price.discount_percent === null ? '—' : `${d.price.discount_percent}%`}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
               <h3>Funnel</h3>
               <ol class="funnel" data-testid="funnel">
                 {mp.funnel.map((s) => (

@@ -166,7 +166,7 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
                 </td>
                 <td class="n">{usd(l.amount_usd)}</td>
                 <td>{l.model ? `${l.model} / ${l.provider ?? '—'}` : ''}</td>
-                <td>{l.note ?? ''}</td>
+                <td title={l.note ?? ''}>{l.note ?? ''}</td>
                 <td class="mono">{l.trace_id}</td>
               </tr>
             ))}
