@@ -51,7 +51,9 @@ export function filterOf(q: Map<string, string>): RequestLogFilter {
   text('trace', (v) => {
     if (v.length > MAX_TRACE_CHARS)
       throw badRequest(`trace must be a trace id (X-Pi-Trace-Id), got ${v.length} characters`);
-    if (v.trim() !== '') f.traceId = v.trim();
+    // Pasted as the header line a customer copied ("X-Pi-Trace-Id: …") or as the bare value.
+    const trace = v.trim().replace(/^x-pi-trace-id:\s*/i, '');
+    if (trace !== '') f.traceId = trace;
   });
   text('model', (v) => (f.model = v));
   text('provider', (v) => (f.provider = v));

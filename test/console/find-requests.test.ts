@@ -23,6 +23,11 @@ t.test('a pasted trace id finds its request; a key by name, prefix or id; a whol
     [k.traces.small2],
     'spaces around it are ignored',
   );
+  t.same(
+    traces((await s.call(`/admin/requests?trace=${encodeURIComponent(`X-Pi-Trace-Id: ${k.traces.small2}`)}`)).body),
+    [k.traces.small2],
+    'pasted with its header name',
+  );
   t.same((await s.call('/admin/requests?trace=no-such-trace')).body.requests, [], 'an unknown trace: nothing');
   t.equal((await s.call(`/admin/requests?trace=${'x'.repeat(300)}`)).status, 400, 'not a trace id');
 
