@@ -172,3 +172,49 @@ t.test("a key's expiry: a date input that refuses the past, and a server that do
   const createMin = await page.getAttribute('[data-testid=key-form] input[name=expires_at]', 'min');
   t.equal(createMin, min, 'the create form offers no past day either');
 });
+
+t.test('Health by platform with a filter and the declared state; the route preview by share', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-health]');
+  await page.waitForSelector('[data-testid=health-table] tbody[data-platform=gamma]');
+  const down = '[data-testid=health-table] tbody[data-platform=gamma] tr[data-deployment="gamma/chat-big"]';
+  t.equal(await page.textContent(`${down} [data-testid=declared]`), 'down');
+  t.equal(
+    await page.textContent(`${down} [data-testid=serves]`),
+    'last resort — declared down in the config',
+    'declared down does not read as serving',
+  );
+  t.same(
+    await page.$$eval('[data-testid=health-table] tbody', (bs) => bs.map((b) => b.getAttribute('data-platform'))),
+    ['alpha', 'beta', 'delta', 'gamma', 'gcp', 'zeta'],
+    'grouped by platform',
+  );
+  await page.fill('input[name=filter]', 'gcp');
+  await until(
+    async () => (await page.locator('[data-testid=health-table] tbody').count()) === 1,
+    'only the gcp group is left',
+  );
+  t.equal(await page.getAttribute('[data-testid=health-table] tbody', 'data-platform'), 'gcp');
+
+  await page.click('[data-testid=nav-routing]');
+  await page.selectOption('[data-testid=route-form] select[name=workspace]', 'open');
+  await page.fill('[data-testid=route-form] input[name=model]', 'acme/chat-small');
+  const orders = new Set<string>();
+  for (let i = 0; i < 5; i++) {
+    await page.click('[data-testid=route-form] button');
+    await page.waitForSelector('[data-testid=route-table] tbody tr');
+    orders.add(
+      (
+        await page.$$eval('[data-testid=route-table] tbody tr', (trs) =>
+          trs.map((tr) => tr.getAttribute('data-deployment')),
+        )
+      ).join(' '),
+    );
+  }
+  t.same([...orders], ['alpha/chat-small beta/chat-small gamma/chat-small zeta/chat-small'], 'one order, by share');
+  t.match(await page.textContent('[data-testid=route-result]'), /listed by share of the first place/);
+});
