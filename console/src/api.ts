@@ -81,6 +81,11 @@ export interface RequestRow {
   session_id: string | null;
 }
 
+export interface RequestListRow extends RequestRow {
+  key_name: string | null;
+  key_prefix: string | null;
+}
+
 export interface RequestDetail extends RequestRow {
   key: { id: string; name: string | null; prefix: string; workspace: string } | null;
   attempt_list: {
@@ -194,6 +199,8 @@ export interface HealthDeployment {
   declared_status: string;
   callable: boolean;
   unservable_reason: string | null;
+  serves: 'yes' | 'last_resort' | 'no';
+  serves_why: string | null;
   down: boolean;
   breaker: { state: string; consecutive_failures: number; error_rate: number; open_until: string | null };
   recent: {

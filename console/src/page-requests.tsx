@@ -1,30 +1,36 @@
-// Requests: the request log, newest first, with filters, paging back, a live tail (polling `since`)
-// and one request's detail in a drawer (attempts with deployment, status and timing; tokens; cost;
-// its ledger rows; app title and origin). The log holds no prompts, keys or credentials.
+// Requests: the request log, newest first, with filters, a trace id a customer pastes, a key by name
+// or prefix, paging both ways, a live tail (polling `since`) and one request's detail in a drawer
+// (attempts with deployment, status and timing; tokens; cost; its ledger rows; app title and
+// origin). Filters, the page's cursor and the open request live in the URL (`#requests?…`), so a
+// reload keeps them and a link shows a colleague the same thing. Rows are reachable by keyboard
+// (Tab, Enter opens); Escape closes the drawer. The log holds no prompts, keys or credentials.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { get, type Meta, qs, type RequestDetail, type RequestRow } from './api.ts';
+import { get, type Meta, qs, type RequestDetail, type RequestListRow } from './api.ts';
 import { ms, num, usd, utc } from './format.ts';
+import { navigate, type Params, useHashParams } from './url-state.ts';
 
-interface Filters {
-  workspace: string;
-  key: string;
-  model: string;
-  provider: string;
-  status: string;
-  ended: string;
-  from: string;
-  to: string;
+const FILTERS = ['trace', 'key', 'workspace', 'model', 'provider', 'status', 'ended', 'from', 'to'] as const;
+type Filter = (typeof FILTERS)[number];
+const CURSORS = ['before', 'after'] as const;
+const TAIL_MS = 2000;
+const PAGE = 50;
+
+interface Page {
+  requests: RequestListRow[];
+  next_before: number | null;
+  prev_after: number | null;
 }
 
-const EMPTY: Filters = { workspace: '', key: '', model: '', provider: '', status: '', ended: '', from: '', to: '' };
-const TAIL_MS = 2000;
+/** The filters of the URL's parameters (the cursor and the open request left out). */
+const filtersOf = (p: Params): Params =>
+  Object.fromEntries(FILTERS.flatMap((f) => (p[f] === undefined ? [] : [[f, p[f]]])));
 
 function Select(props: {
   label: string;
-  name: keyof Filters;
+  name: Filter;
   value: string;
   options: string[];
-  onChange: (name: keyof Filters, v: string) => void;
+  onChange: (name: Filter, v: string) => void;
 }) {
   return (
     <label>
@@ -45,13 +51,14 @@ function Select(props: {
 
 function Text(props: {
   label: string;
-  name: keyof Filters;
+  name: Filter;
   value: string;
   placeholder?: string;
-  onChange: (name: keyof Filters, v: string) => void;
+  wide?: boolean;
+  onChange: (name: Filter, v: string) => void;
 }) {
   return (
-    <label>
+    <label class={props.wide ? 'wide' : ''}>
       {props.label}
       <input
         name={props.name}
@@ -63,82 +70,128 @@ function Text(props: {
   );
 }
 
+/** A cell of client-chosen or long text: cut to the column with an ellipsis, the whole value on hover
+ *  (and in the drawer). */
+function Clip(props: { text: string | null | undefined }) {
+  const t = props.text ?? '—';
+  return (
+    <td title={t}>
+      <span class="clip">{t}</span>
+    </td>
+  );
+}
+
 export function RequestsPage(props: { meta: Meta }) {
-  const [filters, setFilters] = useState<Filters>(EMPTY);
-  const [rows, setRows] = useState<RequestRow[]>([]);
-  const [nextBefore, setNextBefore] = useState<number | null>(null);
+  const params = useHashParams();
+  const filters = filtersOf(params);
+  const cursor: Params = Object.fromEntries(CURSORS.flatMap((c) => (params[c] ? [[c, params[c]]] : [])));
+  const open = params['open'] ?? null;
+  const [page, setPage] = useState<Page | null>(null);
   const [live, setLive] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const [open, setOpen] = useState<string | null>(null);
   const newest = useRef<number | null>(null);
+  const query = qs({ ...filters, ...cursor, limit: PAGE });
 
-  const load = (f: Filters) => {
-    get<{ requests: RequestRow[]; next_before: number | null }>(`/admin/requests${qs({ ...f, limit: 50 })}`).then(
-      (r) => {
-        setRows(r.requests);
-        setNextBefore(r.next_before);
-        newest.current = r.requests[0]?.id ?? newest.current ?? 0;
-        setError(null);
-      },
-      (e: Error) => setError(e.message),
-    );
-  };
-  useEffect(() => load(filters), [filters]);
-
-  // Live tail: ask for rows newer than the newest shown, and put them on top.
+  const go = (next: Params, push: boolean) => navigate('requests', next, push);
   useEffect(() => {
-    if (!live) return;
+    let current = true;
+    get<Page>(`/admin/requests${query}`).then(
+      (r) => {
+        if (!current) return;
+        setPage(r);
+        newest.current = r.requests[0]?.id ?? 0;
+        setError(null);
+        // A pasted trace id that found its request opens it.
+        const only = r.requests.length === 1 ? r.requests[0] : undefined;
+        const p = filtersOf(params);
+        if (p['trace'] && only && !open) go({ ...p, ...cursor, open: only.trace_id }, false);
+      },
+      (e: Error) => {
+        if (!current) return;
+        // No stale rows under the error: what is shown is what the filter asked for, or nothing.
+        setPage(null);
+        setError(e.message);
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [query]);
+
+  // Live tail (on the newest page only): rows newer than the newest shown go on top.
+  const tailing = live && cursor['before'] === undefined && cursor['after'] === undefined;
+  useEffect(() => {
+    if (!tailing) return;
     const timer = setInterval(() => {
-      get<{ requests: RequestRow[] }>(
+      get<{ requests: RequestListRow[] }>(
         `/admin/requests${qs({ ...filters, since: newest.current ?? 0, limit: 200 })}`,
       ).then(
         (r) => {
           if (r.requests.length === 0) return;
           newest.current = r.requests[0]?.id ?? newest.current;
-          setRows((old) => [...r.requests, ...old].slice(0, 500));
+          setPage((old) => old && { ...old, requests: [...r.requests, ...old.requests].slice(0, 500) });
         },
         () => undefined,
       );
     }, TAIL_MS);
     return () => clearInterval(timer);
-  }, [live, filters]);
+  }, [tailing, query]);
 
-  const older = () => {
-    if (nextBefore === null) return;
-    get<{ requests: RequestRow[]; next_before: number | null }>(
-      `/admin/requests${qs({ ...filters, before: nextBefore, limit: 50 })}`,
-    ).then((r) => {
-      setRows((old) => [...old, ...r.requests]);
-      setNextBefore(r.next_before);
-    });
+  // A filter change starts from the newest page again.
+  const set = (name: Filter, v: string) => go({ ...filters, [name]: v }, false);
+  const openRow = (trace: string) => go({ ...filters, ...cursor, open: trace }, true);
+  const close = () => {
+    go({ ...filters, ...cursor }, false);
+    // Back to the row the drawer was opened from, so the keyboard goes on where it was.
+    if (open) (document.querySelector(`tr[data-trace="${CSS.escape(open)}"]`) as HTMLElement | null)?.focus();
   };
-  const set = (name: keyof Filters, v: string) => setFilters({ ...filters, [name]: v });
   const m = props.meta;
+  const rows = page?.requests ?? [];
 
   return (
     <section data-testid="page-requests">
       <h1>Requests</h1>
-      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} data-testid="request-filters">
+        <Text
+          label="Trace id (X-Pi-Trace-Id)"
+          name="trace"
+          value={filters['trace'] ?? ''}
+          placeholder="paste a trace id"
+          wide
+          onChange={set}
+        />
+        <Text
+          label="Key (name, prefix or id)"
+          name="key"
+          value={filters['key'] ?? ''}
+          placeholder="backend, sk-pi-AbC…, key_…"
+          onChange={set}
+        />
         <Select
           label="Workspace"
           name="workspace"
-          value={filters.workspace}
+          value={filters['workspace'] ?? ''}
           options={m.workspaces.map((w) => w.id)}
           onChange={set}
         />
-        <Text label="Key id" name="key" value={filters.key} placeholder="key_…" onChange={set} />
-        <Select label="Model" name="model" value={filters.model} options={m.models} onChange={set} />
-        <Select label="Provider" name="provider" value={filters.provider} options={m.providers} onChange={set} />
+        <Select label="Model" name="model" value={filters['model'] ?? ''} options={m.models} onChange={set} />
+        <Select
+          label="Provider"
+          name="provider"
+          value={filters['provider'] ?? ''}
+          options={m.providers}
+          onChange={set}
+        />
         <Select
           label="Status"
           name="status"
-          value={filters.status}
+          value={filters['status'] ?? ''}
           options={['2xx', '4xx', '5xx', 'error', '200', '401', '402', '404', '429', '502', '503']}
           onChange={set}
         />
-        <Select label="Ended" name="ended" value={filters.ended} options={m.ended} onChange={set} />
-        <Text label="From (UTC)" name="from" value={filters.from} placeholder="2026-01-15" onChange={set} />
-        <Text label="To (UTC)" name="to" value={filters.to} placeholder="2026-01-16T00:00" onChange={set} />
+        <Select label="Ended" name="ended" value={filters['ended'] ?? ''} options={m.ended} onChange={set} />
+        <Text label="From (UTC)" name="from" value={filters['from'] ?? ''} placeholder="2026-01-15" onChange={set} />
+        <Text label="To (UTC)" name="to" value={filters['to'] ?? ''} placeholder="2026-01-16T00:00" onChange={set} />
         <label class="check">
           <input
             type="checkbox"
@@ -149,58 +202,95 @@ export function RequestsPage(props: { meta: Meta }) {
           Live
         </label>
       </form>
-      {error && <p class="error">{error}</p>}
-      <table class="grid" data-testid="requests-table">
-        <thead>
-          <tr>
-            <th>Time (UTC)</th>
-            <th>Workspace</th>
-            <th>Endpoint</th>
-            <th>Model</th>
-            <th>Provider</th>
-            <th>Status</th>
-            <th>Ended</th>
-            <th class="n">Attempts</th>
-            <th class="n">Latency</th>
-            <th class="n">Tokens in / out</th>
-            <th class="n">Cost</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r) => (
-            <tr
-              key={r.id}
-              class={`click${r.status >= 400 ? ' bad' : ''}`}
-              data-trace={r.trace_id}
-              onClick={() => setOpen(r.trace_id)}
-            >
-              <td>{utc(r.time)}</td>
-              <td>{r.workspace ?? '—'}</td>
-              <td>{r.endpoint}</td>
-              <td>{r.model_served ?? r.model_requested ?? '—'}</td>
-              <td>{r.provider ?? '—'}</td>
-              <td>
-                {r.status}
-                {r.error_code ? ` ${r.error_code}` : ''}
-              </td>
-              <td>{r.ended ?? '—'}</td>
-              <td class="n">{r.attempts}</td>
-              <td class="n">{ms(r.latency_ms)}</td>
-              <td class="n">
-                {num(r.prompt_tokens)} / {num(r.completion_tokens)}
-              </td>
-              <td class="n">{usd(r.cost_usd)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {rows.length === 0 && <p class="empty">No request matches.</p>}
-      {nextBefore !== null && (
-        <button type="button" onClick={older}>
-          Older
-        </button>
+      {error && (
+        <p class="error" data-testid="requests-error">
+          {error}
+        </p>
       )}
-      {open && <Drawer trace={open} onClose={() => setOpen(null)} />}
+      {page && (
+        <div class="scroll">
+          <table class="grid" data-testid="requests-table">
+            <thead>
+              <tr>
+                <th>Time (UTC)</th>
+                <th>Workspace</th>
+                <th>Endpoint</th>
+                <th>Model</th>
+                <th>Provider</th>
+                <th>Status</th>
+                <th>Ended</th>
+                <th class="n">Attempts</th>
+                <th class="n">Latency</th>
+                <th class="n">Tokens in / out</th>
+                <th class="n">Cost</th>
+                <th>Key</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr
+                  key={r.id}
+                  tabIndex={0}
+                  aria-label={`request ${r.trace_id}`}
+                  class={`click${r.status >= 400 ? ' bad' : ''}${r.trace_id === open ? ' selected' : ''}`}
+                  data-trace={r.trace_id}
+                  onClick={() => openRow(r.trace_id)}
+                  onKeyDown={(e) => {
+                    if (e.key !== 'Enter' && e.key !== ' ') return;
+                    e.preventDefault();
+                    openRow(r.trace_id);
+                  }}
+                >
+                  <td>{utc(r.time)}</td>
+                  <Clip text={r.workspace} />
+                  <td>{r.endpoint}</td>
+                  <Clip text={r.model_served ?? r.model_requested} />
+                  <td>{r.provider ?? '—'}</td>
+                  <td>
+                    {r.status}
+                    {r.error_code ? ` ${r.error_code}` : ''}
+                  </td>
+                  <td>{r.ended ?? '—'}</td>
+                  <td class="n">{r.attempts}</td>
+                  <td class="n">{ms(r.latency_ms)}</td>
+                  <td class="n">
+                    {num(r.prompt_tokens)} / {num(r.completion_tokens)}
+                  </td>
+                  <td class="n">{usd(r.cost_usd)}</td>
+                  <Clip text={r.key_name ?? (r.key_prefix ? `${r.key_prefix}…` : r.key_id)} />
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {page && rows.length === 0 && <p class="empty">No request matches.</p>}
+      <p class="pager">
+        {page && page.prev_after !== null && (
+          <button
+            type="button"
+            data-testid="newer"
+            onClick={() => go({ ...filters, after: String(page.prev_after) }, true)}
+          >
+            ← Newer
+          </button>
+        )}
+        {(cursor['before'] || cursor['after']) && (
+          <button type="button" data-testid="newest" onClick={() => go(filters, true)}>
+            Newest
+          </button>
+        )}
+        {page && page.next_before !== null && (
+          <button
+            type="button"
+            data-testid="older"
+            onClick={() => go({ ...filters, before: String(page.next_before) }, true)}
+          >
+            Older →
+          </button>
+        )}
+      </p>
+      {open && <Drawer trace={open} onClose={close} />}
     </section>
   );
 }
@@ -208,18 +298,38 @@ export function RequestsPage(props: { meta: Meta }) {
 function Drawer(props: { trace: string; onClose: () => void }) {
   const [d, setD] = useState<RequestDetail | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const closeButton = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     setD(null);
+    setError(null);
     get<RequestDetail>(`/admin/requests/${encodeURIComponent(props.trace)}`).then(setD, (e: Error) =>
       setError(e.message),
     );
   }, [props.trace]);
+  const onClose = useRef(props.onClose);
+  onClose.current = props.onClose;
+  // Focus goes into the drawer as it opens; Escape closes it from anywhere on the page.
+  useEffect(() => {
+    closeButton.current?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') onClose.current();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [props.trace]);
   return (
-    <aside class="drawer" data-testid="request-detail">
-      <button type="button" class="close" onClick={props.onClose} aria-label="Close">
+    <div class="drawer" data-testid="request-detail" role="dialog" aria-labelledby="request-detail-title">
+      <button
+        type="button"
+        class="close"
+        onClick={props.onClose}
+        aria-label="Close (Escape)"
+        ref={closeButton}
+        data-testid="detail-close"
+      >
         ×
       </button>
-      <h2>Request</h2>
+      <h2 id="request-detail-title">Request</h2>
       {error && <p class="error">{error}</p>}
       {d && (
         <>
@@ -238,7 +348,7 @@ function Drawer(props: { trace: string; onClose: () => void }) {
               {d.stream ? ' (stream)' : ''}
             </dd>
             <dt>Model</dt>
-            <dd>
+            <dd data-testid="detail-model">
               {d.model_requested ?? '—'}
               {d.model_served && d.model_served !== d.model_requested ? ` → ${d.model_served}` : ''}
             </dd>
@@ -313,6 +423,6 @@ function Drawer(props: { trace: string; onClose: () => void }) {
           {d.ledger.length === 0 && <p class="empty">Nothing held or charged.</p>}
         </>
       )}
-    </aside>
+    </div>
   );
 }

@@ -1,7 +1,7 @@
 // Routing: for a workspace, a model (and fallbacks) and `provider` preferences, the deployments the
 // router would try, in order, with each one's effective price, and the funnel of why the other
 // providers were filtered — computed by the gateway's router (POST /admin/route-preview), no
-// upstream called.
+// upstream called. A weighted tier is listed by share (the same on every click), with the shares.
 import { useState } from 'preact/hooks';
 import { type Meta, post, type Preview } from './api.ts';
 import { pct, usd } from './format.ts';
@@ -101,47 +101,51 @@ export function RoutingPage(props: { meta: Meta }) {
         <div data-testid="route-result">
           <p>
             {preview.eligible ? 'Attempt order' : 'No provider can serve this request'} · ordering within a tier:{' '}
-            {preview.ordering === 'price' ? 'cheapest first' : 'weighted random (share of first place shown)'} · at most{' '}
-            {preview.max_attempts} attempts
+            {preview.ordering === 'price'
+              ? 'cheapest first'
+              : 'drawn at random in proportion to weight; listed by share of the first place, largest first'}{' '}
+            · at most {preview.max_attempts} attempts
           </p>
           {preview.models.map((mp) => (
             <div class="panel">
               <h2>{mp.model}</h2>
-              <table class="grid" data-testid="route-table">
-                <thead>
-                  <tr>
-                    <th class="n">Attempt</th>
-                    <th>Deployment</th>
-                    <th>Provider</th>
-                    <th>Upstream model</th>
-                    <th class="n">Tier</th>
-                    <th class="n">Weight (share)</th>
-                    <th>Health</th>
-                    <th class="n">Input / M tok</th>
-                    <th class="n">Output / M tok</th>
-                    <th class="n">Discount</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {mp.deployments.map((d) => (
-                    <tr data-deployment={d.deployment} class={d.down ? 'bad' : ''}>
-                      <td class="n">{d.attempt ?? '—'}</td>
-                      <td>{d.deployment}</td>
-                      <td>{d.provider}</td>
-                      <td class="mono">{d.upstream_model}</td>
-                      <td class="n">{d.tier}</td>
-                      <td class="n">
-                        {d.weight}
-                        {d.share_of_tier === null ? '' : ` (${pct(d.share_of_tier)})`}
-                      </td>
-                      <td>{d.down ? `down (${d.breaker})` : d.breaker}</td>
-                      <td class="n">{usd(d.price.prompt_usd_per_mtok)}</td>
-                      <td class="n">{usd(d.price.completion_usd_per_mtok)}</td>
-                      <td class="n">{d.price.discount_percent === null ? '—' : `${d.price.discount_percent}%`}</td>
+              <div class="scroll">
+                <table class="grid" data-testid="route-table">
+                  <thead>
+                    <tr>
+                      <th class="n">Attempt</th>
+                      <th>Deployment</th>
+                      <th>Provider</th>
+                      <th>Upstream model</th>
+                      <th class="n">Tier</th>
+                      <th class="n">Weight (share)</th>
+                      <th>Health</th>
+                      <th class="n">Input / M tok</th>
+                      <th class="n">Output / M tok</th>
+                      <th class="n">Discount</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {mp.deployments.map((d) => (
+                      <tr data-deployment={d.deployment} class={d.down ? 'bad' : ''}>
+                        <td class="n">{d.attempt ?? '—'}</td>
+                        <td>{d.deployment}</td>
+                        <td>{d.provider}</td>
+                        <td class="mono">{d.upstream_model}</td>
+                        <td class="n">{d.tier}</td>
+                        <td class="n">
+                          {d.weight}
+                          {d.share_of_tier === null ? '' : ` (${pct(d.share_of_tier)})`}
+                        </td>
+                        <td>{d.down ? `down (${d.breaker})` : d.breaker}</td>
+                        <td class="n">{usd(d.price.prompt_usd_per_mtok)}</td>
+                        <td class="n">{usd(d.price.completion_usd_per_mtok)}</td>
+                        <td class="n">{d.price.discount_percent === null ? '—' : `${d.price.discount_percent}%`}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
               <h3>Funnel</h3>
               <ol class="funnel" data-testid="funnel">
                 {mp.funnel.map((s) => (

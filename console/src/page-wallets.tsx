@@ -1,50 +1,68 @@
-// Wallets & keys: every workspace's balance, holds in flight and spend today; one wallet's recent
-// ledger and a credit with the operator's note; the API keys — create (the key is shown once),
-// revoke, set or clear an expiry.
+// Wallets & keys: every workspace's balance, holds in flight and spend today; one wallet's ledger,
+// a page at a time (older and back), and a credit with the operator's note; the API keys — create
+// (the key is shown once), revoke, set or clear an expiry with a date picker that offers no past day
+// (the server refuses one too).
 import { useEffect, useState } from 'preact/hooks';
 import { get, type KeyRow, type LedgerRow, type Meta, post, qs, type Wallet } from './api.ts';
 import { usd, utc } from './format.ts';
+
+const LEDGER_PAGE = 25;
+/** The server's bound on a key name (src/store/api-keys.ts); the field stops there. */
+const MAX_KEY_NAME_CHARS = 128;
 
 export function WalletsPage(props: { meta: Meta }) {
   const [wallets, setWallets] = useState<Wallet[]>([]);
   const [selected, setSelected] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
+  const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    get<{ wallets: Wallet[] }>('/admin/wallets').then((r) => setWallets(r.wallets));
+    get<{ wallets: Wallet[] }>('/admin/wallets').then(
+      (r) => {
+        setWallets(r.wallets);
+        setError(null);
+      },
+      (e: Error) => {
+        setWallets([]);
+        setError(e.message);
+      },
+    );
   }, [tick]);
   return (
     <section data-testid="page-wallets">
       <h1>Wallets</h1>
-      <table class="grid" data-testid="wallets-table">
-        <thead>
-          <tr>
-            <th>Workspace</th>
-            <th class="n">Balance</th>
-            <th class="n">Held (in flight)</th>
-            <th class="n">Available</th>
-            <th class="n">Spend today (UTC)</th>
-            <th class="n">Open holds</th>
-          </tr>
-        </thead>
-        <tbody>
-          {wallets.map((w) => (
-            <tr
-              class={`click${w.workspace === selected ? ' selected' : ''}`}
-              data-workspace={w.workspace}
-              onClick={() => setSelected(w.workspace)}
-            >
-              <td>
-                {w.workspace} <small>{w.name ?? ''}</small>
-              </td>
-              <td class="n">{usd(w.balance_usd)}</td>
-              <td class="n">{usd(w.held_usd)}</td>
-              <td class="n">{usd(w.available_usd)}</td>
-              <td class="n">{usd(w.spend_today_usd)}</td>
-              <td class="n">{w.open_holds}</td>
+      {error && <p class="error">{error}</p>}
+      <div class="scroll">
+        <table class="grid" data-testid="wallets-table">
+          <thead>
+            <tr>
+              <th>Workspace</th>
+              <th class="n">Balance</th>
+              <th class="n">Held (in flight)</th>
+              <th class="n">Available</th>
+              <th class="n">Spend today (UTC)</th>
+              <th class="n">Open holds</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {wallets.map((w) => (
+              <tr
+                class={`click${w.workspace === selected ? ' selected' : ''}`}
+                data-workspace={w.workspace}
+                onClick={() => setSelected(w.workspace)}
+              >
+                <td>
+                  {w.workspace} <small>{w.name ?? ''}</small>
+                </td>
+                <td class="n">{usd(w.balance_usd)}</td>
+                <td class="n">{usd(w.held_usd)}</td>
+                <td class="n">{usd(w.available_usd)}</td>
+                <td class="n">{usd(w.spend_today_usd)}</td>
+                <td class="n">{w.open_holds}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {selected && <WalletDetail workspace={selected} tick={tick} onCredited={() => setTick(tick + 1)} />}
       <Keys meta={props.meta} />
     </section>
@@ -53,14 +71,31 @@ export function WalletsPage(props: { meta: Meta }) {
 
 function WalletDetail(props: { workspace: string; tick: number; onCredited: () => void }) {
   const [ledger, setLedger] = useState<LedgerRow[]>([]);
+  const [nextBefore, setNextBefore] = useState<number | null>(null);
+  // The cursors of the pages walked back through (empty: the newest page), so "Newer" retraces them.
+  const [cursors, setCursors] = useState<number[]>([]);
+  const [ledgerError, setLedgerError] = useState<string | null>(null);
   const [amount, setAmount] = useState('');
   const [note, setNote] = useState('');
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  useEffect(() => setCursors([]), [props.workspace, props.tick]);
+  const before = cursors[cursors.length - 1];
   useEffect(() => {
-    get<{ ledger: LedgerRow[] }>(`/admin/wallets/${encodeURIComponent(props.workspace)}${qs({ limit: 25 })}`).then(
-      (r) => setLedger(r.ledger),
+    get<{ ledger: LedgerRow[]; next_before: number | null }>(
+      `/admin/wallets/${encodeURIComponent(props.workspace)}${qs({ limit: LEDGER_PAGE, before })}`,
+    ).then(
+      (r) => {
+        setLedger(r.ledger);
+        setNextBefore(r.next_before);
+        setLedgerError(null);
+      },
+      (e: Error) => {
+        setLedger([]);
+        setNextBefore(null);
+        setLedgerError(e.message);
+      },
     );
-  }, [props.workspace, props.tick]);
+  }, [props.workspace, props.tick, before]);
   const credit = (e: Event) => {
     e.preventDefault();
     post<{ credited_usd: string; balance_usd: string }>(
@@ -107,34 +142,49 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
           {message.text}
         </p>
       )}
-      <h3>Recent ledger rows</h3>
-      <table class="grid" data-testid="ledger-table">
-        <thead>
-          <tr>
-            <th>Time (UTC)</th>
-            <th>Kind</th>
-            <th class="n">Amount</th>
-            <th>Model / provider</th>
-            <th>Note</th>
-            <th>Trace</th>
-          </tr>
-        </thead>
-        <tbody>
-          {ledger.map((l) => (
+      <h3>{cursors.length === 0 ? 'Recent ledger rows' : `Ledger rows, page ${cursors.length + 1}`}</h3>
+      {ledgerError && <p class="error">{ledgerError}</p>}
+      <div class="scroll">
+        <table class="grid" data-testid="ledger-table">
+          <thead>
             <tr>
-              <td>{utc(l.time)}</td>
-              <td>
-                {l.kind}
-                {l.estimated ? ' (estimated)' : ''}
-              </td>
-              <td class="n">{usd(l.amount_usd)}</td>
-              <td>{l.model ? `${l.model} / ${l.provider ?? '—'}` : ''}</td>
-              <td>{l.note ?? ''}</td>
-              <td class="mono">{l.trace_id}</td>
+              <th>Time (UTC)</th>
+              <th>Kind</th>
+              <th class="n">Amount</th>
+              <th>Model / provider</th>
+              <th>Note</th>
+              <th>Trace</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {ledger.map((l) => (
+              <tr>
+                <td>{utc(l.time)}</td>
+                <td>
+                  {l.kind}
+                  {l.estimated ? ' (estimated)' : ''}
+                </td>
+                <td class="n">{usd(l.amount_usd)}</td>
+                <td>{l.model ? `${l.model} / ${l.provider ?? '—'}` : ''}</td>
+                <td title={l.note ?? ''}>{l.note ?? ''}</td>
+                <td class="mono">{l.trace_id}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <p class="pager">
+        {cursors.length > 0 && (
+          <button type="button" data-testid="ledger-newer" onClick={() => setCursors(cursors.slice(0, -1))}>
+            ← Newer
+          </button>
+        )}
+        {nextBefore !== null && (
+          <button type="button" data-testid="ledger-older" onClick={() => setCursors([...cursors, nextBefore])}>
+            Older →
+          </button>
+        )}
+      </p>
     </div>
   );
 }
@@ -150,11 +200,19 @@ function Keys(props: { meta: Meta }) {
   });
   const [created, setCreated] = useState<KeyRow | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
   useEffect(() => {
-    get<{ keys: KeyRow[] }>('/admin/keys').then((r) => setKeys(r.keys));
+    get<{ keys: KeyRow[] }>('/admin/keys').then(
+      (r) => setKeys(r.keys),
+      (e: Error) => {
+        setKeys([]);
+        setError(e.message);
+      },
+    );
   }, [tick]);
   const done = () => {
     setError(null);
+    setEditing(null);
     setTick(tick + 1);
   };
   const fail = (err: Error) => setError(err.message);
@@ -171,22 +229,20 @@ function Keys(props: { meta: Meta }) {
       done();
     }, fail);
   };
-  const expire = (k: KeyRow) => {
-    const v = prompt(`Expiry for ${k.name ?? k.id} (ISO date or date-time, UTC; empty clears it)`, k.expires_at ?? '');
-    if (v === null) return;
-    post(`/admin/keys/${k.id}/expiry`, { expires_at: v.trim() || null }).then(done, fail);
-  };
+  const setExpiry = (k: KeyRow, date: string | null) =>
+    post(`/admin/keys/${k.id}/expiry`, { expires_at: date }).then(done, fail);
   const revoke = (k: KeyRow) => {
     if (!confirm(`Revoke ${k.name ?? k.id}? Requests with it are refused from now on.`)) return;
     post(`/admin/keys/${k.id}/revoke`, {}).then(done, fail);
   };
-  const input = (name: 'name' | 'expires_at' | 'rpm', label: string, placeholder: string) => (
+  const input = (name: 'name' | 'rpm', label: string, placeholder: string) => (
     <label>
       {label}
       <input
         name={name}
         value={form[name]}
         placeholder={placeholder}
+        maxLength={name === 'name' ? MAX_KEY_NAME_CHARS : undefined}
         onInput={(e) => setForm({ ...form, [name]: (e.target as HTMLInputElement).value })}
       />
     </label>
@@ -208,7 +264,16 @@ function Keys(props: { meta: Meta }) {
           </select>
         </label>
         {input('name', 'Name', 'backend')}
-        {input('expires_at', 'Expires (UTC)', 'never')}
+        <label>
+          Expires (00:00 UTC; empty: never)
+          <input
+            type="date"
+            name="expires_at"
+            min={firstExpiryDay()}
+            value={form.expires_at}
+            onInput={(e) => setForm({ ...form, expires_at: (e.target as HTMLInputElement).value })}
+          />
+        </label>
         {input('rpm', 'Requests / min', 'workspace limit')}
         <button type="submit">Create key</button>
       </form>
@@ -218,47 +283,97 @@ function Keys(props: { meta: Meta }) {
         </p>
       )}
       {error && <p class="error">{error}</p>}
-      <table class="grid" data-testid="keys-table">
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>Id</th>
-            <th>Prefix</th>
-            <th>Workspace</th>
-            <th>State</th>
-            <th>Expires (UTC)</th>
-            <th class="n">rpm</th>
-            <th>Created (UTC)</th>
-            <th />
-          </tr>
-        </thead>
-        <tbody>
-          {keys.map((k) => (
-            <tr data-key={k.id} class={k.state === 'active' ? '' : 'muted'}>
-              <td>{k.name ?? '—'}</td>
-              <td class="mono">{k.id}</td>
-              <td class="mono">{k.prefix}…</td>
-              <td>{k.workspace}</td>
-              <td data-testid="key-state">{k.state}</td>
-              <td>{utc(k.expires_at)}</td>
-              <td class="n">{k.rpm ?? '—'}</td>
-              <td>{utc(k.created_at)}</td>
-              <td class="actions">
-                {k.state !== 'revoked' && (
-                  <>
-                    <button type="button" onClick={() => expire(k)}>
-                      Expiry…
-                    </button>
-                    <button type="button" class="danger" onClick={() => revoke(k)}>
-                      Revoke
-                    </button>
-                  </>
-                )}
-              </td>
+      <div class="scroll">
+        <table class="grid" data-testid="keys-table">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Id</th>
+              <th>Prefix</th>
+              <th>Workspace</th>
+              <th>State</th>
+              <th>Expires (UTC)</th>
+              <th class="n">rpm</th>
+              <th>Created (UTC)</th>
+              <th />
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {keys.map((k) => (
+              <tr data-key={k.id} class={k.state === 'active' ? '' : 'muted'}>
+                <td title={k.name ?? ''}>
+                  <span class="clip">{k.name ?? '—'}</span>
+                </td>
+                <td class="mono">{k.id}</td>
+                <td class="mono">{k.prefix}…</td>
+                <td>{k.workspace}</td>
+                <td data-testid="key-state">{k.state}</td>
+                <td>{utc(k.expires_at)}</td>
+                <td class="n">{k.rpm ?? '—'}</td>
+                <td>{utc(k.created_at)}</td>
+                <td class="actions">
+                  {k.state !== 'revoked' && editing === k.id && (
+                    <ExpiryForm
+                      current={k.expires_at}
+                      onSave={(date) => setExpiry(k, date)}
+                      onCancel={() => setEditing(null)}
+                    />
+                  )}
+                  {k.state !== 'revoked' && editing !== k.id && (
+                    <>
+                      <button type="button" data-testid="expiry-edit" onClick={() => setEditing(k.id)}>
+                        Expiry…
+                      </button>
+                      <button type="button" class="danger" onClick={() => revoke(k)}>
+                        Revoke
+                      </button>
+                    </>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </div>
+  );
+}
+
+/** The first day an expiry may fall on: tomorrow (UTC), since a date means 00:00 UTC that day and
+ *  today's has passed. The server refuses any past time, whatever the page offers. */
+function firstExpiryDay(): string {
+  return new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+}
+
+/** A key's expiry, edited in its row: a date (no past day offered), saved, cleared or left. */
+function ExpiryForm(props: { current: string | null; onSave: (date: string | null) => void; onCancel: () => void }) {
+  const [date, setDate] = useState(props.current?.slice(0, 10) ?? '');
+  return (
+    <form
+      class="inline expiry"
+      data-testid="expiry-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onSave(date === '' ? null : date);
+      }}
+    >
+      <input
+        type="date"
+        name="expiry"
+        aria-label="Expires on (00:00 UTC)"
+        min={firstExpiryDay()}
+        value={date}
+        onInput={(e) => setDate((e.target as HTMLInputElement).value)}
+      />
+      <button type="submit">Save</button>
+      {props.current !== null && (
+        <button type="button" onClick={() => props.onSave(null)}>
+          Clear
+        </button>
+      )}
+      <button type="button" onClick={props.onCancel}>
+        Cancel
+      </button>
+    </form>
   );
 }

@@ -53,6 +53,23 @@ function quantile(xs: number[], q: number): number | null {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] as number;
 }
 
+/**
+ * Whether the router would send traffic to a deployment now, in one word and why: `yes`;
+ * `last_resort` — declared down, or down by its breaker: tried only after every healthy deployment
+ * of its tier; `no` — it cannot be called at all (inactive, no sealed credential). `callable` alone
+ * says only the last, so a deployment declared down read "callable" as if it were serving.
+ */
+function servesJson(
+  declared: string,
+  unservable: string | null,
+  down: boolean,
+): { serves: 'yes' | 'last_resort' | 'no'; serves_why: string | null } {
+  if (unservable !== null) return { serves: 'no', serves_why: unservable };
+  if (declared === 'down') return { serves: 'last_resort', serves_why: 'declared down in the config' };
+  if (down) return { serves: 'last_resort', serves_why: 'down by its breaker' };
+  return { serves: 'yes', serves_why: null };
+}
+
 export async function healthReport(view: OperatorView, lifecycle: Lifecycle): Promise<unknown> {
   const now = view.now();
   const index = view.index();
@@ -64,6 +81,7 @@ export async function healthReport(view: OperatorView, lifecycle: Lifecycle): Pr
     const b = view.health.state(d.id);
     const r = recent.get(d.id) ?? { attempts: 0, failures: 0, ttfb: [] };
     const unservable = unservableReason(index, d, view.creds);
+    const down = view.health.passive.isDown(d, now);
     return {
       id: d.id,
       provider: d.platform,
@@ -72,7 +90,8 @@ export async function healthReport(view: OperatorView, lifecycle: Lifecycle): Pr
       declared_status: d.status,
       callable: unservable === null,
       unservable_reason: unservable,
-      down: view.health.passive.isDown(d, now),
+      down,
+      ...servesJson(d.status, unservable, down),
       breaker: {
         state: b.state,
         consecutive_failures: b.consecutiveFailures,

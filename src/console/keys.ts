@@ -2,8 +2,8 @@
 // once, never again), POST /admin/keys/:id/revoke and POST /admin/keys/:id/expiry {expires_at}.
 // Only the store's records go out: id, non-secret prefix, workspace, name, limits and state.
 import type { OperatorView } from '../admin/operator-view.ts';
-import { keyState, type ApiKeyRecord } from '../store/store.ts';
-import { badRequest, iso, notFound, parseTime, stringField } from './http.ts';
+import { type ApiKeyRecord, keyNameProblem, keyState, pastExpiryProblem } from '../store/store.ts';
+import { badRequest, ConsoleError, iso, notFound, parseTime, stringField } from './http.ts';
 
 function keyJson(k: ApiKeyRecord, now: number): Record<string, unknown> {
   return {
@@ -25,24 +25,38 @@ export async function listKeys(view: OperatorView, q: Map<string, string>): Prom
   return { keys: (await view.store.apiKeys.list(q.get('workspace'))).reverse().map((k) => keyJson(k, now)) };
 }
 
-function expiryOf(body: Record<string, unknown>): number | null {
+/** The body's expiry: null (none), or a time in the future — a past one is 400 `expiry_in_past`,
+ *  as the CLI refuses it (a key to stop now is revoked). */
+function expiryOf(body: Record<string, unknown>, now: number): number | null {
   const v = stringField(body, 'expires_at');
   if (v === undefined) return null;
-  return parseTime('expires_at', v);
+  const at = parseTime('expires_at', v);
+  const past = pastExpiryProblem(at, now);
+  if (past !== null) throw new ConsoleError(400, 'expiry_in_past', `expires_at: ${past}`);
+  return at;
+}
+
+/** The body's key name, trimmed (empty: none); too long or with control characters: 400 `invalid_name`. */
+function nameOf(body: Record<string, unknown>): string | undefined {
+  const name = stringField(body, 'name')?.trim();
+  if (name === undefined || name === '') return undefined;
+  const problem = keyNameProblem(name);
+  if (problem !== null) throw new ConsoleError(400, 'invalid_name', problem);
+  return name;
 }
 
 export async function createKey(view: OperatorView, body: Record<string, unknown>): Promise<unknown> {
   const workspace = stringField(body, 'workspace');
   if (workspace === undefined || !view.index().workspaceById.has(workspace))
     throw badRequest(`workspace must be a workspace of the config, got ${JSON.stringify(workspace ?? null)}`);
-  const name = stringField(body, 'name')?.trim();
+  const name = nameOf(body);
   const rpm = body['rpm'];
   if (rpm !== undefined && rpm !== null && !(typeof rpm === 'number' && Number.isSafeInteger(rpm) && rpm > 0))
     throw badRequest('rpm must be a positive whole number');
-  const expiresAt = expiryOf(body);
+  const expiresAt = expiryOf(body, view.now());
   const created = await view.store.apiKeys.create({
     workspace,
-    name: name === '' ? undefined : name,
+    name,
     rpm: typeof rpm === 'number' ? rpm : undefined,
     expiresAt: expiresAt ?? undefined,
   });
@@ -62,6 +76,6 @@ export async function setKeyExpiry(view: OperatorView, id: string, body: Record<
   if (!('expires_at' in body))
     throw badRequest('expires_at is required: an ISO date or date-time, or null to clear it');
   if (key.revokedAt !== null) throw badRequest(`key ${id} is revoked; its expiry no longer matters`);
-  await view.store.apiKeys.setExpiry(id, expiryOf(body));
+  await view.store.apiKeys.setExpiry(id, expiryOf(body, view.now()));
   return keyJson((await view.store.apiKeys.get(id)) as ApiKeyRecord, view.now());
 }

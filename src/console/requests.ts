@@ -1,11 +1,13 @@
-// The request log for operators: GET /admin/requests (filters, newest first, `before` cursor,
-// `since` for a live tail) and GET /admin/requests/:trace (one request: every attempt, tokens, cost,
-// its ledger rows, the key's name). Rows carry no prompt, key or credential: the log never had them.
+// The request log for operators: GET /admin/requests (filters, a trace id a customer pastes, a key
+// by name, prefix or id; newest first, `before` / `after` cursors, `since` for a live tail) and
+// GET /admin/requests/:trace (one request: every attempt, tokens, cost, its ledger rows, the key's
+// name). Rows carry no prompt, key or credential: the log never had them.
 import type { OperatorView } from '../admin/operator-view.ts';
 import { nanoToDecimal } from '../money.ts';
 import { isRequestEnd } from '../observe/request-end.ts';
-import type { RequestLogEntry, RequestLogFilter } from '../store/store.ts';
-import { badRequest, intField, iso, notFound, parseTime } from './http.ts';
+import type { ApiKeyRecord, RequestLogEntry, RequestLogFilter } from '../store/store.ts';
+import { isWellFormedKey, KEY_PREFIX } from '../store/store.ts';
+import { badRequest, ConsoleError, intField, iso, notFound, parseTime } from './http.ts';
 
 /** One request-log row as the admin endpoints show it. */
 export function requestJson(r: RequestLogEntry): Record<string, unknown> {
@@ -46,7 +48,13 @@ export function filterOf(q: Map<string, string>): RequestLogFilter {
     if (v !== undefined) set(v);
   };
   text('workspace', (v) => (f.workspace = v));
-  text('key', (v) => (f.keyId = v));
+  text('trace', (v) => {
+    if (v.length > MAX_TRACE_CHARS)
+      throw badRequest(`trace must be a trace id (X-Pi-Trace-Id), got ${v.length} characters`);
+    // Pasted as the header line a customer copied ("X-Pi-Trace-Id: …") or as the bare value.
+    const trace = v.trim().replace(/^x-pi-trace-id:\s*/i, '');
+    if (trace !== '') f.traceId = trace;
+  });
   text('model', (v) => (f.model = v));
   text('provider', (v) => (f.provider = v));
   text('status', (v) => {
@@ -70,15 +78,68 @@ export function filterOf(q: Map<string, string>): RequestLogFilter {
     set(Number(v));
   };
   id('before', (n) => (f.beforeId = n));
+  id('after', (n) => (f.afterId = n));
   id('since', (n) => (f.sinceId = n));
+  if (f.beforeId !== undefined && f.afterId !== undefined) throw badRequest('before and after cannot go together');
   return f;
 }
 
-/** GET /admin/requests: `{requests, next_before}` (null when no older row matches). */
+/** Longer than any trace id the gateway hands out (it answers X-Pi-Trace-Id on every request). */
+const MAX_TRACE_CHARS = 256;
+/** A key search matching more keys than this is too broad to be a search (and to be an IN list). */
+const MAX_MATCHED_KEYS = 500;
+
+/**
+ * The keys `key=` names: the key with that id, the keys whose prefix starts with it (`sk-pi-…`, the
+ * part of a key that is not secret), or the keys whose name contains it (any case). A whole key is
+ * refused: it is a secret, and would now sit in a URL, a browser history and access logs.
+ */
+export function matchingKeys(keys: readonly ApiKeyRecord[], query: string): string[] {
+  const q = query.trim();
+  if (isWellFormedKey(q))
+    throw new ConsoleError(
+      400,
+      'whole_key',
+      `that is a whole API key, a secret: search by its prefix (its first ${KEY_PREFIX.length + 8} characters), its name or its id`,
+    );
+  const lower = q.toLowerCase();
+  const ids = keys
+    .filter(
+      (k) =>
+        k.id === q ||
+        (q.startsWith(KEY_PREFIX) && q.length > KEY_PREFIX.length && k.prefix.startsWith(q)) ||
+        k.name?.toLowerCase().includes(lower) === true,
+    )
+    .map((k) => k.id);
+  if (ids.length > MAX_MATCHED_KEYS)
+    throw badRequest(`key "${q}" matches ${ids.length} keys; say more of the name or the prefix`);
+  return ids;
+}
+
+/**
+ * GET /admin/requests: `{requests, next_before, prev_after}` — the cursor of the older page (null
+ * when no older row matches) and of the newer one (null on the newest page). Each row carries its
+ * key's name and prefix.
+ */
 export async function listRequests(view: OperatorView, q: Map<string, string>): Promise<unknown> {
-  const page = await view.store.requestLog.search(filterOf(q), intField(q, 'limit', 50, 1000));
+  const filter = filterOf(q);
+  const keys = await view.store.apiKeys.list();
+  const keyQuery = q.get('key');
+  if (keyQuery !== undefined && keyQuery.trim() !== '') filter.keyIds = matchingKeys(keys, keyQuery);
+  const page = await view.store.requestLog.search(filter, intField(q, 'limit', 50, 1000));
+  const first = page.rows[0];
   const last = page.rows[page.rows.length - 1];
-  return { requests: page.rows.map(requestJson), next_before: page.more && last ? last.id : null };
+  const forward = filter.afterId !== undefined;
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  return {
+    requests: page.rows.map((r) => {
+      const key = r.key_id === null ? undefined : byId.get(r.key_id);
+      return { ...requestJson(r), key_name: key?.name ?? null, key_prefix: key?.prefix ?? null };
+    }),
+    // Paging forward, `more` speaks of newer rows; older ones exist (the cursor's own page).
+    next_before: last && (forward || page.more) ? last.id : null,
+    prev_after: first && (forward ? page.more : filter.beforeId !== undefined) ? first.id : null,
+  };
 }
 
 /** GET /admin/requests/:trace: the row (or rows, when a trace id was reused), attempts and ledger. */

@@ -4,8 +4,9 @@
 // `no_eligible_provider` carries). It runs the router's own functions, as the inference handler
 // does (resolveModel, parseProviderPreferences, mergePreferences, planRoute, eligibleDeployments),
 // reading health passively (no half-open probe is claimed) and calling no upstream. Without a session
-// id no pin applies; without `sort: price` or an `order` the order within a tier is a weighted draw,
-// so each deployment's share of the first place is given too.
+// id no pin applies. Without `sort: price` the gateway draws the order within a tier at random in
+// proportion to weight; the preview does not draw (a preview that reshuffled on every click would
+// say nothing): it lists each tier by share of the first place, largest first, and gives the shares.
 import type { OperatorView } from '../admin/operator-view.ts';
 import { effectivePricing } from '../billing/price.ts';
 import type { CompiledDeployment, CompiledModel } from '../config/compiled.ts';
@@ -33,9 +34,8 @@ function deploymentJson(
   now: number,
 ) {
   const p = effectivePricing(model, d, now);
-  const tier = policy.order.indexOf(d.platform);
-  const tierNo = tier === -1 ? policy.order.length : tier;
-  const weight = Number.isFinite(d.weight) && d.weight > 0 ? d.weight : 0;
+  const tierNo = tierOf(d, policy);
+  const weight = weightOf(d);
   const total = tierTotals.get(tierNo) ?? 0;
   return {
     deployment: d.id,
@@ -55,6 +55,34 @@ function deploymentJson(
       discount_percent: p.discount?.percentOff ?? null,
     },
   };
+}
+
+const tierOf = (d: CompiledDeployment, policy: EffectivePolicy): number => {
+  const t = policy.order.indexOf(d.platform);
+  return t === -1 ? policy.order.length : t;
+};
+const weightOf = (d: CompiledDeployment): number => (Number.isFinite(d.weight) && d.weight > 0 ? d.weight : 0);
+
+/**
+ * The planned order with each weighted tier by share, deterministically: tiers as planned, healthy
+ * before down (as the router keeps them), then weight (the share of the first place) largest first,
+ * then id. A price-sorted order is already deterministic and stays as planned.
+ */
+function byShare(
+  planned: CompiledDeployment[],
+  policy: EffectivePolicy,
+  view: OperatorView,
+  now: number,
+): CompiledDeployment[] {
+  if (policy.sort === 'price') return planned;
+  const down = (d: CompiledDeployment) => (view.health.passive.isDown(d, now) ? 1 : 0);
+  return [...planned].sort(
+    (a, b) =>
+      tierOf(a, policy) - tierOf(b, policy) ||
+      down(a) - down(b) ||
+      weightOf(b) - weightOf(a) ||
+      (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
 }
 
 function modelsOf(index: ConfigIndex, body: Record<string, unknown>, endpoint: string, now: number): CompiledModel[] {
@@ -109,9 +137,10 @@ export function routePreview(view: OperatorView, body: Record<string, unknown>):
         creds: view.creds,
         health: view.health.passive,
         nowMs: now,
-        random: Math.random,
+        // Unused by the order below; fixed so that nothing here is random.
+        random: () => 0.5,
       });
-      planned = new Map(plan.plans.map((p) => [p.model.id, p.deployments]));
+      planned = new Map(plan.plans.map((p) => [p.model.id, byShare(p.deployments, policy, view, now)]));
     } catch (err) {
       if (!(err instanceof GatewayError && err.code === 'no_eligible_provider')) throw err;
       planned = new Map();
@@ -121,11 +150,8 @@ export function routePreview(view: OperatorView, body: Record<string, unknown>):
     const out = models.map((model) => {
       const ordered = planned.get(model.id) ?? [];
       const tierTotals = new Map<number, number>();
-      for (const d of ordered) {
-        const t = policy.order.indexOf(d.platform);
-        const k = t === -1 ? policy.order.length : t;
-        tierTotals.set(k, (tierTotals.get(k) ?? 0) + (Number.isFinite(d.weight) && d.weight > 0 ? d.weight : 0));
-      }
+      for (const d of ordered)
+        tierTotals.set(tierOf(d, policy), (tierTotals.get(tierOf(d, policy)) ?? 0) + weightOf(d));
       const deployments = ordered.map((d) => ({
         attempt: ++attemptNo <= maxAttempts ? attemptNo : null,
         ...deploymentJson(d, model, policy, view, tierTotals, now),

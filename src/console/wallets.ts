@@ -1,5 +1,6 @@
 // Wallets for operators: GET /admin/wallets (every workspace's balance, open holds, what is available,
-// spend today), GET /admin/wallets/:ws (the same plus recent ledger rows) and
+// spend today), GET /admin/wallets/:ws (the same plus a page of ledger rows, newest first, and the
+// `next_before` cursor of the older page) and
 // POST /admin/wallets/:ws/credit {usd, note} — the store's `Wallets.credit`, the one the CLI's
 // `wallet credit` calls, so the credit is one ledger row with the operator's note.
 import type { OperatorView } from '../admin/operator-view.ts';
@@ -41,13 +42,17 @@ export async function walletDetail(view: OperatorView, workspace: string, q: Map
   const before = q.get('before');
   if (before !== undefined && !/^\d{1,15}$/.test(before))
     throw badRequest(`before must be a ledger row id, got "${before}"`);
+  // One row more than asked says whether an older page exists (the stores answer at most 1000).
+  const limit = intField(q, 'limit', 50, 999);
   const rows = await view.store.wallets.ledger(workspace, {
-    limit: intField(q, 'limit', 50, 1000),
+    limit: limit + 1,
     ...(before === undefined ? {} : { beforeId: Number(before) }),
   });
+  const page = rows.slice(0, limit);
   return {
     ...(await walletJson(view, workspace)),
-    ledger: rows.map((l) => ({
+    next_before: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null,
+    ledger: page.map((l) => ({
       id: l.id,
       kind: l.kind,
       amount_usd: nanoToDecimal(l.amount),

@@ -3,7 +3,14 @@
 // unchanged.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { type CreateKeyInput, hashKey, isWellFormedKey, KEY_PREFIX, keyState } from '../store/api-keys.ts';
+import {
+  type CreateKeyInput,
+  hashKey,
+  isWellFormedKey,
+  KEY_PREFIX,
+  keyNameProblem,
+  keyState,
+} from '../store/api-keys.ts';
 import type { ApiKeyRecord, CreatedApiKey, VerifyResult } from '../store/types.ts';
 import type { PgPool } from './connection.ts';
 
@@ -51,6 +58,8 @@ export class PgApiKeys {
       throw new RangeError(`rpm must be a positive integer, got ${input.rpm}`);
     if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt))
       throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    const nameProblem = input.name === undefined ? null : keyNameProblem(input.name);
+    if (nameProblem !== null) throw new RangeError(nameProblem);
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
       id: 'key_' + randomBytes(8).toString('hex'),

@@ -3,6 +3,7 @@
 // the server does not answer, rows are kept up to a bounded backlog and retried; `close()` flushes.
 import { isRequestEnd, type RequestEnd } from '../observe/request-end.ts';
 import { logLine } from '../observe/log-line.ts';
+import { boundedRow } from '../store/log-bounds.ts';
 import { storedCost, unstorableCosts } from '../store/log-cost.ts';
 import type { RequestLogFilter } from '../store/request-log-search.ts';
 import type {
@@ -47,7 +48,8 @@ const BACKLOG_BATCHES = 10;
 
 type Value = string | number | bigint | boolean | null;
 
-export function requestLogValues(r: RequestLogRow): Value[] {
+export function requestLogValues(row: RequestLogRow): Value[] {
+  const r = boundedRow(row);
   return [
     r.trace_id,
     r.ts,
@@ -166,11 +168,13 @@ export class PgRequestLog {
     if (!this.closed) await this.flush();
     const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
     const w = pgWhereOf(filter);
+    const order = filter.afterId === undefined ? 'DESC' : 'ASC';
     const r = await this.pool.query<Record<string, Value>>(
-      `SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT $${w.params.length + 1}`,
+      `SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id ${order} LIMIT $${w.params.length + 1}`,
       [...w.params, n + 1],
     );
-    return { rows: r.rows.slice(0, n).map(fromDb), more: r.rows.length > n };
+    const page = r.rows.slice(0, n).map(fromDb);
+    return { rows: order === 'ASC' ? page.reverse() : page, more: r.rows.length > n };
   }
 
   private schedule(ms: number): void {

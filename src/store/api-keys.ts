@@ -14,6 +14,27 @@ const BODY_CHARS = 43;
 const LOOKUP_CHARS = 8;
 const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}$`);
 
+/** Characters (code points) a key's name may have: a label people read in lists, not a document. */
+export const MAX_KEY_NAME_CHARS = 128;
+
+/** Why a key name cannot be stored (too long, or carrying a control character), or null. The one
+ *  rule the console, the admin API, the CLI and both stores apply. */
+export function keyNameProblem(name: string): string | null {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+  if (/[\x00-\x1f\x7f]/.test(name)) return 'a key name may not contain control characters';
+  const n = Array.from(name).length;
+  if (n > MAX_KEY_NAME_CHARS) return `a key name is at most ${MAX_KEY_NAME_CHARS} characters, got ${n}`;
+  return null;
+}
+
+/** Why an expiry cannot be set at `now` (it is not in the future), or null. The CLI, the admin API
+ *  and the console refuse such an expiry (a key to stop now is revoked). */
+export function pastExpiryProblem(expiresAt: number, now: number): string | null {
+  return expiresAt <= now
+    ? `the expiry ${new Date(expiresAt).toISOString()} is not in the future (now is ${new Date(now).toISOString()}); to stop a key now, revoke it`
+    : null;
+}
+
 export interface CreateKeyInput {
   workspace: string;
   name?: string | undefined;
@@ -70,6 +91,8 @@ export class ApiKeys {
     if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt)) {
       throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
     }
+    const nameProblem = input.name === undefined ? null : keyNameProblem(input.name);
+    if (nameProblem !== null) throw new RangeError(nameProblem);
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
       id: 'key_' + randomBytes(8).toString('hex'),

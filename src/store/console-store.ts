@@ -10,7 +10,8 @@ import type { ApiKeyRecord, CreatedApiKey, LedgerEntry, RequestLogEntry, WalletV
 import { syncCall } from './sync-call.ts';
 
 export interface ConsoleRequestLog {
-  /** The rows a filter selects, newest first, at most `limit` (1–1000); `more`: older rows match too. */
+  /** The rows a filter selects, newest first, at most `limit` (1–1000); `more`: older rows match too
+   *  (with `afterId`: newer rows do). */
   search(filter: RequestLogFilter, limit?: number): Promise<{ rows: RequestLogEntry[]; more: boolean }>;
   /** Cost, tokens and requests by one dimension; largest cost first (days: oldest first). */
   spend(group: SpendGroup, filter: RequestLogFilter): Promise<SpendLine[]>;

@@ -7,6 +7,8 @@ import type { Statements } from './db.ts';
 export interface RequestLogFilter {
   workspace?: string;
   keyId?: string;
+  /** Any of these keys (the keys a name or prefix search found); an empty list matches no row. */
+  keyIds?: readonly string[];
   /** The model served, or the one requested when none served. */
   model?: string;
   /** Platform id that answered. */
@@ -22,6 +24,9 @@ export interface RequestLogFilter {
   beforeId?: number;
   /** Rows newer than this id (a live tail). */
   sinceId?: number;
+  /** Rows newer than this id, the nearest first: the page just above a newest-first page (paging
+   *  forward). `search` then reads upwards from it and still answers newest first. */
+  afterId?: number;
 }
 
 export type SpendGroup = 'workspace' | 'model' | 'provider' | 'day';
@@ -59,6 +64,13 @@ export function whereOf(f: RequestLogFilter): { sql: string; params: (string | n
   eq('provider', f.provider);
   eq('ended', f.ended);
   eq('trace_id', f.traceId);
+  if (f.keyIds !== undefined) {
+    if (f.keyIds.length === 0) where.push('1 = 0');
+    else {
+      where.push(`key_id IN (${f.keyIds.map(() => '?').join(', ')})`);
+      params.push(...f.keyIds);
+    }
+  }
   if (f.model !== undefined) {
     where.push('COALESCE(model_served, model_requested) = ?');
     params.push(f.model);
@@ -86,6 +98,7 @@ export function whereOf(f: RequestLogFilter): { sql: string; params: (string | n
   num('ts < ?', f.toMs);
   num('id < ?', f.beforeId);
   num('id > ?', f.sinceId);
+  num('id > ?', f.afterId);
   return { sql: where.length ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 

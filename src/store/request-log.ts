@@ -6,6 +6,7 @@ import { logLine } from '../observe/log-line.ts';
 import type { SqliteDatabase } from './db.ts';
 import { Statements } from './db.ts';
 import { writeEach } from './isolated-writes.ts';
+import { boundedRow } from './log-bounds.ts';
 import { storedCost, unstorableCosts } from './log-cost.ts';
 import {
   type RequestLogFilter,
@@ -179,17 +180,20 @@ export class RequestLog {
 
   /**
    * The rows a filter selects, newest first, at most `limit` (1–1000); `more` says whether older rows
-   * match too (page on with `beforeId` = the last row's id). Queued rows are written first, so a
-   * request that finished is listed.
+   * match too (page on with `beforeId` = the last row's id) — or, with `afterId`, newer ones (the
+   * rows just above the cursor). Queued rows are written first, so a request that finished is listed.
    */
   search(filter: RequestLogFilter, limit = 50): { rows: RequestLogEntry[]; more: boolean } {
     if (!this.readonly) this.flush();
     const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
     const w = whereOf(filter);
+    // Paging forward (afterId) reads upwards from the cursor; `more` then says newer rows match too.
+    const order = filter.afterId === undefined ? 'DESC' : 'ASC';
     const rows = this.sql
-      .get(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id DESC LIMIT ?`)
+      .get(`SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id ${order} LIMIT ?`)
       .all(...w.params, n + 1) as DbRow[];
-    return { rows: rows.slice(0, n).map(fromDb), more: rows.length > n };
+    const page = rows.slice(0, n).map(fromDb);
+    return { rows: order === 'ASC' ? page.reverse() : page, more: rows.length > n };
   }
 
   /** Cost, tokens and requests of the rows a filter selects, by one dimension. */
@@ -273,7 +277,8 @@ const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[
 const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
 const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
 
-function toDb(r: RequestLogRow): (string | number | bigint | null)[] {
+function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
+  const r = boundedRow(row);
   return [
     r.trace_id,
     r.ts,

@@ -10,7 +10,15 @@ import { Secrets } from './secrets.ts';
 import type { RequestLogOptions } from './types.ts';
 import { Wallets } from './wallets.ts';
 
-export { ApiKeys, keyState, isWellFormedKey, KEY_PREFIX } from './api-keys.ts';
+export {
+  ApiKeys,
+  isWellFormedKey,
+  KEY_PREFIX,
+  keyNameProblem,
+  keyState,
+  MAX_KEY_NAME_CHARS,
+  pastExpiryProblem,
+} from './api-keys.ts';
 export { StoreError } from './db.ts';
 export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type OwnerLock } from './owner-lock.ts';
 export { createPrivateFile, PRIVATE_MODE, writePrivateFile } from './private-file.ts';

@@ -64,6 +64,7 @@ t.test('every page of the console, in Chromium', async (t) => {
       rows[4]?.[8],
       '1,000 / 500',
       '$0.002',
+      'backend',
     ],
     'the oldest row, exact',
   );

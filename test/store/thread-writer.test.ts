@@ -193,11 +193,18 @@ t.test('WAL checkpoints run beside the writer: the database file takes the rows'
   });
   const before = statSync(file).size;
   // ~2 MB of log rows: far below the writer's own auto-checkpoint (16,000 pages, ~64 MB).
+  // The bulk rides in `deployment` (a config id): client-chosen columns are cut where stored.
   const note = 'x'.repeat(4000);
   for (let i = 0; i < 500; i++) {
     // Refused requests' rows (nothing charged, so no settlement is expected of them).
     writer.append(
-      row(`tr_${i}`, { app_title: note, status: 429, error_code: 'rate_limited', model_served: null, cost_nano: null }),
+      row(`tr_${i}`, {
+        deployment: note,
+        status: 429,
+        error_code: 'rate_limited',
+        model_served: null,
+        cost_nano: null,
+      }),
     );
     if (i % 50 === 49) await writer.commit(charge(`c_${i}`));
   }

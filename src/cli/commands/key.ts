@@ -1,7 +1,7 @@
 // `pi-gateway key create|list|revoke`: gateway API keys. The key is printed once at creation; only
 // its hash is stored, so a lost key is revoked and replaced, never recovered.
 import { systemClock } from '../../clock.ts';
-import { keyState } from '../../store/store.ts';
+import { keyNameProblem, keyState, MAX_KEY_NAME_CHARS, pastExpiryProblem } from '../../store/store.ts';
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
@@ -30,7 +30,8 @@ const HELP = `Usage:
 create  Issues a key for workspace W (checked against the config). The key (sk-pi-…) is printed
         once on stdout — store it then; only its hash is kept. --expires-at takes an ISO date or
         date-time in the future (a date alone is 00:00 UTC, a time without an offset is UTC);
-        --rpm sets a per-key requests-per-minute limit (a whole number, at least 1).
+        --rpm sets a per-key requests-per-minute limit (a whole number, at least 1); --name is a
+        label of at most ${MAX_KEY_NAME_CHARS} characters.
 list    id, prefix, name, workspace, state (active, revoked, expired), created, expires, rpm.
         Never the key or its hash.
 revoke  Revokes key ID; a running gateway refuses it from its next request.
@@ -62,13 +63,16 @@ export const command: Command = {
         const workspace = required(p, 'workspace');
         const rawExpiry = str(p, 'expires-at');
         const expiresAt = rawExpiry === undefined ? undefined : parseIsoTime(rawExpiry, 'expires-at');
-        if (expiresAt !== undefined && expiresAt <= systemClock.now())
-          throw new UsageError(`--expires-at ${rawExpiry} is in the past`);
+        const past = expiresAt === undefined ? null : pastExpiryProblem(expiresAt, systemClock.now());
+        if (past !== null) throw new UsageError(`--expires-at ${rawExpiry} is in the past: ${past}`);
+        const name = str(p, 'name');
+        const nameProblem = name === undefined ? null : keyNameProblem(name);
+        if (nameProblem !== null) throw new UsageError(`--name: ${nameProblem}`);
         const rpm = int(p, 'rpm', undefined, undefined, { min: 1, max: Number.MAX_SAFE_INTEGER });
         await requireWorkspace(p, workspace, 'key');
         const store = await openFromArgs(p, false);
         try {
-          const k = await store.apiKeys.create({ workspace, name: str(p, 'name'), expiresAt, rpm });
+          const k = await store.apiKeys.create({ workspace, name, expiresAt, rpm });
           if (flag(p, 'json')) {
             printJson({
               id: k.id,

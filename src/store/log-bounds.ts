@@ -1,0 +1,33 @@
+// Bounds on the request-log columns a client chooses the text of (the `model` it asked for, X-Title,
+// the referer's origin, X-Pi-Session-Id), applied where a row is stored, on either store and every
+// write path: a tenant's 60,000-character model string must not become 60,000 characters in every
+// page, export and backup that shows the row. The bounds are documented in docs/console.md.
+import type { RequestLogRow } from '../observe/request-row.ts';
+
+/** Characters (code points) kept of each client-chosen column; a longer value keeps its first
+ *  (bound − 1) characters and ends with "…", so a cut value never passes for a whole one. */
+export const LOG_TEXT_BOUNDS = {
+  model_requested: 256,
+  app_title: 128,
+  app_origin: 256,
+  session_id: 256,
+} as const satisfies Partial<Record<keyof RequestLogRow, number>>;
+
+/** `text` within `max` code points (a surrogate pair is never split); null stays null. */
+export function boundedText(text: string | null, max: number): string | null {
+  // .length counts UTF-16 units, never fewer than code points: a short string needs no scan.
+  if (text === null || text.length <= max) return text;
+  const chars = Array.from(text);
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
+}
+
+/** The row as it is stored: every client-chosen text within its bound (the others as they are). */
+export function boundedRow(r: RequestLogRow): RequestLogRow {
+  let out = r;
+  for (const [column, max] of Object.entries(LOG_TEXT_BOUNDS) as [keyof typeof LOG_TEXT_BOUNDS, number][]) {
+    const v = r[column];
+    const cut = boundedText(v, max);
+    if (cut !== v) out = { ...out, [column]: cut };
+  }
+  return out;
+}

@@ -1,0 +1,220 @@
+// Finding a request in the console, in headless Chromium: a deep link to a request (filters and the
+// open request in the URL) survives a reload; a pasted trace id finds and opens its request; rows are
+// reached with Tab and opened with Enter, Escape closes the drawer and gives the focus back; a
+// 60,000-character model string does not widen the Requests or Spend page at 1,440 or 800 px; a
+// key's expiry is picked with a date input that refuses a past day, and the server refuses one too.
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
+import { launchBrowser, signIn } from '../helpers/browser.ts';
+
+/** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
+async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const rowCount = (page: Page) => page.locator('[data-testid=requests-table] tbody tr').count();
+const hashOf = (page: Page) => new URL(page.url()).hash;
+
+t.test('deep links, trace search, keyboard and Escape on the Requests page', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  t.equal(await signIn(page, s.adminUrl), 200);
+
+  // A link a colleague pasted: workspace open, one request open.
+  await page.goto(`${s.adminUrl}/console#requests?workspace=open&open=${k.traces.small2}`);
+  await page.waitForSelector('[data-testid=detail-trace]');
+  t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.small2, 'the linked request is open');
+  await until(async () => (await rowCount(page)) === 3, 'the three rows of workspace open');
+  await page.reload();
+  await page.waitForSelector('[data-testid=detail-trace]');
+  t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.small2, 'still open after a reload');
+  t.equal(await page.inputValue('select[name=workspace]'), 'open', 'the filter too');
+  await until(async () => (await rowCount(page)) === 3, 'the same rows after the reload');
+
+  // Escape closes the drawer and the URL forgets the open request; the focus goes back to its row.
+  await page.keyboard.press('Escape');
+  await until(async () => (await page.locator('[data-testid=request-detail]').count()) === 0, 'the drawer closes');
+  t.notMatch(hashOf(page), /open=/, 'the URL no longer opens it');
+  t.equal(await page.locator(':focus').getAttribute('data-trace'), k.traces.small2, 'the focus is back on its row');
+
+  // Keyboard: from the Live box, Tab reaches the first row and Enter opens it.
+  await page.focus('[data-testid=live]');
+  await page.keyboard.press('Tab');
+  const focused = await page.locator(':focus').getAttribute('data-trace');
+  t.equal(focused, k.traces.missing, 'Tab reaches the newest row');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('[data-testid=detail-trace]');
+  t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.missing, 'Enter opens it');
+  t.equal(await page.locator(':focus').getAttribute('data-testid'), 'detail-close', 'the focus moves into the drawer');
+  await page.keyboard.press('Escape');
+  await until(async () => (await page.locator('[data-testid=request-detail]').count()) === 0, 'closed again');
+
+  // A customer's X-Pi-Trace-Id, pasted: its request, and only it, opened.
+  await page.goto(`${s.adminUrl}/console#requests`);
+  await until(async () => (await rowCount(page)) === 4, 'all four requests');
+  await page.fill('input[name=trace]', k.traces.cheap);
+  await page.press('input[name=trace]', 'Enter');
+  await page.waitForSelector('[data-testid=detail-trace]');
+  t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.cheap, 'the pasted trace opens');
+  t.equal(await rowCount(page), 1, 'one row');
+  t.match(hashOf(page), new RegExp(`trace=${k.traces.cheap}`), 'the search is in the URL');
+  await page.reload();
+  await page.waitForSelector('[data-testid=detail-trace]');
+  t.equal(await page.inputValue('input[name=trace]'), k.traces.cheap, 'and survives a reload');
+
+  // A key by name.
+  await page.goto(`${s.adminUrl}/console#requests?key=batch`);
+  await until(async () => (await rowCount(page)) === 1, "the batch key's one request");
+  t.equal(await page.getAttribute('[data-testid=requests-table] tbody tr', 'data-trace'), k.traces.cheap);
+  // A whole key typed in: refused, and no stale table under the error.
+  await page.fill('input[name=key]', k.cheapKey);
+  await page.press('input[name=key]', 'Enter');
+  await page.waitForSelector('[data-testid=requests-error]');
+  t.match(await page.textContent('[data-testid=requests-error]'), /whole API key/);
+  t.equal(await page.locator('[data-testid=requests-table]').count(), 0, 'the old rows are gone');
+  t.same(errors, [], 'no script error');
+});
+
+t.test('a 60,000-character model string does not widen the pages', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const key = s.key('open', { name: 'k'.repeat(128) });
+  const huge = `acme/${'w'.repeat(60_000)}`;
+  const long = await chat(s, key, { model: huge });
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  for (const width of [1440, 800]) {
+    await page.setViewportSize({ width, height: 900 });
+    for (const [hash, ready] of [
+      ['#requests', '[data-testid=requests-table] tbody tr'],
+      ['#spend', '[data-testid=by-workspace] tbody tr'],
+      ['#wallets', '[data-testid=keys-table] tbody tr'],
+      ['#health', '[data-testid=health-table] tbody tr'],
+    ] as const) {
+      await page.goto(`${s.adminUrl}/console${hash}`);
+      await page.waitForSelector(ready);
+      const w = await page.$eval('html', (el) => ({ scroll: el.scrollWidth, view: el.clientWidth }));
+      t.ok(w.scroll <= w.view, `${hash} at ${width} px: page ${w.scroll} px wide in a ${w.view} px window`);
+    }
+  }
+  await page.goto(`${s.adminUrl}/console#requests?open=${long.trace}`);
+  await page.waitForSelector('[data-testid=detail-model]');
+  t.equal(
+    await page.textContent('[data-testid=detail-model]'),
+    `${huge.slice(0, 255)}…`,
+    'the drawer shows the whole stored value',
+  );
+  const cell = page.locator(`tr[data-trace="${long.trace}"] td`).nth(3);
+  t.equal(await cell.getAttribute('title'), `${huge.slice(0, 255)}…`, 'the table cell carries it as its title');
+  t.ok(((await cell.boundingBox())?.width ?? 9999) < 400, 'and is cut to its column');
+});
+
+t.test("a key's expiry: a date input that refuses the past, and a server that does too", async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  s.key('open', { name: 'backend' });
+  const id = s.store.apiKeys.list()[0]?.id as string;
+  const page = await browser.newPage();
+  const dialogs: string[] = [];
+  page.on('dialog', (d) => {
+    dialogs.push(d.type());
+    void d.dismiss();
+  });
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-wallets]');
+  await page.click(`tr[data-key="${id}"] [data-testid=expiry-edit]`);
+  const input = `tr[data-key="${id}"] [data-testid=expiry-form] input[type=date]`;
+  await page.waitForSelector(input);
+  const min = (await page.getAttribute(input, 'min')) ?? '';
+  t.match(min, /^\d{4}-\d{2}-\d{2}$/, 'the picker starts at a day');
+  t.ok(min > new Date().toISOString().slice(0, 10), 'after today (a date means 00:00 UTC, passed today)');
+  await page.fill(input, '2001-01-01');
+  await page.click(`tr[data-key="${id}"] [data-testid=expiry-form] button[type=submit]`);
+  t.equal(
+    await page.$eval(
+      input,
+      (el) => (el as unknown as { validity: { rangeUnderflow: boolean } }).validity.rangeUnderflow,
+    ),
+    true,
+    'a past day does not pass the form',
+  );
+  t.equal(s.store.apiKeys.get(id)?.expiresAt, null, 'and nothing was sent');
+
+  // Whatever the page offers, the server refuses a past day (the gateway's clock: 2026-01-15T12:00Z).
+  await page.$eval(input, (el) => el.removeAttribute('min'));
+  await page.fill(input, '2026-01-15');
+  await page.click(`tr[data-key="${id}"] [data-testid=expiry-form] button[type=submit]`);
+  await page.waitForSelector('[data-testid=keys] .error');
+  t.match(await page.textContent('[data-testid=keys] .error'), /not in the future/, 'the server says why');
+  t.equal(s.store.apiKeys.get(id)?.expiresAt, null, 'the key keeps no expiry');
+
+  await page.fill(input, '2099-01-01');
+  await page.click(`tr[data-key="${id}"] [data-testid=expiry-form] button[type=submit]`);
+  await until(async () => s.store.apiKeys.get(id)?.expiresAt === Date.UTC(2099, 0, 1), 'the expiry is set');
+  await until(
+    async () => ((await page.textContent(`tr[data-key="${id}"]`)) ?? '').includes('2099-01-01 00:00:00'),
+    'the row shows it',
+  );
+  t.same(dialogs, [], 'no prompt or other dialog');
+  const createMin = await page.getAttribute('[data-testid=key-form] input[name=expires_at]', 'min');
+  t.equal(createMin, min, 'the create form offers no past day either');
+});
+
+t.test('Health by platform with a filter and the declared state; the route preview by share', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-health]');
+  await page.waitForSelector('[data-testid=health-table] tbody[data-platform=gamma]');
+  const down = '[data-testid=health-table] tbody[data-platform=gamma] tr[data-deployment="gamma/chat-big"]';
+  t.equal(await page.textContent(`${down} [data-testid=declared]`), 'down');
+  t.equal(
+    await page.textContent(`${down} [data-testid=serves]`),
+    'last resort — declared down in the config',
+    'declared down does not read as serving',
+  );
+  t.same(
+    await page.$$eval('[data-testid=health-table] tbody', (bs) => bs.map((b) => b.getAttribute('data-platform'))),
+    ['alpha', 'beta', 'delta', 'gamma', 'gcp', 'zeta'],
+    'grouped by platform',
+  );
+  await page.fill('input[name=filter]', 'gcp');
+  await until(
+    async () => (await page.locator('[data-testid=health-table] tbody').count()) === 1,
+    'only the gcp group is left',
+  );
+  t.equal(await page.getAttribute('[data-testid=health-table] tbody', 'data-platform'), 'gcp');
+
+  await page.click('[data-testid=nav-routing]');
+  await page.selectOption('[data-testid=route-form] select[name=workspace]', 'open');
+  await page.fill('[data-testid=route-form] input[name=model]', 'acme/chat-small');
+  const orders = new Set<string>();
+  for (let i = 0; i < 5; i++) {
+    await page.click('[data-testid=route-form] button');
+    await page.waitForSelector('[data-testid=route-table] tbody tr');
+    orders.add(
+      (
+        await page.$$eval('[data-testid=route-table] tbody tr', (trs) =>
+          trs.map((tr) => tr.getAttribute('data-deployment')),
+        )
+      ).join(' '),
+    );
+  }
+  t.same([...orders], ['alpha/chat-small beta/chat-small gamma/chat-small zeta/chat-small'], 'one order, by share');
+  t.match(await page.textContent('[data-testid=route-result]'), /listed by share of the first place/);
+});
