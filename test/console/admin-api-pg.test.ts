@@ -226,20 +226,45 @@ t.test('spend on PostgreSQL equals the request log and the ledger', async (t) =>
   t.equal(spend.body.to, '2026-01-16T00:00:00.000Z');
   t.same(
     spend.body.by_workspace.find((l: { key: string }) => l.key === 'open'),
-    { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+    {
+      key: 'open',
+      requests: 2,
+      rejected: 1,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+    },
   );
   t.same(
     spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha'),
-    { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+    {
+      key: 'alpha',
+      requests: 2,
+      rejected: 0,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+    },
   );
   t.same(
-    spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]),
-    [['2026-01-15', 4]],
+    spend.body.by_day.map((l: { key: string; requests: number; rejected: number }) => [l.key, l.requests, l.rejected]),
+    [['2026-01-15', 3, 1]],
   );
   const rows = await node.store.requestLog.query({ limit: 10_000 });
   const logged = rows.reduce((a, r) => a + (r.cost_nano ?? 0n), 0n);
   t.equal(decimalToNano(spend.body.total.cost_usd), logged, 'the total is the request log’s sum, exactly');
-  t.equal(spend.body.total.requests, rows.length);
+  t.equal(
+    spend.body.total.requests,
+    rows.filter((r) => r.cost_nano !== null).length,
+    'requests: the billed ones (a settled cost)',
+  );
+  t.equal(
+    spend.body.total.requests + spend.body.total.rejected + spend.body.total.unbilled,
+    rows.length,
+    'with the rejected and unbilled ones: every logged request',
+  );
   t.equal(
     spend.body.total.prompt_tokens,
     rows.reduce((a, r) => a + (r.prompt_tokens ?? 0), 0),
@@ -254,15 +279,17 @@ t.test('spend on PostgreSQL equals the request log and the ledger', async (t) =>
   );
   t.same((await call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total, {
     requests: 0,
+    rejected: 0,
+    unbilled: 0,
     cost_usd: '0',
     prompt_tokens: 0,
     completion_tokens: 0,
   });
   const csv = await call('/admin/spend.csv?workspace=open');
   t.same(csv.text.split('\r\n'), [
-    'day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd',
-    '2026-01-15,open,acme/chat-small,alpha,2,2000,1000,0.004',
-    '2026-01-15,open,acme/no-such-model,,1,0,0,0',
+    'day,workspace,model,provider,requests,rejected,unbilled,prompt_tokens,completion_tokens,cost_usd',
+    '2026-01-15,open,acme/chat-small,alpha,2,0,0,2000,1000,0.004',
+    '2026-01-15,open,acme/no-such-model,,0,1,0,0,0,0',
     '',
   ]);
 });
@@ -290,6 +317,8 @@ t.test('wallets on PostgreSQL: balances, ledger rows, a credit with the operator
       available_usd: '99.996',
       spend_today_usd: '0.004',
       open_holds: 0,
+      low_balance_usd: '50',
+      low_balance: false,
     },
   );
   t.ok(
