@@ -18,6 +18,7 @@ import type { AdminListener } from '../server/admin-app.ts';
 import { sqliteConsole } from '../store/console-store.ts';
 import { openStore, type Store, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/store.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
+import { walletSamples } from '../telemetry/wallet-gauges.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
 import { Coordinator } from '../workers/coordinator.ts';
@@ -181,6 +182,8 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       configHash: () => index.config.sourceHash,
       lifecycle,
       labels: () => metricLabels(index.config),
+      wallets: () =>
+        walletSamples(index.config, (ws, now) => Promise.resolve(store.wallets.show(ws, now)), clock.now()),
     });
     const serving = { index: () => index, credentialNames: () => store.secrets.names(), workers: () => pool.samples() };
     admin?.attach(serving, {

@@ -167,7 +167,9 @@ export function spendBy(sql: Statements, group: SpendGroup, f: RequestLogFilter)
 /** Spend by day, workspace, model and provider (the CSV export's grain), oldest day first. */
 export function spendDetail(sql: Statements, f: RequestLogFilter): SpendDetail[] {
   const w = whereOf(f);
-  const keys = (['day', 'workspace', 'model', 'provider'] as const).map((g) => `${SQLITE_GROUP_EXPR[g]} AS ${g}`).join(', ');
+  const keys = (['day', 'workspace', 'model', 'provider'] as const)
+    .map((g) => `${SQLITE_GROUP_EXPR[g]} AS ${g}`)
+    .join(', ');
   const rows = sql
     .get(`SELECT ${keys}, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`)
     .all(...w.params) as (TotalsRow & {

@@ -175,14 +175,14 @@ t.test('spend by workspace, model, provider and day, and the CSV', async (t) => 
   );
   const alpha = spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha');
   t.same(alpha, {
-      key: 'alpha',
-      requests: 2,
-      rejected: 0,
-      unbilled: 0,
-      cost_usd: '0.004',
-      prompt_tokens: 2000,
-      completion_tokens: 1000,
-    });
+    key: 'alpha',
+    requests: 2,
+    rejected: 0,
+    unbilled: 0,
+    cost_usd: '0.004',
+    prompt_tokens: 2000,
+    completion_tokens: 1000,
+  });
   t.equal(spend.body.total.requests, 3, 'billed requests');
   t.equal(spend.body.total.rejected, 1, 'the refused one, apart');
   t.equal(spend.body.total.unbilled, 0);
@@ -581,11 +581,7 @@ t.test('spend and last use per key; warnings: wallets below their threshold, key
     'billed requests, the refused one apart, exact cost, last use',
   );
   t.notOk(perKey.text.includes(k.openKey), 'no key in the answer');
-  t.same(
-    perKey.body.keys.map((x: AdminBody) => x.name).slice(0, 2),
-    ['backend', 'batch'],
-    'largest cost first',
-  );
+  t.same(perKey.body.keys.map((x: AdminBody) => x.name).slice(0, 2), ['backend', 'batch'], 'largest cost first');
   const unused = perKey.body.keys.find((x: AdminBody) => x.name === 'expires-soon');
   t.match(unused, { requests: 0, rejected: 0, cost_usd: '0', last_used_at: null }, 'a key never used');
 

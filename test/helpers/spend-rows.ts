@@ -79,7 +79,7 @@ export function seriesRows(): RequestLogRow[] {
       cost_nano: null,
     }),
   );
-  [50, 70, 60].forEach((ms, i) =>
+  [50, 70, 60].forEach((ms, i) => {
     rows.push(
       row(13 + i, H10 + (i + 1) * 60_000, {
         latency_ms: ms,
@@ -89,8 +89,8 @@ export function seriesRows(): RequestLogRow[] {
         deployment: 'beta/chat-big',
         cost_nano: 1n,
       }),
-    ),
-  );
+    );
+  });
   return rows;
 }
 
@@ -106,4 +106,5 @@ export const SERIES_TOTAL = {
   cost_usd: ['1.23456789', '0.000000003'],
   total_cost_usd: '1.234567893',
 };
-export const SERIES_QUERY = '/admin/spend/series?workspace=slow&interval=hour&from=2026-01-14T09:00:00Z&to=2026-01-14T11:00:00Z';
+export const SERIES_QUERY =
+  '/admin/spend/series?workspace=slow&interval=hour&from=2026-01-14T09:00:00Z&to=2026-01-14T11:00:00Z';
