@@ -33,8 +33,8 @@ t.test('spend per key, warnings, series and the low-balance highlight, in Chromi
 
   await page.click('[data-testid=nav-spend]');
   await page.waitForSelector(`[data-testid=by-key] tr[data-key="${backend.id}"]`);
-  const row = async (sel: string) =>
-    cellsOf([await page.$$eval(`${sel} td`, (tds) => tds.map((td) => td.textContent ?? ''))])[0];
+  const row = async (sel: string): Promise<string[]> =>
+    cellsOf([await page.$$eval(`${sel} td`, (tds) => tds.map((td) => td.textContent ?? ''))])[0] ?? [];
   t.same(
     await row(`[data-testid=by-key] tr[data-key="${backend.id}"]`),
     [`backend ${backend.prefix}…`, 'open', 'active', '2', '1', '0', '2,000', '1,000', '$0.004', '2026-01-15 12:00:00'],
@@ -107,7 +107,10 @@ t.test('spend per key, warnings, series and the low-balance highlight, in Chromi
   );
   const background = await page.$eval(
     '[data-testid=wallets-table] tr[data-workspace=cheap] td:nth-child(2)',
-    (td) => getComputedStyle(td).backgroundColor,
+    // Runs in the page (the test's types have no DOM library).
+    (td) =>
+      (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(td)
+        .backgroundColor,
   );
   t.equal(background, 'rgb(255, 244, 229)', 'the highlight is drawn');
   t.same(errors, [], 'no script error');
