@@ -14,6 +14,7 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { openPgStore } from '../../src/store-pg/pg-store.ts';
 import { type AdminBody, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
 import { freePort } from '../helpers/free-port.ts';
+import { sampleValue, scrape } from '../helpers/metrics.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { seriesRows, SERIES_QUERY, SERIES_TOTAL } from '../helpers/spend-rows.ts';
 import { DEFAULT_NOW, fixtureConfig } from '../helpers/stack.ts';
@@ -58,7 +59,8 @@ t.before(async () => {
     clock,
     observability: {
       admin: { host: '127.0.0.1', port: adminPort },
-      metrics: false,
+      // On for the wallet gauges, read from PostgreSQL at each scrape.
+      metrics: true,
       accessLog: false,
       trustedProxies: [],
       tracesUrl: null,
@@ -334,6 +336,16 @@ t.test('spend per key, warnings and `pi-gateway usage` on PostgreSQL agree with 
   const s = await startConsoleStack(t);
   await knownTraffic(s);
   t.equal((await call('/admin/warnings')).text, (await s.call('/admin/warnings')).text, 'warnings: byte for byte');
+
+  const cheap = (await call('/admin/wallets')).body.wallets.find((w: AdminBody) => w.workspace === 'cheap');
+  const m = await scrape(adminUrl);
+  t.equal(
+    sampleValue(m, 'pi_gateway_wallet_available_usd', { workspace: 'cheap' }),
+    Number(cheap.available_usd),
+    'the wallet gauge reads PostgreSQL',
+  );
+  t.equal(sampleValue(m, 'pi_gateway_wallet_below_threshold', { workspace: 'cheap' }), 1, 'cheap: below $25');
+  t.equal(sampleValue(m, 'pi_gateway_wallet_below_threshold', { workspace: 'open' }), 0, 'open: above $50');
 
   for (const ws of ['open', 'cheap']) {
     const cli = await cliInProcess(

@@ -2,12 +2,14 @@
 // workspace can still spend, its low_balance_usd threshold and whether it is below it (0/1), exact
 // to the nano-dollar as the store has it, moving with spend and credits, and at the threshold not
 // below it; a workspace without a threshold has no threshold or below-threshold series. A store that
-// does not answer leaves the three out of that scrape; the rest of the exposition is served.
+// does not answer leaves the three out of that scrape; the rest of the exposition is served. Under
+// `serve --workers N` the coordinator reports them, once.
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { Lifecycle } from '../../src/observe/lifecycle.ts';
 import { GatewayMetrics } from '../../src/telemetry/metrics.ts';
+import { metricsJSON, workerMetrics } from '../../src/telemetry/worker-metrics.ts';
 import { chat } from '../helpers/console.ts';
 import { parseMetrics, sampleValue, samplesOf, scrape } from '../helpers/metrics.ts';
 import { startStack } from '../helpers/stack.ts';
@@ -73,4 +75,28 @@ t.test('a store that does not answer leaves the wallet gauges out; the scrape st
   t.equal(sampleValue(up, 'pi_gateway_wallet_available_usd', { workspace: 'w' }), 1.500000001);
   t.equal(sampleValue(up, 'pi_gateway_wallet_low_balance_threshold_usd', { workspace: 'w' }), 2);
   t.equal(sampleValue(up, 'pi_gateway_wallet_below_threshold', { workspace: 'w' }), 1);
+});
+
+t.test('serve --workers N: the coordinator reports the wallet gauges once', async (t) => {
+  const coordinator = new GatewayMetrics({ processMetrics: false });
+  coordinator.bind({
+    breakers: () => [],
+    configHash: () => 'hash',
+    lifecycle: new Lifecycle(new ManualClock(0)),
+    wallets: async () => [{ workspace: 'w', availableNano: 3_000_000_000n, thresholdNano: null }],
+  });
+  // A serving thread has no wallet binding: its JSON has the gauges with no series.
+  const worker = new GatewayMetrics({ processMetrics: false });
+  const merged = workerMetrics(
+    coordinator,
+    () => [{ worker: 1, ready: true, restarts: 0 }],
+    async () => [{ worker: 1, json: (await metricsJSON(worker)) as unknown[] }],
+  );
+  const m = parseMetrics(await merged.render());
+  t.same(
+    samplesOf(m, 'pi_gateway_wallet_available_usd').map((x) => [x.labels.workspace, x.value]),
+    [['w', 3]],
+    'one series, the coordinator’s',
+  );
+  t.same(samplesOf(m, 'pi_gateway_wallet_below_threshold'), [], 'no threshold, no below-threshold series');
 });
