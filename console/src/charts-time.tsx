@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 
 const W = 640;
 const H = 150;
-const LEFT = 48;
+const LEFT = 64;
 const BOTTOM = 22;
 
 /** Tick text under the axis: hours as "HH:00", days as "MM-DD". */

@@ -127,7 +127,9 @@ export function SeriesPanel(props: { range: Range }) {
       {total.error && <p class="error">{total.error}</p>}
       {t && s && (
         <>
-          <h3>Billed requests, errors in red</h3>
+          <h3>
+            Billed requests, <span class="legend-bad">errors</span>
+          </h3>
           <TimeColumns
             testid="requests-chart"
             label="Billed requests and errors over time"
@@ -140,7 +142,9 @@ export function SeriesPanel(props: { range: Range }) {
               `${utc(t.buckets[i])}: ${num(s.requests[i])} billed, ${num(s.errors[i])} errors, ${num(s.rejected[i])} rejected, ${num(s.unbilled[i])} unbilled`
             }
           />
-          <h3>Latency p50 and p95 (nearest rank)</h3>
+          <h3>
+            Latency <span class="legend-p50">p50</span> and <span class="legend-p95">p95</span> (nearest rank)
+          </h3>
           <TimeLines
             testid="latency-chart"
             label="Latency p50 and p95 over time"
