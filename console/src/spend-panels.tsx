@@ -94,10 +94,13 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 export function SeriesPanel(props: { range: Range }) {
   const [interval, setEvery] = useState<'' | 'hour' | 'day'>('');
   const [by, setBy] = useState<Series['by']>('total');
+  // The group whose series the charts show (a row of the table clicked); null: everything.
+  const [focus, setFocus] = useState<string | null>(null);
   const total = useAdmin<Series>(`/admin/spend/series${qs({ ...props.range, interval })}`);
   const grouped = useAdmin<Series>(`/admin/spend/series${qs({ ...props.range, interval, by })}`);
-  const s = total.data?.series[0];
-  const t = total.data;
+  const focused = by === 'total' || focus === null ? undefined : grouped.data?.series.find((g) => g.key === focus);
+  const t = focused ? grouped.data : total.data;
+  const s = focused ?? total.data?.series[0];
   return (
     <div class="panel" data-testid="series">
       <h2>Over time</h2>
@@ -116,7 +119,14 @@ export function SeriesPanel(props: { range: Range }) {
         </label>
         <label>
           Per
-          <select name="by" value={by} onChange={(e) => setBy((e.target as HTMLSelectElement).value as Series['by'])}>
+          <select
+            name="by"
+            value={by}
+            onChange={(e) => {
+              setBy((e.target as HTMLSelectElement).value as Series['by']);
+              setFocus(null);
+            }}
+          >
             <option value="total">everything</option>
             <option value="workspace">workspace</option>
             <option value="model">model</option>
@@ -127,6 +137,18 @@ export function SeriesPanel(props: { range: Range }) {
       {total.error && <p class="error">{total.error}</p>}
       {t && s && (
         <>
+          <p class="range" data-testid="series-focus">
+            {focused ? (
+              <>
+                Charts for {by} <strong>{focused.key || '(none)'}</strong>{' '}
+                <button type="button" onClick={() => setFocus(null)}>
+                  show everything
+                </button>
+              </>
+            ) : (
+              `Charts for everything${by === 'total' ? '' : `; click a ${by} below for its own`}`
+            )}
+          </p>
           <h3>
             Billed requests, <span class="legend-bad">errors</span>
           </h3>
@@ -184,7 +206,7 @@ export function SeriesPanel(props: { range: Range }) {
           </thead>
           <tbody>
             {grouped.data.series.map((g) => (
-              <tr data-key={g.key}>
+              <tr data-key={g.key} class={`click${g.key === focus ? ' selected' : ''}`} onClick={() => setFocus(g.key)}>
                 <td class="clip" title={g.key}>
                   {g.key || '(none)'}
                 </td>

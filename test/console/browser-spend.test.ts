@@ -91,6 +91,13 @@ t.test('spend per key, warnings, series and the low-balance highlight, in Chromi
     ['acme/chat-big', '3', '0', '0', '0', '70 ms', '$0.000000003'],
     'per model over the range',
   );
+  await page.click('[data-testid=series-table] tr[data-key="acme/chat-big"]');
+  await page.waitForSelector('[data-testid=series-focus] strong');
+  t.equal(await page.textContent('[data-testid=series-focus] strong'), 'acme/chat-big');
+  t.ok(
+    (await titles('latency-chart')).includes('2026-01-14 00:00:00: p50 60 ms, p95 70 ms'),
+    "the charts show the clicked model's own series",
+  );
 
   // Wallets: the low wallet is highlighted, with its threshold.
   await page.click('[data-testid=nav-wallets]');
