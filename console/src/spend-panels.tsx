@@ -149,83 +149,103 @@ export function SeriesPanel(props: { range: Range }) {
               `Charts for everything${by === 'total' ? '' : `; click a ${by} below for its own`}`
             )}
           </p>
-          <h3>
-            Billed requests, <span class="legend-bad">errors</span>
-          </h3>
-          <TimeColumns
-            testid="requests-chart"
-            label="Billed requests and errors over time"
-            buckets={t.buckets}
-            interval={t.interval}
-            values={s.requests}
-            overlay={s.errors}
-            format={(m) => num(m)}
-            title={(i) =>
-              `${utc(t.buckets[i])}: ${num(s.requests[i])} billed, ${num(s.errors[i])} errors, ${num(s.rejected[i])} rejected, ${num(s.unbilled[i])} unbilled`
-            }
-          />
-          <h3>
-            Latency <span class="legend-p50">p50</span> and <span class="legend-p95">p95</span> (nearest rank)
-          </h3>
-          <TimeLines
-            testid="latency-chart"
-            label="Latency p50 and p95 over time"
-            buckets={t.buckets}
-            interval={t.interval}
-            lines={[
-              { name: 'p50', values: s.p50_ms, class: 'chart-line' },
-              { name: 'p95', values: s.p95_ms, class: 'chart-line-2' },
-            ]}
-            format={(m) => ms(m)}
-            title={(i) => `${utc(t.buckets[i])}: p50 ${ms(s.p50_ms[i])}, p95 ${ms(s.p95_ms[i])}`}
-          />
-          <h3>Cost</h3>
-          <TimeColumns
-            testid="cost-chart"
-            label="Cost over time"
-            buckets={t.buckets}
-            interval={t.interval}
-            values={s.cost_usd.map(Number)}
-            format={(m) => `$${m.toPrecision(3)}`}
-            title={(i) => `${utc(t.buckets[i])}: ${usd(s.cost_usd[i])}`}
-          />
+          <SeriesCharts data={t} series={s} />
         </>
       )}
-      {by !== 'total' && grouped.data && (
-        <table class="grid" data-testid="series-table">
-          <thead>
-            <tr>
-              <th>{by}</th>
-              <th class="n">Requests</th>
-              <th class="n">Rejected</th>
-              <th class="n">Unbilled</th>
-              <th class="n">Errors</th>
-              <th class="n">Worst p95</th>
-              <th class="n">Cost</th>
-            </tr>
-          </thead>
-          <tbody>
-            {grouped.data.series.map((g) => (
-              <tr data-key={g.key} class={`click${g.key === focus ? ' selected' : ''}`} onClick={() => setFocus(g.key)}>
-                <td class="clip" title={g.key}>
-                  {g.key || '(none)'}
-                </td>
-                <td class="n">{num(sum(g.requests))}</td>
-                <td class="n">{num(sum(g.rejected))}</td>
-                <td class="n">{num(sum(g.unbilled))}</td>
-                <td class="n">{num(sum(g.errors))}</td>
-                <td class="n">
-                  {ms(
-                    g.p95_ms.reduce<number | null>((a, v) => (v === null ? a : a === null ? v : Math.max(a, v)), null),
-                  )}
-                </td>
-                <td class="n">{usd(g.total_cost_usd)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {by !== 'total' && grouped.data && <SeriesTable data={grouped.data} by={by} focus={focus} onFocus={setFocus} />}
     </div>
+  );
+}
+
+type OneSeries = Series['series'][number];
+
+/** Billed requests with their errors, latency p50/p95 and cost of one series. */
+function SeriesCharts(props: { data: Series; series: OneSeries }) {
+  const d = props.data;
+  const x = props.series;
+  return (
+    <>
+      <h3>
+        Billed requests, <span class="legend-bad">errors</span>
+      </h3>
+      <TimeColumns
+        testid="requests-chart"
+        label="Billed requests and errors over time"
+        buckets={d.buckets}
+        interval={d.interval}
+        values={x.requests}
+        overlay={x.errors}
+        format={(m) => num(m)}
+        title={(i) =>
+          `${utc(d.buckets[i])}: ${num(x.requests[i])} billed, ${num(x.errors[i])} errors, ${num(x.rejected[i])} rejected, ${num(x.unbilled[i])} unbilled`
+        }
+      />
+      <h3>
+        Latency <span class="legend-p50">p50</span> and <span class="legend-p95">p95</span> (nearest rank)
+      </h3>
+      <TimeLines
+        testid="latency-chart"
+        label="Latency p50 and p95 over time"
+        buckets={d.buckets}
+        interval={d.interval}
+        lines={[
+          { name: 'p50', values: x.p50_ms, class: 'chart-line' },
+          { name: 'p95', values: x.p95_ms, class: 'chart-line-2' },
+        ]}
+        format={(m) => ms(m)}
+        title={(i) => `${utc(d.buckets[i])}: p50 ${ms(x.p50_ms[i])}, p95 ${ms(x.p95_ms[i])}`}
+      />
+      <h3>Cost</h3>
+      <TimeColumns
+        testid="cost-chart"
+        label="Cost over time"
+        buckets={d.buckets}
+        interval={d.interval}
+        values={x.cost_usd.map(Number)}
+        format={(m) => `$${m.toPrecision(3)}`}
+        title={(i) => `${utc(d.buckets[i])}: ${usd(x.cost_usd[i])}`}
+      />
+    </>
+  );
+}
+
+/** One row per group over the range; clicking one charts its own series. */
+function SeriesTable(props: { data: Series; by: string; focus: string | null; onFocus(key: string): void }) {
+  return (
+    <table class="grid" data-testid="series-table">
+      <thead>
+        <tr>
+          <th>{props.by}</th>
+          <th class="n">Requests</th>
+          <th class="n">Rejected</th>
+          <th class="n">Unbilled</th>
+          <th class="n">Errors</th>
+          <th class="n">Worst p95</th>
+          <th class="n">Cost</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.data.series.map((g) => (
+          <tr
+            data-key={g.key}
+            class={`click${g.key === props.focus ? ' selected' : ''}`}
+            onClick={() => props.onFocus(g.key)}
+          >
+            <td class="clip" title={g.key}>
+              {g.key || '(none)'}
+            </td>
+            <td class="n">{num(sum(g.requests))}</td>
+            <td class="n">{num(sum(g.rejected))}</td>
+            <td class="n">{num(sum(g.unbilled))}</td>
+            <td class="n">{num(sum(g.errors))}</td>
+            <td class="n">
+              {ms(g.p95_ms.reduce<number | null>((a, v) => (v === null ? a : a === null ? v : Math.max(a, v)), null))}
+            </td>
+            <td class="n">{usd(g.total_cost_usd)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
