@@ -28,6 +28,7 @@ import { type ConsoleStore, sqliteConsole } from './store/console-store.ts';
 import { type RequestLogRow, type Store, ThreadWriter, WRITER_BATCH_WAIT_MS } from './store/store.ts';
 import { requestLogObserver } from './telemetry/request-log-observer.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
+import { walletSamples } from './telemetry/wallet-gauges.ts';
 import { UpstreamClient } from './upstream/client.ts';
 
 export type { DrainReport, ReloadResult } from './api/lifecycle.ts';
@@ -157,9 +158,17 @@ function requestObserver(
   );
 }
 
-/** What metrics read from the running gateway at scrape time. */
-function telemetryView(ctx: GatewayContext, lifecycle: Lifecycle): Parameters<Telemetry['bind']>[0] {
+/** What metrics read from the running gateway at scrape time (wallets: from the console's store,
+ *  which a serving thread of `serve --workers N` has not; its coordinator reports them). */
+function telemetryView(
+  ctx: GatewayContext,
+  lifecycle: Lifecycle,
+  store: ConsoleStore | undefined,
+): Parameters<Telemetry['bind']>[0] {
   return {
+    ...(store
+      ? { wallets: () => walletSamples(ctx.index.config, (ws, now) => store.wallets.show(ws, now), ctx.clock.now()) }
+      : {}),
     breakers: () =>
       ctx.index.config.deployments.map((d) => ({
         deployment: d.id,
@@ -383,7 +392,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway<Shared
     clock,
     log,
   });
-  opts.telemetry?.bind(telemetryView(ctx, lifecycle));
+  opts.telemetry?.bind(telemetryView(ctx, lifecycle, records.console));
   const server = createApp(ctx);
   const host = opts.host ?? '127.0.0.1';
   const port = await listenOrStop(

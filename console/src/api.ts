@@ -102,7 +102,12 @@ export interface RequestDetail extends RequestRow {
 
 export interface SpendLine {
   key: string;
+  /** Billed requests (a settlement, $0 included): what `pi-gateway usage` counts. */
   requests: number;
+  /** Refused by the gateway before any upstream attempt. */
+  rejected: number;
+  /** Neither billed nor rejected (every attempt failed, the client left, token counting). */
+  unbilled: number;
   cost_usd: string;
   prompt_tokens: number;
   completion_tokens: number;
@@ -127,6 +132,9 @@ export interface Wallet {
   available_usd: string;
   spend_today_usd: string;
   open_holds: number;
+  low_balance_usd: string | null;
+  /** Available below low_balance_usd. */
+  low_balance: boolean;
 }
 
 export interface LedgerRow {
@@ -221,4 +229,53 @@ export interface Health {
   last_reload: { ok: boolean; hash: string | null; problems: string[]; restart_needed: string[]; at: string } | null;
   recent_window_minutes: number;
   deployments: HealthDeployment[];
+}
+
+export interface Series {
+  from: string;
+  to: string;
+  interval: 'hour' | 'day';
+  by: 'total' | 'workspace' | 'model' | 'provider';
+  buckets: string[];
+  series: {
+    key: string;
+    requests: number[];
+    rejected: number[];
+    unbilled: number[];
+    errors: number[];
+    p50_ms: (number | null)[];
+    p95_ms: (number | null)[];
+    cost_usd: string[];
+    total_cost_usd: string;
+  }[];
+}
+
+export interface KeySpend {
+  id: string;
+  prefix: string | null;
+  name: string | null;
+  workspace: string | null;
+  state: string | null;
+  expires_at: string | null;
+  requests: number;
+  rejected: number;
+  unbilled: number;
+  cost_usd: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  last_used_at: string | null;
+}
+
+export interface Warnings {
+  now: string;
+  expiry_window_days: number;
+  low_balance: { workspace: string; name: string; available_usd: string; low_balance_usd: string }[];
+  keys_expiring: {
+    id: string;
+    prefix: string;
+    name: string | null;
+    workspace: string;
+    expires_at: string;
+    expires_in_hours: number;
+  }[];
 }

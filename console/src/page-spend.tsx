@@ -1,9 +1,16 @@
-// Spend: cost and tokens by workspace, model, provider and UTC day over a range, as charts and
-// tables, with the CSV export (day × workspace × model × provider) of the same range.
+// Spend: cost and tokens by workspace, model, provider, API key and UTC day over a range, as charts
+// and tables, with series over time and the CSV export (day × workspace × model × provider) of the
+// same range, under the warnings (low balances, keys about to expire). "Requests" are billed
+// requests, as `pi-gateway usage` counts them; rejected and unbilled requests are columns apart.
 import { useEffect, useState } from 'preact/hooks';
 import { get, type Meta, qs, type Spend, type SpendLine } from './api.ts';
 import { BarChart, DayColumns } from './charts.tsx';
 import { num, usd } from './format.ts';
+import { KeysPanel, SeriesPanel, WarningsPanel } from './spend-panels.tsx';
+
+const REQUESTS_TITLE = 'Billed requests (a settlement, $0 included): what pi-gateway usage counts';
+const REJECTED_TITLE = 'Refused by the gateway before any upstream attempt (key, rate limit, wallet, unknown model)';
+const UNBILLED_TITLE = 'Neither billed nor rejected: every attempt failed, the client left first, token counting';
 
 function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }) {
   return (
@@ -18,7 +25,15 @@ function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }
         <thead>
           <tr>
             <th>{props.title.replace(/^By /, '')}</th>
-            <th class="n">Requests</th>
+            <th class="n" title={REQUESTS_TITLE}>
+              Requests
+            </th>
+            <th class="n" title={REJECTED_TITLE}>
+              Rejected
+            </th>
+            <th class="n" title={UNBILLED_TITLE}>
+              Unbilled
+            </th>
             <th class="n">Tokens in</th>
             <th class="n">Tokens out</th>
             <th class="n">Cost</th>
@@ -27,8 +42,12 @@ function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }
         <tbody>
           {props.lines.map((l) => (
             <tr data-key={l.key}>
-              <td>{l.key || '(none)'}</td>
+              <td class="clip" title={l.key}>
+                {l.key || '(none)'}
+              </td>
               <td class="n">{num(l.requests)}</td>
+              <td class="n">{num(l.rejected)}</td>
+              <td class="n">{num(l.unbilled)}</td>
               <td class="n">{num(l.prompt_tokens)}</td>
               <td class="n">{num(l.completion_tokens)}</td>
               <td class="n">{usd(l.cost_usd)}</td>
@@ -86,8 +105,9 @@ export function SpendPage(props: { meta: Meta }) {
           Download CSV
         </a>
       </form>
+      <WarningsPanel />
       {error && <p class="error">{error}</p>}
-      {spend && (
+      {spend && !error && (
         <>
           <p class="range">
             {spend.from.slice(0, 10)} to {spend.to.slice(0, 10)} (exclusive), UTC
@@ -97,9 +117,17 @@ export function SpendPage(props: { meta: Meta }) {
               <span>Cost</span>
               <strong data-testid="total-cost">{usd(spend.total.cost_usd)}</strong>
             </div>
-            <div class="card">
-              <span>Requests</span>
+            <div class="card" title={REQUESTS_TITLE}>
+              <span>Requests (billed)</span>
               <strong data-testid="total-requests">{num(spend.total.requests)}</strong>
+            </div>
+            <div class="card" title={REJECTED_TITLE}>
+              <span>Rejected</span>
+              <strong data-testid="total-rejected">{num(spend.total.rejected)}</strong>
+            </div>
+            <div class="card" title={UNBILLED_TITLE}>
+              <span>Unbilled</span>
+              <strong data-testid="total-unbilled">{num(spend.total.unbilled)}</strong>
             </div>
             <div class="card">
               <span>Tokens in</span>
@@ -120,6 +148,8 @@ export function SpendPage(props: { meta: Meta }) {
             <SpendTable title="By provider" lines={spend.by_provider} testid="by-provider" />
             <SpendTable title="By day" lines={spend.by_day} testid="by-day" />
           </div>
+          <SeriesPanel range={range} />
+          <KeysPanel range={range} />
         </>
       )}
     </section>

@@ -46,12 +46,17 @@ export function WalletsPage(props: { meta: Meta }) {
           <tbody>
             {wallets.map((w) => (
               <tr
-                class={`click${w.workspace === selected ? ' selected' : ''}`}
+                class={`click${w.workspace === selected ? ' selected' : ''}${w.low_balance ? ' low' : ''}`}
                 data-workspace={w.workspace}
                 onClick={() => setSelected(w.workspace)}
               >
                 <td>
                   {w.workspace} <small>{w.name ?? ''}</small>
+                  {w.low_balance && (
+                    <span class="badge-low" data-testid="low-balance" title={`below ${usd(w.low_balance_usd)}`}>
+                      low: below {usd(w.low_balance_usd)}
+                    </span>
+                  )}
                 </td>
                 <td class="n">{usd(w.balance_usd)}</td>
                 <td class="n">{usd(w.held_usd)}</td>

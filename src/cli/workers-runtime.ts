@@ -13,6 +13,7 @@ import { jsonLog, metricLabels } from '../gateway.ts';
 import { Lifecycle } from '../observe/lifecycle.ts';
 import type { AdminListener } from '../server/admin-app.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
+import { walletSamples } from '../telemetry/wallet-gauges.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
 import { Coordinator } from '../workers/coordinator.ts';
@@ -160,6 +161,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       configHash: () => index.config.sourceHash,
       lifecycle,
       labels: () => metricLabels(index.config),
+      wallets: () => walletSamples(index.config, (ws, now) => st.console.wallets.show(ws, now), clock.now()),
     });
     const serving = { index: () => index, credentialNames: () => st.credentialNames(), workers: () => pool.samples() };
     admin?.attach(serving, {

@@ -18,7 +18,7 @@ import type {
   Vocabularies,
 } from './compiled.ts';
 import { PRICE_CLASSES, REASONING_LEVELS } from './compiled.ts';
-import { decimalToAtto } from '../money.ts';
+import { decimalToAtto, decimalToNano } from '../money.ts';
 import type {
   ChannelPricing as RawChannelPricing,
   PriceBracket,
@@ -300,6 +300,7 @@ function workspace(
     rateLimitRpm:
       w.rate_limit_rpm ??
       dflt<number>('workspaces.schema.json', '/properties/workspaces/items/properties/rate_limit_rpm'),
+    lowBalanceNano: w.low_balance_usd === undefined ? null : decimalToNano(w.low_balance_usd),
     routing: {
       allow: r.allow ? resolve(r.allow) : null,
       ignore: resolve(r.ignore ?? []),

@@ -181,6 +181,8 @@ export interface CompiledWorkspace {
   id: string;
   name: string;
   rateLimitRpm: number;
+  /** `low_balance_usd` in nano-USD: the wallet warns while its available amount is below it; null: never. */
+  lowBalanceNano: bigint | null;
   routing: CompiledRouting;
 }
 

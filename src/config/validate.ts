@@ -135,6 +135,7 @@ const DECIMAL_USD = 'must be a decimal USD string such as "0.0000025" (at most 1
 /** Messages for values of a named shared type, whichever keyword (pattern, format, type) failed. */
 const TYPE_MESSAGES: Record<string, string> = {
   DecimalUsd: DECIMAL_USD,
+  WalletUsd: 'must be a decimal USD string such as "25" or "12.5" (at most 9 decimals, below 1,000,000,000)',
   Id: 'must be a lowercase id: letters, digits and dashes, starting with a letter or digit, at most 64 characters',
   VocabId:
     'must be a vocabulary id: lowercase letters, digits, underscores and dashes, starting with a letter or digit',

@@ -4,6 +4,8 @@
 //   GET  /admin/requests              the request log: filters, newest first, `before` cursor, `since` tail
 //   GET  /admin/requests/:trace       one request: attempts, tokens, cost, ledger rows
 //   GET  /admin/spend, /admin/spend.csv   cost and tokens by workspace, model, provider, day
+//   GET  /admin/spend/series, /admin/spend/keys   series over time; spend and last use per key
+//   GET  /admin/warnings              wallets below their threshold, keys about to expire
 //   GET  /admin/wallets, /admin/wallets/:ws; POST /admin/wallets/:ws/credit
 //   GET  /admin/keys; POST /admin/keys, /admin/keys/:id/revoke, /admin/keys/:id/expiry
 //   GET  /admin/health; POST /admin/route-preview; GET /admin/meta
@@ -26,8 +28,10 @@ import { ASSETS, asset, CONSOLE_CSP, loginPage, notBuiltPage, offPage, shellPage
 import { listRequests, requestDetail } from './requests.ts';
 import { routePreview } from './route-preview.ts';
 import { spendCsv, spendReport } from './spend.ts';
+import { keySpendReport, spendSeriesReport } from './spend-series.ts';
 import { type ConfigReloader, reloadConfig } from './reload.ts';
 import { creditWallet, listWallets, walletDetail } from './wallets.ts';
+import { warningsReport } from './warnings.ts';
 
 export interface ConsoleDeps {
   /** PI_ADMIN_TOKEN; null: the console and the admin JSON endpoints are off. */
@@ -98,6 +102,9 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
     api('get', '/admin/requests/:trace', (v, req) => requestDetail(v, decodeURIComponent(req.params[0] ?? ''))),
     api('get', '/admin/spend', (v, req) => spendReport(v, queryOf(req))),
     api('get', '/admin/spend.csv', (v, req) => spendCsv(v, queryOf(req))),
+    api('get', '/admin/spend/series', (v, req) => spendSeriesReport(v, queryOf(req))),
+    api('get', '/admin/spend/keys', (v, req) => keySpendReport(v, queryOf(req))),
+    api('get', '/admin/warnings', (v, req) => warningsReport(v, queryOf(req))),
     api('get', '/admin/wallets', (v) => listWallets(v)),
     api('get', '/admin/wallets/:ws', (v, req) =>
       walletDetail(v, decodeURIComponent(req.params[0] ?? ''), queryOf(req)),

@@ -1,6 +1,8 @@
 // Spend for operators: GET /admin/spend (cost, tokens and requests by workspace, model, provider and
 // UTC day over a time range, from the request log) and GET /admin/spend.csv (day × workspace × model
 // × provider). Cost is the settled cost each request logged, exact in nano-USD, shown in USD.
+// `requests` are billed requests, as `pi-gateway usage` counts them; `rejected` (refused before any
+// upstream attempt) and `unbilled` (the rest) are apart (src/store/request-log-search.ts).
 import type { OperatorView } from '../admin/operator-view.ts';
 import { nanoToDecimal } from '../money.ts';
 import type { RequestLogFilter, SpendLine } from '../store/store.ts';
@@ -35,6 +37,8 @@ export function spendFilter(
 const line = (l: SpendLine) => ({
   key: l.key,
   requests: l.requests,
+  rejected: l.rejected,
+  unbilled: l.unbilled,
   cost_usd: nanoToDecimal(l.costNano),
   prompt_tokens: l.promptTokens,
   completion_tokens: l.completionTokens,
@@ -51,23 +55,22 @@ export async function spendReport(view: OperatorView, q: Map<string, string>): P
     log.spend('provider', f),
   ]);
   const total = byDay.reduce(
-    (a, l) => ({
+    (a: SpendLine, l) => ({
+      key: a.key,
       requests: a.requests + l.requests,
+      rejected: a.rejected + l.rejected,
+      unbilled: a.unbilled + l.unbilled,
       costNano: a.costNano + l.costNano,
       promptTokens: a.promptTokens + l.promptTokens,
       completionTokens: a.completionTokens + l.completionTokens,
     }),
-    { requests: 0, costNano: 0n, promptTokens: 0, completionTokens: 0 },
+    { key: '', requests: 0, rejected: 0, unbilled: 0, costNano: 0n, promptTokens: 0, completionTokens: 0 },
   );
+  const { key: _none, ...totalLine } = line(total);
   return {
     from: iso(f.fromMs),
     to: iso(f.toMs),
-    total: {
-      requests: total.requests,
-      cost_usd: nanoToDecimal(total.costNano),
-      prompt_tokens: total.promptTokens,
-      completion_tokens: total.completionTokens,
-    },
+    total: totalLine,
     by_workspace: byWorkspace.map(line),
     by_model: byModel.map(line),
     by_provider: byProvider.map(line),
@@ -85,7 +88,7 @@ function csvField(v: string | number): string {
 /** GET /admin/spend.csv: one line per day, workspace, model and provider. */
 export async function spendCsv(view: OperatorView, q: Map<string, string>): Promise<string> {
   const rows = await view.store.requestLog.spendDetail(spendFilter(view, q));
-  const out = ['day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd'];
+  const out = ['day,workspace,model,provider,requests,rejected,unbilled,prompt_tokens,completion_tokens,cost_usd'];
   for (const r of rows)
     out.push(
       [
@@ -94,6 +97,8 @@ export async function spendCsv(view: OperatorView, q: Map<string, string>): Prom
         r.model,
         r.provider,
         r.requests,
+        r.rejected,
+        r.unbilled,
         r.promptTokens,
         r.completionTokens,
         nanoToDecimal(r.costNano),

@@ -1,15 +1,17 @@
 // Wallets for operators: GET /admin/wallets (every workspace's balance, open holds, what is available,
-// spend today), GET /admin/wallets/:ws (the same plus a page of ledger rows, newest first, and the
-// `next_before` cursor of the older page) and
+// spend today, its low-balance threshold and whether it is below), GET /admin/wallets/:ws (the same
+// plus a page of ledger rows, newest first, and the `next_before` cursor of the older page) and
 // POST /admin/wallets/:ws/credit {usd, note} — the store's `Wallets.credit`, the one the CLI's
 // `wallet credit` calls, so the credit is one ledger row with the operator's note.
 import type { OperatorView } from '../admin/operator-view.ts';
+import { belowLowBalance } from '../billing/low-balance.ts';
 import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
 import { WalletError } from '../store/store.ts';
 import { badRequest, ConsoleError, intField, iso, jsonBody, notFound, stringField } from './http.ts';
 
 async function walletJson(view: OperatorView, workspace: string): Promise<Record<string, unknown>> {
   const w = await view.store.wallets.show(workspace, view.now());
+  const threshold = view.index().workspaceById.get(workspace)?.lowBalanceNano ?? null;
   return {
     workspace,
     name: view.index().workspaceById.get(workspace)?.name ?? null,
@@ -19,6 +21,8 @@ async function walletJson(view: OperatorView, workspace: string): Promise<Record
     available_usd: nanoToDecimal(w.available),
     spend_today_usd: nanoToDecimal(w.spendToday),
     open_holds: w.openHolds,
+    low_balance_usd: threshold === null ? null : nanoToDecimal(threshold),
+    low_balance: belowLowBalance(w.available, threshold),
   };
 }
 

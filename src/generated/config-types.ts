@@ -64,6 +64,10 @@ export type VocabId = string;
  */
 export type Id = string;
 /**
+ * Low-balance warning threshold in USD, a decimal string with at most 9 digits after the point (the wallet's precision), e.g. "25". While the workspace wallet's available amount (balance minus open holds) is below it, the console highlights the wallet and `/metrics` reports `pi_gateway_wallet_below_threshold{workspace}` as 1. Absent: no warning.
+ */
+export type WalletUsd = string;
+/**
  * Numeric precision a deployment serves weights at.
  *
  * This interface was referenced by `ConfigFiles`'s JSON-Schema
@@ -729,6 +733,7 @@ export interface Workspace {
    * Requests per minute per key, unless the key has its own limit.
    */
   rate_limit_rpm?: number;
+  low_balance_usd?: WalletUsd;
   routing?: RoutingSettings;
 }
 /**

@@ -2396,6 +2396,7 @@ export const tables: CompiledConfig = {
       id: "acme",
       name: "Acme Corp",
       rateLimitRpm: 600,
+      lowBalanceNano: null,
       routing: {
         allow: null,
         ignore: [],
@@ -2411,6 +2412,7 @@ export const tables: CompiledConfig = {
       id: "globex",
       name: "Globex Corporation",
       rateLimitRpm: 120,
+      lowBalanceNano: null,
       routing: {
         allow: null,
         ignore: ["deepinfra"],
@@ -2426,6 +2428,7 @@ export const tables: CompiledConfig = {
       id: "initech",
       name: "Initech",
       rateLimitRpm: 300,
+      lowBalanceNano: null,
       routing: {
         allow: null,
         ignore: [],
@@ -2441,6 +2444,7 @@ export const tables: CompiledConfig = {
       id: "umbrella",
       name: "Umbrella Corporation",
       rateLimitRpm: 60,
+      lowBalanceNano: null,
       routing: {
         allow: null,
         ignore: [],

@@ -6,7 +6,7 @@ import type { ConsoleStore } from '../store/console-store.ts';
 import { unavailable } from './connection.ts';
 import { ledgerOfTrace, ledgerPage } from './ledger-read.ts';
 import type { PgStore } from './pg-store.ts';
-import { pgSpendBy, pgSpendDetail } from './request-log-search.ts';
+import { pgLastUse, pgSpendBy, pgSpendDetail, pgSpendSeries } from './request-log-search.ts';
 
 export function pgConsole(store: PgStore): ConsoleStore {
   const pool = store.pool;
@@ -30,6 +30,16 @@ export function pgConsole(store: PgStore): ConsoleStore {
         ask('reading spend', async () => {
           await store.requestLog.flush();
           return pgSpendDetail(pool, filter);
+        }),
+      series: (interval, by, filter) =>
+        ask('reading spend', async () => {
+          await store.requestLog.flush();
+          return pgSpendSeries(pool, interval, by, filter);
+        }),
+      lastUse: (workspace) =>
+        ask('reading the request log', async () => {
+          await store.requestLog.flush();
+          return pgLastUse(pool, workspace);
         }),
     },
     wallets: {

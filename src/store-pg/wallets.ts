@@ -98,13 +98,13 @@ export class PgWallets {
     );
   }
 
-  async usage(workspace: string, since = 0): Promise<UsageLine[]> {
+  async usage(workspace: string, since = 0, until = Number.MAX_SAFE_INTEGER): Promise<UsageLine[]> {
     const r = await this.pool.query<{ model: string; provider: string; requests: bigint; cost: bigint }>(
       `SELECT COALESCE(details::jsonb->>'model', '') AS model, COALESCE(details::jsonb->>'provider', '') AS provider,
               COUNT(*) AS requests, SUM(amount_nano)::bigint AS cost
-       FROM ledger WHERE workspace = $1 AND kind = 'settle' AND created_at >= $2
+       FROM ledger WHERE workspace = $1 AND kind = 'settle' AND created_at >= $2 AND created_at < $3
        GROUP BY 1, 2 ORDER BY cost DESC, model, provider`,
-      [workspace, since],
+      [workspace, since, until],
     );
     return r.rows.map((x) => ({
       model: x.model,

@@ -19,7 +19,8 @@ export interface AdminKeys {
 export interface AdminWallets {
   credit(workspace: string, amountNano: bigint, note: string): Promise<{ traceId: string; balance: bigint }>;
   show(workspace: string, now: number): Promise<WalletView>;
-  usage(workspace: string, since?: number): Promise<UsageLine[]>;
+  /** Settlements of [since, until) (epoch ms of the ledger rows) by model and provider. */
+  usage(workspace: string, since?: number, until?: number): Promise<UsageLine[]>;
   workspaces(): Promise<string[]>;
   verify(): Promise<{ ok: boolean; problems: string[] }>;
 }
@@ -56,7 +57,7 @@ export function sqliteAdmin(store: Store): AdminStore {
     wallets: {
       credit: (ws, amount, note) => run(() => store.wallets.credit(ws, amount, note)),
       show: (ws, now) => run(() => store.wallets.show(ws, now)),
-      usage: (ws, since) => run(() => store.wallets.usage(ws, since)),
+      usage: (ws, since, until) => run(() => store.wallets.usage(ws, since, until)),
       workspaces: () => run(() => store.wallets.workspaces()),
       verify: () => run(() => store.wallets.verify()),
     },

@@ -5,6 +5,7 @@
 // read the same on a single process and on a fleet node.
 import type { CreateKeyInput } from './api-keys.ts';
 import type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
+import type { SeriesGroup, SeriesInterval, SeriesPoint } from './spend-series.ts';
 import type { Store } from './store.ts';
 import type { ApiKeyRecord, CreatedApiKey, LedgerEntry, RequestLogEntry, WalletView } from './types.ts';
 import { syncCall } from './sync-call.ts';
@@ -17,6 +18,10 @@ export interface ConsoleRequestLog {
   spend(group: SpendGroup, filter: RequestLogFilter): Promise<SpendLine[]>;
   /** The same by day × workspace × model × provider (the CSV export), oldest day first. */
   spendDetail(filter: RequestLogFilter): Promise<SpendDetail[]>;
+  /** Requests, errors, latency p50/p95 and cost per hour or day and per group; buckets with rows only. */
+  series(interval: SeriesInterval, by: SeriesGroup, filter: RequestLogFilter): Promise<SeriesPoint[]>;
+  /** Key id → the time of its latest logged request (any outcome, any time), of one workspace if given. */
+  lastUse(workspace?: string): Promise<Map<string, number>>;
 }
 
 export interface ConsoleWallets {
@@ -58,6 +63,8 @@ export function sqliteConsole(store: Store): ConsoleStore {
       search: (filter, limit) => run(() => store.requestLog.search(filter, limit)),
       spend: (group, filter) => run(() => store.requestLog.spend(group, filter)),
       spendDetail: (filter) => run(() => store.requestLog.spendDetail(filter)),
+      series: (interval, by, filter) => run(() => store.requestLog.series(interval, by, filter)),
+      lastUse: (workspace) => run(() => store.requestLog.lastUse(workspace)),
     },
     wallets: {
       show: (ws, now) => run(() => store.wallets.show(ws, now)),

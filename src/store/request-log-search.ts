@@ -1,6 +1,13 @@
 // Reading the request log for operators (the console and its admin JSON endpoints): filtered pages,
 // newest first, with an id cursor for paging back and a `sinceId` for a live tail; and spend totals
-// grouped by workspace, model, provider or UTC day. Read-only SQL over the request_log table.
+// grouped by workspace, model, provider, API key or UTC day. Read-only SQL over the request_log table.
+//
+// What the totals count (the same on both stores; docs/console.md): `requests` are the billed
+// requests — those with a settlement, a $0 one included —, exactly what `pi-gateway usage` counts
+// from the ledger's settlements; `rejected` are the requests the gateway refused before any upstream
+// attempt (a bad key, a rate limit, an empty wallet, an unknown model: never billed); `unbilled` are
+// the rest of the logged requests (every attempt failed, the client left before an answer, token
+// counting). requests + rejected + unbilled = every logged request.
 import type { Statements } from './db.ts';
 
 /** Filters of a request-log page; every one optional. Times are epoch ms, [fromMs, toMs). */
@@ -29,12 +36,17 @@ export interface RequestLogFilter {
   afterId?: number;
 }
 
-export type SpendGroup = 'workspace' | 'model' | 'provider' | 'day';
+export type SpendGroup = 'workspace' | 'model' | 'provider' | 'key' | 'day';
 
 export interface SpendLine {
-  /** The group's value: workspace id, model slug, platform id or `YYYY-MM-DD` (UTC); '' when none. */
+  /** The group's value: workspace id, model slug, platform id, key id or `YYYY-MM-DD` (UTC); '' when none. */
   key: string;
+  /** Billed requests (a settlement, $0 included): what `pi-gateway usage` counts. */
   requests: number;
+  /** Refused by the gateway before any upstream attempt. */
+  rejected: number;
+  /** Neither billed nor rejected: every attempt failed, the client left first, token counting. */
+  unbilled: number;
   costNano: bigint;
   promptTokens: number;
   completionTokens: number;
@@ -102,36 +114,65 @@ export function whereOf(f: RequestLogFilter): { sql: string; params: (string | n
   return { sql: where.length ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 
-const GROUP_EXPR: Record<SpendGroup, string> = {
+export const GROUP_EXPR: Record<Exclude<SpendGroup, 'day'>, string> = {
   workspace: "COALESCE(workspace, '')",
   model: "COALESCE(model_served, model_requested, '')",
   provider: "COALESCE(provider, '')",
+  key: "COALESCE(key_id, '')",
+};
+const SQLITE_GROUP_EXPR: Record<SpendGroup, string> = {
+  ...GROUP_EXPR,
   day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
 };
 
-const TOTALS =
-  'COUNT(*) AS requests, COALESCE(SUM(cost_nano), 0) AS cost, COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(completion_tokens), 0) AS completion';
+/** A billed request: it has a settlement (its cost, $0 included), as the ledger's `settle` row. */
+export const BILLED = 'cost_nano IS NOT NULL';
+/** Refused before any upstream attempt; never NULL (a row from before `ended` existed is not). */
+export const REJECTED = "(cost_nano IS NULL AND COALESCE(ended, '') = 'rejected')";
 
-interface TotalsRow {
-  requests: bigint;
-  cost: bigint;
-  prompt: bigint;
-  completion: bigint;
+/** The totals' SELECT list; `sum` wraps a summed expression (PostgreSQL casts its numeric back). */
+export function totalsSql(sum: (expr: string) => string): string {
+  return [
+    `${sum(`CASE WHEN ${BILLED} THEN 1 ELSE 0 END`)} AS requests`,
+    `${sum(`CASE WHEN ${REJECTED} THEN 1 ELSE 0 END`)} AS rejected`,
+    'COUNT(*) AS logged',
+    `${sum('cost_nano')} AS cost`,
+    `${sum('prompt_tokens')} AS prompt`,
+    `${sum('completion_tokens')} AS completion`,
+  ].join(', ');
 }
 
-const totals = (r: TotalsRow) => ({
-  requests: Number(r.requests),
-  costNano: BigInt(r.cost),
-  promptTokens: Number(r.prompt),
-  completionTokens: Number(r.completion),
-});
+const TOTALS = totalsSql((e) => `COALESCE(SUM(${e}), 0)`);
+
+export interface TotalsRow {
+  requests: bigint | string | number;
+  rejected: bigint | string | number;
+  logged: bigint | string | number;
+  cost: bigint | string | number;
+  prompt: bigint | string | number;
+  completion: bigint | string | number;
+}
+
+/** A totals row as numbers (counts, tokens) and exact nano-USD; PostgreSQL's int8 arrives as text. */
+export const totals = (r: TotalsRow): Omit<SpendLine, 'key'> => {
+  const requests = Number(r.requests);
+  const rejected = Number(r.rejected);
+  return {
+    requests,
+    rejected,
+    unbilled: Number(r.logged) - requests - rejected,
+    costNano: BigInt(r.cost),
+    promptTokens: Number(r.prompt),
+    completionTokens: Number(r.completion),
+  };
+};
 
 /** Spend of the rows the filter selects, grouped; largest cost first (days: oldest first). */
 export function spendBy(sql: Statements, group: SpendGroup, f: RequestLogFilter): SpendLine[] {
   const w = whereOf(f);
   const order = group === 'day' ? 'key ASC' : 'cost DESC, key ASC';
   const rows = sql
-    .get(`SELECT ${GROUP_EXPR[group]} AS key, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1 ORDER BY ${order}`)
+    .get(`SELECT ${SQLITE_GROUP_EXPR[group]} AS key, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1 ORDER BY ${order}`)
     .all(...w.params) as (TotalsRow & { key: string })[];
   return rows.map((r) => ({ key: String(r.key), ...totals(r) }));
 }
@@ -139,7 +180,9 @@ export function spendBy(sql: Statements, group: SpendGroup, f: RequestLogFilter)
 /** Spend by day, workspace, model and provider (the CSV export's grain), oldest day first. */
 export function spendDetail(sql: Statements, f: RequestLogFilter): SpendDetail[] {
   const w = whereOf(f);
-  const keys = (['day', 'workspace', 'model', 'provider'] as const).map((g) => `${GROUP_EXPR[g]} AS ${g}`).join(', ');
+  const keys = (['day', 'workspace', 'model', 'provider'] as const)
+    .map((g) => `${SQLITE_GROUP_EXPR[g]} AS ${g}`)
+    .join(', ');
   const rows = sql
     .get(`SELECT ${keys}, ${TOTALS} FROM request_log ${w.sql} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`)
     .all(...w.params) as (TotalsRow & {

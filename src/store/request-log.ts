@@ -17,6 +17,7 @@ import {
   spendDetail,
   whereOf,
 } from './request-log-search.ts';
+import { lastUse, type SeriesGroup, type SeriesInterval, type SeriesPoint, spendSeries } from './spend-series.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from './types.ts';
 
 const DEFAULT_FLUSH_MS = 200;
@@ -206,6 +207,18 @@ export class RequestLog {
   spendDetail(filter: RequestLogFilter): SpendDetail[] {
     if (!this.readonly) this.flush();
     return spendDetail(this.sql, filter);
+  }
+
+  /** Series per hour or day and per group (src/store/spend-series.ts): buckets with rows only. */
+  series(interval: SeriesInterval, by: SeriesGroup, filter: RequestLogFilter): SeriesPoint[] {
+    if (!this.readonly) this.flush();
+    return spendSeries(this.sql, interval, by, filter);
+  }
+
+  /** Key id → the time of its latest logged request (any outcome, any time). */
+  lastUse(workspace?: string): Map<string, number> {
+    if (!this.readonly) this.flush();
+    return lastUse(this.sql, workspace);
   }
 
   private write(batch: RequestLogRow[]): void {

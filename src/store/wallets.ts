@@ -272,16 +272,16 @@ export class Wallets {
   }
 
   /** Settled spend grouped by model and provider (from settle details), largest first. */
-  usage(workspace: string, since = 0): UsageLine[] {
+  usage(workspace: string, since = 0, until = Number.MAX_SAFE_INTEGER): UsageLine[] {
     const rows = this.sql
       .get(
         `SELECT COALESCE(json_extract(details, '$.model'), '') AS model,
                 COALESCE(json_extract(details, '$.provider'), '') AS provider,
                 COUNT(*) AS requests, SUM(amount_nano) AS cost
-         FROM ledger WHERE workspace = ? AND kind = 'settle' AND created_at >= ?
+         FROM ledger WHERE workspace = ? AND kind = 'settle' AND created_at >= ? AND created_at < ?
          GROUP BY 1, 2 ORDER BY cost DESC, model, provider`,
       )
-      .all(workspace, since) as { model: unknown; provider: unknown; requests: bigint; cost: bigint }[];
+      .all(workspace, since, until) as { model: unknown; provider: unknown; requests: bigint; cost: bigint }[];
     return rows.map((r) => ({
       model: String(r.model),
       provider: String(r.provider),

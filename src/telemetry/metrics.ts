@@ -1,7 +1,7 @@
 // The gateway's Prometheus metrics: a request observer that counts what every inference request did
 // (requests, how they ended, attempts, failovers, tokens, cost, refusals, in-flight requests and
 // streams, time added by the gateway, upstream time to first byte), gauges read at scrape time
-// (breaker state per deployment, config hash, readiness), config reloads by result, exceptions the
+// (breaker state per deployment, config hash, readiness, wallets: ./wallet-gauges.ts), config reloads by result, exceptions the
 // last-resort handler caught, the build, and prom-client's process metrics (RSS, event-loop delay,
 // GC, heap). Labels stay low-cardinality: endpoint ids, model and deployment ids from the config,
 // platform ids, workspace ids, HTTP statuses and the fixed outcome vocabularies — never the model
@@ -29,6 +29,7 @@ import type {
 import { REQUEST_ENDS } from '../observe/request-end.ts';
 import { HistogramTable, TableHistogram } from './histogram-table.ts';
 import { SeriesTable } from './series-table.ts';
+import { registerWalletGauges, type WalletSample } from './wallet-gauges.ts';
 
 /** One deployment's breaker as the scrape reads it. */
 export interface BreakerSample {
@@ -46,6 +47,9 @@ export interface MetricsBinding {
   /** The config serving now and its inference endpoint ids: the label values its series start at
    *  zero with (absent: only the series of events seen). */
   labels?(): { config: CompiledConfig; endpoints: readonly string[] };
+  /** Each workspace's wallet, read from the store (absent: no wallet gauges, e.g. a serving thread
+   *  whose coordinator reports them). */
+  wallets?(): Promise<WalletSample[]>;
 }
 
 /** A fleet node's Redis (`serve --redis`): whether it answers, and the decisions taken on this node
@@ -371,6 +375,7 @@ export class GatewayMetrics implements RequestObserver {
   private registerScrapeGauges(): void {
     const registers = [this.registry];
     const metrics = this;
+    registerWalletGauges(this.registry, () => metrics.binding?.wallets?.() ?? Promise.resolve([]));
     new Gauge({
       name: 'pi_gateway_breaker_state',
       help: 'Circuit breaker per deployment: 0 closed, 1 half-open (cool-down over, probe allowed), 2 open.',

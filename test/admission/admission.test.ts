@@ -27,7 +27,13 @@ const record = (over: Partial<ApiKeyRecord> = {}): ApiKeyRecord => ({
   revokedAt: null,
   ...over,
 });
-const acme: CompiledWorkspace = { id: 'acme', name: 'Acme', rateLimitRpm: 60, routing: routing() };
+const acme: CompiledWorkspace = {
+  id: 'acme',
+  name: 'Acme',
+  rateLimitRpm: 60,
+  lowBalanceNano: null,
+  routing: routing(),
+};
 
 function setup(opts: { key?: ApiKeyRecord; verdict?: KeyVerification; rate?: RateDecision; hold?: HoldResult } = {}) {
   const calls: string[] = [];

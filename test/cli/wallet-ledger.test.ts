@@ -102,6 +102,18 @@ t.test('wallet credit and show, ledger verify, usage, logs', async (t) => {
   });
   const later = await cliInProcess(['usage', '--workspace', WS, '--since', '2999-01-01', '--json'], env);
   t.match(JSON.parse(later.stdout), { since: '2999-01-01T00:00:00.000Z', lines: [], total_usd: '0' });
+  const before = await cliInProcess(['usage', '--workspace', WS, '--until', '2000-01-01', '--json'], env);
+  t.match(JSON.parse(before.stdout), { until: '2000-01-01T00:00:00.000Z', lines: [], requests: 0 }, '--until');
+  const within = await cliInProcess(
+    ['usage', '--workspace', WS, '--since', '2000-01-01', '--until', '2999-01-01', '--json'],
+    env,
+  );
+  t.match(JSON.parse(within.stdout), { requests: 1, total_usd: '1.25' }, 'a range around the settlement');
+  t.equal(
+    (await cliInProcess(['usage', '--workspace', WS, '--since', '2026-01-02', '--until', '2026-01-01'], env)).code,
+    2,
+    '--until before --since is a usage error',
+  );
   t.match(
     (await cliInProcess(['usage', '--workspace', WS], env)).stdout,
     /^MODEL\s+PROVIDER\s+REQUESTS\s+COST USD\nv\/m\s+p1\s+1\s+1\.25\ntotal/,

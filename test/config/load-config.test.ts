@@ -296,6 +296,7 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
         id: 'default',
         name: 'Default',
         rateLimitRpm: 600,
+        lowBalanceNano: null,
         routing: {
           allow: null,
           ignore: [],
@@ -317,6 +318,7 @@ const derived: [string, { given: () => unknown; want: unknown }][] = [
         id: 'team',
         name: 'team',
         rateLimitRpm: 60,
+        lowBalanceNano: null,
         routing: {
           allow: ['alpha', 'charlie'],
           ignore: ['bravo'],

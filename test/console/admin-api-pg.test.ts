@@ -14,13 +14,17 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { openPgStore } from '../../src/store-pg/pg-store.ts';
 import { type AdminBody, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
 import { freePort } from '../helpers/free-port.ts';
+import { sampleValue, scrape } from '../helpers/metrics.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
+import { seriesRows, SERIES_QUERY, SERIES_TOTAL } from '../helpers/spend-rows.ts';
 import { DEFAULT_NOW, fixtureConfig } from '../helpers/stack.ts';
+import { cliInProcess } from '../cli/fixtures/run-cli.ts';
 
 let pg: PrivatePg;
 let sim: Simulator;
 let node: RunningNode;
 let adminUrl: string;
+let dbUrl: string;
 const clock = new ManualClock(DEFAULT_NOW);
 const keys: Record<string, string> = {};
 const traces: Record<string, string> = {};
@@ -29,6 +33,7 @@ const env = { token: process.env.PI_ADMIN_TOKEN, master: process.env.PI_MASTER_K
 t.before(async () => {
   [pg, sim] = await Promise.all([startPrivatePg(), startSimulator({})]);
   const url = await pg.createDatabase();
+  dbUrl = url;
   const masterKey = randomBytes(32).toString('base64');
   const m = await openPgStore(url, { checkSchema: false, masterKey });
   await m.migrate();
@@ -54,7 +59,8 @@ t.before(async () => {
     clock,
     observability: {
       admin: { host: '127.0.0.1', port: adminPort },
-      metrics: false,
+      // On for the wallet gauges, read from PostgreSQL at each scrape.
+      metrics: true,
       accessLog: false,
       trustedProxies: [],
       tracesUrl: null,
@@ -226,20 +232,45 @@ t.test('spend on PostgreSQL equals the request log and the ledger', async (t) =>
   t.equal(spend.body.to, '2026-01-16T00:00:00.000Z');
   t.same(
     spend.body.by_workspace.find((l: { key: string }) => l.key === 'open'),
-    { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+    {
+      key: 'open',
+      requests: 2,
+      rejected: 1,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+    },
   );
   t.same(
     spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha'),
-    { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
+    {
+      key: 'alpha',
+      requests: 2,
+      rejected: 0,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+    },
   );
   t.same(
-    spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]),
-    [['2026-01-15', 4]],
+    spend.body.by_day.map((l: { key: string; requests: number; rejected: number }) => [l.key, l.requests, l.rejected]),
+    [['2026-01-15', 3, 1]],
   );
   const rows = await node.store.requestLog.query({ limit: 10_000 });
   const logged = rows.reduce((a, r) => a + (r.cost_nano ?? 0n), 0n);
   t.equal(decimalToNano(spend.body.total.cost_usd), logged, 'the total is the request log’s sum, exactly');
-  t.equal(spend.body.total.requests, rows.length);
+  t.equal(
+    spend.body.total.requests,
+    rows.filter((r) => r.cost_nano !== null).length,
+    'requests: the billed ones (a settled cost)',
+  );
+  t.equal(
+    spend.body.total.requests + spend.body.total.rejected + spend.body.total.unbilled,
+    rows.length,
+    'with the rejected and unbilled ones: every logged request',
+  );
   t.equal(
     spend.body.total.prompt_tokens,
     rows.reduce((a, r) => a + (r.prompt_tokens ?? 0), 0),
@@ -254,15 +285,17 @@ t.test('spend on PostgreSQL equals the request log and the ledger', async (t) =>
   );
   t.same((await call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total, {
     requests: 0,
+    rejected: 0,
+    unbilled: 0,
     cost_usd: '0',
     prompt_tokens: 0,
     completion_tokens: 0,
   });
   const csv = await call('/admin/spend.csv?workspace=open');
   t.same(csv.text.split('\r\n'), [
-    'day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd',
-    '2026-01-15,open,acme/chat-small,alpha,2,2000,1000,0.004',
-    '2026-01-15,open,acme/no-such-model,,1,0,0,0',
+    'day,workspace,model,provider,requests,rejected,unbilled,prompt_tokens,completion_tokens,cost_usd',
+    '2026-01-15,open,acme/chat-small,alpha,2,0,0,2000,1000,0.004',
+    '2026-01-15,open,acme/no-such-model,,0,1,0,0,0,0',
     '',
   ]);
 });
@@ -274,6 +307,62 @@ t.test('the same traffic on the embedded store answers the same spend, CSV and w
     const [embedded, fleet] = [await s.call(path), await call(path)];
     t.equal(fleet.status, 200, path);
     t.equal(fleet.text, embedded.text, `${path}: byte for byte`);
+  }
+});
+
+t.test('spend per key, warnings and `pi-gateway usage` on PostgreSQL agree with the console', async (t) => {
+  const perKey = await call('/admin/spend/keys?from=2026-01-15&to=2026-01-16');
+  t.equal(perKey.status, 200);
+  t.match(
+    perKey.body.keys.find((x: AdminBody) => x.name === 'backend'),
+    {
+      workspace: 'open',
+      state: 'active',
+      requests: 2,
+      rejected: 1,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+      last_used_at: '2026-01-15T12:00:00.000Z',
+    },
+    'billed requests, the refused one apart, exact cost, last use',
+  );
+  const warnings = await call('/admin/warnings');
+  t.same(
+    warnings.body.low_balance.map((w: AdminBody) => [w.workspace, w.low_balance_usd]),
+    [['cheap', '25']],
+  );
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  t.equal((await call('/admin/warnings')).text, (await s.call('/admin/warnings')).text, 'warnings: byte for byte');
+
+  const cheap = (await call('/admin/wallets')).body.wallets.find((w: AdminBody) => w.workspace === 'cheap');
+  const m = await scrape(adminUrl);
+  t.equal(
+    sampleValue(m, 'pi_gateway_wallet_available_usd', { workspace: 'cheap' }),
+    Number(cheap.available_usd),
+    'the wallet gauge reads PostgreSQL',
+  );
+  t.equal(sampleValue(m, 'pi_gateway_wallet_below_threshold', { workspace: 'cheap' }), 1, 'cheap: below $25');
+  t.equal(sampleValue(m, 'pi_gateway_wallet_below_threshold', { workspace: 'open' }), 0, 'open: above $50');
+
+  for (const ws of ['open', 'cheap']) {
+    const cli = await cliInProcess(
+      ['usage', '--db', dbUrl, '--workspace', ws, '--since', '2026-01-15', '--until', '2026-01-16', '--json'],
+      { PI_CONFIG: 'test/fixtures/config/gateway' },
+    );
+    t.equal(cli.code, 0, cli.stderr);
+    const usage = JSON.parse(cli.stdout);
+    const spend = (await call(`/admin/spend?workspace=${ws}&from=2026-01-15&to=2026-01-16`)).body;
+    t.equal(spend.total.requests, usage.requests, `${ws}: the same requests as the CLI (${usage.requests})`);
+    t.equal(spend.total.cost_usd, usage.total_usd, `${ws}: the same cost, to the nano-dollar`);
+    for (const l of usage.lines)
+      t.same(
+        [spend.by_model.find((x: AdminBody) => x.key === l.model)?.requests, l.requests],
+        [l.requests, l.requests],
+        `${ws} ${l.model}`,
+      );
   }
 });
 
@@ -290,6 +379,8 @@ t.test('wallets on PostgreSQL: balances, ledger rows, a credit with the operator
       available_usd: '99.996',
       spend_today_usd: '0.004',
       open_holds: 0,
+      low_balance_usd: '50',
+      low_balance: false,
     },
   );
   t.ok(
@@ -355,6 +446,27 @@ t.test('keys on PostgreSQL: create, list, expire, revive, revoke; the node follo
     'a revoked key stays revoked',
   );
   t.equal((await call('/admin/keys/key_nope/revoke', { body: {} })).status, 404);
+});
+
+t.test('series on PostgreSQL: exact nearest-rank percentiles, the same as the embedded store', async (t) => {
+  // Rows written straight into the log (no ledger behind them): after the ledger-verify assertions.
+  for (const row of seriesRows()) node.store.requestLog.append(row);
+  const s = await startConsoleStack(t);
+  for (const row of seriesRows()) s.store.requestLog.append(row);
+  const hourly = await call(SERIES_QUERY);
+  t.equal(hourly.status, 200, hourly.text);
+  t.same(hourly.body.series, [SERIES_TOTAL], 'exact counts, percentiles and nano-USD sums');
+  for (const path of [
+    SERIES_QUERY,
+    `${SERIES_QUERY}&by=model`,
+    `${SERIES_QUERY}&by=provider`,
+    `${SERIES_QUERY}&by=workspace`,
+    '/admin/spend/series?workspace=slow&interval=day&from=2026-01-14&to=2026-01-15',
+  ]) {
+    const [embedded, fleet] = [await s.call(path), await call(path)];
+    t.equal(fleet.status, 200, path);
+    t.equal(fleet.text, embedded.text, `${path}: byte for byte`);
+  }
 });
 
 t.test('health, meta and the token on a fleet node', async (t) => {

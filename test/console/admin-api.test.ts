@@ -6,14 +6,23 @@
 // every endpoint, and no answer ever carries a prompt, an API key, an upstream credential or the
 // operator token.
 import t from 'tap';
-import { chat, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
-import { startStack } from '../helpers/stack.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { decimalToNano, nanoToDecimal } from '../../src/money.ts';
+import { openStore } from '../../src/store/store.ts';
+import { cliInProcess } from '../cli/fixtures/run-cli.ts';
+import { type AdminBody, chat, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
+import { seriesRows, SERIES_QUERY, SERIES_TOTAL } from '../helpers/spend-rows.ts';
+import { DEFAULT_NOW, startStack } from '../helpers/stack.ts';
+import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
 
 const ENDPOINTS: [string, string, unknown?][] = [
   ['GET', '/admin/requests'],
   ['GET', '/admin/requests/some-trace'],
   ['GET', '/admin/spend'],
   ['GET', '/admin/spend.csv'],
+  ['GET', '/admin/spend/series'],
+  ['GET', '/admin/spend/keys'],
+  ['GET', '/admin/warnings'],
   ['GET', '/admin/wallets'],
   ['GET', '/admin/wallets/open'],
   ['POST', '/admin/wallets/open/credit', { usd: '1', note: 'x' }],
@@ -142,8 +151,16 @@ t.test('spend by workspace, model, provider and day, and the CSV', async (t) => 
   const openLine = spend.body.by_workspace.find((l: { key: string }) => l.key === 'open');
   t.same(
     openLine,
-    { key: 'open', requests: 3, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 },
-    'open: two $0.002 requests and a refused one',
+    {
+      key: 'open',
+      requests: 2,
+      rejected: 1,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+    },
+    'open: two billed $0.002 requests, and a refused one apart',
   );
   const cheapLine = spend.body.by_workspace.find((l: { key: string }) => l.key === 'cheap');
   t.equal(cheapLine.cost_usd, cheapRow.cost_usd, 'cheap: its request cost');
@@ -153,12 +170,22 @@ t.test('spend by workspace, model, provider and day, and the CSV', async (t) => 
     "cheap: what the ledger's settlement charged",
   );
   t.same(
-    spend.body.by_day.map((l: { key: string; requests: number }) => [l.key, l.requests]),
-    [['2026-01-15', 4]],
+    spend.body.by_day.map((l: { key: string; requests: number; rejected: number }) => [l.key, l.requests, l.rejected]),
+    [['2026-01-15', 3, 1]],
   );
   const alpha = spend.body.by_provider.find((l: { key: string }) => l.key === 'alpha');
-  t.same(alpha, { key: 'alpha', requests: 2, cost_usd: '0.004', prompt_tokens: 2000, completion_tokens: 1000 });
-  t.equal(spend.body.total.requests, 4);
+  t.same(alpha, {
+    key: 'alpha',
+    requests: 2,
+    rejected: 0,
+    unbilled: 0,
+    cost_usd: '0.004',
+    prompt_tokens: 2000,
+    completion_tokens: 1000,
+  });
+  t.equal(spend.body.total.requests, 3, 'billed requests');
+  t.equal(spend.body.total.rejected, 1, 'the refused one, apart');
+  t.equal(spend.body.total.unbilled, 0);
   t.equal(spend.body.total.prompt_tokens, 3000);
 
   const onlyOpen = await s.call('/admin/spend?workspace=open&from=2026-01-15&to=2026-01-16');
@@ -169,7 +196,7 @@ t.test('spend by workspace, model, provider and day, and the CSV', async (t) => 
   );
   t.same(
     (await s.call('/admin/spend?from=2026-01-16&to=2026-01-17')).body.total,
-    { requests: 0, cost_usd: '0', prompt_tokens: 0, completion_tokens: 0 },
+    { requests: 0, rejected: 0, unbilled: 0, cost_usd: '0', prompt_tokens: 0, completion_tokens: 0 },
     'another day: nothing',
   );
   t.equal((await s.call('/admin/spend?from=2026-01-16&to=2026-01-15')).status, 400, 'from after to');
@@ -179,9 +206,9 @@ t.test('spend by workspace, model, provider and day, and the CSV', async (t) => 
   t.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
   t.match(csv.headers.get('content-disposition') ?? '', /attachment; filename="spend\.csv"/);
   t.same(csv.text.split('\r\n'), [
-    'day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd',
-    '2026-01-15,open,acme/chat-small,alpha,2,2000,1000,0.004',
-    '2026-01-15,open,acme/no-such-model,,1,0,0,0',
+    'day,workspace,model,provider,requests,rejected,unbilled,prompt_tokens,completion_tokens,cost_usd',
+    '2026-01-15,open,acme/chat-small,alpha,2,0,0,2000,1000,0.004',
+    '2026-01-15,open,acme/no-such-model,,0,1,0,0,0,0',
     '',
   ]);
 });
@@ -200,6 +227,8 @@ t.test('wallets, the ledger and a credit with the operator note', async (t) => {
     available_usd: '99.996',
     spend_today_usd: '0.004',
     open_holds: 0,
+    low_balance_usd: '50',
+    low_balance: false,
   });
   t.ok(
     list.body.wallets.some((w: { workspace: string }) => w.workspace === 'strict'),
@@ -469,3 +498,173 @@ t.test(
     t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 401, 'signed out');
   },
 );
+
+t.test('series per hour and day: billed, rejected, unbilled, errors, exact nearest-rank p50/p95, cost', async (t) => {
+  const s = await startConsoleStack(t);
+  for (const row of seriesRows()) s.store.requestLog.append(row);
+  const hourly = await s.call(SERIES_QUERY);
+  t.equal(hourly.status, 200, hourly.text);
+  t.match(hourly.body, { interval: 'hour', by: 'total', percentiles: 'nearest-rank' });
+  t.same(hourly.body.buckets, ['2026-01-14T09:00:00.000Z', '2026-01-14T10:00:00.000Z']);
+  t.same(hourly.body.series, [SERIES_TOTAL], 'exact counts, percentiles and nano-USD sums');
+
+  const byModel = await s.call(`${SERIES_QUERY}&by=model`);
+  t.same(
+    byModel.body.series.map((x: AdminBody) => [x.key, x.requests, x.rejected, x.p50_ms, x.p95_ms, x.total_cost_usd]),
+    [
+      ['acme/chat-small', [10, 0], [1, 0], [600, null], [5000, null], '1.23456789'],
+      ['acme/chat-big', [0, 3], [0, 0], [null, 60], [null, 70], '0.000000003'],
+    ],
+    'one series per model, largest cost first, every bucket present',
+  );
+  const byProvider = await s.call(`${SERIES_QUERY}&by=provider`);
+  t.same(
+    byProvider.body.series.map((x: AdminBody) => x.key),
+    ['alpha', 'beta', ''],
+    'the refused and failed requests have no provider (and no cost: last)',
+  );
+
+  const daily = await s.call('/admin/spend/series?workspace=slow&interval=day&from=2026-01-14&to=2026-01-15');
+  t.same(daily.body.buckets, ['2026-01-14T00:00:00.000Z']);
+  t.match(daily.body.series[0], {
+    requests: [13],
+    rejected: [1],
+    unbilled: [1],
+    errors: [1],
+    // 14 requests not rejected: 50, 60, 70, 100 … 1000, 5000 — the 7th and the 14th.
+    p50_ms: [400],
+    p95_ms: [5000],
+    cost_usd: ['1.234567893'],
+  });
+
+  const dflt = await s.call('/admin/spend/series');
+  t.equal(dflt.body.interval, 'day', 'thirty days by default: daily');
+  t.equal(dflt.body.buckets.length, 30);
+  t.equal(dflt.body.series[0].requests[29], 0, 'an empty day is there, at zero');
+  t.same(dflt.body.series[0].p50_ms[29], null);
+  const short = await s.call('/admin/spend/series?from=2026-01-15&to=2026-01-16');
+  t.equal(short.body.interval, 'hour', 'a day or two: hourly');
+  t.equal(short.body.buckets.length, 24);
+
+  t.equal((await s.call('/admin/spend/series?interval=minute')).status, 400, 'an unknown interval');
+  t.equal((await s.call('/admin/spend/series?by=key')).status, 400, 'an unknown grouping');
+  const long = await s.call('/admin/spend/series?interval=hour&from=2025-11-01&to=2026-01-16');
+  t.equal(long.status, 400, 'too many buckets');
+  t.match(long.body.error.message, /at most 1000/);
+});
+
+t.test('spend and last use per key; warnings: wallets below their threshold, keys near expiry', async (t) => {
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  const now = s.clock.now();
+  const soon = s.store.apiKeys.create({ workspace: 'open', name: 'expires-soon', expiresAt: now + 3 * 86_400_000 });
+  s.store.apiKeys.create({ workspace: 'open', name: 'expires-later', expiresAt: now + 10 * 86_400_000 });
+  s.store.apiKeys.create({ workspace: 'open', name: 'already-expired', expiresAt: now - 1 });
+
+  const perKey = await s.call('/admin/spend/keys?from=2026-01-15&to=2026-01-16');
+  t.equal(perKey.status, 200);
+  const backend = perKey.body.keys.find((x: AdminBody) => x.name === 'backend');
+  t.same(
+    { ...backend, id: undefined, prefix: undefined },
+    {
+      id: undefined,
+      prefix: undefined,
+      name: 'backend',
+      workspace: 'open',
+      state: 'active',
+      expires_at: null,
+      requests: 2,
+      rejected: 1,
+      unbilled: 0,
+      cost_usd: '0.004',
+      prompt_tokens: 2000,
+      completion_tokens: 1000,
+      last_used_at: '2026-01-15T12:00:00.000Z',
+    },
+    'billed requests, the refused one apart, exact cost, last use',
+  );
+  t.notOk(perKey.text.includes(k.openKey), 'no key in the answer');
+  t.same(perKey.body.keys.map((x: AdminBody) => x.name).slice(0, 2), ['backend', 'batch'], 'largest cost first');
+  const unused = perKey.body.keys.find((x: AdminBody) => x.name === 'expires-soon');
+  t.match(unused, { requests: 0, rejected: 0, cost_usd: '0', last_used_at: null }, 'a key never used');
+
+  // A day later the cheap key is used again: its last use moves, the first day's spend does not.
+  s.clock.advance(86_400_000);
+  await chat(s, k.cheapKey, { model: 'acme/chat-small' });
+  const later = await s.call('/admin/spend/keys?from=2026-01-15&to=2026-01-16&workspace=cheap');
+  t.same(
+    later.body.keys.map((x: AdminBody) => [x.name, x.requests, x.last_used_at]),
+    [['batch', 1, '2026-01-16T12:00:00.000Z']],
+    'last use is the latest request at any time; the range narrows only the spend',
+  );
+  s.clock.set(now);
+
+  const cheap = s.store.wallets.show('cheap', now);
+  const warnings = await s.call('/admin/warnings');
+  t.equal(warnings.status, 200);
+  t.same(warnings.body.low_balance, [
+    {
+      workspace: 'cheap',
+      name: 'Cheapest first',
+      available_usd: nanoToDecimal(cheap.available),
+      low_balance_usd: '25',
+    },
+  ]);
+  t.same(
+    warnings.body.keys_expiring.map((x: AdminBody) => [x.id, x.name, x.expires_at, x.expires_in_hours]),
+    [[soon.id, 'expires-soon', '2026-01-18T12:00:00.000Z', 72]],
+    'an active key expiring within 7 days; not the later one, not the expired one',
+  );
+  t.equal((await s.call('/admin/warnings?days=30')).body.keys_expiring.length, 2, 'a wider window');
+  t.equal((await s.call('/admin/warnings?days=0')).status, 400);
+  const wallets = (await s.call('/admin/wallets')).body.wallets;
+  t.match(
+    wallets.find((w: AdminBody) => w.workspace === 'cheap'),
+    { low_balance_usd: '25', low_balance: true },
+  );
+  t.match(
+    wallets.find((w: AdminBody) => w.workspace === 'strict'),
+    { low_balance_usd: null, low_balance: false },
+    'no threshold, no warning',
+  );
+  // Exactly at the threshold is not below it.
+  s.store.wallets.credit('cheap', decimalToNano('25') - cheap.available, 'to the threshold');
+  t.same((await s.call('/admin/warnings')).body.low_balance, [], 'at the threshold: no warning');
+});
+
+t.test('the console and `pi-gateway usage` agree on a known traffic mix', async (t) => {
+  const file = tempDbFile(t);
+  const clock = new ManualClock(DEFAULT_NOW);
+  const store = openStore(file, { clock, masterKey: masterKey(7), requestLog: { flushIntervalMs: 10 } });
+  const s = await startConsoleStack(t, { store, clock });
+  const k = await knownTraffic(s);
+  // One the upstream fails (every attempt 503): logged, neither billed nor rejected.
+  s.sim.script('small-v1', { status: 503 }, 5);
+  const failed = await chat(s, k.openKey, { model: 'acme/chat-small', provider: { only: ['alpha'] } });
+  t.equal(failed.status >= 500, true, `the upstream failure answered ${failed.status}`);
+  // And one with an unknown key: refused before anything, no workspace.
+  t.equal((await chat(s, 'sk-pi-not-a-key', { model: 'acme/chat-small' })).status, 401);
+  store.requestLog.flush();
+
+  const env = { PI_DB: file, PI_CONFIG: 'test/fixtures/config/gateway' };
+  for (const ws of ['open', 'cheap']) {
+    const cli = await cliInProcess(
+      ['usage', '--workspace', ws, '--since', '2026-01-15', '--until', '2026-01-16', '--json'],
+      env,
+    );
+    t.equal(cli.code, 0, cli.stderr);
+    const usage = JSON.parse(cli.stdout);
+    const console = (await s.call(`/admin/spend?workspace=${ws}&from=2026-01-15&to=2026-01-16`)).body;
+    t.equal(console.total.requests, usage.requests, `${ws}: the same requests as the CLI (${usage.requests})`);
+    t.equal(console.total.cost_usd, usage.total_usd, `${ws}: the same cost, to the nano-dollar`);
+    for (const l of usage.lines) {
+      const byModel = console.by_model.find((x: AdminBody) => x.key === l.model);
+      const byProvider = console.by_provider.find((x: AdminBody) => x.key === l.provider);
+      t.same([byModel.requests, byModel.cost_usd], [l.requests, l.cost_usd], `${ws} ${l.model}`);
+      t.same([byProvider.requests, byProvider.cost_usd], [l.requests, l.cost_usd], `${ws} ${l.provider}`);
+    }
+    if (ws === 'open') t.match(console.total, { requests: 2, rejected: 1, unbilled: 1 }, 'open: the rest apart');
+  }
+  const all = (await s.call('/admin/spend?from=2026-01-15&to=2026-01-16')).body.total;
+  t.match(all, { requests: 3, rejected: 2, unbilled: 1 }, 'every logged request in one of the three');
+});

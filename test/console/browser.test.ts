@@ -102,19 +102,20 @@ t.test('every page of the console, in Chromium', async (t) => {
   await page.click('[data-testid=nav-spend]');
   await page.waitForSelector('[data-testid=by-workspace] tbody tr');
   t.equal(await page.textContent('[data-testid=total-cost]'), `$${spend.total.cost_usd}`, 'total cost');
-  t.equal(await page.textContent('[data-testid=total-requests]'), '5');
+  t.equal(await page.textContent('[data-testid=total-requests]'), '4', 'billed requests, as pi-gateway usage counts');
+  t.equal(await page.textContent('[data-testid=total-rejected]'), '1', 'the refused one apart');
   const openSpend = cells(
     await page.$$eval('[data-testid=by-workspace] tr[data-key=open] td', (tds) => [
       tds.map((td) => td.textContent ?? ''),
     ]),
   )[0];
-  t.same(openSpend, ['open', '3', '2,000', '1,000', '$0.004'], 'spend of workspace open');
+  t.same(openSpend, ['open', '2', '1', '0', '2,000', '1,000', '$0.004'], 'spend of workspace open');
   const alphaSpend = cells(
     await page.$$eval('[data-testid=by-provider] tr[data-key=alpha] td', (tds) => [
       tds.map((td) => td.textContent ?? ''),
     ]),
   )[0];
-  t.same(alphaSpend, ['alpha', '2', '2,000', '1,000', '$0.004'], 'spend through alpha');
+  t.same(alphaSpend, ['alpha', '2', '0', '0', '2,000', '1,000', '$0.004'], 'spend through alpha');
   t.equal(
     await page.locator('[data-testid=by-workspace-chart] rect').count(),
     spend.by_workspace.length,
@@ -131,7 +132,7 @@ t.test('every page of the console, in Chromium', async (t) => {
   const csv = await page.evaluate(async (href) => (await fetch(href as string)).text(), csvHref);
   t.match(
     csv,
-    /^day,workspace,model,provider,requests,prompt_tokens,completion_tokens,cost_usd\r\n2026-01-15,cheap,/,
+    /^day,workspace,model,provider,requests,rejected,unbilled,prompt_tokens,completion_tokens,cost_usd\r\n2026-01-15,cheap,/,
     'the CSV downloads with the session',
   );
 

@@ -1,6 +1,6 @@
 // `pi-gateway usage`: a workspace's settled spend by model and provider.
 import { nanoToDecimal } from '../../money.ts';
-import { flag, parse, str } from '../args.ts';
+import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
 import {
@@ -17,11 +17,14 @@ import {
   STORE_OPTIONS,
 } from '../store-command.ts';
 
-const HELP = `Usage: pi-gateway usage --workspace W [--since ISO] [options]
+const HELP = `Usage: pi-gateway usage --workspace W [--since ISO] [--until ISO] [options]
 
 Settled spend of workspace W grouped by model and provider (from the ledger), largest first, with a
-total. --since takes an ISO date or date-time (a date alone is 00:00 UTC, a time without an offset
-is UTC); default: all time.
+total. REQUESTS counts billed requests: those with a settlement (a $0 one included); requests the
+gateway refused, and those no upstream answered, are not billed and not counted (the console's Spend
+page shows them apart, as rejected and unbilled). --since and --until take an ISO date or date-time
+(a date alone is 00:00 UTC, a time without an offset is UTC): settlements from --since, before
+--until; default: all time.
 
 Options:
 ${DB_HELP}
@@ -35,22 +38,32 @@ export const command: Command = {
     guarded('usage', async () => {
       const p = parse(
         argv,
-        { ...STORE_OPTIONS, ...CONFIG_OPTION, workspace: { type: 'string' }, since: { type: 'string' } },
+        {
+          ...STORE_OPTIONS,
+          ...CONFIG_OPTION,
+          workspace: { type: 'string' },
+          since: { type: 'string' },
+          until: { type: 'string' },
+        },
         false,
       );
       const workspace = required(p, 'workspace');
       const rawSince = str(p, 'since');
       const since = rawSince === undefined ? 0 : parseIsoTime(rawSince, 'since');
+      const rawUntil = str(p, 'until');
+      const until = rawUntil === undefined ? undefined : parseIsoTime(rawUntil, 'until');
+      if (until !== undefined && until <= since) throw new UsageError('--until must be after --since');
       await requireWorkspace(p, workspace, 'usage');
       const store = await openFromArgs(p, true);
       try {
-        const lines = await store.wallets.usage(workspace, since);
+        const lines = await store.wallets.usage(workspace, since, until);
         const total = lines.reduce((a, l) => a + l.costNano, 0n);
         const requests = lines.reduce((a, l) => a + l.requests, 0);
         if (flag(p, 'json')) {
           printJson({
             workspace,
             since: rawSince === undefined ? null : iso(since),
+            ...(until === undefined ? {} : { until: iso(until) }),
             lines: lines.map((l) => ({
               model: l.model,
               provider: l.provider,

@@ -1007,6 +1007,7 @@ export const tables: CompiledConfig = {
       id: "default",
       name: "Default",
       rateLimitRpm: 600,
+      lowBalanceNano: null,
       routing: {
         allow: null,
         ignore: [],
@@ -1022,6 +1023,7 @@ export const tables: CompiledConfig = {
       id: "team",
       name: "team",
       rateLimitRpm: 60,
+      lowBalanceNano: null,
       routing: {
         allow: ["alpha", "charlie"],
         ignore: ["bravo"],
