@@ -84,7 +84,12 @@ function walFrames(dbFile, pageSize, from, to) {
 function byTree(dbFile, pages) {
   const db = new Database(dbFile, { readonly: true });
   try {
-    const owner = new Map(db.prepare('SELECT pageno, name FROM dbstat').all().map((r) => [r.pageno, r.name]));
+    const owner = new Map(
+      db
+        .prepare('SELECT pageno, name FROM dbstat')
+        .all()
+        .map((r) => [r.pageno, r.name]),
+    );
     const out = new Map();
     for (const [pgno, n] of pages) {
       const name = owner.get(pgno) ?? '(freelist or new)';
