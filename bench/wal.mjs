@@ -9,7 +9,9 @@
 // The frames are then read back from the WAL: a frame with a database size in its header ends a commit
 // (commits per request), and each frame's page number is mapped to its table or index (dbstat), which
 // says where the bytes go. A round whose WAL was restarted anyway (the salt in the header changed)
-// is reported and left out. Each round starts a fresh gateway on a fresh database.
+// is reported and left out, and so is a round that did not keep up with the rate (its median latency
+// above KEPT_UP_P50_MS; up to three times the rounds asked for are run). Each round starts a fresh
+// gateway on a fresh database.
 //
 //   node bench/run.js wal [--quick] [--rounds N] [--rate R] [--seconds S] [--rev REV]
 import { closeSync, openSync, readSync } from 'node:fs';
@@ -36,6 +38,12 @@ const P = {
   tailMs: 500,
   conns: 64,
 };
+
+/**
+ * A round whose median latency is above this did not keep up with the rate (requests queued: the
+ * machine is shared): its commits carry many requests each and say nothing about the rate asked for.
+ */
+const KEPT_UP_P50_MS = 20;
 
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const BODY = { model: 'openai/gpt-6-luna', messages, max_tokens: 64 };
@@ -134,7 +142,6 @@ async function round(sim, i) {
     });
     await new Promise((res) => setTimeout(res, P.tailMs));
     const end = walIndex(shm);
-    if (process.env.PI_BENCH_DEBUG) log(`start ${JSON.stringify(start)} end ${JSON.stringify(end)}`);
     const { commits, pages } =
       end.salt === start.salt ? walFrames(gw.db, start.pageSize, start.mxFrame, end.mxFrame) : {};
     reader.exec('COMMIT');
@@ -169,9 +176,14 @@ log(`wal: ${P.rounds} round(s) at ${P.rate} req/s for ${P.durMs / 1000} s after 
 const sim = await startSimulator();
 const rounds = [];
 try {
-  for (let i = 0; i < P.rounds; i++) {
+  for (let i = 0; rounds.length < P.rounds && i < P.rounds * 3; i++) {
     const r = await round(sim, i);
     if (r.restarted) log(`round ${i}: the WAL was restarted during the window; left out`);
+    else if (!(r.p50 <= KEPT_UP_P50_MS))
+      log(
+        `round ${i}: did not keep up with ${P.rate} req/s (p50 ${fmt(r.p50, 0)} ms: the machine is busy); left out ` +
+          `(${fmt(r.walBytesPerRequest / 1024, 2)} KiB WAL/request, ${fmt(r.commitsPerRequest, 3)} commits/request)`,
+      );
     else {
       log(
         `round ${i}: ${fmtInt(r.requests)} requests, ${fmt(r.walBytesPerRequest / 1024, 2)} KiB WAL/request, ` +
