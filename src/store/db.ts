@@ -50,6 +50,11 @@ export class StoreError extends Error {
  */
 export const PAGE_SIZE = 1024;
 
+/** A size of WAL in pages of this database (auto-checkpoint thresholds are counted in pages). */
+export function walPages(db: SqliteDatabase, bytes: number): number {
+  return Math.ceil(bytes / (db.pragma('page_size', { simple: true }) as number));
+}
+
 /** Milliseconds a connection waits for another writer before SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5000;
 
@@ -87,7 +92,7 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
     db.pragma('synchronous = NORMAL');
     // Checkpoint the WAL every ~16 MB instead of every 4 MB: each checkpoint fsyncs twice, and at a few
     // thousand ledger rows a second the default made that a per-second cost on the request path.
-    db.pragma('wal_autocheckpoint = 4000');
+    db.pragma(`wal_autocheckpoint = ${walPages(db, 16 * 2 ** 20)}`);
     db.pragma('foreign_keys = ON');
     migrate(db, migrations, opts.clock ?? systemClock);
   } catch (err) {
