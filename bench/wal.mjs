@@ -14,14 +14,10 @@
 // gateway on a fresh database.
 //
 //   node bench/run.js wal [--quick] [--rounds N] [--rate R] [--seconds S] [--rev REV]
-import { closeSync, openSync, readSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { ROOT, ensureBuilt } from './lib/proc.mjs';
+import { ensureBuilt } from './lib/proc.mjs';
 import { chatRequest, measureLatency, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { fmt, fmtInt, log, machineInfo, median, parseFlags, saveResult, table } from './lib/stats.mjs';
-
-const Database = createRequire(join(ROOT, 'package.json'))('better-sqlite3');
+import { holdWal } from './lib/wal.mjs';
 
 const argv = process.argv.slice(2);
 const flags = parseFlags(argv);
@@ -48,75 +44,12 @@ const KEPT_UP_P50_MS = 5;
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 const BODY = { model: 'openai/gpt-6-luna', messages, max_tokens: 64 };
 
-/**
- * The wal-index header (the first of its two copies, which must agree): frames, salt, page size; and
- * how many frames the last checkpoint copied (nBackfill). `fd` stays open for the whole round: closing
- * a descriptor of the -shm file would drop every POSIX lock this process holds on it, the reader's too.
- */
-function walIndex(fd) {
-  const b = Buffer.alloc(100);
-  for (let tries = 0; tries < 100; tries++) {
-    readSync(fd, b, 0, 100, 0);
-    if (b.subarray(0, 48).equals(b.subarray(48, 96))) {
-      return {
-        mxFrame: b.readUInt32LE(16),
-        salt: b.subarray(32, 40).toString('hex'),
-        pageSize: b.readUInt16LE(14),
-        backfilled: b.readUInt32LE(96),
-      };
-    }
-  }
-  throw new Error('the wal-index header never read consistently');
-}
-
-/** Frames [from, to) of the WAL: commits among them and frames per page number. */
-function walFrames(dbFile, pageSize, from, to) {
-  const fd = openSync(`${dbFile}-wal`, 'r');
-  const head = Buffer.alloc(24);
-  const pages = new Map();
-  let commits = 0;
-  try {
-    for (let i = from; i < to; i++) {
-      readSync(fd, head, 0, 24, 32 + i * (pageSize + 24));
-      const pgno = head.readUInt32BE(0);
-      if (head.readUInt32BE(4) !== 0) commits++;
-      pages.set(pgno, (pages.get(pgno) ?? 0) + 1);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return { commits, pages };
-}
-
-/** Frames per b-tree (table or index name), largest first. */
-function byTree(dbFile, pages) {
-  const db = new Database(dbFile, { readonly: true });
-  try {
-    const owner = new Map(
-      db
-        .prepare('SELECT pageno, name FROM dbstat')
-        .all()
-        .map((r) => [r.pageno, r.name]),
-    );
-    const out = new Map();
-    for (const [pgno, n] of pages) {
-      const name = owner.get(pgno) ?? '(freelist or new)';
-      out.set(name, (out.get(name) ?? 0) + n);
-    }
-    return [...out.entries()].sort((a, b) => b[1] - a[1]);
-  } finally {
-    db.close();
-  }
-}
-
 async function round(sim, i) {
   const gw = await startGateway(`gw-wal-${i}`, { upstream: sim.url, args: ['--writer-thread', 'on'] });
   try {
     const t = target(gw.url);
     const c = { pid: gw.pid, target: t, req: chatRequest(t, { Authorization: `Bearer ${gw.key}` }, BODY) };
-    let reader = null;
-    let start = null;
-    let shm = null;
+    let held = null;
     const r = await measureLatency(c, {
       simPid: sim.pid,
       rate: P.rate,
@@ -124,41 +57,22 @@ async function round(sim, i) {
       warmupMs: P.warmMs,
       durationMs: P.durMs,
       onStart: () => {
-        reader = new Database(gw.db, { readonly: true });
-        shm = openSync(`${gw.db}-shm`, 'r');
-        // A read transaction that began on a WAL every frame of which was copied reads the database
-        // file alone and does not keep the WAL from a restart: begin again until frames were left.
-        for (let tries = 0; tries < 1000; tries++) {
-          const before = walIndex(shm);
-          reader.exec('BEGIN');
-          reader.prepare('SELECT COUNT(*) FROM wallets').get();
-          start = walIndex(shm);
-          if (before.backfilled < before.mxFrame && before.salt === start.salt && start.backfilled < before.mxFrame)
-            return;
-          reader.exec('COMMIT');
-        }
-        throw new Error('could not begin a read transaction that holds the WAL');
+        held = holdWal(gw.db);
       },
     });
     await new Promise((res) => setTimeout(res, P.tailMs));
-    const end = walIndex(shm);
-    const { commits, pages } =
-      end.salt === start.salt ? walFrames(gw.db, start.pageSize, start.mxFrame, end.mxFrame) : {};
-    reader.exec('COMMIT');
-    reader.close();
-    closeSync(shm);
-    if (end.salt !== start.salt) return { round: i, restarted: true };
-    const frames = end.mxFrame - start.mxFrame;
-    const trees = byTree(gw.db, pages);
+    const w = held.end();
+    if (w === null) return { round: i, restarted: true };
+    const { frames, commits, pageSize, trees } = w;
     const n = r.ok;
     return {
       round: i,
       requests: n,
       errors: r.errors,
-      pageSize: start.pageSize,
+      pageSize,
       frames,
       commits,
-      walBytesPerRequest: (frames * (start.pageSize + 24)) / n,
+      walBytesPerRequest: (frames * (pageSize + 24)) / n,
       framesPerRequest: frames / n,
       commitsPerRequest: commits / n,
       framesPerCommit: frames / commits,
