@@ -29,7 +29,14 @@ const { openStore, ThreadWriter } = await dist('store/store.js');
 const { newTraceId } = await dist('server/trace-id.js');
 
 const MODEL = 'openai/gpt-6-luna';
-const ATTEMPT = { provider: 'local-sim', model: MODEL, deployment: 'local-sim/gpt-6-luna', outcome: 'ok', status: 200, ms: 1 };
+const ATTEMPT = {
+  provider: 'local-sim',
+  model: MODEL,
+  deployment: 'local-sim/gpt-6-luna',
+  outcome: 'ok',
+  status: 200,
+  ms: 1,
+};
 /** A request-log row like the gateway's for a one-attempt chat answer (final: with its latency). */
 const logRow = (traceId, final) => ({
   trace_id: traceId,
@@ -58,7 +65,13 @@ const logRow = (traceId, final) => ({
   session_id: null,
   ended: 'completed',
 });
-const DETAILS = { model: MODEL, provider: 'local-sim', deployment: 'local-sim/gpt-6-luna', promptTokens: 12, completionTokens: 20 };
+const DETAILS = {
+  model: MODEL,
+  provider: 'local-sim',
+  deployment: 'local-sim/gpt-6-luna',
+  promptTokens: 12,
+  completionTokens: 20,
+};
 
 async function shape(per) {
   const dir = mkdtempSync(join(tmpdir(), 'pi-bench-wal-shape-'));
@@ -69,8 +82,11 @@ async function shape(per) {
   let held = null;
   let ended = [];
   try {
-    for (let c = 0; c < WARM_COMMITS + COMMITS; c++) {
-      if (c === WARM_COMMITS) held = holdWal(file);
+    // The window begins right after a commit (its frames not yet copied by the checkpointer), at
+    // the first one after the warm-up where that holds.
+    for (let c = 0, counted = 0; counted < COMMITS; c++) {
+      if (c >= WARM_COMMITS && held === null) held = holdWal(file);
+      if (held !== null) counted++;
       for (const traceId of ended) writer.append(logRow(traceId, true));
       const ops = [];
       ended = [];

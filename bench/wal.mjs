@@ -56,8 +56,14 @@ async function round(sim, i) {
       conns: P.conns,
       warmupMs: P.warmMs,
       durationMs: P.durMs,
-      onStart: () => {
-        held = holdWal(gw.db);
+      onStart: async () => {
+        // Under load frames are almost always waiting for the checkpointer; after a quiet moment
+        // the next commit brings some.
+        for (let tries = 0; held === null && tries < 3000; tries++) {
+          held = holdWal(gw.db);
+          if (held === null) await new Promise((r) => setTimeout(r, 1));
+        }
+        if (held === null) throw new Error('could not begin a read transaction that holds the WAL');
       },
     });
     await new Promise((res) => setTimeout(res, P.tailMs));

@@ -73,21 +73,21 @@ export function byTree(dbFile, pages) {
  * Holds a read transaction on `file` so the WAL is not restarted while it lasts, and reads the
  * wal-index; `end()` gives the window's frames, commits and frames by b-tree. A read transaction
  * that began on a WAL every frame of which was copied reads the database file alone and does not
- * keep the WAL from a restart: it begins again until frames were left.
+ * keep the WAL from a restart: then it is given up, and null returned (try again after a commit).
  */
 export function holdWal(file) {
   const reader = new Database(file, { readonly: true });
   const shm = openSync(`${file}-shm`, 'r');
-  let start = null;
-  for (let tries = 0; tries < 1000 && start === null; tries++) {
-    const before = walIndex(shm);
-    reader.exec('BEGIN');
-    reader.prepare('SELECT COUNT(*) FROM sqlite_schema').get();
-    const now = walIndex(shm);
-    if (before.backfilled < before.mxFrame && before.salt === now.salt && now.backfilled < before.mxFrame) start = now;
-    else reader.exec('COMMIT');
+  const before = walIndex(shm);
+  reader.exec('BEGIN');
+  reader.prepare('SELECT COUNT(*) FROM sqlite_schema').get();
+  const start = walIndex(shm);
+  if (!(before.backfilled < before.mxFrame && before.salt === start.salt && start.backfilled < before.mxFrame)) {
+    reader.exec('COMMIT');
+    reader.close();
+    closeSync(shm);
+    return null;
   }
-  if (start === null) throw new Error('could not begin a read transaction that holds the WAL');
   return {
     /** null when the WAL was restarted anyway (the window is lost). */
     end() {
