@@ -32,7 +32,7 @@ export const WRITER_BATCH_WAIT_MS = 10;
  * sooner waits out the rest of the gap, gathering the settlements that arrive meanwhile — a
  * settlement (and the answer's last bytes behind it) waits at most this long more.
  */
-export const WRITER_COMMIT_GAP_MS = 2;
+export const WRITER_COMMIT_GAP_MS = 0;
 /** How long a synchronous wait (shutdown) waits for the writer before giving up. */
 const SYNC_WAIT_MS = 30_000;
 
