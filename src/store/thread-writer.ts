@@ -24,25 +24,8 @@ export const DEFAULT_WRITER_CAPACITY = 10_000;
  * restart would have released.
  */
 export const WRITER_BATCH_WAIT_MS = 10;
-/**
- * The least time between the starts of two ledger commits. Each commit rewrites the last page of
- * every b-tree it touches (about eight: the ledger, the request log, their indexes, the wallet), so
- * a commit per request costs ~35 KB of WAL however little the request wrote. At a modest rate
- * commits are further apart than this and nothing waits; at a high one a batch that would start
- * sooner waits out the rest of the gap, gathering the settlements that arrive meanwhile — a
- * settlement (and the answer's last bytes behind it) waits at most this long more.
- */
-export const WRITER_COMMIT_GAP_MS = 0;
 /** How long a synchronous wait (shutdown) waits for the writer before giving up. */
 const SYNC_WAIT_MS = 30_000;
-
-/** A ledger batch waiting out the commit gap. */
-interface Delayed {
-  ops: LedgerOp[];
-  timer: ReturnType<typeof setTimeout>;
-  resolve: (refused: LedgerRefusal[]) => void;
-  reject: (err: Error) => void;
-}
 
 interface Sent {
   items: number;
@@ -84,9 +67,6 @@ export class ThreadWriter implements LedgerWriter {
   private backlog = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private dead: string | null = null;
-  /** When the last ledger batch was sent (performance.now()), and the one waiting to be. */
-  private lastCommitAt = Number.NEGATIVE_INFINITY;
-  private delayed: Delayed | null = null;
   private readonly counts = { transactions: 0, rowsDropped: 0, failures: 0 };
 
   private readonly worker: Worker;
@@ -150,19 +130,11 @@ export class ThreadWriter implements LedgerWriter {
     return { backlog: this.backlog, ...this.counts };
   }
 
-  /** Commits a ledger batch (and the log rows queued so far) in one transaction — at once, or when
-   *  WRITER_COMMIT_GAP_MS have passed since the last one began; resolves on its acknowledgement with
-   *  the operations refused one by one (the rest were written), rejects when the writer could not
-   *  commit the batch at all (nothing of it was written). */
+  /** Commits a ledger batch (and the log rows queued so far) in one transaction; resolves on its
+   *  acknowledgement with the operations refused one by one (the rest were written), rejects when
+   *  the writer could not commit the batch at all (nothing of it was written). */
   commit(ops: LedgerOp[]): Promise<LedgerRefusal[]> {
-    const wait = this.lastCommitAt + WRITER_COMMIT_GAP_MS - performance.now();
-    if (wait <= 0 || this.dead !== null) return this.send(ops);
-    this.sendDelayed(); // one at a time (the wallet book's way), but never out of order
-    this.backlog += ops.length;
-    return new Promise<LedgerRefusal[]>((resolve, reject) => {
-      const timer = setTimeout(() => this.sendDelayed(), wait);
-      this.delayed = { ops, timer, resolve, reject };
-    });
+    return this.send(ops);
   }
 
   /** `commit`, waiting synchronously (shutdown, tests); throws when the batch was refused. */
@@ -203,7 +175,6 @@ export class ThreadWriter implements LedgerWriter {
   /** Writes every queued row and waits for every acknowledgement, synchronously. */
   flush(): void {
     if (this.dead !== null) return;
-    this.sendDelayed();
     if (this.rows.length > 0) this.send([]).catch(() => undefined);
     if (this.seq > this.acked) this.waitFor(this.seq);
   }
@@ -225,20 +196,8 @@ export class ThreadWriter implements LedgerWriter {
   private syncRefusal: Error | null = null;
   private syncRefused: LedgerRefusal[] | null = null;
 
-  /** Sends the batch waiting out the commit gap, if any (before anything sent after it). */
-  private sendDelayed(): void {
-    const d = this.delayed;
-    if (d === null) return;
-    this.delayed = null;
-    clearTimeout(d.timer);
-    this.backlog -= d.ops.length; // counted again by send
-    this.send(d.ops).then(d.resolve, d.reject);
-  }
-
   private send(ops: LedgerOp[]): Promise<LedgerRefusal[]> {
-    this.sendDelayed();
     if (this.dead !== null) return Promise.reject(new WriterError(this.dead));
-    if (ops.length > 0) this.lastCommitAt = performance.now();
     const rows = this.rows;
     this.rows = [];
     if (this.timer !== null) {

@@ -131,41 +131,6 @@ t.test('a final row committed before its settlement keeps the last word', async 
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
 
-t.test('a batch sent right after another waits out the commit gap, gathering what comes meanwhile', async (t) => {
-  const file = tempDbFile(t);
-  const store = openStore(file);
-  store.wallets.credit('w', 1_000n, 'seed');
-  const writer = await ThreadWriter.start(file);
-  t.teardown(async () => {
-    await writer.close();
-    store.close();
-  });
-  const [hold, settle] = charge('tr_1') as [LedgerOp, LedgerOp];
-  const first = writer.commit([hold]);
-  const second = writer.commit([settle]);
-  // The request's final row arrives while the settlement waits: it rides in the same commit.
-  writer.append(row('tr_1', { latency_ms: 7 }));
-  t.same(await first, []);
-  t.same(await second, [], 'committed after the hold, in order');
-  writer.flush();
-  t.equal(writer.stats().transactions, 2, 'two commits: the final row did not need one of its own');
-  t.match(store.requestLog.query({}), [{ trace_id: 'tr_1', latency_ms: 7, cost_nano: 40n }]);
-
-  // A synchronous commit (shutdown) never overtakes a batch waiting out the gap.
-  const [hold2, settle2] = charge('tr_2') as [LedgerOp, LedgerOp];
-  const waiting = writer.commit([hold2]);
-  t.same(writer.commitNow([settle2]), [], 'the waiting hold was committed first');
-  t.same(await waiting, []);
-  // Nor does a flush.
-  const [hold3] = charge('tr_3') as [LedgerOp];
-  const waiting3 = writer.commit([hold3]);
-  writer.flush();
-  t.equal(store.wallets.show('w', 0).openHolds, 1, 'flushed: the third hold is in');
-  t.same(await waiting3, []);
-  writer.commitNow([charge('tr_3')[1] as LedgerOp]);
-  t.same(store.wallets.verify(), { ok: true, problems: [] });
-});
-
 t.test('one commit, many requests: an operation the store refuses is left out alone', async (t) => {
   const file = tempDbFile(t);
   const store = openStore(file);
