@@ -41,6 +41,20 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * The page size of a new database file, in bytes. Every commit writes each page it changed to the
+ * WAL whole, and a commit of the writer thread changes the last page of about eight b-trees (the
+ * ledger, the request log, their indexes, the wallet) however little it adds to each: at SQLite's
+ * default of 4 KiB that was ~37 KiB of WAL per commit carrying one request; at 1 KiB it is ~12 KiB
+ * (bench/RESULTS.md, `node bench/run.js wal`). A request-log row up to ~990 bytes still fits a page.
+ */
+export const PAGE_SIZE = 1024;
+
+/** A size of WAL in pages of this database (auto-checkpoint thresholds are counted in pages). */
+export function walPages(db: SqliteDatabase, bytes: number): number {
+  return Math.ceil(bytes / (db.pragma('page_size', { simple: true }) as number));
+}
+
 /** Milliseconds a connection waits for another writer before SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5000;
 
@@ -72,11 +86,13 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Sqli
   try {
     // busy_timeout first: switching to WAL and migrating may have to wait for another process.
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Takes effect on a new file only (before its first table); a database made earlier keeps its own.
+    db.pragma(`page_size = ${PAGE_SIZE}`);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     // Checkpoint the WAL every ~16 MB instead of every 4 MB: each checkpoint fsyncs twice, and at a few
     // thousand ledger rows a second the default made that a per-second cost on the request path.
-    db.pragma('wal_autocheckpoint = 4000');
+    db.pragma(`wal_autocheckpoint = ${walPages(db, 16 * 2 ** 20)}`);
     db.pragma('foreign_keys = ON');
     migrate(db, migrations, opts.clock ?? systemClock);
   } catch (err) {

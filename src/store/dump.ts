@@ -71,6 +71,19 @@ export interface Dump {
   close(): void;
 }
 
+/**
+ * Every hold: the open ones from the holds table, the closed ones from their ledger rows (the holds
+ * table keeps open holds only; PostgreSQL keeps a row per hold). A closed hold's owning process
+ * no longer matters: its owner is ''.
+ */
+const HOLDS = `SELECT trace_id, workspace, amount_nano, state, cost_nano, owner, created_at, closed_at FROM holds
+  UNION ALL
+  SELECT h.trace_id, h.workspace, h.amount_nano, CASE c.kind WHEN 'settle' THEN 'settled' ELSE 'released' END,
+         CASE c.kind WHEN 'settle' THEN c.amount_nano END, '', h.created_at, c.created_at
+  FROM ledger h JOIN ledger c ON c.trace_id = h.trace_id AND c.kind IN ('settle', 'release')
+  WHERE h.kind = 'hold'
+  ORDER BY 7, 1`;
+
 function* pages<T>(db: SqliteDatabase, sql: string, batch: number): Iterable<T[]> {
   let after = -1n;
   const stmt = db.prepare(sql).safeIntegers(true);
@@ -96,9 +109,7 @@ export function openDump(file: string): Dump {
       'SELECT id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at FROM api_keys ORDER BY created_at, id',
     ),
     wallets: all<DumpWallet>('SELECT workspace, balance_nano, held_nano, updated_at FROM wallets ORDER BY workspace'),
-    holds: all<DumpHold>(
-      'SELECT trace_id, workspace, amount_nano, state, cost_nano, owner, created_at, closed_at FROM holds ORDER BY created_at, trace_id',
-    ),
+    holds: all<DumpHold>(HOLDS),
     ledger: (batch) =>
       pages<DumpLedgerRow>(
         db,

@@ -21,7 +21,15 @@ const UNBILLED_SQL = UNBILLED_ENDPOINTS.map((e) => `'${e.replace(/'/g, "''")}'`)
 /** Wraps a SUM so the store returns it as an integer (PostgreSQL's SUM of bigint is numeric). */
 export type IntegerSum = (expr: string) => string;
 
-export function ledgerQueries(sum: IntegerSum) {
+/**
+ * Which holds have a row in the holds table: every hold (PostgreSQL: closed ones keep theirs, with
+ * their state) or only the open ones (SQLite: a closed hold is its ledger rows alone).
+ */
+export type HoldRows = 'every' | 'open';
+
+export function ledgerQueries(sum: IntegerSum, holdRows: HoldRows = 'every') {
+  const closed = (l: string) =>
+    `EXISTS (SELECT 1 FROM ledger c WHERE c.trace_id = ${l}.trace_id AND c.kind IN ('settle', 'release'))`;
   return {
     balances: `SELECT workspace, ${sum("CASE kind WHEN 'credit' THEN amount_nano WHEN 'settle' THEN -amount_nano ELSE 0 END")} AS balance
        FROM ledger GROUP BY workspace`,
@@ -43,8 +51,8 @@ export function ledgerQueries(sum: IntegerSum) {
        FROM holds h
        LEFT JOIN ledger l ON l.trace_id = h.trace_id AND l.kind = 'hold'
        LEFT JOIN ledger c ON c.trace_id = h.trace_id AND c.kind IN ('settle', 'release')`,
-    ledgerHoldsWithoutRow:
-      "SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)",
+    ledgerHoldsWithoutRow: `SELECT l.trace_id FROM ledger l WHERE l.kind = 'hold'${holdRows === 'open' ? ` AND NOT ${closed('l')}` : ''}
+       AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.trace_id = l.trace_id)`,
     // The join names the close index's own condition (kind IN settle, release) so SQLite can use it.
     answeredUnsettled: `SELECT r.trace_id, r.status, r.cost_nano, c.kind AS close_kind, c.amount_nano AS close_amount FROM request_log r
        LEFT JOIN ledger c ON c.trace_id = r.trace_id AND c.kind IN ('settle', 'release')

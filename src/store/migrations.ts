@@ -148,4 +148,22 @@ CREATE TRIGGER secrets_delete_changes AFTER DELETE ON secrets BEGIN UPDATE store
 CREATE TRIGGER ledger_credit_changes AFTER INSERT ON ledger WHEN NEW.kind = 'credit' BEGIN UPDATE store_changes SET n = n + 1 WHERE id = 1; END;
 `,
   },
+  {
+    version: 6,
+    name: 'lean-ledger-writes',
+    // What each commit of the writer rewrites: the last page of every b-tree it touches. The holds
+    // table keeps only open holds (a closed hold is its ledger rows, which `ledger verify` reads), so
+    // a hold settled in the same commit that took it writes no holds row, and its index on open holds
+    // per workspace (a scan of a table of open holds is as cheap) goes. The three "once per trace"
+    // indexes become one, with a trace's hold and close side by side in it: one b-tree per commit,
+    // not two, the same guarantees (a trace credited once, held once, closed once).
+    sql: `
+DELETE FROM holds WHERE state <> 'open';
+DROP INDEX holds_open;
+DROP INDEX ledger_credit_once;
+DROP INDEX ledger_hold_once;
+DROP INDEX ledger_close_once;
+CREATE UNIQUE INDEX ledger_once ON ledger(trace_id, (CASE kind WHEN 'credit' THEN 0 WHEN 'hold' THEN 1 ELSE 2 END));
+`,
+  },
 ];

@@ -1,8 +1,9 @@
 // Workspace wallets and their append-only ledger (nano-USD, bigint end to end).
 //
 // Tables: `ledger` is the journal (never updated or deleted, enforced by triggers); `wallets`
-// (balance = credits − settlements, held = open holds) and `holds` (one per trace) are caches of it,
-// always written in the same transaction as the ledger row. `verify()` recomputes them.
+// (balance = credits − settlements, held = open holds) and `holds` (one row per open hold, with the
+// process that owns it) are caches of it, always written in the same transaction as the ledger row.
+// `verify()` recomputes them.
 //
 // Writes: `credit` (the CLI's top-up) and `apply`, the one implementation of hold, settle and
 // release. Admission — whether a hold fits, which holds are open — is decided above the store, by
@@ -114,11 +115,13 @@ export class Wallets {
   }
 
   /**
-   * Writes a batch of ledger operations admission already decided: each hold's row and ledger row,
-   * each close (settle or release) of an open hold with its ledger row, and one wallet update per
-   * workspace — the rows `verify()` checks against each other. Must run inside a transaction
-   * (`Store.batch`, or `releaseOrphanedHolds`'s own). A hold whose trace already has one, or a close
-   * of a hold that is not open, is an inconsistency and throws, so the whole batch rolls back.
+   * Writes a batch of ledger operations admission already decided: each hold's ledger row, each close
+   * (settle or release) of an open hold with its ledger row, and one wallet update per workspace —
+   * the rows `verify()` checks against each other. The holds table keeps open holds only: a hold
+   * closed later in the same batch writes no holds row (its ledger rows say all there is), a hold
+   * left open gets one, and closing it deletes it. Must run inside a transaction (`Store.batch`, or
+   * `releaseOrphanedHolds`'s own). A hold whose trace already has one, or a close of a hold that is
+   * not open, is an inconsistency and throws, so the whole batch rolls back.
    */
   apply(ops: readonly LedgerOp[]): void {
     if (!this.db.inTransaction) throw new Error('Wallets.apply must run inside a transaction (Store.batch)');
@@ -132,26 +135,28 @@ export class Wallets {
       }
       return d;
     };
+    const closedHere = holdsClosedInBatch(ops);
+    /** Holds of this batch not written to the holds table (closed further on), until their close. */
+    const pending = new Set<string>();
     const insertHold = this.sql.get(
       `INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at)
        VALUES (?, ?, ?, 'open', NULL, ?, ?, ?, ?, NULL)`,
     );
-    const closeHold = this.sql.get(
-      "UPDATE holds SET state = ?, cost_nano = ?, closed_at = ? WHERE trace_id = ? AND state = 'open'",
-    );
+    const closeHold = this.sql.get("DELETE FROM holds WHERE trace_id = ? AND state = 'open'");
     for (const op of ops) {
       checkAmounts(op);
       const d = of(op.workspace);
       if (op.kind === 'hold') {
-        insertHold.run(op.traceId, op.workspace, op.amount, this.owner, process.pid, HOST, now);
+        // The ledger's index takes one hold per trace: a trace held twice fails here either way.
         this.appendLedger(op.workspace, 'hold', op.amount, op.traceId, null, null, now);
+        if (closedHere.has(op)) pending.add(op.traceId);
+        else insertHold.run(op.traceId, op.workspace, op.amount, this.owner, process.pid, HOST, now);
         d.held += op.amount;
         continue;
       }
-      const settled = op.kind === 'settle';
-      const changed = closeHold.run(settled ? 'settled' : 'released', settled ? op.cost : 0n, now, op.traceId).changes;
-      if (changed !== 1) throw new WalletError('unknown_trace', `trace ${op.traceId} has no open hold to close`);
-      if (settled) {
+      const open = pending.delete(op.traceId) || closeHold.run(op.traceId).changes === 1;
+      if (!open) throw new WalletError('unknown_trace', `trace ${op.traceId} has no open hold to close`);
+      if (op.kind === 'settle') {
         this.appendLedger(op.workspace, 'settle', op.cost, op.traceId, null, JSON.stringify(op.details), now);
         d.balance -= op.cost;
       } else {
@@ -328,7 +333,7 @@ export class Wallets {
    * (`migrate --from` gives them a lease of their own on PostgreSQL).
    */
   verify(opts: { unservedHolds?: boolean } = {}): { ok: boolean; problems: string[] } {
-    const queries = ledgerQueries((expr) => `SUM(${expr})`);
+    const queries = ledgerQueries((expr) => `SUM(${expr})`, 'open');
     const read = this.db.transaction(() => {
       const rows: Partial<Record<LedgerQueryName, unknown[]>> = {};
       for (const [name, sql] of Object.entries(queries) as [LedgerQueryName, string][])
@@ -407,6 +412,27 @@ function ownerAlive(owner: string, pid: number, host: string): boolean {
     // EPERM: the process exists but belongs to another user.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * The holds of a batch that a later operation of the same batch closes (the first close of their
+ * trace after them, in the same workspace): those need no holds row. A close of another workspace's
+ * trace is left to fail as a close without an open hold.
+ */
+function holdsClosedInBatch(ops: readonly LedgerOp[]): Set<LedgerOp> {
+  const closed = new Set<LedgerOp>();
+  const held = new Map<string, LedgerOp>();
+  for (const op of ops) {
+    if (op.kind === 'hold') {
+      if (!held.has(op.traceId)) held.set(op.traceId, op);
+      continue;
+    }
+    const hold = held.get(op.traceId);
+    if (hold === undefined) continue;
+    held.delete(op.traceId);
+    if (hold.workspace === op.workspace) closed.add(hold);
+  }
+  return closed;
 }
 
 /** Every amount of an operation within its column's range: 0 … 2^63 − 1 nano-USD. */

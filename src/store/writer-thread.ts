@@ -11,7 +11,7 @@ import { parentPort, type Worker, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.ts';
 import { siblingModule, spawnThread } from '../thread.ts';
 import type { CheckpointData } from './checkpoint-thread.ts';
-import { openDatabase, Statements } from './db.ts';
+import { openDatabase, Statements, walPages } from './db.ts';
 import { transactIsolated } from './isolated-writes.ts';
 import { insertSettledRequestLogRow, upsertRequestLogRows, upsertRequestLogRowsEach } from './request-log.ts';
 import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
@@ -25,12 +25,12 @@ const signal = new Int32Array(data.signal);
 const port = data.port;
 
 /**
- * The writer's own auto-checkpoint, in pages: only a bound on the WAL's size (~64 MB). The
- * checkpointer thread copies pages every CHECKPOINT_INTERVAL_MS; under sustained load the WAL can only
- * be reset after a checkpoint that found every frame copied, which this one is, and it is short
- * because the checkpointer has copied (and synced) nearly everything before it.
+ * The writer's own auto-checkpoint, in bytes of WAL whatever the page size: only a bound on the
+ * WAL's size. The checkpointer thread copies pages every CHECKPOINT_INTERVAL_MS; under sustained load
+ * the WAL can only be reset after a checkpoint that found every frame copied, which this one is, and
+ * it is short because the checkpointer has copied (and synced) nearly everything before it.
  */
-export const WRITER_WAL_AUTOCHECKPOINT = 16_000;
+export const WRITER_WAL_AUTOCHECKPOINT = 64 * 2 ** 20;
 /** How often the checkpointer looks for new commits. */
 export const CHECKPOINT_INTERVAL_MS = 100;
 
@@ -51,7 +51,7 @@ function start(): void {
     port.close();
     return;
   }
-  db.pragma(`wal_autocheckpoint = ${WRITER_WAL_AUTOCHECKPOINT}`);
+  db.pragma(`wal_autocheckpoint = ${walPages(db, WRITER_WAL_AUTOCHECKPOINT)}`);
   const wallets = new Wallets(db, systemClock);
   const sql = new Statements(db, true);
   const commits = new SharedArrayBuffer(4);

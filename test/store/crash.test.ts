@@ -1,6 +1,7 @@
 // Crash safety: a gateway-like writer (the wallet book's group commits, plus CLI-style credits)
 // SIGKILLed mid-burst leaves a consistent ledger in which every reported commit is present exactly
-// once; its open holds are released at the next startup.
+// once; its open holds are released at the next startup. Also with holds settled in the very commit
+// that took them (which write no holds row).
 import t from 'tap';
 import { openDatabase } from '../../src/store/db.ts';
 import { openStore } from '../../src/store/store.ts';
@@ -10,12 +11,19 @@ import { tempDbFile } from './fixtures/temp-db.ts';
 /** The child should reach the kill point in well under a second; this only stops a stuck run. */
 const WATCHDOG_MS = 60_000;
 
-for (const killAfter of [60, 400, 1200]) {
-  t.test(`SIGKILL after ${killAfter} reported commits`, async (t) => {
+for (const [killAfter, mode] of [
+  [60, 'split'],
+  [400, 'split'],
+  [1200, 'split'],
+  [400, 'paired'],
+  [1200, 'paired'],
+] as const) {
+  const paired = mode === 'paired' ? ', some holds settled in the commit that took them' : '';
+  t.test(`SIGKILL after ${killAfter} reported commits${paired}`, async (t) => {
     const file = tempDbFile(t);
     openStore(file).close(); // migrate before the child starts, so the kill never lands in a migration
     const reported: { kind: string; trace: string }[] = [];
-    const child = spawnFixture('crash-worker.ts', [file, 'acme']);
+    const child = spawnFixture('crash-worker.ts', [file, 'acme', mode]);
     let stuck = false;
     const watchdog = setTimeout(() => {
       stuck = true;

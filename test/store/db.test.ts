@@ -1,7 +1,8 @@
 // Opening the database: pragmas, versioned migrations run once and atomically, read-only mode.
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { migrate, openDatabase, StoreError } from '../../src/store/db.ts';
+import Database from 'better-sqlite3';
+import { migrate, openDatabase, PAGE_SIZE, StoreError } from '../../src/store/db.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/store.ts';
 import { hold, write } from './fixtures/ledger.ts';
@@ -17,6 +18,26 @@ t.test('pragmas: WAL, synchronous NORMAL, foreign keys, busy timeout', async (t)
   t.equal(db.pragma('foreign_keys', { simple: true }), 1);
   t.equal(db.pragma('busy_timeout', { simple: true }), 5000);
   db.close();
+});
+
+t.test('a new file gets the small page size; a database made with another keeps its own', async (t) => {
+  const db = openDatabase(tempDbFile(t), { clock });
+  t.equal(db.pragma('page_size', { simple: true }), PAGE_SIZE);
+  t.equal(PAGE_SIZE, 1024, 'a commit rewrites whole pages: 1 KiB ones');
+  db.close();
+  const file = tempDbFile(t);
+  const made = new Database(file);
+  made.pragma('page_size = 4096');
+  made.exec('CREATE TABLE before_us (x INTEGER)');
+  made.close();
+  const old = openDatabase(file, { clock });
+  t.equal(old.pragma('page_size', { simple: true }), 4096, 'not rewritten on open');
+  t.equal(old.pragma('journal_mode', { simple: true }), 'wal');
+  old.close();
+  const s = openStore(file, { clock });
+  s.wallets.credit('w', 10n, 'works as before');
+  t.same(s.wallets.verify(), { ok: true, problems: [] });
+  s.close();
 });
 
 t.test('migrations run once, in order, and are recorded', async (t) => {

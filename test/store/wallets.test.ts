@@ -4,6 +4,7 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { openDatabase } from '../../src/store/db.ts';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/store.ts';
 import { hold, release, settle, write } from './fixtures/ledger.ts';
 import { tempDbFile } from './fixtures/temp-db.ts';
@@ -86,6 +87,123 @@ t.test('credit, and holds, settlements and releases written by apply', async (t)
   );
   t.throws(() => w.apply([hold('acme', 'r9', 1n)]), /inside a transaction/, 'apply runs only inside a batch');
   t.same(w.workspaces(), ['acme']);
+  s.close();
+});
+
+t.test('the holds table keeps open holds only: a hold closed in its own batch writes no holds row', async (t) => {
+  const file = tempDbFile(t);
+  const s = openStore(file);
+  s.wallets.credit('w', 10_000n, 'seed');
+  const raw = openDatabase(file);
+  const holdRows = () => raw.prepare('SELECT trace_id FROM holds ORDER BY trace_id').pluck().all();
+  const ledgerOf = (trace: string) => s.wallets.ledgerOf(trace).map((e) => `${e.kind} ${e.amount}`);
+  write(
+    s,
+    hold('w', 'paired', 300n),
+    hold('w', 'left-open', 200n),
+    settle('w', 'paired', 300n, 250n),
+    hold('w', 'released-here', 100n),
+    release('w', 'released-here', 100n),
+  );
+  t.same(holdRows(), ['left-open'], 'only the hold still open has a row');
+  t.same(ledgerOf('paired'), ['hold 300', 'settle 250'], 'the ledger keeps both rows of the pair');
+  t.same(ledgerOf('released-here'), ['hold 100', 'release 100']);
+  t.same(s.wallets.show('w', 0), {
+    workspace: 'w',
+    balance: 9_750n,
+    held: 200n,
+    available: 9_550n,
+    spendToday: 0n,
+    openHolds: 1,
+  });
+  t.same(s.wallets.verify(), { ok: true, problems: [] });
+
+  write(s, settle('w', 'left-open', 200n, 200n));
+  t.same(holdRows(), [], 'closing a hold deletes its row');
+  t.same(s.wallets.verify(), { ok: true, problems: [] });
+
+  const refused = { name: 'WalletError', code: 'unknown_trace' };
+  t.throws(
+    () => write(s, hold('w', 'twice', 1n), settle('w', 'twice', 1n, 1n), release('w', 'twice', 1n)),
+    refused,
+    'a hold closed twice in its batch is refused',
+  );
+  t.throws(
+    () => write(s, hold('w', 'paired', 1n), settle('w', 'paired', 1n, 1n)),
+    /UNIQUE/,
+    'a closed trace is not held again, even with its close in the same batch',
+  );
+  t.throws(
+    () => write(s, settle('w', 'late-hold', 1n, 1n), hold('w', 'late-hold', 1n)),
+    refused,
+    'a close before its hold is refused',
+  );
+  t.same(holdRows(), [], 'the refused batches wrote nothing');
+  t.same(s.wallets.ledgerOf('twice'), []);
+  t.same(s.wallets.verify(), { ok: true, problems: [] });
+
+  // What verify names when the holds table and the ledger part.
+  write(s, hold('w', 'open-1', 10n));
+  raw.prepare("DELETE FROM holds WHERE trace_id = 'open-1'").run();
+  raw
+    .prepare(
+      "INSERT INTO holds (trace_id, workspace, amount_nano, state, owner, owner_pid, owner_host, created_at) VALUES ('paired', 'w', 300, 'open', 'x', 1, '', 0)",
+    )
+    .run();
+  const v = s.wallets.verify();
+  t.equal(v.ok, false);
+  t.match(v.problems.join('\n'), /ledger hold open-1 has no holds row/);
+  t.match(v.problems.join('\n'), /hold paired is open but the ledger says settled/);
+  t.notMatch(v.problems.join('\n'), /left-open|released-here/, 'closed holds need no row');
+  raw.close();
+  s.close();
+});
+
+t.test('a database from before keeps its open holds and sheds its closed ones on migration', async (t) => {
+  const file = tempDbFile(t);
+  const old = openDatabase(file, { migrations: MIGRATIONS.filter((m) => m.version <= 4) });
+  const now = Date.now();
+  old.exec(`
+    INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ('w', 750, 200, ${now});
+    INSERT INTO ledger (workspace, kind, amount_nano, trace_id, created_at) VALUES
+      ('w', 'credit', 1000, 'credit_1', ${now}), ('w', 'hold', 300, 'a', ${now}), ('w', 'hold', 200, 'b', ${now}),
+      ('w', 'settle', 250, 'a', ${now});
+    INSERT INTO holds (trace_id, workspace, amount_nano, state, cost_nano, owner, owner_pid, owner_host, created_at, closed_at) VALUES
+      ('a', 'w', 300, 'settled', 250, 'gone', 1, '', ${now}, ${now}),
+      ('b', 'w', 200, 'open', NULL, 'gone', 2147483646, '', ${now}, NULL);
+  `);
+  old.close();
+  const s = openStore(file);
+  const raw = openDatabase(file);
+  t.same(raw.prepare('SELECT trace_id, state FROM holds').all(), [{ trace_id: 'b', state: 'open' }]);
+  t.same(
+    s.wallets.verify().problems.map((p) => p.replace(/: the process.*/, '')),
+    ['hold b of workspace w is open but nothing serves it'],
+    'the books agree; only the orphan is named',
+  );
+  t.equal(s.wallets.releaseOrphanedHolds(), 1);
+  t.same(s.wallets.verify(), { ok: true, problems: [] });
+  t.throws(
+    () =>
+      raw
+        .prepare(
+          "INSERT INTO ledger (workspace, kind, amount_nano, trace_id, created_at) VALUES ('w', 'release', 1, 'a', 0)",
+        )
+        .run(),
+    /UNIQUE/,
+    'a trace is still closed once',
+  );
+  t.throws(
+    () =>
+      raw
+        .prepare(
+          "INSERT INTO ledger (workspace, kind, amount_nano, trace_id, created_at) VALUES ('w', 'credit', 1, 'credit_1', 0)",
+        )
+        .run(),
+    /UNIQUE/,
+    'and credited once',
+  );
+  raw.close();
   s.close();
 });
 
