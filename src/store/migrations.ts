@@ -149,7 +149,7 @@ CREATE TRIGGER ledger_credit_changes AFTER INSERT ON ledger WHEN NEW.kind = 'cre
 `,
   },
   {
-    version: 6,
+    version: 5,
     name: 'lean-ledger-writes',
     // What each commit of the writer rewrites: the last page of every b-tree it touches. The holds
     // table keeps only open holds (a closed hold is its ledger rows, which `ledger verify` reads), so
