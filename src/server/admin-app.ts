@@ -53,7 +53,7 @@ export async function startAdminListener(opts: AdminListenerOptions): Promise<Ad
   const server = createHttpServer(
     // The console's routes first: the admin table ends with its catch-all 404.
     [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => serving, metrics: opts.metrics })],
-    opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {},
+    { headers: 'admin', ...(opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {}) },
   );
   const port = await server.listen(opts.host, opts.port);
   let closed = false;
