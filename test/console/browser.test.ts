@@ -41,7 +41,7 @@ t.test('every page of the console, in Chromium', async (t) => {
   t.same(await page.context().cookies(), [], 'and no session cookie');
   t.equal(await signIn(page, s.adminUrl), 200, 'the right token signs in');
   const [cookie] = await page.context().cookies();
-  t.match(cookie, { name: 'pi_admin_session', httpOnly: true, sameSite: 'Strict' });
+  t.match(cookie, { name: `pi_console_${new URL(s.adminUrl).port}`, httpOnly: true, sameSite: 'Strict' });
 
   // Requests
   await page.waitForSelector('[data-testid=requests-table] tbody tr');
