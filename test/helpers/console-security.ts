@@ -2,7 +2,7 @@
 // a PostgreSQL fleet node): no CORS on any answer, failed sign-ins limited and logged, sessions bound
 // to the page's secret with an idle timeout, a protected sign-out.
 import type { Test } from 'tap';
-import { openSession, sessionCall } from './console.ts';
+import { openSession, postLogin, sessionCall } from './console.ts';
 
 /** A console to attack: its base URL and the operator token it runs with. */
 export interface ConsoleTarget {
@@ -161,4 +161,102 @@ export async function checkSessionBinding(t: Test, c: TimedConsole): Promise<voi
     status = (await sessionCall(c.adminUrl, busy, '/admin/meta')).status;
   }
   t.equal(status, 401, 'a session in use ends 12 hours after sign-in');
+}
+
+/** A console whose operator accounts the test creates (as `pi-gateway operator add` does). */
+export interface AccountsConsole extends TimedConsole {
+  addOperator(name: string, role: 'admin' | 'viewer', password: string): Promise<void>;
+  removeOperator(name: string): Promise<void>;
+}
+
+export const ADMIN_PASSWORD = 'ana-password-not-logged-4f1c';
+export const VIEWER_PASSWORD = 'vic-password-not-logged-9b2e';
+
+/**
+ * Named operators: an admin and a viewer sign in with name and password; the viewer reads but every
+ * write is 403 role_forbidden; the trail records sign-ins (ok and failed), writes with their actor,
+ * target, client and outcome, and refused writes; a removed account's session ends.
+ */
+export async function checkOperatorsAndAudit(t: Test, c: AccountsConsole): Promise<void> {
+  c.advance(60 * 60_000);
+  await c.addOperator('ana', 'admin', ADMIN_PASSWORD);
+  await c.addOperator('vic', 'viewer', VIEWER_PASSWORD);
+  const wrong = await postLogin(c.adminUrl, { name: 'ana', token: 'not-her-password' });
+  t.equal(wrong.status, 401, 'a wrong password is refused');
+  t.match(await wrong.text(), /Wrong name or password/);
+  t.equal((await postLogin(c.adminUrl, { name: 'nobody', token: ADMIN_PASSWORD })).status, 401, 'an unknown name');
+
+  const ana = await openSession(c.adminUrl, { name: 'ana', token: ADMIN_PASSWORD });
+  t.same(ana.operator, { name: 'ana', role: 'admin' });
+  const vic = await openSession(c.adminUrl, { name: 'vic', token: VIEWER_PASSWORD });
+  t.same(vic.operator, { name: 'vic', role: 'viewer' });
+
+  t.equal((await sessionCall(c.adminUrl, vic, '/admin/wallets')).status, 200, 'a viewer reads');
+  t.equal(
+    (
+      await sessionCall(c.adminUrl, vic, '/admin/route-preview', {
+        body: { workspace: 'open', model: 'acme/chat-small' },
+      })
+    ).status,
+    200,
+    'a viewer previews routes (a POST that changes nothing)',
+  );
+  const refused = await sessionCall(c.adminUrl, vic, '/admin/wallets/open/credit', {
+    body: { usd: '5', note: 'viewer tries' },
+  });
+  t.equal(refused.status, 403, 'a viewer cannot credit');
+  t.match(refused.body, { error: { code: 'role_forbidden', message: /vic has the viewer role/ } });
+  for (const [path, body] of [
+    ['/admin/keys', { workspace: 'open' }],
+    ['/admin/keys/key_x/revoke', {}],
+    ['/admin/reload', {}],
+  ] as const)
+    t.equal((await sessionCall(c.adminUrl, vic, path, { body })).status, 403, `nor POST ${path}`);
+
+  const credited = await sessionCall(c.adminUrl, ana, '/admin/wallets/open/credit', {
+    body: { usd: '2.5', note: 'invoice 77' },
+  });
+  t.equal(credited.status, 200, 'an admin credits');
+  const key = await fetch(`${c.adminUrl}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ workspace: 'open', name: 'audited' }),
+  });
+  const created = (await key.json()) as { id: string; key: string };
+  await fetch(`${c.adminUrl}/admin/keys/${created.id}/revoke`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
+
+  const trail = await sessionCall(c.adminUrl, vic, '/admin/audit?limit=20');
+  t.equal(trail.status, 200, 'a viewer reads the trail');
+  const entries = trail.body.entries as Record<string, unknown>[];
+  const pick = (e: Record<string, unknown>) => [e.actor, e.action, e.target, e.outcome];
+  t.same(entries.slice(0, 10).map(pick), [
+    ['token', 'key.revoke', created.id, 'ok'],
+    ['token', 'key.create', created.id, 'ok'],
+    ['ana', 'wallet.credit', 'open', 'ok'],
+    ['vic', 'config.reload', null, 'refused: role_forbidden'],
+    ['vic', 'key.revoke', 'key_x', 'refused: role_forbidden'],
+    ['vic', 'key.create', null, 'refused: role_forbidden'],
+    ['vic', 'wallet.credit', 'open', 'refused: role_forbidden'],
+    ['vic', 'sign_in', null, 'ok'],
+    ['ana', 'sign_in', null, 'ok'],
+    ['(unknown)', 'sign_in', null, 'failed'],
+  ]);
+  t.match(entries[2], {
+    client: /127\.0\.0\.1/,
+    detail: { usd: '2.5', note: 'invoice 77' },
+    time: /^\d{4}-\d\d-\d\dT/,
+  });
+  t.match(entries[10], { actor: 'ana', action: 'sign_in', outcome: 'failed', detail: { via: 'form' } });
+  const text = JSON.stringify(entries);
+  for (const secret of [ADMIN_PASSWORD, VIEWER_PASSWORD, 'not-her-password', c.token, created.key])
+    t.notOk(text.includes(secret), `no ${secret.slice(0, 8)}… in the trail`);
+  const older = await sessionCall(c.adminUrl, vic, `/admin/audit?limit=2&before=${entries[1]?.id}`);
+  t.same(older.body.entries.map(pick), entries.slice(2, 4).map(pick), 'paged back by id');
+
+  await c.removeOperator('vic');
+  t.equal((await sessionCall(c.adminUrl, vic, '/admin/wallets')).status, 401, "a removed operator's session ends");
 }
