@@ -84,7 +84,7 @@ const root = document.getElementById('app') as HTMLElement;
 startSession().then(
   (operator) => {
     if (operator === null) {
-      // No secret for this session (another browser or a forgotten tab took it): sign in again.
+      // The secret went to another page already (a closed tab, another window): sign in again.
       location.href = '/console/login';
       return;
     }
