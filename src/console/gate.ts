@@ -7,7 +7,7 @@ import type { OperatorView } from '../admin/operator-view.ts';
 import { verifyPassword } from '../admin/passwords.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { NewAuditEntry } from '../store/operators.ts';
-import { type Actor, OperatorAuth, type Role, TOKEN_ACTOR } from './auth.ts';
+import { type Actor, OperatorAuth, TOKEN_ACTOR } from './auth.ts';
 import { ConsoleError } from './http.ts';
 import { DEFAULT_SIGN_IN_LIMITS, type SignInLimits, SignInLimiter } from './sign-in-limits.ts';
 
@@ -121,8 +121,9 @@ export class ConsoleGate {
       const view = this.deps.view();
       const account = view === null ? null : await view.store.operators.get(name);
       known = account !== null;
-      if (await verifyPassword(secret, account?.passwordHash ?? null))
-        actor = { name, role: (account?.role ?? 'viewer') as Role };
+      // scrypt runs for an unknown name too (against a decoy), so the time taken says nothing.
+      const matches = await verifyPassword(secret, account?.passwordHash ?? null);
+      if (matches && account !== null) actor = { name: account.name, role: account.role };
     }
     if (actor === null) {
       await this.failed(

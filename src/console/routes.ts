@@ -18,7 +18,6 @@ import type { AdminRoute } from '../admin/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
-import { StoreError } from '../store/db.ts';
 import { auditPage } from './audit.ts';
 import { cookieNameFor } from './auth.ts';
 import { type Access, type AuditFact, ConsoleGate, type ConsoleLog } from './gate.ts';
@@ -29,7 +28,7 @@ import { metaReport } from './meta.ts';
 import { offPage } from './pages.ts';
 import { listRequests, requestDetail } from './requests.ts';
 import { routePreview } from './route-preview.ts';
-import { HTML, sessionRoutes } from './session-routes.ts';
+import { HTML, sessionRoutes, storeDown } from './session-routes.ts';
 import type { SignInLimits } from './sign-in-limits.ts';
 import { spendCsv, spendReport } from './spend.ts';
 import { type ConfigReloader, reloadConfig } from './reload.ts';
@@ -69,7 +68,9 @@ function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
   } catch {
     return null;
   }
-  const kept = Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, body[f]]));
+  // Long client strings are cut: the trail says what was done, the store holds the whole value.
+  const cut = (v: unknown): unknown => (typeof v === 'string' && v.length > 200 ? `${v.slice(0, 200)}…` : v);
+  const kept = Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, cut(body[f])]));
   return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
 }
 
@@ -211,9 +212,7 @@ async function guarded(
   } catch (err) {
     if (err instanceof ConsoleError) sendError(reply, err);
     else if (err instanceof RangeError) sendError(reply, new ConsoleError(400, 'invalid_request', err.message));
-    // PostgreSQL did not answer (src/store-pg/connection.ts; matched by name so this file never loads `pg`).
-    else if (err instanceof StoreError && err.name === 'StoreUnavailableError')
-      sendError(reply, new ConsoleError(503, 'store_unavailable', err.message));
+    else if (storeDown(err)) sendError(reply, new ConsoleError(503, 'store_unavailable', (err as Error).message));
     else throw err;
   }
 }

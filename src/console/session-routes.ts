@@ -5,6 +5,7 @@
 import type { AdminRoute } from '../admin/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
+import { StoreError } from '../store/db.ts';
 import { SESSION_IDLE_MS } from './auth.ts';
 import type { ConsoleGate } from './gate.ts';
 import { ConsoleError, NO_STORE, sendError, sendJson } from './http.ts';
@@ -15,6 +16,9 @@ export const HTML: [string, string][] = [
   NO_STORE,
   ['Content-Security-Policy', CONSOLE_CSP],
 ];
+
+/** PostgreSQL did not answer (src/store-pg/connection.ts; matched by name so this file never loads `pg`). */
+export const storeDown = (err: unknown): boolean => err instanceof StoreError && err.name === 'StoreUnavailableError';
 
 /** Behind a TLS proxy (X-Forwarded-Proto: https) the cookie is marked Secure. */
 function secureRequest(req: IncomingRequest): boolean {
@@ -36,8 +40,10 @@ export function sessionRoutes(gate: ConsoleGate): AdminRoute[] {
     try {
       actor = await gate.signIn(req, name, form.get('token') ?? '');
     } catch (err) {
-      if (!(err instanceof ConsoleError) || err.retryAfterS === null) throw err;
-      reply.send(429, [...HTML, ['Retry-After', String(err.retryAfterS)]], loginPage(`${err.message}.`));
+      if (err instanceof ConsoleError && err.retryAfterS !== null)
+        reply.send(429, [...HTML, ['Retry-After', String(err.retryAfterS)]], loginPage(`${err.message}.`));
+      else if (storeDown(err)) reply.send(503, HTML, loginPage('The database does not answer; try again shortly.'));
+      else throw err;
       return;
     }
     if (actor === null) {
@@ -81,6 +87,7 @@ export function sessionRoutes(gate: ConsoleGate): AdminRoute[] {
       await gate.record(req, { actor: actor.name, action: 'sign_out', target: null, outcome: 'ok', detail: null });
     } catch (err) {
       if (err instanceof ConsoleError) return sendError(reply, err);
+      if (storeDown(err)) return sendError(reply, new ConsoleError(503, 'store_unavailable', (err as Error).message));
       throw err;
     }
     auth.logout(req);

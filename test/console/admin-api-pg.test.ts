@@ -390,6 +390,14 @@ t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers
     t.equal(r.status, 503);
     t.equal(r.body?.error?.code, 'store_unavailable');
     t.notOk(r.text.includes(TOKEN));
+    const signIn = await fetch(`${adminUrl}/console/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ name: 'ana', token: 'a-password-while-down' }).toString(),
+    });
+    t.equal(signIn.status, 503, 'an account cannot be checked: 503, not a wrong-password 401');
+    t.match(await signIn.text(), /database does not answer/);
   } finally {
     await pg.start();
   }
