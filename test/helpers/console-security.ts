@@ -110,17 +110,35 @@ export async function checkSignInLimits(t: Test, c: TimedConsole): Promise<void>
  */
 export async function checkSessionBinding(t: Test, c: TimedConsole): Promise<void> {
   c.advance(60 * 60_000);
-  const s = await openSession(c.adminUrl, { token: c.token });
-  t.match(s.cookie, new RegExp(`^pi_console_${new URL(c.adminUrl).port}=`), 'the cookie is named by port');
   const credit = { usd: '1', note: 'replayed' };
   const before = await c.balance('open');
+  // The cookie as another server on the same host receives it, replayed from a script.
+  const signedIn = await postLogin(c.adminUrl, { token: c.token });
+  const stolen = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
   const replayed = await fetch(`${c.adminUrl}/admin/wallets/open/credit`, {
     method: 'POST',
-    headers: { cookie: s.cookie, 'x-pi-console': '1', 'content-type': 'application/json' },
+    headers: { cookie: stolen, 'x-pi-console': '1', 'content-type': 'application/json' },
     body: JSON.stringify(credit),
   });
   t.equal(replayed.status, 403, 'a replayed cookie with X-Pi-Console: 1 cannot credit');
   t.match(await replayed.json(), { error: { code: 'session_secret_required' } });
+  const signOut = await fetch(`${c.adminUrl}/console/logout`, {
+    method: 'POST',
+    headers: { cookie: stolen },
+    redirect: 'manual',
+  });
+  t.equal(signOut.status, 403, 'nor sign the operator out');
+  await signOut.arrayBuffer();
+
+  const s = await openSession(c.adminUrl, { token: c.token });
+  t.match(s.cookie, new RegExp(`^pi_console_${new URL(c.adminUrl).port}=`), 'the cookie is named by port');
+  const replayedAgain = await fetch(`${c.adminUrl}/admin/wallets/open/credit`, {
+    method: 'POST',
+    headers: { cookie: s.cookie, 'x-pi-console': '1', 'content-type': 'application/json' },
+    body: JSON.stringify(credit),
+  });
+  t.equal(replayedAgain.status, 403, 'also once the page holds the secret');
+  await replayedAgain.arrayBuffer();
   const wrongSecret = await sessionCall(c.adminUrl, s, '/admin/wallets/open/credit', {
     body: credit,
     secret: 'x'.repeat(43),
