@@ -1,11 +1,13 @@
 // Screenshots of every console page for docs/console.md (docs/console-*.png): the bundled config served
 // offline through the simulator, a week of generated traffic on an injected clock (several
-// workspaces, models and providers, a few failovers and refusals), then headless Chromium (Debian's
-// package, through playwright-core) signs in and captures each page.
+// workspaces, models and providers, a few failovers and refusals), a few admin writes and sign-ins
+// for the audit trail, then headless Chromium (Debian's package, through playwright-core) signs in as
+// an operator and captures each page.
 // Run: npm run build:console && npm run console:screenshots
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { hashPassword } from '../src/admin/passwords.ts';
 import { ManualClock } from '../src/clock.ts';
 import { tables } from '../src/generated/tables.ts';
 import { startGateway } from '../src/gateway.ts';
@@ -89,9 +91,27 @@ const browser = await chromium.launch({
   headless: true,
   args: ['--no-sandbox', '--disable-gpu'],
 });
+// A few entries for the Audit page: named operators, a wrong password, writes by the token.
+const PASSWORD = randomBytes(18).toString('base64url');
+store.operators.add('ana', 'admin', await hashPassword(PASSWORD));
+store.operators.add('vic', 'viewer', await hashPassword(PASSWORD));
+const asToken = (path: string, body: unknown) =>
+  fetch(`${admin.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then((r) => r.arrayBuffer());
+await fetch(`${admin.url}/console/login`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams({ name: 'vic', token: 'a wrong password' }).toString(),
+}).then((r) => r.arrayBuffer());
+await asToken('/admin/keys', { workspace: 'globex', name: 'ci' });
+await asToken('/admin/wallets/acme/credit', { usd: '250', note: 'invoice 2041' });
 const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
 await page.goto(`${admin.url}/console`);
-await page.fill('#token', TOKEN);
+await page.fill('#name', 'ana');
+await page.fill('#token', PASSWORD);
 await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
 const shot = async (name: string) => {
   await page.waitForTimeout(300);
@@ -121,6 +141,9 @@ await shot('routing');
 await page.click('[data-testid=nav-health]');
 await page.waitForSelector('[data-testid=health-table] tbody tr');
 await shot('health');
+await page.click('[data-testid=nav-audit]');
+await page.waitForSelector('[data-testid=audit-table] tbody tr');
+await shot('audit');
 
 await browser.close();
 await gw.close();

@@ -1,6 +1,7 @@
 // The console's calls to the admin JSON endpoints of its own listener. The session cookie goes along
-// by itself (same origin); posts also carry X-Pi-Console: 1, which the server requires of a
-// cookie-authenticated write (no cross-site form can set it).
+// by itself (same origin); posts also carry the session's secret (./session.ts), without which the
+// server refuses a cookie-authenticated write.
+import { forgetSession, sessionSecret } from './session.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -15,7 +16,7 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method === 'POST') {
     headers['content-type'] = 'application/json';
-    headers['x-pi-console'] = '1';
+    headers['x-pi-console-secret'] = sessionSecret();
   }
   const res = await fetch(path, {
     method,
@@ -25,10 +26,16 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
   });
   if (res.status === 401) {
     // The session ended (expired, signed out elsewhere, gateway restarted): back to the sign-in form.
+    forgetSession();
     location.href = '/console';
     throw new ApiError(401, 'signed out');
   }
-  const json = (await res.json()) as T & { error?: { message: string } };
+  const json = (await res.json()) as T & { error?: { code?: string; message: string } };
+  if (res.status === 403 && json.error?.code === 'session_secret_required') {
+    // Signed in again elsewhere in this browser: this tab's secret belongs to the old session.
+    forgetSession();
+    location.reload();
+  }
   if (!res.ok) throw new ApiError(res.status, json.error?.message ?? `HTTP ${res.status}`);
   return json;
 }

@@ -1,13 +1,16 @@
 // The operator console: one page app over the admin JSON endpoints of the listener that served it.
-// Pages by URL hash: #requests, #spend, #wallets, #routing, #health.
+// Pages by URL hash: #requests, #spend, #wallets, #routing, #health, #audit. Starts once the page
+// holds its session's secret (./session.ts); without it, it asks to sign in again.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { get, type Meta } from './api.ts';
+import { AuditPage } from './page-audit.tsx';
 import { HealthPage } from './page-health.tsx';
 import { RequestsPage } from './page-requests.tsx';
 import { RoutingPage } from './page-routing.tsx';
 import { SpendPage } from './page-spend.tsx';
 import { WalletsPage } from './page-wallets.tsx';
+import { type Operator, signOut, startSession } from './session.ts';
 
 const PAGES = [
   { id: 'requests', title: 'Requests' },
@@ -15,6 +18,7 @@ const PAGES = [
   { id: 'wallets', title: 'Wallets & keys' },
   { id: 'routing', title: 'Routing' },
   { id: 'health', title: 'Health' },
+  { id: 'audit', title: 'Audit' },
 ] as const;
 
 type PageId = (typeof PAGES)[number]['id'];
@@ -24,7 +28,7 @@ const pageOf = (hash: string): PageId => {
   return PAGES.find((p) => p.id === id)?.id ?? 'requests';
 };
 
-function App() {
+function App({ operator }: { operator: Operator }) {
   const [page, setPage] = useState<PageId>(pageOf(location.hash));
   const [meta, setMeta] = useState<Meta | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -45,9 +49,14 @@ function App() {
             </a>
           ))}
         </nav>
-        <form method="post" action="/console/logout" class="signout">
-          <button type="submit">Sign out</button>
-        </form>
+        <span class="signout">
+          <span data-testid="operator">
+            {operator.name} ({operator.role})
+          </span>{' '}
+          <button type="button" data-testid="sign-out" onClick={() => void signOut()}>
+            Sign out
+          </button>
+        </span>
       </header>
       <main>
         {error && <p class="error">{error}</p>}
@@ -61,8 +70,10 @@ function App() {
           <WalletsPage meta={meta} />
         ) : page === 'routing' ? (
           <RoutingPage meta={meta} />
-        ) : (
+        ) : page === 'health' ? (
           <HealthPage />
+        ) : (
+          <AuditPage />
         )}
       </main>
     </>
@@ -70,6 +81,18 @@ function App() {
 }
 
 const root = document.getElementById('app') as HTMLElement;
-// The page's "Loading…" placeholder goes: render() would keep children it did not create.
-root.textContent = '';
-render(<App />, root);
+startSession().then(
+  (operator) => {
+    if (operator === null) {
+      // The secret went to another page already (a closed tab, another window): sign in again.
+      location.href = '/console/login';
+      return;
+    }
+    // The page's "Loading…" placeholder goes: render() would keep children it did not create.
+    root.textContent = '';
+    render(<App operator={operator} />, root);
+  },
+  () => {
+    root.textContent = 'The console could not reach its gateway; reload to try again.';
+  },
+);

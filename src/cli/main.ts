@@ -18,6 +18,8 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   simulator: () => import('./commands/simulator.ts'),
   secret: () => import('./commands/secret.ts'),
   key: () => import('./commands/key.ts'),
+  operator: () => import('./commands/operator.ts'),
+  audit: () => import('./commands/audit.ts'),
   wallet: () => import('./commands/wallet.ts'),
   ledger: () => import('./commands/ledger.ts'),
   usage: () => import('./commands/usage.ts'),

@@ -16,6 +16,7 @@ import { BufferedLines } from '../telemetry/line-sink.ts';
 import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import type { GatewayMetrics } from '../telemetry/metrics.ts';
 import type { MetricsSource } from '../admin/routes.ts';
+import { tokenStrengthProblem } from '../admin/token-strength.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
 
 export type LoadedConfig =
@@ -124,6 +125,10 @@ export async function startObservability(
    *  /metrics merges theirs (`metricsSource`); this process keeps only its own gauges. */
   coordinator?: { metricsSource(own: GatewayMetrics): MetricsSource },
 ): Promise<{ telemetry: Telemetry; admin: AdminListener | null }> {
+  // Refused before anything starts: a guessable operator token opens the console to anyone who can reach it.
+  const token = process.env.PI_ADMIN_TOKEN || null;
+  const weak = token === null ? null : tokenStrengthProblem(token);
+  if (weak !== null) throw new Error(weak);
   const telemetry = await startTelemetry({
     metrics: o?.admin !== null && o?.admin !== undefined && o.metrics,
     accessLog: o?.accessLog && !coordinator ? new BufferedLines(process.stdout) : null,
@@ -132,7 +137,6 @@ export async function startObservability(
     log: jsonLog,
   });
   const metrics = telemetry.metrics && coordinator ? coordinator.metricsSource(telemetry.metrics) : telemetry.metrics;
-  const token = process.env.PI_ADMIN_TOKEN || null;
   if (!o?.admin) {
     if (token)
       jsonLog('admin_token_unused', {
@@ -146,6 +150,7 @@ export async function startObservability(
       lifecycle: new Lifecycle(),
       metrics,
       token,
+      log: jsonLog,
       onUnexpectedError: (err) => jsonLog('admin_error', { error: err instanceof Error ? err.message : String(err) }),
     });
     return { telemetry, admin };

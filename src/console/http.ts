@@ -7,10 +7,13 @@ import type { IncomingRequest } from '../http/request.ts';
 export class ConsoleError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  /** Seconds to wait before trying again (429), sent as Retry-After. */
+  readonly retryAfterS: number | null;
+  constructor(status: number, code: string, message: string, retryAfterS: number | null = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.retryAfterS = retryAfterS;
     this.name = 'ConsoleError';
   }
 }
@@ -26,7 +29,12 @@ export function sendJson(reply: Reply, status: number, value: unknown, headers: 
 }
 
 export function sendError(reply: Reply, err: ConsoleError): void {
-  sendJson(reply, err.status, { error: { code: err.code, message: err.message } });
+  sendJson(
+    reply,
+    err.status,
+    { error: { code: err.code, message: err.message } },
+    err.retryAfterS === null ? [] : [['Retry-After', String(err.retryAfterS)]],
+  );
 }
 
 /** The query string's fields; an empty value counts as absent. */

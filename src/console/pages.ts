@@ -33,11 +33,11 @@ export function asset(name: string): Buffer | null {
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function page(title: string, body: string): string {
+function page(title: string, body: string, head = ''): string {
   return `<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
+<meta charset="utf-8">${head}
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/console/assets/app.css">
@@ -49,10 +49,12 @@ ${body}
 `;
 }
 
-export function shellPage(): string {
+/** The console's page; `sessionTag` (public) tells the page which session its kept secret must belong to. */
+export function shellPage(sessionTag: string): string {
   return page(
     'pi-gateway console',
     '<div id="app"><p class="boot">Loading the console…</p></div>\n<script type="module" src="/console/assets/app.js"></script>',
+    `\n<meta name="pi-console-session" content="${escapeHtml(sessionTag)}">`,
   );
 }
 
@@ -62,8 +64,10 @@ export function loginPage(error: string | null): string {
     `<main class="login">
 <h1>pi-gateway console</h1>
 <form method="post" action="/console/login">
-<label for="token">Operator token (<code>PI_ADMIN_TOKEN</code>)</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<label for="name">Operator name (empty to sign in with <code>PI_ADMIN_TOKEN</code>)</label>
+<input id="name" name="name" type="text" autocomplete="username" autofocus>
+<label for="token">Password, or the operator token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 </form>

@@ -1,6 +1,6 @@
 // The console's routes on the admin listener (src/server/admin-app.ts):
-//   GET  /console                     the console (or its sign-in form); POST /console/login, /console/logout
-//   GET  /console/assets/:file        the built bundle (console/dist/)
+//   GET  /console, /console/login, /console/session, /console/assets/:file; POST /console/login,
+//        /console/logout                                   (./session-routes.ts)
 //   GET  /admin/requests              the request log: filters, newest first, `before` cursor, `since` tail
 //   GET  /admin/requests/:trace       one request: attempts, tokens, cost, ledger rows
 //   GET  /admin/spend, /admin/spend.csv   cost and tokens by workspace, model, provider, day
@@ -9,24 +9,29 @@
 //   GET  /admin/wallets, /admin/wallets/:ws; POST /admin/wallets/:ws/credit
 //   GET  /admin/keys; POST /admin/keys, /admin/keys/:id/revoke, /admin/keys/:id/expiry
 //   GET  /admin/health; POST /admin/route-preview; GET /admin/meta
+//   GET  /admin/audit                 the audit trail, newest first (./audit.ts)
 //   POST /admin/reload                re-read the config directory, as SIGHUP does (./reload.ts)
-// Every /admin/ route needs the operator token (bearer header) or a console session cookie; a
-// cookie-authenticated POST must also carry `X-Pi-Console: 1` (a header no cross-site form can set).
-// Without an operator token all of it answers 404 saying how to turn it on.
+// Every /admin/ route needs the operator token (bearer header) or a console session (./gate.ts);
+// a session's POSTs carry the page's secret, a viewer's writes are refused (403 role_forbidden), and
+// every write enters the audit trail with its outcome. Without an operator token all of it answers
+// 404 saying how to turn it on.
 import type { OperatorView } from '../admin/operator-view.ts';
 import type { AdminRoute } from '../admin/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
-import { StoreError } from '../store/db.ts';
-import { clearedCookie, OperatorAuth, sessionCookie } from './auth.ts';
+import { auditPage } from './audit.ts';
+import { cookieNameFor } from './auth.ts';
+import { type Access, type AuditFact, ConsoleGate, type ConsoleLog } from './gate.ts';
 import { healthReport } from './health.ts';
-import { ConsoleError, jsonBody, NO_STORE, queryOf, sendError, sendJson } from './http.ts';
+import { ConsoleError, jsonBody, queryOf, sendError, sendJson, NO_STORE } from './http.ts';
 import { createKey, listKeys, revokeKey, setKeyExpiry } from './keys.ts';
 import { metaReport } from './meta.ts';
-import { ASSETS, asset, CONSOLE_CSP, loginPage, notBuiltPage, offPage, shellPage } from './pages.ts';
+import { offPage } from './pages.ts';
 import { listRequests, requestDetail } from './requests.ts';
 import { routePreview } from './route-preview.ts';
+import { HTML, sessionRoutes, storeDown } from './session-routes.ts';
+import type { SignInLimits } from './sign-in-limits.ts';
 import { spendCsv, spendReport } from './spend.ts';
 import { keySpendReport, spendSeriesReport } from './spend-series.ts';
 import { type ConfigReloader, reloadConfig } from './reload.ts';
@@ -42,101 +47,146 @@ export interface ConsoleDeps {
   attached(): boolean;
   /** What POST /admin/reload runs; null while the process has not handed one over. */
   reloader(): ConfigReloader | null;
+  /** The admin listener's port (0 until it listens): it names the session cookie. */
+  port(): number;
+  /** Failed and refused sign-ins, and an audit trail that could not be written. */
+  log?: ConsoleLog;
+  limits?: SignInLimits;
 }
 
 const MAX_BODY = 64 * 1024;
-const HTML: [string, string][] = [
-  ['Content-Type', 'text/html; charset=utf-8'],
-  NO_STORE,
-  ['Content-Security-Policy', CONSOLE_CSP],
-];
 
 /** Reads or changes the store (asynchronously: it may be PostgreSQL) and returns the answer. */
 type JsonHandler = (view: OperatorView, req: IncomingRequest) => unknown;
 
+/** What a write's audit entry says: its action, target and detail, from the request and its answer. */
+type Audited = (req: IncomingRequest, answer: unknown) => Omit<AuditFact, 'actor' | 'outcome'>;
+
+const param = (req: IncomingRequest): string => decodeURIComponent(req.params[0] ?? '');
+
+/** Fields of a write's body worth keeping in the trail (never a key or a secret), as JSON. */
+function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
+  let body: Record<string, unknown>;
+  try {
+    body = jsonBody(req);
+  } catch {
+    return null;
+  }
+  // Long client strings are cut: the trail says what was done, the store holds the whole value.
+  const cut = (v: unknown): unknown => (typeof v === 'string' && v.length > 200 ? `${v.slice(0, 200)}…` : v);
+  const kept = Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, cut(body[f])]));
+  return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
+}
+
+const answerField = (answer: unknown, name: string): unknown =>
+  typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>)[name] : undefined;
+
 export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
   if (deps.token === null || deps.token === '') return offRoutes();
-  const auth = new OperatorAuth(deps.token);
+  const gate = new ConsoleGate({
+    token: deps.token,
+    view: deps.view,
+    cookieName: () => cookieNameFor(deps.port()),
+    log: deps.log ?? (() => undefined),
+    ...(deps.limits ? { limits: deps.limits } : {}),
+  });
 
-  /** An authenticated JSON endpoint: 401 without the token, 503 before the gateway attached. The
-   *  store answers asynchronously (the embedded file at once, PostgreSQL over the network). */
-  const api = (method: 'get' | 'post', pattern: string, fn: JsonHandler): AdminRoute => ({
+  /** An authenticated JSON endpoint over the store: 503 before the gateway attached. */
+  const api = (
+    method: 'get' | 'post',
+    pattern: string,
+    fn: JsonHandler,
+    audited: Audited | null = null,
+    access: Access = method === 'get' ? 'read' : 'write',
+  ): AdminRoute => ({
     method,
     pattern,
     ...(method === 'post' ? { body: 'buffer' as const, maxBodyBytes: MAX_BODY } : {}),
-    handler: async (req, reply) => {
-      try {
-        authorize(auth, req, method);
+    handler: (req, reply) =>
+      guarded(gate, req, reply, access, audited, async () => {
         const view = deps.view();
         if (!view) {
           if (deps.attached())
             throw new ConsoleError(503, 'console_unavailable', 'this gateway has no store for the console to read');
           throw new ConsoleError(503, 'starting', 'the gateway is still starting');
         }
-        const out: unknown = await fn(view, req);
-        if (typeof out === 'string')
-          reply.send(
-            200,
-            [
-              ['Content-Type', 'text/csv; charset=utf-8'],
-              ['Content-Disposition', 'attachment; filename="spend.csv"'],
-              NO_STORE,
-            ],
-            out,
-          );
-        else sendJson(reply, method === 'post' && pattern === '/admin/keys' ? 201 : 200, out);
-      } catch (err) {
-        if (err instanceof ConsoleError) sendError(reply, err);
-        else if (err instanceof RangeError) sendError(reply, new ConsoleError(400, 'invalid_request', err.message));
-        // PostgreSQL did not answer (src/store-pg/connection.ts; matched by name so this file never loads `pg`).
-        else if (err instanceof StoreError && err.name === 'StoreUnavailableError')
-          sendError(reply, new ConsoleError(503, 'store_unavailable', err.message));
-        else throw err;
-      }
-    },
+        const answer: unknown = await fn(view, req);
+        return { status: method === 'post' && pattern === '/admin/keys' ? 201 : 200, answer };
+      }),
   });
 
   return [
-    ...pageRoutes(auth),
+    ...sessionRoutes(gate),
     api('get', '/admin/requests', (v, req) => listRequests(v, queryOf(req))),
-    api('get', '/admin/requests/:trace', (v, req) => requestDetail(v, decodeURIComponent(req.params[0] ?? ''))),
+    api('get', '/admin/requests/:trace', (v, req) => requestDetail(v, param(req))),
     api('get', '/admin/spend', (v, req) => spendReport(v, queryOf(req))),
     api('get', '/admin/spend.csv', (v, req) => spendCsv(v, queryOf(req))),
     api('get', '/admin/spend/series', (v, req) => spendSeriesReport(v, queryOf(req))),
     api('get', '/admin/spend/keys', (v, req) => keySpendReport(v, queryOf(req))),
     api('get', '/admin/warnings', (v, req) => warningsReport(v, queryOf(req))),
     api('get', '/admin/wallets', (v) => listWallets(v)),
-    api('get', '/admin/wallets/:ws', (v, req) =>
-      walletDetail(v, decodeURIComponent(req.params[0] ?? ''), queryOf(req)),
-    ),
-    api('post', '/admin/wallets/:ws/credit', (v, req) =>
-      creditWallet(v, decodeURIComponent(req.params[0] ?? ''), jsonBody(req)),
+    api('get', '/admin/wallets/:ws', (v, req) => walletDetail(v, param(req), queryOf(req))),
+    api(
+      'post',
+      '/admin/wallets/:ws/credit',
+      (v, req) => creditWallet(v, param(req), jsonBody(req)),
+      (req) => ({ action: 'wallet.credit', target: param(req), detail: bodyDetail(req, ['usd', 'note']) }),
     ),
     api('get', '/admin/keys', (v, req) => listKeys(v, queryOf(req))),
-    api('post', '/admin/keys', (v, req) => createKey(v, jsonBody(req))),
-    api('post', '/admin/keys/:id/revoke', (v, req) => revokeKey(v, decodeURIComponent(req.params[0] ?? ''))),
-    api('post', '/admin/keys/:id/expiry', (v, req) =>
-      setKeyExpiry(v, decodeURIComponent(req.params[0] ?? ''), jsonBody(req)),
+    api(
+      'post',
+      '/admin/keys',
+      (v, req) => createKey(v, jsonBody(req)),
+      (req, answer) => {
+        const id = answerField(answer, 'id');
+        return {
+          action: 'key.create',
+          target: typeof id === 'string' ? id : null,
+          detail: bodyDetail(req, ['workspace', 'name', 'expires_at', 'rpm']),
+        };
+      },
+    ),
+    api(
+      'post',
+      '/admin/keys/:id/revoke',
+      (v, req) => revokeKey(v, param(req)),
+      (req) => ({ action: 'key.revoke', target: param(req), detail: null }),
+    ),
+    api(
+      'post',
+      '/admin/keys/:id/expiry',
+      (v, req) => setKeyExpiry(v, param(req), jsonBody(req)),
+      (req) => ({ action: 'key.expiry', target: param(req), detail: bodyDetail(req, ['expires_at']) }),
     ),
     api('get', '/admin/health', (v) => healthReport(v, deps.lifecycle)),
-    api('post', '/admin/route-preview', (v, req) => routePreview(v, jsonBody(req))),
+    api('post', '/admin/route-preview', (v, req) => routePreview(v, jsonBody(req)), null, 'read-post'),
     api('get', '/admin/meta', (v) => metaReport(v)),
+    api('get', '/admin/audit', (v, req) => auditPage(v, queryOf(req))),
     {
       // Needs no store: a gateway without the console's store reloads all the same.
       method: 'post',
       pattern: '/admin/reload',
       body: 'buffer',
       maxBodyBytes: 4096,
-      handler: async (req, reply) => {
-        try {
-          authorize(auth, req, 'post');
-          const answer = await reloadConfig(deps.lifecycle, deps.reloader(), deps.attached());
-          sendJson(reply, answer.ok ? 200 : 422, answer);
-        } catch (err) {
-          if (err instanceof ConsoleError) sendError(reply, err);
-          else throw err;
-        }
-      },
+      handler: (req, reply) =>
+        guarded(
+          gate,
+          req,
+          reply,
+          'write',
+          (_req, answer) => ({
+            action: 'config.reload',
+            target: null,
+            detail:
+              answer === null
+                ? null
+                : JSON.stringify({ ok: answerField(answer, 'ok'), hash: answerField(answer, 'hash') }),
+          }),
+          async () => {
+            const answer = await reloadConfig(deps.lifecycle, deps.reloader(), deps.attached());
+            return { status: answer.ok ? 200 : 422, answer };
+          },
+        ),
     },
     api('get', '/admin/*', () => {
       throw new ConsoleError(404, 'not_found', 'no such admin endpoint');
@@ -144,75 +194,48 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
   ];
 }
 
-/** The operator token as a bearer header, or a console session (whose POSTs carry X-Pi-Console: 1). */
-function authorize(auth: OperatorAuth, req: IncomingRequest, method: 'get' | 'post'): void {
-  const how = auth.authenticated(req);
-  if (how === null)
-    throw new ConsoleError(
-      401,
-      'unauthorized',
-      'send the operator token as Authorization: Bearer <PI_ADMIN_TOKEN>, or sign in at /console',
-    );
-  if (how === 'session' && method === 'post' && req.headers['x-pi-console'] !== '1')
-    throw new ConsoleError(403, 'forbidden', 'a console request must carry X-Pi-Console: 1');
-}
-
-function secureRequest(req: IncomingRequest): boolean {
-  return (req.headers['x-forwarded-proto'] ?? '').toLowerCase() === 'https';
-}
-
-function pageRoutes(auth: OperatorAuth): AdminRoute[] {
-  const shell = (req: IncomingRequest, reply: Reply): void => {
-    if (auth.authenticated(req) === null) reply.send(200, HTML, loginPage(null));
-    else if (asset('app.js') === null) reply.send(503, HTML, notBuiltPage());
-    else reply.send(200, HTML, shellPage());
-  };
-  return [
-    { method: 'get', pattern: '/console', handler: shell },
-    { method: 'get', pattern: '/console/', handler: shell },
-    {
-      method: 'post',
-      pattern: '/console/login',
-      body: 'buffer',
-      maxBodyBytes: 4096,
-      handler: (req, reply) => {
-        const token = new URLSearchParams(req.body.toString('utf8')).get('token') ?? '';
-        const id = auth.login(token);
-        if (id === null) {
-          reply.send(401, HTML, loginPage('That is not the operator token.'));
-          return;
-        }
-        reply.send(303, [['Location', '/console'], ['Set-Cookie', sessionCookie(id, secureRequest(req))], NO_STORE]);
-      },
-    },
-    {
-      method: 'post',
-      pattern: '/console/logout',
-      handler: (req, reply) => {
-        auth.logout(req);
-        reply.send(303, [['Location', '/console'], ['Set-Cookie', clearedCookie()], NO_STORE]);
-      },
-    },
-    { method: 'get', pattern: '/console/assets/:file', handler: serveAsset },
-  ];
-}
-
-function serveAsset(req: IncomingRequest, reply: Reply): void {
-  const name = req.params[0] ?? '';
-  const type = ASSETS[name];
-  const data = type === undefined ? null : asset(name);
-  if (type === undefined || data === null) {
-    reply.send(404, [['Content-Type', 'text/plain; charset=utf-8'], NO_STORE], 'not found');
-    return;
+/** Runs an authorized request: 401/429 without valid credentials, 403 for a refused write (recorded). */
+async function guarded(
+  gate: ConsoleGate,
+  req: IncomingRequest,
+  reply: Reply,
+  access: Access,
+  audited: Audited | null,
+  run: () => Promise<{ status: number; answer: unknown }>,
+): Promise<void> {
+  try {
+    const actor = await gate.authorize(req, access);
+    try {
+      gate.permit(actor, access);
+      const { status, answer } = await run();
+      if (audited) await gate.record(req, { ...audited(req, answer), actor: actor.name, outcome: 'ok' });
+      send(reply, status, answer);
+    } catch (err) {
+      const code = err instanceof ConsoleError ? err.code : err instanceof RangeError ? 'invalid_request' : null;
+      if (audited && code !== null)
+        await gate.record(req, { ...audited(req, null), actor: actor.name, outcome: `refused: ${code}` });
+      throw err;
+    }
+  } catch (err) {
+    if (err instanceof ConsoleError) sendError(reply, err);
+    else if (err instanceof RangeError) sendError(reply, new ConsoleError(400, 'invalid_request', err.message));
+    else if (storeDown(err)) sendError(reply, new ConsoleError(503, 'store_unavailable', (err as Error).message));
+    else throw err;
   }
-  reply.send(
-    200,
-    [
-      ['Content-Type', type],
-      ['Cache-Control', 'no-cache'],
-    ],
-    data,
-  );
+}
+
+function send(reply: Reply, status: number, answer: unknown): void {
+  if (typeof answer === 'string')
+    reply.send(
+      status,
+      [
+        ['Content-Type', 'text/csv; charset=utf-8'],
+        ['Content-Disposition', 'attachment; filename="spend.csv"'],
+        NO_STORE,
+      ],
+      answer,
+    );
+  else sendJson(reply, status, answer);
 }
 
 /** Without an operator token: the console and the admin JSON endpoints say how to turn them on. */

@@ -28,6 +28,8 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   config_reload: (f) => (f['ok'] === true ? 'info' : 'warn'),
   // Serving, degraded or needing attention.
   admin_token_unused: 'warn',
+  admin_sign_in_failed: 'warn',
+  admin_sign_in_limited: 'warn',
   workers_above_cores: 'warn',
   credential_missing: 'warn',
   secret_unused: 'warn',
@@ -45,6 +47,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   writer_slow_commit: 'warn',
   // Failures.
   admin_error: 'error',
+  audit_write_failed: 'error',
   drain_incomplete: 'error',
   lease_tick_failed: 'error',
   ledger_write_failed: 'error',

@@ -21,6 +21,8 @@ export interface AdminListenerOptions {
   /** The operator token (PI_ADMIN_TOKEN): with it the console and the admin JSON endpoints are on,
    *  without it (null or absent) they answer 404 and only health and metrics are served. */
   token?: string | null;
+  /** Failed and refused sign-ins and audit-trail failures (the console's operational log lines). */
+  log?: (event: string, fields: Record<string, unknown>) => void;
   onUnexpectedError?: (err: unknown) => void;
 }
 
@@ -43,19 +45,22 @@ export async function startAdminListener(opts: AdminListenerOptions): Promise<Ad
   let view: OperatorView | null = null;
   let serving: ServingView | null = null;
   let reloader: ConfigReloader | null = null;
+  let port = 0;
   const operator = consoleRoutes({
     token: opts.token ?? null,
     lifecycle: opts.lifecycle,
     view: () => view,
     attached: () => serving !== null,
     reloader: () => reloader,
+    port: () => port,
+    ...(opts.log ? { log: opts.log } : {}),
   });
   const server = createHttpServer(
     // The console's routes first: the admin table ends with its catch-all 404.
     [...operator, ...adminRoutes({ lifecycle: opts.lifecycle, serving: () => serving, metrics: opts.metrics })],
-    opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {},
+    { headers: 'admin', ...(opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {}) },
   );
-  const port = await server.listen(opts.host, opts.port);
+  port = await server.listen(opts.host, opts.port);
   let closed = false;
   return {
     port,

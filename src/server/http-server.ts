@@ -11,7 +11,7 @@ import { readBody, restIsBounded } from './read-body.ts';
 import { type RequestCoding, requestCoding } from './request-coding.ts';
 import { framingProblem } from './request-framing.ts';
 import { newTraceId } from './trace-id.ts';
-import { type ReplyDrainState, UwsReply } from './uws-reply.ts';
+import { ADMIN_BLOCK, PUBLIC_BLOCK, type ReplyDrainState, UwsReply } from './uws-reply.ts';
 
 export interface RouteDef {
   method: 'get' | 'post' | 'options' | 'del' | 'put' | 'patch' | 'head' | 'any';
@@ -46,6 +46,9 @@ export interface HttpServer {
 export interface HttpServerOptions {
   /** Reports unexpected handler failures (never request bodies or credentials). */
   onUnexpectedError?: (err: unknown, traceId: string) => void;
+  /** The headers on every answer: the public API's (CORS and security, the default) or the admin
+   *  listener's (security only: no CORS, so no other origin's page reads or probes it). */
+  headers?: 'public' | 'admin';
 }
 
 /** uWS's listen with options; this build takes (host, port, options, cb), which its types omit. */
@@ -78,6 +81,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   const app: TemplatedApp = uWS.App();
   // Shared with every reply: once draining, answers carry Connection: close.
   const drain: ReplyDrainState = { closing: false };
+  const fixed = opts.headers === 'admin' ? ADMIN_BLOCK : PUBLIC_BLOCK;
   for (const route of routes) {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
@@ -87,6 +91,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
       const reply = new UwsReply(res, traceId, {
         headOnly: incoming.method === 'HEAD',
         drain,
+        fixed,
         ...(route.errorBody ? { errorBody: route.errorBody } : {}),
       });
       const refused = framingProblem(incoming, method);

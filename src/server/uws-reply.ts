@@ -4,21 +4,29 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { HeaderList, Reply } from '../http/reply.ts';
 import { type GatewayError, statusLine } from '../errors.ts';
-import { FIXED_HEADERS } from './gateway-headers.ts';
+import { FIXED_HEADERS, SECURITY_HEADERS } from './gateway-headers.ts';
 
 /** Bodies above this are sent with tryEnd + onWritable rather than copied whole into backpressure. */
 const LARGE_BODY = 64 * 1024;
 
 /**
- * The headers every response carries, written with one native call instead of one per header: uWS
- * writes `key: value\r\n`, so the first header's value followed by the other lines makes the same
- * bytes. Built once from FIXED_HEADERS (constants, no CR or LF of their own).
+ * The headers every response of a server carries, written with one native call instead of one per
+ * header: uWS writes `key: value\r\n`, so the first header's value followed by the other lines makes
+ * the same bytes. Built once from constants (no CR or LF of their own).
  */
-const [FIXED_BLOCK_KEY, FIXED_BLOCK_VALUE] = ((): [string, string] => {
-  const [first, ...rest] = FIXED_HEADERS;
-  if (first === undefined) throw new Error('FIXED_HEADERS is empty');
+export type FixedBlock = readonly [key: string, value: string];
+
+function fixedBlock(headers: ReadonlyArray<readonly [string, string]>): FixedBlock {
+  const [first, ...rest] = headers;
+  if (first === undefined) throw new Error('a fixed header block is empty');
   return [first[0], [first[1], ...rest.map(([k, v]) => `${k}: ${v}`)].join('\r\n')];
-})();
+}
+
+/** The public API's answers: CORS (browsers may call the API with a key) and the security headers. */
+export const PUBLIC_BLOCK: FixedBlock = fixedBlock(FIXED_HEADERS);
+/** The admin listener's answers: the security headers and no CORS at all, so no page of another
+ *  origin can read an operator's answer (metrics, the console's JSON) or probe its sign-in. */
+export const ADMIN_BLOCK: FixedBlock = fixedBlock(SECURITY_HEADERS);
 
 /** Whether the server is draining: every answer then asks the client to close the connection. */
 export interface ReplyDrainState {
@@ -47,17 +55,24 @@ export class UwsReply implements Reply {
   private readonly drain: ReplyDrainState;
   /** The route's shape of a gateway-raised error (the Messages protocol adds a top-level type). */
   private readonly errorBody: (err: GatewayError) => unknown;
+  private readonly fixed: FixedBlock;
 
   constructor(
     res: HttpResponse,
     traceId: string,
-    opts: { headOnly?: boolean; drain?: ReplyDrainState; errorBody?: (err: GatewayError) => unknown } = {},
+    opts: {
+      headOnly?: boolean;
+      drain?: ReplyDrainState;
+      errorBody?: (err: GatewayError) => unknown;
+      fixed?: FixedBlock;
+    } = {},
   ) {
     this.res = res;
     this.traceId = traceId;
     this.headOnly = opts.headOnly ?? false;
     this.drain = opts.drain ?? NOT_DRAINING;
     this.errorBody = opts.errorBody ?? ((err) => err.toBody());
+    this.fixed = opts.fixed ?? PUBLIC_BLOCK;
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -118,7 +133,7 @@ export class UwsReply implements Reply {
     const res = this.res;
     res.writeStatus(statusLine(status));
     res.writeHeader('X-Pi-Trace-Id', this.traceId);
-    res.writeHeader(FIXED_BLOCK_KEY, FIXED_BLOCK_VALUE);
+    res.writeHeader(this.fixed[0], this.fixed[1]);
     for (const [k, v] of headers) if (!isConnectionHeader(k)) res.writeHeader(k, v);
     if (connectionClose) res.writeHeader('Connection', 'close');
     this.started = true;

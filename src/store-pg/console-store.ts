@@ -56,5 +56,15 @@ export function pgConsole(store: PgStore): ConsoleStore {
       revoke: (id) => ask('revoking a key', () => store.apiKeys.revoke(id)),
       setExpiry: (id, at) => ask('setting a key expiry', () => store.apiKeys.setExpiry(id, at)),
     },
+    operators: {
+      add: (name, role, hash) => ask('adding an operator', () => store.operators.add(name, role, hash)),
+      get: (name) => ask('reading an operator', () => store.operators.get(name)),
+      list: () => ask('listing operators', () => store.operators.list()),
+      remove: (name) => ask('removing an operator', () => store.operators.remove(name)),
+    },
+    audit: {
+      append: (entry) => ask('writing the audit trail', () => store.audit.append(entry)),
+      list: (page) => ask('reading the audit trail', () => store.audit.list(page)),
+    },
   };
 }

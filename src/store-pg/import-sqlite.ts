@@ -1,7 +1,7 @@
 // `pi-gateway migrate --from FILE --to postgres://…`: an embedded database moved into an empty,
 // migrated PostgreSQL database in ONE transaction — keys (hashes), sealed secrets (the sealed bytes:
-// the same PI_MASTER_KEY opens them), wallets, the ledger with its ids, the holds and the request
-// log. Nothing is decrypted. Open holds arrive with a fresh lease: the embedded server that took them
+// the same PI_MASTER_KEY opens them), wallets, the ledger with its ids, the holds, the request
+// log, operator accounts and the audit trail (ids kept). Nothing is decrypted. Open holds arrive with a fresh lease: the embedded server that took them
 // is stopped, so unless a node settles them they are released when it lapses, as after a crash.
 import type { Dump } from '../store/dump.ts';
 import { inTransaction, type PgClient, type PgPool } from './connection.ts';
@@ -15,6 +15,8 @@ export interface ImportCounts {
   ledger: number;
   holds: number;
   requestLog: number;
+  operators: number;
+  audit: number;
 }
 
 const BATCH = 500;
@@ -22,7 +24,7 @@ const BATCH = 500;
 /** True when the target holds no row of any table a migration fills. */
 export async function pgIsEmpty(pool: PgPool): Promise<{ empty: boolean; tables: string[] }> {
   const tables: string[] = [];
-  for (const t of ['secrets', 'api_keys', 'wallets', 'ledger', 'holds', 'request_log']) {
+  for (const t of ['secrets', 'api_keys', 'wallets', 'ledger', 'holds', 'request_log', 'operators', 'audit_log']) {
     const r = await pool.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${t}) AS any`);
     if (r.rows[0]?.any) tables.push(t);
   }
@@ -73,7 +75,9 @@ const LOG_COLUMNS = [
 export async function importDump(pool: PgPool, dump: Dump, now: number): Promise<ImportCounts> {
   return inTransaction(pool, async (c) => {
     // Nobody writes while the copy runs (a node started too early waits, then sees it all).
-    await c.query('LOCK TABLE secrets, api_keys, wallets, ledger, holds, request_log IN EXCLUSIVE MODE');
+    await c.query(
+      'LOCK TABLE secrets, api_keys, wallets, ledger, holds, request_log, operators, audit_log IN EXCLUSIVE MODE',
+    );
     await insertRows(
       c,
       'secrets',
@@ -143,7 +147,10 @@ export async function importDump(pool: PgPool, dump: Dump, now: number): Promise
     await c.query(
       "SELECT setval('request_log_id_seq', GREATEST((SELECT COALESCE(MAX(id), 0) FROM request_log), 1), (SELECT COUNT(*) > 0 FROM request_log))",
     );
+    const { operators, audit } = await importOperators(c, dump);
     return {
+      operators,
+      audit,
       secrets: dump.secrets.length,
       keys: dump.keys.length,
       wallets: dump.wallets.length,
@@ -152,4 +159,28 @@ export async function importDump(pool: PgPool, dump: Dump, now: number): Promise
       requestLog,
     };
   });
+}
+
+/** Operator accounts (their hashes as they are) and the audit trail with its ids. */
+async function importOperators(c: PgClient, dump: Dump): Promise<{ operators: number; audit: number }> {
+  await insertRows(
+    c,
+    'operators',
+    ['name', 'role', 'password_hash', 'created_at'],
+    dump.operators.map((o) => [o.name, o.role, o.password_hash, o.created_at]),
+  );
+  let audit = 0;
+  for (const rows of dump.audit(BATCH)) {
+    await insertRows(
+      c,
+      'audit_log',
+      ['id', 'at', 'actor', 'action', 'target', 'client', 'outcome', 'detail'],
+      rows.map((a) => [a.id, a.at, a.actor, a.action, a.target, a.client, a.outcome, a.detail]),
+    );
+    audit += rows.length;
+  }
+  await c.query(
+    "SELECT setval('audit_log_id_seq', GREATEST((SELECT COALESCE(MAX(id), 0) FROM audit_log), 1), (SELECT COUNT(*) > 0 FROM audit_log))",
+  );
+  return { operators: dump.operators.length, audit };
 }

@@ -126,6 +126,35 @@ CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys FOR
 CREATE TRIGGER secrets_changed AFTER INSERT OR UPDATE OR DELETE ON secrets FOR EACH STATEMENT EXECUTE FUNCTION bump_store_changes();
 `,
   },
+  {
+    version: 2,
+    name: 'operators-audit',
+    // Named operator accounts and the append-only audit trail (src/store-pg/operators.ts), as the
+    // embedded store's migration 5.
+    sql: `
+CREATE TABLE operators (
+  name           TEXT PRIMARY KEY,
+  role           TEXT NOT NULL CHECK (role IN ('admin', 'viewer')),
+  password_hash  TEXT NOT NULL,
+  created_at     BIGINT NOT NULL
+);
+CREATE TABLE audit_log (
+  id       BIGSERIAL PRIMARY KEY,
+  at       BIGINT NOT NULL,
+  actor    TEXT NOT NULL,
+  action   TEXT NOT NULL,
+  target   TEXT,
+  client   TEXT,
+  outcome  TEXT NOT NULL,
+  detail   TEXT
+);
+CREATE INDEX audit_log_at ON audit_log(at);
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
+CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+`,
+  },
 ];
 
 /** Arbitrary constant for pg_advisory_xact_lock: two `migrate` runs at once serialise on it. */

@@ -1,6 +1,7 @@
 // The PostgreSQL store facade: one pool and the stores on it — keys, sealed secrets, wallets and the
 // ledger, admission holds, the request log. The rest of the gateway imports this folder, never `pg`.
 // It serves the CLI (the AdminStore interface every `--db` command uses) and the gateway nodes.
+import { PgAuditLog, PgOperators } from './operators.ts';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { AdminStore } from '../store/admin-store.ts';
@@ -39,6 +40,8 @@ export class PgStore implements AdminStore {
   readonly secrets: PgSecrets;
   readonly holds: PgHolds;
   readonly requestLog: PgRequestLog;
+  readonly operators: PgOperators;
+  readonly audit: PgAuditLog;
   private closed: Promise<void> | null = null;
 
   readonly pool: PgPool;
@@ -59,6 +62,8 @@ export class PgStore implements AdminStore {
     this.wallets = new PgWallets(pool, clock);
     this.secrets = new PgSecrets(pool, clock, masterKey);
     this.holds = new PgHolds(pool);
+    this.operators = new PgOperators(pool, clock);
+    this.audit = new PgAuditLog(pool);
     this.requestLog = new PgRequestLog(pool, opts.requestLog, opts.onLogError);
   }
 

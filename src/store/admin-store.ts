@@ -4,6 +4,7 @@
 // `usage`, `logs` and `secret` mean the same on both.
 import type { CreateKeyInput } from './api-keys.ts';
 import type { RotationResult, SecretInfo } from './secrets.ts';
+import { type AuditTrail, type OperatorAccounts, sqliteAudit, sqliteOperators } from './console-store.ts';
 import type { Store } from './store.ts';
 import type { ApiKeyRecord, CreatedApiKey, RequestLogEntry, RequestLogQuery, UsageLine, WalletView } from './types.ts';
 import { syncCall } from './sync-call.ts';
@@ -40,6 +41,8 @@ export interface AdminStore {
   readonly wallets: AdminWallets;
   readonly secrets: AdminSecrets;
   readonly requestLog: { query(q?: RequestLogQuery): Promise<RequestLogEntry[]> };
+  readonly operators: OperatorAccounts;
+  readonly audit: AuditTrail;
   close(): Promise<void>;
 }
 
@@ -69,6 +72,8 @@ export function sqliteAdmin(store: Store): AdminStore {
       rotateMaster: (key) => run(() => store.secrets.rotateMaster(key)),
     },
     requestLog: { query: (q) => run(() => store.requestLog.query(q)) },
+    operators: sqliteOperators(store),
+    audit: sqliteAudit(store),
     close: () => run(() => store.close()),
   };
 }

@@ -6,6 +6,7 @@
 import type { CreateKeyInput } from './api-keys.ts';
 import type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
 import type { SeriesGroup, SeriesInterval, SeriesPoint } from './spend-series.ts';
+import type { AuditEntry, AuditPage, NewAuditEntry, OperatorAccount, OperatorRole } from './operators.ts';
 import type { Store } from './store.ts';
 import type { ApiKeyRecord, CreatedApiKey, LedgerEntry, RequestLogEntry, WalletView } from './types.ts';
 import { syncCall } from './sync-call.ts';
@@ -46,12 +47,31 @@ export interface ConsoleKeys {
   setExpiry(id: string, expiresAt: number | null): Promise<boolean>;
 }
 
+/** Operator accounts (src/store/operators.ts); the CLI adds and removes them, the console reads them. */
+export interface OperatorAccounts {
+  /** False when the name is taken. */
+  add(name: string, role: OperatorRole, passwordHash: string): Promise<boolean>;
+  get(name: string): Promise<OperatorAccount | null>;
+  /** By name. */
+  list(): Promise<OperatorAccount[]>;
+  remove(name: string): Promise<boolean>;
+}
+
+/** The append-only audit trail. */
+export interface AuditTrail {
+  append(entry: NewAuditEntry): Promise<void>;
+  /** Newest first. */
+  list(page: AuditPage): Promise<AuditEntry[]>;
+}
+
 export interface ConsoleStore {
   /** 'sqlite' (a file) or 'postgres' (a URL): for messages only. */
   readonly kind: 'sqlite' | 'postgres';
   readonly requestLog: ConsoleRequestLog;
   readonly wallets: ConsoleWallets;
   readonly apiKeys: ConsoleKeys;
+  readonly operators: OperatorAccounts;
+  readonly audit: AuditTrail;
 }
 
 /** The embedded store behind the console's interface (each call runs at once, synchronously). */
@@ -80,5 +100,23 @@ export function sqliteConsole(store: Store): ConsoleStore {
       revoke: (id) => run(() => store.apiKeys.revoke(id)),
       setExpiry: (id, at) => run(() => store.apiKeys.setExpiry(id, at)),
     },
+    operators: sqliteOperators(store),
+    audit: sqliteAudit(store),
+  };
+}
+
+export function sqliteOperators(store: Store): OperatorAccounts {
+  return {
+    add: (name, role, hash) => syncCall(() => store.operators.add(name, role, hash)),
+    get: (name) => syncCall(() => store.operators.get(name)),
+    list: () => syncCall(() => store.operators.list()),
+    remove: (name) => syncCall(() => store.operators.remove(name)),
+  };
+}
+
+export function sqliteAudit(store: Store): AuditTrail {
+  return {
+    append: (entry) => syncCall(() => store.audit.append(entry)),
+    list: (page) => syncCall(() => store.audit.list(page)),
   };
 }

@@ -1,6 +1,7 @@
 // An embedded database read whole, row for row, for `pi-gateway migrate --from FILE --to postgres://…`:
 // sealed secrets as their sealed bytes, API keys with their hashes, wallets, the ledger (ids kept),
-// the holds and the request log. Read in one read transaction, so the copy is one consistent
+// the holds, the request log, operator accounts (their password hashes) and the audit trail. Read in
+// one read transaction, so the copy is one consistent
 // snapshot. Nothing here decrypts anything.
 import { openDatabase, type SqliteDatabase } from './db.ts';
 
@@ -55,6 +56,24 @@ export interface DumpHold {
   closed_at: bigint | null;
 }
 
+export interface DumpOperator {
+  name: string;
+  role: string;
+  password_hash: string;
+  created_at: bigint;
+}
+
+export interface DumpAuditRow {
+  id: bigint;
+  at: bigint;
+  actor: string;
+  action: string;
+  target: string | null;
+  client: string | null;
+  outcome: string;
+  detail: string | null;
+}
+
 /** A request-log row as stored (attempts_json still JSON text, stream 0/1). */
 export type DumpLogRow = Record<string, string | number | bigint | null | Buffer>;
 
@@ -63,6 +82,9 @@ export interface Dump {
   keys: DumpKey[];
   wallets: DumpWallet[];
   holds: DumpHold[];
+  operators: DumpOperator[];
+  /** Audit rows in id order, `batch` at a time. */
+  audit(batch: number): Iterable<DumpAuditRow[]>;
   /** Ledger rows in id order, `batch` at a time. */
   ledger(batch: number): Iterable<DumpLedgerRow[]>;
   /** Request-log rows in id order, `batch` at a time. */
@@ -110,6 +132,13 @@ export function openDump(file: string): Dump {
     ),
     wallets: all<DumpWallet>('SELECT workspace, balance_nano, held_nano, updated_at FROM wallets ORDER BY workspace'),
     holds: all<DumpHold>(HOLDS),
+    operators: all<DumpOperator>('SELECT name, role, password_hash, created_at FROM operators ORDER BY name'),
+    audit: (batch) =>
+      pages<DumpAuditRow>(
+        db,
+        'SELECT id, at, actor, action, target, client, outcome, detail FROM audit_log WHERE id > ? ORDER BY id LIMIT ?',
+        batch,
+      ),
     ledger: (batch) =>
       pages<DumpLedgerRow>(
         db,

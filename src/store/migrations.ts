@@ -166,4 +166,31 @@ DROP INDEX ledger_close_once;
 CREATE UNIQUE INDEX ledger_once ON ledger(trace_id, (CASE kind WHEN 'credit' THEN 0 WHEN 'hold' THEN 1 ELSE 2 END));
 `,
   },
+  {
+    version: 6,
+    name: 'operators-audit',
+    // Named operator accounts for the console and the append-only audit trail of every admin write
+    // and sign-in (src/store/operators.ts); triggers keep the trail append-only.
+    sql: `
+CREATE TABLE operators (
+  name           TEXT PRIMARY KEY,
+  role           TEXT NOT NULL CHECK (role IN ('admin', 'viewer')),
+  password_hash  TEXT NOT NULL,
+  created_at     INTEGER NOT NULL
+) STRICT;
+CREATE TABLE audit_log (
+  id       INTEGER PRIMARY KEY AUTOINCREMENT,
+  at       INTEGER NOT NULL,
+  actor    TEXT NOT NULL,
+  action   TEXT NOT NULL,
+  target   TEXT,
+  client   TEXT,
+  outcome  TEXT NOT NULL,
+  detail   TEXT
+) STRICT;
+CREATE INDEX audit_log_at ON audit_log(at);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+`,
+  },
 ];

@@ -5,6 +5,7 @@ import { systemClock } from '../clock.ts';
 import { ApiKeys } from './api-keys.ts';
 import { openDatabase, type SqliteDatabase } from './db.ts';
 import { transactIsolated } from './isolated-writes.ts';
+import { AuditLog, Operators } from './operators.ts';
 import { RequestLog } from './request-log.ts';
 import { Secrets } from './secrets.ts';
 import type { RequestLogOptions } from './types.ts';
@@ -31,6 +32,16 @@ export {
   WRITER_BATCH_WAIT_MS,
   type WriterStats,
 } from './thread-writer.ts';
+export {
+  AuditLog,
+  type AuditEntry,
+  type AuditPage,
+  type NewAuditEntry,
+  type OperatorAccount,
+  OPERATOR_NAME,
+  type OperatorRole,
+  Operators,
+} from './operators.ts';
 export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
 export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
 export type * from './types.ts';
@@ -51,6 +62,8 @@ export interface Store {
   readonly apiKeys: ApiKeys;
   readonly wallets: Wallets;
   readonly requestLog: RequestLog;
+  readonly operators: Operators;
+  readonly audit: AuditLog;
   /**
    * True when another connection/process committed since the last call (PRAGMA data_version), or
    * when this store itself changed an API key or a secret — lets the server refresh its caches after
@@ -92,6 +105,8 @@ class SqliteStore implements Store {
   readonly apiKeys: ApiKeys;
   readonly wallets: Wallets;
   readonly requestLog: RequestLog;
+  readonly operators: Operators;
+  readonly audit: AuditLog;
   private readonly db: SqliteDatabase;
   private dataVersion: number;
   /** Set by this connection's own key and secret writes, which data_version does not report. */
@@ -106,6 +121,8 @@ class SqliteStore implements Store {
     this.secrets = new Secrets(db, clock, masterKey, changed);
     this.apiKeys = new ApiKeys(db, clock, changed);
     this.wallets = new Wallets(db, clock, changed);
+    this.operators = new Operators(db, clock);
+    this.audit = new AuditLog(db);
     const logOpts: ConstructorParameters<typeof RequestLog>[1] = { ...opts.requestLog, readonly };
     if (opts.onLogError) logOpts.onError = opts.onLogError;
     this.requestLog = new RequestLog(db, logOpts);

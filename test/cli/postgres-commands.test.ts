@@ -25,8 +25,8 @@ t.test('the commands on a postgres:// URL', async (t) => {
   t.match(unmigrated.stderr, /no pi-gateway schema; run `pi-gateway migrate --db URL` first/);
   const m = await cliProcess(['migrate', '--db', url], { env });
   t.equal(m.code, 0, m.stderr);
-  t.match(m.stdout, /migrated postgres:\/\/pigw@127\.0\.0\.1:\d+\/\w+ to schema version 1 \(applied 1\)/);
-  t.match((await cliInProcess(['migrate', '--db', url], env)).stdout, /already at schema version 1/);
+  t.match(m.stdout, /migrated postgres:\/\/pigw@127\.0\.0\.1:\d+\/\w+ to schema version 2 \(applied 1, 2\)/);
+  t.match((await cliInProcess(['migrate', '--db', url], env)).stdout, /already at schema version 2/);
 
   const created = await cliInProcess(
     ['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '50', '--json'],
@@ -111,6 +111,16 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
   src.wallets.credit(WS, 10_000_000_000n, 'seed');
   write(src, hold(WS, 'a', 3_000_000_000n), hold(WS, 'b', 1_000_000_000n));
   write(src, settle(WS, 'a', 3_000_000_000n, 2_000_000_001n, { model: 'v/m', provider: 'p' }));
+  src.operators.add('ana', 'admin', 'scrypt$32768$8$1$c2FsdA$aGFzaA');
+  src.audit.append({
+    at: 1,
+    actor: 'ana',
+    action: 'sign_in',
+    target: null,
+    client: '::1',
+    outcome: 'ok',
+    detail: null,
+  });
   src.close();
   const url = await server.createDatabase();
   const env = { PI_MASTER_KEY: key };
@@ -119,7 +129,7 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
   const moved = await cliProcess(['migrate', '--from', file, '--to', url, '--json'], { env });
   t.equal(moved.code, 0, moved.stderr);
   t.match(JSON.parse(moved.stdout), {
-    moved: { keys: 1, secrets: 1, wallets: 1, ledger: 4, holds: 2 },
+    moved: { keys: 1, secrets: 1, wallets: 1, ledger: 4, holds: 2, operators: 1, audit: 1 },
     verified_before: true,
     verified_after: true,
     problems: [],
@@ -138,6 +148,8 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
     'the same master key opens the sealed bytes',
   );
   t.match(await pg.wallets.show(WS, 0), { balance: 7_999_999_999n, held: 1_000_000_000n, openHolds: 1 });
+  t.match(await pg.operators.get('ana'), { role: 'admin', passwordHash: 'scrypt$32768$8$1$c2FsdA$aGFzaA' });
+  t.match(await pg.audit.list({ limit: 5 }), [{ id: 1, actor: 'ana', action: 'sign_in', client: '::1' }]);
   t.same(await pg.wallets.verify(), { ok: true, problems: [] });
   // The open hold of the stopped embedded server lapses like any orphan.
   t.equal(await pg.holds.sweep(Date.now() + 31_000), 1);
@@ -150,6 +162,6 @@ t.test('migrate --from FILE --to URL moves an embedded database exactly', async 
   t.equal(again.code, 1);
   t.match(
     again.stderr,
-    /is not empty \(rows in secrets, api_keys, wallets, ledger, holds\); migrate into a fresh database/,
+    /is not empty \(rows in secrets, api_keys, wallets, ledger, holds, operators, audit_log\); migrate into a fresh database/,
   );
 });

@@ -5,14 +5,23 @@
 // log and the ledger (and byte for byte what an embedded-store gateway answers for the same traffic),
 // wallets, a credit with the operator's note in the ledger rows, keys created, expired and revoked
 // (the node's key cache follows within its poll), health from the request log.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { ManualClock } from '../../src/clock.ts';
 import { runNode, type RunningNode } from '../../src/cli/node-runtime.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { openPgStore } from '../../src/store-pg/pg-store.ts';
+import { hashPassword } from '../../src/admin/passwords.ts';
+import { cli } from '../helpers/admission.ts';
 import { type AdminBody, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
+import {
+  type AccountsConsole,
+  checkNoCors,
+  checkOperatorsAndAudit,
+  checkSessionBinding,
+  checkSignInLimits,
+} from '../helpers/console-security.ts';
 import { freePort } from '../helpers/free-port.ts';
 import { sampleValue, scrape } from '../helpers/metrics.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
@@ -495,6 +504,14 @@ t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers
     t.equal(r.status, 503);
     t.equal(r.body?.error?.code, 'store_unavailable');
     t.notOk(r.text.includes(TOKEN));
+    const signIn = await fetch(`${adminUrl}/console/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ name: 'ana', token: 'a-password-while-down' }).toString(),
+    });
+    t.equal(signIn.status, 503, 'an account cannot be checked: 503, not a wrong-password 401');
+    t.match(await signIn.text(), /database does not answer/);
   } finally {
     await pg.start();
   }
@@ -504,4 +521,80 @@ t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers
     if (status !== 200) await new Promise((r) => setTimeout(r, 100));
   }
   t.equal(status, 200, 'answers again once PostgreSQL is back');
+});
+
+/** The node's console as the shared checks see it; its log lines are the JSON lines on stderr. */
+function fleetConsole(t: Test): AccountsConsole {
+  const logs: { event: string; fields: Record<string, unknown> }[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    for (const line of String(chunk).split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const { event, ...fields } = JSON.parse(line) as { event: string };
+        logs.push({ event, fields });
+      } catch {}
+    }
+    return write(chunk, ...rest);
+  }) as typeof process.stderr.write;
+  t.teardown(() => {
+    process.stderr.write = write;
+  });
+  const withStore = async (fn: (m: Awaited<ReturnType<typeof openPgStore>>) => Promise<unknown>) => {
+    const m = await openPgStore(dbUrl);
+    try {
+      await fn(m);
+    } finally {
+      await m.close();
+    }
+  };
+  return {
+    adminUrl,
+    token: TOKEN,
+    advance: (ms) => clock.advance(ms),
+    logs: () => logs,
+    balance: async (ws) => (await call(`/admin/wallets/${ws}`)).body.balance_usd,
+    addOperator: (name, role, password) =>
+      withStore(async (m) => m.operators.add(name, role, await hashPassword(password))),
+    removeOperator: (name) => withStore((m) => m.operators.remove(name)),
+  };
+}
+
+t.test('a fleet node: no CORS on the admin listener', async (t) => {
+  await checkNoCors(t, { adminUrl, token: TOKEN });
+});
+
+t.test('a fleet node: wrong tokens limited with back-off and logged', async (t) => {
+  await checkSignInLimits(t, fleetConsole(t));
+});
+
+t.test('a fleet node: sessions bound to the page secret, idle timeout, protected sign-out', async (t) => {
+  await checkSessionBinding(t, fleetConsole(t));
+});
+
+t.test('a fleet node: operators, the viewer role and the audit trail in PostgreSQL', async (t) => {
+  await checkOperatorsAndAudit(t, fleetConsole(t));
+  const m = await openPgStore(dbUrl);
+  try {
+    await t.rejects(m.pool.query('UPDATE audit_log SET actor = $1', ['x']), /append-only/, 'the trail refuses UPDATE');
+    await t.rejects(m.pool.query('DELETE FROM audit_log'), /append-only/, 'and DELETE');
+  } finally {
+    await m.close();
+  }
+  const env = { PI_DB: dbUrl, PI_MASTER_KEY: process.env.PI_MASTER_KEY ?? '' };
+  const added = await cli(['operator', 'add', 'cleo', '--role', 'viewer'], env, 'cleo-password-on-pg-5a\n');
+  t.equal(added.code, 0, added.stderr);
+  const list = JSON.parse((await cli(['operator', 'list', '--json'], env)).stdout) as { name: string }[];
+  t.same(
+    list.map((o) => o.name),
+    ['ana', 'cleo'],
+    'operator list on PostgreSQL (vic was removed)',
+  );
+  const audit = await cli(['audit', '--json', '--limit', '3'], env);
+  t.equal(audit.code, 0, audit.stderr);
+  t.match(JSON.parse(audit.stdout), [
+    { actor: /^cli/, action: 'operator.add', target: 'cleo' },
+    { actor: 'token', action: 'key.revoke' },
+    { actor: 'token', action: 'key.create' },
+  ]);
 });

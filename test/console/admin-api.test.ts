@@ -10,7 +10,15 @@ import { ManualClock } from '../../src/clock.ts';
 import { decimalToNano, nanoToDecimal } from '../../src/money.ts';
 import { openStore } from '../../src/store/store.ts';
 import { cliInProcess } from '../cli/fixtures/run-cli.ts';
-import { type AdminBody, chat, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';
+import {
+  type AdminBody,
+  chat,
+  knownTraffic,
+  postLogin,
+  PROMPT_MARK,
+  startConsoleStack,
+  TOKEN,
+} from '../helpers/console.ts';
 import { seriesRows, SERIES_QUERY, SERIES_TOTAL } from '../helpers/spend-rows.ts';
 import { DEFAULT_NOW, startStack } from '../helpers/stack.ts';
 import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
@@ -408,13 +416,17 @@ t.test('a wrong or missing token is a 401 everywhere; no answer leaks a secret',
   const s = await startConsoleStack(t);
   const k = await knownTraffic(s);
   for (const [method, path, body] of ENDPOINTS) {
+    // A new minute for each endpoint: wrong tokens are limited per minute (admin-listener-security.test.ts).
+    s.clock.advance(60_000);
     for (const token of [null, 'wrong', `${TOKEN}x`, TOKEN.slice(0, -1)]) {
       const r = await s.call(path, { method, body, token });
       t.equal(r.status, 401, `${method} ${path} with ${token === null ? 'no token' : 'a wrong token'}: 401`);
       t.equal(r.body?.error?.code, 'unauthorized');
     }
   }
-  const cookieOnly = await fetch(`${s.adminUrl}/admin/requests`, { headers: { cookie: 'pi_admin_session=forged' } });
+  const cookieOnly = await fetch(`${s.adminUrl}/admin/requests`, {
+    headers: { cookie: `pi_console_${new URL(s.adminUrl).port}=forged` },
+  });
   t.equal(cookieOnly.status, 401, 'a forged session cookie');
 
   const secrets = [
@@ -454,46 +466,48 @@ t.test('without PI_ADMIN_TOKEN the console and admin endpoints are off; health a
 });
 
 t.test(
-  'console sessions: sign-in with the token sets an HttpOnly SameSite=Strict cookie; posts need X-Pi-Console',
+  'console sessions: sign-in with the token sets an HttpOnly SameSite=Strict cookie named by port; posts need the secret',
   async (t) => {
     const s = await startConsoleStack(t);
-    const login = (token: string) =>
-      fetch(`${s.adminUrl}/console/login`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ token }).toString(),
-      });
-    const wrong = await login('not-it');
+    const port = new URL(s.adminUrl).port;
+    const wrong = await postLogin(s.adminUrl, { token: 'not-it' });
     t.equal(wrong.status, 401, 'wrong token');
     t.equal(wrong.headers.get('set-cookie'), null, 'no cookie');
     t.match(await wrong.text(), /not the operator token/);
-    const ok = await login(TOKEN);
+    const ok = await postLogin(s.adminUrl, { token: TOKEN });
     t.equal(ok.status, 303);
     t.equal(ok.headers.get('location'), '/console');
     const cookie = ok.headers.get('set-cookie') ?? '';
-    t.match(cookie, /^pi_admin_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    t.match(
+      cookie,
+      new RegExp(`^pi_console_${port}=[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200$`),
+    );
     const session = cookie.split(';')[0] as string;
     t.equal(
       (await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status,
       200,
       'the session reads',
     );
+    const handOver = await fetch(`${s.adminUrl}/console/session`, {
+      headers: { cookie: session, 'x-pi-console': '1' },
+    });
+    const { secret } = (await handOver.json()) as { secret: string };
     const post = (headers: Record<string, string>) =>
       fetch(`${s.adminUrl}/admin/route-preview`, {
         method: 'POST',
         headers: { cookie: session, 'content-type': 'application/json', ...headers },
         body: JSON.stringify({ workspace: 'open', model: 'acme/chat-small' }),
       });
-    t.equal((await post({})).status, 403, 'a cookie-authenticated post without X-Pi-Console');
-    t.equal((await post({ 'x-pi-console': '1' })).status, 200, 'with it');
+    t.equal((await post({})).status, 403, 'a cookie-authenticated post without the secret');
+    t.equal((await post({ 'x-pi-console': '1' })).status, 403, 'the old constant header is not enough');
+    t.equal((await post({ 'x-pi-console-secret': secret })).status, 200, 'with the secret');
     const shell = await fetch(`${s.adminUrl}/console`, { headers: { cookie: session } });
     t.match(shell.headers.get('content-security-policy') ?? '', /script-src 'self'/);
     const out = await fetch(`${s.adminUrl}/console/logout`, {
       method: 'POST',
-      redirect: 'manual',
-      headers: { cookie: session },
+      headers: { cookie: session, 'x-pi-console-secret': secret },
     });
+    t.equal(out.status, 200);
     t.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
     t.equal((await fetch(`${s.adminUrl}/admin/meta`, { headers: { cookie: session } })).status, 401, 'signed out');
   },

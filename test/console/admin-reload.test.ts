@@ -1,13 +1,13 @@
 // POST /admin/reload on the admin listener, in process: it runs the reloader the serving process
 // handed over (src/cli/runtime.ts hands over the one SIGHUP runs; the real process is tested in
 // test/spec/fleet/admin-reload.test.ts) and answers its result — 200 applied, 422 refused with every
-// problem — with the operator token (a console session must also send X-Pi-Console: 1). It answers 503
+// problem — with the operator token (a console session must also send its secret). It answers 503
 // while the process is starting, has no reloader, or drains, and 404 when the console is off.
 import t from 'tap';
 import type { ReloadOutcome } from '../../src/console/reload.ts';
 import { Lifecycle } from '../../src/observe/lifecycle.ts';
 import { startAdminListener } from '../../src/server/admin-app.ts';
-import { startConsoleStack, TOKEN } from '../helpers/console.ts';
+import { openSession, startConsoleStack, TOKEN } from '../helpers/console.ts';
 import { startStack } from '../helpers/stack.ts';
 
 const HASH = 'a'.repeat(64);
@@ -87,23 +87,22 @@ t.test('runs the handed-over reload and answers its result', async (t) => {
   s.gw.lifecycle.draining = false;
 });
 
-t.test('a console session reloads with X-Pi-Console: 1 only', async (t) => {
+t.test("a console session reloads only with its page's secret", async (t) => {
   const s = await startConsoleStack(t);
   s.admin!.setReloader(async () => applied);
-  const login = await fetch(`${s.adminUrl}/console/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ token: TOKEN }).toString(),
-  });
-  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
-  await login.text();
-  const plain = await fetch(`${s.adminUrl}/admin/reload`, { method: 'POST', headers: { cookie } });
+  const session = await openSession(s.adminUrl);
+  const plain = await fetch(`${s.adminUrl}/admin/reload`, { method: 'POST', headers: { cookie: session.cookie } });
   t.equal(plain.status, 403, 'a cross-site form cannot reload');
   await plain.text();
+  const replayed = await fetch(`${s.adminUrl}/admin/reload`, {
+    method: 'POST',
+    headers: { cookie: session.cookie, 'x-pi-console': '1' },
+  });
+  t.equal(replayed.status, 403, 'nor a replayed cookie with the old constant header');
+  await replayed.text();
   const fromConsole = await fetch(`${s.adminUrl}/admin/reload`, {
     method: 'POST',
-    headers: { cookie, 'x-pi-console': '1' },
+    headers: { cookie: session.cookie, 'x-pi-console-secret': session.secret },
   });
   t.equal(fromConsole.status, 200);
   await fromConsole.text();

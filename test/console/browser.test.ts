@@ -5,6 +5,7 @@
 // preview (in the order the gateway then tried), and the breaker and failure rate on Health.
 import t from 'tap';
 import { chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
+import { hashPassword } from '../../src/admin/passwords.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
 
 const cells = (rows: string[][]) => rows.map((r) => r.map((c) => c.trim()));
@@ -41,7 +42,7 @@ t.test('every page of the console, in Chromium', async (t) => {
   t.same(await page.context().cookies(), [], 'and no session cookie');
   t.equal(await signIn(page, s.adminUrl), 200, 'the right token signs in');
   const [cookie] = await page.context().cookies();
-  t.match(cookie, { name: 'pi_admin_session', httpOnly: true, sameSite: 'Strict' });
+  t.match(cookie, { name: `pi_console_${new URL(s.adminUrl).port}`, httpOnly: true, sameSite: 'Strict' });
 
   // Requests
   await page.waitForSelector('[data-testid=requests-table] tbody tr');
@@ -201,3 +202,78 @@ t.test('every page of the console, in Chromium', async (t) => {
 
   t.same(errors, [], 'no script error on any page');
 });
+
+t.test(
+  'operators in Chromium: sign-in by name, the viewer refused a credit, the audit page, reload and sign-out',
+  async (t) => {
+    const browser = await launchBrowser(t);
+    if (!browser) return;
+    const s = await startConsoleStack(t);
+    s.credit('open', '100');
+    s.store.operators.add('ana', 'admin', await hashPassword('ana-browser-password-1'));
+    s.store.operators.add('vic', 'viewer', await hashPassword('vic-browser-password-2'));
+
+    const viewer = await browser.newPage();
+    t.equal(await signIn(viewer, s.adminUrl, 'not-vic-password', 'vic'), 401, 'a wrong password is refused');
+    t.match(await viewer.textContent('.error'), /Wrong name or password/);
+    t.equal(await signIn(viewer, s.adminUrl, 'vic-browser-password-2', 'vic'), 200, 'the viewer signs in');
+    await viewer.waitForSelector('[data-testid=operator]');
+    t.equal(await viewer.textContent('[data-testid=operator]'), 'vic (viewer)');
+    await viewer.click('[data-testid=nav-wallets]');
+    await viewer.click('[data-testid=wallets-table] tr[data-workspace=open]');
+    await viewer.fill('[data-testid=credit-form] input[name=usd]', '5');
+    await viewer.fill('[data-testid=credit-form] input[name=note]', 'viewer credit');
+    await viewer.click('[data-testid=credit-form] button');
+    await viewer.waitForSelector('[data-testid=credit-message]');
+    t.match(await viewer.textContent('[data-testid=credit-message]'), /vic has the viewer role, which reads only/);
+    t.equal(s.store.wallets.show('open', s.clock.now()).balance, 100_000_000_000n, 'nothing credited');
+
+    const admin = await browser.newContext().then((c) => c.newPage());
+    t.equal(await signIn(admin, s.adminUrl, 'ana-browser-password-1', 'ana'), 200, 'the admin signs in');
+    await admin.waitForSelector('[data-testid=operator]');
+    await admin.click('[data-testid=nav-wallets]');
+    await admin.click('[data-testid=wallets-table] tr[data-workspace=open]');
+    await admin.fill('[data-testid=credit-form] input[name=usd]', '7');
+    await admin.fill('[data-testid=credit-form] input[name=note]', 'invoice 12');
+    await admin.click('[data-testid=credit-form] button');
+    await admin.waitForSelector('[data-testid=credit-message]');
+    t.equal(await admin.textContent('[data-testid=credit-message]'), 'Credited $7; balance $107.');
+
+    // A reload keeps the session: the secret stays with the tab, not in a cookie.
+    await admin.reload();
+    await admin.click('[data-testid=nav-audit]');
+    await admin.waitForSelector('[data-testid=audit-table] tbody tr');
+    const rows = cells(
+      await admin.$$eval('[data-testid=audit-table] tbody tr', (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      ),
+    );
+    t.same(
+      rows.map((r) => [r[1], r[2], r[3], r[5]]),
+      [
+        ['ana', 'wallet.credit', 'open', 'ok'],
+        ['ana', 'sign_in', '—', 'ok'],
+        ['vic', 'wallet.credit', 'open', 'refused: role_forbidden'],
+        ['vic', 'sign_in', '—', 'ok'],
+        ['vic', 'sign_in', '—', 'failed'],
+      ],
+      'the audit page lists the credit, the refusal and the sign-ins, newest first',
+    );
+    t.match(rows[0]?.[4], /127\.0\.0\.1/);
+    t.match(rows[0]?.[6], /"note":"invoice 12"/);
+
+    // A second tab of the same browser gets the secret from the first, not from the server.
+    const second = await admin.context().newPage();
+    await second.goto(`${s.adminUrl}/console#audit`);
+    await second.waitForSelector('[data-testid=audit-table] tbody tr');
+    t.pass('a second tab opens the console without signing in again');
+
+    await admin.click('[data-testid=sign-out]');
+    await admin.waitForSelector('#token');
+    t.equal(
+      (await admin.context().request.get(`${s.adminUrl}/admin/meta`)).status(),
+      401,
+      'signed out: the cookie no longer reads',
+    );
+  },
+);

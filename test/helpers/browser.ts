@@ -37,9 +37,10 @@ export async function launchBrowser(t: Test): Promise<Browser | null> {
   return browser;
 }
 
-/** Signs in through the console's form; the page is then on the console. */
-export async function signIn(page: Page, adminUrl: string, token = TOKEN): Promise<number> {
+/** Signs in through the console's form (the token alone, or a name and password); the page is then on the console. */
+export async function signIn(page: Page, adminUrl: string, token = TOKEN, name = ''): Promise<number> {
   await page.goto(`${adminUrl}/console`);
+  await page.fill('#name', name);
   await page.fill('#token', token);
   const [res] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
   return res?.status() ?? 0;

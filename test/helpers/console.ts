@@ -102,3 +102,63 @@ export async function knownTraffic(s: Stack): Promise<KnownTraffic> {
 }
 
 export { USER };
+
+/** A console session as the page holds it: the cookie the browser keeps and the secret it fetched. */
+export interface ConsoleSession {
+  /** `name=value` of the session cookie, ready for a Cookie header. */
+  cookie: string;
+  /** The session's secret (X-Pi-Console-Secret), handed over once. */
+  secret: string;
+  operator: { name: string; role: string };
+}
+
+/** Posts the sign-in form (the token alone, or an account's name and password) without following the redirect. */
+export function postLogin(adminUrl: string, fields: Record<string, string>): Promise<Response> {
+  return fetch(`${adminUrl}/console/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
+}
+
+/** Signs in as the page does: the form, then the one hand-over of the session's secret. */
+export async function openSession(
+  adminUrl: string,
+  fields: Record<string, string> = { token: TOKEN },
+): Promise<ConsoleSession> {
+  const res = await postLogin(adminUrl, fields);
+  await res.arrayBuffer();
+  if (res.status !== 303) throw new Error(`sign-in answered ${res.status}`);
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  const got = await fetch(`${adminUrl}/console/session`, { headers: { cookie, 'x-pi-console': '1' } });
+  const body = (await got.json()) as { secret: string; operator: { name: string; role: string } };
+  if (got.status !== 200) throw new Error(`the session hand-over answered ${got.status}`);
+  return { cookie, secret: body.secret, operator: body.operator };
+}
+
+/** A JSON call with a console session: its cookie, and its secret unless `secret` says otherwise. */
+export async function sessionCall(
+  adminUrl: string,
+  session: ConsoleSession,
+  path: string,
+  init: { method?: string; body?: unknown; secret?: string | null } = {},
+): Promise<{ status: number; body: AdminBody }> {
+  const headers: Record<string, string> = { cookie: session.cookie };
+  const secret = init.secret === undefined ? session.secret : init.secret;
+  if (secret !== null) headers['x-pi-console-secret'] = secret;
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${adminUrl}${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers,
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = null;
+  }
+  return { status: res.status, body };
+}

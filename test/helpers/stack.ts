@@ -100,6 +100,7 @@ export async function startStack(t: Teardown, opts: StackOptions = {}): Promise<
         lifecycle: new Lifecycle(clock),
         metrics: telemetry?.metrics ?? null,
         token: opts.adminToken ?? null,
+        ...(opts.log ? { log: opts.log } : {}),
       })
     : null;
   try {

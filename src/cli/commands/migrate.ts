@@ -126,6 +126,8 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
           ledger: counts.ledger,
           holds: counts.holds,
           request_log: counts.requestLog,
+          operators: counts.operators,
+          audit: counts.audit,
         },
         verified_before: true,
         verified_after: problems.length === 0,
@@ -134,7 +136,8 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
     else {
       process.stdout.write(
         `moved ${file} to ${target.location}: ${counts.keys} key(s), ${counts.secrets} sealed secret(s), ${counts.wallets} wallet(s), ` +
-          `${counts.ledger} ledger row(s), ${counts.holds} hold(s), ${counts.requestLog} request-log row(s)\n`,
+          `${counts.ledger} ledger row(s), ${counts.holds} hold(s), ${counts.requestLog} request-log row(s), ` +
+          `${counts.operators} operator(s), ${counts.audit} audit row(s)\n`,
       );
       if (problems.length === 0)
         process.stdout.write(
