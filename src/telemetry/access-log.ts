@@ -16,7 +16,7 @@ import { requestTraceId } from '../observe/trace-context.ts';
 import { clientAddress, TrustedProxies } from './client-address.ts';
 import type { LineSink } from './line-sink.ts';
 
-/** Longest `model_requested` written (the client's string; the request log keeps it whole). */
+/** Longest `model_requested` written (the client's string; the request log keeps up to 256 characters of it). */
 export const MAX_MODEL_CHARS = 200;
 /** Longest `user_agent` and `path` written. */
 export const MAX_HEADER_CHARS = 512;
