@@ -66,6 +66,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   worker_exited: 'error',
   worker_failed: 'error',
   worker_restart_failed: 'error',
+  worker_release_failed: 'error',
   writer_thread_failed: 'error',
 };
 
