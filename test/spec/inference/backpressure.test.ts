@@ -78,6 +78,10 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
       if (spy.dataAt.length === seenAtPause) break;
       seenAtPause = spy.dataAt.length;
     }
+    t.ok(
+      spy.pauses - pausesBefore > spy.resumes - resumesBefore,
+      `${path}: the upstream read is paused while the flow is quiet`,
+    );
     await new Promise((r) => setTimeout(r, 700));
     t.ok(
       spy.dataAt.length - seenAtPause <= 2,
