@@ -3,7 +3,8 @@
 // rate limits across clients, one message per event-loop turn, holds of a dead worker released,
 // settlement answered only once durable, and the breaker probe granted to one worker at a time.
 import t, { type Test } from 'tap';
-import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
+import type { HoldResult, WalletService } from '../../src/admission/admission.ts';
+import { FixedWindowRateLimiter, type RateLimiter } from '../../src/admission/rate-limit.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { CompiledDeployment, GatewaySettings } from '../../src/config/compiled.ts';
@@ -29,11 +30,37 @@ const HEALTH: GatewaySettings['health'] = {
 const DEPLOYMENT = { id: 'alpha/chat', status: 'up' } as CompiledDeployment;
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-function rig(t: Test, opts: { workers?: number } = {}) {
+/** A wallet service and limiter that answer later, as a fleet node's PostgreSQL and Redis do: holds
+ *  wait until the test lets them through (`answerHolds`), rate decisions answer on the next tick. */
+function later(book: WalletBook, limiter: RateLimiter) {
+  const waiting: (() => void)[] = [];
+  const wallets: WalletService = {
+    hold: (ws, trace, amount) =>
+      new Promise<HoldResult>((resolve) => waiting.push(() => resolve(book.hold(ws, trace, amount)))),
+    settle: (trace, cost, details, row) => book.settle(trace, cost, details, row),
+    release: (trace) => book.release(trace),
+    refresh: () => book.refresh(),
+    close: () => book.close(),
+  };
+  const slowLimiter: RateLimiter = {
+    take: (key, limit) => new Promise((resolve) => setImmediate(() => resolve(limiter.take(key, limit)))),
+  };
+  return {
+    wallets,
+    limiter: slowLimiter,
+    answerHolds: () => {
+      for (const answer of waiting.splice(0)) answer();
+    },
+    waitingHolds: () => waiting.length,
+  };
+}
+
+function rig(t: Test, opts: { workers?: number; later?: boolean } = {}) {
   const clock = new ManualClock(1_700_000_000_000);
   const store = openStore(':memory:', { clock, masterKey: undefined });
   t.teardown(() => store.close());
   const wallets = new WalletBook(store);
+  const slow = opts.later ? later(wallets, new FixedWindowRateLimiter(clock)) : null;
   const health = new HealthTracker(HEALTH, clock);
   const logged: RequestLogRow[] = [];
   // The grants' timers on the manual clock: run when the test moves it (runDue).
@@ -55,8 +82,8 @@ function rig(t: Test, opts: { workers?: number } = {}) {
   const live = new Set(ids);
   const mirrors = new Map<number, BreakerMirror>();
   const coordinator: Coordinator = new Coordinator({
-    wallets,
-    limiter: new FixedWindowRateLimiter(clock),
+    wallets: slow?.wallets ?? wallets,
+    limiter: slow?.limiter ?? new FixedWindowRateLimiter(clock),
     pins: new SessionPins({ clock, maxPins: 100 }),
     breakers: new BreakerGrants(
       health,
@@ -91,6 +118,7 @@ function rig(t: Test, opts: { workers?: number } = {}) {
   }
   t.teardown(() => (coordinator as unknown as { parts: { breakers: BreakerGrants } }).parts.breakers.close());
   return {
+    slow,
     detach: (w: number) => {
       live.delete(w);
       return coordinator.detach(w);
@@ -289,3 +317,44 @@ t.test('breakers: a grant nobody claims within GRANT_MS moves to the next worker
     'a claimed probe is not granted again (down for every other caller)',
   );
 });
+
+t.test(
+  'state that answers later (a fleet node): gated holds wait for their decision; a hold answered after its worker died is released',
+  async (t) => {
+    const r = rig(t, { later: true });
+    const slow = r.slow as NonNullable<typeof r.slow>;
+    r.store.wallets.credit('ws', 1_000n, 'test');
+    r.wallets.refresh();
+    const w = r.client(1);
+    const asked = [0, 1, 2].map((i) => {
+      const decision = w.take('k', 2);
+      return { decision, held: w.holdIfAllowed('ws', `gated-${i}`, 100n, decision) };
+    });
+    const decisions = await Promise.all(asked.map((a) => a.decision));
+    t.same(
+      decisions.map((d) => d.ok),
+      [true, true, false],
+    );
+    await tick();
+    t.equal(slow.waitingHolds(), 2, 'only the two allowed requests asked for a hold');
+    slow.answerHolds();
+    t.same(await Promise.all(asked.map((a) => a.held)), [{ ok: true }, { ok: true }, null]);
+    t.equal(r.coordinator.openHolds(1), 2);
+
+    // Worker 2 asks for a hold; its thread ends before the wallet answers.
+    const orphan = r.client(2).hold('ws', 'orphan', 300n);
+    await tick();
+    t.equal(slow.waitingHolds(), 1);
+    r.detach(2);
+    slow.answerHolds();
+    await tick();
+    await tick();
+    t.same(
+      r.wallets.view('ws'),
+      { balance: 1_000n, held: 200n, available: 800n },
+      'the late hold was released at once',
+    );
+    t.equal(r.coordinator.openHolds(2), 0);
+    void orphan.catch(() => undefined);
+  },
+);
