@@ -16,10 +16,12 @@
 // For `serve` (the writer-thread contender) also, per round: the WAL bytes per request at 1,000 req/s
 // (a phase of its own after the latency phases, so that the read transaction holding the WAL does not
 // touch the latency windows: bench/lib/wal.mjs), its scavenges per 1,000 requests and the bytes that
-// survived them in the 1,000 req/s window (V8's --trace-gc-nvp lines, bench/lib/gc-window.mjs), and
+// survived them in the 1,000 req/s window, and
 // its RSS at the end of an idle gap. Last in each round, every process idles for --idle-gap seconds
 // (60; 15 with --quick), then each contender in the round's order gets 1,000 req/s with no warm-up
-// for 10 s (4 s with --quick): the added p99 right after an idle minute. The first contender has been
+// for 10 s (4 s with --quick): the added p99 right after an idle minute. Scavenges are counted by the
+// gateway (perf_hooks 'gc' entries of its serving thread); the surviving bytes come from V8's
+// --trace-gc-nvp lines (bench/lib/gc-window.mjs). The first contender has been
 // idle exactly the gap, the later ones the gap plus the windows before theirs. How much of `serve`'s
 // WAL and database file the page cache still holds at the end of the gap is read with fincore
 // (mincore(2)), with the gateway's major page faults in the window after it.
@@ -28,7 +30,7 @@
 //   node bench/run.js continuous [--quick] [--rounds N] [--no-pg] [--only embedded,writer-thread,…] [--trace-gc] [--idle-gap S]
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { addGcLine, emptyGc, residentShare } from './lib/gc-window.mjs';
+import { addGcLine, emptyGc, residentShare, servingThreadGc } from './lib/gc-window.mjs';
 import { once } from './lib/load.mjs';
 import { holdWal } from './lib/wal.mjs';
 import { BENCH_DIR, CLK_TCK, RESULTS_DIR, cpuUs, ensureBuilt, memKb, stopProcess } from './lib/proc.mjs';
@@ -123,13 +125,14 @@ function stealMs(core) {
 }
 
 /**
- * Reads `{"eld":…}` lines a gateway started with --eld on prints on SIGUSR2; the report of a window
- * carries `gc`, the collections of the window when the gateway runs with --trace-gc-nvp (else zeros).
+ * Reads `{"eld":…}` lines a gateway started with --eld on prints on SIGUSR2. The report of a window
+ * carries `gc` (the serving thread's collections, counted by the gateway) and `bytes`: what survived
+ * its scavenges, when the gateway runs with --trace-gc-nvp (else zeros).
  */
 function eldReader(proc) {
   let buf = '';
   const waiting = [];
-  let gc = emptyGc();
+  let gc = null;
   proc.child.stdout.on('data', (d) => {
     buf += d.toString('utf8');
     let nl;
@@ -137,12 +140,15 @@ function eldReader(proc) {
       const line = buf.slice(0, nl).trim();
       buf = buf.slice(nl + 1);
       if (!line.startsWith('{"eld":')) {
-        addGcLine(gc, line);
+        if (gc !== null) addGcLine(gc, line);
         continue;
       }
       const eld = JSON.parse(line).eld;
       if (eld.started) gc = emptyGc();
-      else eld.gc = gc;
+      else if (gc !== null) {
+        eld.bytes = { ...servingThreadGc(gc) };
+        gc = null; // the window is over: later collections belong to no window
+      }
       const w = waiting.shift();
       if (w) w(eld);
     }
@@ -386,7 +392,7 @@ for (let r = 0; r < P.rounds; r++) {
       round[`lat${rate}`][c.name] = x;
       if (rate === 1000 && c.eld) round.eld[c.name] = await c.eld();
       const e = round.eld[c.name];
-      const g = rate === 1000 && c.name === SERVE && e?.gc ? e.gc : null;
+      const g = rate === 1000 && c.name === SERVE && e?.gc && e.bytes ? { ...e.bytes, ...e.gc } : null;
       log(
         `round ${r + 1} lat${rate} ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  achieved ${fmtInt(x.achieved)}/s  err ${x.errors}${rate === 1000 && e ? `  eld p99 ${fmt(e.p99, 2)} max ${fmt(e.max, 1)} ms` : ''}${g ? `  ${fmt((g.scavenges * 1000) / x.ok, 2)} scavenges/1,000 req, ${fmtInt(g.survivedBytes / x.ok)} + ${fmtInt(g.promotedBytes / x.ok)} B/req survived + promoted` : ''}  core ${SUT_CORE}: others ${fmt(x.othersCpuMs, 0)} ms CPU, steal ${fmt(x.stealMs, 0)} ms`,
       );
@@ -467,7 +473,13 @@ for (const n of names) {
 
 /** `serve`'s per-request figures: WAL, collections (1,000 req/s window and the one after idle), idle RSS. */
 const perK = (gcOf, latOf, key, k) =>
-  median(rounds.map((r) => (gcOf(r)?.gc && latOf(r)?.ok ? (gcOf(r).gc[key] * k) / latOf(r).ok : NaN)));
+  median(
+    rounds.map((r) => {
+      const e = gcOf(r);
+      const v = e?.gc?.[key] ?? e?.bytes?.[key];
+      return v !== undefined && latOf(r)?.ok ? (v * k) / latOf(r).ok : NaN;
+    }),
+  );
 const serve = names.includes(SERVE)
   ? {
       walBytesPerRequest: median(rounds.map((r) => r.wal[SERVE]?.walBytesPerRequest)),
@@ -478,6 +490,7 @@ const serve = names.includes(SERVE)
       survivedPerRequest: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'survivedBytes', 1),
       promotedPerRequest: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'promotedBytes', 1),
       fullGcsPer1000: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'full', 1000),
+      allocatedPerRequest: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'allocatedBytes', 1),
       idleScavengesPer1000: perK((r) => r.idleEld[SERVE], (r) => r.idle[SERVE], 'scavenges', 1000),
       idleScavengeMsPer1000: perK((r) => r.idleEld[SERVE], (r) => r.idle[SERVE], 'scavengeMs', 1000),
       rssIdleMb: median(rounds.map((r) => r.idleMem[SERVE]?.rssMb)),
@@ -596,7 +609,7 @@ if (idleOn) {
 }
 if (serve) {
   out.push(
-    `\`serve\` (${SERVE}) per request: WAL bytes in a separate 1,000 req/s phase of ${P.walDur / 1000} s (a read transaction holds the WAL so every frame stays countable; ${serve.walRounds} of ${rounds.length} rounds measured); collections from V8's --trace-gc-nvp lines in the 1,000 req/s latency window; RSS and the page cache's share of the WAL and database file (fincore) at the end of the idle gap.`,
+    `\`serve\` (${SERVE}) per request: WAL bytes in a separate 1,000 req/s phase of ${P.walDur / 1000} s (a read transaction holds the WAL so every frame stays countable; ${serve.walRounds} of ${rounds.length} rounds measured); the serving thread's collections in the 1,000 req/s latency window (count and pauses: perf_hooks 'gc' entries; bytes allocated, surviving a scavenge and promoted: V8's --trace-gc-nvp); RSS and the page cache's share of the WAL and database file (fincore) at the end of the idle gap.`,
   );
   out.push('');
   out.push(
@@ -606,7 +619,7 @@ if (serve) {
         'commits/req',
         'scavenges /1,000 req',
         'scavenge ms /1,000 req',
-        'survived + promoted B/req',
+        'allocated / survived + promoted B/req',
         'full GCs /1,000 req',
         'RSS peak / idle MB',
         ...(idleOn
@@ -619,7 +632,7 @@ if (serve) {
           fmt(serve.walCommitsPerRequest, 3),
           fmt(serve.scavengesPer1000, 2),
           fmt(serve.scavengeMsPer1000, 1),
-          `${fmtInt(serve.survivedPerRequest)} + ${fmtInt(serve.promotedPerRequest)}`,
+          `${fmtInt(serve.allocatedPerRequest)} / ${fmtInt(serve.survivedPerRequest)} + ${fmtInt(serve.promotedPerRequest)}`,
           fmt(serve.fullGcsPer1000, 3),
           `${fmt(summary[SERVE].peakRssMb)} / ${fmt(serve.rssIdleMb)}`,
           ...(idleOn
