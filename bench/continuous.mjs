@@ -472,12 +472,14 @@ for (const n of names) {
 }
 
 /** `serve`'s per-request figures: WAL, collections (1,000 req/s window and the one after idle), idle RSS. */
-const perK = (gcOf, latOf, key, k) =>
+/** Median over rounds of a window's collection figure per `k` requests ('eld'/'lat1000' or 'idleEld'/'idle'). */
+const perK = (eldPhase, latPhase, key, k) =>
   median(
     rounds.map((r) => {
-      const e = gcOf(r);
+      const e = r[eldPhase][SERVE];
       const v = e?.gc?.[key] ?? e?.bytes?.[key];
-      return v !== undefined && latOf(r)?.ok ? (v * k) / latOf(r).ok : NaN;
+      const ok = r[latPhase][SERVE]?.ok;
+      return v !== undefined && ok ? (v * k) / ok : NaN;
     }),
   );
 const serve = names.includes(SERVE)
@@ -485,14 +487,14 @@ const serve = names.includes(SERVE)
       walBytesPerRequest: median(rounds.map((r) => r.wal[SERVE]?.walBytesPerRequest)),
       walCommitsPerRequest: median(rounds.map((r) => r.wal[SERVE]?.commitsPerRequest)),
       walRounds: rounds.filter((r) => r.wal[SERVE] && !r.wal[SERVE].restarted).length,
-      scavengesPer1000: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'scavenges', 1000),
-      scavengeMsPer1000: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'scavengeMs', 1000),
-      survivedPerRequest: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'survivedBytes', 1),
-      promotedPerRequest: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'promotedBytes', 1),
-      fullGcsPer1000: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'full', 1000),
-      allocatedPerRequest: perK((r) => r.eld[SERVE], (r) => r.lat1000[SERVE], 'allocatedBytes', 1),
-      idleScavengesPer1000: perK((r) => r.idleEld[SERVE], (r) => r.idle[SERVE], 'scavenges', 1000),
-      idleScavengeMsPer1000: perK((r) => r.idleEld[SERVE], (r) => r.idle[SERVE], 'scavengeMs', 1000),
+      scavengesPer1000: perK('eld', 'lat1000', 'scavenges', 1000),
+      scavengeMsPer1000: perK('eld', 'lat1000', 'scavengeMs', 1000),
+      survivedPerRequest: perK('eld', 'lat1000', 'survivedBytes', 1),
+      promotedPerRequest: perK('eld', 'lat1000', 'promotedBytes', 1),
+      fullGcsPer1000: perK('eld', 'lat1000', 'full', 1000),
+      allocatedPerRequest: perK('eld', 'lat1000', 'allocatedBytes', 1),
+      idleScavengesPer1000: perK('idleEld', 'idle', 'scavenges', 1000),
+      idleScavengeMsPer1000: perK('idleEld', 'idle', 'scavengeMs', 1000),
       rssIdleMb: median(rounds.map((r) => r.idleMem[SERVE]?.rssMb)),
       walResident: median(rounds.map((r) => r.idleMem[SERVE]?.walResident)),
       dbResident: median(rounds.map((r) => r.idleMem[SERVE]?.dbResident)),
