@@ -9,7 +9,7 @@
 //
 //   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--slow-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld] [--drop-cache] [--warm-ms 1000]
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { residentShare } from './lib/gc-window.mjs';
 import { join } from 'node:path';
 import { LOG_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
@@ -64,11 +64,12 @@ const tp = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: 10
 log(`saturation: ${Math.round(tp.rps)} req/s; idle ${gapS} s`);
 await new Promise((r) => setTimeout(r, gapS * 1000));
 const files = [gw.db, `${gw.db}-wal`];
+const size = (f) => statSync(f, { throwIfNoEntry: false })?.size ?? 0;
 if (argv.includes('--drop-cache'))
   for (const f of files) execFileSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none']);
 log(
   `end of the gap${argv.includes('--drop-cache') ? ', page cache dropped' : ''}: ${files
-    .map((f) => `${f.split('/').pop()} ${fmt(residentShare(f) * 100, 0)} % resident`)
+    .map((f) => `${f.split('/').pop()} ${size(f) === 0 ? 'empty' : `${fmt(residentShare(f) * 100, 0)} % resident`}`)
     .join(', ')}`,
 );
 const majflt = (pid) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[9]);
