@@ -28,7 +28,7 @@
 // Writes bench/results/continuous-<date>.md (and the JSON) and prints the markdown.
 //
 //   node bench/run.js continuous [--quick] [--rounds N] [--no-pg] [--only embedded,writer-thread,…] [--trace-gc] [--idle-gap S]
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { addGcLine, emptyGc, residentShare, servingThreadGc } from './lib/gc-window.mjs';
 import { once } from './lib/load.mjs';
@@ -332,15 +332,18 @@ async function idlePhase(order, round) {
     if (c.eld) round.idleEld[c.name] = await c.eld();
     if (s) round.idleMem[c.name] = { ...s, majorFaults: majflt(c.pid) - f0 };
     log(
-      `round ${rounds.length + 1} idle    ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? NaN, 1)} ms  err ${x.errors}${s ? `  rss ${fmt(s.rssMb)} MB, WAL ${fmt(s.walResident * 100, 0)} % / db ${fmt(s.dbResident * 100, 0)} % in the page cache, ${round.idleMem[c.name].majorFaults} major faults` : ''}`,
+      `round ${rounds.length + 1} idle    ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? NaN, 1)} ms  err ${x.errors}${s ? `  rss ${fmt(s.rssMb)} MB, WAL ${s.walBytes === 0 ? 'empty' : `${fmt(s.walResident * 100, 0)} %`} / db ${fmt(s.dbResident * 100, 0)} % in the page cache, ${round.idleMem[c.name].majorFaults} major faults` : ''}`,
     );
   }
 }
 
 function serveIdleState(c) {
+  const walBytes = statSync(`${c.db}-wal`, { throwIfNoEntry: false })?.size ?? 0;
   return {
     rssMb: memKb(c.pid).rssKb / 1024,
-    walResident: residentShare(`${c.db}-wal`),
+    walBytes,
+    // An empty WAL (the idle writer truncated it) has nothing the page cache could drop.
+    walResident: walBytes === 0 ? 1 : residentShare(`${c.db}-wal`),
     dbResident: residentShare(c.db),
   };
 }
@@ -503,6 +506,7 @@ const serve = names.includes(SERVE)
       idleScavengeMsPer1000: perK('idleEld', 'idle', 'scavengeMs', 1000),
       rssIdleMb: median(rounds.map((r) => r.idleMem[SERVE]?.rssMb)),
       walResident: median(rounds.map((r) => r.idleMem[SERVE]?.walResident)),
+      walIdleBytes: median(rounds.map((r) => r.idleMem[SERVE]?.walBytes)),
       dbResident: median(rounds.map((r) => r.idleMem[SERVE]?.dbResident)),
       idleMajorFaults: median(rounds.map((r) => r.idleMem[SERVE]?.majorFaults)),
       idleEldP99: median(rounds.map((r) => r.idleEld[SERVE]?.p99)),
@@ -646,7 +650,7 @@ if (serve) {
           ...(idleOn
             ? [
                 `${fmt(serve.idleScavengesPer1000, 2)} (${fmt(serve.idleScavengeMsPer1000, 1)})`,
-                `${fmt(serve.walResident * 100, 0)} % / ${fmt(serve.dbResident * 100, 0)} %`,
+                `${serve.walIdleBytes === 0 ? 'WAL empty' : `${fmt(serve.walResident * 100, 0)} %`} / ${fmt(serve.dbResident * 100, 0)} %`,
                 fmt(serve.idleMajorFaults, 0),
                 `${fmt(serve.idleEldP99, 2)} / ${fmt(serve.idleEldMax, 1)}`,
               ]
