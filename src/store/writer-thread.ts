@@ -6,14 +6,12 @@
 // its trace's provisional row; a provisional row never replaces a final one). One commit carries
 // many requests' writes: one the store refuses is left out alone, never with the others
 // (isolated-writes.ts). WAL checkpoints run on a thread of their own (checkpoint-thread.ts), which
-// this one starts and stops: a commit never waits for one. When it has been idle a while it empties
-// the WAL (idle-wal.ts), so the first commits after an idle minute do not wait for disk reads.
+// this one starts and stops: a commit never waits for one.
 import { parentPort, type Worker, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.ts';
 import { siblingModule, spawnThread } from '../thread.ts';
 import type { CheckpointData } from './checkpoint-thread.ts';
-import { BUSY_TIMEOUT_MS, openDatabase, Statements, walPages } from './db.ts';
-import { IdleWalTruncation, truncateWal } from './idle-wal.ts';
+import { openDatabase, Statements, walPages } from './db.ts';
 import { transactIsolated } from './isolated-writes.ts';
 import { insertSettledRequestLogRow, upsertRequestLogRows, upsertRequestLogRowsEach } from './request-log.ts';
 import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
@@ -35,8 +33,6 @@ const port = data.port;
 export const WRITER_WAL_AUTOCHECKPOINT = 64 * 2 ** 20;
 /** How often the checkpointer looks for new commits. */
 export const CHECKPOINT_INTERVAL_MS = 100;
-/** How often the writer asks whether it has been idle long enough to empty the WAL. */
-const IDLE_CHECK_MS = 1000;
 
 function send(reply: WriterReply): void {
   port.postMessage(reply);
@@ -70,11 +66,6 @@ function start(): void {
   // now and then, nothing lost.
   checkpointer.on('error', () => undefined);
   checkpointer.unref();
-  const idle = new IdleWalTruncation(systemClock);
-  const idleCheck = setInterval(() => {
-    if (idle.due()) idle.attempted(truncateWal(db, BUSY_TIMEOUT_MS));
-  }, IDLE_CHECK_MS);
-  idleCheck.unref();
 
   const immediate = <R>(fn: () => R): R => db.transaction(fn).immediate();
   // A settlement's log row stands or falls with it (a crash never keeps a charge without its row).
@@ -116,7 +107,6 @@ function start(): void {
     if (m.kind === 'commit') {
       const t0 = slowCommitMs === null ? 0 : performance.now();
       const reply = commit(m);
-      idle.committed();
       if (slowCommitMs !== null) {
         const ms = performance.now() - t0;
         if (ms >= slowCommitMs) {
@@ -129,7 +119,6 @@ function start(): void {
     } else {
       let rowsError: string | null = null;
       try {
-        clearInterval(idleCheck);
         // The checkpointer's connection closes first, so this one, the last, checkpoints the rest.
         await checkpointer?.terminate();
         checkpointer = null;
