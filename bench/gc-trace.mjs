@@ -1,9 +1,16 @@
 // Where a gateway's tail at a fixed rate comes from: one gateway with V8's --trace-gc, loaded the way
 // the continuous benchmark loads it (saturation, an idle gap, then open loop at R req/s), with every
 // garbage-collection pause longer than --min-ms printed that fell inside the fixed-rate window.
+// At the end of the gap it prints how much of the database file and its WAL the page cache holds
+// (fincore); --drop-cache first drops both from the page cache (posix_fadvise DONTNEED through
+// `dd iflag=nocache`; they are clean by then), the state the VM's proactive reclaim leaves after an
+// idle minute or two, made certain. --warm-ms sets the warm-up at the rate before the window (1000;
+// 0 measures from the first request after the gap).
 //
-//   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--slow-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld]
-import { readFileSync } from 'node:fs';
+//   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--slow-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld] [--drop-cache] [--warm-ms 1000]
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { residentShare } from './lib/gc-window.mjs';
 import { join } from 'node:path';
 import { LOG_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
 import {
@@ -56,6 +63,15 @@ if (argv.includes('--streams-first')) {
 const tp = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: 1000, durationMs: 5000 });
 log(`saturation: ${Math.round(tp.rps)} req/s; idle ${gapS} s`);
 await new Promise((r) => setTimeout(r, gapS * 1000));
+const files = [gw.db, `${gw.db}-wal`];
+const size = (f) => statSync(f, { throwIfNoEntry: false })?.size ?? 0;
+if (argv.includes('--drop-cache'))
+  for (const f of files) execFileSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none']);
+log(
+  `end of the gap${argv.includes('--drop-cache') ? ', page cache dropped' : ''}: ${files
+    .map((f) => `${f.split('/').pop()} ${size(f) === 0 ? 'empty' : `${fmt(residentShare(f) * 100, 0)} % resident`}`)
+    .join(', ')}`,
+);
 const majflt = (pid) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[9]);
 const vm = () =>
   Object.fromEntries(
@@ -77,7 +93,7 @@ const lat = await measureLatency(c, {
   simPid: sim.pid,
   rate,
   conns: 50,
-  warmupMs: 1000,
+  warmupMs: Number(opt('--warm-ms', '1000')),
   durationMs: Number(opt('--dur-s', '5')) * 1000,
 });
 const vm1 = vm();

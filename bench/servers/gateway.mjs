@@ -19,7 +19,9 @@
 // runNode, as `serve --db postgres://… --redis …` does): the database is migrated and seeded first.
 // --eld on records the event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms resolution) between
 // two SIGUSR2: the first starts the window (prints {"eld":{"started":true}}), the second prints one
-// JSON line {"eld":{"p50","p99","max","mean","count"}} (ms) on stdout and stops sampling.
+// JSON line {"eld":{"p50","p99","max","mean","count","gc"}} (ms) on stdout and stops sampling; `gc`
+// counts this (the main) thread's collections in the window (perf_hooks 'gc' entries: scavenges and
+// their pause ms, full collections and theirs).
 //
 // --metrics on starts the admin listener (its URL is in the ready line) with Prometheus metrics;
 // --access-log on writes one JSON line per request to access.log in the temp directory, through
@@ -36,7 +38,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perfConstants, monitorEventLoopDelay } from 'node:perf_hooks';
 
 const ROOT = process.env.PI_BENCH_TREE || fileURLToPath(new URL('../..', import.meta.url));
 const dist = (p) => import(join(ROOT, 'dist', 'src', p));
@@ -240,21 +242,46 @@ if (values.eld === 'on') {
   // reports it (ms) and stops sampling. A 1-ms sampling timer left on in every idle gateway of a
   // benchmark woke each of them a thousand times a second on the core the measured one runs on.
   const h = monitorEventLoopDelay({ resolution: 1 });
+  let gc = null;
+  const countGc = (list) => {
+    for (const e of list.getEntries()) {
+      const minor = (e.detail?.kind ?? 0) & perfConstants.NODE_PERFORMANCE_GC_MINOR;
+      if (minor) {
+        gc.scavenges++;
+        gc.scavengeMs += e.duration;
+      } else {
+        gc.full++;
+        gc.fullMs += e.duration;
+      }
+    }
+  };
+  const gcObserver = new PerformanceObserver(countGc);
   let on = false;
   process.on('SIGUSR2', () => {
     if (!on) {
       h.reset();
       h.enable();
+      gc = { scavenges: 0, scavengeMs: 0, full: 0, fullMs: 0 };
+      gcObserver.observe({ entryTypes: ['gc'] });
       on = true;
       process.stdout.write(JSON.stringify({ eld: { started: true } }) + '\n');
       return;
     }
     h.disable();
+    countGc({ getEntries: () => gcObserver.takeRecords() });
+    gcObserver.disconnect();
     on = false;
     const ms = (ns) => ns / 1e6;
     process.stdout.write(
       JSON.stringify({
-        eld: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), count: h.count },
+        eld: {
+          p50: ms(h.percentile(50)),
+          p99: ms(h.percentile(99)),
+          max: ms(h.max),
+          mean: ms(h.mean),
+          count: h.count,
+          gc,
+        },
       }) + '\n',
     );
   });
