@@ -5,29 +5,13 @@ import t from 'tap';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { ManualClock } from '../../src/clock.ts';
-import type { GatewaySettings } from '../../src/config/compiled.ts';
-import { HealthTracker } from '../../src/routing/health.ts';
-import { SessionPins } from '../../src/routing/session-pins.ts';
 import { RedisConnection } from '../../src/shared-state/redis-connection.ts';
 import { RedisRateLimiter } from '../../src/shared-state/redis-rate-limiter.ts';
 import { SharedRateLimiter, SharedStateHealth } from '../../src/shared-state/shared-limits.ts';
 import { openStore } from '../../src/store/store.ts';
-import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
-import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
-import { Coordinator } from '../../src/workers/coordinator.ts';
-import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
+import { coordinatorClient } from '../helpers/coordinator-rig.ts';
 import { rateLimiterContract } from '../helpers/rate-limiter-contract.ts';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis.ts';
-
-const HEALTH: GatewaySettings['health'] = {
-  consecutiveFailures: 2,
-  errorRate: 1,
-  window: 10,
-  minRequests: 100,
-  cooldownMs: 1000,
-  maxCooldownMs: 8000,
-  slowFirstByteMs: 60_000,
-};
 
 t.test('in process (fixed window in memory)', async (t) => {
   rateLimiterContract(t, async (_t, at) => {
@@ -41,40 +25,14 @@ t.test('coordinator client of a serving thread (serve --workers N)', async (t) =
     const clock = new ManualClock(at);
     const store = openStore(':memory:', { clock });
     const book = new WalletBook(store);
-    const breakers = new BreakerGrants(
-      new HealthTracker(HEALTH, clock),
-      clock,
-      () => undefined,
-      () => [1],
-      () => undefined,
-      () => () => undefined,
-    );
-    const coordinator: Coordinator = new Coordinator({
-      wallets: book,
-      limiter: new FixedWindowRateLimiter(clock),
-      pins: new SessionPins({ clock, maxPins: 10 }),
-      breakers,
-      appendLog: () => undefined,
-      behind: () => false,
-      onError: () => undefined,
-    });
-    const client = new CoordinatorClient({
-      postMessage: (m: WorkerMessage) => {
-        if (m.kind === 'calls') coordinator.handle(1, structuredClone(m.calls));
-      },
-    });
-    coordinator.attach(1, {
-      postMessage: (m: CoordinatorMessage) => {
-        const c = structuredClone(m);
-        if (c.kind === 'replies') client.receive(c);
-      },
-    });
     t.teardown(() => {
-      breakers.close();
       book.close();
       store.close();
     });
-    return { limiter: client, clock };
+    return {
+      limiter: coordinatorClient(t, clock, { wallets: book, limiter: new FixedWindowRateLimiter(clock) }),
+      clock,
+    };
   });
 });
 

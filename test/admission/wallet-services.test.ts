@@ -7,16 +7,10 @@ import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
-import type { GatewaySettings } from '../../src/config/compiled.ts';
-import { HealthTracker } from '../../src/routing/health.ts';
-import { SessionPins } from '../../src/routing/session-pins.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { ThreadWriter } from '../../src/store/thread-writer.ts';
 import { openPgStore } from '../../src/store-pg/pg-store.ts';
-import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
-import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
-import { Coordinator } from '../../src/workers/coordinator.ts';
-import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
+import { coordinatorClient } from '../helpers/coordinator-rig.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { walletServiceContract, type WalletRig } from '../helpers/wallet-service-contract.ts';
 import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
@@ -83,16 +77,6 @@ t.test('wallet book behind the writer thread (serve)', async (t) => {
   );
 });
 
-const HEALTH: GatewaySettings['health'] = {
-  consecutiveFailures: 2,
-  errorRate: 1,
-  window: 10,
-  minRequests: 100,
-  cooldownMs: 1000,
-  maxCooldownMs: 8000,
-  slowFirstByteMs: 60_000,
-};
-
 t.test('coordinator client of a serving thread (serve --workers N)', async (t) => {
   walletServiceContract(
     t,
@@ -100,40 +84,11 @@ t.test('coordinator client of a serving thread (serve --workers N)', async (t) =
       const clock = new ManualClock(NOW);
       const store = openStore(':memory:', { clock });
       const book = new WalletBook(store);
-      const breakers = new BreakerGrants(
-        new HealthTracker(HEALTH, clock),
-        clock,
-        () => undefined,
-        () => [1],
-        () => undefined,
-        () => () => undefined,
-      );
-      const coordinator: Coordinator = new Coordinator({
-        wallets: book,
-        limiter: new FixedWindowRateLimiter(clock),
-        pins: new SessionPins({ clock, maxPins: 10 }),
-        breakers,
-        appendLog: () => undefined,
-        behind: () => false,
-        onError: () => undefined,
-      });
-      // Both directions cloned as postMessage clones them.
-      const client = new CoordinatorClient({
-        postMessage: (m: WorkerMessage) => {
-          if (m.kind === 'calls') coordinator.handle(1, structuredClone(m.calls));
-        },
-      });
-      coordinator.attach(1, {
-        postMessage: (m: CoordinatorMessage) => {
-          const c = structuredClone(m);
-          if (c.kind === 'replies') client.receive(c);
-        },
-      });
       t.teardown(() => {
-        breakers.close();
         book.close();
         store.close();
       });
+      const client = coordinatorClient(t, clock, { wallets: book, limiter: new FixedWindowRateLimiter(clock) });
       return { service: client, ...sqliteSide(store, book, clock) };
     },
     { propertyRuns: 50 },

@@ -7,7 +7,7 @@ import type { HoldResult, WalletService } from '../../src/admission/admission.ts
 import { FixedWindowRateLimiter, type RateLimiter } from '../../src/admission/rate-limit.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
-import type { CompiledDeployment, GatewaySettings } from '../../src/config/compiled.ts';
+import type { CompiledDeployment } from '../../src/config/compiled.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
 import { SessionPins } from '../../src/routing/session-pins.ts';
 import { openStore } from '../../src/store/store.ts';
@@ -17,16 +17,9 @@ import { BreakerMirror } from '../../src/workers/breaker-mirror.ts';
 import { CoordinatorClient, TELL_WAIT_MS } from '../../src/workers/coordinator-client.ts';
 import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
+import { TEST_HEALTH } from '../helpers/coordinator-rig.ts';
 
-const HEALTH: GatewaySettings['health'] = {
-  consecutiveFailures: 2,
-  errorRate: 1,
-  window: 10,
-  minRequests: 100,
-  cooldownMs: 1000,
-  maxCooldownMs: 8000,
-  slowFirstByteMs: 60_000,
-};
+const HEALTH = TEST_HEALTH;
 const DEPLOYMENT = { id: 'alpha/chat', status: 'up' } as CompiledDeployment;
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
