@@ -2,7 +2,8 @@
 // (action and target), from which address, how it ended, and the detail kept with it. Paged back
 // with `before` (the last id seen); `since` keeps rows at or after a time; `limit` 1–500.
 import type { OperatorView } from '../admin/operator-view.ts';
-import { badRequest, intField, iso, parseTime } from './http.ts';
+import { auditEntryView } from '../store/operators.ts';
+import { badRequest, intField, parseTime } from './http.ts';
 
 export async function auditPage(view: OperatorView, q: Map<string, string>): Promise<unknown> {
   const limit = intField(q, 'limit', 100, 500);
@@ -17,16 +18,7 @@ export async function auditPage(view: OperatorView, q: Map<string, string>): Pro
   });
   const page = rows.slice(0, limit);
   return {
-    entries: page.map((e) => ({
-      id: e.id,
-      time: iso(e.at),
-      actor: e.actor,
-      action: e.action,
-      target: e.target,
-      client: e.client,
-      outcome: e.outcome,
-      detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
-    })),
+    entries: page.map(auditEntryView),
     next_before: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null,
   };
 }

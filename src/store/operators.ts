@@ -34,6 +34,21 @@ export interface AuditEntry {
   detail: string | null;
 }
 
+/** An audit entry as `pi-gateway audit --json` and `GET /admin/audit` show it: ISO time, the detail
+ *  parsed back from its stored JSON. */
+export function auditEntryView(e: AuditEntry) {
+  return {
+    id: e.id,
+    time: new Date(e.at).toISOString(),
+    actor: e.actor,
+    action: e.action,
+    target: e.target,
+    client: e.client,
+    outcome: e.outcome,
+    detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
+  };
+}
+
 export type NewAuditEntry = Omit<AuditEntry, 'id'>;
 
 export interface AuditPage {

@@ -4,7 +4,8 @@
 import { flag, int, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
-import { DB_HELP, guarded, iso, JSON_HELP, openFromArgs, parseIsoTime, STORE_OPTIONS } from '../store-command.ts';
+import { auditEntryView } from '../../store/operators.ts';
+import { DB_HELP, guarded, JSON_HELP, openFromArgs, parseIsoTime, STORE_OPTIONS } from '../store-command.ts';
 
 const HELP = `Usage: pi-gateway audit [--since ISO] [--limit N] [options]
 
@@ -28,16 +29,7 @@ export const command: Command = {
       const limit = int(p, 'limit', undefined, 100, { min: 1, max: 10_000 }) as number;
       const store = await openFromArgs(p, true);
       try {
-        const rows = (await store.audit.list({ limit, ...(since === undefined ? {} : { since }) })).map((e) => ({
-          id: e.id,
-          time: iso(e.at),
-          actor: e.actor,
-          action: e.action,
-          target: e.target,
-          client: e.client,
-          outcome: e.outcome,
-          detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
-        }));
+        const rows = (await store.audit.list({ limit, ...(since === undefined ? {} : { since }) })).map(auditEntryView);
         if (flag(p, 'json')) printJson(rows);
         else
           printTable(
