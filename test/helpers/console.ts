@@ -31,20 +31,7 @@ export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promi
       const token = init.token === undefined ? TOKEN : init.token;
       const headers: Record<string, string> = {};
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
-      if (init.body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(`${adminUrl}${path}`, {
-        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-        headers,
-        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-      });
-      const text = await res.text();
-      let body: unknown = null;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = null;
-      }
-      return { status: res.status, body, text, headers: res.headers };
+      return adminFetch(adminUrl, path, headers, init);
     },
   });
 }
@@ -147,6 +134,18 @@ export async function sessionCall(
   const headers: Record<string, string> = { cookie: session.cookie };
   const secret = init.secret === undefined ? session.secret : init.secret;
   if (secret !== null) headers['x-pi-console-secret'] = secret;
+  const { status, body } = await adminFetch(adminUrl, path, headers, init);
+  return { status, body };
+}
+
+/** One admin call with these credentials' headers: a JSON body when given (POST unless `method`
+ *  says otherwise), the answer parsed when it is JSON (else `body` is null). */
+async function adminFetch(
+  adminUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  init: { method?: string; body?: unknown },
+): Promise<{ status: number; body: unknown; text: string; headers: Headers }> {
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`${adminUrl}${path}`, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
@@ -160,5 +159,5 @@ export async function sessionCall(
   } catch {
     body = null;
   }
-  return { status: res.status, body };
+  return { status: res.status, body, text, headers: res.headers };
 }
