@@ -15,7 +15,7 @@ import { decimalToNano } from '../src/money.ts';
 import { Lifecycle } from '../src/observe/lifecycle.ts';
 import { startAdminListener } from '../src/server/admin-app.ts';
 import { startSimulator } from '../src/simulator/server.ts';
-import { openStore } from '../src/store/store.ts';
+import { openStore } from '../src/store/sqlite/store.ts';
 
 const DAY = 86_400_000;
 const TOKEN = randomBytes(24).toString('base64url');

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { startGateway } from '../src/gateway.ts';
-import { openStore } from '../src/store/store.ts';
+import { openStore } from '../src/store/sqlite/store.ts';
 import { fixtureConfig } from './helpers/stack.ts';
 
 t.test('startGateway refuses a missing or wrong master key', async (t) => {

@@ -14,7 +14,7 @@ import type { CompiledConfig } from '../../src/config/compiled.ts';
 import { formatIssue, loadConfig } from '../../src/config/load-config.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { ADAPTERS } from '../../src/platforms/index.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export const FIXTURE_CONFIG = join(REPO, 'test/fixtures/config/gateway');

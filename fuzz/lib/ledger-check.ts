@@ -2,7 +2,7 @@
 // child's database (a read-only connection), and `pi-gateway ledger verify` run as the operator
 // would run it.
 import { spawn } from 'node:child_process';
-import { openDatabase } from '../../src/store/db.ts';
+import { openDatabase } from '../../src/store/sqlite/db.ts';
 import { REPO } from './gateway-child.ts';
 
 export interface Settled {

@@ -17,7 +17,7 @@
 import type { CompiledWorkspace } from '../config/compiled.ts';
 import { GatewayError } from '../errors.ts';
 import { nanoToDecimal } from '../money.ts';
-import type { ApiKeyRecord, LedgerDetails, RequestLogRow } from '../store/store.ts';
+import type { ApiKeyRecord, LedgerDetails, RequestLogRow } from '../store/sqlite/store.ts';
 import { type KeyCheck, authError, presentedKey } from './api-key.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 

@@ -10,8 +10,8 @@
 // rejected for every close in it: each caller retries as it would a single statement (closes are
 // idempotent per trace: a retry of a close that did commit matches no open hold).
 import type { Clock } from '../clock.ts';
-import type { HoldClose, PgHolds } from '../store-pg/holds.ts';
-import { isUnavailable } from '../store-pg/pg-store.ts';
+import type { HoldClose, PgHolds } from '../store/postgres/holds.ts';
+import { isUnavailable } from '../store/postgres/store.ts';
 
 interface Pending {
   close: HoldClose;

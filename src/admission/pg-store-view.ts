@@ -8,7 +8,7 @@
 import { GatewayError } from '../errors.ts';
 import type { ApiKeyRecord } from '../store/types.ts';
 import { SecretError } from '../store/seal.ts';
-import { isUnavailable, type PgStore } from '../store-pg/pg-store.ts';
+import { isUnavailable, type PgStore } from '../store/postgres/store.ts';
 import type { KeyVerification } from './admission.ts';
 import type { KeyCheck } from './api-key.ts';
 import type { BadSecretHandler, KeysAndCredentials } from './store-view.ts';

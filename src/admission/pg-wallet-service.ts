@@ -15,7 +15,7 @@
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerDetails } from '../store/types.ts';
-import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store-pg/pg-store.ts';
+import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from './admission.ts';
 import { CloseBatcher } from './pg-close-batch.ts';
 

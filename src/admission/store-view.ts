@@ -4,7 +4,7 @@
 // on the next request, without a restart or a polling delay). After `secret rotate-master` from the
 // CLI a running server cannot open the re-sealed rows (it holds the old key until it restarts), so it
 // keeps serving the values it had already opened: a rotation needs a restart, never an outage.
-import { type ApiKeyRecord, SecretError, type Store } from '../store/store.ts';
+import { type ApiKeyRecord, SecretError, type Store } from '../store/sqlite/store.ts';
 import type { CredentialView } from '../availability/serving.ts';
 import type { KeyVerification, KeyVerifier } from './admission.ts';
 import type { KeyCheck } from './api-key.ts';

@@ -38,7 +38,7 @@ import {
   type RequestLogRow,
   type Store,
   WalletError,
-} from '../store/store.ts';
+} from '../store/sqlite/store.ts';
 import type { HoldResult, WalletService } from './admission.ts';
 
 interface Account {

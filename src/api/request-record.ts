@@ -8,7 +8,7 @@ import type { RequestEnd } from '../observe/request-end.ts';
 import type { RoutingFields } from '../protocols/types.ts';
 import type { FailureReason } from '../proxy/attempt.ts';
 import type { FailoverFinal, FailoverResult } from '../proxy/failover.ts';
-import type { ApiKeyRecord, RequestLogRow } from '../store/store.ts';
+import type { ApiKeyRecord, RequestLogRow } from '../store/sqlite/store.ts';
 
 export interface RequestRecord {
   endpoint: string;

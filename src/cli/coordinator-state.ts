@@ -10,8 +10,8 @@ import type { CompiledConfig } from '../config/compiled.ts';
 import { jsonLog } from '../gateway.ts';
 import { HealthTracker } from '../routing/health.ts';
 import { type PinStore, SessionPins } from '../routing/session-pins.ts';
-import { type ConsoleStore, sqliteConsole } from '../store/console-store.ts';
-import { openStore, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/store.ts';
+import { type ConsoleStore, sqliteConsole } from '../store/sqlite/console-store.ts';
+import { openStore, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/sqlite/store.ts';
 import type { RequestLogRow } from '../store/types.ts';
 import { writerCapacity } from './runtime.ts';
 

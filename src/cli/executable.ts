@@ -6,8 +6,8 @@ import { THREAD_ARG } from '../thread.ts';
 import { runCli } from './main.ts';
 
 const THREADS: Record<string, () => Promise<unknown>> = {
-  'writer-thread': () => import('../store/writer-thread.ts'),
-  'checkpoint-thread': () => import('../store/checkpoint-thread.ts'),
+  'writer-thread': () => import('../store/sqlite/writer-thread.ts'),
+  'checkpoint-thread': () => import('../store/sqlite/checkpoint-thread.ts'),
   'serving-thread': () => import('./serving-thread.ts'),
 };
 

@@ -8,7 +8,7 @@ import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ReloadResult } from '../gateway.ts';
 import { type ReloadJson, reloadJson } from '../observe/lifecycle.ts';
-import { acquireOwnerLock, type OwnerLock, ownerLockFile, writePrivateFile } from '../store/store.ts';
+import { acquireOwnerLock, type OwnerLock, ownerLockFile, writePrivateFile } from '../store/sqlite/store.ts';
 
 export function pidFile(db: string): string {
   return `${db}.pid`;

@@ -8,7 +8,7 @@ import { startGateway, type Gateway, type GatewayOptions, jsonLog, type ReloadRe
 import { Lifecycle } from '../observe/lifecycle.ts';
 import { ADAPTERS } from '../platforms/index.ts';
 import { type AdminListener, startAdminListener } from '../server/admin-app.ts';
-import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/store.ts';
+import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/sqlite/store.ts';
 import { configDirProblem } from './config-dir.ts';
 import { installLastResort } from './last-resort.ts';
 import type { Owner } from './owner-files.ts';

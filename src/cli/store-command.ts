@@ -2,9 +2,9 @@
 // --config handling, the workspace check against the config, and error → exit code mapping.
 import { existsSync } from 'node:fs';
 import { ADAPTERS } from '../platforms/index.ts';
-import { type AdminStore, isPostgresUrl, sqliteAdmin } from '../store/admin-store.ts';
+import { type AdminStore, isPostgresUrl, sqliteAdmin } from '../store/sqlite/admin-store.ts';
 import { redactPasswords } from '../store/redact-url.ts';
-import { openStore, SecretError, StoreError, WalletError } from '../store/store.ts';
+import { openStore, SecretError, StoreError, WalletError } from '../store/sqlite/store.ts';
 import { str, UsageError, type OptionSpec, type Parsed } from './args.ts';
 import { configDirFor, configDirProblem, servedDirNote } from './config-dir.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
@@ -34,7 +34,7 @@ export class CliError extends Error {}
 export async function openFromArgs(p: Parsed, readonly: boolean): Promise<AdminStore> {
   const db = dbFromArgs(p);
   if (isPostgresUrl(db)) {
-    const { openPgStore } = await import('../store-pg/pg-store.ts');
+    const { openPgStore } = await import('../store/postgres/store.ts');
     return openPgStore(db);
   }
   if (readonly && !existsSync(db)) throw new CliError(`no database at ${db} (set --db or PI_DB)`);

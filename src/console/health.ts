@@ -6,7 +6,7 @@ import type { OperatorView } from '../admin/operator-view.ts';
 import { readiness } from '../admin/readiness.ts';
 import { unservableReason } from '../availability/serving.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
-import type { RequestLogEntry } from '../store/store.ts';
+import type { RequestLogEntry } from '../store/sqlite/store.ts';
 import { iso } from './http.ts';
 
 /** The recent window the log-based figures cover. */

@@ -2,7 +2,7 @@
 // once, never again), POST /admin/keys/:id/revoke and POST /admin/keys/:id/expiry {expires_at}.
 // Only the store's records go out: id, non-secret prefix, workspace, name, limits and state.
 import type { OperatorView } from '../admin/operator-view.ts';
-import { type ApiKeyRecord, keyNameProblem, keyState, pastExpiryProblem } from '../store/store.ts';
+import { type ApiKeyRecord, keyNameProblem, keyState, pastExpiryProblem } from '../store/sqlite/store.ts';
 import { badRequest, ConsoleError, iso, notFound, parseTime, stringField } from './http.ts';
 
 function keyJson(k: ApiKeyRecord, now: number): Record<string, unknown> {

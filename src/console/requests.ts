@@ -5,8 +5,8 @@
 import type { OperatorView } from '../admin/operator-view.ts';
 import { nanoToDecimal } from '../money.ts';
 import { isRequestEnd } from '../observe/request-end.ts';
-import type { ApiKeyRecord, RequestLogEntry, RequestLogFilter } from '../store/store.ts';
-import { isWellFormedKey, KEY_PREFIX } from '../store/store.ts';
+import type { ApiKeyRecord, RequestLogEntry, RequestLogFilter } from '../store/sqlite/store.ts';
+import { isWellFormedKey, KEY_PREFIX } from '../store/sqlite/store.ts';
 import { badRequest, ConsoleError, intField, iso, notFound, parseTime } from './http.ts';
 
 /** One request-log row as the admin endpoints show it. */

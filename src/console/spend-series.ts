@@ -7,10 +7,10 @@
 //     its last use (the latest request it made, any outcome, any time).
 // The same counts as GET /admin/spend and `pi-gateway usage` (src/store/request-log-search.ts).
 import type { OperatorView } from '../admin/operator-view.ts';
-import { keyState } from '../store/store.ts';
+import { keyState } from '../store/sqlite/store.ts';
 import { nanoToDecimal } from '../money.ts';
-import type { SpendLine } from '../store/request-log-search.ts';
-import { INTERVAL_MS, type SeriesGroup, type SeriesInterval, type SeriesPoint } from '../store/spend-series.ts';
+import type { SpendLine } from '../store/sqlite/request-log-search.ts';
+import { INTERVAL_MS, type SeriesGroup, type SeriesInterval, type SeriesPoint } from '../store/sqlite/spend-series.ts';
 import { badRequest, iso } from './http.ts';
 import { spendFilter } from './spend.ts';
 

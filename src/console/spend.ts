@@ -5,7 +5,7 @@
 // upstream attempt) and `unbilled` (the rest) are apart (src/store/request-log-search.ts).
 import type { OperatorView } from '../admin/operator-view.ts';
 import { nanoToDecimal } from '../money.ts';
-import type { RequestLogFilter, SpendLine } from '../store/store.ts';
+import type { RequestLogFilter, SpendLine } from '../store/sqlite/store.ts';
 import { badRequest, iso, parseTime } from './http.ts';
 
 const DAY_MS = 86_400_000;

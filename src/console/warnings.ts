@@ -5,7 +5,7 @@
 import type { OperatorView } from '../admin/operator-view.ts';
 import { belowLowBalance } from '../billing/low-balance.ts';
 import { nanoToDecimal } from '../money.ts';
-import { keyState } from '../store/store.ts';
+import { keyState } from '../store/sqlite/store.ts';
 import { intField, iso } from './http.ts';
 
 const DAY_MS = 86_400_000;

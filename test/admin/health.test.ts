@@ -7,7 +7,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { startGateway } from '../../src/gateway.ts';
 import { Lifecycle } from '../../src/observe/lifecycle.ts';
 import { startAdminListener } from '../../src/server/admin-app.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { startTelemetry } from '../../src/telemetry/telemetry.ts';
 import { DEFAULT_NOW, fixtureConfig, startStack } from '../helpers/stack.ts';
 

@@ -12,7 +12,7 @@ import { presentedKey } from '../../src/admission/api-key.ts';
 import type { RateDecision } from '../../src/admission/rate-limit.ts';
 import type { CompiledWorkspace } from '../../src/config/compiled.ts';
 import { GatewayError } from '../../src/errors.ts';
-import type { ApiKeyRecord, LedgerDetails } from '../../src/store/store.ts';
+import type { ApiKeyRecord, LedgerDetails } from '../../src/store/sqlite/store.ts';
 import { routing } from '../routing/fixtures.ts';
 
 const KEY = 'sk-pi-good';

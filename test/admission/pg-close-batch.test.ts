@@ -3,10 +3,10 @@
 import t, { type Test } from 'tap';
 import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
 import { ManualClock } from '../../src/clock.ts';
-import type { HoldClose } from '../../src/store-pg/holds.ts';
-import { openPgStore, type PgStore } from '../../src/store-pg/pg-store.ts';
+import type { HoldClose } from '../../src/store/postgres/holds.ts';
+import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
 import { type PrivatePg, startPrivatePg } from '../helpers/pg.ts';
-import { masterKey } from '../store/fixtures/temp-db.ts';
+import { masterKey } from '../store/sqlite/fixtures/temp-db.ts';
 
 let server: PrivatePg;
 t.before(async () => {

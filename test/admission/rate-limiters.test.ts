@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { RedisConnection } from '../../src/shared-state/redis-connection.ts';
 import { RedisRateLimiter } from '../../src/shared-state/redis-rate-limiter.ts';
 import { SharedRateLimiter, SharedStateHealth } from '../../src/shared-state/shared-limits.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { coordinatorClient } from '../helpers/coordinator-rig.ts';
 import { rateLimiterContract } from '../helpers/rate-limiter-contract.ts';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis.ts';

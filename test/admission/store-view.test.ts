@@ -4,9 +4,9 @@
 import t from 'tap';
 import { StoreView } from '../../src/admission/store-view.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { openDatabase } from '../../src/store/db.ts';
-import { openStore } from '../../src/store/store.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openDatabase } from '../../src/store/sqlite/db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
 /** Well formed, never issued. */
 const UNKNOWN = `sk-pi-${'A'.repeat(43)}`;

@@ -4,9 +4,9 @@
 // write to the same file meanwhile. One gateway process owns a file's admission (docs/operations.md: Limits).
 import t from 'tap';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
-import { openStore } from '../../src/store/store.ts';
-import { spawnFixture, watch } from '../store/fixtures/child.ts';
-import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { spawnFixture, watch } from '../store/sqlite/fixtures/child.ts';
+import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
 const HOLD = 300n;
 const BALANCE = 7n * HOLD + 123n; // worth 7 requests

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
-import { openStore, WalletError } from '../../src/store/store.ts';
+import { openStore, WalletError } from '../../src/store/sqlite/store.ts';
 
 type Op =
   | { op: 'credit'; ws: number; amount: bigint }

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { type LedgerOp, openStore, type Store, WalletError } from '../../src/store/store.ts';
+import { type LedgerOp, openStore, type Store, WalletError } from '../../src/store/sqlite/store.ts';
 
 function fresh(t: { teardown(fn: () => void): void }): { store: Store; book: WalletBook; errors: unknown[] } {
   const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });

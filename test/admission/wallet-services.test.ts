@@ -7,13 +7,13 @@ import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
-import { ThreadWriter } from '../../src/store/thread-writer.ts';
-import { openPgStore } from '../../src/store-pg/pg-store.ts';
+import { openStore, type Store } from '../../src/store/sqlite/store.ts';
+import { ThreadWriter } from '../../src/store/sqlite/thread-writer.ts';
+import { openPgStore } from '../../src/store/postgres/store.ts';
 import { coordinatorClient } from '../helpers/coordinator-rig.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { walletServiceContract, type WalletRig } from '../helpers/wallet-service-contract.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
 const NOW = Date.UTC(2026, 0, 15, 12);
 

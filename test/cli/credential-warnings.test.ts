@@ -4,8 +4,8 @@
 // secret (`secret set openai-us` names a resource id, where the credential is openai-prod).
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { openStore } from '../../src/store/store.ts';
-import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { cliProcess, spawnCli } from './fixtures/run-cli.ts';
 
 const GATEWAY = 'test/fixtures/config/gateway';

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { cliInProcess, cliProcess, fixtureWorkspace } from './fixtures/run-cli.ts';
 
 t.test('a missing directory is named', async (t) => {

@@ -15,7 +15,7 @@ import OpenAI from 'openai';
 import { sealDemoCredentials } from '../../src/cli/demo-credentials.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { RecordedRequest } from '../../src/simulator/recorder.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { DEFAULT_NOW, fixtureConfig, startStack, type Stack } from '../helpers/stack.ts';
 import { REPO } from './fixtures/run-cli.ts';
 

@@ -5,7 +5,7 @@ import { chmodSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { claimDatabase, configDirFile, pidFile, reloadFile } from '../../src/cli/owner-files.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers/admission.ts';
 
 function mode(file: string): string {

@@ -2,8 +2,8 @@
 // and times in ISO 8601 UTC. Each command that prints JSON is run once against a temp database and
 // its whole document is walked (keys at every depth; every value of a key that names a time).
 import t, { type Test } from 'tap';
-import { openStore } from '../../src/store/store.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { cliInProcess, cliProcess, CONFIG, fixtureWorkspace, type Run } from './fixtures/run-cli.ts';
 
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;

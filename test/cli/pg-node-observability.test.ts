@@ -7,7 +7,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openPgStore } from '../../src/store-pg/pg-store.ts';
+import { openPgStore } from '../../src/store/postgres/store.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { USER } from '../helpers/admission.ts';
 import { parseMetrics, sampleValue } from '../helpers/metrics.ts';

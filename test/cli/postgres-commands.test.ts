@@ -3,10 +3,10 @@
 // rotate-master — the same output and invariants as on the embedded file — and
 // `migrate --from FILE --to URL`, which moves an embedded database exactly (verify before and after).
 import t from 'tap';
-import { openStore } from '../../src/store/store.ts';
-import { openPgStore } from '../../src/store-pg/pg-store.ts';
-import { hold, settle, write } from '../store/fixtures/ledger.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { openPgStore } from '../../src/store/postgres/store.ts';
+import { hold, settle, write } from '../store/sqlite/fixtures/ledger.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { cliInProcess, cliProcess, fixtureWorkspace } from './fixtures/run-cli.ts';
 

@@ -2,8 +2,8 @@
 // subprocesses (stdin, environment), error paths in-process.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { openStore } from '../../src/store/store.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { cliInProcess, cliProcess, fixtureWorkspace, type Run, type RunOptions } from './fixtures/run-cli.ts';
 
 const WS = fixtureWorkspace();

@@ -3,10 +3,10 @@
 // with the new one; a tampered row or a wrong current key changes nothing.
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { openDatabase } from '../../src/store/db.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openDatabase } from '../../src/store/sqlite/db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { fixtureConfig, startStack } from '../helpers/stack.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { cliProcess, spawnCli, type Run } from './fixtures/run-cli.ts';
 
 const OLD = masterKey(21);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { startSimulator } from '../../src/simulator/server.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { tempDir, USER } from '../helpers/admission.ts';
 import { parseMetrics, sampleValue } from '../helpers/metrics.ts';
 import { fixtureConfig } from '../helpers/stack.ts';

@@ -2,8 +2,8 @@
 // the option's own check (not node's "argument is ambiguous"), integers in range, and dates checked
 // against the calendar. Every refusal names the option and leaves the database unchanged.
 import t from 'tap';
-import { openStore } from '../../src/store/store.ts';
-import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { cliInProcess, cliProcess, fixtureWorkspace } from './fixtures/run-cli.ts';
 
 const WS = fixtureWorkspace();

@@ -1,12 +1,12 @@
 // `pi-gateway wallet`, `ledger verify`, `usage`, `logs` against a temp database: credit/show and
 // verify as real subprocesses, the rest in-process.
 import t from 'tap';
-import { openDatabase } from '../../src/store/db.ts';
-import { openStore } from '../../src/store/store.ts';
-import { hold, settle, write } from '../store/fixtures/ledger.ts';
-import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { openDatabase } from '../../src/store/sqlite/db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { hold, settle, write } from '../store/sqlite/fixtures/ledger.ts';
+import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 import { createInterface } from 'node:readline';
-import type { RequestLogRow } from '../../src/store/store.ts';
+import type { RequestLogRow } from '../../src/store/sqlite/store.ts';
 import { cliInProcess, cliProcess, fixtureWorkspace, spawnCli } from './fixtures/run-cli.ts';
 
 const WS = fixtureWorkspace();

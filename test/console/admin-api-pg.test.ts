@@ -11,7 +11,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { runNode, type RunningNode } from '../../src/cli/node-runtime.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
-import { openPgStore } from '../../src/store-pg/pg-store.ts';
+import { openPgStore } from '../../src/store/postgres/store.ts';
 import { hashPassword } from '../../src/admin/passwords.ts';
 import { cli } from '../helpers/admission.ts';
 import { type AdminBody, knownTraffic, PROMPT_MARK, startConsoleStack, TOKEN } from '../helpers/console.ts';

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { decimalToNano, nanoToDecimal } from '../../src/money.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { cliInProcess } from '../cli/fixtures/run-cli.ts';
 import {
   type AdminBody,
@@ -21,7 +21,7 @@ import {
 } from '../helpers/console.ts';
 import { seriesRows, SERIES_QUERY, SERIES_TOTAL } from '../helpers/spend-rows.ts';
 import { DEFAULT_NOW, startStack } from '../helpers/stack.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
 const ENDPOINTS: [string, string, unknown?][] = [
   ['GET', '/admin/requests'],

@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { runNode, type RunningNode } from '../../src/cli/node-runtime.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
-import { openPgStore } from '../../src/store-pg/pg-store.ts';
+import { openPgStore } from '../../src/store/postgres/store.ts';
 import { type AdminBody, PROMPT_MARK, TOKEN } from '../helpers/console.ts';
 import { freePort } from '../helpers/free-port.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';

@@ -8,7 +8,7 @@ import t from 'tap';
 import { boundedText, LOG_TEXT_BOUNDS } from '../../src/store/log-bounds.ts';
 import { type AdminBody, chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
 import { cliInProcess, fixtureWorkspace } from '../cli/fixtures/run-cli.ts';
-import { tempDbFile } from '../store/fixtures/temp-db.ts';
+import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
 const traces = (b: AdminBody): string[] => b.requests.map((r: { trace_id: string }) => r.trace_id);
 

@@ -6,7 +6,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/admin/passwords.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { cli, tempDir } from '../helpers/admission.ts';
 import { startConsoleStack, TOKEN } from '../helpers/console.ts';
 import { checkOperatorsAndAudit } from '../helpers/console-security.ts';

@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import type { GatewaySettings } from '../../src/config/compiled.ts';
-import { openDatabase } from '../../src/store/db.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openDatabase } from '../../src/store/sqlite/db.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import type { LedgerDetails, RequestLogEntry } from '../../src/store/types.ts';
 import { DEFAULT_NOW, FIXTURES, startStack, type Stack } from './stack.ts';
 

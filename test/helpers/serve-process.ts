@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { decimalToNano } from '../../src/money.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { REPO, tempDir, waitFor } from './admission.ts';
 import { fixtureConfig } from './stack.ts';
 

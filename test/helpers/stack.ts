@@ -13,7 +13,7 @@ import { ADAPTERS } from '../../src/platforms/index.ts';
 import { Lifecycle } from '../../src/observe/lifecycle.ts';
 import { type AdminListener, startAdminListener } from '../../src/server/admin-app.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
+import { openStore, type Store } from '../../src/store/sqlite/store.ts';
 import { startTelemetry, type TelemetryOptions } from '../../src/telemetry/telemetry.ts';
 import { seededRandom } from './prng.ts';
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { jsonLog } from '../../src/gateway.ts';
 import { LOG_LEVELS, logLevel, logLine } from '../../src/observe/log-line.ts';
-import { slowCommitLine } from '../../src/store/slow-commit.ts';
+import { slowCommitLine } from '../../src/store/sqlite/slow-commit.ts';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;

@@ -10,7 +10,7 @@ import { ManualClock } from '../../src/clock.ts';
 import type { CompiledDeployment } from '../../src/config/compiled.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
 import { SessionPins } from '../../src/routing/session-pins.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import type { RequestLogRow } from '../../src/store/types.ts';
 import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
 import { BreakerMirror } from '../../src/workers/breaker-mirror.ts';

@@ -8,7 +8,7 @@ import { systemClock } from '../../src/clock.ts';
 import { ServingThreads } from '../../src/cli/serving-threads.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
 import { SessionPins } from '../../src/routing/session-pins.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
 import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
 import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { WorkerStart } from '../../src/workers/protocol.ts';

@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { int, parse, PORT_RANGE, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
-import { openStore } from '../../store/store.ts';
+import { openStore } from '../../store/sqlite/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
 import { sealDemoCredentials } from '../demo-credentials.ts';
 import { claimDatabase, type Owner } from '../owner-files.ts';

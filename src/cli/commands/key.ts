@@ -1,7 +1,7 @@
 // `pi-gateway key create|list|revoke`: gateway API keys. The key is printed once at creation; only
 // its hash is stored, so a lost key is revoked and replaced, never recovered.
 import { systemClock } from '../../clock.ts';
-import { keyNameProblem, keyState, MAX_KEY_NAME_CHARS, pastExpiryProblem } from '../../store/store.ts';
+import { keyNameProblem, keyState, MAX_KEY_NAME_CHARS, pastExpiryProblem } from '../../store/sqlite/store.ts';
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';

@@ -1,7 +1,7 @@
 // `pi-gateway logs`: the request log, newest rows, optionally followed as they are written.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { nanoToDecimal } from '../../money.ts';
-import type { RequestLogEntry } from '../../store/store.ts';
+import type { RequestLogEntry } from '../../store/sqlite/store.ts';
 import { flag, int, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';

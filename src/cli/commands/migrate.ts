@@ -2,9 +2,9 @@
 // database into an empty PostgreSQL one (keys, sealed secrets, wallets and the ledger exactly, the
 // holds and the request log too), with `ledger verify` before and after.
 import { nanoToDecimal } from '../../money.ts';
-import { isPostgresUrl } from '../../store/admin-store.ts';
+import { isPostgresUrl } from '../../store/sqlite/admin-store.ts';
 import { redactPasswords } from '../../store/redact-url.ts';
-import { ownerLockHeld, openStore } from '../../store/store.ts';
+import { ownerLockHeld, openStore } from '../../store/sqlite/store.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
@@ -56,7 +56,7 @@ function requirePostgres(url: string, option: string): void {
 
 async function migrateSchema(url: string, json: boolean): Promise<number> {
   requirePostgres(url, '--db');
-  const { openPgStore } = await import('../../store-pg/pg-store.ts');
+  const { openPgStore } = await import('../../store/postgres/store.ts');
   const store = await openPgStore(url, { checkSchema: false });
   try {
     const applied = await store.migrate();
@@ -80,8 +80,8 @@ async function moveEmbedded(file: string, url: string, json: boolean): Promise<n
     throw new UsageError(`--from must be an embedded database file, got "${redactPasswords(file)}"`);
   if (ownerLockHeld(file))
     throw new CliError(`${file} is being served (its owner lock is held); stop that gateway first, then migrate`);
-  const { openDump } = await import('../../store/dump.ts');
-  const { openPgStore, importDump, pgIsEmpty } = await import('../../store-pg/pg-store.ts');
+  const { openDump } = await import('../../store/sqlite/dump.ts');
+  const { openPgStore, importDump, pgIsEmpty } = await import('../../store/postgres/store.ts');
   const source = openStore(file, { readonly: true });
   const target = await openPgStore(url, { checkSchema: false });
   try {

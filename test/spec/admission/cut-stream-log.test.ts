@@ -5,7 +5,7 @@
 // settlement's provisional row must not replace it, so `error_code` and `ended` stay as the request
 // ended — round after round.
 import t from 'tap';
-import { openDatabase } from '../../../src/store/db.ts';
+import { openDatabase } from '../../../src/store/sqlite/db.ts';
 import { GATEWAY_CONFIG, ledgerRows, USER, waitFor } from '../../helpers/admission.ts';
 import { rawHead, rawUpstream } from '../../helpers/raw-upstream.ts';
 import { prepareDb, startServe } from '../../helpers/serve-process.ts';

@@ -9,8 +9,8 @@
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { decimalToNano } from '../../../src/money.ts';
-import { openDatabase } from '../../../src/store/db.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openDatabase } from '../../../src/store/sqlite/db.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { cli, GATEWAY_CONFIG, ledgerRows, openHolds, patchedFixture, USER, waitFor } from '../../helpers/admission.ts';
 import { type RawExchange, rawJson, rawUpstream } from '../../helpers/raw-upstream.ts';
 import { type PreparedDb, prepareDb, type ServeProcess, startServe } from '../../helpers/serve-process.ts';

@@ -5,7 +5,7 @@
 // settlements, `verify()` passes; every X-Pi-Trace-Id maps to at most one settle row, every hold is
 // closed once, each fully received 200 settled exactly once, and refusals settled nothing.
 import t from 'tap';
-import { openDatabase } from '../../../src/store/db.ts';
+import { openDatabase } from '../../../src/store/sqlite/db.ts';
 import { seededRandom } from '../../helpers/prng.ts';
 import type { Stack } from '../../helpers/stack.ts';
 import { fileStack, ledgerRows, USER, waitFor } from '../../helpers/admission.ts';

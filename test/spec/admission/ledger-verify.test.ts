@@ -4,7 +4,7 @@
 // whose trace has no settlement — but not a token count, which is answered and never billed.
 import t from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { cli, GATEWAY_CONFIG, openHolds, USER, waitFor } from '../../helpers/admission.ts';
 import { rawUpstream } from '../../helpers/raw-upstream.ts';
 import { prepareDb, startServe } from '../../helpers/serve-process.ts';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import type { RequestLogEntry } from '../../../src/store/types.ts';
 import { startStack, type Stack } from '../../helpers/stack.ts';
 import { cli, fileStack, logRow, rawPost, tempDir, USER, waitFor } from '../../helpers/admission.ts';

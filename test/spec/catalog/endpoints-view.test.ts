@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { DEFAULT_NOW, startStack } from '../../helpers/stack.ts';
 import { arr, checkEndpointsView, checkModelNotFound, getJson, type JsonObject, obj } from './catalog-checks.ts';
 

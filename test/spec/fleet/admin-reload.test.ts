@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { sourceHashOf } from '../../../src/config/config-files.ts';
 import { decimalToNano } from '../../../src/money.ts';
 import { startSimulator } from '../../../src/simulator/server.ts';
-import { openPgStore } from '../../../src/store-pg/pg-store.ts';
+import { openPgStore } from '../../../src/store/postgres/store.ts';
 import { cli, type CliRun, tempDir, USER } from '../../helpers/admission.ts';
 import { freePort } from '../../helpers/free-port.ts';
 import { startPrivatePg } from '../../helpers/pg.ts';

@@ -14,7 +14,7 @@ import { decimalToNano } from '../../../src/money.ts';
 import { pinKey } from '../../../src/routing/session-pins.ts';
 import { RedisConnection } from '../../../src/shared-state/redis-connection.ts';
 import { RedisPins } from '../../../src/shared-state/redis-pins.ts';
-import { openPgStore, type PgStore } from '../../../src/store-pg/pg-store.ts';
+import { openPgStore, type PgStore } from '../../../src/store/postgres/store.ts';
 import { startSimulator, type Simulator } from '../../../src/simulator/server.ts';
 import { USER } from '../../helpers/admission.ts';
 import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';

@@ -26,7 +26,7 @@ import pg from 'pg';
 import { sourceHashOf } from '../../../src/config/config-files.ts';
 import { decimalToNano } from '../../../src/money.ts';
 import { startSimulator } from '../../../src/simulator/server.ts';
-import { openPgStore } from '../../../src/store-pg/pg-store.ts';
+import { openPgStore } from '../../../src/store/postgres/store.ts';
 import { REPO } from '../../helpers/admission.ts';
 import { freePort } from '../../helpers/free-port.ts';
 import { startPrivatePg } from '../../helpers/pg.ts';

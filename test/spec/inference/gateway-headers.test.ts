@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import t, { type Test } from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { DEFAULT_NOW, startStack } from '../../helpers/stack.ts';
 
 const SECURITY: [string, string][] = [

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { startSimulator } from '../../../src/simulator/server.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { FIXTURES } from '../../helpers/stack.ts';
 import { openHolds, patchedFixture, USER } from '../../helpers/admission.ts';
 import { parseSse } from '../../helpers/inference.ts';

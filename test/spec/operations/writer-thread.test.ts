@@ -5,7 +5,7 @@
 // refuses new requests with a clean 503 and the gateway recovers by itself once the writer catches up.
 import t from 'tap';
 import { startSimulator } from '../../../src/simulator/server.ts';
-import { openDatabase } from '../../../src/store/db.ts';
+import { openDatabase } from '../../../src/store/sqlite/db.ts';
 import { cli, ledgerRows } from '../../helpers/admission.ts';
 import { prepareDb, startServe, type PreparedDb, type ServeProcess } from '../../helpers/serve-process.ts';
 

@@ -4,7 +4,7 @@
 import type { Test } from 'tap';
 import type { ManualClock } from '../../../src/clock.ts';
 import type { GatewaySettings } from '../../../src/config/compiled.ts';
-import type { Store } from '../../../src/store/store.ts';
+import type { Store } from '../../../src/store/sqlite/store.ts';
 import type { RequestLogEntry } from '../../../src/store/types.ts';
 import { startStack, type Stack } from '../../helpers/stack.ts';
 

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { ManualClock } from '../../../src/clock.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { ConfigIndex } from '../../../src/config/index.ts';
 import { planRoute } from '../../../src/routing/plan.ts';
 import { mergePreferences } from '../../../src/routing/preferences.ts';

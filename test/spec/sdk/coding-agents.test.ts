@@ -16,7 +16,7 @@ import t, { type Test } from 'tap';
 import { sealDemoCredentials } from '../../../src/cli/demo-credentials.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { nanoToDecimal } from '../../../src/money.ts';
-import { openStore } from '../../../src/store/store.ts';
+import { openStore } from '../../../src/store/sqlite/store.ts';
 import { DEFAULT_NOW, fixtureConfig, startStack, type Stack } from '../../helpers/stack.ts';
 import { parseSse } from '../../helpers/inference.ts';
 

@@ -1,0 +1,114 @@
+// The PostgreSQL connection pool: the only place `pg` is configured. int8 columns come back as
+// bigint (money is bigint nano-USD end to end), connections fail fast when the server is down
+// (admission fails closed instead of queueing requests behind a dead server), and an error on an
+// idle connection never crashes the process.
+import pg from 'pg';
+import { StoreError } from '../sqlite/db.ts';
+export { redactUrl } from '../redact-url.ts';
+
+export type PgPool = pg.Pool;
+export type PgClient = pg.PoolClient;
+
+const INT8_OID = 20;
+
+/** Fails with a clear error rather than hanging when PostgreSQL does not answer. */
+const CONNECT_TIMEOUT_MS = 2_000;
+/** Every statement here is a single-row or small batch statement; anything slower is an outage. */
+const STATEMENT_TIMEOUT_MS = 10_000;
+
+export interface PoolOptions {
+  /** Connections per process. Default 10. */
+  max?: number;
+  /** Errors of idle connections (the server restarted); default: ignored, the next query reconnects. */
+  onIdleError?: (err: Error) => void;
+}
+
+export function createPool(url: string, opts: PoolOptions = {}): PgPool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
+    application_name: 'pi-gateway',
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID
+          ? (v: string) => BigInt(v)
+          : format === 'binary'
+            ? pg.types.getTypeParser(oid, 'binary')
+            : pg.types.getTypeParser(oid, 'text')) as typeof pg.types.getTypeParser,
+    },
+  });
+  pool.on('error', (err) => opts.onIdleError?.(err));
+  return pool;
+}
+
+/**
+ * PostgreSQL did not answer or went away (refused, reset, timed out, shutting down, starting up):
+ * the operation may not have happened. Everything else (a constraint, a bad statement) is a real
+ * answer and keeps its own error.
+ */
+export class StoreUnavailableError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message);
+    this.name = 'StoreUnavailableError';
+    if (options) this.cause = options.cause;
+  }
+}
+
+const NODE_NET = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
+
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (NODE_NET.has(code)) return true;
+    // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now; 53300: too many connections.
+    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300')
+      return true;
+  }
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|not queryable/i.test(
+    err.message,
+  );
+}
+
+/** Rethrows connection-level failures as StoreUnavailableError naming what was being done. */
+export function unavailable(err: unknown, doing: string): unknown {
+  if (!isUnavailable(err) || err instanceof StoreUnavailableError) return err;
+  return new StoreUnavailableError(
+    `PostgreSQL is unreachable (${doing}): ${err instanceof Error ? err.message : String(err)}`,
+    { cause: err },
+  );
+}
+
+/** Runs `fn` in one transaction on one connection (rolled back when it throws; a connection that
+ *  failed is destroyed, not returned to the pool). */
+export async function inTransaction<T>(pool: PgPool, fn: (c: PgClient) => Promise<T>, mode = 'BEGIN'): Promise<T> {
+  const c = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await c.query(mode);
+    const out = await fn(c);
+    await c.query('COMMIT');
+    return out;
+  } catch (err) {
+    if (isUnavailable(err)) broken = err instanceof Error ? err : new Error(String(err));
+    else await c.query('ROLLBACK').catch((e: unknown) => (broken = e instanceof Error ? e : new Error(String(e))));
+    throw err;
+  } finally {
+    c.release(broken);
+  }
+}

@@ -1,0 +1,237 @@
+// The request log in PostgreSQL: rows queue in memory and go out as one multi-row INSERT per batch
+// (every `flushIntervalMs`, or at once at `maxBatch` rows), never one statement per request. While
+// the server does not answer, rows are kept up to a bounded backlog and retried; `close()` flushes.
+import { isRequestEnd, type RequestEnd } from '../../observe/request-end.ts';
+import { logLine } from '../../observe/log-line.ts';
+import { boundedRow } from '../log-bounds.ts';
+import { storedCost, unstorableCosts } from '../log-cost.ts';
+import type { RequestLogFilter } from '../sqlite/request-log-search.ts';
+import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../types.ts';
+import { pgWhereOf } from './request-log-search.ts';
+import type { PgPool } from './db.ts';
+
+const COLUMNS = [
+  'trace_id',
+  'ts',
+  'workspace',
+  'key_id',
+  'endpoint',
+  'model_requested',
+  'model_served',
+  'provider',
+  'deployment',
+  'attempts',
+  'attempts_json',
+  'stream',
+  'status',
+  'error_code',
+  'latency_ms',
+  'ttfb_ms',
+  'prompt_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cached_tokens',
+  'cost_nano',
+  'app_title',
+  'app_origin',
+  'session_id',
+  'ended',
+] as const;
+const MAX_QUERY_LIMIT = 10_000;
+const BACKLOG_BATCHES = 10;
+
+type Value = string | number | bigint | boolean | null;
+
+export function requestLogValues(row: RequestLogRow): Value[] {
+  const r = boundedRow(row);
+  return [
+    r.trace_id,
+    r.ts,
+    r.workspace,
+    r.key_id,
+    r.endpoint,
+    r.model_requested,
+    r.model_served,
+    r.provider,
+    r.deployment,
+    r.attempts,
+    JSON.stringify(r.attempts_json),
+    r.stream,
+    r.status,
+    r.error_code,
+    r.latency_ms,
+    r.ttfb_ms,
+    r.prompt_tokens,
+    r.completion_tokens,
+    r.reasoning_tokens,
+    r.cached_tokens,
+    storedCost(r.cost_nano),
+    r.app_title,
+    r.app_origin,
+    r.session_id,
+    r.ended,
+  ];
+}
+
+/** `INSERT … VALUES ($1…$25), ($26…)` for `rows` rows of the request log (ids assigned by the sequence
+ *  unless `withId`, when each row's first value is its id). */
+export function requestLogInsert(rows: number, withId = false): string {
+  const cols = withId ? ['id', ...COLUMNS] : [...COLUMNS];
+  const groups: string[] = [];
+  for (let i = 0; i < rows; i++) groups.push(`(${cols.map((_, j) => `$${i * cols.length + j + 1}`).join(', ')})`);
+  return `INSERT INTO request_log (${cols.join(', ')}) VALUES ${groups.join(', ')}`;
+}
+
+export class PgRequestLog {
+  private queue: RequestLogRow[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> | null = null;
+  private closed = false;
+  private readonly flushMs: number;
+  private readonly maxBatch: number;
+  private counts = { transactions: 0, written: 0, dropped: 0 };
+
+  private readonly pool: PgPool;
+  private readonly onError: (err: unknown) => void;
+  constructor(
+    pool: PgPool,
+    opts: RequestLogOptions = {},
+    onError: (err: unknown) => void = (err) =>
+      process.stderr.write(
+        logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true }),
+      ),
+  ) {
+    this.pool = pool;
+    this.onError = onError;
+    this.flushMs = opts.flushIntervalMs ?? 200;
+    // A statement takes at most 65 535 parameters: 25 columns a row.
+    this.maxBatch = Math.min(opts.maxBatch ?? 1000, 2000);
+  }
+
+  append(row: RequestLogRow): void {
+    if (this.closed) throw new Error('the store is closed');
+    this.queue.push(row);
+    if (this.queue.length >= this.maxBatch) void this.flush();
+    else this.schedule(this.flushMs);
+  }
+
+  /** Writes everything queued; resolves when done (or when the server refused, rows kept for retry). */
+  flush(): Promise<void> {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    this.writing ??= this.drain().finally(() => (this.writing = null));
+    return this.writing;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flush();
+    if (this.writing) await this.writing;
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+  }
+
+  stats() {
+    return { queued: this.queue.length, ...this.counts };
+  }
+
+  async query(q: RequestLogQuery = {}): Promise<RequestLogEntry[]> {
+    const limit = Math.min(Math.max(Math.trunc(q.limit ?? 100), 1), MAX_QUERY_LIMIT);
+    const where: string[] = [];
+    const params: Value[] = [];
+    if (q.workspace !== undefined) where.push(`workspace = $${params.push(q.workspace)}`);
+    if (q.afterId !== undefined) where.push(`id > $${params.push(q.afterId)}`);
+    const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const lim = `$${params.push(limit)}`;
+    const sql =
+      q.afterId !== undefined
+        ? `SELECT id, ${COLUMNS.join(', ')} FROM request_log ${cond} ORDER BY id ASC LIMIT ${lim}`
+        : `SELECT * FROM (SELECT id, ${COLUMNS.join(', ')} FROM request_log ${cond} ORDER BY id DESC LIMIT ${lim}) t ORDER BY id ASC`;
+    const r = await this.pool.query<Record<string, Value>>(sql, params);
+    return r.rows.map(fromDb);
+  }
+
+  /**
+   * The rows a filter selects, newest first, at most `limit` (1–1000); `more` says whether older rows
+   * match too — the embedded store's `search` (src/store/request-log.ts), same filters and order.
+   * This node's queued rows are written first, so a request it finished is listed.
+   */
+  async search(filter: RequestLogFilter, limit = 50): Promise<{ rows: RequestLogEntry[]; more: boolean }> {
+    if (!this.closed) await this.flush();
+    const n = Math.min(Math.max(Math.trunc(limit), 1), 1000);
+    const w = pgWhereOf(filter);
+    const order = filter.afterId === undefined ? 'DESC' : 'ASC';
+    const r = await this.pool.query<Record<string, Value>>(
+      `SELECT id, ${COLUMNS.join(', ')} FROM request_log ${w.sql} ORDER BY id ${order} LIMIT $${w.params.length + 1}`,
+      [...w.params, n + 1],
+    );
+    const page = r.rows.slice(0, n).map(fromDb);
+    return { rows: order === 'ASC' ? page.reverse() : page, more: r.rows.length > n };
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer !== null || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.flush();
+    }, ms);
+    this.timer.unref();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        await this.pool.query(requestLogInsert(batch.length), batch.flatMap(requestLogValues));
+        this.counts.transactions++;
+        this.counts.written += batch.length;
+        for (const problem of unstorableCosts(batch)) this.onError(new RangeError(problem));
+      } catch (err) {
+        this.queue.unshift(...batch);
+        const limit = this.maxBatch * BACKLOG_BATCHES;
+        if (this.queue.length > limit) this.counts.dropped += this.queue.splice(0, this.queue.length - limit).length;
+        this.onError(err);
+        this.schedule(Math.max(this.flushMs, 1000));
+        return;
+      }
+    }
+  }
+}
+
+const num = (v: Value): number | null => (v === null ? null : Number(v));
+const text = (v: Value): string | null => (v === null ? null : String(v));
+const endOf = (v: Value): RequestEnd | null => (typeof v === 'string' && isRequestEnd(v) ? v : null);
+
+function fromDb(r: Record<string, Value>): RequestLogEntry {
+  const g = (k: string): Value => r[k] ?? null;
+  return {
+    id: Number(g('id')),
+    trace_id: String(g('trace_id')),
+    ts: Number(g('ts')),
+    workspace: text(g('workspace')),
+    key_id: text(g('key_id')),
+    endpoint: String(g('endpoint')),
+    model_requested: text(g('model_requested')),
+    model_served: text(g('model_served')),
+    provider: text(g('provider')),
+    deployment: text(g('deployment')),
+    attempts: Number(g('attempts')),
+    attempts_json: JSON.parse(String(g('attempts_json'))) as AttemptLogEntry[],
+    stream: g('stream') === true,
+    status: Number(g('status')),
+    error_code: text(g('error_code')),
+    latency_ms: num(g('latency_ms')),
+    ttfb_ms: num(g('ttfb_ms')),
+    prompt_tokens: num(g('prompt_tokens')),
+    completion_tokens: num(g('completion_tokens')),
+    reasoning_tokens: num(g('reasoning_tokens')),
+    cached_tokens: num(g('cached_tokens')),
+    cost_nano: g('cost_nano') === null ? null : BigInt(g('cost_nano') as bigint),
+    app_title: text(g('app_title')),
+    app_origin: text(g('app_origin')),
+    session_id: text(g('session_id')),
+    ended: endOf(g('ended')),
+  };
+}

@@ -1,0 +1,204 @@
+// Gateway API keys: issued once in plaintext, stored as sha256 plus a short lookup prefix.
+// No cache: `verify` is one indexed query (prefix), so a revocation committed by another process is
+// seen by the very next request. A caller that wants a cache must drop it on `changedSinceLastCheck()`
+// (which also reports this instance's own creates and revocations, through `onChange`).
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../../clock.ts';
+import { Statements, type SqliteDatabase } from './db.ts';
+import type { ApiKeyRecord, ApiKeyState, CreatedApiKey, VerifyResult } from '../types.ts';
+
+export const KEY_PREFIX = 'sk-pi-';
+/** base64url of 32 random bytes, unpadded. */
+const BODY_CHARS = 43;
+/** Characters of the random part kept as the lookup prefix (48 bits: collisions are rare and handled). */
+const LOOKUP_CHARS = 8;
+const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}$`);
+
+/** Characters (code points) a key's name may have: a label people read in lists, not a document. */
+export const MAX_KEY_NAME_CHARS = 128;
+
+/** Why a key name cannot be stored (too long, or carrying a control character), or null. The one
+ *  rule the console, the admin API, the CLI and both stores apply. */
+export function keyNameProblem(name: string): string | null {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+  if (/[\x00-\x1f\x7f]/.test(name)) return 'a key name may not contain control characters';
+  const n = Array.from(name).length;
+  if (n > MAX_KEY_NAME_CHARS) return `a key name is at most ${MAX_KEY_NAME_CHARS} characters, got ${n}`;
+  return null;
+}
+
+/** Why an expiry cannot be set at `now` (it is not in the future), or null. The CLI, the admin API
+ *  and the console refuse such an expiry (a key to stop now is revoked). */
+export function pastExpiryProblem(expiresAt: number, now: number): string | null {
+  return expiresAt <= now
+    ? `the expiry ${new Date(expiresAt).toISOString()} is not in the future (now is ${new Date(now).toISOString()}); to stop a key now, revoke it`
+    : null;
+}
+
+export interface CreateKeyInput {
+  workspace: string;
+  name?: string | undefined;
+  /** Epoch ms. */
+  expiresAt?: number | undefined;
+  rpm?: number | undefined;
+}
+
+interface KeyRow {
+  id: string;
+  prefix: string;
+  hash: Buffer;
+  workspace: string;
+  name: string | null;
+  rpm: number | null;
+  expires_at: number | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+const COLUMNS = 'id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at';
+
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** Well-formed: `sk-pi-` plus 43 base64url characters. */
+export function isWellFormedKey(presented: string): boolean {
+  return KEY_FORMAT.test(presented);
+}
+
+export function keyState(key: ApiKeyRecord, now: number): ApiKeyState {
+  if (key.revokedAt !== null) return 'revoked';
+  if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
+  return 'active';
+}
+
+export class ApiKeys {
+  private readonly sql: Statements;
+  private readonly clock: Clock;
+  private readonly onChange: () => void;
+
+  constructor(db: SqliteDatabase, clock: Clock, onChange: () => void = () => undefined) {
+    this.sql = new Statements(db);
+    this.clock = clock;
+    this.onChange = onChange;
+  }
+
+  create(input: CreateKeyInput): CreatedApiKey {
+    if (typeof input.workspace !== 'string' || input.workspace === '') throw new RangeError('workspace is required');
+    if (input.rpm !== undefined && !(Number.isSafeInteger(input.rpm) && input.rpm > 0)) {
+      throw new RangeError(`rpm must be a positive integer, got ${input.rpm}`);
+    }
+    if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt)) {
+      throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    }
+    const nameProblem = input.name === undefined ? null : keyNameProblem(input.name);
+    if (nameProblem !== null) throw new RangeError(nameProblem);
+    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const record: ApiKeyRecord = {
+      id: 'key_' + randomBytes(8).toString('hex'),
+      prefix: key.slice(0, KEY_PREFIX.length + LOOKUP_CHARS),
+      workspace: input.workspace,
+      name: input.name ?? null,
+      expiresAt: input.expiresAt ?? null,
+      rpm: input.rpm ?? null,
+      createdAt: this.clock.now(),
+      revokedAt: null,
+    };
+    this.sql
+      .get(`INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`)
+      .run(
+        record.id,
+        record.prefix,
+        hashKey(key),
+        record.workspace,
+        record.name,
+        record.rpm,
+        record.expiresAt,
+        record.createdAt,
+      );
+    this.onChange();
+    return { ...record, key };
+  }
+
+  /**
+   * Classifies a presented key. Malformed strings never reach the database. Candidates sharing the
+   * prefix are compared by hash with timingSafeEqual, so timing reveals nothing about the secret part.
+   */
+  verify(presented: string, now: number): VerifyResult {
+    if (!isWellFormedKey(presented)) return { status: 'invalid' };
+    const key = this.find(presented);
+    if (!key) return { status: 'not_found' };
+    const state = keyState(key, now);
+    if (state === 'revoked') return { status: 'revoked' };
+    if (state === 'expired') return { status: 'expired' };
+    return { status: 'ok', key };
+  }
+
+  /**
+   * The record of a presented key whatever its state (active, revoked, expired), or null when it is
+   * malformed or was never issued: a refused request is still logged against its key's workspace.
+   */
+  find(presented: string): ApiKeyRecord | null {
+    if (!isWellFormedKey(presented)) return null;
+    const hash = hashKey(presented);
+    const rows = this.sql
+      .get(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = ?`)
+      .all(presented.slice(0, KEY_PREFIX.length + LOOKUP_CHARS)) as KeyRow[];
+    let match: KeyRow | undefined;
+    for (const row of rows) {
+      if (row.hash.length === hash.length && timingSafeEqual(row.hash, hash)) match = row;
+    }
+    return match ? toRecord(match) : null;
+  }
+
+  get(id: string): ApiKeyRecord | null {
+    const row = this.sql.get(`SELECT ${COLUMNS} FROM api_keys WHERE id = ?`).get(id) as KeyRow | undefined;
+    return row ? toRecord(row) : null;
+  }
+
+  /** Oldest first. */
+  list(workspace?: string): ApiKeyRecord[] {
+    const rows = (
+      workspace === undefined
+        ? this.sql.get(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, id`).all()
+        : this.sql.get(`SELECT ${COLUMNS} FROM api_keys WHERE workspace = ? ORDER BY created_at, id`).all(workspace)
+    ) as KeyRow[];
+    return rows.map(toRecord);
+  }
+
+  /**
+   * Sets (or, with null, clears) a key's expiry; true when the key exists and is not revoked. An
+   * expiry in the past expires it at once; clearing one revives an expired key.
+   */
+  setExpiry(id: string, expiresAt: number | null): boolean {
+    if (expiresAt !== null && !Number.isSafeInteger(expiresAt))
+      throw new RangeError('expiresAt must be an integer epoch-milliseconds time');
+    const changed =
+      this.sql.get('UPDATE api_keys SET expires_at = ? WHERE id = ? AND revoked_at IS NULL').run(expiresAt, id)
+        .changes > 0;
+    if (changed) this.onChange();
+    return changed;
+  }
+
+  /** True when an active (or expired) key became revoked; false when unknown or already revoked. */
+  revoke(id: string): boolean {
+    const changed =
+      this.sql.get('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock.now(), id)
+        .changes > 0;
+    if (changed) this.onChange();
+    return changed;
+  }
+}
+
+function toRecord(r: KeyRow): ApiKeyRecord {
+  return {
+    id: r.id,
+    prefix: r.prefix,
+    workspace: r.workspace,
+    name: r.name,
+    expiresAt: r.expires_at,
+    rpm: r.rpm,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  };
+}
