@@ -5,7 +5,7 @@
 // in the console imports the gateway, and the gateway's request path never imports the console.
 import type { CredentialView } from '../availability/serving.ts';
 import type { BreakerBoard } from '../routing/health.ts';
-import type { ConsoleStore } from '../store/sqlite/console-store.ts';
+import type { ConsoleStore } from '../store/console-store-interface.ts';
 import type { ServingView } from './readiness.ts';
 
 export interface OperatorView extends ServingView {

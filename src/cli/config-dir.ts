@@ -4,7 +4,7 @@
 // server of their database runs with (recorded beside the database), so a workspace a reload added
 // is known to them; they say so when they use it.
 import { statSync } from 'node:fs';
-import { isPostgresUrl } from '../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { str, type Parsed } from './args.ts';
 import { readServedConfigDir } from './owner-files.ts';
 

@@ -2,7 +2,8 @@
 // --config handling, the workspace check against the config, and error → exit code mapping.
 import { existsSync } from 'node:fs';
 import { ADAPTERS } from '../platforms/index.ts';
-import { type AdminStore, isPostgresUrl, sqliteAdmin } from '../store/sqlite/admin-store.ts';
+import { type AdminStore, isPostgresUrl } from '../store/admin-store-interface.ts';
+import { sqliteAdmin } from '../store/sqlite/admin-store.ts';
 import { redactPasswords } from '../store/redact-url.ts';
 import { openStore, SecretError, StoreError, WalletError } from '../store/sqlite/store.ts';
 import { str, UsageError, type OptionSpec, type Parsed } from './args.ts';

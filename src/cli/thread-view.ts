@@ -4,7 +4,7 @@
 import type { KeysAndCredentials } from '../admission/store-view.ts';
 import { PgStoreView } from '../admission/pg-store-view.ts';
 import { StoreView } from '../admission/store-view.ts';
-import { isPostgresUrl } from '../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { openStore } from '../store/sqlite/store.ts';
 import { openPgStore } from '../store/postgres/store.ts';
 import type { CoordinatorClient } from '../workers/coordinator-client.ts';

@@ -20,7 +20,7 @@ import { Coordinator } from '../workers/coordinator.ts';
 import type { ObservabilityOptions } from './observability-options.ts';
 import { startObservability } from './runtime.ts';
 import { ServingThreads } from './serving-threads.ts';
-import { isPostgresUrl } from '../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { fleetCoordinatorState } from './coordinator-fleet.ts';
 import { type CoordinatorState, embeddedCoordinatorState } from './coordinator-state.ts';
 

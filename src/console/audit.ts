@@ -2,7 +2,7 @@
 // (action and target), from which address, how it ended, and the detail kept with it. Paged back
 // with `before` (the last id seen); `since` keeps rows at or after a time; `limit` 1–500.
 import type { OperatorView } from '../admin/operator-view.ts';
-import { auditEntryView } from '../store/sqlite/operators.ts';
+import { auditEntryView } from '../store/operator-types.ts';
 import { badRequest, intField, parseTime } from './http.ts';
 
 export async function auditPage(view: OperatorView, q: Map<string, string>): Promise<unknown> {

@@ -6,7 +6,7 @@
 import type { OperatorView } from '../admin/operator-view.ts';
 import { verifyPassword } from '../admin/passwords.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import type { NewAuditEntry } from '../store/sqlite/operators.ts';
+import type { NewAuditEntry } from '../store/operator-types.ts';
 import { type Actor, OperatorAuth, TOKEN_ACTOR } from './auth.ts';
 import { ConsoleError } from './http.ts';
 import { DEFAULT_SIGN_IN_LIMITS, type SignInLimits, SignInLimiter } from './sign-in-limits.ts';

@@ -5,7 +5,7 @@
 import type { AdminRoute } from '../admin/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { StoreError } from '../store/sqlite/db.ts';
+import { StoreError } from '../store/errors.ts';
 import { SESSION_IDLE_MS } from './auth.ts';
 import type { ConsoleGate } from './gate.ts';
 import { ConsoleError, NO_STORE, sendError, sendJson } from './http.ts';

@@ -9,8 +9,8 @@
 import type { OperatorView } from '../admin/operator-view.ts';
 import { keyState } from '../store/sqlite/store.ts';
 import { nanoToDecimal } from '../money.ts';
-import type { SpendLine } from '../store/sqlite/request-log-search.ts';
-import { INTERVAL_MS, type SeriesGroup, type SeriesInterval, type SeriesPoint } from '../store/sqlite/spend-series.ts';
+import type { SpendLine } from '../store/search-filters.ts';
+import { INTERVAL_MS, type SeriesGroup, type SeriesInterval, type SeriesPoint } from '../store/spend-series-sql.ts';
 import { badRequest, iso } from './http.ts';
 import { spendFilter } from './spend.ts';
 

@@ -6,7 +6,7 @@
 import type { OperatorView } from '../admin/operator-view.ts';
 import { belowLowBalance } from '../billing/low-balance.ts';
 import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
-import { WalletError } from '../store/sqlite/store.ts';
+import { WalletError } from '../store/errors.ts';
 import { badRequest, ConsoleError, intField, iso, jsonBody, notFound, stringField } from './http.ts';
 
 async function walletJson(view: OperatorView, workspace: string): Promise<Record<string, unknown>> {

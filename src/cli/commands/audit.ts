@@ -4,7 +4,7 @@
 import { flag, int, parse, str } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
-import { auditEntryView } from '../../store/sqlite/operators.ts';
+import { auditEntryView } from '../../store/operator-types.ts';
 import { DB_HELP, guarded, JSON_HELP, openFromArgs, parseIsoTime, STORE_OPTIONS } from '../store-command.ts';
 
 const HELP = `Usage: pi-gateway audit [--since ISO] [--limit N] [options]

@@ -1,5 +1,5 @@
 // `pi-gateway backup --to FILE`: an online copy of the embedded database (src/store/backup.ts).
-import { isPostgresUrl } from '../../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { backupDatabase } from '../../store/sqlite/backup.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';

@@ -2,7 +2,7 @@
 // database into an empty PostgreSQL one (keys, sealed secrets, wallets and the ledger exactly, the
 // holds and the request log too), with `ledger verify` before and after.
 import { nanoToDecimal } from '../../money.ts';
-import { isPostgresUrl } from '../../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { redactPasswords } from '../../store/redact-url.ts';
 import { ownerLockHeld, openStore } from '../../store/sqlite/store.ts';
 import { flag, parse, str, UsageError } from '../args.ts';

@@ -6,7 +6,7 @@ import { userInfo } from 'node:os';
 import { hashPassword, passwordProblem } from '../../admin/passwords.ts';
 import { systemClock } from '../../clock.ts';
 import { OPERATOR_NAME, type OperatorRole } from '../../store/sqlite/store.ts';
-import type { AdminStore } from '../../store/sqlite/admin-store.ts';
+import type { AdminStore } from '../../store/admin-store-interface.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';

@@ -8,7 +8,7 @@ import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
 import { readOwnerPid, readReloadRecord, type ReloadRecord } from '../owner-files.ts';
 import { CliError, DB_HELP, dbFromArgs, guarded, JSON_HELP, STORE_OPTIONS } from '../store-command.ts';
-import { isPostgresUrl } from '../../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { redactUrl } from '../../store/redact-url.ts';
 import { ownerLockHeld } from '../../store/sqlite/store.ts';
 

@@ -11,7 +11,7 @@ import { configForServe, reloadGateway, runGateway, type Running, untilStopped }
 import { systemClock } from '../../clock.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
-import { isPostgresUrl } from '../../store/sqlite/admin-store.ts';
+import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { redactUrl } from '../../store/redact-url.ts';
 import type { CompiledConfig } from '../../config/compiled.ts';
 import type { ObservabilityOptions } from '../observability-options.ts';

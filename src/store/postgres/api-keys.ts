@@ -3,14 +3,7 @@
 // unchanged.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
-import {
-  type CreateKeyInput,
-  hashKey,
-  isWellFormedKey,
-  KEY_PREFIX,
-  keyNameProblem,
-  keyState,
-} from '../sqlite/api-keys.ts';
+import { type CreateKeyInput, hashKey, isWellFormedKey, KEY_PREFIX, keyNameProblem, keyState } from '../key-format.ts';
 import type { ApiKeyRecord, CreatedApiKey, VerifyResult } from '../types.ts';
 import type { PgPool } from './db.ts';
 

@@ -2,7 +2,7 @@
 // request log's search and spend, wallets, ledger rows, credits and keys — the same semantics and
 // numbers as the embedded store, read from the database every node of a fleet writes. A server that
 // does not answer is a StoreUnavailableError (the console answers 503 store_unavailable).
-import type { ConsoleStore } from '../sqlite/console-store.ts';
+import type { ConsoleStore } from '../console-store-interface.ts';
 import { unavailable } from './db.ts';
 import { ledgerOfTrace, ledgerPage } from './ledger-read.ts';
 import type { PgStore } from './store.ts';

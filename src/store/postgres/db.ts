@@ -3,7 +3,7 @@
 // (admission fails closed instead of queueing requests behind a dead server), and an error on an
 // idle connection never crashes the process.
 import pg from 'pg';
-import { StoreError } from '../sqlite/db.ts';
+import { StoreError } from '../errors.ts';
 export { redactUrl } from '../redact-url.ts';
 
 export type PgPool = pg.Pool;

@@ -21,7 +21,7 @@
 // (NTP) well within the lease's margin (lease − renew interval, 20 s by default).
 import { MAX_WALLET_NANO } from '../../money.ts';
 import type { LedgerDetails } from '../types.ts';
-import { WalletError } from '../sqlite/wallets.ts';
+import { WalletError } from '../errors.ts';
 import type { PgPool } from './db.ts';
 
 /** A hold's lease: released by any node this long after its last renewal. */

@@ -3,7 +3,7 @@
 // the same PI_MASTER_KEY opens them), wallets, the ledger with its ids, the holds, the request
 // log, operator accounts and the audit trail (ids kept). Nothing is decrypted. Open holds arrive with a fresh lease: the embedded server that took them
 // is stopped, so unless a node settles them they are released when it lapses, as after a crash.
-import type { Dump } from '../sqlite/dump.ts';
+import type { Dump } from '../dump-format.ts';
 import { inTransaction, type PgClient, type PgPool } from './db.ts';
 import { HOLD_LEASE_MS } from './holds.ts';
 import { requestLogInsert } from './request-log.ts';

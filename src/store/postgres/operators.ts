@@ -2,7 +2,7 @@
 // embedded store (src/store/operators.ts), so every node of a fleet signs in the same operators and
 // writes one trail. A trigger refuses UPDATE and DELETE on the trail.
 import type { Clock } from '../../clock.ts';
-import type { AuditEntry, AuditPage, NewAuditEntry, OperatorAccount, OperatorRole } from '../sqlite/operators.ts';
+import type { AuditEntry, AuditPage, NewAuditEntry, OperatorAccount, OperatorRole } from '../operator-types.ts';
 import type { PgPool } from './db.ts';
 
 interface OperatorRow {

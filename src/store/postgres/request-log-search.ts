@@ -12,7 +12,7 @@ import {
   type TotalsRow,
   totalsSql,
   whereOf,
-} from '../sqlite/request-log-search.ts';
+} from '../search-filters.ts';
 import {
   lastUseSql,
   type SeriesGroup,
@@ -21,7 +21,7 @@ import {
   type SeriesRow,
   seriesPoint,
   seriesSql,
-} from '../sqlite/spend-series.ts';
+} from '../spend-series-sql.ts';
 import type { PgPool } from './db.ts';
 
 /** The WHERE clause of a filter with `$1…$n` placeholders; throws RangeError as `whereOf` does. */

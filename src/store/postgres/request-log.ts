@@ -5,7 +5,7 @@ import { isRequestEnd, type RequestEnd } from '../../observe/request-end.ts';
 import { logLine } from '../../observe/log-line.ts';
 import { boundedRow } from '../log-bounds.ts';
 import { storedCost, unstorableCosts } from '../log-cost.ts';
-import type { RequestLogFilter } from '../sqlite/request-log-search.ts';
+import type { RequestLogFilter } from '../search-filters.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../types.ts';
 import { pgWhereOf } from './request-log-search.ts';
 import type { PgPool } from './db.ts';

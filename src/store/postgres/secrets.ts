@@ -2,9 +2,8 @@
 // PI_MASTER_KEY, src/store/seal.ts) and rules (one master key per database, names as in config), so
 // rows moved by `migrate --from` stay sealed bytes that the same master key opens.
 import type { Clock } from '../../clock.ts';
-import type { RotationResult } from '../sqlite/rotate-master.ts';
 import { type MasterKey, parseMasterKey, seal, SecretError, unseal } from '../seal.ts';
-import { checkName, type SecretInfo, wrongKey } from '../sqlite/secrets.ts';
+import { checkName, type RotationResult, type SecretInfo, wrongKey } from '../secret-rules.ts';
 import { inTransaction, type PgPool } from './db.ts';
 
 interface SecretRow {

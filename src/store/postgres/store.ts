@@ -4,8 +4,8 @@
 import { PgAuditLog, PgOperators } from './operators.ts';
 import type { Clock } from '../../clock.ts';
 import { systemClock } from '../../clock.ts';
-import type { AdminStore } from '../sqlite/admin-store.ts';
-import { StoreError } from '../sqlite/db.ts';
+import type { AdminStore } from '../admin-store-interface.ts';
+import { StoreError } from '../errors.ts';
 import type { RequestLogOptions } from '../types.ts';
 import { createPool, type PgPool, redactUrl, unavailable } from './db.ts';
 import { PgHolds } from './holds.ts';

@@ -13,7 +13,7 @@ import {
   type LedgerRows,
   type UnservedHold,
 } from '../ledger-invariants.ts';
-import { WalletError } from '../sqlite/wallets.ts';
+import { WalletError } from '../errors.ts';
 import { inTransaction, type PgClient, type PgPool } from './db.ts';
 
 const DAY_MS = 86_400_000;

@@ -2,46 +2,14 @@
 // No cache: `verify` is one indexed query (prefix), so a revocation committed by another process is
 // seen by the very next request. A caller that wants a cache must drop it on `changedSinceLastCheck()`
 // (which also reports this instance's own creates and revocations, through `onChange`).
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
-import type { ApiKeyRecord, ApiKeyState, CreatedApiKey, VerifyResult } from '../types.ts';
+import type { ApiKeyRecord, CreatedApiKey, VerifyResult } from '../types.ts';
+import { type CreateKeyInput, hashKey, isWellFormedKey, KEY_PREFIX, keyNameProblem, keyState } from '../key-format.ts';
 
-export const KEY_PREFIX = 'sk-pi-';
-/** base64url of 32 random bytes, unpadded. */
-const BODY_CHARS = 43;
 /** Characters of the random part kept as the lookup prefix (48 bits: collisions are rare and handled). */
 const LOOKUP_CHARS = 8;
-const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}$`);
-
-/** Characters (code points) a key's name may have: a label people read in lists, not a document. */
-export const MAX_KEY_NAME_CHARS = 128;
-
-/** Why a key name cannot be stored (too long, or carrying a control character), or null. The one
- *  rule the console, the admin API, the CLI and both stores apply. */
-export function keyNameProblem(name: string): string | null {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
-  if (/[\x00-\x1f\x7f]/.test(name)) return 'a key name may not contain control characters';
-  const n = Array.from(name).length;
-  if (n > MAX_KEY_NAME_CHARS) return `a key name is at most ${MAX_KEY_NAME_CHARS} characters, got ${n}`;
-  return null;
-}
-
-/** Why an expiry cannot be set at `now` (it is not in the future), or null. The CLI, the admin API
- *  and the console refuse such an expiry (a key to stop now is revoked). */
-export function pastExpiryProblem(expiresAt: number, now: number): string | null {
-  return expiresAt <= now
-    ? `the expiry ${new Date(expiresAt).toISOString()} is not in the future (now is ${new Date(now).toISOString()}); to stop a key now, revoke it`
-    : null;
-}
-
-export interface CreateKeyInput {
-  workspace: string;
-  name?: string | undefined;
-  /** Epoch ms. */
-  expiresAt?: number | undefined;
-  rpm?: number | undefined;
-}
 
 interface KeyRow {
   id: string;
@@ -56,21 +24,6 @@ interface KeyRow {
 }
 
 const COLUMNS = 'id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at';
-
-export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
-}
-
-/** Well-formed: `sk-pi-` plus 43 base64url characters. */
-export function isWellFormedKey(presented: string): boolean {
-  return KEY_FORMAT.test(presented);
-}
-
-export function keyState(key: ApiKeyRecord, now: number): ApiKeyState {
-  if (key.revokedAt !== null) return 'revoked';
-  if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
-  return 'active';
-}
 
 export class ApiKeys {
   private readonly sql: Statements;

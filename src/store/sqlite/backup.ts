@@ -3,7 +3,8 @@
 // before an upgrade, and what a restore puts back. The copy is readable by its owner only, like the
 // database (it holds key hashes, sealed credentials and the ledger).
 import { existsSync } from 'node:fs';
-import { openDatabase, StoreError } from './db.ts';
+import { StoreError } from '../errors.ts';
+import { openDatabase } from './db.ts';
 import { createPrivateFile } from './private-file.ts';
 
 export interface BackupResult {

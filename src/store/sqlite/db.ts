@@ -13,6 +13,7 @@ import { systemClock } from '../../clock.ts';
 import { isSingleExecutable, loadNativeAddon } from '../../install/single-executable.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createPrivateFile } from './private-file.ts';
+import { StoreError } from '../errors.ts';
 
 export type SqliteDatabase = Database.Database;
 
@@ -33,13 +34,6 @@ export function sqliteAddon(): Database.Options {
   return { nativeBinding: addon } as unknown as Database.Options;
 }
 let addon: object | null = null;
-
-export class StoreError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StoreError';
-  }
-}
 
 /**
  * The page size of a new database file, in bytes. Every commit writes each page it changed to the

@@ -13,11 +13,11 @@ import {
   type SpendDetail,
   type SpendGroup,
   type SpendLine,
-  spendBy,
-  spendDetail,
   whereOf,
-} from './request-log-search.ts';
-import { lastUse, type SeriesGroup, type SeriesInterval, type SeriesPoint, spendSeries } from './spend-series.ts';
+} from '../search-filters.ts';
+import { spendBy, spendDetail } from './request-log-search.ts';
+import type { SeriesGroup, SeriesInterval, SeriesPoint } from '../spend-series-sql.ts';
+import { lastUse, spendSeries } from './spend-series.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../types.ts';
 
 const DEFAULT_FLUSH_MS = 200;

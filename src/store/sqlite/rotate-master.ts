@@ -3,6 +3,7 @@
 // Nothing here puts a plaintext or a key into an error message.
 import type { SqliteDatabase } from './db.ts';
 import { type MasterKey, type Sealed, seal, SecretError, unseal } from '../seal.ts';
+import type { RotationResult } from '../secret-rules.ts';
 
 interface SealedRow {
   name: string;
@@ -14,20 +15,6 @@ interface SealedRow {
 
 /** How a value is sealed under the new key; tests pass a faulty one to prove a bad row rolls back. */
 export type Sealer = (master: MasterKey, name: string, plaintext: string) => Sealed;
-
-export interface RotationResult {
-  /** Names re-sealed, sorted; empty when the database held no sealed rows. */
-  resealed: string[];
-  /** Fingerprint of the key the rows were sealed with; null when there were none. */
-  fromKeyId: string | null;
-  toKeyId: string;
-  /**
-   * The write-ahead log was checkpointed and truncated after the commit, so the old ciphertexts are
-   * gone from the files (false when another connection kept the checkpoint from finishing; the next
-   * checkpoint of any connection overwrites them).
-   */
-  scrubbed: boolean;
-}
 
 const SELECT_ALL = 'SELECT name, nonce, ciphertext, tag, key_id FROM secrets ORDER BY name';
 

@@ -1,17 +1,12 @@
 // Sealed upstream credentials: one row per name, values only ever leave through `reveal`.
 import type { Clock } from '../../clock.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
-import { type RotationResult, rotateSealedRows, type Sealer } from './rotate-master.ts';
+import { rotateSealedRows, type Sealer } from './rotate-master.ts';
+import { checkName, type RotationResult, type SecretInfo, wrongKey } from '../secret-rules.ts';
 import { parseMasterKey, seal, SecretError, unseal, type MasterKey } from '../seal.ts';
 
 export { SecretError } from '../seal.ts';
-export type { RotationResult } from './rotate-master.ts';
-
-export interface SecretInfo {
-  name: string;
-  createdAt: number;
-  updatedAt: number;
-}
+export type { RotationResult, SecretInfo } from '../secret-rules.ts';
 
 interface SecretRow {
   name: string;
@@ -20,9 +15,6 @@ interface SecretRow {
   tag: Buffer;
   key_id: string;
 }
-
-/** Names are referenced from config (`OPENAI_API_KEY`, `azure.eastus.key`): plain, bounded, no spaces. */
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export class Secrets {
   private readonly sql: Statements;
@@ -174,20 +166,4 @@ export class Secrets {
     if (this.master instanceof SecretError) throw this.master;
     return this.master;
   }
-}
-
-export function checkName(name: string): void {
-  if (!NAME.test(name)) {
-    throw new SecretError(
-      'bad_name',
-      `secret name ${JSON.stringify(name)} is invalid: use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit`,
-    );
-  }
-}
-
-export function wrongKey(stored: string, current: string): SecretError {
-  return new SecretError(
-    'wrong_master_key',
-    `secrets were sealed with master key ${stored} but PI_MASTER_KEY is key ${current}; set the original PI_MASTER_KEY`,
-  );
 }

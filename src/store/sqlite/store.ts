@@ -11,20 +11,20 @@ import { Secrets } from './secrets.ts';
 import type { RequestLogOptions } from '../types.ts';
 import { Wallets } from './wallets.ts';
 
+export { ApiKeys } from './api-keys.ts';
 export {
-  ApiKeys,
   isWellFormedKey,
   KEY_PREFIX,
   keyNameProblem,
   keyState,
   MAX_KEY_NAME_CHARS,
   pastExpiryProblem,
-} from './api-keys.ts';
-export { StoreError } from './db.ts';
+} from '../key-format.ts';
+export { StoreError, WalletError } from '../errors.ts';
 export { acquireOwnerLock, OwnerLockError, ownerLockFile, ownerLockHeld, type OwnerLock } from './owner-lock.ts';
 export { createPrivateFile, PRIVATE_MODE, writePrivateFile } from './private-file.ts';
 export { RequestLog, type RequestLogStats } from './request-log.ts';
-export type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './request-log-search.ts';
+export type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from '../search-filters.ts';
 export {
   ThreadWriter,
   WriterError,
@@ -32,18 +32,17 @@ export {
   WRITER_BATCH_WAIT_MS,
   type WriterStats,
 } from './thread-writer.ts';
+export { AuditLog, Operators } from './operators.ts';
 export {
-  AuditLog,
   type AuditEntry,
   type AuditPage,
   type NewAuditEntry,
   type OperatorAccount,
   OPERATOR_NAME,
   type OperatorRole,
-  Operators,
-} from './operators.ts';
+} from '../operator-types.ts';
 export { Secrets, SecretError, type RotationResult, type SecretInfo } from './secrets.ts';
-export { Wallets, WalletError, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
+export { Wallets, DEFAULT_STALE_HOLD_MS } from './wallets.ts';
 export type * from '../types.ts';
 
 export interface StoreOptions {

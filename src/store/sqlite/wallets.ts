@@ -34,17 +34,7 @@ import {
   type UnservedHold,
 } from '../ledger-invariants.ts';
 import type { LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from '../types.ts';
-
-export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow' | 'amount_out_of_range';
-
-export class WalletError extends Error {
-  readonly code: WalletErrorCode;
-  constructor(code: WalletErrorCode, message: string) {
-    super(message);
-    this.name = 'WalletError';
-    this.code = code;
-  }
-}
+import { WalletError } from '../errors.ts';
 
 const DAY_MS = 86_400_000;
 /** The lowest value of SQLite's INTEGER: a balance overdrawn below it could not be stored. */

@@ -2,7 +2,8 @@
 import t from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
 import Database from 'better-sqlite3';
-import { migrate, openDatabase, PAGE_SIZE, StoreError } from '../../../src/store/sqlite/db.ts';
+import { StoreError } from '../../../src/store/errors.ts';
+import { migrate, openDatabase, PAGE_SIZE } from '../../../src/store/sqlite/db.ts';
 import { MIGRATIONS } from '../../../src/store/sqlite/migrations.ts';
 import { openStore } from '../../../src/store/sqlite/store.ts';
 import { hold, write } from './fixtures/ledger.ts';

@@ -1,0 +1,53 @@
+// The gateway API key format and rules both store backends keep: the `sk-pi-` prefix and its random
+// body, the stored sha256, the name and expiry rules, and a key's state at a given time.
+import { createHash } from 'node:crypto';
+import type { ApiKeyRecord, ApiKeyState } from './types.ts';
+
+export const KEY_PREFIX = 'sk-pi-';
+/** base64url of 32 random bytes, unpadded. */
+const BODY_CHARS = 43;
+const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}$`);
+
+/** Characters (code points) a key's name may have: a label people read in lists, not a document. */
+export const MAX_KEY_NAME_CHARS = 128;
+
+/** Why a key name cannot be stored (too long, or carrying a control character), or null. The one
+ *  rule the console, the admin API, the CLI and both stores apply. */
+export function keyNameProblem(name: string): string | null {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+  if (/[\x00-\x1f\x7f]/.test(name)) return 'a key name may not contain control characters';
+  const n = Array.from(name).length;
+  if (n > MAX_KEY_NAME_CHARS) return `a key name is at most ${MAX_KEY_NAME_CHARS} characters, got ${n}`;
+  return null;
+}
+
+/** Why an expiry cannot be set at `now` (it is not in the future), or null. The CLI, the admin API
+ *  and the console refuse such an expiry (a key to stop now is revoked). */
+export function pastExpiryProblem(expiresAt: number, now: number): string | null {
+  return expiresAt <= now
+    ? `the expiry ${new Date(expiresAt).toISOString()} is not in the future (now is ${new Date(now).toISOString()}); to stop a key now, revoke it`
+    : null;
+}
+
+export interface CreateKeyInput {
+  workspace: string;
+  name?: string | undefined;
+  /** Epoch ms. */
+  expiresAt?: number | undefined;
+  rpm?: number | undefined;
+}
+
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** Well-formed: `sk-pi-` plus 43 base64url characters. */
+export function isWellFormedKey(presented: string): boolean {
+  return KEY_FORMAT.test(presented);
+}
+
+export function keyState(key: ApiKeyRecord, now: number): ApiKeyState {
+  if (key.revokedAt !== null) return 'revoked';
+  if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
+  return 'active';
+}
