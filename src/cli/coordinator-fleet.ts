@@ -5,8 +5,8 @@
 // embedded store; each reads keys and credentials on its own small pool (serving-thread.ts).
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { PgStoreView } from '../admission/pg-store-view.ts';
-import { PgWalletService } from '../admission/pg-wallet-service.ts';
+import { PgStoreView } from '../fleet/pg-store-view.ts';
+import { PgWalletService } from '../fleet/pg-wallet-service.ts';
 import type { Clock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { jsonLog } from '../gateway.ts';

@@ -5,8 +5,8 @@ import { FixedWindowRateLimiter, type RateLimiter } from '../admission/rate-limi
 import type { Clock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { type PinStore, SessionPins } from '../routing/session-pins.ts';
-import { RedisConnection } from '../shared-state/redis-connection.ts';
-import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../shared-state/shared-limits.ts';
+import { RedisConnection } from '../fleet/redis-connection.ts';
+import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../fleet/shared-limits.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 
 export interface FleetLimits {

@@ -6,14 +6,14 @@
 // changes the same database (request log, spend, wallets, keys): any node shows the fleet's records.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { PgStoreView } from '../admission/pg-store-view.ts';
-import { PgWalletService } from '../admission/pg-wallet-service.ts';
+import { PgStoreView } from '../fleet/pg-store-view.ts';
+import { PgWalletService } from '../fleet/pg-wallet-service.ts';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { type Gateway, type GatewayOptions, jsonLog, type SharedState, startGateway } from '../gateway.ts';
 import { HealthTracker } from '../routing/health.ts';
-import type { RedisConnection } from '../shared-state/redis-connection.ts';
+import type { RedisConnection } from '../fleet/redis-connection.ts';
 import { pgConsole } from '../store/postgres/console-store.ts';
 import { openPgStore, type PgStore } from '../store/postgres/store.ts';
 import { fleetLimits } from './fleet-limits.ts';

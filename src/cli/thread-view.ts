@@ -2,7 +2,7 @@
 // thread and dropped when the store's change counter moves. On a database file, a read-only
 // connection (the coordinator's writer thread writes); on PostgreSQL, a pool of two connections.
 import type { KeysAndCredentials } from '../admission/store-view.ts';
-import { PgStoreView } from '../admission/pg-store-view.ts';
+import { PgStoreView } from '../fleet/pg-store-view.ts';
 import { StoreView } from '../admission/store-view.ts';
 import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { openStore } from '../store/sqlite/store.ts';

@@ -4,7 +4,7 @@
 // (`serve --workers N`), and the PostgreSQL wallet service of a fleet node.
 import t from 'tap';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
-import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
+import { PgWalletService } from '../../src/fleet/pg-wallet-service.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { openStore, type Store } from '../../src/store/sqlite/store.ts';

@@ -4,7 +4,7 @@
 // verify, the request log.
 import t from 'tap';
 import type { Test } from 'tap';
-import { PgWalletService } from '../../../src/admission/pg-wallet-service.ts';
+import { PgWalletService } from '../../../src/fleet/pg-wallet-service.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { openPgStore, type PgStore } from '../../../src/store/postgres/store.ts';
 import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';

@@ -5,8 +5,8 @@
 import t, { type Test } from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock } from '../../src/clock.ts';
-import { RedisConnection } from '../../src/shared-state/redis-connection.ts';
-import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../../src/shared-state/shared-limits.ts';
+import { RedisConnection } from '../../src/fleet/redis-connection.ts';
+import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../../src/fleet/shared-limits.ts';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/redis.ts';
 
 let redis: PrivateRedis;
@@ -87,7 +87,7 @@ t.test('pins: set on one node, honoured on the others; touch slides the lifetime
   await a.pins.set('pin-1', 'deployment-x');
   t.equal(await b.pins.get('pin-1'), 'deployment-x');
   t.equal(await c.pins.get('pin-1'), 'deployment-x');
-  const rk = (await import('../../src/shared-state/redis-pins.ts')).RedisPins.prototype.redisKey.call(
+  const rk = (await import('../../src/fleet/redis-pins.ts')).RedisPins.prototype.redisKey.call(
     { prefix: 'pi:pin:' },
     'pin-1',
   );

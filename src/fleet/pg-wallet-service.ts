@@ -16,7 +16,7 @@ import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerDetails } from '../store/types.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
-import type { HoldResult, WalletService } from './admission.ts';
+import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { CloseBatcher } from './pg-close-batch.ts';
 
 const RETRY_MS = 200;

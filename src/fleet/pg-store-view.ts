@@ -9,9 +9,9 @@ import { GatewayError } from '../errors.ts';
 import type { ApiKeyRecord } from '../store/types.ts';
 import { SecretError } from '../store/seal.ts';
 import { isUnavailable, type PgStore } from '../store/postgres/store.ts';
-import type { KeyVerification } from './admission.ts';
-import type { KeyCheck } from './api-key.ts';
-import type { BadSecretHandler, KeysAndCredentials } from './store-view.ts';
+import type { KeyVerification } from '../admission/admission.ts';
+import type { KeyCheck } from '../admission/api-key.ts';
+import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-view.ts';
 
 const MAX_CACHED_KEYS = 10_000;
 /** How often a node asks whether keys or secrets changed. */

@@ -1,7 +1,7 @@
 // Settlements and releases of one event-loop turn go to PostgreSQL as one statement, and one
 // request's refused close never takes the others of its turn with it.
 import t, { type Test } from 'tap';
-import { PgWalletService } from '../../src/admission/pg-wallet-service.ts';
+import { PgWalletService } from '../../src/fleet/pg-wallet-service.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { HoldClose } from '../../src/store/postgres/holds.ts';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
