@@ -3,22 +3,12 @@
 // credential names (secret set) read, when neither --config nor PI_CONFIG is given, the directory the
 // server of their database runs with (recorded beside the database), so a workspace a reload added
 // is known to them; they say so when they use it.
-import { statSync } from 'node:fs';
 import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { str, type Parsed } from './args.ts';
-import { readServedConfigDir } from './owner-files.ts';
+import { readServedConfigDir } from '../runtime/owner-files.ts';
+import { configDirProblem } from '../runtime/config-dir-check.ts';
 
-/** "config directory X does not exist" (or is not a directory, or cannot be read); null when it is one. */
-export function configDirProblem(dir: string): string | null {
-  try {
-    return statSync(dir).isDirectory() ? null : `config directory ${dir} is not a directory`;
-  } catch (err) {
-    const missing = err instanceof Error && 'code' in err && (err.code === 'ENOENT' || err.code === 'ENOTDIR');
-    return missing
-      ? `config directory ${dir} does not exist`
-      : `config directory ${dir} cannot be read (${err instanceof Error ? err.message : String(err)})`;
-  }
-}
+export { configDirProblem };
 
 export interface ChosenConfigDir {
   dir: string;

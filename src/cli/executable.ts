@@ -8,7 +8,7 @@ import { runCli } from './main.ts';
 const THREADS: Record<string, () => Promise<unknown>> = {
   'writer-thread': () => import('../store/sqlite/writer-thread.ts'),
   'checkpoint-thread': () => import('../store/sqlite/checkpoint-thread.ts'),
-  'serving-thread': () => import('./serving-thread.ts'),
+  'serving-thread': () => import('../runtime/serving-thread.ts'),
 };
 
 function threadName(): string | null {

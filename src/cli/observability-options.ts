@@ -4,21 +4,9 @@
 import { type OptionSpec, type Parsed, UsageError, int, str } from './args.ts';
 import { TrustedProxies, TrustedProxyError } from '../telemetry/client-address.ts';
 import { tracesUrl } from '../telemetry/telemetry.ts';
+import type { ObservabilityOptions } from '../runtime/observability.ts';
 
-export interface ObservabilityOptions {
-  /** Where the admin listener binds; null: none (and so no metrics). */
-  admin: { host: string; port: number } | null;
-  /** Prometheus metrics on the admin listener's /metrics. */
-  metrics: boolean;
-  /** One JSON line per inference request on stdout. */
-  accessLog: boolean;
-  /** Peers whose X-Forwarded-For the access log believes (addresses and CIDR ranges). */
-  trustedProxies: string[];
-  /** OTLP/HTTP traces to this full …/v1/traces URL; null: no traces. */
-  tracesUrl: string | null;
-  /** `service.name` of the exported spans. */
-  serviceName: string;
-}
+export type { ObservabilityOptions };
 
 export const OBSERVABILITY_OPTIONS: OptionSpec = {
   'admin-port': { type: 'string' },

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { chmodSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { claimDatabase, configDirFile, pidFile, reloadFile } from '../../src/cli/owner-files.ts';
+import { claimDatabase, configDirFile, pidFile, reloadFile } from '../../src/runtime/owner-files.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { openStore } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers/admission.ts';

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfigDir } from '../../src/cli/runtime.ts';
+import { loadConfigDir } from '../../src/runtime/runtime.ts';
 
 t.test('defaults, and a write-stall limit above 7 s refused with its position', async (t) => {
   const dir = t.testdir({});

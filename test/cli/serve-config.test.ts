@@ -3,7 +3,7 @@
 import t from 'tap';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configForServe } from '../../src/cli/runtime.ts';
+import { configForServe } from '../../src/runtime/runtime.ts';
 import { tables } from '../../src/generated/tables.ts';
 
 t.test('the bundled config is served from the generated tables', async (t) => {

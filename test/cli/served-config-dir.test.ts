@@ -6,7 +6,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configDirFile } from '../../src/cli/owner-files.ts';
+import { configDirFile } from '../../src/runtime/owner-files.ts';
 import { tempDir } from '../helpers/admission.ts';
 import { startServe } from '../helpers/serve-process.ts';
 import { cliProcess } from './fixtures/run-cli.ts';

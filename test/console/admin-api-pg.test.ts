@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { ManualClock } from '../../src/clock.ts';
-import { runNode, type RunningNode } from '../../src/cli/node-runtime.ts';
+import { runNode, type RunningNode } from '../../src/runtime/node-runtime.ts';
 import { decimalToNano } from '../../src/money.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { openPgStore } from '../../src/store/postgres/store.ts';

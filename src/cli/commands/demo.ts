@@ -11,14 +11,14 @@ import type { Command } from '../command.ts';
 import { openStore } from '../../store/sqlite/store.ts';
 import { startSimulator } from '../../simulator/server.ts';
 import { sealDemoCredentials } from '../demo-credentials.ts';
-import { claimDatabase, type Owner } from '../owner-files.ts';
+import { claimDatabase, type Owner } from '../../runtime/owner-files.ts';
 import {
   OBSERVABILITY_HELP,
   OBSERVABILITY_OPTIONS,
   type ObservabilityOptions,
   observabilityOptions,
 } from '../observability-options.ts';
-import { configForServe, reloadGateway, runGateway, untilStopped } from '../runtime.ts';
+import { configForServe, reloadGateway, runGateway, untilStopped } from '../../runtime/runtime.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { projectPath } from '../../install/project-root.ts';
 

@@ -6,7 +6,7 @@ import { type AdminReloadAnswer, reloadThroughAdmin } from '../admin-reload.ts';
 import { flag, int, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson } from '../output.ts';
-import { readOwnerPid, readReloadRecord, type ReloadRecord } from '../owner-files.ts';
+import { readOwnerPid, readReloadRecord, type ReloadRecord } from '../../runtime/owner-files.ts';
 import { CliError, DB_HELP, dbFromArgs, guarded, JSON_HELP, STORE_OPTIONS } from '../store-command.ts';
 import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { redactUrl } from '../../store/redact-url.ts';

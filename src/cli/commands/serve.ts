@@ -5,9 +5,9 @@ import { dbFromArgs } from '../store-command.ts';
 import { workerCount } from '../worker-count.ts';
 import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
-import { claimDatabase, type Owner } from '../owner-files.ts';
+import { claimDatabase, type Owner } from '../../runtime/owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
-import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../runtime.ts';
+import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../../runtime/runtime.ts';
 import { systemClock } from '../../clock.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
@@ -228,7 +228,7 @@ async function serveNode(o: {
   override: string | null;
   observability: ObservabilityOptions;
 }): Promise<number> {
-  const { runNode } = await import('../node-runtime.ts');
+  const { runNode } = await import('../../runtime/node-runtime.ts');
   let running: Awaited<ReturnType<typeof runNode>>;
   try {
     running = await runNode({
@@ -295,7 +295,7 @@ async function serveWorkers(o: {
   redis: string | null;
   owner: Owner | null;
 }): Promise<number> {
-  const { runWorkers } = await import('../workers-runtime.ts');
+  const { runWorkers } = await import('../../runtime/workers-runtime.ts');
   let running: Awaited<ReturnType<typeof runWorkers>>;
   try {
     running = await runWorkers({

@@ -5,7 +5,7 @@ import t from 'tap';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { systemClock } from '../../src/clock.ts';
-import { ServingThreads } from '../../src/cli/serving-threads.ts';
+import { ServingThreads } from '../../src/runtime/serving-threads.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
 import { SessionPins } from '../../src/routing/session-pins.ts';
 import { openStore } from '../../src/store/sqlite/store.ts';

@@ -17,7 +17,7 @@ import type { RedisConnection } from '../fleet/redis-connection.ts';
 import { pgConsole } from '../store/postgres/console-store.ts';
 import { openPgStore, type PgStore } from '../store/postgres/store.ts';
 import { fleetLimits } from './fleet-limits.ts';
-import type { ObservabilityOptions } from './observability-options.ts';
+import type { ObservabilityOptions } from './observability.ts';
 import { startObservability } from './runtime.ts';
 
 export interface NodeOptions {

@@ -9,7 +9,7 @@ import { Lifecycle } from '../observe/lifecycle.ts';
 import { ADAPTERS } from '../platforms/index.ts';
 import { type AdminListener, startAdminListener } from '../server/admin-app.ts';
 import { DEFAULT_WRITER_CAPACITY, openStore, type Store } from '../store/sqlite/store.ts';
-import { configDirProblem } from './config-dir.ts';
+import { configDirProblem } from './config-dir-check.ts';
 import { installLastResort } from './last-resort.ts';
 import type { Owner } from './owner-files.ts';
 import { BufferedLines } from '../telemetry/line-sink.ts';
@@ -17,7 +17,7 @@ import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import type { GatewayMetrics } from '../telemetry/metrics.ts';
 import type { MetricsSource } from '../admin/routes.ts';
 import { tokenStrengthProblem } from '../admin/token-strength.ts';
-import type { ObservabilityOptions } from './observability-options.ts';
+import type { ObservabilityOptions } from './observability.ts';
 
 export type LoadedConfig =
   | { ok: true; config: CompiledConfig; source: 'generated tables' | 'compiled' }

@@ -17,7 +17,7 @@ import { walletSamples } from '../telemetry/wallet-gauges.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
 import { Coordinator } from '../workers/coordinator.ts';
-import type { ObservabilityOptions } from './observability-options.ts';
+import type { ObservabilityOptions } from './observability.ts';
 import { startObservability } from './runtime.ts';
 import { ServingThreads } from './serving-threads.ts';
 import { isPostgresUrl } from '../store/admin-store-interface.ts';
