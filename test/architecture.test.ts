@@ -1,7 +1,9 @@
 // The layout rules of docs/ARCHITECTURE.md, checked from the sources with the TypeScript parser (type-only
 // imports count): src/ folders are ranked layers and an import never runs up the ranks; no folder-level
 // or file-level import cycle; nothing in src/ imports from outside it; no hand-written function over
-// 120 lines; each heavy dependency has one home; billing and storage stay beside the request path.
+// 120 lines; each heavy dependency has one home (each store driver in its backend's folder, redis in
+// the fleet's); the store's contract imports no backend and the backends never import each other;
+// billing and storage stay beside the request path.
 // docs/ARCHITECTURE.md's folder table must list exactly these layers, in this order.
 import t from 'tap';
 import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
@@ -22,13 +24,14 @@ const LAYERS: readonly (readonly string[])[] = [
   ['errors'],
   ['http', 'observe'],
   ['config', 'generated'],
-  ['availability', 'billing', 'stream', 'store', 'store-pg'],
+  ['availability', 'billing', 'stream', 'store'],
   ['catalog', 'platforms', 'protocols', 'routing', 'telemetry', 'upstream'],
-  ['admission', 'proxy', 'shared-state'],
-  ['admin', 'api', 'console', 'workers'],
+  ['admission', 'proxy'],
+  ['admin', 'api', 'console', 'fleet', 'workers'],
   ['server'],
   ['simulator', 'codegen'],
   ['gateway'],
+  ['runtime'],
   ['cli'],
 ];
 
@@ -36,9 +39,9 @@ const LAYERS: readonly (readonly string[])[] = [
 const HOMES: Record<string, string[]> = {
   'uWebSockets.js': ['src/server/', 'src/simulator/'],
   undici: ['src/upstream/'],
-  'better-sqlite3': ['src/store/'],
-  pg: ['src/store-pg/'],
-  redis: ['src/shared-state/'],
+  'better-sqlite3': ['src/store/sqlite/'],
+  pg: ['src/store/postgres/'],
+  redis: ['src/fleet/'],
   yaml: ['src/config/'],
   ajv: ['src/config/'],
   'ajv/dist/2020': ['src/config/'],
@@ -68,12 +71,19 @@ const BESIDE: Record<string, string[]> = {
   proxy: ['store', 'admission', 'telemetry'],
   billing: ['store'],
   store: ['billing'],
-  'store-pg': ['billing'],
   // Observers (src/telemetry/) reach the request path through src/observe/'s interfaces, never by import.
   api: ['telemetry'],
   admission: ['telemetry'],
-  'shared-state': ['store', 'store-pg', 'telemetry'],
+  fleet: ['telemetry'],
 };
+
+/**
+ * src/store/ is one ranked folder holding three parts: the contract both backends keep (its top-level
+ * files: types, errors, key format, secret rules, sealing, the store interfaces…) and one folder per
+ * backend. The contract imports no backend, and no backend imports the other.
+ */
+const STORE_CONTRACT = join(srcDir, 'store') + sep;
+const STORE_BACKENDS = ['sqlite', 'postgres'].map((b) => join(srcDir, 'store', b) + sep);
 
 const MAX_FUNCTION_LINES = 120;
 
@@ -264,6 +274,33 @@ t.test('each heavy dependency has one home', async (t) => {
 
 t.test('money and storage stay beside the request path', async (t) => {
   t.same(besideViolations, [], besideViolations.join('\n'));
+});
+
+t.test('the store contract (top-level files of src/store/) imports no backend', async (t) => {
+  const found: string[] = [];
+  for (const p of parsed) {
+    if (dirname(p.file) + sep !== STORE_CONTRACT) continue;
+    for (const spec of p.specs) {
+      const target = spec.startsWith('.') ? resolveImport(p.file, spec) : null;
+      if (target && STORE_BACKENDS.some((b) => target.startsWith(b)))
+        found.push(`${relative(root, p.file)} imports ${spec}`);
+    }
+  }
+  t.same(found, [], found.join('\n'));
+});
+
+t.test('src/store/sqlite/ and src/store/postgres/ never import each other', async (t) => {
+  const found: string[] = [];
+  for (const p of parsed) {
+    const own = STORE_BACKENDS.find((b) => p.file.startsWith(b));
+    if (own === undefined) continue;
+    for (const spec of p.specs) {
+      const target = spec.startsWith('.') ? resolveImport(p.file, spec) : null;
+      if (target && STORE_BACKENDS.some((b) => b !== own && target.startsWith(b)))
+        found.push(`${relative(root, p.file)} imports ${spec}`);
+    }
+  }
+  t.same(found, [], found.join('\n'));
 });
 
 /** The operator console is served by the admin listener only: no other file of src/ imports it. */
