@@ -43,7 +43,7 @@ if (TASKSET && CORES >= 2)
 setGlobalDispatcher(new Agent({ connections: 512, keepAliveTimeout: 10_000 }));
 
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
-const { openPgStore } = await dist('store-pg/pg-store.js');
+const { openPgStore } = await dist('store/postgres/store.js');
 const { decimalToNano } = await dist('money.js');
 const { loadConfig } = await dist('config/load-config.js');
 const { ADAPTERS } = await dist('platforms/index.js');

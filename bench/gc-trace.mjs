@@ -38,7 +38,7 @@ const sim = await startSimulator('gc-sim');
 const gw = await startGateway('gc-gateway', {
   upstream: sim.url,
   nodeArgs: ['--trace-gc', ...extraNode],
-  // The writer thread reports each commit of --slow-ms or more (src/store/slow-commit.ts).
+  // The writer thread reports each commit of --slow-ms or more (src/store/sqlite/slow-commit.ts).
   env: { PI_WRITER_SLOW_COMMIT_MS: String(slowMs) },
   args: [
     ...(argv.includes('--writer-thread') ? ['--writer-thread', 'on'] : []),

@@ -1,11 +1,11 @@
 // What limits one hot wallet's admissions per second on PostgreSQL: N concurrent clients
-// each loop hold → settle (the compiled store-pg functions a fleet node calls, src/store-pg/holds.ts)
+// each loop hold → settle (the compiled PostgreSQL store functions a fleet node calls, src/store/postgres/holds.ts)
 // on ONE wallet, against the same on N wallets (one per client) as the control. Every hold and every
 // settlement updates the wallet row, so on one wallet they serialise on that row's lock; on N
 // wallets only the server's CPU and the ledger's inserts are shared. Private PostgreSQL 15
 // (lib/services.mjs: fsync off by default; `--fsync` keeps durable commits, so each statement holds
 // the wallet row's lock until its WAL flush). A third run goes through the node's wallet service
-// (src/admission/pg-wallet-service.ts), which sends the settlements of one event-loop turn as one
+// (src/fleet/pg-wallet-service.ts), which sends the settlements of one event-loop turn as one
 // statement: on one wallet, the row is then updated once per turn for all of that turn's settlements.
 //
 //   node bench/run.js hot-wallet [--quick] [--fsync]
@@ -23,7 +23,7 @@ if (!havePostgres()) {
   process.exit(0);
 }
 ensureBuilt();
-const { openPgStore } = await import(join(TREE, 'dist', 'src', 'store-pg', 'pg-store.js'));
+const { openPgStore } = await import(join(TREE, 'dist', 'src', 'store', 'postgres', 'store.js'));
 const { PgWalletService } = await import(join(TREE, 'dist', 'src', 'admission', 'pg-wallet-service.js'));
 const { systemClock } = await import(join(TREE, 'dist', 'src', 'clock.js'));
 const pgSrv = await startPostgres({ fsync: FSYNC });

@@ -9,13 +9,13 @@
 //        [--metrics on|off] [--access-log on|off] [--traces URL] [--writer-thread on|off] [--eld on|off]
 //        [--db postgres://… [--redis redis://…]] [--workers N]
 //
-// --workers N (N > 1) runs `serve --workers N` (src/cli/workers-runtime.ts runWorkers): this process's
+// --workers N (N > 1) runs `serve --workers N` (src/runtime/workers-runtime.ts runWorkers): this process's
 // main thread coordinates (wallet book, rate limits, pins, breakers, the writer thread) and N serving
 // threads share the port; /proc CPU of this process sums every thread.
 //
 // --writer-thread on commits the ledger and the request log on the SQLite writer thread, as `serve`
 // does for a database file (GatewayOptions.writerThread; off by default: the in-process store path,
-// this thread writing in batches). --db postgres://URL runs the fleet node instead (src/cli/node-runtime.ts
+// this thread writing in batches). --db postgres://URL runs the fleet node instead (src/runtime/node-runtime.ts
 // runNode, as `serve --db postgres://… --redis …` does): the database is migrated and seeded first.
 // --eld on records the event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms resolution) between
 // two SIGUSR2: the first starts the window (prints {"eld":{"started":true}}), the second prints one
@@ -62,7 +62,7 @@ const { values } = parseArgs({
   },
 });
 
-const { configForServe } = await dist('cli/runtime.js');
+const { configForServe } = await dist('runtime/runtime.js');
 // The V8 settings `serve` applies to itself (src/cli/v8-flags.ts; a build from before it has none),
 // unless PI_V8_PRETENURING=on.
 await dist('cli/v8-flags.js').then(
@@ -122,8 +122,8 @@ const CREDIT = 1_000_000n * 1_000_000_000n;
 /** PostgreSQL (+ Redis): migrate and seed the database, then start a fleet node as `serve` does. */
 async function startPgNode() {
   process.env.PI_MASTER_KEY = masterKey;
-  const { openPgStore } = await dist('store-pg/pg-store.js');
-  const { runNode } = await dist('cli/node-runtime.js');
+  const { openPgStore } = await dist('store/postgres/store.js');
+  const { runNode } = await dist('runtime/node-runtime.js');
   const seed = await openPgStore(values.db, { checkSchema: false, masterKey, requestLog: config.settings.requestLog });
   let created;
   try {
@@ -166,7 +166,7 @@ async function startWorkers() {
   } finally {
     seed.close();
   }
-  const { runWorkers } = await dist('cli/workers-runtime.js');
+  const { runWorkers } = await dist('runtime/workers-runtime.js');
   const observability = {
     admin: values.metrics === 'on' ? { host: '127.0.0.1', port: 0 } : null,
     metrics: values.metrics === 'on',
@@ -228,7 +228,7 @@ if (pgMode) {
     upstreamOverride: values.upstream ?? null,
     telemetry,
     ...(admin ? { admin } : {}),
-    // What `serve` does for a database file (src/cli/runtime.ts): the SQLite writer thread.
+    // What `serve` does for a database file (src/runtime/runtime.ts): the SQLite writer thread.
     ...(values['writer-thread'] === 'on' ? { writerThread: { file: dbFile } } : {}),
     log: (event, fields) => {
       if (events.length < 50) events.push(event);

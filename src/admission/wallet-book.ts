@@ -8,7 +8,7 @@
 // implementation of those writes), so the ledger, its invariants and `ledger verify` are unchanged.
 //
 // Where batches go: by default this thread's own connection (one synchronous transaction per turn);
-// `serve` gives it the writer thread (src/store/thread-writer.ts), which commits each batch off the
+// `serve` gives it the writer thread (src/store/sqlite/thread-writer.ts), which commits each batch off the
 // event loop — one batch in flight at a time, the next gathering meanwhile — together with the log
 // row of every settlement in it.
 //

@@ -17,7 +17,7 @@ export const HTML: [string, string][] = [
   ['Content-Security-Policy', CONSOLE_CSP],
 ];
 
-/** PostgreSQL did not answer (src/store-pg/connection.ts; matched by name so this file never loads `pg`). */
+/** PostgreSQL did not answer (src/store/postgres/db.ts; matched by name so this file never loads `pg`). */
 export const storeDown = (err: unknown): boolean => err instanceof StoreError && err.name === 'StoreUnavailableError';
 
 /** Behind a TLS proxy (X-Forwarded-Proto: https) the cookie is marked Secure. */

@@ -5,7 +5,7 @@
 //   GET /admin/spend/keys?from&to&workspace&…
 //     every API key with its billed requests, rejected, unbilled, tokens and cost over the range and
 //     its last use (the latest request it made, any outcome, any time).
-// The same counts as GET /admin/spend and `pi-gateway usage` (src/store/request-log-search.ts).
+// The same counts as GET /admin/spend and `pi-gateway usage` (src/store/search-filters.ts).
 import type { OperatorView } from '../admin/operator-view.ts';
 import { keyState } from '../store/sqlite/store.ts';
 import { nanoToDecimal } from '../money.ts';

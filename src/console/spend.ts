@@ -2,7 +2,7 @@
 // UTC day over a time range, from the request log) and GET /admin/spend.csv (day × workspace × model
 // × provider). Cost is the settled cost each request logged, exact in nano-USD, shown in USD.
 // `requests` are billed requests, as `pi-gateway usage` counts them; `rejected` (refused before any
-// upstream attempt) and `unbilled` (the rest) are apart (src/store/request-log-search.ts).
+// upstream attempt) and `unbilled` (the rest) are apart (src/store/search-filters.ts).
 import type { OperatorView } from '../admin/operator-view.ts';
 import { nanoToDecimal } from '../money.ts';
 import type { RequestLogFilter, SpendLine } from '../store/sqlite/store.ts';

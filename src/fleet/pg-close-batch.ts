@@ -1,5 +1,5 @@
 // The settlements and releases a node decides in one event-loop turn, sent to PostgreSQL as ONE
-// statement (src/store-pg/holds.ts `closeMany`): one round trip instead of one per request, and a
+// statement (src/store/postgres/holds.ts `closeMany`): one round trip instead of one per request, and a
 // hot wallet's row updated (and locked until the commit's flush) once per turn instead of once per
 // request. Batches pipeline: the next turn's closes go out while the previous statement is in
 // flight, on another pooled connection.

@@ -1,5 +1,5 @@
 // The wallet book of a node on PostgreSQL: every hold, settlement and release is one atomic statement
-// in the shared database (src/store-pg/holds.ts), so admission is exact across nodes — no node keeps
+// in the shared database (src/store/postgres/holds.ts), so admission is exact across nodes — no node keeps
 // balances in memory. This node remembers only which of its holds are still open, to renew their
 // lease every LEASE_RENEW_MS; the same timer sweeps lapsed holds of any node (a node that died).
 //

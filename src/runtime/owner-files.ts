@@ -1,5 +1,5 @@
 // The files beside a served database that say who serves it: the owner lock (`<db>.lock`, held by
-// the serving process, src/store/owner-lock.ts), the owner's pid (`<db>.pid`, what `pi-gateway reload`
+// the serving process, src/store/sqlite/owner-lock.ts), the owner's pid (`<db>.pid`, what `pi-gateway reload`
 // signals), the config directory it serves (`<db>.config-dir`, where the store commands look for
 // workspaces) and the last config reload's result (`<db>.reload.json`, what `reload` waits for and
 // prints). The lock decides whether a server runs; the others are written by the lock holder only,

@@ -1,4 +1,4 @@
-// A ledger row as both stores read it (SQLite here, PostgreSQL in src/store-pg/ledger-read.ts) and
+// A ledger row as both stores read it (SQLite in src/store/sqlite/wallets.ts, PostgreSQL in src/store/postgres/ledger-read.ts) and
 // the `LedgerEntry` it becomes.
 import type { LedgerDetails, LedgerEntry, LedgerKind } from './types.ts';
 

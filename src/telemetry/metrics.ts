@@ -144,7 +144,7 @@ export class GatewayMetrics implements RequestObserver {
     }
   }
 
-  /** The process's last-resort handler (src/cli/last-resort.ts): `read` says how many exceptions it
+  /** The process's last-resort handler (src/runtime/last-resort.ts): `read` says how many exceptions it
    *  caught so far (`pi_gateway_uncaught_errors_total`, zero until then). */
   countUncaughtErrors(read: () => number): void {
     this.uncaught = read;

@@ -182,7 +182,7 @@ t.test(
     const admin = s.admin as NonNullable<typeof s.admin>;
     const url = `${admin.url}/health/ready`;
 
-    // A reload as SIGHUP / `pi-gateway reload` records it (src/cli/runtime.ts reloadGateway).
+    // A reload as SIGHUP / `pi-gateway reload` records it (src/runtime/runtime.ts reloadGateway).
     const { restartNeeded } = s.gw.reload(s.config);
     s.gw.recordReload({
       ok: true,

@@ -1,4 +1,4 @@
-// The admin JSON endpoints on a fleet node: `serve --db postgres://…` (src/cli/node-runtime.ts, run
+// The admin JSON endpoints on a fleet node: `serve --db postgres://…` (src/runtime/node-runtime.ts, run
 // in process) on a private PostgreSQL (test/helpers/pg.ts) with the simulator upstream and the admin
 // listener with an operator token. The same known traffic as test/console/admin-api.test.ts gives the
 // same answers: the request log with its filters, one request in detail, spend equal to the request

@@ -1,5 +1,5 @@
 // POST /admin/reload on the admin listener, in process: it runs the reloader the serving process
-// handed over (src/cli/runtime.ts hands over the one SIGHUP runs; the real process is tested in
+// handed over (src/runtime/runtime.ts hands over the one SIGHUP runs; the real process is tested in
 // test/spec/fleet/admin-reload.test.ts) and answers its result — 200 applied, 422 refused with every
 // problem — with the operator token (a console session must also send its secret). It answers 503
 // while the process is starting, has no reloader, or drains, and 404 when the console is off.

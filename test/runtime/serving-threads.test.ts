@@ -1,4 +1,4 @@
-// The serving threads' supervisor (src/cli/serving-threads.ts) with stand-in threads: a thread that
+// The serving threads' supervisor (src/runtime/serving-threads.ts) with stand-in threads: a thread that
 // dies unexpectedly has its open hold released by the coordinator and is started again; a drain
 // ends every thread and adds up their reports.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// `pi-gateway backup --to FILE`: an online copy of the embedded database (src/store/backup.ts).
+// `pi-gateway backup --to FILE`: an online copy of the embedded database (src/store/sqlite/backup.ts).
 import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { backupDatabase } from '../../store/sqlite/backup.ts';
 import { flag, parse, str, UsageError } from '../args.ts';

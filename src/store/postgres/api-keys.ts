@@ -1,5 +1,5 @@
 // Gateway API keys in PostgreSQL: the same format, hashing and states as the embedded store
-// (src/store/api-keys.ts, whose helpers this reuses), so a key moved by `migrate --from` verifies
+// (src/store/key-format.ts, whose helpers this reuses), so a key moved by `migrate --from` verifies
 // unchanged.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.ts';

@@ -1,4 +1,4 @@
-// The PostgreSQL store behind the operator console's interface (src/store/console-store.ts): the
+// The PostgreSQL store behind the operator console's interface (src/store/console-store-interface.ts): the
 // request log's search and spend, wallets, ledger rows, credits and keys — the same semantics and
 // numbers as the embedded store, read from the database every node of a fleet writes. A server that
 // does not answer is a StoreUnavailableError (the console answers 503 store_unavailable).

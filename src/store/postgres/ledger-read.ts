@@ -1,6 +1,6 @@
 // Reading ledger rows in PostgreSQL for operators: a workspace's rows newest first (paged by id) and
 // one trace's rows oldest first — the embedded store's `Wallets.ledger` and `ledgerOf`
-// (src/store/wallets.ts), same limits, order and row shape.
+// (src/store/sqlite/wallets.ts), same limits, order and row shape.
 import { LEDGER_COLUMNS as COLUMNS, type LedgerRow, ledgerEntry } from '../ledger-entry.ts';
 import type { LedgerEntry } from '../types.ts';
 import type { PgPool } from './db.ts';

@@ -2,7 +2,7 @@
 // checked (never run) by `serve`, so that a fleet of nodes never races to change its schema at start.
 // Append new migrations; never edit one that has shipped (`schema_migrations` records what ran).
 //
-// The tables mirror the embedded store's (src/store/migrations.ts) so `ledger verify` checks the
+// The tables mirror the embedded store's (src/store/sqlite/migrations.ts) so `ledger verify` checks the
 // same invariants and `migrate --from FILE` copies rows as they are. Differences: holds carry a lease
 // (`lease_until`, epoch ms) instead of an owner pid, since a hold's owner may be on another machine;
 // `store_changes` counts writes to keys and secrets so every node drops its caches after a CLI change.
@@ -129,7 +129,7 @@ CREATE TRIGGER secrets_changed AFTER INSERT OR UPDATE OR DELETE ON secrets FOR E
   {
     version: 2,
     name: 'operators-audit',
-    // Named operator accounts and the append-only audit trail (src/store-pg/operators.ts), as the
+    // Named operator accounts and the append-only audit trail (src/store/postgres/operators.ts), as the
     // embedded store's migration 5.
     sql: `
 CREATE TABLE operators (

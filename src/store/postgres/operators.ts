@@ -1,5 +1,5 @@
 // Operator accounts and the append-only audit trail in PostgreSQL: the same rows and rules as the
-// embedded store (src/store/operators.ts), so every node of a fleet signs in the same operators and
+// embedded store (src/store/sqlite/operators.ts), so every node of a fleet signs in the same operators and
 // writes one trail. A trigger refuses UPDATE and DELETE on the trail.
 import type { Clock } from '../../clock.ts';
 import type { AuditEntry, AuditPage, NewAuditEntry, OperatorAccount, OperatorRole } from '../operator-types.ts';

@@ -1,5 +1,5 @@
 // Reading the PostgreSQL request log for operators: the embedded store's filters
-// (src/store/request-log-search.ts `whereOf`, its `?` placeholders numbered for PostgreSQL) and its
+// (src/store/search-filters.ts `whereOf`, its `?` placeholders numbered for PostgreSQL) and its
 // spend totals — grouped by workspace, model, provider or UTC day, with the same order (binary string
 // order, as SQLite compares) and exact bigint sums, so both stores give the console the same numbers.
 import {
@@ -71,7 +71,7 @@ export async function pgSpendDetail(pool: PgPool, f: RequestLogFilter): Promise<
   }));
 }
 
-/** The series of src/store/spend-series.ts on PostgreSQL: the same SQL text, bigint sums, byte order. */
+/** The series of src/store/spend-series-sql.ts on PostgreSQL: the same SQL text, bigint sums, byte order. */
 export async function pgSpendSeries(
   pool: PgPool,
   interval: SeriesInterval,

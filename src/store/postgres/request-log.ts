@@ -155,7 +155,7 @@ export class PgRequestLog {
 
   /**
    * The rows a filter selects, newest first, at most `limit` (1–1000); `more` says whether older rows
-   * match too — the embedded store's `search` (src/store/request-log.ts), same filters and order.
+   * match too — the embedded store's `search` (src/store/sqlite/request-log.ts), same filters and order.
    * This node's queued rows are written first, so a request it finished is listed.
    */
   async search(filter: RequestLogFilter, limit = 50): Promise<{ rows: RequestLogEntry[]; more: boolean }> {

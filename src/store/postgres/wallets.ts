@@ -1,6 +1,6 @@
 // Wallets and the ledger in PostgreSQL, outside admission: credits (the CLI's top-up), the wallet
 // view, usage, and `ledger verify` — the same invariants as the embedded store's verify
-// (src/store/wallets.ts), computed in one REPEATABLE READ snapshot so concurrent traffic cannot
+// (src/store/sqlite/wallets.ts), computed in one REPEATABLE READ snapshot so concurrent traffic cannot
 // make a consistent database look inconsistent.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.ts';

@@ -170,7 +170,7 @@ CREATE UNIQUE INDEX ledger_once ON ledger(trace_id, (CASE kind WHEN 'credit' THE
     version: 6,
     name: 'operators-audit',
     // Named operator accounts for the console and the append-only audit trail of every admin write
-    // and sign-in (src/store/operators.ts); triggers keep the trail append-only.
+    // and sign-in (src/store/sqlite/operators.ts); triggers keep the trail append-only.
     sql: `
 CREATE TABLE operators (
   name           TEXT PRIMARY KEY,

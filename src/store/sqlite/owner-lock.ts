@@ -9,7 +9,7 @@
 //
 // The side file is never deleted (a process could be holding a lock on it while another creates a new
 // file of the same name). Which process holds it is written by the owner to `<db>.pid` (see
-// src/cli/owner-files.ts); the lock, not that file, decides whether a server runs.
+// src/runtime/owner-files.ts); the lock, not that file, decides whether a server runs.
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';

@@ -209,7 +209,7 @@ export class RequestLog {
     return spendDetail(this.sql, filter);
   }
 
-  /** Series per hour or day and per group (src/store/spend-series.ts): buckets with rows only. */
+  /** Series per hour or day and per group (src/store/sqlite/spend-series.ts): buckets with rows only. */
   series(interval: SeriesInterval, by: SeriesGroup, filter: RequestLogFilter): SeriesPoint[] {
     if (!this.readonly) this.flush();
     return spendSeries(this.sql, interval, by, filter);
@@ -248,7 +248,7 @@ export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogR
 }
 
 /**
- * `upsertRequestLogRows` inside `transactIsolated` (src/store/isolated-writes.ts): all at once, or
+ * `upsertRequestLogRows` inside `transactIsolated` (src/store/sqlite/isolated-writes.ts): all at once, or
  * on the run after something was refused each row in a savepoint of its own — finished requests'
  * rows share a transaction, and one bad row must not lose the others. Returns why each row was
  * refused, and each row whose cost the column could not hold.

@@ -84,7 +84,7 @@ export interface Store {
   /**
    * `batch` for several requests' writes: `fn(false)` in one IMMEDIATE transaction, and when
    * something in it is refused, `fn(true)` in another, where each request's writes go in a savepoint
-   * of their own (src/store/isolated-writes.ts; `Wallets.applyEach`).
+   * of their own (src/store/sqlite/isolated-writes.ts; `Wallets.applyEach`).
    */
   batchEach<T>(fn: (isolated: boolean) => T): T;
   /** Flushes the request log and closes the connection. Idempotent. */

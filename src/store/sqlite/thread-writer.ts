@@ -1,4 +1,4 @@
-// The serving thread's end of the SQLite writer thread (src/store/writer-thread.ts): ledger batches
+// The serving thread's end of the SQLite writer thread (src/store/sqlite/writer-thread.ts): ledger batches
 // from the wallet book and finished requests' log rows go there through a bounded queue, and come
 // back as acknowledgements the serving thread awaits without blocking. Only shutdown and tests wait
 // synchronously (`flush`, `commitNow`: Atomics.wait on the reply counter, then the replies read

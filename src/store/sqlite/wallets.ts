@@ -165,7 +165,7 @@ export class Wallets {
 
   /**
    * `apply` for a group commit of several requests' operations, inside `transactIsolated`
-   * (src/store/isolated-writes.ts): all of them at once (`isolated` false), or — on the run after
+   * (src/store/sqlite/isolated-writes.ts): all of them at once (`isolated` false), or — on the run after
    * something was refused — each in a savepoint of its own, so an operation the store refuses (an
    * amount out of its column's range, a trace held or closed twice) leaves every other operation of
    * the batch written. `alongside(op)` writes what must stand or fall with an operation (a

@@ -1,4 +1,4 @@
-// Messages between a serving thread and the SQLite writer thread (src/store/writer-thread.ts). One
+// Messages between a serving thread and the SQLite writer thread (src/store/sqlite/writer-thread.ts). One
 // commit request is one transaction; every request gets one reply, in order, and bumps the shared
 // signal word after its reply is posted (so a thread may wait for it synchronously at shutdown).
 import type { MessagePort } from 'node:worker_threads';

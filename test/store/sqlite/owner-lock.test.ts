@@ -1,4 +1,4 @@
-// The owner lock (src/store/owner-lock.ts): one holder at a time (in this process too), given back
+// The owner lock (src/store/sqlite/owner-lock.ts): one holder at a time (in this process too), given back
 // on release, never created just to ask whether a server runs; a directory that does not exist is
 // named. That it dies with its process is shown in test/spec/operations/ownership.test.ts.
 import t from 'tap';
