@@ -1,5 +1,5 @@
 // The store facade: one SQLite connection and the four stores on it. The rest of the gateway imports
-// this file (and ./types.ts), never better-sqlite3.
+// this file (and the contract, src/store/*.ts), never better-sqlite3.
 import type { Clock } from '../../clock.ts';
 import { systemClock } from '../../clock.ts';
 import { ApiKeys } from './api-keys.ts';
