@@ -6,6 +6,7 @@
 // that keep `ledger verify` clean on both stores are the wallet-service contract's property test
 // (test/helpers/wallet-service-contract.ts).
 import type { Test } from 'tap';
+import { COUNT_TOKENS_ENDPOINT } from '../../src/observe/request-row.ts';
 import type { RequestLogRow } from '../../src/store/types.ts';
 
 /** One store, empty and migrated, written the way its gateway writes it. */
@@ -93,6 +94,8 @@ export function ledgerVerifyContract(t: Test, make: Make): void {
       row('logged', { cost_nano: 40n }),
       row('refused', { status: 429, error_code: 'rate_limited', model_served: null, ended: 'rejected' }),
       row('answered-unsettled', {}),
+      // A token count is answered and never billed: no settlement by design.
+      row('counted', { endpoint: COUNT_TOKENS_ENDPOINT, model_served: 'm' }),
       row('charge-unrecorded', { cost_nano: 75n }),
       row('served', { cost_nano: 99n }),
     ]);
@@ -106,7 +109,7 @@ export function ledgerVerifyContract(t: Test, make: Make): void {
         'request charge-unrecorded logged a charge of 0.000000075 USD but has no settlement',
         'request served logged a charge of 0.000000099 USD but has no settlement',
       ],
-      'one line each; the live hold, the settled request and the refused one are fine',
+      'one line each; the live hold, the settled request, the refused one and the token count are fine',
     );
   });
 }
