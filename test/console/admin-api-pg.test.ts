@@ -6,16 +6,12 @@
 // wallet gauges read from PostgreSQL, PostgreSQL down and back, and the listener's defences with
 // operators and the audit trail in PostgreSQL.
 import t, { type Test } from 'tap';
-import { randomBytes } from 'node:crypto';
-import { ManualClock } from '../../src/clock.ts';
-import { runNode } from '../../src/cli/node-runtime.ts';
-import { startSimulator } from '../../src/simulator/server.ts';
-import { pgConsole } from '../../src/store-pg/console-store.ts';
 import { openPgStore } from '../../src/store-pg/pg-store.ts';
 import { hashPassword } from '../../src/admin/passwords.ts';
 import { cli } from '../helpers/admission.ts';
-import { type ConsoleRig, consoleApiContract, rigTraffic } from '../helpers/console-api-contract.ts';
-import { adminCaller, type AdminBody, knownTraffic, startConsoleStack, TOKEN } from '../helpers/console.ts';
+import { consoleApiContract, rigTraffic } from '../helpers/console-api-contract.ts';
+import { type FleetConsoleRig, fleetConsoles } from '../helpers/console-rigs.ts';
+import { type AdminBody, knownTraffic, startConsoleStack, TOKEN } from '../helpers/console.ts';
 import {
   type AccountsConsole,
   checkNoCors,
@@ -23,86 +19,11 @@ import {
   checkSessionBinding,
   checkSignInLimits,
 } from '../helpers/console-security.ts';
-import { freePort } from '../helpers/free-port.ts';
 import { sampleValue, scrape } from '../helpers/metrics.ts';
-import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { seriesRows, SERIES_QUERY } from '../helpers/spend-rows.ts';
-import { DEFAULT_NOW, fixtureConfig } from '../helpers/stack.ts';
 
-let pg: PrivatePg;
-const masterKey = randomBytes(32).toString('base64');
-const env = { token: process.env.PI_ADMIN_TOKEN, master: process.env.PI_MASTER_KEY };
-
-t.before(async () => {
-  pg = await startPrivatePg();
-  process.env.PI_ADMIN_TOKEN = TOKEN;
-  process.env.PI_MASTER_KEY = masterKey;
-});
-
-t.teardown(async () => {
-  await pg?.destroy();
-  if (env.token === undefined) delete process.env.PI_ADMIN_TOKEN;
-  else process.env.PI_ADMIN_TOKEN = env.token;
-  if (env.master === undefined) delete process.env.PI_MASTER_KEY;
-  else process.env.PI_MASTER_KEY = env.master;
-});
-
-/** A fleet node on a fresh database of the private server, its upstream credentials sealed. */
-async function fleetRig(t: Test): Promise<ConsoleRig & { dbUrl: string }> {
-  const sim = await startSimulator({});
-  t.teardown(() => sim.close());
-  const dbUrl = await pg.createDatabase();
-  const m = await openPgStore(dbUrl, { checkSchema: false, masterKey });
-  await m.migrate();
-  const config = fixtureConfig('gateway');
-  for (const r of config.resources)
-    if (!r.credential.endsWith('-unsealed-key') && !(await m.secrets.list()).some((s) => s.name === r.credential))
-      await m.secrets.set(r.credential, `upstream-secret-${r.credential}`);
-  await m.close();
-  const clock = new ManualClock(DEFAULT_NOW);
-  const adminPort = await freePort();
-  const node = await runNode({
-    config,
-    db: dbUrl,
-    redis: null,
-    host: '127.0.0.1',
-    port: 0,
-    upstreamOverride: sim.url,
-    clock,
-    observability: {
-      admin: { host: '127.0.0.1', port: adminPort },
-      // On for the wallet gauges, read from PostgreSQL at each scrape.
-      metrics: true,
-      accessLog: false,
-      trustedProxies: [],
-      tracesUrl: null,
-      serviceName: 'pi-gateway-test',
-    },
-  });
-  t.teardown(async () => {
-    await node.gateway.close();
-    await node.close();
-  });
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
-  return {
-    dbUrl,
-    adminUrl,
-    gatewayUrl: node.gateway.url,
-    clock,
-    sim,
-    config,
-    call: adminCaller(adminUrl),
-    store: node.store,
-    console: pgConsole(node.store),
-    appendLog: async (rows) => {
-      for (const row of rows) node.store.requestLog.append(row);
-      await node.store.requestLog.flush();
-    },
-    flushLog: () => node.store.requestLog.flush(),
-    cliEnv: { PI_DB: dbUrl },
-    keyChangesAtOnce: false,
-  };
-}
+const consoles = fleetConsoles(t);
+const fleetRig = consoles.rig;
 
 t.test('the console API on PostgreSQL (a fleet node)', async (t) => {
   consoleApiContract(t, fleetRig);
@@ -156,7 +77,7 @@ t.test('the wallet gauges read PostgreSQL', async (t) => {
 t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers by itself', async (t) => {
   const fleet = await fleetRig(t);
   await rigTraffic(fleet);
-  await pg.stop();
+  await consoles.server().stop();
   try {
     const r = await fleet.call('/admin/requests');
     t.equal(r.status, 503);
@@ -171,7 +92,7 @@ t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers
     t.equal(signIn.status, 503, 'an account cannot be checked: 503, not a wrong-password 401');
     t.match(await signIn.text(), /database does not answer/);
   } finally {
-    await pg.start();
+    await consoles.server().start();
   }
   let status = 0;
   for (let i = 0; i < 50 && status !== 200; i++) {
@@ -182,7 +103,7 @@ t.test('PostgreSQL down: the console answers 503 store_unavailable, and recovers
 });
 
 /** The node's console as the shared checks see it; its log lines are the JSON lines on stderr. */
-function fleetConsole(t: Test, fleet: ConsoleRig & { dbUrl: string }): AccountsConsole {
+function fleetConsole(t: Test, node: FleetConsoleRig): AccountsConsole {
   const logs: { event: string; fields: Record<string, unknown> }[] = [];
   const write = process.stderr.write.bind(process.stderr);
   process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
@@ -199,7 +120,7 @@ function fleetConsole(t: Test, fleet: ConsoleRig & { dbUrl: string }): AccountsC
     process.stderr.write = write;
   });
   const withStore = async (fn: (m: Awaited<ReturnType<typeof openPgStore>>) => Promise<unknown>) => {
-    const m = await openPgStore(fleet.dbUrl);
+    const m = await openPgStore(node.dbUrl);
     try {
       await fn(m);
     } finally {
@@ -207,11 +128,11 @@ function fleetConsole(t: Test, fleet: ConsoleRig & { dbUrl: string }): AccountsC
     }
   };
   return {
-    adminUrl: fleet.adminUrl,
+    adminUrl: node.adminUrl,
     token: TOKEN,
-    advance: (ms) => fleet.clock.advance(ms),
+    advance: (ms) => node.clock.advance(ms),
     logs: () => logs,
-    balance: async (ws) => (await fleet.call(`/admin/wallets/${ws}`)).body.balance_usd,
+    balance: async (ws) => (await node.call(`/admin/wallets/${ws}`)).body.balance_usd,
     addOperator: (name, role, password) =>
       withStore(async (m) => m.operators.add(name, role, await hashPassword(password))),
     removeOperator: (name) => withStore((m) => m.operators.remove(name)),
@@ -246,7 +167,7 @@ t.test('a fleet node: operators, the viewer role and the audit trail in PostgreS
   } finally {
     await m.close();
   }
-  const env = { PI_DB: fleet.dbUrl, PI_MASTER_KEY: masterKey };
+  const env = { PI_DB: fleet.dbUrl, PI_MASTER_KEY: consoles.masterKey };
   const added = await cli(['operator', 'add', 'cleo', '--role', 'viewer'], env, 'cleo-password-on-pg-5a\n');
   t.equal(added.code, 0, added.stderr);
   const list = JSON.parse((await cli(['operator', 'list', '--json'], env)).stdout) as { name: string }[];

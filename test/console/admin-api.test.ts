@@ -3,40 +3,13 @@
 // simulator + admin listener on 127.0.0.1 with a database file (so `pi-gateway usage` reads the same
 // store), and the admin listener's switch: without an operator token the console is off.
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
-import { sqliteAdmin } from '../../src/store/admin-store.ts';
-import { sqliteConsole } from '../../src/store/console-store.ts';
-import { openStore } from '../../src/store/store.ts';
 import { consoleApiContract } from '../helpers/console-api-contract.ts';
+import { embeddedConsoleRig } from '../helpers/console-rigs.ts';
 import { startConsoleStack, TOKEN } from '../helpers/console.ts';
-import { DEFAULT_NOW, startStack } from '../helpers/stack.ts';
-import { masterKey, tempDbFile } from '../store/fixtures/temp-db.ts';
+import { startStack } from '../helpers/stack.ts';
 
 t.test('the console API on the embedded store', async (t) => {
-  consoleApiContract(t, async (t) => {
-    const file = tempDbFile(t);
-    const clock = new ManualClock(DEFAULT_NOW);
-    const store = openStore(file, { clock, masterKey: masterKey(7), requestLog: { flushIntervalMs: 10 } });
-    const s = await startConsoleStack(t, { store, clock });
-    t.teardown(() => store.close());
-    return {
-      adminUrl: s.adminUrl,
-      gatewayUrl: s.url,
-      clock,
-      sim: s.sim,
-      config: s.config,
-      call: s.call,
-      store: sqliteAdmin(store),
-      console: sqliteConsole(store),
-      appendLog: async (rows) => {
-        for (const row of rows) store.requestLog.append(row);
-        store.requestLog.flush();
-      },
-      flushLog: async () => store.requestLog.flush(),
-      cliEnv: { PI_DB: file },
-      keyChangesAtOnce: true,
-    };
-  });
+  consoleApiContract(t, embeddedConsoleRig);
 });
 
 // The admin listener's own switch, not the store's: checked once, on the embedded stack.
