@@ -1,126 +1,21 @@
-// Finding a request and the console's polish, over the admin JSON endpoints on the embedded store:
-// a trace id a customer pastes, a key by name, prefix or id (a whole key refused: it is a secret),
-// pages both ways; client-chosen text bounded where the log stores it (a 60,000-character model);
-// key names bounded and past expiries refused (API and CLI); the route preview the same on every
-// call, by share; Health saying a declared-down deployment serves only as a last resort; the wallet
-// ledger paged back and forth. test/console/find-requests-pg.test.ts asks the same of PostgreSQL.
+// Finding a request and the console's polish on the embedded store: the find-requests contract
+// (test/helpers/find-requests-contract.ts, run on PostgreSQL by find-requests-pg.test.ts) over the
+// embedded store's stack; then what does not depend on a store: the bound on stored text itself, and
+// the CLI refusing long key names and past expiries as the admin API does.
 import t from 'tap';
-import { boundedText, LOG_TEXT_BOUNDS } from '../../src/store/log-bounds.ts';
-import { type AdminBody, chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
+import { boundedText } from '../../src/store/log-bounds.ts';
 import { cliInProcess, fixtureWorkspace } from '../cli/fixtures/run-cli.ts';
+import { embeddedConsoleRig } from '../helpers/console-rigs.ts';
+import { findRequestsContract } from '../helpers/find-requests-contract.ts';
 import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
-const traces = (b: AdminBody): string[] => b.requests.map((r: { trace_id: string }) => r.trace_id);
-
-t.test('a pasted trace id finds its request; a key by name, prefix or id; a whole key is refused', async (t) => {
-  const s = await startConsoleStack(t);
-  const k = await knownTraffic(s);
-  const one = await s.call(`/admin/requests?trace=${k.traces.small2}`);
-  t.equal(one.status, 200);
-  t.same(traces(one.body), [k.traces.small2], 'exactly the pasted trace');
-  t.same(
-    traces((await s.call(`/admin/requests?trace=%20${k.traces.small2}%20`)).body),
-    [k.traces.small2],
-    'spaces around it are ignored',
-  );
-  t.same(
-    traces((await s.call(`/admin/requests?trace=${encodeURIComponent(`X-Pi-Trace-Id: ${k.traces.small2}`)}`)).body),
-    [k.traces.small2],
-    'pasted with its header name',
-  );
-  t.same((await s.call('/admin/requests?trace=no-such-trace')).body.requests, [], 'an unknown trace: nothing');
-  t.equal((await s.call(`/admin/requests?trace=${'x'.repeat(300)}`)).status, 400, 'not a trace id');
-
-  const open = [k.traces.missing, k.traces.small2, k.traces.small1];
-  const keys = s.store.apiKeys.list();
-  const backend = keys.find((x) => x.name === 'backend');
-  t.ok(backend);
-  for (const q of ['backend', 'BACK', backend?.id ?? '', backend?.prefix ?? '', (backend?.prefix ?? '').slice(0, 9)]) {
-    const r = await s.call(`/admin/requests?key=${encodeURIComponent(q)}`);
-    t.equal(r.status, 200, q);
-    t.same(traces(r.body), open, `key=${q}: the three requests of the key named backend`);
-  }
-  const listed = (await s.call('/admin/requests?key=backend')).body.requests[0];
-  t.match(listed, { key_id: backend?.id, key_name: 'backend', key_prefix: backend?.prefix }, 'each row names its key');
-  t.same((await s.call('/admin/requests?key=nobody-has-this-name')).body.requests, [], 'no key matches: no row');
-  t.same(traces((await s.call('/admin/requests?key=batch&workspace=open')).body), [], 'with the other filters');
-  const whole = await s.call(`/admin/requests?key=${encodeURIComponent(k.openKey)}`);
-  t.equal(whole.status, 400);
-  t.equal(whole.body.error.code, 'whole_key', 'a whole key is a secret, not a search');
-  t.notOk(whole.text.includes(k.openKey), 'and the answer does not repeat it');
+t.test('finding requests on the embedded store', async (t) => {
+  findRequestsContract(t, embeddedConsoleRig);
 });
 
-t.test('pages of the request log, older and back newer', async (t) => {
-  const s = await startConsoleStack(t);
-  const k = await knownTraffic(s);
-  const all = [k.traces.cheap, k.traces.missing, k.traces.small2, k.traces.small1];
-  const first = (await s.call('/admin/requests?limit=2')).body;
-  t.same(traces(first), all.slice(0, 2));
-  t.equal(first.prev_after, null, 'the newest page has no newer one');
-  const second = (await s.call(`/admin/requests?limit=2&before=${first.next_before}`)).body;
-  t.same(traces(second), all.slice(2));
-  t.equal(second.next_before, null, 'the oldest page has no older one');
-  const back = (await s.call(`/admin/requests?limit=2&after=${second.prev_after}`)).body;
-  t.same(traces(back), all.slice(0, 2), 'after the second page: the first again, newest first');
-  t.equal(back.prev_after, null, 'and nothing newer');
-  t.equal(back.next_before, first.next_before, 'its older cursor is the same');
-  const mid = (await s.call(`/admin/requests?limit=1&after=${second.prev_after}`)).body;
-  t.same(traces(mid), [all[1]], 'paging forward one row: the nearest newer row');
-  t.not(mid.prev_after, null, 'with newer rows above it');
-  t.equal((await s.call('/admin/requests?before=5&after=2')).status, 400, 'both cursors at once: 400');
-});
-
-t.test('client-chosen text is bounded where the log stores it; the whole stored value is in the detail', async (t) => {
-  const s = await startConsoleStack(t);
-  const key = s.key('open', { name: 'backend' });
-  s.credit('open', '10');
-  const huge = `acme/${'m'.repeat(60_000)}`;
-  const r = await chat(s, key, { model: huge }, { 'X-Pi-Session-Id': 's'.repeat(200) });
-  t.equal(r.status, 404, 'no such model');
-  const row = (await s.call(`/admin/requests/${r.trace}`)).body;
-  t.equal(
-    Array.from(row.model_requested as string).length,
-    LOG_TEXT_BOUNDS.model_requested,
-    'the model: 256 characters',
-  );
-  t.equal(row.model_requested, `${huge.slice(0, 255)}…`, 'its first 255 and an ellipsis');
-  t.equal(row.session_id, 's'.repeat(200), 'text within its bound is kept whole');
-  const listed = (await s.call(`/admin/requests?trace=${r.trace}`)).text;
-  t.ok(listed.length < 5000, `the list answer stays small (${listed.length} bytes)`);
+t.test('bounded text never splits a character', async (t) => {
   t.equal(boundedText(`${'😀'.repeat(300)}`, 256), `${'😀'.repeat(255)}…`, 'a surrogate pair is never split');
   t.equal(boundedText(null, 10), null);
-});
-
-t.test('key names are bounded and expiries in the past refused, on the admin API', async (t) => {
-  const s = await startConsoleStack(t);
-  const long = await s.call('/admin/keys', { body: { workspace: 'open', name: 'n'.repeat(129) } });
-  t.equal(long.status, 400);
-  t.equal(long.body.error.code, 'invalid_name');
-  t.match(long.body.error.message, /at most 128 characters, got 129/);
-  t.equal((await s.call('/admin/keys', { body: { workspace: 'open', name: 'a\nb' } })).body.error.code, 'invalid_name');
-  const ok = await s.call('/admin/keys', { body: { workspace: 'open', name: 'é'.repeat(128) } });
-  t.equal(ok.status, 201, '128 characters are fine');
-  t.equal(s.store.apiKeys.list().length, 1, 'nothing minted by the refusals');
-  t.throws(() => s.store.apiKeys.create({ workspace: 'open', name: 'n'.repeat(129) }), RangeError, 'nor by the store');
-
-  // The stack's clock: 2026-01-15T12:00:00Z.
-  for (const past of ['2026-01-15T11:59:59Z', '2026-01-15T12:00:00Z', '2026-01-15', '2001-01-01']) {
-    const created = await s.call('/admin/keys', { body: { workspace: 'open', expires_at: past } });
-    t.equal(created.status, 400, `create, expiry ${past}`);
-    t.equal(created.body.error.code, 'expiry_in_past');
-    t.match(created.body.error.message, /is not in the future.*revoke it/);
-    const set = await s.call(`/admin/keys/${ok.body.id}/expiry`, { body: { expires_at: past } });
-    t.equal(set.status, 400, `set, expiry ${past}`);
-    t.equal(set.body.error.code, 'expiry_in_past');
-  }
-  t.equal(s.store.apiKeys.get(ok.body.id)?.expiresAt, null, 'the key kept no expiry');
-  const future = await s.call(`/admin/keys/${ok.body.id}/expiry`, { body: { expires_at: '2026-01-16' } });
-  t.match(future.body, { state: 'active', expires_at: '2026-01-16T00:00:00.000Z' }, 'tomorrow is fine');
-  t.equal(
-    (await s.call('/admin/keys', { body: { workspace: 'open', expires_at: '2026-01-15T12:00:01Z' } })).status,
-    201,
-    'a second ahead is the future',
-  );
 });
 
 t.test('the CLI bounds key names and refuses past expiries alike', async (t) => {
@@ -135,65 +30,4 @@ t.test('the CLI bounds key names and refuses past expiries alike', async (t) => 
   t.match(past.stderr, /is in the past.*revoke it/);
   const ok = await cliInProcess(['key', 'create', '--workspace', ws, '--name', 'n'.repeat(128)], env);
   t.equal(ok.code, 0, '128 characters are fine');
-});
-
-t.test('the route preview lists a weighted tier by share, the same on every call', async (t) => {
-  const s = await startConsoleStack(t);
-  const orders = new Set<string>();
-  let first: AdminBody = null;
-  for (let i = 0; i < 20; i++) {
-    const p = (await s.call('/admin/route-preview', { body: { workspace: 'open', model: 'acme/chat-small' } })).body;
-    first ??= p;
-    orders.add(p.models[0].deployments.map((d: { deployment: string }) => d.deployment).join(' '));
-  }
-  t.equal(orders.size, 1, 'twenty previews, one order');
-  t.equal(first.ordering, 'weighted_random', 'the gateway itself still draws');
-  const shown = first.models[0].deployments.map((d: { deployment: string; weight: number; share_of_tier: number }) => [
-    d.deployment,
-    d.weight,
-    d.share_of_tier,
-  ]);
-  const weights = shown.map((x: [string, number, number]) => x[1]);
-  t.same(
-    weights,
-    [...weights].sort((a: number, b: number) => b - a),
-    'largest share first',
-  );
-  const total = weights.reduce((a: number, b: number) => a + b, 0);
-  for (const [id, w, share] of shown) t.equal(share, w / total, `${id}: its share is shown`);
-});
-
-t.test('Health: declared down serves only as a last resort; unservable says why', async (t) => {
-  const s = await startConsoleStack(t);
-  const h = (await s.call('/admin/health')).body;
-  const of = (id: string) => h.deployments.find((d: { id: string }) => d.id === id);
-  t.match(of('gamma/chat-big'), {
-    declared_status: 'down',
-    serves: 'last_resort',
-    serves_why: 'declared down in the config',
-  });
-  t.match(of('gcp/chat-small'), { serves: 'no', serves_why: 'deployment inactive', callable: false });
-  t.match(of('alpha/chat-small'), { serves: 'yes', serves_why: null });
-});
-
-t.test('the wallet ledger pages older and back', async (t) => {
-  const s = await startConsoleStack(t);
-  for (let i = 1; i <= 5; i++) s.credit('open', String(i));
-  const first = (await s.call('/admin/wallets/open?limit=2')).body;
-  t.same(
-    first.ledger.map((l: { amount_usd: string }) => l.amount_usd),
-    ['5', '4'],
-  );
-  const second = (await s.call(`/admin/wallets/open?limit=2&before=${first.next_before}`)).body;
-  t.same(
-    second.ledger.map((l: { amount_usd: string }) => l.amount_usd),
-    ['3', '2'],
-  );
-  const last = (await s.call(`/admin/wallets/open?limit=2&before=${second.next_before}`)).body;
-  t.same(
-    last.ledger.map((l: { amount_usd: string }) => l.amount_usd),
-    ['1'],
-  );
-  t.equal(last.next_before, null, 'no older page');
-  t.equal((await s.call('/admin/wallets/open?limit=1000')).status, 400, 'at most 999 a page');
 });

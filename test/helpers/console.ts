@@ -25,15 +25,17 @@ export interface ConsoleStack extends Stack {
 export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promise<ConsoleStack> {
   const s = await startStack(t, { admin: true, adminToken: TOKEN, ...opts });
   const adminUrl = (s.admin as NonNullable<Stack['admin']>).url;
-  return Object.assign(s, {
-    adminUrl,
-    async call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}) {
-      const token = init.token === undefined ? TOKEN : init.token;
-      const headers: Record<string, string> = {};
-      if (token !== null) headers['authorization'] = `Bearer ${token}`;
-      return adminFetch(adminUrl, path, headers, init);
-    },
-  });
+  return Object.assign(s, { adminUrl, call: adminCaller(adminUrl) });
+}
+
+/** Admin JSON calls to this listener with the operator token (or `token`, null for none), parsed. */
+export function adminCaller(adminUrl: string): ConsoleStack['call'] {
+  return async (path, init = {}) => {
+    const token = init.token === undefined ? TOKEN : init.token;
+    const headers: Record<string, string> = {};
+    if (token !== null) headers['authorization'] = `Bearer ${token}`;
+    return adminFetch(adminUrl, path, headers, init);
+  };
 }
 
 /** One chat request through the public API; waits for its request-log row. Returns the trace id. */

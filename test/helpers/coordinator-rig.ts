@@ -7,7 +7,7 @@ import type { RateLimiter } from '../../src/admission/rate-limit.ts';
 import type { Clock } from '../../src/clock.ts';
 import type { GatewaySettings } from '../../src/config/compiled.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
-import { SessionPins } from '../../src/routing/session-pins.ts';
+import { type PinStore, SessionPins } from '../../src/routing/session-pins.ts';
 import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
 import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
 import { Coordinator } from '../../src/workers/coordinator.ts';
@@ -30,11 +30,23 @@ export function coordinatorClient(
   clock: Clock,
   state: { wallets: WalletService; limiter: RateLimiter },
 ): CoordinatorClient {
+  return coordinatorClients(t, clock, state, 1)[0] as CoordinatorClient;
+}
+
+/** `count` serving threads' clients (workers 1…count) of one coordinator holding `wallets`,
+ *  `limiter` and `pins` (default: pins in process on `clock`). */
+export function coordinatorClients(
+  t: Test,
+  clock: Clock,
+  state: { wallets: WalletService; limiter: RateLimiter; pins?: PinStore },
+  count: number,
+): CoordinatorClient[] {
+  const workers = Array.from({ length: count }, (_, i) => i + 1);
   const breakers = new BreakerGrants(
     new HealthTracker(TEST_HEALTH, clock),
     clock,
     () => undefined,
-    () => [1],
+    () => workers,
     () => undefined,
     () => () => undefined,
   );
@@ -42,22 +54,24 @@ export function coordinatorClient(
   const coordinator: Coordinator = new Coordinator({
     wallets: state.wallets,
     limiter: state.limiter,
-    pins: new SessionPins({ clock, maxPins: 10 }),
+    pins: state.pins ?? new SessionPins({ clock, maxPins: 10 }),
     breakers,
     appendLog: () => undefined,
     behind: () => false,
     onError: () => undefined,
   });
-  const client = new CoordinatorClient({
-    postMessage: (m: WorkerMessage) => {
-      if (m.kind === 'calls') coordinator.handle(1, structuredClone(m.calls));
-    },
+  return workers.map((worker) => {
+    const client = new CoordinatorClient({
+      postMessage: (m: WorkerMessage) => {
+        if (m.kind === 'calls') coordinator.handle(worker, structuredClone(m.calls));
+      },
+    });
+    coordinator.attach(worker, {
+      postMessage: (m: CoordinatorMessage) => {
+        const c = structuredClone(m);
+        if (c.kind === 'replies') client.receive(c);
+      },
+    });
+    return client;
   });
-  coordinator.attach(1, {
-    postMessage: (m: CoordinatorMessage) => {
-      const c = structuredClone(m);
-      if (c.kind === 'replies') client.receive(c);
-    },
-  });
-  return client;
 }

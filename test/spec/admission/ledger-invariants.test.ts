@@ -1,193 +1,22 @@
-// Ledger invariants under a randomized concurrent workload over HTTP: successes on three protocols,
-// streams, provider errors, failovers, cut streams, client aborts (cancellable and not), 402s from a
-// small wallet, 429s and validation errors, all at once. While it runs and after it, read through a
-// second connection: available = credits − settlements − open holds, balance = credits −
-// settlements, `verify()` passes; every X-Pi-Trace-Id maps to at most one settle row, every hold is
-// closed once, each fully received 200 settled exactly once, and refusals settled nothing.
-import t from 'tap';
+// The ledger invariants under a randomized concurrent workload over HTTP
+// (test/helpers/ledger-invariants-contract.ts) on both stores: `serve` on a database file, read
+// through a second connection, and a fleet node (`serve --db postgres://…`, run in process) on a
+// private PostgreSQL, read in REPEATABLE READ transactions.
+import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
+import { runNode } from '../../../src/runtime/node-runtime.ts';
+import { ManualClock } from '../../../src/clock.ts';
+import { decimalToNano } from '../../../src/money.ts';
+import { startSimulator } from '../../../src/simulator/server.ts';
 import { openDatabase } from '../../../src/store/sqlite/db.ts';
-import { seededRandom } from '../../helpers/prng.ts';
-import type { Stack } from '../../helpers/stack.ts';
-import { fileStack, ledgerRows, USER, waitFor } from '../../helpers/admission.ts';
+import { inTransaction } from '../../../src/store/postgres/db.ts';
+import { openPgStore } from '../../../src/store/postgres/store.ts';
+import { fileStack, ledgerRows } from '../../helpers/admission.ts';
+import { ledgerInvariantsContract, type Snapshot } from '../../helpers/ledger-invariants-contract.ts';
+import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';
+import { DEFAULT_NOW, fixtureConfig } from '../../helpers/stack.ts';
 
-const SEED = Number(process.env['PI_TEST_SEED'] ?? 20260115);
-const REQUESTS = 240;
-const CONCURRENCY = 24;
-
-interface Outcome {
-  kind: string;
-  workspace: string;
-  status: number;
-  trace: string;
-  /** The client read the whole body (not aborted, not cut by the gateway). */
-  complete: boolean;
-  aborted: boolean;
-}
-
-type Plan = {
-  kind: string;
-  workspace: string;
-  path: string;
-  body: Record<string, unknown> | string;
-  abortAfterChunks?: number;
-};
-
-function plans(random: () => number): Plan[] {
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
-  const chat = (extra: Record<string, unknown>) => ({
-    model: 'acme/chat-small',
-    messages: USER,
-    max_tokens: 64,
-    ...extra,
-  });
-  const kinds: (() => Plan)[] = [
-    () => ({
-      kind: 'chat',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: chat({
-        stream: random() < 0.5,
-        sim: { usage: { prompt: 20 + Math.floor(random() * 50), completion: 1 + Math.floor(random() * 60) } },
-      }),
-    }),
-    () => ({
-      kind: 'responses',
-      workspace: 'open',
-      path: '/v1/responses',
-      body: {
-        model: 'acme/chat-small',
-        input: 'hi',
-        max_output_tokens: 64,
-        stream: random() < 0.5,
-        provider: { only: ['alpha', 'beta'] },
-      },
-    }),
-    () => ({
-      kind: 'messages',
-      workspace: 'open',
-      path: '/v1/messages',
-      body: { model: 'beta-labs/sonnet-ish', max_tokens: 64, messages: USER, stream: random() < 0.5 },
-    }),
-    () => ({
-      kind: 'provider-400',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: chat({ provider: { only: ['alpha'] }, stream: random() < 0.5, sim: { status: 400 } }),
-    }),
-    () => ({
-      kind: 'all-503',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: chat({ provider: { only: ['alpha', 'gamma'] }, sim: { status: 503 } }),
-    }),
-    () => ({
-      kind: 'no-answer',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: chat({ provider: { only: ['alpha'] }, stream: true, sim: { reset: 'before_head' } }),
-    }),
-    () => ({
-      kind: 'failover',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: chat({
-        provider: { order: ['alpha', 'gamma'], only: ['alpha', 'gamma'] },
-        stream: random() < 0.5,
-        sim: { by_model: { 'small-v1': { status: 502 }, 'small-gamma': { chunks: 4 } } },
-      }),
-    }),
-    () => ({
-      kind: 'cut-stream',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: chat({ provider: { only: ['alpha'] }, stream: true, sim: { chunks: 6, resetAfterChunks: 2 } }),
-    }),
-    () => ({
-      kind: 'abort',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      // alpha stops billing on cancellation; beta does not (charged the hold).
-      body: chat({
-        provider: { only: [pick(['alpha', 'beta'])] },
-        stream: true,
-        sim: { chunks: 30, chunkDelayMs: 15 },
-      }),
-      abortAfterChunks: 1 + Math.floor(random() * 3),
-    }),
-    () => ({
-      kind: 'poor',
-      workspace: 'cheap',
-      path: '/v1/chat/completions',
-      body: chat({ provider: { only: ['alpha'] }, sim: { ttfbMs: Math.floor(random() * 40) } }),
-    }),
-    () => ({
-      kind: 'slow-rpm',
-      workspace: 'slow',
-      path: '/v1/chat/completions',
-      body: chat({ provider: { only: ['alpha'] } }),
-    }),
-    () => ({
-      kind: 'invalid',
-      workspace: 'open',
-      path: '/v1/chat/completions',
-      body: pick([
-        '{"model":',
-        JSON.stringify(chat({ preset: 'x' })),
-        JSON.stringify({ model: 'nobody/x', messages: USER }),
-      ]),
-    }),
-  ];
-  return Array.from({ length: REQUESTS }, () => pick(kinds)());
-}
-
-async function send(s: Stack, keys: Record<string, string>, p: Plan): Promise<Outcome> {
-  const ac = new AbortController();
-  const res = await fetch(`${s.url}${p.path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${keys[p.workspace]}`, 'content-type': 'application/json' },
-    body: typeof p.body === 'string' ? p.body : JSON.stringify(p.body),
-    signal: ac.signal,
-  });
-  const trace = res.headers.get('x-pi-trace-id') ?? '';
-  const out: Outcome = {
-    kind: p.kind,
-    workspace: p.workspace,
-    status: res.status,
-    trace,
-    complete: false,
-    aborted: false,
-  };
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  let chunks = 0;
-  let text = '';
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += Buffer.from(value).toString('utf8');
-      chunks++;
-      if (p.abortAfterChunks !== undefined && res.status === 200 && chunks >= p.abortAfterChunks) {
-        out.aborted = true;
-        ac.abort();
-        break;
-      }
-    }
-    // A stream the gateway had to cut ends with its error event instead of the protocol's end.
-    out.complete = !out.aborted && !text.includes('upstream_stream_error');
-  } catch {
-    out.complete = false;
-  }
-  return out;
-}
-
-interface Snapshot {
-  ws: string;
-  credits: bigint;
-  settles: bigint;
-  openHolds: bigint;
-  balance: bigint;
-  held: bigint;
-}
+const LIMITS = { firstByteTimeoutMs: 1000, streamIdleTimeoutMs: 1000 };
 
 /** One consistent read of every wallet against its ledger and holds (a read transaction). */
 function snapshot(file: string): Snapshot[] {
@@ -227,140 +56,125 @@ function snapshot(file: string): Snapshot[] {
   }
 }
 
-t.test(`randomized concurrent workload keeps the ledger exact (seed ${SEED})`, async (t) => {
-  const s = await fileStack(t, { limits: { firstByteTimeoutMs: 1000, streamIdleTimeoutMs: 1000 } });
-  const keys = { open: s.key('open'), cheap: s.key('cheap'), slow: s.key('slow') };
-  s.credit('open', '50');
-  s.credit('open', '0.5');
-  // Worth about three concurrent chat holds (~0.000137 USD each): some of the `poor` ones get 402.
-  s.credit('cheap', '0.0004');
-  s.credit('slow', '1');
-  const creditsBefore = ledgerRows(s.file).filter((r) => r.kind === 'credit');
+t.test('serve on a database file', async (t) => {
+  ledgerInvariantsContract(t, async (t) => {
+    const s = await fileStack(t, { limits: LIMITS });
+    return {
+      url: s.url,
+      key: async (ws) => s.key(ws),
+      credit: async (ws, usd) => s.credit(ws, usd),
+      snapshot: async () => snapshot(s.file),
+      ledgerRows: async () => ledgerRows(s.file),
+      openHolds: async () =>
+        s.store.wallets.workspaces().reduce((n, ws) => n + s.store.wallets.show(ws, s.clock.now()).openHolds, 0),
+      verify: async () => s.store.wallets.verify(),
+      logRows: async () => {
+        s.store.requestLog.flush();
+        return s.store.requestLog.query({ limit: 10_000 });
+      },
+    };
+  });
+});
 
-  const work = plans(seededRandom(SEED));
-  const outcomes: Outcome[] = [];
-  const samples: Snapshot[][] = [];
-  let next = 0;
-  let running = true;
-  const sampler = (async () => {
-    while (running) {
-      samples.push(snapshot(s.file));
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < work.length) {
-        const p = work[next++] as Plan;
-        outcomes.push(await send(s, keys, p));
-      }
-    }),
-  );
-  t.ok(
-    await waitFor(
-      () => s.store.wallets.workspaces().every((ws) => s.store.wallets.show(ws, s.clock.now()).openHolds === 0),
-      10_000,
-    ),
-    'every hold closed',
-  );
-  running = false;
-  await sampler;
-  samples.push(snapshot(s.file));
+/** The snapshot's reads in PostgreSQL's SQL: the same sums, SUM of bigint is numeric (a string). */
+const PG_SNAPSHOT = {
+  sums: "SELECT workspace, kind, SUM(amount_nano)::text AS total FROM ledger WHERE kind IN ('credit', 'settle') GROUP BY workspace, kind",
+  open: "SELECT workspace, SUM(amount_nano)::text AS held FROM holds WHERE state = 'open' GROUP BY workspace",
+  wallets: 'SELECT workspace, balance_nano::text AS balance, held_nano::text AS held FROM wallets',
+};
 
-  const kinds = new Map<string, number[]>();
-  for (const o of outcomes) kinds.set(o.kind, [...(kinds.get(o.kind) ?? []), o.status]);
-  t.comment(JSON.stringify(Object.fromEntries([...kinds].map(([k, v]) => [k, v.length]))));
-  t.ok((kinds.get('poor') ?? []).includes(402), 'the workload produced 402s');
-  t.ok((kinds.get('slow-rpm') ?? []).includes(429), 'and 429s');
-  t.ok(
-    outcomes.some((o) => o.aborted),
-    'and client aborts',
-  );
-  t.ok(
-    samples.some((snap) => snap.some((w) => w.openHolds > 0n)),
-    'snapshots were taken with holds open',
-  );
-
-  // The invariants in every snapshot, mid-flight included.
-  let bad = 0;
-  for (const snap of samples) {
-    for (const w of snap) {
-      if (
-        w.balance !== w.credits - w.settles ||
-        w.held !== w.openHolds ||
-        w.balance - w.held !== w.credits - w.settles - w.openHolds
-      )
-        bad++;
-    }
-  }
-  t.equal(bad, 0, `balance = credits − settlements and held = open holds in all ${samples.length} snapshots`);
-  // biome-ignore lint/complexity/useMathMinMax: bigints; Math.min throws a TypeError on them.
-  const lowest = samples.flatMap((snap) => snap.map((w) => w.balance - w.held)).reduce((a, b) => (a < b ? a : b));
-  t.ok(lowest >= 0n, 'available never negative');
-  t.same(s.store.wallets.verify(), { ok: true, problems: [] }, 'verify() passes');
-
-  // Trace by trace.
-  const rows = ledgerRows(s.file);
-  const byTrace = new Map<string, typeof rows>();
-  for (const r of rows) byTrace.set(r.trace_id, [...(byTrace.get(r.trace_id) ?? []), r]);
-  const settleRows = (trace: string) => (byTrace.get(trace) ?? []).filter((r) => r.kind === 'settle');
-  const closeRows = (trace: string) =>
-    (byTrace.get(trace) ?? []).filter((r) => r.kind === 'settle' || r.kind === 'release');
-  t.same(
-    outcomes.filter((o) => settleRows(o.trace).length > 1).map((o) => o.trace),
-    [],
-    'no trace id has two settle rows',
-  );
-  t.same(
-    [...byTrace.entries()]
-      .filter(([, rs]) => rs.some((r) => r.kind === 'hold') && closeRows(rs[0]?.trace_id ?? '').length !== 1)
-      .map(([k]) => k),
-    [],
-    'every hold closed exactly once',
-  );
-  t.same(outcomes.filter((o) => o.trace === '').length, 0, 'every response carried X-Pi-Trace-Id');
-  t.equal(new Set(outcomes.map((o) => o.trace)).size, outcomes.length, 'trace ids are unique');
-  const fullOk = outcomes.filter((o) => o.status === 200 && o.complete);
-  t.same(
-    fullOk.filter((o) => settleRows(o.trace).length !== 1).map((o) => `${o.kind} ${o.trace}`),
-    [],
-    `each of the ${fullOk.length} fully received 200s settled exactly once`,
-  );
-  t.same(
-    outcomes.filter((o) => o.status !== 200 && settleRows(o.trace).length > 0).map((o) => `${o.kind} ${o.status}`),
-    [],
-    'no error response settled anything',
-  );
-  t.same(
-    outcomes
-      .filter(
-        (o) =>
-          [402, 429, 400, 404, 422].includes(o.status) &&
-          o.kind !== 'provider-400' &&
-          (byTrace.get(o.trace) ?? []).length > 0,
-      )
-      .map((o) => `${o.kind} ${o.status}`),
-    [],
-    'refusals left no ledger row at all',
-  );
-
-  // Credits made before the workload are all there, once; nothing else was credited.
-  const creditsAfter = rows.filter((r) => r.kind === 'credit');
-  t.same(
-    creditsAfter.map((r) => [r.trace_id, r.amount_nano]),
-    creditsBefore.map((r) => [r.trace_id, r.amount_nano]),
-    'credits unchanged',
-  );
-  // The request log agrees with the ledger trace by trace.
-  s.store.requestLog.flush();
-  const log = new Map(s.store.requestLog.query({ limit: 10_000 }).map((r) => [r.trace_id, r]));
-  t.equal(log.size, outcomes.length, 'one request-log row per request');
-  const mismatched = outcomes.filter(
-    (o) => (log.get(o.trace)?.cost_nano ?? null) !== (settleRows(o.trace)[0]?.amount_nano ?? null),
-  );
-  t.same(
-    mismatched.map((o) => `${o.kind} ${o.status}`),
-    [],
-    'the logged cost of each request is its settle amount',
-  );
+t.test('a fleet node on PostgreSQL', async (t) => {
+  let pg: PrivatePg | null = null;
+  const saved = process.env.PI_MASTER_KEY;
+  t.before(async () => {
+    pg = await startPrivatePg();
+  });
+  t.teardown(async () => {
+    await pg?.destroy();
+    if (saved === undefined) delete process.env.PI_MASTER_KEY;
+    else process.env.PI_MASTER_KEY = saved;
+  });
+  ledgerInvariantsContract(t, async (t: Test) => {
+    const sim = await startSimulator({});
+    t.teardown(() => sim.close());
+    const url = await (pg as PrivatePg).createDatabase();
+    const masterKey = randomBytes(32).toString('base64');
+    const m = await openPgStore(url, { checkSchema: false, masterKey });
+    await m.migrate();
+    const fixture = fixtureConfig('gateway');
+    for (const r of fixture.resources)
+      if (!r.credential.endsWith('-unsealed-key') && !(await m.secrets.list()).some((x) => x.name === r.credential))
+        await m.secrets.set(r.credential, `upstream-secret-${r.credential}`);
+    await m.close();
+    process.env.PI_MASTER_KEY = masterKey;
+    const config = { ...fixture, settings: { ...fixture.settings, limits: { ...fixture.settings.limits, ...LIMITS } } };
+    const clock = new ManualClock(DEFAULT_NOW);
+    const node = await runNode({
+      config,
+      db: url,
+      redis: null,
+      host: '127.0.0.1',
+      port: 0,
+      upstreamOverride: sim.url,
+      clock,
+    });
+    t.teardown(async () => {
+      await node.gateway.close();
+      await node.close();
+    });
+    const store = node.store;
+    return {
+      url: node.gateway.url,
+      key: async (ws) => (await store.apiKeys.create({ workspace: ws })).key,
+      credit: async (ws, usd) => void (await store.wallets.credit(ws, decimalToNano(usd), 'test credit')),
+      snapshot: () =>
+        inTransaction(
+          store.pool,
+          async (c) => {
+            const sums = new Map<string, Record<string, bigint>>();
+            for (const r of (await c.query<{ workspace: string; kind: string; total: string }>(PG_SNAPSHOT.sums))
+              .rows) {
+              const m = sums.get(r.workspace) ?? {};
+              m[r.kind] = BigInt(r.total);
+              sums.set(r.workspace, m);
+            }
+            const open = new Map(
+              (await c.query<{ workspace: string; held: string }>(PG_SNAPSHOT.open)).rows.map((r) => [
+                r.workspace,
+                BigInt(r.held),
+              ]),
+            );
+            const wallets = (await c.query<{ workspace: string; balance: string; held: string }>(PG_SNAPSHOT.wallets))
+              .rows;
+            return wallets.map(
+              (w): Snapshot => ({
+                ws: w.workspace,
+                credits: sums.get(w.workspace)?.['credit'] ?? 0n,
+                settles: sums.get(w.workspace)?.['settle'] ?? 0n,
+                openHolds: open.get(w.workspace) ?? 0n,
+                balance: BigInt(w.balance),
+                held: BigInt(w.held),
+              }),
+            );
+          },
+          'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+        ),
+      ledgerRows: async () =>
+        (
+          await store.pool.query<{ trace_id: string; kind: string; amount: string }>(
+            'SELECT trace_id, kind, amount_nano::text AS amount FROM ledger ORDER BY id',
+          )
+        ).rows.map((r) => ({ trace_id: r.trace_id, kind: r.kind, amount_nano: BigInt(r.amount) })),
+      openHolds: async () =>
+        Number(
+          (await store.pool.query<{ n: string }>("SELECT count(*)::text AS n FROM holds WHERE state = 'open'")).rows[0]
+            ?.n,
+        ),
+      verify: () => store.wallets.verify(),
+      logRows: async () => {
+        await store.requestLog.flush();
+        return store.requestLog.query({ limit: 10_000 });
+      },
+    };
+  });
 });

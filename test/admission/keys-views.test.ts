@@ -1,0 +1,157 @@
+// The keys-and-credentials contract (test/helpers/keys-view-contract.ts) over every view the
+// gateway reads keys and credentials through: the embedded store's (`serve`), a serving thread's own
+// on a database file and on PostgreSQL (`serve --workers N`), and a fleet node's view of PostgreSQL.
+// The writer is another connection, as the CLI, the console or another node would be.
+import t, { type Test } from 'tap';
+import { PgStoreView } from '../../src/fleet/pg-store-view.ts';
+import type { KeysAndCredentials } from '../../src/admission/store-view.ts';
+import { StoreView } from '../../src/admission/store-view.ts';
+import { openThreadView } from '../../src/runtime/thread-view.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { openStore } from '../../src/store/sqlite/store.ts';
+import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
+import type { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
+import { keysViewContract, type KeysWriter } from '../helpers/keys-view-contract.ts';
+import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
+import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
+
+const NOW = Date.UTC(2026, 0, 15, 12);
+const KEY = masterKey(3);
+
+/** The view asks the store once per event-loop turn: a later request's sync is a later turn's. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A database file with the credential every rig starts with, and a writer on its own connection. */
+function sqliteFile(t: Test, clock: ManualClock): { file: string; writer: KeysWriter } {
+  const file = tempDbFile(t);
+  const cli = openStore(file, { clock, masterKey: KEY });
+  t.teardown(() => cli.close());
+  cli.secrets.set('openai-main', 'sk-upstream-1');
+  return {
+    file,
+    writer: {
+      createKey: async (input) => cli.apiKeys.create(input),
+      revoke: async (id) => void cli.apiKeys.revoke(id),
+      setExpiry: async (id, at) => void cli.apiKeys.setExpiry(id, at),
+      setSecret: async (name, value) => cli.secrets.set(name, value),
+      removeSecret: async (name) => void cli.secrets.remove(name),
+    },
+  };
+}
+
+/** A serving thread's view, opened as `serve --workers N` opens it (the master key from the environment). */
+async function threadView(t: Test, db: string): Promise<KeysAndCredentials> {
+  const saved = process.env.PI_MASTER_KEY;
+  process.env.PI_MASTER_KEY = KEY;
+  // The coordinator is told of credits this thread's view notices; nothing here holds wallets.
+  const client = { refresh: () => undefined } as unknown as CoordinatorClient;
+  try {
+    const tv = await openThreadView(db, client, () => undefined);
+    t.teardown(() => tv.close());
+    return tv.view;
+  } finally {
+    if (saved === undefined) delete process.env.PI_MASTER_KEY;
+    else process.env.PI_MASTER_KEY = saved;
+  }
+}
+
+t.test('the embedded store’s view (serve)', async (t) => {
+  keysViewContract(t, async (t) => {
+    const clock = new ManualClock(NOW);
+    const { file, writer } = sqliteFile(t, clock);
+    const gateway = openStore(file, { clock, masterKey: KEY });
+    t.teardown(() => gateway.close());
+    const view = new StoreView(gateway);
+    return {
+      view,
+      writer,
+      catchUp: async () => {
+        await nextTurn();
+        await view.sync();
+      },
+      now: clock.now(),
+    };
+  });
+});
+
+t.test('a serving thread’s view of a database file (serve --workers N)', async (t) => {
+  keysViewContract(t, async (t) => {
+    const clock = new ManualClock(NOW);
+    const { file, writer } = sqliteFile(t, clock);
+    const view = await threadView(t, file);
+    return {
+      view,
+      writer,
+      catchUp: async () => {
+        await nextTurn();
+        await view.sync();
+      },
+      now: clock.now(),
+    };
+  });
+});
+
+t.test('PostgreSQL', async (t) => {
+  let server: PrivatePg | null = null;
+  t.before(async () => {
+    server = await startPrivatePg();
+  });
+  t.teardown(() => server?.destroy());
+
+  /** A fresh migrated database with the starting credential, and a writer on its own pool. */
+  const database = async (t: Test, clock: ManualClock): Promise<{ url: string; cli: PgStore; writer: KeysWriter }> => {
+    const url = await (server as PrivatePg).createDatabase();
+    const m = await openPgStore(url, { clock, checkSchema: false, masterKey: KEY });
+    await m.migrate();
+    await m.close();
+    const cli = await openPgStore(url, { clock, masterKey: KEY });
+    t.teardown(() => cli.close());
+    await cli.secrets.set('openai-main', 'sk-upstream-1');
+    return {
+      url,
+      cli,
+      writer: {
+        createKey: (input) => cli.apiKeys.create(input),
+        revoke: async (id) => void (await cli.apiKeys.revoke(id)),
+        setExpiry: async (id, at) => void (await cli.apiKeys.setExpiry(id, at)),
+        setSecret: (name, value) => cli.secrets.set(name, value),
+        removeSecret: async (name) => void (await cli.secrets.remove(name)),
+      },
+    };
+  };
+
+  t.test('a fleet node’s view', async (t) => {
+    keysViewContract(t, async (t) => {
+      const clock = new ManualClock(NOW);
+      const { url, writer } = await database(t, clock);
+      const store = await openPgStore(url, { clock, masterKey: KEY });
+      t.teardown(() => store.close());
+      // Polls on every sync (the node's is at most once a second): a request's sync starts the poll.
+      const view = await PgStoreView.open(store, undefined, 0);
+      return {
+        view,
+        writer,
+        catchUp: async () => {
+          view.sync();
+          await view.pollNow();
+        },
+        now: clock.now(),
+      };
+    });
+  });
+
+  t.test('a serving thread’s view (serve --workers N on PostgreSQL)', async (t) => {
+    keysViewContract(t, async (t) => {
+      const clock = new ManualClock(NOW);
+      const { url, writer } = await database(t, clock);
+      const view = await threadView(t, url);
+      return {
+        view,
+        writer,
+        // Its change poll runs at most once a second; the test asks for it at once.
+        catchUp: () => (view as PgStoreView).pollNow(),
+        now: clock.now(),
+      };
+    });
+  });
+});
