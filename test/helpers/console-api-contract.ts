@@ -11,7 +11,7 @@ import type { ManualClock } from '../../src/clock.ts';
 import type { CompiledConfig } from '../../src/config/compiled.ts';
 import { decimalToNano, nanoToDecimal } from '../../src/money.ts';
 import type { Simulator } from '../../src/simulator/server.ts';
-import type { AdminStore } from '../../src/store/admin-store.ts';
+import type { AdminStore } from '../../src/store/admin-store-interface.ts';
 import type { ConsoleStore } from '../../src/store/console-store-interface.ts';
 import type { RequestLogRow } from '../../src/store/types.ts';
 import { cliInProcess } from '../cli/fixtures/run-cli.ts';

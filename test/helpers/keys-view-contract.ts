@@ -8,7 +8,7 @@
 // database file, the change poll on PostgreSQL).
 import type { Test } from 'tap';
 import type { KeysAndCredentials } from '../../src/admission/store-view.ts';
-import type { CreateKeyInput } from '../../src/store/sqlite/api-keys.ts';
+import type { CreateKeyInput } from '../../src/store/key-format.ts';
 import type { CreatedApiKey } from '../../src/store/types.ts';
 
 /** Another process's writes to the store the view reads (the CLI, the console, another node). */
