@@ -17,6 +17,11 @@
 //
 // An unused slice with nothing reserved is returned after `idleMs`; a node that dies leaves its
 // slices to lapse with the lease, released by any node's sweep. docs/fleet.md states the invariants.
+//
+// PostgreSQL unreachable (fail closed, as per-request holds): as soon as the node learns of it — a
+// pooled connection dropped, or a statement failed — it stops admitting against its slices and
+// admits per request, which refuses with 503 store_unavailable while PostgreSQL does not answer; the
+// first per-request hold that succeeds ends it. Settlements already decided are retried as before.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
@@ -71,6 +76,8 @@ export class EscrowWalletService implements WalletService {
   private sliceSeq = 0;
   private readonly sliceTag = randomUUID().slice(0, 8);
   private closed = false;
+  /** PostgreSQL did not answer (a dropped connection, a failed statement) since the last success. */
+  private storeDown = false;
   private readonly store: PgStore;
   private readonly opts: EscrowOptions;
 
@@ -87,6 +94,12 @@ export class EscrowWalletService implements WalletService {
     this.lastRenew = opts.clock.now();
     this.timer = opts.timer === false ? null : setInterval(() => void this.tick(), Math.min(TICK_MS, this.renewMs));
     this.timer?.unref();
+    store.pool.on('error', () => this.markDown());
+  }
+
+  private markDown(): void {
+    if (!this.storeDown) this.log('escrow_paused', { why: 'PostgreSQL does not answer; admitting per request' });
+    this.storeDown = true;
   }
 
   hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
@@ -96,7 +109,7 @@ export class EscrowWalletService implements WalletService {
     const now = this.opts.clock.now();
     const w = this.wallet(workspace, now);
     w.noteDemand(amount, now);
-    if (w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
+    if (!this.storeDown && w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
     this.deciding.add(traceId);
     return this.holdSlowly(w, traceId, amount).finally(() => this.deciding.delete(traceId));
   }
@@ -105,6 +118,7 @@ export class EscrowWalletService implements WalletService {
   private async holdSlowly(w: EscrowWallet, traceId: string, amount: bigint): Promise<HoldResult> {
     for (;;) {
       const now = this.opts.clock.now();
+      if (this.storeDown) return this.holdPerRequest(w, traceId, amount);
       if (w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
       if (w.busy !== null) {
         await w.busy.catch(() => undefined);
@@ -116,6 +130,7 @@ export class EscrowWalletService implements WalletService {
         grown = await this.exclusive(w, () => this.grow(w, amount));
       } catch (err) {
         if (!isUnavailable(err)) throw err;
+        this.markDown();
         // A slice statement whose outcome is unknown leaves the database holding at most more than
         // this node counts: it is given back with the slice, or lapses with its lease.
         this.log('store_unavailable', { during: 'slice_take', workspace: w.workspace, error: message(err) });
@@ -200,7 +215,17 @@ export class EscrowWalletService implements WalletService {
   }
 
   private async holdPerRequest(w: EscrowWallet, traceId: string, amount: bigint): Promise<HoldResult> {
-    const r = await this.fallback.hold(w.workspace, traceId, amount);
+    let r: HoldResult;
+    try {
+      r = await this.fallback.hold(w.workspace, traceId, amount);
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'store_unavailable') this.markDown();
+      throw err;
+    }
+    if (this.storeDown) {
+      this.storeDown = false;
+      this.log('escrow_resumed', {});
+    }
     if (r.ok) this.perRequest.add(traceId);
     return r;
   }
@@ -239,6 +264,7 @@ export class EscrowWalletService implements WalletService {
       try {
         return await this.settles.settle(settle);
       } catch (err) {
+        if (isUnavailable(err)) this.markDown();
         if (!isUnavailable(err) || attempt >= attempts) {
           this.log('settlement_failed', { trace_id: settle.traceId, error: message(err) });
           throw err;
