@@ -132,7 +132,14 @@ async function escrowRound(n, ws, credit) {
   const verify = await nodes[0].store.wallets.verify();
   for (const x of nodes) await x.store.close();
   const overdraft = w.balance < 0n || w.balance !== credit - charged || w.held !== 0n;
-  return { perSec: done / secs, refused, meanBatch: batches ? settlements / batches : 0, overdraft, verify: verify.ok, problems: verify.problems.slice(0, 3) };
+  return {
+    perSec: done / secs,
+    refused,
+    meanBatch: batches ? settlements / batches : 0,
+    overdraft,
+    verify: verify.ok,
+    problems: verify.problems.slice(0, 3),
+  };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -159,9 +166,13 @@ if (ESCROW) {
         rounds.map((x) => fmtInt(x.perSec)).join(' / '),
         fmtInt(median(rounds.map((x) => x.perSec))),
         fmt(median(rounds.map((x) => x.meanBatch)), 1),
-        ok ? 'none, verify ok' : JSON.stringify(rounds.map((x) => ({ o: x.overdraft, v: x.verify, r: x.refused, p: x.problems }))),
+        ok
+          ? 'none, verify ok'
+          : JSON.stringify(rounds.map((x) => ({ o: x.overdraft, v: x.verify, r: x.refused, p: x.problems }))),
       ]);
-      log(`escrow, ${n} clients over ${NODES} nodes: ${rounds.map((x) => fmtInt(x.perSec)).join(' / ')} /s (mean batch ${fmt(median(rounds.map((x) => x.meanBatch)), 1)})${ok ? '' : ' PROBLEM'}`);
+      log(
+        `escrow, ${n} clients over ${NODES} nodes: ${rounds.map((x) => fmtInt(x.perSec)).join(' / ')} /s (mean batch ${fmt(median(rounds.map((x) => x.meanBatch)), 1)})${ok ? '' : ' PROBLEM'}`,
+      );
     }
   } finally {
     await pgSrv.stop();

@@ -89,9 +89,7 @@ export class EscrowWallet {
 
   /** The size a slice should have now: the recent rate over `sliceMs`, at least two of the largest holds. */
   target(): bigint {
-    const rate = this.windowNano > this.lastWindowNano ? this.windowNano : this.lastWindowNano;
-    const two = this.maxHold * 2n;
-    return rate > two ? rate : two;
+    return maxOf(maxOf(this.windowNano, this.lastWindowNano), this.maxHold * 2n);
   }
 
   /** Available balance below which the wallet is admitted per request. */
@@ -99,3 +97,5 @@ export class EscrowWallet {
     return this.maxHold * BigInt(this.tuning.fallbackHolds);
   }
 }
+
+const maxOf = (a: bigint, b: bigint): bigint => (a > b ? a : b);

@@ -88,7 +88,13 @@ export class EscrowWalletService implements WalletService {
     this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
     this.renewMs = opts.renewMs ?? LEASE_RENEW_MS;
     this.log = opts.log ?? (() => undefined);
-    const fallbackOpts = { clock: opts.clock, node: opts.node, leaseMs: this.leaseMs, renewMs: this.renewMs, timer: false };
+    const fallbackOpts = {
+      clock: opts.clock,
+      node: opts.node,
+      leaseMs: this.leaseMs,
+      renewMs: this.renewMs,
+      timer: false,
+    };
     this.fallback = new PgWalletService(store, opts.log ? { ...fallbackOpts, log: opts.log } : fallbackOpts);
     this.settles = new SliceSettleBatcher(store.slices, opts.clock);
     this.lastRenew = opts.clock.now();
@@ -134,7 +140,10 @@ export class EscrowWalletService implements WalletService {
         // A slice statement whose outcome is unknown leaves the database holding at most more than
         // this node counts: it is given back with the slice, or lapses with its lease.
         this.log('store_unavailable', { during: 'slice_take', workspace: w.workspace, error: message(err) });
-        throw new GatewayError('store_unavailable', 'the wallet store (PostgreSQL) does not answer; the request was not admitted');
+        throw new GatewayError(
+          'store_unavailable',
+          'the wallet store (PostgreSQL) does not answer; the request was not admitted',
+        );
       }
       if (!grown) return this.holdPerRequest(w, traceId, amount);
     }
@@ -246,7 +255,8 @@ export class EscrowWalletService implements WalletService {
     // needs a provider that ignores max_tokens.
     const room = s.free();
     const charge = cost <= room ? cost : room;
-    if (charge !== cost) this.log('settlement_capped', { trace_id: traceId, cost: String(cost), charged: String(charge) });
+    if (charge !== cost)
+      this.log('settlement_capped', { trace_id: traceId, cost: String(cost), charged: String(charge) });
     s.size -= charge;
     s.settling++;
     s.lastUsed = this.opts.clock.now();

@@ -137,7 +137,15 @@ export class PgSlices {
    * max(need, floor) is available — in one statement. Nothing changes when it is not.
    */
   async take(
-    req: { workspace: string; sliceId: string; grow: boolean; want: bigint; need: bigint; floor: bigint; fraction: bigint },
+    req: {
+      workspace: string;
+      sliceId: string;
+      grow: boolean;
+      want: bigint;
+      need: bigint;
+      floor: bigint;
+      fraction: bigint;
+    },
     now: number,
     node: string,
     leaseMs = HOLD_LEASE_MS,
@@ -147,12 +155,26 @@ export class PgSlices {
       [req.need, 'need'],
       [req.floor, 'floor'],
     ] as const)
-      if (v < 0n || v > MAX_WALLET_NANO) throw new RangeError(`a slice's ${what} must be within 0 … ${MAX_WALLET_NANO}`);
+      if (v < 0n || v > MAX_WALLET_NANO)
+        throw new RangeError(`a slice's ${what} must be within 0 … ${MAX_WALLET_NANO}`);
     if (req.fraction < 1n) throw new RangeError('a slice fraction is at least 1');
-    const r = await this.pool.query<{ granted: bigint | null; available: bigint | null; open: bigint; written: bigint }>(
-      TAKE_SQL,
-      [req.workspace, req.sliceId, req.want, req.need, req.fraction, req.floor, req.grow, now, node, now + leaseMs],
-    );
+    const r = await this.pool.query<{
+      granted: bigint | null;
+      available: bigint | null;
+      open: bigint;
+      written: bigint;
+    }>(TAKE_SQL, [
+      req.workspace,
+      req.sliceId,
+      req.want,
+      req.need,
+      req.fraction,
+      req.floor,
+      req.grow,
+      now,
+      node,
+      now + leaseMs,
+    ]);
     const row = r.rows[0];
     const granted = row && row.written > 0n ? (row.granted ?? 0n) : 0n;
     return { granted, available: row?.available ?? null, sliceOpen: !req.grow || (row?.open ?? 0n) > 0n };

@@ -21,7 +21,7 @@ t.teardown(() => server.destroy());
 const LEASE = 30_000;
 const RENEW = 10_000;
 
-async function database(t: Test, clock: ManualClock): Promise<string> {
+async function database(clock: ManualClock): Promise<string> {
   const url = await server.createDatabase();
   const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
   await m.migrate();
@@ -32,7 +32,14 @@ async function database(t: Test, clock: ManualClock): Promise<string> {
 /** A node: its own pool and escrow service on the database. `kill` drops it without a word. */
 async function node(t: Test, url: string, clock: ManualClock, name: string, tuning: Partial<EscrowTuning> = {}) {
   const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
-  const service = new EscrowWalletService(store, { clock, node: name, timer: false, tuning, leaseMs: LEASE, renewMs: RENEW });
+  const service = new EscrowWalletService(store, {
+    clock,
+    node: name,
+    timer: false,
+    tuning,
+    leaseMs: LEASE,
+    renewMs: RENEW,
+  });
   let dead = false;
   t.teardown(async () => {
     if (!dead) await service.close();
@@ -69,7 +76,7 @@ async function count(store: PgStore, sql: string): Promise<number> {
 
 t.test('a slice is taken in one statement, admits in memory, is renewed and returned when idle', async (t) => {
   const clock = new ManualClock();
-  const url = await database(t, clock);
+  const url = await database(clock);
   const a = await node(t, url, clock, 'a');
   await a.store.wallets.credit('w', 1_000_000_000n, 'seed');
   // Cold: the first holds size the slice from the rate they show (it grows as they come).
@@ -87,8 +94,13 @@ t.test('a slice is taken in one statement, admits in memory, is renewed and retu
   t.equal(s[0]?.state, 'open');
   t.equal(await count(a.store, 'SELECT COUNT(*) AS n FROM holds'), 0, 'no per-request hold rows');
   t.equal((await wallet(a.store, 'w')).held, s[0]?.amount, 'the wallet holds the slice');
-  const charged = await Promise.all(Array.from({ length: 20 }, (_, i) => a.service.settle(`r${i}`, 10n * BigInt(i), { model: 'v/m' })));
-  t.ok(charged.every((x) => x), 'every settlement charged');
+  const charged = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => a.service.settle(`r${i}`, 10n * BigInt(i), { model: 'v/m' })),
+  );
+  t.ok(
+    charged.every((x) => x),
+    'every settlement charged',
+  );
   t.ok(a.service.batchStats.batches < 20, `settlements batched (${a.service.batchStats.batches} statements for 20)`);
   t.equal((await wallet(a.store, 'w')).balance, 1_000_000_000n - 1_900n);
   t.equal(await a.service.settle('r3', 30n, {}), false, 'a second settlement of a trace charges nothing');
@@ -108,7 +120,7 @@ t.test('a slice is taken in one statement, admits in memory, is renewed and retu
 
 t.test('a busy slice is renewed, not returned; an idle one goes after idleMs', async (t) => {
   const clock = new ManualClock();
-  const url = await database(t, clock);
+  const url = await database(clock);
   const a = await node(t, url, clock, 'a', { idleMs: 2_000 });
   await a.store.wallets.credit('w', 1_000_000_000n, 'seed');
   t.same(await a.service.hold('w', 'open', 1_000n), { ok: true });
@@ -131,7 +143,7 @@ t.test('a busy slice is renewed, not returned; an idle one goes after idleMs', a
 
 t.test('a killed node’s slice lapses and another node releases it; nothing settled is lost or doubled', async (t) => {
   const clock = new ManualClock();
-  const url = await database(t, clock);
+  const url = await database(clock);
   const a = await node(t, url, clock, 'a');
   const b = await node(t, url, clock, 'b');
   await a.store.wallets.credit('w', 1_000_000n, 'seed');
@@ -145,7 +157,11 @@ t.test('a killed node’s slice lapses and another node releases it; nothing set
   t.equal((await wallet(b.store, 'w')).held, held, 'not before the lease lapsed');
   clock.advance(2);
   const v = await b.store.wallets.verify();
-  t.match(v.problems.join('\n'), /slice a\/.* is open but nothing serves it: its lease lapsed/, 'verify names the orphaned slice');
+  t.match(
+    v.problems.join('\n'),
+    /slice a\/.* is open but nothing serves it: its lease lapsed/,
+    'verify names the orphaned slice',
+  );
   clock.advance(RENEW);
   await b.service.tick();
   t.same(await wallet(b.store, 'w'), { balance: 1_000_000n - 600n, held: 0n }, 'released; the six settlements kept');
@@ -157,7 +173,7 @@ t.test('a killed node’s slice lapses and another node releases it; nothing set
 
 t.test('below the threshold a node admits with per-request holds, exact to the nano-dollar', async (t) => {
   const clock = new ManualClock();
-  const url = await database(t, clock);
+  const url = await database(clock);
   const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
   await a.store.wallets.credit('w', 3_999n, 'seed');
   for (let i = 0; i < 3; i++) t.same(await a.service.hold('w', `r${i}`, 1_000n), { ok: true });
@@ -172,7 +188,7 @@ t.test('below the threshold a node admits with per-request holds, exact to the n
 
 t.test('a wallet that empties moves from a slice to per-request holds and gives its free part back', async (t) => {
   const clock = new ManualClock();
-  const url = await database(t, clock);
+  const url = await database(clock);
   const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
   await a.store.wallets.credit('w', 20_000n, 'seed');
   let admitted = 0;
@@ -180,7 +196,11 @@ t.test('a wallet that empties moves from a slice to per-request holds and gives 
   t.equal(admitted, 20, 'every request the balance covers is admitted, none more');
   const s = await slices(a.store);
   t.ok(s.length >= 1 && (s[0]?.amount ?? 0n) < 20_000n, 'a slice was used while the wallet was above the threshold');
-  t.equal(await count(a.store, "SELECT COUNT(*) AS n FROM holds WHERE state = 'open'") > 0, true, 'then per-request holds');
+  t.equal(
+    (await count(a.store, "SELECT COUNT(*) AS n FROM holds WHERE state = 'open'")) > 0,
+    true,
+    'then per-request holds',
+  );
   t.same(await wallet(a.store, 'w'), { balance: 20_000n, held: 20_000n });
   for (let i = 0; i < 20; i++) await a.service.settle(`r${i}`, 500n, {});
   await a.service.flush();
@@ -190,7 +210,7 @@ t.test('a wallet that empties moves from a slice to per-request holds and gives 
 
 t.test('a request is refused only when the database’s available balance cannot cover it', async (t) => {
   const clock = new ManualClock();
-  const url = await database(t, clock);
+  const url = await database(clock);
   const a = await node(t, url, clock, 'a', { fallbackHolds: 4, idleMs: 2_000 });
   const b = await node(t, url, clock, 'b', { fallbackHolds: 4 });
   await a.store.wallets.credit('w', 10_000n, 'seed');
@@ -215,14 +235,22 @@ t.test('property: two nodes on one wallet never overdraw, and the books stay exa
   const clock = new ManualClock();
   await fc.assert(
     fc.asyncProperty(
-      fc.array(fc.record({ node: fc.nat(1), amount: fc.bigInt({ min: 0n, max: 3_000n }), cost: fc.nat(100), release: fc.boolean() }), {
-        minLength: 5,
-        maxLength: 60,
-      }),
+      fc.array(
+        fc.record({
+          node: fc.nat(1),
+          amount: fc.bigInt({ min: 0n, max: 3_000n }),
+          cost: fc.nat(100),
+          release: fc.boolean(),
+        }),
+        {
+          minLength: 5,
+          maxLength: 60,
+        },
+      ),
       fc.bigInt({ min: 1_000n, max: 40_000n }),
       fc.constantFrom<Partial<EscrowTuning>>({}, { fallbackHolds: 0, probeMs: 0 }, { fallbackHolds: 2 }),
       async (reqs, credit, tuning) => {
-        const url = await database(t, clock);
+        const url = await database(clock);
         const nodes = [await node(t, url, clock, 'a', tuning), await node(t, url, clock, 'b', tuning)];
         const store = nodes[0]?.store as PgStore;
         await store.wallets.credit('w', credit, 'seed');

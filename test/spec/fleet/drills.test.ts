@@ -165,7 +165,11 @@ t.test(
       await sleep(100);
       held = (await store.wallets.show('open', Date.now())).held;
     }
-    t.equal(held, 0n, `idle slices returned (${w.held} nano-USD held after the bursts, none ${Date.now() - since} ms later)`);
+    t.equal(
+      held,
+      0n,
+      `idle slices returned (${w.held} nano-USD held after the bursts, none ${Date.now() - since} ms later)`,
+    );
     t.ok(Date.now() - since < 4_000, 'within the idle time and a tick');
   },
 );
