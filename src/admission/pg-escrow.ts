@@ -310,7 +310,11 @@ export class EscrowWalletService implements WalletService {
     const now = this.opts.clock.now();
     try {
       await this.returnIdle(now, false);
-      if (now - this.lastRenew < this.renewMs) return;
+    } catch (err) {
+      this.log('slice_return_failed', { error: message(err) });
+    }
+    if (now - this.lastRenew < this.renewMs) return;
+    try {
       this.lastRenew = now;
       await this.renewSlices(now);
       const swept = await this.store.slices.sweep(now);

@@ -281,3 +281,32 @@ t.test('property: two nodes on one wallet never overdraw, and the books stay exa
   );
   t.pass('15 random races kept the wallet exact and never overdrawn');
 });
+
+t.test('a settlement statement retried after it committed is recognised and charges nothing more', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 10_000n, 'seed');
+  const take = await a.store.slices.take(
+    { workspace: 'w', sliceId: 's1', grow: false, want: 4_000n, need: 1_000n, floor: 0n, fraction: 1n },
+    clock.now(),
+    'a',
+  );
+  t.equal(take.granted, 4_000n);
+  t.equal(take.available, 6_000n);
+  const batch = [
+    { traceId: 'x', sliceId: 's1', cost: 300n, details: {} },
+    { traceId: 'y', sliceId: 's1', cost: 200n, details: {} },
+  ];
+  t.same([...(await a.store.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y']);
+  t.same([...(await a.store.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y'], 'the retry finds both charged');
+  t.same(await wallet(a.store, 'w'), { balance: 9_500n, held: 3_500n }, 'charged once');
+  t.equal(await a.store.slices.close('s1', clock.now()), 3_500n, 'closing gives back the rest');
+  t.same(
+    [...(await a.store.slices.settleMany([{ traceId: 'z', sliceId: 's1', cost: 1n, details: {} }], clock.now()))],
+    [],
+    'a closed slice charges nothing',
+  );
+  t.same(await wallet(a.store, 'w'), { balance: 9_500n, held: 0n });
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
