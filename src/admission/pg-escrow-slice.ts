@@ -10,6 +10,9 @@ export interface EscrowTuning {
   sliceMs: number;
   /** Below this many of the wallet's largest recent holds available, admit with per-request holds. */
   fallbackHolds: number;
+  /** A slice is at least this many of the wallet's largest recent holds (a cold start grows it in
+   *  few steps), within `fraction` of the available balance. */
+  minSliceHolds: number;
   /** A slice never takes more than 1/fraction of the available balance beyond the request's need. */
   fraction: number;
   /** A slice with nothing reserved and unused this long is returned (ms). */
@@ -21,6 +24,7 @@ export interface EscrowTuning {
 export const ESCROW_DEFAULTS: EscrowTuning = {
   sliceMs: 1000,
   fallbackHolds: 4,
+  minSliceHolds: 8,
   fraction: 4,
   idleMs: 2000,
   probeMs: 1000,
@@ -87,9 +91,9 @@ export class EscrowWallet {
     return s !== null && !s.lost && now >= this.perRequestUntil && s.free() >= amount;
   }
 
-  /** The size a slice should have now: the recent rate over `sliceMs`, at least two of the largest holds. */
+  /** The size a slice should have now: the recent rate over `sliceMs`, at least `minSliceHolds` of the largest holds. */
   target(): bigint {
-    return maxOf(maxOf(this.windowNano, this.lastWindowNano), this.maxHold * 2n);
+    return maxOf(maxOf(this.windowNano, this.lastWindowNano), this.maxHold * BigInt(this.tuning.minSliceHolds));
   }
 
   /** Available balance below which the wallet is admitted per request. */
