@@ -226,6 +226,13 @@ async function drillBursts(ns) {
     held = (await store.wallets.show('open', Date.now())).held;
   }
   const slicesReturnedMs = held === 0n ? Date.now() - since + 500 : null;
+  // Refused only when the database's available balance (every slice counted as held) could not
+  // cover the hold: each 402 names what the wallet had available at its hold statement.
+  const refusedWhileCovered = all.filter((x) => {
+    if (x.status !== 402) return false;
+    const m = /the wallet has \$([0-9.]+) available/.exec(x.body);
+    return m === null || decimalToNano(m[1]) >= hold;
+  }).length;
   const s = await settlement(all);
   return {
     requests: all.length,
@@ -236,6 +243,7 @@ async function drillBursts(ns) {
     overdraft: minBalance < 0n || w.balance < 0n ? 1 : 0,
     heldAfter: String(w.held),
     openHoldsAfter: w.openHolds,
+    refusedWhileCovered,
     slicesReturnedMs,
     ...s,
     ledgerVerify: ledgerVerify(),
@@ -493,6 +501,7 @@ if (results.bursts)
     ['bursts: overdraft 0', results.bursts.overdraft === 0],
     ['bursts: none lost or doubled', results.bursts.lost === 0 && results.bursts.doubled === 0],
     ['bursts: ledger verify ok', results.bursts.ledgerVerify.ok],
+    ['bursts: no 402 while the database covered the hold', results.bursts.refusedWhileCovered === 0],
     [
       'bursts: no hold open, idle slices back within 4 s',
       results.bursts.openHoldsAfter === 0 &&

@@ -148,6 +148,14 @@ t.test(
       'every answer a 200 or a 402',
     );
     t.ok(ok.length >= 5, `${ok.length} of ${all.length} answered`);
+    // Refused only when the database's available balance (every node's slice counted as held)
+    // could not cover the hold: each 402 names what the wallet had available at its hold statement.
+    const refused = all.filter((x) => x.status === 402);
+    const covered = refused.filter((x) => {
+      const m = /the wallet has \$([0-9.]+) available/.exec(x.body);
+      return m === null || decimalToNano(m[1] as string) >= hold;
+    });
+    t.equal(covered.length, 0, `none of the ${refused.length} refusals while the database covered the hold`);
     const rows = await settled(ok.map((x) => x.trace as string));
     t.equal(rows.size, ok.length, 'every answer settled');
     t.ok(
