@@ -34,6 +34,8 @@ import { SliceSettleBatcher } from './pg-escrow-settle-batch.ts';
 import { PgWalletService } from './pg-wallet-service.ts';
 
 const RETRY_MS = 200;
+/** Per-request holds tried again when refused while the balance read after covered them. */
+const REFUSAL_RETRIES = 8;
 /** How often the timer looks for idle slices (and, every renew interval, renews and sweeps). */
 const TICK_MS = 500;
 
@@ -227,6 +229,11 @@ export class EscrowWalletService implements WalletService {
     let r: HoldResult;
     try {
       r = await this.fallback.hold(w.workspace, traceId, amount);
+      // Refused, yet the balance read just after covers the hold: closes and slice returns freed
+      // money in between (many nodes on a wallet near empty). A refused statement wrote nothing, so
+      // try again — a bounded number of times — rather than refuse what the database now covers.
+      for (let again = 0; !r.ok && r.available >= amount && again < REFUSAL_RETRIES; again++)
+        r = await this.fallback.hold(w.workspace, traceId, amount);
     } catch (err) {
       if (err instanceof GatewayError && err.code === 'store_unavailable') this.markDown();
       throw err;
