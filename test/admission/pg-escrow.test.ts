@@ -310,3 +310,62 @@ t.test('a settlement statement retried after it committed is recognised and char
   t.same(await wallet(a.store, 'w'), { balance: 9_500n, held: 0n });
   t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
 });
+
+t.test('a slice grant is the need plus a share of what is left, and none below the floor', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 100_000n, 'seed');
+  const take = (sliceId: string, want: bigint, need: bigint, floor: bigint) =>
+    a.store.slices.take({ workspace: 'w', sliceId, grow: false, want, need, floor, fraction: 4n }, clock.now(), 'a');
+  // 1,000 needed, up to 80,000 wanted: the need plus a quarter of the 99,000 beyond it.
+  t.same(await take('s1', 80_000n, 1_000n, 0n), { granted: 25_750n, available: 74_250n, sliceOpen: true });
+  t.same(
+    await take('s2', 80_000n, 1_000n, 0n),
+    { granted: 19_312n, available: 54_938n, sliceOpen: true },
+    'smaller as the wallet empties',
+  );
+  t.same(
+    await take('s3', 2_000n, 1_000n, 0n),
+    { granted: 2_000n, available: 52_938n, sliceOpen: true },
+    'never more than wanted',
+  );
+  t.same(
+    await take('s4', 80_000n, 1_000n, 60_000n),
+    { granted: 0n, available: 52_938n, sliceOpen: true },
+    'below the floor: nothing',
+  );
+  t.same(
+    await take('s5', 80_000n, 60_000n, 0n),
+    { granted: 0n, available: 52_938n, sliceOpen: true },
+    'beyond what is available: nothing',
+  );
+  t.equal(await count(a.store, 'SELECT COUNT(*) AS n FROM slices'), 3, 'a refused take writes no slice');
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('PostgreSQL stopped: a node stops admitting from its slice (503), and resumes when it answers', async (t) => {
+  const own = await startPrivatePg();
+  t.teardown(() => own.destroy());
+  const clock = new ManualClock();
+  const url = await own.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.wallets.credit('w', 1_000_000_000n, 'seed');
+  await m.close();
+  const a = await node(t, url, clock, 'a');
+  t.same(await a.service.hold('w', 'before', 1_000n), { ok: true });
+  t.equal(await a.service.settle('before', 10n, {}), true);
+  const free = a.service.hold('w', 'probe', 1_000n);
+  t.ok(!(free instanceof Promise), 'the slice admits in memory while PostgreSQL answers');
+  a.service.release('probe');
+  await own.stop();
+  // The pooled connections PostgreSQL closed tell the node at once.
+  await new Promise((resolve) => setImmediate(resolve));
+  await t.rejects(async () => a.service.hold('w', 'during', 1_000n), { code: 'store_unavailable' }, 'fails closed');
+  await own.start();
+  t.same(await a.service.hold('w', 'after', 1_000n), { ok: true }, 'served again once PostgreSQL answers');
+  t.ok(!(a.service.hold('w', 'after2', 1_000n) instanceof Promise), 'and from the slice again');
+  a.service.release('after');
+  a.service.release('after2');
+});
