@@ -25,6 +25,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
+import { MAX_WALLET_NANO } from '../money.ts';
 import type { LedgerDetails } from '../store/types.ts';
 import { WalletError } from '../store/wallets.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store-pg/pg-store.ts';
@@ -112,6 +113,10 @@ export class EscrowWalletService implements WalletService {
 
   hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
     if (this.closed) throw new GatewayError('store_unavailable', 'the gateway is shutting down');
+    if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
+    if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
+    if (typeof amount !== 'bigint' || amount < 0n || amount > MAX_WALLET_NANO)
+      throw new RangeError(`a hold must be a bigint amount of nano-USD within 0 … ${MAX_WALLET_NANO}`);
     if (this.reservations.has(traceId) || this.perRequest.has(traceId) || this.deciding.has(traceId))
       throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
     const now = this.opts.clock.now();

@@ -369,3 +369,17 @@ t.test('PostgreSQL stopped: a node stops admitting from its slice (503), and res
   a.service.release('after');
   a.service.release('after2');
 });
+
+t.test('a hold out of range is refused before anything is reserved', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 1_000_000n, 'seed');
+  t.same(await a.service.hold('w', 'ok', 1_000n), { ok: true });
+  t.throws(() => a.service.hold('w', 'neg', -5_000n), RangeError, 'a negative hold would add to the slice');
+  t.throws(() => a.service.hold('w', 'big', 2n ** 63n), RangeError);
+  t.throws(() => a.service.hold('', 'nows', 1n), RangeError);
+  a.service.release('ok');
+  await a.service.flush();
+  t.same(await wallet(a.store, 'w'), { balance: 1_000_000n, held: 0n });
+});
