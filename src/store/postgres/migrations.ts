@@ -2,7 +2,7 @@
 // checked (never run) by `serve`, so that a fleet of nodes never races to change its schema at start.
 // Append new migrations; never edit one that has shipped (`schema_migrations` records what ran).
 //
-// The tables mirror the embedded store's (src/store/migrations.ts) so `ledger verify` checks the
+// The tables mirror the embedded store's (src/store/sqlite/migrations.ts) so `ledger verify` checks the
 // same invariants and `migrate --from FILE` copies rows as they are. Differences: holds carry a lease
 // (`lease_until`, epoch ms) instead of an owner pid, since a hold's owner may be on another machine;
 // `store_changes` counts writes to keys and secrets so every node drops its caches after a CLI change.
@@ -129,7 +129,7 @@ CREATE TRIGGER secrets_changed AFTER INSERT OR UPDATE OR DELETE ON secrets FOR E
   {
     version: 2,
     name: 'operators-audit',
-    // Named operator accounts and the append-only audit trail (src/store-pg/operators.ts), as the
+    // Named operator accounts and the append-only audit trail (src/store/postgres/operators.ts), as the
     // embedded store's migration 5.
     sql: `
 CREATE TABLE operators (
@@ -153,6 +153,30 @@ CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
 CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+`,
+  },
+  {
+    version: 3,
+    name: 'wallet-slices',
+    // Escrow (src/store-pg/slices.ts): a node reserves a slice of a wallet's available balance,
+    // counted in the wallet's held amount and leased like a hold, and admits against it in memory.
+    // A settlement out of a slice is a ledger settle row naming its slice (no hold row of its own).
+    sql: `
+CREATE TABLE slices (
+  id           TEXT PRIMARY KEY,
+  workspace    TEXT NOT NULL REFERENCES wallets(workspace),
+  amount_nano  BIGINT NOT NULL CHECK (amount_nano >= 0),
+  spent_nano   BIGINT NOT NULL DEFAULT 0 CHECK (spent_nano >= 0),
+  state        TEXT NOT NULL CHECK (state IN ('open', 'returned', 'lapsed')),
+  node         TEXT NOT NULL,
+  created_at   BIGINT NOT NULL,
+  lease_until  BIGINT NOT NULL,
+  closed_at    BIGINT
+);
+CREATE INDEX slices_open ON slices(workspace) WHERE state = 'open';
+CREATE INDEX slices_lease ON slices(lease_until) WHERE state = 'open';
+ALTER TABLE ledger ADD COLUMN slice_id TEXT;
+CREATE INDEX ledger_slice ON ledger(slice_id) WHERE slice_id IS NOT NULL;
 `,
   },
 ];
