@@ -13,7 +13,12 @@
 //             streams: 503 store_unavailable while PostgreSQL is down, no overdraft, no ledger row
 //             lost, and the time until every node answers 200 again by itself
 //
-//   node bench/run.js fleet-drills [--quick]      (--quick: 10 bursts of 60, 3 kills)
+// The nodes admit by escrow (the default, docs/fleet.md "Escrow"): the bursts also report what the
+// nodes' slices held after the last burst and how long until the idle slices were back; the kills
+// count each victim's orphaned slices with its holds and time their release the same way.
+// `--per-request` runs the nodes with `--wallet-admission per-request` instead.
+//
+//   node bench/run.js fleet-drills [--quick] [--per-request]      (--quick: 10 bursts of 60, 3 kills)
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -27,6 +32,7 @@ import { startSimulator } from './lib/stack.mjs';
 import { fmtInt, log, machineInfo, parseFlags } from './lib/stats.mjs';
 
 const flags = parseFlags(process.argv.slice(2));
+const PER_REQUEST = process.argv.includes('--per-request');
 const P = flags.quick ? { bursts: 10, burst: 60, kills: 3 } : { bursts: 100, burst: 200, kills: 20 };
 const CONFIG = join(ROOT, 'test', 'fixtures', 'config', 'gateway');
 const HOLD_LEASE_MS = 30_000;
@@ -83,7 +89,20 @@ log(
 /** One `serve` node; resolves once it logged `listening`. */
 function startNode() {
   return startServeProcess(
-    ['--config', CONFIG, '--db', url, '--redis', redisSrv.url, '--port', '0', '--upstream-override', sim.url],
+    [
+      '--config',
+      CONFIG,
+      '--db',
+      url,
+      '--redis',
+      redisSrv.url,
+      '--port',
+      '0',
+      '--upstream-override',
+      sim.url,
+      '--wallet-admission',
+      PER_REQUEST ? 'per-request' : 'escrow',
+    ],
     { PI_MASTER_KEY: masterKey },
   );
 }
@@ -199,6 +218,21 @@ async function drillBursts(ns) {
   }
   await sleep(500);
   const w = await store.wallets.show('open', Date.now());
+  // Escrow: what the nodes' slices still hold comes back once they are idle.
+  const since = Date.now();
+  let held = w.held;
+  while (held !== 0n && Date.now() - since < 10_000) {
+    await sleep(50);
+    held = (await store.wallets.show('open', Date.now())).held;
+  }
+  const slicesReturnedMs = held === 0n ? Date.now() - since + 500 : null;
+  // Refused only when the database's available balance (every slice counted as held) could not
+  // cover the hold: each 402 names what the wallet had available at its hold statement.
+  const refusedWhileCovered = all.filter((x) => {
+    if (x.status !== 402) return false;
+    const m = /the wallet has \$([0-9.]+) available/.exec(x.body);
+    return m === null || decimalToNano(m[1]) >= hold;
+  }).length;
   const s = await settlement(all);
   return {
     requests: all.length,
@@ -208,6 +242,9 @@ async function drillBursts(ns) {
     minBalanceNano: String(minBalance),
     overdraft: minBalance < 0n || w.balance < 0n ? 1 : 0,
     heldAfter: String(w.held),
+    openHoldsAfter: w.openHolds,
+    refusedWhileCovered,
+    slicesReturnedMs,
     ...s,
     ledgerVerify: ledgerVerify(),
     holdNano: String(hold),
@@ -253,15 +290,20 @@ async function drillKill(a, b) {
     const orphans = await store.pool.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'open' AND node LIKE $1", [
       `%:${victim.pid}:%`,
     ]);
+    const orphanSlices = await store.pool.query(
+      "SELECT COUNT(*) AS n FROM slices WHERE state = 'open' AND node LIKE $1",
+      [`%:${victim.pid}:%`],
+    );
     rounds.push({
       pid: victim.pid,
       killedAt,
       orphans: Number(orphans.rows[0].n),
+      orphanSlices: Number(orphanSlices.rows[0].n),
       answered: answers.filter(complete).length,
       cut: answers.filter((x) => !complete(x)).length,
     });
     log(
-      `sigkill: round ${r + 1}/${P.kills}: ${rounds.at(-1).orphans} orphaned holds, ${rounds.at(-1).cut} requests cut`,
+      `sigkill: round ${r + 1}/${P.kills}: ${rounds.at(-1).orphans} orphaned holds, ${rounds.at(-1).orphanSlices} orphaned slices, ${rounds.at(-1).cut} requests cut`,
     );
   }
   // The surviving nodes' sweepers (every 10 s) release each orphan once its 30 s lease lapsed.
@@ -269,17 +311,32 @@ async function drillKill(a, b) {
   let open = 1;
   while (Date.now() < deadline) {
     open = Number((await store.pool.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'open'")).rows[0].n);
+    for (const r of rounds)
+      open += Number(
+        (
+          await store.pool.query("SELECT COUNT(*) AS n FROM slices WHERE state = 'open' AND node LIKE $1", [
+            `%:${r.pid}:%`,
+          ])
+        ).rows[0].n,
+      );
     if (open === 0) break;
     await sleep(500);
   }
   const releaseMs = [];
+  const sliceReleaseMs = [];
   for (const r of rounds) {
     const q = await store.pool.query(
       "SELECT closed_at FROM holds WHERE node LIKE $1 AND state = 'released' AND closed_at >= $2",
       [`%:${r.pid}:%`, r.killedAt],
     );
     for (const row of q.rows) releaseMs.push(Number(row.closed_at) - r.killedAt);
+    const sq = await store.pool.query(
+      "SELECT closed_at FROM slices WHERE node LIKE $1 AND state = 'lapsed' AND closed_at >= $2",
+      [`%:${r.pid}:%`, r.killedAt],
+    );
+    for (const row of sq.rows) sliceReleaseMs.push(Number(row.closed_at) - r.killedAt);
   }
+  sliceReleaseMs.sort((x, y) => x - y);
   releaseMs.sort((x, y) => x - y);
   const lapsed = Number(
     (
@@ -297,6 +354,12 @@ async function drillKill(a, b) {
     releasedByLease: lapsed,
     stillOpen: open,
     releaseAfterKillMs: { min: releaseMs[0] ?? null, max: releaseMs.at(-1) ?? null, n: releaseMs.length },
+    orphanedSlices: rounds.reduce((n, r) => n + r.orphanSlices, 0),
+    sliceReleaseAfterKillMs: {
+      min: sliceReleaseMs[0] ?? null,
+      max: sliceReleaseMs.at(-1) ?? null,
+      n: sliceReleaseMs.length,
+    },
     ...s,
     ledgerVerify: ledgerVerify(),
     seconds: (performance.now() - t0) / 1000,
@@ -438,6 +501,13 @@ if (results.bursts)
     ['bursts: overdraft 0', results.bursts.overdraft === 0],
     ['bursts: none lost or doubled', results.bursts.lost === 0 && results.bursts.doubled === 0],
     ['bursts: ledger verify ok', results.bursts.ledgerVerify.ok],
+    ['bursts: no 402 while the database covered the hold', results.bursts.refusedWhileCovered === 0],
+    [
+      'bursts: no hold open, idle slices back within 4 s',
+      results.bursts.openHoldsAfter === 0 &&
+        results.bursts.slicesReturnedMs !== null &&
+        results.bursts.slicesReturnedMs <= 4_000,
+    ],
   );
 if (results.rpm)
   checks.push(
@@ -451,6 +521,10 @@ if (results.sigkill)
     [
       'sigkill: released within lease + sweep interval',
       (results.sigkill.releaseAfterKillMs.max ?? 0) <= HOLD_LEASE_MS + 10_000 + 1_000,
+    ],
+    [
+      'sigkill: orphaned slices released within lease + sweep interval',
+      (results.sigkill.sliceReleaseAfterKillMs.max ?? 0) <= HOLD_LEASE_MS + 10_000 + 1_000,
     ],
   );
 if (results.restart)

@@ -8,7 +8,16 @@
 // (src/fleet/pg-wallet-service.ts), which sends the settlements of one event-loop turn as one
 // statement: on one wallet, the row is then updated once per turn for all of that turn's settlements.
 //
-//   node bench/run.js hot-wallet [--quick] [--fsync]
+//
+// `--escrow` measures instead what a fleet runs by default: three nodes (three escrow wallet
+// services, src/fleet/pg-escrow.ts, each on its own pool) on ONE wallet, clients spread over
+// them, each looping hold → settle. A node admits against its slice in memory and writes its
+// settlements in batches (one statement in flight per node), so the wallet row is locked once per
+// batch. After each run: no overdraft (the balance is the credit minus exactly what was charged, and
+// nothing stays held once the services closed) and `ledger verify` clean. `--rounds N` (default 3):
+// the medians of N runs per client count.
+//
+//   node bench/run.js hot-wallet [--quick] [--fsync] [--escrow [--rounds N]]
 import { join } from 'node:path';
 import { TREE, ensureBuilt } from './lib/proc.mjs';
 import { havePostgres, startPostgres } from './lib/services.mjs';
@@ -18,6 +27,10 @@ const flags = parseFlags(process.argv.slice(2));
 const DURATION_MS = flags.quick ? 2000 : 5000;
 const FSYNC = process.argv.includes('--fsync');
 const CLIENTS = flags.quick ? [1, 8, 32] : [1, 4, 16, 64];
+const ESCROW = process.argv.includes('--escrow');
+const ESCROW_CLIENTS = flags.quick ? [96, 192] : [48, 96, 192, 384];
+const ROUNDS = flags.rounds ?? 3;
+const NODES = 3;
 if (!havePostgres()) {
   log('hot-wallet: no PostgreSQL binaries on this machine; nothing to run');
   process.exit(0);
@@ -26,6 +39,7 @@ ensureBuilt();
 const { openPgStore } = await import(join(TREE, 'dist', 'src', 'store', 'postgres', 'store.js'));
 const { PgWalletService } = await import(join(TREE, 'dist', 'src', 'admission', 'pg-wallet-service.js'));
 const { systemClock } = await import(join(TREE, 'dist', 'src', 'clock.js'));
+const { EscrowWalletService } = await import(join(TREE, 'dist', 'src', 'admission', 'pg-escrow.js'));
 const pgSrv = await startPostgres({ fsync: FSYNC });
 const HOLD = 130_000n;
 const COST = 20_000n;
@@ -81,6 +95,93 @@ async function run(path, n, walletOf) {
   const secs = (performance.now() - t0) / 1000;
   await sampler;
   return { perSec: done / secs, meanLockWaiters: samples ? lockWaitSamples / samples : 0 };
+}
+
+/** One escrow round: `n` clients over NODES nodes on the wallet `ws` (credited `credit`). */
+async function escrowRound(n, ws, credit) {
+  const nodes = [];
+  for (let i = 0; i < NODES; i++) {
+    const store = await openPgStore(pgSrv.url, { poolMax: 4 });
+    nodes.push({ store, service: new EscrowWalletService(store, { clock: systemClock, node: `bench-${i}` }) });
+  }
+  let done = 0;
+  let refused = 0;
+  let charged = 0n;
+  const end = performance.now() + DURATION_MS;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const { service } = nodes[i % NODES];
+      while (performance.now() < end) {
+        const trace = `e${++seq}`;
+        const h = await service.hold(ws, trace, HOLD);
+        if (!h.ok) {
+          refused++;
+          continue;
+        }
+        if (await service.settle(trace, COST, { model: 'bench' })) charged += COST;
+        done++;
+      }
+    }),
+  );
+  const secs = (performance.now() - t0) / 1000;
+  const batches = nodes.reduce((a, x) => a + x.service.batchStats.batches, 0);
+  const settlements = nodes.reduce((a, x) => a + x.service.batchStats.settlements, 0);
+  for (const x of nodes) await x.service.close();
+  const w = await nodes[0].store.wallets.show(ws, Date.now());
+  const verify = await nodes[0].store.wallets.verify();
+  for (const x of nodes) await x.store.close();
+  const overdraft = w.balance < 0n || w.balance !== credit - charged || w.held !== 0n;
+  return {
+    perSec: done / secs,
+    refused,
+    meanBatch: batches ? settlements / batches : 0,
+    overdraft,
+    verify: verify.ok,
+    problems: verify.problems.slice(0, 3),
+  };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+if (ESCROW) {
+  const rows = [];
+  const out = { machine: machineInfo(), durationMs: DURATION_MS, fsync: FSYNC, nodes: NODES, rounds: ROUNDS, runs: [] };
+  const CREDIT = 10n ** 15n;
+  try {
+    const setup = await openPgStore(pgSrv.url, { checkSchema: false });
+    await setup.migrate();
+    const wallets = ESCROW_CLIENTS.length * ROUNDS + 1;
+    for (let i = 0; i < wallets; i++) await setup.wallets.credit(`hot${i}`, CREDIT, 'bench');
+    await setup.close();
+    await escrowRound(ESCROW_CLIENTS[0], 'hot0', CREDIT); // warm
+    let w = 1;
+    for (const n of ESCROW_CLIENTS) {
+      const rounds = [];
+      for (let r = 0; r < ROUNDS; r++) rounds.push(await escrowRound(n, `hot${w++}`, CREDIT));
+      const ok = rounds.every((x) => !x.overdraft && x.verify && x.refused === 0);
+      out.runs.push({ clients: n, rounds });
+      rows.push([
+        String(n),
+        rounds.map((x) => fmtInt(x.perSec)).join(' / '),
+        fmtInt(median(rounds.map((x) => x.perSec))),
+        fmt(median(rounds.map((x) => x.meanBatch)), 1),
+        ok
+          ? 'none, verify ok'
+          : JSON.stringify(rounds.map((x) => ({ o: x.overdraft, v: x.verify, r: x.refused, p: x.problems }))),
+      ]);
+      log(
+        `escrow, ${n} clients over ${NODES} nodes: ${rounds.map((x) => fmtInt(x.perSec)).join(' / ')} /s (mean batch ${fmt(median(rounds.map((x) => x.meanBatch)), 1)})${ok ? '' : ' PROBLEM'}`,
+      );
+    }
+  } finally {
+    await pgSrv.stop();
+  }
+  saveResult(FSYNC ? 'hot-wallet-escrow-fsync' : 'hot-wallet-escrow', out);
+  process.stdout.write(
+    `\n## hot wallet, escrow, ${NODES} nodes on one wallet (fsync ${FSYNC ? 'on' : 'off'}): hold + settle per second\n\n${table(['clients', `rounds (${ROUNDS})`, 'median /s', 'settlements per statement (median)', 'overdraft, refusals, ledger verify'], rows)}\n`,
+  );
+  process.exit(0);
 }
 
 const rows = [];

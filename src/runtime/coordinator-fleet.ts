@@ -1,12 +1,14 @@
 // The coordinator's state on a fleet node (`serve --workers N --db postgres://… [--redis …]`): the
-// node's PostgreSQL wallet service (holds leased and renewed, closes of a turn batched), Redis's rate
+// node's PostgreSQL wallet service (escrow by default: the node's slices of each wallet and its
+// settlement batches; or per-request holds), Redis's rate
 // limits and pins (or the node's own), the request log written by the node's batches, and the
 // console reading the fleet's database. Serving threads reach it through the coordinator, as on the
 // embedded store; each reads keys and credentials on its own small pool (serving-thread.ts).
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PgStoreView } from '../fleet/pg-store-view.ts';
-import { PgWalletService } from '../fleet/pg-wallet-service.ts';
+import type { WalletService } from '../admission/admission.ts';
+import { fleetWalletService, type WalletAdmissionMode } from '../fleet/pg-fleet-wallets.ts';
 import type { Clock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
 import { jsonLog } from '../gateway.ts';
@@ -23,11 +25,12 @@ export async function fleetCoordinatorState(
   config: CompiledConfig,
   clock: Clock,
   telemetry: Telemetry,
+  walletAdmission: WalletAdmissionMode = 'escrow',
 ): Promise<CoordinatorState & { location: string }> {
   const log = jsonLog;
   const node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let store: PgStore | null = null;
-  let wallets: PgWalletService | null = null;
+  let wallets: WalletService | null = null;
   try {
     store = await openPgStore(db, {
       clock,
@@ -37,7 +40,7 @@ export async function fleetCoordinatorState(
     await store.secrets.assertUsable();
     // The coordinator's own view: the credentials' names for readiness and the console.
     const view = await PgStoreView.open(store, () => undefined);
-    wallets = new PgWalletService(store, { clock, node, log });
+    wallets = fleetWalletService(store, walletAdmission, { clock, node, log });
     const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log);
     const s = store;
     const w = wallets;

@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PgStoreView } from '../fleet/pg-store-view.ts';
-import { PgWalletService } from '../fleet/pg-wallet-service.ts';
+import type { WalletService } from '../admission/admission.ts';
+import { fleetWalletService, type WalletAdmissionMode } from '../fleet/pg-fleet-wallets.ts';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
@@ -31,12 +32,14 @@ export interface NodeOptions {
   clock?: Clock;
   /** This node's name in hold rows; default host:pid:random. */
   node?: string;
+  /** Wallet admission (default escrow: slices admitted in memory; docs/fleet.md "Escrow"). */
+  walletAdmission?: WalletAdmissionMode;
 }
 
 export interface RunningNode {
   gateway: Gateway<SharedState>;
   store: PgStore;
-  wallets: PgWalletService;
+  wallets: WalletService;
   redis: RedisConnection | null;
   /** Drains nothing: closes the store and Redis (after `gateway.drain()`). */
   close(): Promise<void>;
@@ -49,7 +52,7 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
   const { telemetry, admin } = await startObservability(opts.observability);
   let store: PgStore | null = null;
   let redis: RedisConnection | null = null;
-  let wallets: PgWalletService | null = null;
+  let wallets: WalletService | null = null;
   try {
     store = await openPgStore(opts.db, {
       clock,
@@ -60,7 +63,7 @@ export async function runNode(opts: NodeOptions): Promise<RunningNode> {
     const view = await PgStoreView.open(store, (name, _err, kept) =>
       log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name }),
     );
-    wallets = new PgWalletService(store, { clock, node, log });
+    wallets = fleetWalletService(store, opts.walletAdmission ?? 'escrow', { clock, node, log });
     const settings = opts.config.settings;
     const limits = await fleetLimits(opts.redis, settings, clock, telemetry, log);
     redis = limits.redis;

@@ -22,6 +22,7 @@ import { startObservability } from './runtime.ts';
 import { ServingThreads } from './serving-threads.ts';
 import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { fleetCoordinatorState } from './coordinator-fleet.ts';
+import type { WalletAdmissionMode } from '../fleet/pg-fleet-wallets.ts';
 import { type CoordinatorState, embeddedCoordinatorState } from './coordinator-state.ts';
 
 export interface WorkersOptions {
@@ -32,6 +33,8 @@ export interface WorkersOptions {
   workers: number;
   /** Redis for rate limits and pins, on PostgreSQL only. */
   redis?: string | null;
+  /** Wallet admission on PostgreSQL (default escrow). */
+  walletAdmission?: WalletAdmissionMode;
   upstreamOverride?: string | null;
   observability?: ObservabilityOptions;
   clock?: Clock;
@@ -81,7 +84,7 @@ function claimPort(host: string, port: number): Promise<number> {
 /** The coordinator's state on the store `db` names (a file, or PostgreSQL with `redis`). */
 function coordinatorState(o: WorkersOptions, clock: Clock, telemetry: Telemetry) {
   return isPostgresUrl(o.db)
-    ? fleetCoordinatorState(o.db, o.redis ?? null, o.config, clock, telemetry)
+    ? fleetCoordinatorState(o.db, o.redis ?? null, o.config, clock, telemetry, o.walletAdmission)
     : embeddedCoordinatorState(o.db, o.config, clock);
 }
 

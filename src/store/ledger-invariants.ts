@@ -27,7 +27,11 @@ export type IntegerSum = (expr: string) => string;
  */
 export type HoldRows = 'every' | 'open';
 
-export function ledgerQueries(sum: IntegerSum, holdRows: HoldRows = 'every') {
+/**
+ * `sliceSettles`: the ledger has a `slice_id` column (PostgreSQL's escrow): a settle row naming a
+ * slice was admitted against that slice, not a hold of its own (the store checks slices itself).
+ */
+export function ledgerQueries(sum: IntegerSum, holdRows: HoldRows = 'every', sliceSettles = false) {
   const closed = (l: string) =>
     `EXISTS (SELECT 1 FROM ledger c WHERE c.trace_id = ${l}.trace_id AND c.kind IN ('settle', 'release'))`;
   return {
@@ -44,7 +48,7 @@ export function ledgerQueries(sum: IntegerSum, holdRows: HoldRows = 'every') {
       "SELECT trace_id, kind, COUNT(*) AS n FROM ledger WHERE kind IN ('credit', 'hold') GROUP BY trace_id, kind HAVING COUNT(*) > 1",
     closedWithoutHold: `SELECT c.trace_id, c.kind FROM ledger c
        WHERE c.kind IN ('settle', 'release') AND NOT EXISTS (
-         SELECT 1 FROM ledger h WHERE h.trace_id = c.trace_id AND h.kind = 'hold' AND h.workspace = c.workspace AND h.id < c.id)`,
+         SELECT 1 FROM ledger h WHERE h.trace_id = c.trace_id AND h.kind = 'hold' AND h.workspace = c.workspace AND h.id < c.id)${sliceSettles ? ' AND c.slice_id IS NULL' : ''}`,
     nonPositiveCredits: "SELECT trace_id FROM ledger WHERE kind = 'credit' AND amount_nano <= 0",
     holdsVsLedger: `SELECT h.trace_id, h.workspace, h.amount_nano, h.state, h.cost_nano,
               l.workspace AS l_workspace, l.amount_nano AS l_amount, c.kind AS close_kind, c.amount_nano AS close_amount
@@ -106,7 +110,12 @@ export interface LedgerRows {
 const usd = (nano: bigint): string => `${nanoToDecimal(nano)} USD`;
 
 /** Every wallet recomputed from the ledger and the holds table; one line per disagreement. */
-export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold[] = []): string[] {
+export function ledgerProblems(
+  rows: LedgerRows,
+  unserved: readonly UnservedHold[] = [],
+  /** Per workspace, what its open slices hold (PostgreSQL's escrow): part of the wallet's held. */
+  slicesHeld: ReadonlyMap<string, bigint> = new Map(),
+): string[] {
   const problems: string[] = [];
   const expected = new Map<string, { balance: bigint; held: bigint }>();
   const slot = (ws: string) => {
@@ -116,7 +125,9 @@ export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold
   };
   for (const r of rows.balances) slot(r.workspace).balance = r.balance;
   for (const r of rows.held) slot(r.workspace).held = r.held;
+  for (const [ws, held] of slicesHeld) slot(ws).held += held;
   const openByWs = new Map(rows.openHolds.map((r) => [r.workspace, r.held]));
+  for (const [ws, held] of slicesHeld) openByWs.set(ws, (openByWs.get(ws) ?? 0n) + held);
   const seen = new Set<string>();
   for (const w of rows.wallets) {
     seen.add(w.workspace);
@@ -125,12 +136,12 @@ export function ledgerProblems(rows: LedgerRows, unserved: readonly UnservedHold
       problems.push(`wallet ${w.workspace}: balance ${usd(w.balance_nano)} but the ledger gives ${usd(e.balance)}`);
     if (w.held_nano !== e.held)
       problems.push(
-        `wallet ${w.workspace}: held ${usd(w.held_nano)} but the ledger's open holds sum to ${usd(e.held)}`,
+        `wallet ${w.workspace}: held ${usd(w.held_nano)} but the ledger's open holds${slicesHeld.size > 0 ? ' and slices' : ''} sum to ${usd(e.held)}`,
       );
     const open = openByWs.get(w.workspace) ?? 0n;
     if (w.held_nano !== open)
       problems.push(
-        `wallet ${w.workspace}: held ${usd(w.held_nano)} but the holds table's open holds sum to ${usd(open)}`,
+        `wallet ${w.workspace}: held ${usd(w.held_nano)} but the holds table's open holds${slicesHeld.size > 0 ? ' and slices' : ''} sum to ${usd(open)}`,
       );
   }
   for (const ws of expected.keys())

@@ -1,9 +1,12 @@
 // The wallet-service contract (test/helpers/wallet-service-contract.ts) over every implementation
 // the gateway runs with: the wallet book committing on its own connection, the book behind the
 // writer thread (`serve`), a serving thread's coordinator client over the coordinator
-// (`serve --workers N`), and the PostgreSQL wallet service of a fleet node.
+// (`serve --workers N`), the PostgreSQL wallet service of a fleet node, and the escrow service
+// (slices of the wallet admitted in memory) with and without its per-request fallback.
 import t from 'tap';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
+import { EscrowWalletService } from '../../src/fleet/pg-escrow.ts';
+import type { EscrowTuning } from '../../src/fleet/pg-escrow-slice.ts';
 import { PgWalletService } from '../../src/fleet/pg-wallet-service.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -131,3 +134,48 @@ t.test('PostgreSQL wallet service (fleet node)', async (t) => {
     { propertyRuns: 12 },
   );
 });
+
+/** The escrow service; `ledger` first writes its settlements and gives back every slice's free part,
+ *  so that the wallet's held amount is what its open requests reserved, as the model has it. */
+function escrowContract(name: string, tuning: Partial<EscrowTuning>, propertyRuns: number): void {
+  t.test(name, async (t) => {
+    let server: PrivatePg | null = null;
+    t.before(async () => {
+      server = await startPrivatePg();
+    });
+    t.teardown(() => server?.destroy());
+    walletServiceContract(
+      t,
+      async (t) => {
+        const clock = new ManualClock(NOW);
+        const url = await (server as PrivatePg).createDatabase();
+        const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+        await m.migrate();
+        await m.close();
+        const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
+        const service = new EscrowWalletService(store, { clock, node: 'contract', timer: false, tuning });
+        t.teardown(async () => {
+          await service.close();
+          await store.close();
+        });
+        return {
+          service,
+          credit: async (ws, nano) => {
+            await store.wallets.credit(ws, nano, 'contract');
+            await service.refresh();
+          },
+          ledger: async (ws) => {
+            await service.flush();
+            const v = await store.wallets.show(ws, clock.now());
+            return { balance: v.balance, held: v.held };
+          },
+          verify: () => store.wallets.verify(),
+        };
+      },
+      { propertyRuns },
+    );
+  });
+}
+
+escrowContract('escrow service, slices only (no per-request threshold)', { fallbackHolds: 0, probeMs: 0 }, 12);
+escrowContract('escrow service, default threshold (small wallets go per request)', {}, 6);

@@ -104,6 +104,15 @@ t.test('integers: in range, whole, named', async (t) => {
     /PI_PORT must be an integer from 0 to 65535, got -1/,
     'a bad environment value names the variable',
   );
+  const mode = await cliInProcess(['serve', '--db', 'postgres://127.0.0.1:1/x', '--wallet-admission', 'lazy'], env);
+  t.equal(mode.code, 2);
+  t.match(mode.stderr, /^pi-gateway serve: --wallet-admission must be escrow or per-request, not "lazy"$/m);
+  const embedded = await cliInProcess(['serve', '--wallet-admission', 'escrow'], env);
+  t.equal(embedded.code, 2);
+  t.match(
+    embedded.stderr,
+    /--wallet-admission \(PI_WALLET_ADMISSION\) chooses how fleet nodes share wallets on PostgreSQL; give --db postgres:\/\/… too/,
+  );
 });
 
 t.test('dates are checked against the calendar', async (t) => {

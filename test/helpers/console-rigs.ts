@@ -99,6 +99,9 @@ async function fleetConsoleRig(t: Test, pg: PrivatePg, key: string): Promise<Fle
     port: 0,
     upstreamOverride: sim.url,
     clock,
+    // Per-request holds: the suite compares answers with the embedded store's, whose ledger has a
+    // hold row per request (under escrow a request admitted from a slice has its settle row only).
+    walletAdmission: 'per-request',
     observability: {
       admin: { host: '127.0.0.1', port: adminPort },
       // On for the wallet gauges, read from PostgreSQL at each scrape.

@@ -15,6 +15,7 @@ import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { redactUrl } from '../../store/redact-url.ts';
 import type { CompiledConfig } from '../../config/compiled.ts';
 import type { ObservabilityOptions } from '../observability-options.ts';
+import { WALLET_ADMISSION_MODES, type WalletAdmissionMode } from '../../fleet/pg-fleet-wallets.ts';
 
 const HELP = `Usage: pi-gateway serve [options]
 
@@ -44,6 +45,10 @@ Options:
                             (env PI_REDIS_URL; with --db postgres://… only). Without it a node on
                             PostgreSQL keeps them per node. Redis unreachable: each node falls back
                             to its own limiter and pins and returns to Redis when it answers
+  --wallet-admission MODE   with --db postgres://… only (env PI_WALLET_ADMISSION): escrow (default)
+                            admits each wallet against this node's slice of it, in memory, and
+                            writes settlements in batches; per-request takes one hold statement
+                            per request (slower on one busy wallet; see docs/fleet.md, "Escrow")
   --workers N|auto          serving threads on the public port (env PI_WORKERS, default 1; auto:
                             one per core). With N > 1 this process's main thread coordinates: it
                             owns the database's writes, the wallet book, rate-limit windows,
@@ -75,6 +80,7 @@ interface ServeOptions {
   workers: number;
   workersWarning: string | null;
   observability: ObservabilityOptions;
+  walletAdmission: WalletAdmissionMode | null;
 }
 
 /** Every option of `serve`, read and checked before anything starts (a bad value is a UsageError). */
@@ -89,6 +95,7 @@ function serveOptions(argv: string[]): ServeOptions {
       'upstream-override': { type: 'string' },
       redis: { type: 'string' },
       workers: { type: 'string' },
+      'wallet-admission': { type: 'string' },
       ...OBSERVABILITY_OPTIONS,
     },
     false,
@@ -108,7 +115,16 @@ function serveOptions(argv: string[]): ServeOptions {
     workers: workers.workers,
     workersWarning: workers.warning,
     observability: observabilityOptions(p),
+    walletAdmission: walletAdmission(str(p, 'wallet-admission', 'PI_WALLET_ADMISSION')),
   };
+}
+
+function walletAdmission(v: string | undefined): WalletAdmissionMode | null {
+  if (v === undefined) return null;
+  const mode = WALLET_ADMISSION_MODES.find((m) => m === v);
+  if (mode === undefined)
+    throw new UsageError(`--wallet-admission must be ${WALLET_ADMISSION_MODES.join(' or ')}, not "${v}"`);
+  return mode;
 }
 
 /** Option combinations serve refuses (a usage error), or null. */
@@ -116,6 +132,8 @@ function refusedCombination(o: ServeOptions): string | null {
   const { workers, db, redis } = o;
   if (workers > 1 && (db === ':memory:' || db.startsWith('file::memory:')))
     return `--workers ${workers} shares one database file between threads; give --db FILE`;
+  if (o.walletAdmission !== null && !isPostgresUrl(db))
+    return '--wallet-admission (PI_WALLET_ADMISSION) chooses how fleet nodes share wallets on PostgreSQL; give --db postgres://… too';
   if (redis !== null && !isPostgresUrl(db))
     return '--redis (PI_REDIS_URL) shares rate limits and pins between nodes on one PostgreSQL database; give --db postgres://… too';
   return null;
@@ -138,6 +156,7 @@ export const command: Command = {
       throw err;
     }
     const { configDir, db, host, port, override, redis, workers, observability } = o;
+    const walletAdmission = o.walletAdmission ?? 'escrow';
     applyServingV8Flags();
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
@@ -151,10 +170,21 @@ export const command: Command = {
       });
     if (isPostgresUrl(db) && workers > 1) {
       const common = { config, configDir, source: loaded.source, db, host, port, override, observability };
-      return serveWorkers({ ...common, redis, workers, owner: null });
+      return serveWorkers({ ...common, redis, workers, owner: null, walletAdmission });
     }
     if (isPostgresUrl(db))
-      return serveNode({ config, configDir, source: loaded.source, db, redis, host, port, override, observability });
+      return serveNode({
+        config,
+        configDir,
+        source: loaded.source,
+        db,
+        redis,
+        host,
+        port,
+        override,
+        observability,
+        walletAdmission,
+      });
     let owner: Owner;
     let running: Running;
     try {
@@ -227,6 +257,7 @@ async function serveNode(o: {
   port: number;
   override: string | null;
   observability: ObservabilityOptions;
+  walletAdmission: WalletAdmissionMode;
 }): Promise<number> {
   const { runNode } = await import('../../runtime/node-runtime.ts');
   let running: Awaited<ReturnType<typeof runNode>>;
@@ -239,6 +270,7 @@ async function serveNode(o: {
       port: o.port,
       upstreamOverride: o.override,
       observability: o.observability,
+      walletAdmission: o.walletAdmission,
     });
   } catch (err) {
     process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -259,6 +291,7 @@ async function serveNode(o: {
     access_log: o.observability.accessLog,
     traces: o.observability.tracesUrl,
     hold_lease_ms: 30_000,
+    wallet_admission: o.walletAdmission,
   });
   logCredentialWarnings(
     o.config,
@@ -294,6 +327,7 @@ async function serveWorkers(o: {
   workers: number;
   redis: string | null;
   owner: Owner | null;
+  walletAdmission?: WalletAdmissionMode;
 }): Promise<number> {
   const { runWorkers } = await import('../../runtime/workers-runtime.ts');
   let running: Awaited<ReturnType<typeof runWorkers>>;
@@ -307,6 +341,7 @@ async function serveWorkers(o: {
       redis: o.redis,
       upstreamOverride: o.override,
       observability: o.observability,
+      ...(o.walletAdmission === undefined ? {} : { walletAdmission: o.walletAdmission }),
     });
   } catch (err) {
     o.owner?.release();

@@ -155,6 +155,30 @@ CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log FOR EACH
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
 `,
   },
+  {
+    version: 3,
+    name: 'wallet-slices',
+    // Escrow (src/store/postgres/slices.ts): a node reserves a slice of a wallet's available balance,
+    // counted in the wallet's held amount and leased like a hold, and admits against it in memory.
+    // A settlement out of a slice is a ledger settle row naming its slice (no hold row of its own).
+    sql: `
+CREATE TABLE slices (
+  id           TEXT PRIMARY KEY,
+  workspace    TEXT NOT NULL REFERENCES wallets(workspace),
+  amount_nano  BIGINT NOT NULL CHECK (amount_nano >= 0),
+  spent_nano   BIGINT NOT NULL DEFAULT 0 CHECK (spent_nano >= 0),
+  state        TEXT NOT NULL CHECK (state IN ('open', 'returned', 'lapsed')),
+  node         TEXT NOT NULL,
+  created_at   BIGINT NOT NULL,
+  lease_until  BIGINT NOT NULL,
+  closed_at    BIGINT
+);
+CREATE INDEX slices_open ON slices(workspace) WHERE state = 'open';
+CREATE INDEX slices_lease ON slices(lease_until) WHERE state = 'open';
+ALTER TABLE ledger ADD COLUMN slice_id TEXT;
+CREATE INDEX ledger_slice ON ledger(slice_id) WHERE slice_id IS NOT NULL;
+`,
+  },
 ];
 
 /** Arbitrary constant for pg_advisory_xact_lock: two `migrate` runs at once serialise on it. */

@@ -13,9 +13,11 @@ import { PgApiKeys } from './api-keys.ts';
 import { latestPgVersion, migratePg, pgSchemaVersion } from './migrations.ts';
 import { PgRequestLog } from './request-log.ts';
 import { PgSecrets } from './secrets.ts';
+import { PgSlices } from './slices.ts';
 import { PgWallets } from './wallets.ts';
 
 export { HOLD_LEASE_MS, LEASE_RENEW_MS, PgHolds, type PgHoldResult } from './holds.ts';
+export { PgSlices, type SliceSettle, type SliceTake } from './slices.ts';
 export { isUnavailable, redactUrl, StoreUnavailableError } from './db.ts';
 export { latestPgVersion, PG_MIGRATIONS } from './migrations.ts';
 export { importDump, pgIsEmpty, type ImportCounts } from './import-sqlite.ts';
@@ -39,6 +41,7 @@ export class PgStore implements AdminStore {
   readonly wallets: PgWallets;
   readonly secrets: PgSecrets;
   readonly holds: PgHolds;
+  readonly slices: PgSlices;
   readonly requestLog: PgRequestLog;
   readonly operators: PgOperators;
   readonly audit: PgAuditLog;
@@ -62,6 +65,7 @@ export class PgStore implements AdminStore {
     this.wallets = new PgWallets(pool, clock);
     this.secrets = new PgSecrets(pool, clock, masterKey);
     this.holds = new PgHolds(pool);
+    this.slices = new PgSlices(pool);
     this.operators = new PgOperators(pool, clock);
     this.audit = new PgAuditLog(pool);
     this.requestLog = new PgRequestLog(pool, opts.requestLog, opts.onLogError);

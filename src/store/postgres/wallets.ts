@@ -15,10 +15,11 @@ import {
 } from '../ledger-invariants.ts';
 import { WalletError } from '../errors.ts';
 import { inTransaction, type PgClient, type PgPool } from './db.ts';
+import { sliceFindings } from './slices-verify.ts';
 
 const DAY_MS = 86_400_000;
 // PostgreSQL's SUM of bigint is numeric: cast it back so the rows carry bigints, as SQLite's do.
-const PG_LEDGER_QUERIES = ledgerQueries((expr) => `SUM(${expr})::bigint`);
+const PG_LEDGER_QUERIES = ledgerQueries((expr) => `SUM(${expr})::bigint`, 'every', true);
 
 export class PgWallets {
   private readonly pool: PgPool;
@@ -121,7 +122,7 @@ export class PgWallets {
   }
 
   /**
-   * Every wallet recomputed from the ledger and the holds table; one line per disagreement. An open
+   * Every wallet recomputed from the ledger, the holds and the slices; one line per disagreement. An open
    * hold whose lease lapsed (its node stopped renewing it: it died, or lost the database) and an
    * answered request without its settlement are problems too (src/store/ledger-invariants.ts).
    */
@@ -149,5 +150,6 @@ async function verifyIn(c: PgClient, now: number): Promise<string[]> {
     workspace: h.workspace,
     why: `its lease lapsed ${Number(BigInt(now) - BigInt(h.lease_until))} ms ago (node ${h.node} stopped renewing it); any node's sweeper releases it`,
   }));
-  return ledgerProblems(rows as LedgerRows, unserved);
+  const slices = await sliceFindings(c, now);
+  return [...ledgerProblems(rows as LedgerRows, unserved, slices.held), ...slices.problems];
 }

@@ -1,0 +1,416 @@
+// Wallet admission by reservation (escrow) for a fleet node. The node takes a slice of a wallet's
+// available balance from PostgreSQL in one statement (src/store/postgres/slices.ts: counted as held in
+// the database, leased and renewed like a hold, released by any node when the lease lapses) and
+// admits requests against it in memory: the decision is synchronous (no read-then-write across an
+// await), so it is exact. Settlements are charged out of the slice and written in batches
+// (pg-escrow-settle-batch.ts; a settlement resolves once durable); a release frees its reservation
+// in memory and writes nothing (the slice still holds the money in the database).
+//
+// When the slice cannot cover a hold, the request waits for the wallet's single slice statement in
+// flight (or starts it): the slice grows by the recent rate, never beyond 1/fraction of what is
+// available beyond the request's need, so slices shrink as the wallet empties. When the wallet's
+// available balance is below the threshold (`fallbackHolds` × the largest recent hold), or cannot
+// cover the request with this node's free part, the node gives its free part back and admits that
+// wallet with today's per-request holds (PgWalletService: exact to the nano-dollar) — and tries a
+// slice again after `probeMs`. A request is refused only by a per-request hold, that is only when
+// the database's available balance (every slice counted as held) cannot cover it.
+//
+// An unused slice with nothing reserved is returned after `idleMs`; a node that dies leaves its
+// slices to lapse with the lease, released by any node's sweep. docs/fleet.md states the invariants.
+//
+// PostgreSQL unreachable (fail closed, as per-request holds): as soon as the node learns of it — a
+// pooled connection dropped, or a statement failed — it stops admitting against its slices and
+// admits per request, which refuses with 503 store_unavailable while PostgreSQL does not answer; the
+// first per-request hold that succeeds ends it. Settlements already decided are retried as before.
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import { GatewayError } from '../errors.ts';
+import { MAX_WALLET_NANO } from '../money.ts';
+import type { LedgerDetails } from '../store/types.ts';
+import { WalletError } from '../store/errors.ts';
+import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
+import type { HoldResult, WalletService } from '../admission/admission.ts';
+import { ESCROW_DEFAULTS, EscrowWallet, type EscrowTuning, Slice } from './pg-escrow-slice.ts';
+import { SliceSettleBatcher } from './pg-escrow-settle-batch.ts';
+import { PgWalletService } from './pg-wallet-service.ts';
+
+const RETRY_MS = 200;
+/** Per-request holds tried again when refused while the balance read after covered them. */
+const REFUSAL_RETRIES = 8;
+/** How often the timer looks for idle slices (and, every renew interval, renews and sweeps). */
+const TICK_MS = 500;
+
+export interface EscrowOptions {
+  clock: Clock;
+  /** This node's name in slice and hold rows. */
+  node: string;
+  leaseMs?: number;
+  renewMs?: number;
+  tuning?: Partial<EscrowTuning>;
+  log?: (event: string, fields?: Record<string, unknown>) => void;
+  /** Start the timer (default true; tests drive `tick()` themselves). */
+  timer?: boolean;
+}
+
+interface Reservation {
+  slice: Slice;
+  amount: bigint;
+}
+
+export class EscrowWalletService implements WalletService {
+  private readonly wallets = new Map<string, EscrowWallet>();
+  /** Traces admitted against a slice, not settled or released yet. */
+  private readonly reservations = new Map<string, Reservation>();
+  /** Traces admitted with a per-request hold (the fallback service owns them). */
+  private readonly perRequest = new Set<string>();
+  /** Traces whose admission is being decided (a second hold of one is a duplicate). */
+  private readonly deciding = new Set<string>();
+  /** Slices to give back once PostgreSQL answers again. */
+  private readonly toClose = new Set<string>();
+  private readonly fallback: PgWalletService;
+  private readonly settles: SliceSettleBatcher;
+  private readonly tuning: EscrowTuning;
+  private readonly leaseMs: number;
+  private readonly renewMs: number;
+  private readonly log: (event: string, fields?: Record<string, unknown>) => void;
+  private readonly timer: NodeJS.Timeout | null;
+  private lastRenew: number;
+  private ticking: Promise<void> | null = null;
+  private sliceSeq = 0;
+  private readonly sliceTag = randomUUID().slice(0, 8);
+  private closed = false;
+  /** PostgreSQL did not answer (a dropped connection, a failed statement) since the last success. */
+  private storeDown = false;
+  private readonly store: PgStore;
+  private readonly opts: EscrowOptions;
+
+  constructor(store: PgStore, opts: EscrowOptions) {
+    this.store = store;
+    this.opts = opts;
+    this.tuning = { ...ESCROW_DEFAULTS, ...opts.tuning };
+    this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
+    this.renewMs = opts.renewMs ?? LEASE_RENEW_MS;
+    this.log = opts.log ?? (() => undefined);
+    const fallbackOpts = {
+      clock: opts.clock,
+      node: opts.node,
+      leaseMs: this.leaseMs,
+      renewMs: this.renewMs,
+      timer: false,
+    };
+    this.fallback = new PgWalletService(store, opts.log ? { ...fallbackOpts, log: opts.log } : fallbackOpts);
+    this.settles = new SliceSettleBatcher(store.slices, opts.clock);
+    this.lastRenew = opts.clock.now();
+    this.timer = opts.timer === false ? null : setInterval(() => void this.tick(), Math.min(TICK_MS, this.renewMs));
+    this.timer?.unref();
+    store.pool.on('error', () => this.markDown());
+  }
+
+  private markDown(): void {
+    if (!this.storeDown) this.log('escrow_paused', { why: 'PostgreSQL does not answer; admitting per request' });
+    this.storeDown = true;
+  }
+
+  hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
+    if (this.closed) throw new GatewayError('store_unavailable', 'the gateway is shutting down');
+    if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
+    if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
+    if (typeof amount !== 'bigint' || amount < 0n || amount > MAX_WALLET_NANO)
+      throw new RangeError(`a hold must be a bigint amount of nano-USD within 0 … ${MAX_WALLET_NANO}`);
+    if (this.reservations.has(traceId) || this.perRequest.has(traceId) || this.deciding.has(traceId))
+      throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+    const now = this.opts.clock.now();
+    const w = this.wallet(workspace, now);
+    w.noteDemand(amount, now);
+    if (!this.storeDown && w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
+    this.deciding.add(traceId);
+    return this.holdSlowly(w, traceId, amount).finally(() => this.deciding.delete(traceId));
+  }
+
+  /** The slice could not cover the hold at once: wait for (or start) the wallet's slice statement. */
+  private async holdSlowly(w: EscrowWallet, traceId: string, amount: bigint): Promise<HoldResult> {
+    for (;;) {
+      const now = this.opts.clock.now();
+      if (this.storeDown) return this.holdPerRequest(w, traceId, amount);
+      if (w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
+      if (w.busy !== null) {
+        await w.busy.catch(() => undefined);
+        continue;
+      }
+      if (amount === 0n || now < w.perRequestUntil) return this.holdPerRequest(w, traceId, amount);
+      let grown: boolean;
+      try {
+        grown = await this.exclusive(w, () => this.grow(w, amount));
+      } catch (err) {
+        if (!isUnavailable(err)) throw err;
+        this.markDown();
+        // A slice statement whose outcome is unknown leaves the database holding at most more than
+        // this node counts: it is given back with the slice, or lapses with its lease.
+        this.log('store_unavailable', { during: 'slice_take', workspace: w.workspace, error: message(err) });
+        throw new GatewayError(
+          'store_unavailable',
+          'the wallet store (PostgreSQL) does not answer; the request was not admitted',
+        );
+      }
+      if (!grown) return this.holdPerRequest(w, traceId, amount);
+    }
+  }
+
+  private reserve(w: EscrowWallet, traceId: string, amount: bigint, now: number): HoldResult {
+    const s = w.current as Slice;
+    s.reserved += amount;
+    s.lastUsed = now;
+    this.reservations.set(traceId, { slice: s, amount });
+    return { ok: true };
+  }
+
+  /** Runs one slice statement of the wallet; others wait for it. */
+  private exclusive<T>(w: EscrowWallet, fn: () => Promise<T>): Promise<T> {
+    const run = fn().finally(() => (w.busy = null));
+    w.busy = run;
+    return run;
+  }
+
+  /**
+   * Grows (or opens) the wallet's slice so that it covers `amount`; true when it does now. False:
+   * the wallet is below the threshold or cannot cover the request from this slice — the slice's free
+   * part is given back and the wallet goes to per-request holds until `probeMs` from now.
+   */
+  private async grow(w: EscrowWallet, amount: bigint): Promise<boolean> {
+    const now = this.opts.clock.now();
+    let s = w.current;
+    if (s?.lost) s = w.current = null;
+    const free = s === null ? 0n : s.free();
+    const need = amount - free;
+    const target = w.target() - free;
+    const sliceId = s?.id ?? this.newSliceId();
+    const r = await this.store.slices.take(
+      {
+        workspace: w.workspace,
+        sliceId,
+        grow: s !== null,
+        want: target > need ? target : need,
+        need,
+        floor: w.floor(),
+        fraction: BigInt(this.tuning.fraction),
+      },
+      now,
+      this.opts.node,
+      this.leaseMs,
+    );
+    if (s !== null && !r.sliceOpen) {
+      this.lose(w, s);
+      return true; // try again with a new slice
+    }
+    if (r.granted > 0n) {
+      if (s === null) w.current = new Slice(sliceId, r.granted, now);
+      else s.size += r.granted;
+      return true;
+    }
+    w.perRequestUntil = now + this.tuning.probeMs;
+    if (s !== null) await this.giveBackFree(w, s, now);
+    return false;
+  }
+
+  /** Gives the slice's free part back (all of it, closing the slice, when nothing is reserved). */
+  private async giveBackFree(w: EscrowWallet, s: Slice, now: number): Promise<void> {
+    const free = s.free();
+    try {
+      if (s.reserved === 0n && s.settling === 0) {
+        w.current = null;
+        await this.store.slices.close(s.id, now);
+      } else if (free > 0n) {
+        s.size -= free; // before the await: no admission may use what is on its way back
+        if (!(await this.store.slices.shrink(s.id, free, now))) this.lose(w, s);
+      }
+    } catch (err) {
+      if (!isUnavailable(err)) throw err;
+      if (w.current === null) this.toClose.add(s.id);
+      this.log('store_unavailable', { during: 'slice_return', slice: s.id, error: message(err) });
+    }
+  }
+
+  private async holdPerRequest(w: EscrowWallet, traceId: string, amount: bigint): Promise<HoldResult> {
+    let r: HoldResult;
+    try {
+      r = await this.fallback.hold(w.workspace, traceId, amount);
+      // Refused, yet the balance read just after covers the hold: closes and slice returns freed
+      // money in between (many nodes on a wallet near empty). A refused statement wrote nothing, so
+      // try again — a bounded number of times — rather than refuse what the database now covers.
+      for (let again = 0; !r.ok && r.available >= amount && again < REFUSAL_RETRIES; again++)
+        r = await this.fallback.hold(w.workspace, traceId, amount);
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'store_unavailable') this.markDown();
+      throw err;
+    }
+    if (this.storeDown) {
+      this.storeDown = false;
+      this.log('escrow_resumed', {});
+    }
+    if (r.ok) this.perRequest.add(traceId);
+    return r;
+  }
+
+  async settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean> {
+    const r = this.reservations.get(traceId);
+    if (r === undefined) {
+      this.perRequest.delete(traceId);
+      return this.fallback.settle(traceId, cost, details);
+    }
+    if (typeof cost !== 'bigint' || cost < 0n)
+      throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+    this.reservations.delete(traceId);
+    const s = r.slice;
+    s.reserved -= r.amount;
+    // A cost above the hold comes out of the slice's free part; beyond it, it is not charged (the
+    // slice must keep what other requests reserved). Holds are sized at the worst case, so this
+    // needs a provider that ignores max_tokens.
+    const room = s.free();
+    const charge = cost <= room ? cost : room;
+    if (charge !== cost)
+      this.log('settlement_capped', { trace_id: traceId, cost: String(cost), charged: String(charge) });
+    s.size -= charge;
+    s.settling++;
+    s.lastUsed = this.opts.clock.now();
+    try {
+      return await this.settleDurably({ traceId, sliceId: s.id, cost: charge, details });
+    } finally {
+      s.settling--;
+    }
+  }
+
+  /** Retried while PostgreSQL does not answer, for at most lease − renew interval (by attempts). */
+  private async settleDurably(settle: Parameters<SliceSettleBatcher['settle']>[0]): Promise<boolean> {
+    const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.settles.settle(settle);
+      } catch (err) {
+        if (isUnavailable(err)) this.markDown();
+        if (!isUnavailable(err) || attempt >= attempts) {
+          this.log('settlement_failed', { trace_id: settle.traceId, error: message(err) });
+          throw err;
+        }
+        await sleep(RETRY_MS);
+      }
+    }
+  }
+
+  release(traceId: string): void | Promise<void> {
+    const r = this.reservations.get(traceId);
+    if (r === undefined) {
+      if (!this.perRequest.delete(traceId)) return;
+      return this.fallback.release(traceId);
+    }
+    // The slice keeps the money in the database: nothing to write.
+    this.reservations.delete(traceId);
+    r.slice.reserved -= r.amount;
+    r.slice.lastUsed = this.opts.clock.now();
+  }
+
+  refresh(): void {
+    // Balances live in PostgreSQL; a credit is seen by the next slice statement.
+  }
+
+  /** Returns idle slices; every renew interval renews this node's slices and holds and sweeps lapsed ones. */
+  tick(): Promise<void> {
+    this.ticking ??= this.runTick().finally(() => (this.ticking = null));
+    return this.ticking;
+  }
+
+  private async runTick(): Promise<void> {
+    const now = this.opts.clock.now();
+    try {
+      await this.returnIdle(now, false);
+    } catch (err) {
+      this.log('slice_return_failed', { error: message(err) });
+    }
+    if (now - this.lastRenew < this.renewMs) return;
+    try {
+      this.lastRenew = now;
+      await this.renewSlices(now);
+      const swept = await this.store.slices.sweep(now);
+      if (swept > 0) this.log('released_lapsed_slices', { count: swept });
+      await this.fallback.tick();
+    } catch (err) {
+      this.log('lease_tick_failed', { error: message(err) });
+    }
+  }
+
+  private async renewSlices(now: number): Promise<void> {
+    const open = [...this.wallets.values()].flatMap((w) => (w.current && !w.current.lost ? [w] : []));
+    if (open.length === 0) return;
+    const still = await this.store.slices.renew(
+      open.map((w) => (w.current as Slice).id),
+      now,
+      this.leaseMs,
+    );
+    for (const w of open) if (!still.has((w.current as Slice).id)) this.lose(w, w.current as Slice);
+  }
+
+  /**
+   * Gives back what slices do not use: with `all`, every slice's free part now (the contract
+   * suite's view of the books, and a node's close); else the slices idle for `idleMs`.
+   */
+  async returnIdle(now: number, all: boolean): Promise<void> {
+    for (const id of [...this.toClose]) {
+      await this.store.slices.close(id, now);
+      this.toClose.delete(id);
+    }
+    for (const w of this.wallets.values()) {
+      const s = w.current;
+      if (s === null || w.busy !== null) continue;
+      const idle = s.reserved === 0n && s.settling === 0 && now - s.lastUsed >= this.tuning.idleMs;
+      if (all || idle) await this.exclusive(w, () => this.giveBackFree(w, s, now));
+      if (w.current === null && w.busy === null && now >= w.perRequestUntil) this.wallets.delete(w.workspace);
+    }
+  }
+
+  /** Writes the settlements decided so far and gives back every slice's free part. */
+  async flush(): Promise<void> {
+    await this.settles.drain();
+    await this.returnIdle(this.opts.clock.now(), true);
+  }
+
+  /** Settlement statements and the settlements in them (the bench reports the batch size). */
+  get batchStats(): { batches: number; settlements: number } {
+    return { ...this.settles.stats };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.timer) clearInterval(this.timer);
+    if (this.ticking) await this.ticking;
+    await this.settles.drain();
+    // What is still reserved lapses with the lease if this node stops before it is settled.
+    await this.returnIdle(this.opts.clock.now(), true).catch(() => undefined);
+    await this.fallback.close();
+    this.closed = true;
+  }
+
+  private wallet(workspace: string, now: number): EscrowWallet {
+    let w = this.wallets.get(workspace);
+    if (!w) this.wallets.set(workspace, (w = new EscrowWallet(workspace, this.tuning, now)));
+    return w;
+  }
+
+  private newSliceId(): string {
+    return `${this.opts.node}/${this.sliceTag}/${++this.sliceSeq}`;
+  }
+
+  /** The database no longer holds this slice: admissions against it stop; its open requests'
+   *  settlements charge nothing (as a late settlement of a swept hold). */
+  private lose(w: EscrowWallet, s: Slice): void {
+    s.lost = true;
+    if (w.current === s) w.current = null;
+    this.log('slice_lapsed', { slice: s.id, workspace: w.workspace });
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,385 @@
+// Escrow on PostgreSQL: a node's slice of a wallet is taken in one statement, admits in memory,
+// is renewed, returned when idle and released by any node when its lease lapses; below the
+// threshold the node admits with per-request holds; two nodes on one wallet never overdraw, and a
+// request is refused only when the database's available balance (slices counted as held) cannot
+// cover it. Time is a ManualClock: the tests drive `tick()`.
+import fc from 'fast-check';
+import t, { type Test } from 'tap';
+import { EscrowWalletService } from '../../src/fleet/pg-escrow.ts';
+import type { EscrowTuning } from '../../src/fleet/pg-escrow-slice.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
+import { type PrivatePg, startPrivatePg } from '../helpers/pg.ts';
+import { masterKey } from '../store/sqlite/fixtures/temp-db.ts';
+
+let server: PrivatePg;
+t.before(async () => {
+  server = await startPrivatePg();
+});
+t.teardown(() => server.destroy());
+
+const LEASE = 30_000;
+const RENEW = 10_000;
+
+async function database(clock: ManualClock): Promise<string> {
+  const url = await server.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.close();
+  return url;
+}
+
+/** A node: its own pool and escrow service on the database. `kill` drops it without a word. */
+async function node(t: Test, url: string, clock: ManualClock, name: string, tuning: Partial<EscrowTuning> = {}) {
+  const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
+  const service = new EscrowWalletService(store, {
+    clock,
+    node: name,
+    timer: false,
+    tuning,
+    leaseMs: LEASE,
+    renewMs: RENEW,
+  });
+  let dead = false;
+  t.teardown(async () => {
+    if (!dead) await service.close();
+    await store.close();
+  });
+  return {
+    store,
+    service,
+    /** As SIGKILL: nothing more is written by this node (its pool stays for the teardown). */
+    kill() {
+      dead = true;
+    },
+  };
+}
+
+async function wallet(store: PgStore, ws: string) {
+  const r = await store.pool.query<{ balance: bigint; held: bigint }>(
+    'SELECT balance_nano AS balance, held_nano AS held FROM wallets WHERE workspace = $1',
+    [ws],
+  );
+  return r.rows[0] ?? { balance: 0n, held: 0n };
+}
+
+async function slices(store: PgStore) {
+  const r = await store.pool.query<{ id: string; amount: bigint; spent: bigint; state: string; lease: bigint }>(
+    'SELECT id, amount_nano AS amount, spent_nano AS spent, state, lease_until AS lease FROM slices ORDER BY created_at, id',
+  );
+  return r.rows;
+}
+
+async function count(store: PgStore, sql: string): Promise<number> {
+  return Number((await store.pool.query<{ n: bigint }>(sql)).rows[0]?.n ?? 0n);
+}
+
+t.test('a slice is taken in one statement, admits in memory, is renewed and returned when idle', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 1_000_000_000n, 'seed');
+  // Cold: the first holds size the slice from the rate they show (it grows as they come).
+  const warm = await Promise.all(Array.from({ length: 20 }, (_, i) => a.service.hold('w', `warm${i}`, 1_000n)));
+  t.ok(warm.every((r) => r.ok));
+  for (let i = 0; i < 20; i++) a.service.release(`warm${i}`);
+  const after = [];
+  for (let i = 0; i < 20; i++) after.push(a.service.hold('w', `r${i}`, 1_000n));
+  t.ok(
+    after.every((r) => !(r instanceof Promise) && r.ok),
+    'at the same rate, every hold is decided at once, in memory',
+  );
+  let s = await slices(a.store);
+  t.equal(s.length, 1, 'one slice');
+  t.equal(s[0]?.state, 'open');
+  t.equal(await count(a.store, 'SELECT COUNT(*) AS n FROM holds'), 0, 'no per-request hold rows');
+  t.equal((await wallet(a.store, 'w')).held, s[0]?.amount, 'the wallet holds the slice');
+  const charged = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => a.service.settle(`r${i}`, 10n * BigInt(i), { model: 'v/m' })),
+  );
+  t.ok(
+    charged.every((x) => x),
+    'every settlement charged',
+  );
+  t.ok(a.service.batchStats.batches < 20, `settlements batched (${a.service.batchStats.batches} statements for 20)`);
+  t.equal((await wallet(a.store, 'w')).balance, 1_000_000_000n - 1_900n);
+  t.equal(await a.service.settle('r3', 30n, {}), false, 'a second settlement of a trace charges nothing');
+  t.equal(await count(a.store, "SELECT COUNT(*) AS n FROM ledger WHERE kind = 'settle' AND slice_id IS NOT NULL"), 20);
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] }, 'verify counts the open slice as held');
+
+  const lease0 = (await slices(a.store))[0]?.lease ?? 0n;
+  clock.advance(RENEW);
+  await a.service.tick();
+  s = await slices(a.store);
+  t.equal(s[0]?.state, 'returned', 'idle for longer than idleMs: returned');
+  t.equal((await wallet(a.store, 'w')).held, 0n, 'nothing held after the return');
+  t.ok(s[0]?.lease !== undefined && s[0].lease >= lease0, 'the lease was renewed before it went');
+  t.equal(s[0]?.spent, 1_900n);
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a busy slice is renewed, not returned; an idle one goes after idleMs', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a', { idleMs: 2_000 });
+  await a.store.wallets.credit('w', 1_000_000_000n, 'seed');
+  t.same(await a.service.hold('w', 'open', 1_000n), { ok: true });
+  const lease0 = (await slices(a.store))[0]?.lease ?? 0n;
+  clock.advance(RENEW);
+  await a.service.tick();
+  let s = await slices(a.store);
+  t.equal(s[0]?.state, 'open', 'a slice with a request in flight stays');
+  t.equal(s[0]?.lease, lease0 + BigInt(RENEW), 'its lease is pushed by the renew interval');
+  a.service.release('open');
+  clock.advance(1_999);
+  await a.service.tick();
+  t.equal((await slices(a.store))[0]?.state, 'open', 'not yet idle for idleMs');
+  clock.advance(1);
+  await a.service.tick();
+  s = await slices(a.store);
+  t.equal(s[0]?.state, 'returned');
+  t.same(await wallet(a.store, 'w'), { balance: 1_000_000_000n, held: 0n });
+});
+
+t.test('a killed node’s slice lapses and another node releases it; nothing settled is lost or doubled', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  const b = await node(t, url, clock, 'b');
+  await a.store.wallets.credit('w', 1_000_000n, 'seed');
+  for (let i = 0; i < 10; i++) t.same(await a.service.hold('w', `a${i}`, 1_000n), { ok: true });
+  for (let i = 0; i < 6; i++) t.equal(await a.service.settle(`a${i}`, 100n, {}), true);
+  a.kill(); // four requests in flight die with it
+  const held = (await wallet(a.store, 'w')).held;
+  t.ok(held > 0n, 'the dead node’s slice is still held');
+  clock.advance(LEASE - 1);
+  await b.service.tick();
+  t.equal((await wallet(b.store, 'w')).held, held, 'not before the lease lapsed');
+  clock.advance(2);
+  const v = await b.store.wallets.verify();
+  t.match(
+    v.problems.join('\n'),
+    /slice a\/.* is open but nothing serves it: its lease lapsed/,
+    'verify names the orphaned slice',
+  );
+  clock.advance(RENEW);
+  await b.service.tick();
+  t.same(await wallet(b.store, 'w'), { balance: 1_000_000n - 600n, held: 0n }, 'released; the six settlements kept');
+  t.equal((await slices(b.store))[0]?.state, 'lapsed');
+  t.equal(await a.service.settle('a7', 100n, {}), false, 'a settlement after the sweep charges nothing');
+  t.equal(await count(b.store, "SELECT COUNT(*) AS n FROM ledger WHERE kind = 'settle'"), 6, 'none doubled');
+  t.same(await b.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('below the threshold a node admits with per-request holds, exact to the nano-dollar', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
+  await a.store.wallets.credit('w', 3_999n, 'seed');
+  for (let i = 0; i < 3; i++) t.same(await a.service.hold('w', `r${i}`, 1_000n), { ok: true });
+  t.same(await a.service.hold('w', 'r3', 1_000n), { ok: false, available: 999n });
+  t.same(await a.service.hold('w', 'r4', 999n), { ok: true }, 'the last nano-dollar is admitted');
+  t.equal((await slices(a.store)).length, 0, 'no slice below four holds');
+  t.equal(await count(a.store, "SELECT COUNT(*) AS n FROM holds WHERE state = 'open'"), 4);
+  t.equal(await a.service.settle('r0', 1_000n, {}), true);
+  t.same(await wallet(a.store, 'w'), { balance: 2_999n, held: 2_999n });
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a wallet that empties moves from a slice to per-request holds and gives its free part back', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
+  await a.store.wallets.credit('w', 20_000n, 'seed');
+  let admitted = 0;
+  for (let i = 0; i < 30; i++) if ((await a.service.hold('w', `r${i}`, 1_000n)).ok) admitted++;
+  t.equal(admitted, 20, 'every request the balance covers is admitted, none more');
+  const s = await slices(a.store);
+  t.ok(s.length >= 1 && (s[0]?.amount ?? 0n) < 20_000n, 'a slice was used while the wallet was above the threshold');
+  t.equal(
+    (await count(a.store, "SELECT COUNT(*) AS n FROM holds WHERE state = 'open'")) > 0,
+    true,
+    'then per-request holds',
+  );
+  t.same(await wallet(a.store, 'w'), { balance: 20_000n, held: 20_000n });
+  for (let i = 0; i < 20; i++) await a.service.settle(`r${i}`, 500n, {});
+  await a.service.flush();
+  t.same(await wallet(a.store, 'w'), { balance: 10_000n, held: 0n });
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a request is refused only when the database’s available balance cannot cover it', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a', { fallbackHolds: 4, idleMs: 2_000 });
+  const b = await node(t, url, clock, 'b', { fallbackHolds: 4 });
+  await a.store.wallets.credit('w', 10_000n, 'seed');
+  t.same(await a.service.hold('w', 'a0', 1_000n), { ok: true });
+  a.service.release('a0'); // a's slice now sits idle with its free part
+  const aSlice = (await slices(a.store))[0]?.amount ?? 0n;
+  t.ok(aSlice > 0n);
+  let bAdmitted = 0;
+  for (let i = 0; i < 20; i++) {
+    const r = await b.service.hold('w', `b${i}`, 1_000n);
+    const w = await wallet(b.store, 'w');
+    if (r.ok) bAdmitted++;
+    else t.ok(w.balance - w.held < 1_000n, `b${i} refused only when the database had ${w.balance - w.held} available`);
+  }
+  t.equal(bAdmitted, Number((10_000n - aSlice) / 1_000n), 'b took all that a’s slice did not hold');
+  clock.advance(2_000);
+  await a.service.tick();
+  t.same(await b.service.hold('w', 'late', 1_000n), { ok: true }, 'once a’s idle slice is returned, b is admitted');
+});
+
+t.test('property: two nodes on one wallet never overdraw, and the books stay exact', async (t) => {
+  const clock = new ManualClock();
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(
+        fc.record({
+          node: fc.nat(1),
+          amount: fc.bigInt({ min: 0n, max: 3_000n }),
+          cost: fc.nat(100),
+          release: fc.boolean(),
+        }),
+        {
+          minLength: 5,
+          maxLength: 60,
+        },
+      ),
+      fc.bigInt({ min: 1_000n, max: 40_000n }),
+      fc.constantFrom<Partial<EscrowTuning>>({}, { fallbackHolds: 0, probeMs: 0 }, { fallbackHolds: 2 }),
+      async (reqs, credit, tuning) => {
+        const url = await database(clock);
+        const nodes = [await node(t, url, clock, 'a', tuning), await node(t, url, clock, 'b', tuning)];
+        const store = nodes[0]?.store as PgStore;
+        await store.wallets.credit('w', credit, 'seed');
+        // Every request at once, across both nodes: holds race, then each admitted one settles or releases.
+        const outcomes = await Promise.all(
+          reqs.map(async (q, i) => {
+            const svc = (nodes[q.node] as { service: EscrowWalletService }).service;
+            const h = await svc.hold('w', `t${i}`, q.amount);
+            if (!h.ok) return 0n;
+            if (q.release) {
+              await svc.release(`t${i}`);
+              return 0n;
+            }
+            const cost = (q.amount * BigInt(q.cost)) / 100n;
+            return (await svc.settle(`t${i}`, cost, {})) ? cost : 0n;
+          }),
+        );
+        for (const n of nodes) await n.service.flush();
+        const charged = outcomes.reduce((a, b) => a + b, 0n);
+        const w = await wallet(store, 'w');
+        if (w.balance < 0n || w.balance !== credit - charged || w.held !== 0n)
+          throw new Error(`wallet ${w.balance}/${w.held}, expected ${credit - charged}/0`);
+        const v = await store.wallets.verify();
+        if (!v.ok) throw new Error(v.problems.join('; '));
+      },
+    ),
+    { numRuns: 15 },
+  );
+  t.pass('15 random races kept the wallet exact and never overdrawn');
+});
+
+t.test('a settlement statement retried after it committed is recognised and charges nothing more', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 10_000n, 'seed');
+  const take = await a.store.slices.take(
+    { workspace: 'w', sliceId: 's1', grow: false, want: 4_000n, need: 1_000n, floor: 0n, fraction: 1n },
+    clock.now(),
+    'a',
+  );
+  t.equal(take.granted, 4_000n);
+  t.equal(take.available, 6_000n);
+  const batch = [
+    { traceId: 'x', sliceId: 's1', cost: 300n, details: {} },
+    { traceId: 'y', sliceId: 's1', cost: 200n, details: {} },
+  ];
+  t.same([...(await a.store.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y']);
+  t.same([...(await a.store.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y'], 'the retry finds both charged');
+  t.same(await wallet(a.store, 'w'), { balance: 9_500n, held: 3_500n }, 'charged once');
+  t.equal(await a.store.slices.close('s1', clock.now()), 3_500n, 'closing gives back the rest');
+  t.same(
+    [...(await a.store.slices.settleMany([{ traceId: 'z', sliceId: 's1', cost: 1n, details: {} }], clock.now()))],
+    [],
+    'a closed slice charges nothing',
+  );
+  t.same(await wallet(a.store, 'w'), { balance: 9_500n, held: 0n });
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a slice grant is the need plus a share of what is left, and none below the floor', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 100_000n, 'seed');
+  const take = (sliceId: string, want: bigint, need: bigint, floor: bigint) =>
+    a.store.slices.take({ workspace: 'w', sliceId, grow: false, want, need, floor, fraction: 4n }, clock.now(), 'a');
+  // 1,000 needed, up to 80,000 wanted: the need plus a quarter of the 99,000 beyond it.
+  t.same(await take('s1', 80_000n, 1_000n, 0n), { granted: 25_750n, available: 74_250n, sliceOpen: true });
+  t.same(
+    await take('s2', 80_000n, 1_000n, 0n),
+    { granted: 19_312n, available: 54_938n, sliceOpen: true },
+    'smaller as the wallet empties',
+  );
+  t.same(
+    await take('s3', 2_000n, 1_000n, 0n),
+    { granted: 2_000n, available: 52_938n, sliceOpen: true },
+    'never more than wanted',
+  );
+  t.same(
+    await take('s4', 80_000n, 1_000n, 60_000n),
+    { granted: 0n, available: 52_938n, sliceOpen: true },
+    'below the floor: nothing',
+  );
+  t.same(
+    await take('s5', 80_000n, 60_000n, 0n),
+    { granted: 0n, available: 52_938n, sliceOpen: true },
+    'beyond what is available: nothing',
+  );
+  t.equal(await count(a.store, 'SELECT COUNT(*) AS n FROM slices'), 3, 'a refused take writes no slice');
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('PostgreSQL stopped: a node stops admitting from its slice (503), and resumes when it answers', async (t) => {
+  const own = await startPrivatePg();
+  t.teardown(() => own.destroy());
+  const clock = new ManualClock();
+  const url = await own.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.wallets.credit('w', 1_000_000_000n, 'seed');
+  await m.close();
+  const a = await node(t, url, clock, 'a');
+  t.same(await a.service.hold('w', 'before', 1_000n), { ok: true });
+  t.equal(await a.service.settle('before', 10n, {}), true);
+  const free = a.service.hold('w', 'probe', 1_000n);
+  t.ok(!(free instanceof Promise), 'the slice admits in memory while PostgreSQL answers');
+  a.service.release('probe');
+  await own.stop();
+  // The pooled connections PostgreSQL closed tell the node at once.
+  await new Promise((resolve) => setImmediate(resolve));
+  await t.rejects(async () => a.service.hold('w', 'during', 1_000n), { code: 'store_unavailable' }, 'fails closed');
+  await own.start();
+  t.same(await a.service.hold('w', 'after', 1_000n), { ok: true }, 'served again once PostgreSQL answers');
+  t.ok(!(a.service.hold('w', 'after2', 1_000n) instanceof Promise), 'and from the slice again');
+  a.service.release('after');
+  a.service.release('after2');
+});
+
+t.test('a hold out of range is refused before anything is reserved', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 1_000_000n, 'seed');
+  t.same(await a.service.hold('w', 'ok', 1_000n), { ok: true });
+  t.throws(() => a.service.hold('w', 'neg', -5_000n), RangeError, 'a negative hold would add to the slice');
+  t.throws(() => a.service.hold('w', 'big', 2n ** 63n), RangeError);
+  t.throws(() => a.service.hold('', 'nows', 1n), RangeError);
+  a.service.release('ok');
+  await a.service.flush();
+  t.same(await wallet(a.store, 'w'), { balance: 1_000_000n, held: 0n });
+});
