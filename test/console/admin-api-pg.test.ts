@@ -22,6 +22,10 @@ import {
 import { sampleValue, scrape } from '../helpers/metrics.ts';
 import { seriesRows, SERIES_QUERY } from '../helpers/spend-rows.ts';
 
+// The whole console suite on fresh PostgreSQL databases: half a minute alone, more on a loaded
+// runner; the default 120 s would cut it.
+t.setTimeout(300_000);
+
 const consoles = fleetConsoles(t);
 const fleetRig = consoles.rig;
 

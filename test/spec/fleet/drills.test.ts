@@ -32,6 +32,10 @@ let url: string;
 let store: PgStore;
 const keys: Record<string, { key: string; id: string }> = {};
 
+// Three nodes, a private PostgreSQL and Redis, kills and restarts: a minute alone on this machine,
+// more beside other test files; the default 120 s would cut it on a loaded runner.
+t.setTimeout(300_000);
+
 t.before(async () => {
   [pg, redis, sim] = await Promise.all([startPrivatePg(), startPrivateRedis(), startSimulator({})]);
   url = await pg.createDatabase();
