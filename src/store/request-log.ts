@@ -234,16 +234,61 @@ export class RequestLog {
 }
 
 /**
- * Writes each row as the one row of its trace: an update of the row already written for the trace
- * (the provisional row committed with a settlement), else an insert. Must run inside a transaction.
- * The writer thread's path: a request's final row replaces what its settlement wrote.
+ * Where the writer put settlements' provisional rows (trace id → rowid), so that each final row finds
+ * its row by rowid — a seek near the table's end, in pages the last commits wrote — instead of through
+ * the trace index, whose random trace ids put every lookup on another page. Bounded: a final row that
+ * never comes (dropped under overload) leaves an entry the oldest-first trim removes; a row not found
+ * here is looked up by trace id, and a remembered rowid counts only while its row still has that trace
+ * (a rolled-back insert's rowid can be reused by another trace's row).
  */
-export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogRow[]): void {
+export class ProvisionalRows {
+  private readonly ids = new Map<string, number | bigint>();
+  private readonly max: number;
+  constructor(max = 100_000) {
+    this.max = max;
+  }
+
+  remember(traceId: string, rowid: number | bigint): void {
+    this.ids.set(traceId, rowid);
+    if (this.ids.size > this.max) {
+      for (const oldest of this.ids.keys()) {
+        this.ids.delete(oldest);
+        if (this.ids.size <= this.max / 2) break;
+      }
+    }
+  }
+
+  /** The rowid remembered for `traceId`, forgotten as it is taken (a trace has one final row). */
+  take(traceId: string): number | bigint | undefined {
+    const id = this.ids.get(traceId);
+    if (id !== undefined) this.ids.delete(traceId);
+    return id;
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
+}
+
+/**
+ * Writes each row as the one row of its trace: an update of the row already written for the trace
+ * (the provisional row committed with a settlement; by its rowid when `places` remembers it), else an
+ * insert. Must run inside a transaction. The writer thread's path: a request's final row replaces
+ * what its settlement wrote.
+ */
+export function upsertRequestLogRows(
+  sql: Statements,
+  rows: readonly RequestLogRow[],
+  places: ProvisionalRows | null = null,
+): void {
   const update = sql.get(UPDATE_BY_TRACE);
   const insert = sql.get(INSERT_ROW);
   for (const r of rows) {
     const values = toDb(r);
-    if (update.run(...UPDATED.map((i) => values[i]), r.trace_id).changes === 0) insert.run(...values);
+    const updated = UPDATED.map((i) => values[i]);
+    const id = places?.take(r.trace_id);
+    if (id !== undefined && sql.get(UPDATE_BY_ID).run(...updated, id, r.trace_id).changes === 1) continue;
+    if (update.run(...updated, r.trace_id).changes === 0) insert.run(...values);
   }
 }
 
@@ -258,12 +303,13 @@ export function upsertRequestLogRowsEach(
   sql: Statements,
   rows: readonly RequestLogRow[],
   isolated: boolean,
+  places: ProvisionalRows | null = null,
 ): string[] {
   if (!isolated) {
-    upsertRequestLogRows(sql, rows);
+    upsertRequestLogRows(sql, rows, places);
     return unstorableCosts(rows);
   }
-  const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r])).map(
+  const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r], places)).map(
     (r) =>
       `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
   );
@@ -276,8 +322,13 @@ export function upsertRequestLogRowsEach(
  * request's final row (a trace settles once), and the final row has the last word however the two
  * commits were ordered: a settlement held up behind a busy writer may commit after its request ended.
  */
-export function insertSettledRequestLogRow(sql: Statements, row: RequestLogRow): void {
-  sql.get(INSERT_IF_ABSENT).run(...toDb(row), row.trace_id);
+export function insertSettledRequestLogRow(
+  sql: Statements,
+  row: RequestLogRow,
+  places: ProvisionalRows | null = null,
+): void {
+  const done = sql.get(INSERT_IF_ABSENT).run(...toDb(row), row.trace_id);
+  if (done.changes === 1) places?.remember(row.trace_id, done.lastInsertRowid);
 }
 
 /**
@@ -287,6 +338,7 @@ export function insertSettledRequestLogRow(sql: Statements, row: RequestLogRow):
  */
 const UPDATED = COLUMNS.flatMap((c, i) => (c === 'trace_id' || c === 'workspace' ? [] : [i]));
 const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE trace_id = ?`;
+const UPDATE_BY_ID = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE id = ? AND trace_id = ?`;
 const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
 const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
 
