@@ -278,17 +278,18 @@ export class ProvisionalRows {
  */
 export function upsertRequestLogRows(
   sql: Statements,
-  rows: readonly RequestLogRow[],
+  rows: readonly LogRowValues[],
   places: ProvisionalRows | null = null,
 ): void {
   const update = sql.get(UPDATE_BY_TRACE);
   const insert = sql.get(INSERT_ROW);
   for (const r of rows) {
-    const values = toDb(r);
+    const values = boundValues(r);
+    const traceId = traceOf(r);
     const updated = UPDATED.map((i) => values[i]);
-    const id = places?.take(r.trace_id);
-    if (id !== undefined && sql.get(UPDATE_BY_ID).run(...updated, id, r.trace_id).changes === 1) continue;
-    if (update.run(...updated, r.trace_id).changes === 0) insert.run(...values);
+    const id = places?.take(traceId);
+    if (id !== undefined && sql.get(UPDATE_BY_ID).run(...updated, id, traceId).changes === 1) continue;
+    if (update.run(...updated, traceId).changes === 0) insert.run(...values);
   }
 }
 
@@ -301,19 +302,19 @@ export function upsertRequestLogRows(
 export function upsertRequestLogRowsEach(
   db: SqliteDatabase,
   sql: Statements,
-  rows: readonly RequestLogRow[],
+  rows: readonly LogRowValues[],
   isolated: boolean,
   places: ProvisionalRows | null = null,
 ): string[] {
   if (!isolated) {
     upsertRequestLogRows(sql, rows, places);
-    return unstorableCosts(rows);
+    return unstorableValueCosts(rows);
   }
   const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r], places)).map(
     (r) =>
-      `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
+      `request-log row of trace ${traceOf(r.item)}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
   );
-  return [...refused, ...unstorableCosts(rows)];
+  return [...refused, ...unstorableValueCosts(rows)];
 }
 
 /**
@@ -324,11 +325,12 @@ export function upsertRequestLogRowsEach(
  */
 export function insertSettledRequestLogRow(
   sql: Statements,
-  row: RequestLogRow,
+  row: LogRowValues,
   places: ProvisionalRows | null = null,
 ): void {
-  const done = sql.get(INSERT_IF_ABSENT).run(...toDb(row), row.trace_id);
-  if (done.changes === 1) places?.remember(row.trace_id, done.lastInsertRowid);
+  const traceId = traceOf(row);
+  const done = sql.get(INSERT_IF_ABSENT).run(...boundValues(row), traceId);
+  if (done.changes === 1) places?.remember(traceId, done.lastInsertRowid);
 }
 
 /**
@@ -342,7 +344,19 @@ const UPDATE_BY_ID = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]}
 const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
 const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
 
-function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
+/**
+ * A request-log row as it crosses to the writer thread: its values in COLUMNS order as they are bound
+ * (client-chosen texts within their bounds, the attempts as JSON, `stream` as 0/1), but the cost as
+ * the request charged it (the writer checks it against its column and reports a cost it cannot hold).
+ * An array of primitives: a MessagePort copies it for about a third of what the row object costs.
+ */
+export type LogRowValues = (string | number | bigint | null)[];
+
+const TRACE_AT = COLUMNS.indexOf('trace_id');
+const COST_AT = COLUMNS.indexOf('cost_nano');
+const traceOf = (values: LogRowValues): string => String(values[TRACE_AT]);
+
+export function logRowValues(row: RequestLogRow): LogRowValues {
   const r = boundedRow(row);
   return [
     r.trace_id,
@@ -365,12 +379,36 @@ function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
     r.completion_tokens,
     r.reasoning_tokens,
     r.cached_tokens,
-    storedCost(r.cost_nano),
+    r.cost_nano,
     r.app_title,
     r.app_origin,
     r.session_id,
     r.ended,
   ];
+}
+
+/** The values as bound: the cost within its column (see log-cost.ts). */
+function boundValues(values: LogRowValues): LogRowValues {
+  const cost = values[COST_AT];
+  if (typeof cost !== 'bigint' || storedCost(cost) === cost) return values;
+  const out = [...values];
+  out[COST_AT] = storedCost(cost);
+  return out;
+}
+
+/** `unstorableCosts` of rows in their wire form. */
+function unstorableValueCosts(rows: readonly LogRowValues[]): string[] {
+  const problems: string[] = [];
+  for (const r of rows) {
+    const cost = r[COST_AT];
+    if (typeof cost === 'bigint' && storedCost(cost) === null)
+      problems.push(...unstorableCosts([{ trace_id: traceOf(r), cost_nano: cost }]));
+  }
+  return problems;
+}
+
+function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
+  return boundValues(logRowValues(row));
 }
 
 const endOf = (v: unknown): RequestEnd | null => (typeof v === 'string' && isRequestEnd(v) ? v : null);

@@ -20,9 +20,8 @@ import {
   upsertRequestLogRowsEach,
 } from './request-log.ts';
 import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
-import type { LedgerOp } from './types.ts';
 import { Wallets } from './wallets.ts';
-import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
+import type { WireLedgerOp, WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
 const data = workerData as WriterData;
 const slowCommitMs = slowCommitThreshold(process.env['PI_WRITER_SLOW_COMMIT_MS']);
@@ -76,8 +75,8 @@ function start(): void {
   // A settlement's log row stands or falls with it (a crash never keeps a charge without its row).
   // Where those rows went, so that each request's final row updates its row by rowid.
   const places = new ProvisionalRows();
-  const withLogRow = (op: LedgerOp): void => {
-    if (op.kind === 'settle' && op.logRow) insertSettledRequestLogRow(sql, op.logRow, places);
+  const withLogRow = (op: WireLedgerOp): void => {
+    if (op.kind === 'settle' && op.logValues) insertSettledRequestLogRow(sql, op.logValues, places);
   };
 
   const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
@@ -118,7 +117,7 @@ function start(): void {
         const ms = performance.now() - t0;
         if (ms >= slowCommitMs) {
           let settled = 0;
-          for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled++;
+          for (const op of m.ops) if (op.kind === 'settle' && op.logValues) settled++;
           process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + settled));
         }
       }

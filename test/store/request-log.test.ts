@@ -2,7 +2,12 @@
 // without it, queries, nothing secret stored.
 import t from 'tap';
 import { openDatabase, Statements } from '../../src/store/db.ts';
-import { insertSettledRequestLogRow, ProvisionalRows, upsertRequestLogRows } from '../../src/store/request-log.ts';
+import {
+  insertSettledRequestLogRow,
+  logRowValues,
+  ProvisionalRows,
+  upsertRequestLogRows,
+} from '../../src/store/request-log.ts';
 import { openStore, type RequestLogRow } from '../../src/store/store.ts';
 import { tempDbFile } from './fixtures/temp-db.ts';
 
@@ -239,11 +244,11 @@ t.test(
     const sql = new Statements(db, true);
     const places = new ProvisionalRows();
     db.transaction(() => {
-      insertSettledRequestLogRow(sql, row(1, { latency_ms: null }), places);
-      insertSettledRequestLogRow(sql, row(2, { latency_ms: null }), places);
+      insertSettledRequestLogRow(sql, logRowValues(row(1, { latency_ms: null })), places);
+      insertSettledRequestLogRow(sql, logRowValues(row(2, { latency_ms: null })), places);
     }).immediate();
     t.equal(places.size, 2, 'each provisional row remembered');
-    db.transaction(() => upsertRequestLogRows(sql, [row(1, { latency_ms: 7 })], places)).immediate();
+    db.transaction(() => upsertRequestLogRows(sql, [logRowValues(row(1, { latency_ms: 7 }))], places)).immediate();
     t.equal(places.size, 1, 'taken once its final row is written');
     // A rolled-back insert's rowid may now hold another trace's row: the remembered rowid of tr-2 is
     // pointed at tr-1's row, and the final row of tr-2 must still land on tr-2's own row.
@@ -254,7 +259,7 @@ t.test(
     const idOf = (trace: string) => ids.find((r) => r.trace_id === trace)?.id as number;
     places.take('tr-2');
     places.remember('tr-2', idOf('tr-1'));
-    db.transaction(() => upsertRequestLogRows(sql, [row(2, { latency_ms: 9 })], places)).immediate();
+    db.transaction(() => upsertRequestLogRows(sql, [logRowValues(row(2, { latency_ms: 9 }))], places)).immediate();
     const byTrace = Object.fromEntries(store.requestLog.query({}).map((r) => [r.trace_id, r.latency_ms]));
     t.same(byTrace, { 'tr-1': 7, 'tr-2': 9 }, 'one row per trace, each with its own final details');
   },
