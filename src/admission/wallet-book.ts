@@ -12,11 +12,12 @@
 // event loop — one batch in flight at a time, the next gathering meanwhile — together with the log
 // row of every settlement in it.
 //
-// Holds may wait (`holdDelayMs`, given with the writer thread): a batch of holds alone is sent at most
-// that long after its first hold, or sooner with the next settlement or release. At a modest rate a
-// turn carries about one request, and without the wait every request costs the writer two round
-// trips and two transactions (its hold, then its settlement); with it, usually one. Nothing waits on
-// a hold's row, and a crash before it is written leaves nothing to release.
+// Holds may wait (`holdDelayMs`, given with the writer thread) for their own close: a hold goes with
+// the batch that settles or releases it, or — once it is that old — with the next batch, or alone.
+// At a modest rate a turn carries about one request, and without the wait every request costs the
+// writer two round trips and two transactions (its hold, then its settlement); with it, one, and a
+// hold closed in the batch that takes it writes no holds row (nor the row's delete later). Nothing
+// waits on a hold's row, and a crash before it is written leaves nothing to release.
 //
 // One request's refused write never takes another's down: the store writes a batch's operations so
 // that one it refuses (an amount out of its column's range, a trace held twice) is left out alone
@@ -64,7 +65,10 @@ export class WalletBook implements WalletService {
   private queue: LedgerOp[] = [];
   private waiters: Waiter[] = [];
   private scheduled = false;
-  /** A timer sends holds that no settlement or release carried along within holdDelayMs. */
+  /** When each hold still queued was taken (performance.now()): a hold younger than holdDelayMs
+   *  stays queued until its own close comes (see the file's header). */
+  private readonly heldAt = new Map<LedgerOp, number>();
+  /** A timer sends holds whose own close did not come within holdDelayMs. */
   private holdTimer: ReturnType<typeof setTimeout> | null = null;
   /** The queue holds a settlement or release (sent this turn, not after holdDelayMs). */
   private urgent = false;
@@ -171,7 +175,7 @@ export class WalletBook implements WalletService {
     if (this.closed) return;
     // Twice at most: a settlement the store refused queues the release of its hold, written next.
     for (let round = 0; round < 2; round++) {
-      const batch = this.take();
+      const batch = this.take(true);
       if (batch === null) return;
       let refused: readonly LedgerRefusal[] | undefined;
       try {
@@ -204,9 +208,10 @@ export class WalletBook implements WalletService {
     this.scheduled = false;
     this.clearHoldTimer();
     if (this.closed || this.inFlight !== null) return;
-    const batch = this.take();
+    const batch = this.take(false);
     if (batch === null) {
       if (this.refreshWanted) this.refresh();
+      if (this.queue.length > 0) this.scheduleHolds();
       return;
     }
     let done: ReturnType<LedgerWriter['commit']>;
@@ -236,10 +241,27 @@ export class WalletBook implements WalletService {
     });
   }
 
-  private take(): Batch | null {
+  /** The next batch: everything queued (`all`), or all but the holds younger than holdDelayMs whose
+   *  close is not queued yet (they wait for it); null when nothing is to go. */
+  private take(all: boolean): Batch | null {
     if (this.queue.length === 0 && this.waiters.length === 0) return null;
-    const batch = { ops: this.queue, waiters: this.waiters };
-    this.queue = [];
+    let ops = this.queue;
+    const kept: LedgerOp[] = [];
+    if (!all && this.heldAt.size > 0) {
+      const closing = new Set<string>();
+      for (const op of this.queue) if (op.kind !== 'hold') closing.add(op.traceId);
+      const cutoff = performance.now() - this.holdDelayMs;
+      ops = [];
+      for (const op of this.queue) {
+        const at = op.kind === 'hold' && !closing.has(op.traceId) ? this.heldAt.get(op) : undefined;
+        if (at !== undefined && at > cutoff) kept.push(op);
+        else ops.push(op);
+      }
+      if (ops.length === 0 && this.waiters.length === 0) return null;
+    }
+    for (const op of ops) if (op.kind === 'hold') this.heldAt.delete(op);
+    const batch = { ops, waiters: this.waiters };
+    this.queue = kept;
     this.waiters = [];
     this.urgent = false;
     return batch;
@@ -358,6 +380,7 @@ export class WalletBook implements WalletService {
 
   private enqueue(op: LedgerOp): void {
     this.queue.push(op);
+    if (op.kind === 'hold' && this.holdDelayMs > 0) this.heldAt.set(op, performance.now());
     if (op.kind !== 'hold' || this.holdDelayMs <= 0) {
       this.urgent = true;
       this.schedule();
@@ -366,10 +389,16 @@ export class WalletBook implements WalletService {
 
   private scheduleHolds(): void {
     if (this.scheduled || this.holdTimer !== null) return;
+    // Due when the oldest queued hold is holdDelayMs old (map order is the order they were taken).
+    let due = this.holdDelayMs;
+    for (const at of this.heldAt.values()) {
+      due = Math.max(0, at + this.holdDelayMs - performance.now());
+      break;
+    }
     this.holdTimer = setTimeout(() => {
       this.holdTimer = null;
       this.pump();
-    }, this.holdDelayMs);
+    }, due);
     this.holdTimer.unref();
   }
 

@@ -13,6 +13,9 @@ export const LOG_TEXT_BOUNDS = {
   session_id: 256,
 } as const satisfies Partial<Record<keyof RequestLogRow, number>>;
 
+/** The bounds as a list, made once: every row a request logs goes through `boundedRow`. */
+const BOUNDED_COLUMNS = Object.entries(LOG_TEXT_BOUNDS) as [keyof typeof LOG_TEXT_BOUNDS, number][];
+
 /** `text` within `max` code points (a surrogate pair is never split); null stays null. */
 export function boundedText(text: string | null, max: number): string | null {
   // .length counts UTF-16 units, never fewer than code points: a short string needs no scan.
@@ -24,7 +27,7 @@ export function boundedText(text: string | null, max: number): string | null {
 /** The row as it is stored: every client-chosen text within its bound (the others as they are). */
 export function boundedRow(r: RequestLogRow): RequestLogRow {
   let out = r;
-  for (const [column, max] of Object.entries(LOG_TEXT_BOUNDS) as [keyof typeof LOG_TEXT_BOUNDS, number][]) {
+  for (const [column, max] of BOUNDED_COLUMNS) {
     const v = r[column];
     const cut = boundedText(v, max);
     if (cut !== v) out = { ...out, [column]: cut };

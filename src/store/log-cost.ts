@@ -11,7 +11,7 @@ export function storedCost(cost: bigint | null): bigint | null {
 }
 
 /** One line for each row whose cost `storedCost` leaves out, for the writer to report. */
-export function unstorableCosts(rows: readonly RequestLogRow[]): string[] {
+export function unstorableCosts(rows: readonly Pick<RequestLogRow, 'trace_id' | 'cost_nano'>[]): string[] {
   const problems: string[] = [];
   for (const r of rows) {
     if (r.cost_nano !== null && storedCost(r.cost_nano) === null) {

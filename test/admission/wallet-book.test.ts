@@ -204,7 +204,7 @@ t.test('one event-loop turn is one transaction; the ledger matches memory', asyn
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
 
-t.test('with a hold delay, holds ride with the next settlement or go alone once the delay is over', async (t) => {
+t.test('with a hold delay, a hold waits for its own close, or goes once the delay is over', async (t) => {
   const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });
   store.wallets.credit('w', 10_000n, 'seed');
   /** What the writer thread would receive: each batch's operations, acknowledged on the next turn. */
@@ -229,14 +229,14 @@ t.test('with a hold delay, holds ride with the next settlement or go alone once 
   t.same(sent, [], 'a hold alone waits (nobody waits on its row)');
   never.hold('w', 'b', 100n);
   t.equal(await never.settle('a', 40n, {}), true);
-  t.same(sent, [['hold:a', 'hold:b', 'settle:a']], 'both holds ride with the settlement, in order');
+  t.same(sent, [['hold:a', 'settle:a']], 'the hold goes with its own settlement; the younger one waits for its close');
   never.hold('w', 'c', 100n);
   never.release('b');
   for (let i = 0; i < 3; i++) await tick();
-  t.same(sent[1], ['hold:c', 'release:b'], 'a release is sent this turn, with the hold before it');
+  t.same(sent[1], ['hold:b', 'release:b'], 'a release is sent this turn, with its hold before it');
   never.hold('w', 'd', 100n);
   never.close();
-  t.same(sent[2], ['hold:d'], 'close writes a waiting hold');
+  t.same(sent[2], ['hold:c', 'hold:d'], 'close writes the waiting holds');
   t.same(store.wallets.show('w', 0).openHolds, 2);
 
   sent.length = 0;

@@ -234,16 +234,62 @@ export class RequestLog {
 }
 
 /**
- * Writes each row as the one row of its trace: an update of the row already written for the trace
- * (the provisional row committed with a settlement), else an insert. Must run inside a transaction.
- * The writer thread's path: a request's final row replaces what its settlement wrote.
+ * Where the writer put settlements' provisional rows (trace id → rowid), so that each final row finds
+ * its row by rowid — a seek near the table's end, in pages the last commits wrote — instead of through
+ * the trace index, whose random trace ids put every lookup on another page. Bounded: a final row that
+ * never comes (dropped under overload) leaves an entry the oldest-first trim removes; a row not found
+ * here is looked up by trace id, and a remembered rowid counts only while its row still has that trace
+ * (a rolled-back insert's rowid can be reused by another trace's row).
  */
-export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogRow[]): void {
+export class ProvisionalRows {
+  private readonly ids = new Map<string, number | bigint>();
+  private readonly max: number;
+  constructor(max = 100_000) {
+    this.max = max;
+  }
+
+  remember(traceId: string, rowid: number | bigint): void {
+    this.ids.set(traceId, rowid);
+    if (this.ids.size > this.max) {
+      for (const oldest of this.ids.keys()) {
+        this.ids.delete(oldest);
+        if (this.ids.size <= this.max / 2) break;
+      }
+    }
+  }
+
+  /** The rowid remembered for `traceId`, forgotten as it is taken (a trace has one final row). */
+  take(traceId: string): number | bigint | undefined {
+    const id = this.ids.get(traceId);
+    if (id !== undefined) this.ids.delete(traceId);
+    return id;
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
+}
+
+/**
+ * Writes each row as the one row of its trace: an update of the row already written for the trace
+ * (the provisional row committed with a settlement; by its rowid when `places` remembers it), else an
+ * insert. Must run inside a transaction. The writer thread's path: a request's final row replaces
+ * what its settlement wrote.
+ */
+export function upsertRequestLogRows(
+  sql: Statements,
+  rows: readonly LogRowValues[],
+  places: ProvisionalRows | null = null,
+): void {
   const update = sql.get(UPDATE_BY_TRACE);
   const insert = sql.get(INSERT_ROW);
   for (const r of rows) {
-    const values = toDb(r);
-    if (update.run(...UPDATED.map((i) => values[i]), r.trace_id).changes === 0) insert.run(...values);
+    const values = boundValues(r);
+    const traceId = traceOf(r);
+    const updated = UPDATED.map((i) => values[i]);
+    const id = places?.take(traceId);
+    if (id !== undefined && sql.get(UPDATE_BY_ID).run(...updated, id, traceId).changes === 1) continue;
+    if (update.run(...updated, traceId).changes === 0) insert.run(...values);
   }
 }
 
@@ -256,18 +302,19 @@ export function upsertRequestLogRows(sql: Statements, rows: readonly RequestLogR
 export function upsertRequestLogRowsEach(
   db: SqliteDatabase,
   sql: Statements,
-  rows: readonly RequestLogRow[],
+  rows: readonly LogRowValues[],
   isolated: boolean,
+  places: ProvisionalRows | null = null,
 ): string[] {
   if (!isolated) {
-    upsertRequestLogRows(sql, rows);
-    return unstorableCosts(rows);
+    upsertRequestLogRows(sql, rows, places);
+    return unstorableValueCosts(rows);
   }
-  const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r])).map(
+  const refused = writeEach(db, rows, (r) => upsertRequestLogRows(sql, [r], places)).map(
     (r) =>
-      `request-log row of trace ${r.item.trace_id}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
+      `request-log row of trace ${traceOf(r.item)}: ${r.error instanceof Error ? r.error.message : String(r.error)}`,
   );
-  return [...refused, ...unstorableCosts(rows)];
+  return [...refused, ...unstorableValueCosts(rows)];
 }
 
 /**
@@ -276,8 +323,14 @@ export function upsertRequestLogRowsEach(
  * request's final row (a trace settles once), and the final row has the last word however the two
  * commits were ordered: a settlement held up behind a busy writer may commit after its request ended.
  */
-export function insertSettledRequestLogRow(sql: Statements, row: RequestLogRow): void {
-  sql.get(INSERT_IF_ABSENT).run(...toDb(row), row.trace_id);
+export function insertSettledRequestLogRow(
+  sql: Statements,
+  row: LogRowValues,
+  places: ProvisionalRows | null = null,
+): void {
+  const traceId = traceOf(row);
+  const done = sql.get(INSERT_IF_ABSENT).run(...boundValues(row), traceId);
+  if (done.changes === 1) places?.remember(traceId, done.lastInsertRowid);
 }
 
 /**
@@ -287,10 +340,23 @@ export function insertSettledRequestLogRow(sql: Statements, row: RequestLogRow):
  */
 const UPDATED = COLUMNS.flatMap((c, i) => (c === 'trace_id' || c === 'workspace' ? [] : [i]));
 const UPDATE_BY_TRACE = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE trace_id = ?`;
+const UPDATE_BY_ID = `UPDATE request_log SET ${UPDATED.map((i) => `${COLUMNS[i]} = ?`).join(', ')} WHERE id = ? AND trace_id = ?`;
 const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
 const INSERT_IF_ABSENT = `INSERT INTO request_log (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(() => '?').join(', ')} WHERE NOT EXISTS (SELECT 1 FROM request_log WHERE trace_id = ?)`;
 
-function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
+/**
+ * A request-log row as it crosses to the writer thread: its values in COLUMNS order as they are bound
+ * (client-chosen texts within their bounds, the attempts as JSON, `stream` as 0/1), but the cost as
+ * the request charged it (the writer checks it against its column and reports a cost it cannot hold).
+ * An array of primitives: a MessagePort copies it for about a third of what the row object costs.
+ */
+export type LogRowValues = (string | number | bigint | null)[];
+
+const TRACE_AT = COLUMNS.indexOf('trace_id');
+const COST_AT = COLUMNS.indexOf('cost_nano');
+const traceOf = (values: LogRowValues): string => String(values[TRACE_AT]);
+
+export function logRowValues(row: RequestLogRow): LogRowValues {
   const r = boundedRow(row);
   return [
     r.trace_id,
@@ -313,12 +379,36 @@ function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
     r.completion_tokens,
     r.reasoning_tokens,
     r.cached_tokens,
-    storedCost(r.cost_nano),
+    r.cost_nano,
     r.app_title,
     r.app_origin,
     r.session_id,
     r.ended,
   ];
+}
+
+/** The values as bound: the cost within its column (see log-cost.ts). */
+function boundValues(values: LogRowValues): LogRowValues {
+  const cost = values[COST_AT];
+  if (typeof cost !== 'bigint' || storedCost(cost) === cost) return values;
+  const out = [...values];
+  out[COST_AT] = storedCost(cost);
+  return out;
+}
+
+/** `unstorableCosts` of rows in their wire form. */
+function unstorableValueCosts(rows: readonly LogRowValues[]): string[] {
+  const problems: string[] = [];
+  for (const r of rows) {
+    const cost = r[COST_AT];
+    if (typeof cost === 'bigint' && storedCost(cost) === null)
+      problems.push(...unstorableCosts([{ trace_id: traceOf(r), cost_nano: cost }]));
+  }
+  return problems;
+}
+
+function toDb(row: RequestLogRow): (string | number | bigint | null)[] {
+  return boundValues(logRowValues(row));
 }
 
 const endOf = (v: unknown): RequestEnd | null => (typeof v === 'string' && isRequestEnd(v) ? v : null);

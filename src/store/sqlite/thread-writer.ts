@@ -12,7 +12,8 @@
 import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
 import { siblingModule, spawnThread } from '../../thread.ts';
 import type { LedgerOp, LedgerRefusal, LedgerWriter, RequestLogRow } from '../types.ts';
-import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
+import { type LogRowValues, logRowValues } from './request-log.ts';
+import type { WireLedgerOp, WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
 export const DEFAULT_WRITER_CAPACITY = 10_000;
 /**
@@ -48,6 +49,13 @@ export class WriterError extends Error {
   }
 }
 
+/** A ledger operation as the writer thread takes it: a settlement's log row as its values. */
+function wireOp(op: LedgerOp): WireLedgerOp {
+  if (op.kind !== 'settle' || op.logRow === undefined) return op;
+  const { logRow, ...settle } = op;
+  return { ...settle, logValues: logRowValues(logRow) };
+}
+
 /** The writer thread from the build or from the sources (src/thread.ts). */
 function spawnWriter(data: WriterData, port: MessagePort): Worker {
   // A small young generation: what the writer allocates (each batch as it arrives) dies at once, and
@@ -63,7 +71,7 @@ export class ThreadWriter implements LedgerWriter {
   private seq = 0;
   private acked = 0;
   private readonly sent = new Map<number, Sent>();
-  private rows: RequestLogRow[] = [];
+  private rows: LogRowValues[] = [];
   private backlog = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private dead: string | null = null;
@@ -161,7 +169,7 @@ export class ThreadWriter implements LedgerWriter {
       this.counts.rowsDropped++;
       return;
     }
-    this.rows.push(row);
+    this.rows.push(logRowValues(row));
     this.backlog++;
     if (this.timer === null) {
       this.timer = setTimeout(() => {
@@ -209,7 +217,7 @@ export class ThreadWriter implements LedgerWriter {
     if (ops.length > 0) this.backlog += ops.length; // rows were counted when queued
     return new Promise<LedgerRefusal[]>((resolve, reject) => {
       this.sent.set(seq, { items, resolve, reject });
-      this.post({ kind: 'commit', seq, ops, rows });
+      this.post({ kind: 'commit', seq, ops: ops.map(wireOp), rows });
     });
   }
 

@@ -2,7 +2,8 @@
 // commit request is one transaction; every request gets one reply, in order, and bumps the shared
 // signal word after its reply is posted (so a thread may wait for it synchronously at shutdown).
 import type { MessagePort } from 'node:worker_threads';
-import type { LedgerOp, LedgerRefusal, RequestLogRow } from '../types.ts';
+import type { LogRowValues } from './request-log.ts';
+import type { LedgerOp, LedgerRefusal } from '../types.ts';
 
 export interface WriterData {
   file: string;
@@ -12,9 +13,14 @@ export interface WriterData {
   signal: SharedArrayBuffer;
 }
 
+/** A ledger operation as it crosses: a settlement's log row as its values (`logValues`). */
+export type WireLedgerOp =
+  | Exclude<LedgerOp, { kind: 'settle' }>
+  | (Omit<Extract<LedgerOp, { kind: 'settle' }>, 'logRow'> & { logValues?: LogRowValues });
+
 export type WriterRequest =
   /** Ledger operations (with the log rows of their settlements) and finished requests' log rows. */
-  { kind: 'commit'; seq: number; ops: LedgerOp[]; rows: RequestLogRow[] } | { kind: 'close'; seq: number };
+  { kind: 'commit'; seq: number; ops: WireLedgerOp[]; rows: LogRowValues[] } | { kind: 'close'; seq: number };
 
 export type WriterReply =
   | { kind: 'ready' }

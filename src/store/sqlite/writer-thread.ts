@@ -13,11 +13,15 @@ import { siblingModule, spawnThread } from '../../thread.ts';
 import type { CheckpointData } from './checkpoint-thread.ts';
 import { openDatabase, Statements, walPages } from './db.ts';
 import { transactIsolated } from './isolated-writes.ts';
-import { insertSettledRequestLogRow, upsertRequestLogRows, upsertRequestLogRowsEach } from './request-log.ts';
+import {
+  insertSettledRequestLogRow,
+  ProvisionalRows,
+  upsertRequestLogRows,
+  upsertRequestLogRowsEach,
+} from './request-log.ts';
 import { slowCommitLine, slowCommitThreshold } from './slow-commit.ts';
-import type { LedgerOp } from '../types.ts';
 import { Wallets } from './wallets.ts';
-import type { WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
+import type { WireLedgerOp, WriterData, WriterReply, WriterRequest } from './writer-protocol.ts';
 
 const data = workerData as WriterData;
 const slowCommitMs = slowCommitThreshold(process.env['PI_WRITER_SLOW_COMMIT_MS']);
@@ -69,8 +73,10 @@ function start(): void {
 
   const immediate = <R>(fn: () => R): R => db.transaction(fn).immediate();
   // A settlement's log row stands or falls with it (a crash never keeps a charge without its row).
-  const withLogRow = (op: LedgerOp): void => {
-    if (op.kind === 'settle' && op.logRow) insertSettledRequestLogRow(sql, op.logRow);
+  // Where those rows went, so that each request's final row updates its row by rowid.
+  const places = new ProvisionalRows();
+  const withLogRow = (op: WireLedgerOp): void => {
+    if (op.kind === 'settle' && op.logValues) insertSettledRequestLogRow(sql, op.logValues, places);
   };
 
   const commit = (m: Extract<WriterRequest, { kind: 'commit' }>): WriterReply => {
@@ -78,7 +84,7 @@ function start(): void {
     try {
       const { refused, rowErrors } = transactIsolated(immediate, (isolated) => ({
         refused: wallets.applyEach(m.ops, isolated, withLogRow),
-        rowErrors: upsertRequestLogRowsEach(db, sql, m.rows, isolated),
+        rowErrors: upsertRequestLogRowsEach(db, sql, m.rows, isolated, places),
       }));
       Atomics.add(counter, 0, 1);
       return {
@@ -96,7 +102,7 @@ function start(): void {
     // The transaction itself failed (nothing of it was written): the finished requests' rows still
     // go in, on their own.
     try {
-      if (m.rows.length > 0) db.transaction(() => upsertRequestLogRows(sql, m.rows)).immediate();
+      if (m.rows.length > 0) db.transaction(() => upsertRequestLogRows(sql, m.rows, places)).immediate();
       return { kind: 'reply', seq: m.seq, ledgerError, refused: [], rowsError: null };
     } catch (err) {
       return { kind: 'reply', seq: m.seq, ledgerError, refused: [], rowsError: message(err) };
@@ -111,7 +117,7 @@ function start(): void {
         const ms = performance.now() - t0;
         if (ms >= slowCommitMs) {
           let settled = 0;
-          for (const op of m.ops) if (op.kind === 'settle' && op.logRow) settled++;
+          for (const op of m.ops) if (op.kind === 'settle' && op.logValues) settled++;
           process.stderr.write(slowCommitLine(ms, m.ops.length, m.rows.length + settled));
         }
       }

@@ -1,7 +1,13 @@
 // Request log: batched writes (few transactions, flush on close), a cost beyond its column stored
 // without it, queries, nothing secret stored.
 import t from 'tap';
-import { openDatabase } from '../../../src/store/sqlite/db.ts';
+import { openDatabase, Statements } from '../../../src/store/sqlite/db.ts';
+import {
+  insertSettledRequestLogRow,
+  logRowValues,
+  ProvisionalRows,
+  upsertRequestLogRows,
+} from '../../../src/store/sqlite/request-log.ts';
 import { openStore, type RequestLogRow } from '../../../src/store/sqlite/store.ts';
 import { tempDbFile } from './fixtures/temp-db.ts';
 
@@ -225,4 +231,44 @@ t.test('the table has no column for keys, credentials or prompts', async (t) => 
 
 t.test('options are validated', async (t) => {
   t.throws(() => openStore(':memory:', { requestLog: { maxBatch: 0 } }), RangeError);
+});
+
+t.test(
+  "a final row finds its settlement's row by the rowid the writer remembered, never another trace's",
+  async (t) => {
+    const file = tempDbFile(t);
+    const store = openStore(file);
+    t.teardown(() => store.close());
+    const db = openDatabase(file);
+    t.teardown(() => db.close());
+    const sql = new Statements(db, true);
+    const places = new ProvisionalRows();
+    db.transaction(() => {
+      insertSettledRequestLogRow(sql, logRowValues(row(1, { latency_ms: null })), places);
+      insertSettledRequestLogRow(sql, logRowValues(row(2, { latency_ms: null })), places);
+    }).immediate();
+    t.equal(places.size, 2, 'each provisional row remembered');
+    db.transaction(() => upsertRequestLogRows(sql, [logRowValues(row(1, { latency_ms: 7 }))], places)).immediate();
+    t.equal(places.size, 1, 'taken once its final row is written');
+    // A rolled-back insert's rowid may now hold another trace's row: the remembered rowid of tr-2 is
+    // pointed at tr-1's row, and the final row of tr-2 must still land on tr-2's own row.
+    const ids = db.prepare('SELECT id, trace_id FROM request_log ORDER BY id').all() as {
+      id: number;
+      trace_id: string;
+    }[];
+    const idOf = (trace: string) => ids.find((r) => r.trace_id === trace)?.id as number;
+    places.take('tr-2');
+    places.remember('tr-2', idOf('tr-1'));
+    db.transaction(() => upsertRequestLogRows(sql, [logRowValues(row(2, { latency_ms: 9 }))], places)).immediate();
+    const byTrace = Object.fromEntries(store.requestLog.query({}).map((r) => [r.trace_id, r.latency_ms]));
+    t.same(byTrace, { 'tr-1': 7, 'tr-2': 9 }, 'one row per trace, each with its own final details');
+  },
+);
+
+t.test('the remembered rows are bounded: the oldest go first, and a forgotten one is found by trace', async (t) => {
+  const places = new ProvisionalRows(4);
+  for (let i = 1; i <= 5; i++) places.remember(`tr-${i}`, i);
+  t.ok(places.size <= 4, 'never above the bound');
+  t.equal(places.take('tr-1'), undefined, 'the oldest was dropped');
+  t.equal(places.take('tr-5'), 5, 'the newest kept');
 });

@@ -264,3 +264,32 @@ t.test('the slow-commit threshold: unset, empty or not a number ≥ 0 is off', a
   t.equal(slowCommitThreshold('0'), 0);
   t.equal(slowCommitThreshold('2.5'), 2.5);
 });
+
+t.test(
+  'a log row whose cost the column cannot hold is stored without it and reported, its neighbours whole',
+  async (t) => {
+    const file = tempDbFile(t);
+    const store = openStore(file);
+    store.wallets.credit('w', 1_000n, 'seed');
+    const errors: string[] = [];
+    const writer = await ThreadWriter.start(file, {
+      onError: (event, err) => errors.push(`${event}: ${err instanceof Error ? err.message : String(err)}`),
+    });
+    t.teardown(async () => {
+      await writer.close();
+      store.close();
+    });
+    await writer.commit(charge('tr_ok'));
+    writer.append(row('tr_ok', { latency_ms: 5 }));
+    writer.append(row('tr_big', { cost_nano: 2n ** 63n, latency_ms: 6 }));
+    writer.flush();
+    const rows = Object.fromEntries(store.requestLog.query({}).map((r) => [r.trace_id, r]));
+    t.match(rows['tr_ok'], { cost_nano: 40n, latency_ms: 5 });
+    t.match(rows['tr_big'], { cost_nano: null, latency_ms: 6 }, 'the row is kept, without its cost');
+    t.equal(errors.length, 1);
+    t.match(
+      errors[0],
+      /^request_log_write_failed: request-log row of trace tr_big: cost_nano 9223372036854775808 is outside/,
+    );
+  },
+);

@@ -1,0 +1,107 @@
+// Where `serve`'s CPU goes per request, thread by thread: the gateway with the writer thread (as
+// `serve` runs) under an open loop at --rate req/s (1,000) and a closed loop (64 connections), each
+// for --seconds (10), CPU of every thread of the process from /proc/<pid>/task/*/stat (µs per
+// request), beside the bare passthrough's. With --cpu-prof each thread's profile is written to
+// bench/results/profiles/threads-<time>/ (the serving thread's, the writer's, the checkpointer's).
+//
+//   node bench/run.js thread-cpu [--rate N] [--seconds S] [--cpu-prof]
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { closedLoop, once, openLoop } from './lib/load.mjs';
+import { CLK_TCK, RESULTS_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
+import { chatRequest, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
+import { fmt, log, table } from './lib/stats.mjs';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : dflt);
+const rate = opt('--rate', 1000);
+const durMs = opt('--seconds', 10) * 1000;
+const prof = argv.includes('--cpu-prof');
+const BODY = {
+  model: 'openai/gpt-6-luna',
+  messages: [{ role: 'user', content: 'Hello, how are you today?' }],
+  max_tokens: 64,
+};
+
+/** Thread → CPU µs, for every thread of `pid` ("main", else "<name>#<tid>"). */
+function threadCpu(pid) {
+  const out = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let s;
+    try {
+      s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const us = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+    out[tid === String(pid) ? 'main' : `${name}#${tid}`] = us;
+  }
+  return out;
+}
+
+ensureBuilt();
+const dir = join(RESULTS_DIR, 'profiles', `threads-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+if (prof) mkdirSync(dir, { recursive: true });
+const sim = await startSimulator();
+const rows = [];
+for (const who of ['serve', 'passthrough']) {
+  for (const phase of ['open', 'closed']) {
+    const p =
+      who === 'serve'
+        ? await startGateway('gw-threads', {
+            upstream: sim.url,
+            nodeArgs: prof && phase === 'open' ? ['--cpu-prof', '--cpu-prof-dir', dir] : [],
+            args: ['--writer-thread', 'on'],
+          })
+        : await startPassthrough(sim.url);
+    const t = target(p.url);
+    const req = chatRequest(t, { Authorization: `Bearer ${p.key ?? 'sk-bench-upstream'}` }, BODY);
+    const ok = await once(t, req);
+    if (ok.status !== 200) throw new Error(`${who}: ${ok.status} ${ok.text.slice(0, 200)}`);
+    let before;
+    let after;
+    const hooks = { start: () => (before = threadCpu(p.pid)), end: () => (after = threadCpu(p.pid)) };
+    log(`${who} ${phase}`);
+    const r =
+      phase === 'open'
+        ? await openLoop({ target: t, req, rate, conns: 64, warmupMs: 3000, durationMs: durMs, hooks })
+        : await closedLoop({ target: t, req, conns: 64, warmupMs: 2000, durationMs: durMs, hooks });
+    await stopProcess(p, 20_000);
+    // The thread that worked most after the main one is the writer (its OS name is just "node").
+    const per = {};
+    for (const k of Object.keys(after)) per[k] = (after[k] - (before[k] ?? 0)) / r.ok;
+    const busiest = Object.keys(per)
+      .filter((k) => k !== 'main')
+      .sort((a, b) => per[b] - per[a])[0];
+    if (who === 'serve' && busiest) {
+      per.writer = per[busiest];
+      delete per[busiest];
+    }
+    let others = 0;
+    for (const k of Object.keys(per))
+      if (k !== 'main' && k !== 'writer') {
+        others += per[k];
+        delete per[k];
+      }
+    per.others = others;
+    const total = Object.values(per).reduce((a, b) => a + b, 0);
+    rows.push([
+      who,
+      phase,
+      fmt(r.rps ?? r.ok / (durMs / 1000), 0),
+      fmt(total, 1),
+      Object.entries(per)
+        .filter(([, v]) => v >= 0.5)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${fmt(v, 1)}`)
+        .join(', '),
+      r.p99 !== undefined ? fmt(r.p99, 2) : '',
+    ]);
+  }
+}
+await stopProcess(sim);
+process.stdout.write(
+  `${table(['who', 'load', 'req/s', 'CPU µs/request', 'by thread (µs/request)', 'p99 ms'], rows)}\n${prof ? `Profiles: ${dir}\n` : ''}`,
+);
