@@ -113,6 +113,17 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     return decision;
   }
 
+  /** The shared-memory slot of a workspace's wallet or a key's window (-1: decided by message). */
+  slot(of: 'wallet' | 'window', name: string): Promise<number> {
+    return this.ask({ op: 'slot', of, name }) as Promise<number>;
+  }
+
+  /** Announces a hold taken in shared memory; it rides with the next message (its settlement's,
+   *  at the latest: calls go in order, so the coordinator records it before closing it). */
+  held(workspace: string, traceId: string, amount: bigint, slot: number): void {
+    this.tellLater({ op: 'held', workspace, traceId, amount, slot });
+  }
+
   get(key: string): Promise<string | null> {
     return this.ask({ op: 'pin-get', key }) as Promise<string | null>;
   }
@@ -140,6 +151,11 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   /** A CLI change (a credit) seen by this thread's key view: the coordinator re-reads balances. */
   refresh(): void {
     this.tell({ op: 'refresh' });
+  }
+
+  /** As `refresh`, resolved once the coordinator's book has reloaded balances. */
+  refreshed(): Promise<void> {
+    return this.ask({ op: 'refresh' }).then(() => undefined);
   }
 
   /** Sends a call nobody waits for (a breaker outcome, a pin touch), this turn. */
