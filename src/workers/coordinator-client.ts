@@ -169,7 +169,7 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
    * a message of its own for each request's log row (sent after its last byte, so never with its
    * other calls) woke the coordinator once more per request.
    */
-  private tellLater(call: Call): void {
+  tellLater(call: Call): void {
     if (this.closed) return;
     this.queue.push({ ...call, id: 0 } as StateCall);
     if (this.scheduled || this.tellTimer !== null) return;
