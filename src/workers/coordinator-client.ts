@@ -1,10 +1,11 @@
 // A serving thread's end of the coordinator (`serve --workers N`): the wallet book, the rate
 // limiter, the session pins and the request log behind the same seams the single-process gateway
 // fills with its in-process books, answered by the one coordinator every worker shares — so a hold,
-// a rate-limit decision or a pin is exact across threads. Calls made in one event-loop turn go as
-// one message (gathered until setImmediate, which runs in the same turn after every request that
-// arrived in its poll phase: one structured clone and one wake-up of the coordinator for many
-// calls); each answer resolves its call's promise.
+// a rate-limit decision or a pin is exact across threads (on a database file, holds and rate
+// decisions are taken in shared memory instead: shared-client.ts). Calls made in one event-loop
+// turn go as one message (gathered until setImmediate, which runs in the same turn after every
+// request that arrived in its poll phase: one structured clone and one wake-up of the coordinator
+// for many calls); each answer resolves its call's promise.
 import type { MessagePort } from 'node:worker_threads';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { ERROR_CODES, type ErrorCode, GatewayError } from '../errors.ts';

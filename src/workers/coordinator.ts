@@ -2,8 +2,10 @@
 // the wallet book (admission exact in memory, the ledger through the store's writer thread), the
 // per-key rate-limit windows, the session pins and the breakers — answering the workers' batched
 // calls. Exactness comes from there being one owner: a hold is decided by the same synchronous
-// `WalletBook.hold` the single-process gateway runs, whichever worker asked. Open holds are tracked
-// per worker: a worker that dies has them released at once (its requests are gone with it).
+// `WalletBook.hold` the single-process gateway runs, whichever worker asked — or, on a database
+// file, by one compare-and-swap in the memory the threads share (shared-owner.ts), which only this
+// thread adds to; the book then records the hold the worker announces. Open holds are tracked per
+// worker: a worker that dies has them released at once (its requests are gone with it).
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
 import type { PinStore } from '../routing/session-pins.ts';
