@@ -71,6 +71,8 @@ export function coordinatorClient(
 export interface SharedRig {
   coordinator: Coordinator;
   owner: SharedAdmissionOwner;
+  /** The messages each worker sent the coordinator (its calls, batch by batch). */
+  sent: { worker: number; ops: string[] }[];
   /** One serving thread's side per worker (1-based), each with its own client. */
   worker(n: number): { client: CoordinatorClient; wallets: SharedMemoryWallets; limiter: SharedMemoryLimiter };
 }
@@ -97,15 +99,19 @@ export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, work
     shared: owner,
   });
   const sides = new Map<number, ReturnType<SharedRig['worker']>>();
+  const sent: SharedRig['sent'] = [];
   return {
     coordinator,
     owner,
+    sent,
     worker(n) {
       const known = sides.get(n);
       if (known) return known;
       const client = new CoordinatorClient({
         postMessage: (m: WorkerMessage) => {
-          if (m.kind === 'calls') coordinator.handle(n, structuredClone(m.calls));
+          if (m.kind !== 'calls') return;
+          sent.push({ worker: n, ops: m.calls.map((c) => c.op) });
+          coordinator.handle(n, structuredClone(m.calls));
         },
       });
       coordinator.attach(n, {

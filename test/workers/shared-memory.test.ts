@@ -74,11 +74,12 @@ t.test(
     book.refresh();
     const one = rig.worker(1);
     const two = rig.worker(2);
-    t.same(await one.wallets.hold('ws', 'a', 300n), { ok: true });
-    one.client.close(); // announced: the book has it
-    t.same(await one.wallets.hold('ws', 'b', 200n), { ok: true }); // not announced yet
     t.same(await two.wallets.hold('ws', 'c', 100n), { ok: true });
     two.client.close();
+    t.same(await one.wallets.hold('ws', 'a', 300n), { ok: true });
+    one.client.close(); // announced: the book has it
+    // Not announced yet: it waits for the thread's next message, and no macrotask runs before the detach.
+    t.same(one.wallets.hold('ws', 'b', 200n), { ok: true });
     t.equal(rig.owner.available('ws'), 400n);
     t.equal(rig.coordinator.detach(1), 1, 'its one announced hold released');
     t.equal(rig.owner.available('ws'), 900n, 'both of its holds are available again; the other worker’s stays');
@@ -188,4 +189,41 @@ t.test('a workspace shared memory has no room for is held by the coordinator’s
   t.same(book.view('late'), { balance: 500n, held: 500n, available: 0n });
   t.equal(await wallets.settle('t0', 100n, {}), true);
   t.same(book.view('late'), { balance: 400n, held: 400n, available: 0n });
+});
+
+t.test('admission sends no message: slots are asked for once, holds ride with their settlement', async (t) => {
+  const clock = new ManualClock(NOW);
+  const store = openStore(':memory:', { clock });
+  const book = new WalletBook(store);
+  t.teardown(() => {
+    book.close();
+    store.close();
+  });
+  const rig = sharedAdmissionRig(t, clock, book, 1);
+  store.wallets.credit('ws', 1_000n, 'test');
+  book.refresh();
+  const { wallets, limiter } = rig.worker(1);
+  t.same(await limiter.take('key', 100), { ok: true, remaining: 99 });
+  t.same(await wallets.hold('ws', 'first', 10n), { ok: true });
+  t.same(
+    rig.sent.map((m) => m.ops),
+    [['slot'], ['slot']],
+    'the first use of a key and of a workspace asks for their slots',
+  );
+  rig.sent.length = 0;
+  for (let i = 0; i < 10; i++) {
+    t.same(limiter.take('key', 100), { ok: true, remaining: 98 - i }, 'decided at once');
+    t.same(wallets.hold('ws', `t${i}`, 10n), { ok: true }, 'decided at once');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.equal(await wallets.settle('t0', 5n, {}), true);
+  const ops = rig.sent.flatMap((m) => m.ops);
+  t.same(
+    ops.filter((op) => op !== 'held'),
+    ['settle'],
+    'ten admissions, no message of their own (their announcements ride with whatever goes next)',
+  );
+  t.equal(ops.filter((op) => op === 'held').length, 11, 'every hold announced');
+  t.equal(ops.indexOf('settle'), ops.length - 1, 'before the settlement');
+  t.equal(rig.owner.available('ws'), 1_000n - 11n * 10n + 10n - 5n);
 });
