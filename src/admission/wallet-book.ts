@@ -77,6 +77,8 @@ export class WalletBook implements WalletService {
   private inFlight: Promise<void> | null = null;
   /** Another process changed the database while a batch was in flight: reload once it lands. */
   private refreshWanted = false;
+  /** Told every change of a workspace's balance − held (see watchAvailable). */
+  private onAvailable: ((workspace: string, delta: bigint) => void) | null = null;
 
   private readonly wallets: Store['wallets'];
   private readonly writer: LedgerWriter;
@@ -116,10 +118,36 @@ export class WalletBook implements WalletService {
     const a = this.account(workspace);
     const available = a.balance - a.held;
     if (available < amount) return { ok: false, available };
-    a.held += amount;
+    this.record(workspace, traceId, amount);
+    this.onAvailable?.(workspace, -amount);
+    return { ok: true };
+  }
+
+  /**
+   * Records a hold admitted elsewhere against the same balance − held (a serving thread's shared
+   * memory, `serve --workers N`): no check here, and no change told to watchAvailable (whoever
+   * admitted it already took it from what is available). A trace already open is a WalletError.
+   */
+  admit(workspace: string, traceId: string, amount: bigint): void {
+    checkTrace(traceId);
+    if (this.open.has(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+    this.record(workspace, traceId, amount);
+  }
+
+  /**
+   * `listener` is told every change of a workspace's balance − held this book makes from now on
+   * (a hold, a settlement, a release, a credit seen by `refresh`, a batch the store refused), except
+   * the holds of `admit` — so a copy of `available` kept elsewhere stays equal to the book's, less
+   * the holds admitted there and not yet recorded here.
+   */
+  watchAvailable(listener: (workspace: string, delta: bigint) => void): void {
+    this.onAvailable = listener;
+  }
+
+  private record(workspace: string, traceId: string, amount: bigint): void {
+    this.account(workspace).held += amount;
     this.open.set(traceId, { workspace, amount });
     this.enqueue({ kind: 'hold', workspace, traceId, amount });
-    return { ok: true };
   }
 
   /**
@@ -136,6 +164,7 @@ export class WalletBook implements WalletService {
     const a = this.account(h.workspace);
     a.balance -= cost;
     a.held -= h.amount;
+    this.onAvailable?.(h.workspace, h.amount - cost);
     const op: LedgerOp = { kind: 'settle', workspace: h.workspace, traceId, amount: h.amount, cost, details };
     if (logRow) op.logRow = logRow;
     this.enqueue(op);
@@ -159,6 +188,7 @@ export class WalletBook implements WalletService {
     if (!h) return;
     this.open.delete(traceId);
     this.account(h.workspace).held -= h.amount;
+    this.onAvailable?.(h.workspace, h.amount);
     this.enqueue({ kind: 'release', workspace: h.workspace, traceId, amount: h.amount });
   }
 
@@ -193,11 +223,15 @@ export class WalletBook implements WalletService {
    * what is pending is written first; with a writer thread (never blocked on from the request path)
    * the reload waits until no batch is in flight and counts what is still queued.
    */
-  refresh(): void {
+  refresh(): void | Promise<void> {
     if (this.inline) this.flush();
     if (this.inFlight !== null) {
       this.refreshWanted = true;
-      return;
+      // Resolves after the reload: that runs first, when the batch in flight lands (see pump).
+      return this.inFlight.then(
+        () => undefined,
+        () => undefined,
+      );
     }
     this.reload();
   }
@@ -352,6 +386,7 @@ export class WalletBook implements WalletService {
   /** Memory ← database, plus what is queued and not yet written. Never called while a batch is in
    *  flight (the database would then lack part of this book). */
   private reload(): void {
+    const before = this.onAvailable === null ? null : this.availableNow();
     for (const [workspace, a] of this.accounts) {
       const v = this.wallets.show(workspace, 0);
       a.balance = v.balance;
@@ -366,6 +401,17 @@ export class WalletBook implements WalletService {
         if (op.kind === 'settle') a.balance -= op.cost;
       }
     }
+    if (before === null) return;
+    for (const [workspace, a] of this.accounts) {
+      const delta = a.balance - a.held - (before.get(workspace) ?? 0n);
+      if (delta !== 0n) this.onAvailable?.(workspace, delta);
+    }
+  }
+
+  private availableNow(): Map<string, bigint> {
+    const m = new Map<string, bigint>();
+    for (const [workspace, a] of this.accounts) m.set(workspace, a.balance - a.held);
+    return m;
   }
 
   private account(workspace: string): Account {

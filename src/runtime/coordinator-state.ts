@@ -14,10 +14,13 @@ import type { ConsoleStore } from '../store/console-store-interface.ts';
 import { sqliteConsole } from '../store/sqlite/console-store.ts';
 import { openStore, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/sqlite/store.ts';
 import type { RequestLogRow } from '../store/types.ts';
+import type { AdmittingBook } from '../workers/shared-owner.ts';
 import { writerCapacity } from './runtime.ts';
 
 export interface CoordinatorState {
   wallets: WalletService;
+  /** The embedded book, whose holds serving threads may take in shared memory (shared-owner.ts). */
+  sharedBook?: AdmittingBook;
   limiter: RateLimiter;
   pins: PinStore;
   health: HealthTracker;
@@ -60,6 +63,7 @@ export async function embeddedCoordinatorState(
     const settings = config.settings;
     return {
       wallets,
+      sharedBook: wallets,
       limiter: new FixedWindowRateLimiter(clock),
       pins: new SessionPins({ clock, maxPins: settings.sessions.maxPins }),
       health: new HealthTracker(settings.health, clock),

@@ -13,6 +13,7 @@ import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import { metricsJSON } from '../telemetry/worker-metrics.ts';
 import { BreakerMirror } from '../workers/breaker-mirror.ts';
 import { CoordinatorClient } from '../workers/coordinator-client.ts';
+import { SharedMemoryLimiter, SharedMemoryWallets } from '../workers/shared-client.ts';
 import type { CoordinatorMessage, WorkerMessage, WorkerStart } from '../workers/protocol.ts';
 import { openThreadView } from './thread-view.ts';
 
@@ -61,7 +62,9 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
   };
 
   try {
-    const keys = await openThreadView(data.db, client, log);
+    // Holds and rate decisions in shared memory when the coordinator offers it (no message each).
+    const wallets = data.shared ? new SharedMemoryWallets(client, data.shared, data.worker) : client;
+    const keys = await openThreadView(data.db, wallets, log);
     closeView = keys.close;
     const view = keys.view;
     telemetry = await startTelemetry({
@@ -73,7 +76,14 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     });
     gateway = await startGateway({
       config: data.config,
-      shared: { wallets: client, view, limiter: client, pins: client, health: breakers, behind: () => client.behind() },
+      shared: {
+        wallets,
+        view,
+        limiter: data.shared ? new SharedMemoryLimiter(client, data.shared, systemClock) : client,
+        pins: client,
+        health: breakers,
+        behind: () => client.behind(),
+      },
       records: {
         requestLog: { append: (row) => client.appendLog(row), flush: () => undefined },
         credentialNames: () => keys.credentialNames(),

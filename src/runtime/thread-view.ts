@@ -7,7 +7,6 @@ import { StoreView } from '../admission/store-view.ts';
 import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { openStore } from '../store/sqlite/store.ts';
 import { openPgStore } from '../store/postgres/store.ts';
-import type { CoordinatorClient } from '../workers/coordinator-client.ts';
 
 export interface ThreadView {
   view: KeysAndCredentials;
@@ -17,7 +16,8 @@ export interface ThreadView {
 
 type Log = (event: string, fields?: Record<string, unknown>) => void;
 
-export async function openThreadView(db: string, client: CoordinatorClient, log: Log): Promise<ThreadView> {
+/** `wallets.refresh()` is called when another process committed (a credit): the coordinator reloads. */
+export async function openThreadView(db: string, wallets: { refresh(): unknown }, log: Log): Promise<ThreadView> {
   const onBadSecret = (name: string, _err: unknown, kept: boolean) =>
     log(kept ? 'sealed_secret_kept_after_rotation' : 'sealed_secret_refused', { name });
   if (isPostgresUrl(db)) {
@@ -45,7 +45,7 @@ export async function openThreadView(db: string, client: CoordinatorClient, log:
     const view = new StoreView(
       store,
       onBadSecret,
-      () => client.refresh(),
+      () => void wallets.refresh(),
       // The writer thread commits all the time; only keys, secrets and credits move this counter.
       () => store.cachedDataChangedSinceLastCheck(),
     );

@@ -17,6 +17,7 @@ import { walletSamples } from '../telemetry/wallet-gauges.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
 import { Coordinator } from '../workers/coordinator.ts';
+import { SharedAdmissionOwner } from '../workers/shared-owner.ts';
 import type { ObservabilityOptions } from './observability.ts';
 import { startObservability } from './runtime.ts';
 import { ServingThreads } from './serving-threads.ts';
@@ -96,6 +97,7 @@ function threadStart(
   port: number,
   metrics: boolean,
   coordinator: Coordinator,
+  shared: SharedAdmissionOwner | null,
 ) {
   const obs = o.observability;
   return (worker: number) => ({
@@ -110,6 +112,7 @@ function threadStart(
     trustedProxies: obs?.trustedProxies ?? [],
     traces: obs?.tracesUrl ? { url: obs.tracesUrl, serviceName: obs.serviceName } : null,
     breakers: coordinator.breakerStates(),
+    shared: shared?.memory ?? null,
   });
 }
 
@@ -131,7 +134,10 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
     state = await coordinatorState(o, clock, telemetry);
     const st = state;
     const { wallets, health, pins } = st;
+    // On a database file, holds and rate windows live in memory every serving thread shares.
+    const shared = st.sharedBook ? new SharedAdmissionOwner(st.sharedBook, o.workers) : null;
     const coordinator: Coordinator = new Coordinator({
+      ...(shared ? { shared } : {}),
       wallets,
       limiter: st.limiter,
       pins,
@@ -149,7 +155,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
     const port = await claimPort(o.host, o.port);
     const pool = new ServingThreads(
       coordinator,
-      threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator),
+      threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator, shared),
       jsonLog,
     );
     threads = pool;

@@ -21,11 +21,11 @@ export class BreakerMirror implements BreakerBoard {
   readonly passive: HealthView;
 
   private readonly worker: number;
-  private readonly client: Pick<CoordinatorClient, 'tell'>;
+  private readonly client: Pick<CoordinatorClient, 'tell' | 'tellLater'>;
   private readonly clock: Clock;
   constructor(
     worker: number,
-    client: Pick<CoordinatorClient, 'tell'>,
+    client: Pick<CoordinatorClient, 'tell' | 'tellLater'>,
     clock: Clock,
     initial: readonly BreakerMirrorState[] = [],
   ) {
@@ -68,8 +68,12 @@ export class BreakerMirror implements BreakerBoard {
     this.client.tell({ op: 'probe-release', deploymentId });
   }
 
+  /** A success on a closed breaker changes nothing anyone waits for: it rides with the next message
+   *  (in order: a failure told after it still arrives after it); anything else goes this turn. */
   record(deploymentId: string, outcome: Outcome): void {
-    this.client.tell({ op: 'record', deploymentId, outcome });
+    const call = { op: 'record', deploymentId, outcome } as const;
+    if (outcome.ok && (this.states.get(deploymentId)?.openUntil ?? null) === null) this.client.tellLater(call);
+    else this.client.tell(call);
   }
 
   state(deploymentId: string): DeploymentHealth {

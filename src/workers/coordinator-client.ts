@@ -1,10 +1,11 @@
 // A serving thread's end of the coordinator (`serve --workers N`): the wallet book, the rate
 // limiter, the session pins and the request log behind the same seams the single-process gateway
 // fills with its in-process books, answered by the one coordinator every worker shares — so a hold,
-// a rate-limit decision or a pin is exact across threads. Calls made in one event-loop turn go as
-// one message (gathered until setImmediate, which runs in the same turn after every request that
-// arrived in its poll phase: one structured clone and one wake-up of the coordinator for many
-// calls); each answer resolves its call's promise.
+// a rate-limit decision or a pin is exact across threads (on a database file, holds and rate
+// decisions are taken in shared memory instead: shared-client.ts). Calls made in one event-loop
+// turn go as one message (gathered until setImmediate, which runs in the same turn after every
+// request that arrived in its poll phase: one structured clone and one wake-up of the coordinator
+// for many calls); each answer resolves its call's promise.
 import type { MessagePort } from 'node:worker_threads';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { ERROR_CODES, type ErrorCode, GatewayError } from '../errors.ts';
@@ -113,6 +114,17 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     return decision;
   }
 
+  /** The shared-memory slot of a workspace's wallet or a key's window (-1: decided by message). */
+  slot(of: 'wallet' | 'window', name: string): Promise<number> {
+    return this.ask({ op: 'slot', of, name }) as Promise<number>;
+  }
+
+  /** Announces a hold taken in shared memory; it rides with the next message (its settlement's,
+   *  at the latest: calls go in order, so the coordinator records it before closing it). */
+  held(workspace: string, traceId: string, amount: bigint, slot: number): void {
+    this.tellLater({ op: 'held', workspace, traceId, amount, slot });
+  }
+
   get(key: string): Promise<string | null> {
     return this.ask({ op: 'pin-get', key }) as Promise<string | null>;
   }
@@ -142,6 +154,11 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
     this.tell({ op: 'refresh' });
   }
 
+  /** As `refresh`, resolved once the coordinator's book has reloaded balances. */
+  refreshed(): Promise<void> {
+    return this.ask({ op: 'refresh' }).then(() => undefined);
+  }
+
   /** Sends a call nobody waits for (a breaker outcome, a pin touch), this turn. */
   tell(call: Call): void {
     this.enqueue({ ...call, id: 0 } as StateCall);
@@ -153,7 +170,7 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
    * a message of its own for each request's log row (sent after its last byte, so never with its
    * other calls) woke the coordinator once more per request.
    */
-  private tellLater(call: Call): void {
+  tellLater(call: Call): void {
     if (this.closed) return;
     this.queue.push({ ...call, id: 0 } as StateCall);
     if (this.scheduled || this.tellTimer !== null) return;

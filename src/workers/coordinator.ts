@@ -2,14 +2,17 @@
 // the wallet book (admission exact in memory, the ledger through the store's writer thread), the
 // per-key rate-limit windows, the session pins and the breakers — answering the workers' batched
 // calls. Exactness comes from there being one owner: a hold is decided by the same synchronous
-// `WalletBook.hold` the single-process gateway runs, whichever worker asked. Open holds are tracked
-// per worker: a worker that dies has them released at once (its requests are gone with it).
+// `WalletBook.hold` the single-process gateway runs, whichever worker asked — or, on a database
+// file, by one compare-and-swap in the memory the threads share (shared-owner.ts), which only this
+// thread adds to; the book then records the hold the worker announces. Open holds are tracked per
+// worker: a worker that dies has them released at once (its requests are gone with it).
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
 import type { PinStore } from '../routing/session-pins.ts';
 import type { RequestLogRow } from '../store/types.ts';
 import type { BreakerGrants } from './breaker-grants.ts';
 import type { CoordinatorMessage, Reply, StateCall, StateValue } from './protocol.ts';
+import type { SharedAdmissionOwner } from './shared-owner.ts';
 
 /** Where a worker's replies go (its MessagePort or Worker). */
 export interface WorkerPort {
@@ -28,6 +31,9 @@ export interface CoordinatorParts {
   behind(): boolean;
   /** Failures nobody waits for (a release, a log row): logged. */
   onError(event: string, err: unknown): void;
+  /** The admission memory the serving threads share, when `wallets` is the embedded book: they take
+   *  holds and count rate windows there, and announce their holds (`held`) with their closes. */
+  shared?: SharedAdmissionOwner;
 }
 
 interface WorkerLink {
@@ -67,6 +73,8 @@ export class Coordinator {
     const link = this.links.get(worker);
     this.links.delete(worker);
     this.parts.breakers.workerGone(worker);
+    // What it held in shared memory and had not announced yet comes back at once too.
+    this.parts.shared?.workerGone(worker);
     if (!link) return 0;
     link.attached = false;
     for (const traceId of link.holds) this.release(traceId);
@@ -160,13 +168,22 @@ export class Coordinator {
           : this.holdTaken(link, call.traceId, r);
       }
       case 'settle':
-        link.holds.delete(call.traceId);
+        // With shared memory, a trace this worker did not hold (one another worker's book entry
+        // has, see SharedAdmissionOwner.held) settles nothing.
+        if (!link.holds.delete(call.traceId) && p.shared) return false;
         return call.logRow === null
           ? p.wallets.settle(call.traceId, call.cost, call.details)
           : p.wallets.settle(call.traceId, call.cost, call.details, call.logRow);
       case 'release':
-        link.holds.delete(call.traceId);
+        if (!link.holds.delete(call.traceId) && p.shared) return;
         return p.wallets.release(call.traceId);
+      case 'slot':
+        return p.shared ? p.shared.slot(call.of, call.name) : -1;
+      case 'held':
+        if (!p.shared) throw new Error('no shared admission memory');
+        p.shared.held(worker, call.workspace, call.traceId, call.amount, call.slot);
+        link.holds.add(call.traceId);
+        return;
       case 'take':
         return p.limiter.take(call.key, call.limit);
       case 'pin-get':

@@ -9,6 +9,7 @@ import type { HoldResult } from '../admission/admission.ts';
 import type { RateDecision } from '../admission/rate-limit.ts';
 import type { Outcome } from '../routing/health.ts';
 import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
+import type { SharedBookMemory } from './shared-book.ts';
 
 /** One state call of a serving thread. `id` 0: no answer wanted (fire and forget). */
 export type StateCall =
@@ -18,6 +19,12 @@ export type StateCall =
   | { id: number; op: 'settle'; traceId: string; cost: bigint; details: LedgerDetails; logRow: RequestLogRow | null }
   | { id: number; op: 'release'; traceId: string }
   | { id: number; op: 'take'; key: string; limit: number }
+  /** Shared memory (shared-book.ts, shared-windows.ts): the slot of a workspace's wallet or of a
+   *  key's rate window, made on first use; -1: not in shared memory (decided by message). */
+  | { id: number; op: 'slot'; of: 'wallet' | 'window'; name: string }
+  /** A hold a serving thread took in shared memory, announced so the coordinator's book records it
+   *  (its ledger row, the worker's open holds) before its settlement or release, which follow it. */
+  | { id: number; op: 'held'; workspace: string; traceId: string; amount: bigint; slot: number }
   | { id: number; op: 'pin-get'; key: string }
   | { id: number; op: 'pin-touch'; key: string }
   | { id: number; op: 'pin-set'; key: string; deploymentId: string }
@@ -29,7 +36,7 @@ export type StateCall =
   | { id: number; op: 'refresh' };
 
 // biome-ignore lint/suspicious/noConfusingVoidType: a reply carries what the called method returned, and several (release, pin-drop, record, …) return void.
-export type StateValue = HoldResult | RateDecision | boolean | string | null | void;
+export type StateValue = HoldResult | RateDecision | boolean | string | number | null | void;
 
 /** A refusal carries the error's `code` when it had one (a wallet's `duplicate_trace`, …), so the
  *  serving thread's caller can tell refusals apart as it would in one process. */
@@ -82,4 +89,12 @@ export interface WorkerStart {
   traces: { url: string | null; serviceName: string } | null;
   /** The breakers as the coordinator knows them at the start. */
   breakers: BreakerMirrorState[];
+  /** The admission memory every thread shares (null: holds and rate decisions go by message). */
+  shared: SharedAdmissionMemory | null;
+}
+
+/** Wallets' `available` words and rate-limit windows in shared memory (shared-book.ts, shared-windows.ts). */
+export interface SharedAdmissionMemory {
+  book: SharedBookMemory;
+  windows: SharedArrayBuffer;
 }

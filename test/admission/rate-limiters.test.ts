@@ -9,7 +9,7 @@ import { RedisConnection } from '../../src/fleet/redis-connection.ts';
 import { RedisRateLimiter } from '../../src/fleet/redis-rate-limiter.ts';
 import { SharedRateLimiter, SharedStateHealth } from '../../src/fleet/shared-limits.ts';
 import { openStore } from '../../src/store/sqlite/store.ts';
-import { coordinatorClient } from '../helpers/coordinator-rig.ts';
+import { coordinatorClient, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
 import { rateLimiterContract } from '../helpers/rate-limiter-contract.ts';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis.ts';
 
@@ -33,6 +33,19 @@ t.test('coordinator client of a serving thread (serve --workers N)', async (t) =
       limiter: coordinatorClient(t, clock, { wallets: book, limiter: new FixedWindowRateLimiter(clock) }),
       clock,
     };
+  });
+});
+
+t.test('a serving thread’s windows in shared memory (serve --workers N on a database file)', async (t) => {
+  rateLimiterContract(t, async (t, at) => {
+    const clock = new ManualClock(at);
+    const store = openStore(':memory:', { clock });
+    const book = new WalletBook(store);
+    t.teardown(() => {
+      book.close();
+      store.close();
+    });
+    return { limiter: sharedAdmissionRig(t, clock, book).worker(1).limiter, clock };
   });
 });
 

@@ -12,6 +12,10 @@ import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
 import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
 import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
+import { SharedMemoryLimiter, SharedMemoryWallets } from '../../src/workers/shared-client.ts';
+import { SharedAdmissionOwner } from '../../src/workers/shared-owner.ts';
+import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
+import type { WalletBook } from '../../src/admission/wallet-book.ts';
 
 /** Breaker settings for the coordinator suites (a breaker trips after two failures in a row). */
 export const TEST_HEALTH: GatewaySettings['health'] = {
@@ -74,4 +78,69 @@ export function coordinatorClients(
     });
     return client;
   });
+}
+
+/** A serving thread's shared-memory admission (worker `worker`) over a coordinator whose embedded
+ *  book is `book`: the rig of `serve --workers N` on a database file, without threads. */
+export interface SharedRig {
+  coordinator: Coordinator;
+  owner: SharedAdmissionOwner;
+  /** The messages each worker sent the coordinator (its calls, batch by batch). */
+  sent: { worker: number; ops: string[] }[];
+  /** One serving thread's side per worker (1-based), each with its own client. */
+  worker(n: number): { client: CoordinatorClient; wallets: SharedMemoryWallets; limiter: SharedMemoryLimiter };
+}
+
+export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, workers = 1): SharedRig {
+  const breakers = new BreakerGrants(
+    new HealthTracker(TEST_HEALTH, clock),
+    clock,
+    () => undefined,
+    () => [1],
+    () => undefined,
+    () => () => undefined,
+  );
+  t.teardown(() => breakers.close());
+  const owner = new SharedAdmissionOwner(book, workers);
+  const coordinator: Coordinator = new Coordinator({
+    wallets: book,
+    limiter: new FixedWindowRateLimiter(clock),
+    pins: new SessionPins({ clock, maxPins: 10 }),
+    breakers,
+    appendLog: () => undefined,
+    behind: () => false,
+    onError: () => undefined,
+    shared: owner,
+  });
+  const sides = new Map<number, ReturnType<SharedRig['worker']>>();
+  const sent: SharedRig['sent'] = [];
+  return {
+    coordinator,
+    owner,
+    sent,
+    worker(n) {
+      const known = sides.get(n);
+      if (known) return known;
+      const client = new CoordinatorClient({
+        postMessage: (m: WorkerMessage) => {
+          if (m.kind !== 'calls') return;
+          sent.push({ worker: n, ops: m.calls.map((c) => c.op) });
+          coordinator.handle(n, structuredClone(m.calls));
+        },
+      });
+      coordinator.attach(n, {
+        postMessage: (m: CoordinatorMessage) => {
+          const c = structuredClone(m);
+          if (c.kind === 'replies') client.receive(c);
+        },
+      });
+      const side = {
+        client,
+        wallets: new SharedMemoryWallets(client, owner.memory, n),
+        limiter: new SharedMemoryLimiter(client, owner.memory, clock),
+      };
+      sides.set(n, side);
+      return side;
+    },
+  };
 }

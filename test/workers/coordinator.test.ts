@@ -351,3 +351,17 @@ t.test(
     void orphan.catch(() => undefined);
   },
 );
+
+t.test('a success on a closed breaker rides with the next message; a failure goes this turn, after it', async (t) => {
+  const r = rig(t);
+  r.sent.length = 0;
+  r.mirror(1).record(DEPLOYMENT.id, { ok: true, firstByteMs: 5 });
+  await tick();
+  t.equal(r.sent.length, 0, 'a success alone waits (TELL_WAIT_MS) for another call to ride with');
+  r.mirror(1).record(DEPLOYMENT.id, { ok: false, reason: 'status_5xx' });
+  await tick();
+  t.equal(r.sent.length, 1, 'the failure goes at once');
+  const m = r.sent[0]?.m;
+  const outcomes = m?.kind === 'calls' ? m.calls.map((c) => (c.op === 'record' ? c.outcome.ok : null)) : [];
+  t.same(outcomes, [true, false], 'in one message, in the order they happened');
+});

@@ -1,0 +1,156 @@
+// A serving thread's admission over the memory it shares with the other threads of
+// `serve --workers N` (shared-book.ts, shared-windows.ts): a rate decision and a hold are taken
+// here, with no message to the coordinator; the hold is announced to the coordinator's book with
+// the next message (at the latest with its own settlement or release), which writes its ledger
+// rows as before. Only the first use of a workspace or key on this thread asks the coordinator for
+// its slot; one that shared memory has no room for is decided by the coordinator, by message.
+import type { HoldResult, WalletService } from '../admission/admission.ts';
+import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
+import type { Clock } from '../clock.ts';
+import { WalletError } from '../store/errors.ts';
+import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
+import type { CoordinatorClient } from './coordinator-client.ts';
+import { SharedBook } from './shared-book.ts';
+import { SharedWindows } from './shared-windows.ts';
+import type { SharedAdmissionMemory } from './protocol.ts';
+
+/** Slots by name, each asked for once (concurrent first uses share the one question). */
+class SlotCache {
+  private readonly known = new Map<string, number>();
+  private readonly asking = new Map<string, Promise<number>>();
+  private readonly ask: (name: string) => Promise<number>;
+  constructor(ask: (name: string) => Promise<number>) {
+    this.ask = ask;
+  }
+
+  /** The slot now when known, else a promise of it. */
+  get(name: string): number | Promise<number> {
+    const slot = this.known.get(name);
+    if (slot !== undefined) return slot;
+    let p = this.asking.get(name);
+    if (!p) {
+      p = this.ask(name).then(
+        (s) => {
+          this.known.set(name, s);
+          this.asking.delete(name);
+          return s;
+        },
+        (err: unknown) => {
+          this.asking.delete(name);
+          throw err;
+        },
+      );
+      this.asking.set(name, p);
+    }
+    return p;
+  }
+}
+
+export class SharedMemoryWallets implements WalletService {
+  private readonly book: SharedBook;
+  private readonly slots: SlotCache;
+  /** A reload of the coordinator's book under way (a credit seen): holds wait for it. */
+  private refreshing: Promise<void> | null = null;
+  /** This thread's open holds taken in shared memory. */
+  private readonly open = new Map<string, { workspace: string; amount: bigint }>();
+  private readonly client: CoordinatorClient;
+  private readonly worker: number;
+
+  constructor(client: CoordinatorClient, memory: SharedAdmissionMemory, worker: number) {
+    this.client = client;
+    this.worker = worker;
+    this.book = new SharedBook(memory.book);
+    this.slots = new SlotCache((name) => client.slot('wallet', name));
+  }
+
+  hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
+    if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
+    if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
+    if (typeof amount !== 'bigint' || amount < 0n)
+      throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+    const waiting = this.refreshing;
+    if (waiting !== null) return waiting.then(() => this.hold(workspace, traceId, amount));
+    const slot = this.slots.get(workspace);
+    return typeof slot === 'number'
+      ? this.holdIn(slot, workspace, traceId, amount)
+      : slot.then((s) => this.holdIn(s, workspace, traceId, amount));
+  }
+
+  settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    if (typeof cost !== 'bigint' || cost < 0n)
+      throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
+    // A trace never held here (or closed already) settles nothing, without asking.
+    if (!this.open.delete(traceId)) return Promise.resolve(false);
+    return this.client.settle(traceId, cost, details, logRow);
+  }
+
+  release(traceId: string): void | Promise<void> {
+    if (!this.open.delete(traceId)) return;
+    return this.client.release(traceId);
+  }
+
+  /**
+   * Another process committed (a credit, seen by this thread's key view): the coordinator's book
+   * reloads, which adds the credit to shared memory. Holds wait until it has, so a request this
+   * thread admits after noticing the credit is decided with it (one round trip per change seen).
+   */
+  refresh(): Promise<void> {
+    const reloaded: Promise<void> = this.client.refreshed().then(
+      () => this.doneRefreshing(reloaded),
+      () => this.doneRefreshing(reloaded),
+    );
+    this.refreshing = reloaded;
+    return reloaded;
+  }
+
+  private doneRefreshing(p: Promise<void>): void {
+    if (this.refreshing === p) this.refreshing = null;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private holdIn(slot: number, workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
+    if (this.open.has(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+    if (slot < 0) {
+      // No room in shared memory: the coordinator's book decides, as without it.
+      return this.client.hold(workspace, traceId, amount).then((r) => {
+        if (r.ok) this.open.set(traceId, { workspace, amount });
+        return r;
+      });
+    }
+    const refused = this.book.tryHold(slot, this.worker, amount);
+    if (refused !== null) return { ok: false, available: refused };
+    this.open.set(traceId, { workspace, amount });
+    this.client.held(workspace, traceId, amount, slot);
+    return { ok: true };
+  }
+}
+
+export class SharedMemoryLimiter implements RateLimiter {
+  private readonly windows: SharedWindows;
+  private readonly slots: SlotCache;
+  private readonly client: CoordinatorClient;
+  private readonly clock: Clock;
+
+  constructor(client: CoordinatorClient, memory: SharedAdmissionMemory, clock: Clock) {
+    this.client = client;
+    this.clock = clock;
+    this.windows = new SharedWindows(memory.windows);
+    this.slots = new SlotCache((name) => client.slot('window', name));
+  }
+
+  take(key: string, limitPerMinute: number): RateDecision | Promise<RateDecision> {
+    const slot = this.slots.get(key);
+    return typeof slot === 'number'
+      ? this.takeIn(slot, key, limitPerMinute)
+      : slot.then((s) => this.takeIn(s, key, limitPerMinute));
+  }
+
+  private takeIn(slot: number, key: string, limitPerMinute: number): RateDecision | Promise<RateDecision> {
+    // The clock is read once the slot is known: a first use decides at the instant it is counted.
+    if (slot < 0) return this.client.take(key, limitPerMinute);
+    return this.windows.take(slot, limitPerMinute, this.clock.now());
+  }
+}
