@@ -221,7 +221,7 @@ function ledgerVerify() {
 async function perWorker(s) {
   const text = await (await fetch(`${s.admin}/metrics`)).text();
   return [1, 2].map((w) =>
-    Number(new RegExp(`^pi_gateway_worker_requests\\{worker="${w}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 'NaN'),
+    Number(new RegExp(`^pi_gateway_worker_requests_total\\{worker="${w}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 'NaN'),
   );
 }
 
