@@ -18,6 +18,10 @@
 // count each victim's orphaned slices with its holds and time their release the same way.
 // `--per-request` runs the nodes with `--wallet-admission per-request` instead.
 //
+// The fleet mixes both kinds of node: its first node runs two serving threads (`--workers 2`, a
+// coordinator holding the node's wallet service), the others one; every other SIGKILL victim runs
+// `--workers 2` too.
+//
 //   node bench/run.js fleet-drills [--quick] [--per-request]      (--quick: 10 bursts of 60, 3 kills)
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -86,10 +90,13 @@ log(
   `fleet-drills: ${flags.quick ? 'quick' : 'full'} run; PostgreSQL + Redis + simulator up in ${fmtInt(performance.now() - wall0)} ms`,
 );
 
-/** One `serve` node; resolves once it logged `listening`. */
-function startNode() {
+const WORKERS = ['--workers', '2'];
+
+/** One `serve` node (`extra`: more arguments, e.g. `--workers 2`); resolves once it logged `listening`. */
+function startNode(extra = []) {
   return startServeProcess(
     [
+      ...extra,
       '--config',
       CONFIG,
       '--db',
@@ -275,7 +282,7 @@ async function drillKill(a, b) {
   const rounds = [];
   const done = [];
   for (let r = 0; r < P.kills; r++) {
-    const victim = await startNode();
+    const victim = await startNode(r % 2 === 0 ? WORKERS : []);
     await chat(victim, 'pinned-order'); // warm: its key cache and connections, so its share is admitted before the kill
     const slow = { stream: true, sim: { chunks: 20, chunkDelayMs: 50 } };
     const burst = Promise.all(
@@ -469,7 +476,7 @@ async function drillRestart(ns) {
 
 let failed = false;
 try {
-  let ns = await Promise.all([startNode(), startNode(), startNode()]);
+  let ns = await Promise.all([startNode(WORKERS), startNode(), startNode()]);
   log('bursts…');
   results.bursts = await drillBursts(ns);
   log(`bursts: ${JSON.stringify(results.bursts)}`);
