@@ -85,10 +85,15 @@ export class EscrowWallet {
     if (amount > this.maxHold) this.maxHold = amount;
   }
 
-  /** Whether `amount` can be admitted from the current slice now, in memory. */
-  canAdmit(amount: bigint, now: number): boolean {
+  /**
+   * Whether `amount` can be admitted from the current slice now, in memory. Also while the wallet
+   * is admitted per request (`perRequestUntil` bars growing the slice, not using it): what releases
+   * and settlements below their holds give back to the slice is this node's to admit against,
+   * exactly, and a per-request statement would count it as held and refuse.
+   */
+  canAdmit(amount: bigint): boolean {
     const s = this.current;
-    return s !== null && !s.lost && now >= this.perRequestUntil && s.free() >= amount;
+    return s !== null && !s.lost && s.free() >= amount;
   }
 
   /** The size a slice should have now: the recent rate over `sliceMs`, at least `minSliceHolds` of the largest holds. */

@@ -35,6 +35,8 @@ import { SliceSettleBatcher } from './pg-escrow-settle-batch.ts';
 import { PgWalletService } from './pg-wallet-service.ts';
 
 const RETRY_MS = 200;
+/** Times a slice statement chosen as a deadlock's victim is run again before the request fails. */
+const CONFLICT_RETRIES = 3;
 /** Per-request holds tried again when refused while the balance read after covered them. */
 const REFUSAL_RETRIES = 8;
 /** How often the timer looks for idle slices (and, every renew interval, renews and sweeps). */
@@ -55,6 +57,7 @@ export interface EscrowOptions {
 interface Reservation {
   slice: Slice;
   amount: bigint;
+  workspace: string;
 }
 
 export class EscrowWalletService implements WalletService {
@@ -81,6 +84,8 @@ export class EscrowWalletService implements WalletService {
   private closed = false;
   /** PostgreSQL did not answer (a dropped connection, a failed statement) since the last success. */
   private storeDown = false;
+  /** After an outage: the slices are renewed (and lost ones dropped) before any admission against them. */
+  private recheck: Promise<void> | null = null;
   private readonly store: PgStore;
   private readonly opts: EscrowOptions;
 
@@ -122,17 +127,24 @@ export class EscrowWalletService implements WalletService {
     const now = this.opts.clock.now();
     const w = this.wallet(workspace, now);
     w.noteDemand(amount, now);
-    if (!this.storeDown && w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
+    if (!this.storeDown && this.recheck === null && w.canAdmit(amount)) return this.reserve(w, traceId, amount, now);
     this.deciding.add(traceId);
     return this.holdSlowly(w, traceId, amount).finally(() => this.deciding.delete(traceId));
   }
 
   /** The slice could not cover the hold at once: wait for (or start) the wallet's slice statement. */
-  private async holdSlowly(w: EscrowWallet, traceId: string, amount: bigint): Promise<HoldResult> {
-    for (;;) {
+  private async holdSlowly(first: EscrowWallet, traceId: string, amount: bigint): Promise<HoldResult> {
+    for (let conflicts = 0; ; ) {
       const now = this.opts.clock.now();
+      // After any await the idle return may have dropped this entry: decide on the one in the map,
+      // whose slice the renewals and the idle return see.
+      const w = this.wallet(first.workspace, now);
       if (this.storeDown) return this.holdPerRequest(w, traceId, amount);
-      if (w.canAdmit(amount, now)) return this.reserve(w, traceId, amount, now);
+      if (this.recheck !== null) {
+        await this.recheck;
+        continue;
+      }
+      if (w.canAdmit(amount)) return this.reserve(w, traceId, amount, now);
       if (w.busy !== null) {
         await w.busy.catch(() => undefined);
         continue;
@@ -142,6 +154,7 @@ export class EscrowWalletService implements WalletService {
       try {
         grown = await this.exclusive(w, () => this.grow(w, amount));
       } catch (err) {
+        if (isConflict(err) && ++conflicts <= CONFLICT_RETRIES) continue;
         if (!isUnavailable(err)) throw err;
         this.markDown();
         // A slice statement whose outcome is unknown leaves the database holding at most more than
@@ -160,7 +173,7 @@ export class EscrowWalletService implements WalletService {
     const s = w.current as Slice;
     s.reserved += amount;
     s.lastUsed = now;
-    this.reservations.set(traceId, { slice: s, amount });
+    this.reservations.set(traceId, { slice: s, amount, workspace: w.workspace });
     return { ok: true };
   }
 
@@ -189,7 +202,7 @@ export class EscrowWalletService implements WalletService {
         workspace: w.workspace,
         sliceId,
         grow: s !== null,
-        want: target > need ? target : need,
+        want: clamp(target > need ? target : need),
         need,
         floor: w.floor(),
         fraction: BigInt(this.tuning.fraction),
@@ -246,6 +259,11 @@ export class EscrowWalletService implements WalletService {
     if (this.storeDown) {
       this.storeDown = false;
       this.log('escrow_resumed', {});
+      // A slice may have lapsed and been released by another node while this one could not renew it:
+      // no admission against a slice until a renewal says which are still held.
+      this.recheck ??= this.renewSlices(this.opts.clock.now())
+        .catch((err) => this.log('lease_tick_failed', { error: message(err) }))
+        .finally(() => (this.recheck = null));
     }
     if (r.ok) this.perRequest.add(traceId);
     return r;
@@ -273,7 +291,12 @@ export class EscrowWalletService implements WalletService {
     s.settling++;
     s.lastUsed = this.opts.clock.now();
     try {
-      return await this.settleDurably({ traceId, sliceId: s.id, cost: charge, details });
+      const charged = await this.settleDurably({ traceId, sliceId: s.id, cost: charge, details });
+      if (!charged && !s.lost) {
+        const w = this.wallets.get(r.workspace);
+        if (w) this.lose(w, s);
+      }
+      return charged;
     } finally {
       s.settling--;
     }
@@ -287,7 +310,7 @@ export class EscrowWalletService implements WalletService {
         return await this.settles.settle(settle);
       } catch (err) {
         if (isUnavailable(err)) this.markDown();
-        if (!isUnavailable(err) || attempt >= attempts) {
+        if (!(isUnavailable(err) || isConflict(err)) || attempt >= attempts) {
           this.log('settlement_failed', { trace_id: settle.traceId, error: message(err) });
           throw err;
         }
@@ -379,13 +402,14 @@ export class EscrowWalletService implements WalletService {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // First: a hold arriving while the slices are given back would open one nothing returns.
+    this.closed = true;
     if (this.timer) clearInterval(this.timer);
     if (this.ticking) await this.ticking;
     await this.settles.drain();
     // What is still reserved lapses with the lease if this node stops before it is settled.
     await this.returnIdle(this.opts.clock.now(), true).catch(() => undefined);
     await this.fallback.close();
-    this.closed = true;
   }
 
   private wallet(workspace: string, now: number): EscrowWallet {
@@ -406,6 +430,14 @@ export class EscrowWalletService implements WalletService {
     this.log('slice_lapsed', { slice: s.id, workspace: w.workspace });
   }
 }
+
+/** PostgreSQL chose this statement as a deadlock's victim or a serialisation failure: it wrote nothing, run it again. */
+function isConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+const clamp = (n: bigint): bigint => (n > MAX_WALLET_NANO ? MAX_WALLET_NANO : n);
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

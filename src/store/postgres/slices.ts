@@ -66,8 +66,17 @@ SELECT (SELECT amount FROM g) AS granted,
 const SETTLE_SQL = `
 WITH i AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS i(trace_id, slice_id, cost, details)
+), wl AS (
+  -- The wallet rows first, in one order, as every other statement locks them (wallet, then slice):
+  -- a settlement and a slice statement of the same wallet never wait on each other in a cycle.
+  SELECT workspace FROM wallets
+  WHERE workspace IN (SELECT workspace FROM slices WHERE id IN (SELECT slice_id FROM i))
+  ORDER BY workspace FOR UPDATE
 ), s AS (
-  SELECT id, workspace FROM slices WHERE id IN (SELECT slice_id FROM i) AND state = 'open' FOR UPDATE
+  -- The count runs the wallet locks to their end before the first slice row is locked.
+  SELECT id, workspace FROM slices
+  WHERE id IN (SELECT slice_id FROM i) AND state = 'open' AND (SELECT count(*) FROM wl) >= 0
+  FOR UPDATE
 ), l AS (
   INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at, slice_id)
   SELECT s.workspace, 'settle', i.cost, i.trace_id, NULL, i.details, $5, i.slice_id FROM i JOIN s ON s.id = i.slice_id
@@ -91,9 +100,12 @@ UNION
 SELECT x.trace_id FROM ledger x JOIN i ON i.trace_id = x.trace_id AND i.slice_id = x.slice_id WHERE x.kind = 'settle'`;
 
 const SHRINK_SQL = `
-WITH s AS (
+WITH wl AS (
+  -- The wallet row first, as the slice and settle statements lock it (wallet, then slice).
+  SELECT workspace FROM wallets WHERE workspace = (SELECT workspace FROM slices WHERE id = $1) FOR UPDATE
+), s AS (
   UPDATE slices SET amount_nano = amount_nano - $2
-  WHERE id = $1 AND state = 'open' AND amount_nano >= $2
+  WHERE id = $1 AND state = 'open' AND amount_nano >= $2 AND (SELECT count(*) FROM wl) >= 0
   RETURNING workspace
 ), w AS (
   UPDATE wallets SET held_nano = wallets.held_nano - $2, updated_at = $3 FROM s WHERE wallets.workspace = s.workspace
@@ -102,8 +114,11 @@ WITH s AS (
 SELECT (SELECT COUNT(*) FROM w) AS shrunk`;
 
 const CLOSE_SQL = `
-WITH s AS (
-  UPDATE slices SET state = 'returned', closed_at = $2 WHERE id = $1 AND state = 'open'
+WITH wl AS (
+  -- The wallet row first, as the slice and settle statements lock it (wallet, then slice).
+  SELECT workspace FROM wallets WHERE workspace = (SELECT workspace FROM slices WHERE id = $1) FOR UPDATE
+), s AS (
+  UPDATE slices SET state = 'returned', closed_at = $2 WHERE id = $1 AND state = 'open' AND (SELECT count(*) FROM wl) >= 0
   RETURNING workspace, amount_nano
 ), w AS (
   UPDATE wallets SET held_nano = wallets.held_nano - s.amount_nano, updated_at = $2 FROM s WHERE wallets.workspace = s.workspace
