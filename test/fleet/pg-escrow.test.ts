@@ -208,6 +208,32 @@ t.test('a wallet that empties moves from a slice to per-request holds and gives 
   t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
 });
 
+t.test('while a wallet is admitted per request, what returns to the node’s slice is admitted from it', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
+  await a.store.wallets.credit('w', 20_000n, 'seed');
+  let admitted = 0;
+  for (let i = 0; i < 25; i++) if ((await a.service.hold('w', `r${i}`, 1_000n)).ok) admitted++;
+  t.equal(admitted, 20, 'the whole balance is reserved, by the slice and then per request');
+  // The first requests were admitted from the slice; two settle at half their hold, giving 1,000
+  // back to the slice. The database counts it as held (the slice), so a per-request statement would
+  // refuse; the node admits it from its slice.
+  await a.service.settle('r0', 500n, {});
+  await a.service.settle('r1', 500n, {});
+  const w = await wallet(a.store, 'w');
+  t.equal(w.balance - w.held, 0n, 'the database has nothing available outside the slice');
+  const r = a.service.hold('w', 'from-slice', 1_000n);
+  t.notOk(r instanceof Promise, 'decided in memory');
+  t.same(await r, { ok: true }, 'admitted from the slice');
+  t.same(await a.service.hold('w', 'none-left', 1_000n), { ok: false, available: 0n }, 'and nothing beyond it');
+  for (let i = 2; i < 20; i++) await a.service.settle(`r${i}`, 1_000n, {});
+  await a.service.settle('from-slice', 1_000n, {});
+  await a.service.flush();
+  t.same(await wallet(a.store, 'w'), { balance: 0n, held: 0n });
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
 t.test('a request is refused only when the database’s available balance cannot cover it', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);
