@@ -78,7 +78,8 @@ interface Breaker {
 export class HealthTracker implements BreakerBoard {
   private settings: GatewaySettings['health'];
   private readonly clock: Clock;
-  private readonly probeLeaseMs: number;
+  /** How long a claimed probe is its caller's before the next caller may claim it. */
+  readonly probeLeaseMs: number;
   private readonly breakers = new Map<string, Breaker>();
 
   /** The same verdicts without claiming probes (a half-open deployment counts as down): for the

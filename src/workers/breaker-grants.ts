@@ -2,7 +2,7 @@
 // judged by one HealthTracker, every change is sent to every worker's mirror, and the single
 // half-open probe is granted to one worker at a time. A grant nobody claims within GRANT_MS (that
 // worker got no request for the deployment) moves to the next worker; a claimed probe is the
-// tracker's, with its lease (120 s), until its outcome arrives.
+// tracker's, with its lease (120 s), until its outcome arrives or the lease ends (then it is granted again).
 import type { Clock } from '../clock.ts';
 import type { CompiledDeployment } from '../config/compiled.ts';
 import type { HealthTracker, Outcome } from '../routing/health.ts';
@@ -76,7 +76,23 @@ export class BreakerGrants {
     if (g && g.worker === worker) {
       g.claimed = true;
       this.cancelTimer(deploymentId);
+      // A probe whose outcome never arrives (its worker lost the request without a word) lapses
+      // with the tracker's lease, and the next worker gets it, as in process.
+      if (!this.closed)
+        this.timers.set(
+          deploymentId,
+          this.schedule_(() => this.lapse(deploymentId, worker), this.tracker.probeLeaseMs),
+        );
     }
+  }
+
+  /** A claimed probe's lease ended without its outcome: grant it again. */
+  private lapse(deploymentId: string, worker: number): void {
+    this.timers.delete(deploymentId);
+    const g = this.grants.get(deploymentId);
+    if (!g || g.worker !== worker || !g.claimed) return;
+    this.grants.delete(deploymentId);
+    this.grant(deploymentId);
   }
 
   /** The worker gave its probe back (the request was answered by an earlier deployment). */

@@ -34,103 +34,95 @@ t.test('in process (HealthTracker)', async (t) => {
 });
 
 t.test('two serving threads’ mirrors over one coordinator (serve --workers N)', async (t) => {
-  breakerBoardContract(
-    t,
-    async (t, settings, deployments) => {
-      const clock = new ManualClock(NOW);
-      const store = openStore(':memory:', { clock });
-      const book = new WalletBook(store);
-      t.teardown(() => {
-        book.close();
-        store.close();
-      });
-      // The coordinator's timers (a probe granted at the end of the cool-down, a grant moving on) on
-      // the test's clock: they run when `advance` moves it past them.
-      let timers: { at: number; fn: () => void; live: boolean }[] = [];
-      const schedule: Schedule = (fn, ms) => {
-        const timer = { at: clock.now() + ms, fn, live: true };
-        timers.push(timer);
-        return () => void (timer.live = false);
-      };
-      const runDue = () => {
-        for (;;) {
-          const due = timers.filter((x) => x.live && x.at <= clock.now());
-          if (due.length === 0) return;
-          timers = timers.filter((x) => !due.includes(x));
-          for (const x of due) x.fn();
-        }
-      };
-      let known = new Map(deployments.map((d) => [d.id, d]));
-      const tracker = new HealthTracker(settings, clock);
-      const workers = [1, 2];
-      const grants = new BreakerGrants(
-        tracker,
-        clock,
-        (id) => known.get(id),
-        () => workers,
-        (states) => coordinator.broadcast({ kind: 'breakers', states }),
-        schedule,
-      );
-      t.teardown(() => grants.close());
-      const coordinator: Coordinator = new Coordinator({
-        wallets: book,
-        limiter: new FixedWindowRateLimiter(clock),
-        pins: new SessionPins({ clock, maxPins: 10 }),
-        breakers: grants,
-        appendLog: () => undefined,
-        behind: () => false,
-        onError: () => undefined,
-      });
-      const [board, other] = workers.map((w) => {
-        // Worker → coordinator and back, each message cloned as postMessage clones it.
-        const client = new CoordinatorClient({
-          postMessage: (m: WorkerMessage) => {
-            if (m.kind === 'calls') coordinator.handle(w, structuredClone(m.calls));
-          },
-        });
-        const mirror = new BreakerMirror(w, client, clock, coordinator.breakerStates());
-        coordinator.attach(w, {
-          postMessage: (m: CoordinatorMessage) => {
-            const c = structuredClone(m);
-            if (c.kind === 'replies') client.receive(c);
-            else if (c.kind === 'breakers') mirror.update(c.states);
-          },
-        });
-        return mirror;
-      });
-      if (!board || !other) throw new Error('two mirrors');
-      // A client sends a turn's calls at its end (setImmediate), and a call nobody waits for (a success
-      // on a closed breaker) after TELL_WAIT_MS unless another call takes it along; the coordinator
-      // answers and broadcasts as it handles them, so both are delivered once that much has passed.
-      const deliver = async () => {
-        await new Promise((resolve) => setTimeout(resolve, TELL_WAIT_MS + 1));
-        await new Promise((resolve) => setImmediate(resolve));
-      };
-      return {
-        board,
-        other,
-        deliver,
-        advance: async (ms) => {
-          await deliver();
-          clock.advance(ms);
-          runDue();
-          await deliver();
+  breakerBoardContract(t, async (t, settings, deployments) => {
+    const clock = new ManualClock(NOW);
+    const store = openStore(':memory:', { clock });
+    const book = new WalletBook(store);
+    t.teardown(() => {
+      book.close();
+      store.close();
+    });
+    // The coordinator's timers (a probe granted at the end of the cool-down, a grant moving on) on
+    // the test's clock: they run when `advance` moves it past them.
+    let timers: { at: number; fn: () => void; live: boolean }[] = [];
+    const schedule: Schedule = (fn, ms) => {
+      const timer = { at: clock.now() + ms, fn, live: true };
+      timers.push(timer);
+      return () => void (timer.live = false);
+    };
+    const runDue = () => {
+      for (;;) {
+        const due = timers.filter((x) => x.live && x.at <= clock.now());
+        if (due.length === 0) return;
+        timers = timers.filter((x) => !due.includes(x));
+        for (const x of due) x.fn();
+      }
+    };
+    let known = new Map(deployments.map((d) => [d.id, d]));
+    const tracker = new HealthTracker(settings, clock);
+    const workers = [1, 2];
+    const grants = new BreakerGrants(
+      tracker,
+      clock,
+      (id) => known.get(id),
+      () => workers,
+      (states) => coordinator.broadcast({ kind: 'breakers', states }),
+      schedule,
+    );
+    t.teardown(() => grants.close());
+    const coordinator: Coordinator = new Coordinator({
+      wallets: book,
+      limiter: new FixedWindowRateLimiter(clock),
+      pins: new SessionPins({ clock, maxPins: 10 }),
+      breakers: grants,
+      appendLog: () => undefined,
+      behind: () => false,
+      onError: () => undefined,
+    });
+    const [board, other] = workers.map((w) => {
+      // Worker → coordinator and back, each message cloned as postMessage clones it.
+      const client = new CoordinatorClient({
+        postMessage: (m: WorkerMessage) => {
+          if (m.kind === 'calls') coordinator.handle(w, structuredClone(m.calls));
         },
-        now: () => clock.now(),
-        reload: async (next, remaining: readonly CompiledDeployment[]) => {
-          // The coordinator's board takes a reload's thresholds and config; each serving thread's
-          // gateway reconfigures its board too (the mirror leaves thresholds to the coordinator).
-          known = new Map(remaining.map((d) => [d.id, d]));
-          tracker.reconfigure(next);
-          for (const mirror of [board, other] as BreakerBoard[]) mirror.reconfigure(next);
-          await deliver();
+      });
+      const mirror = new BreakerMirror(w, client, clock, coordinator.breakerStates());
+      coordinator.attach(w, {
+        postMessage: (m: CoordinatorMessage) => {
+          const c = structuredClone(m);
+          if (c.kind === 'replies') client.receive(c);
+          else if (c.kind === 'breakers') mirror.update(c.states);
         },
-      };
-    },
-    {
-      // The coordinator grants a probe at the end of a cool-down, when one is given back and when a
-      // grant goes unclaimed; once claimed, nothing grants it again when the tracker's lease lapses.
-      probeLease: 'a claimed probe whose outcome never comes is not granted again after its lease',
-    },
-  );
+      });
+      return mirror;
+    });
+    if (!board || !other) throw new Error('two mirrors');
+    // A client sends a turn's calls at its end (setImmediate), and a call nobody waits for (a success
+    // on a closed breaker) after TELL_WAIT_MS unless another call takes it along; the coordinator
+    // answers and broadcasts as it handles them, so both are delivered once that much has passed.
+    const deliver = async () => {
+      await new Promise((resolve) => setTimeout(resolve, TELL_WAIT_MS + 1));
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    return {
+      board,
+      other,
+      deliver,
+      advance: async (ms) => {
+        await deliver();
+        clock.advance(ms);
+        runDue();
+        await deliver();
+      },
+      now: () => clock.now(),
+      reload: async (next, remaining: readonly CompiledDeployment[]) => {
+        // The coordinator's board takes a reload's thresholds and config; each serving thread's
+        // gateway reconfigures its board too (the mirror leaves thresholds to the coordinator).
+        known = new Map(remaining.map((d) => [d.id, d]));
+        tracker.reconfigure(next);
+        for (const mirror of [board, other] as BreakerBoard[]) mirror.reconfigure(next);
+        await deliver();
+      },
+    };
+  });
 });
