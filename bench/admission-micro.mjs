@@ -19,7 +19,7 @@ import Database from 'better-sqlite3';
 
 const TREE = process.env.PI_BENCH_TREE || fileURLToPath(new URL('..', import.meta.url));
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
-const { openStore } = await dist('store/store.js');
+const { openStore } = await dist('store/sqlite/store.js');
 const { WalletBook } = await dist('admission/wallet-book.js');
 const { StoreView } = await dist('admission/store-view.js');
 const { FixedWindowRateLimiter } = await dist('admission/rate-limit.js');
@@ -251,9 +251,9 @@ raw.close();
 // What-if variants of the wallet transactions, with the real Wallets code (`apply`, the writes the
 // wallet book hands it) on a modified schema (same pragmas via openDatabase): where the hold/settle
 // time goes, and what a change would buy.
-const { openDatabase } = await dist('store/db.js');
-const { MIGRATIONS } = await dist('store/migrations.js');
-const { Wallets } = await dist('store/wallets.js');
+const { openDatabase } = await dist('store/sqlite/db.js');
+const { MIGRATIONS } = await dist('store/sqlite/migrations.js');
+const { Wallets } = await dist('store/sqlite/wallets.js');
 function variant(label, edit, { group = 1 } = {}) {
   const migrations = MIGRATIONS.map((m) => ({ ...m, sql: edit(m.sql) }));
   const db = openDatabase(join(dir, `variant-${results.length}.db`), { migrations });

@@ -37,9 +37,9 @@ if (!havePostgres()) {
 }
 ensureBuilt();
 const { openPgStore } = await import(join(TREE, 'dist', 'src', 'store', 'postgres', 'store.js'));
-const { PgWalletService } = await import(join(TREE, 'dist', 'src', 'admission', 'pg-wallet-service.js'));
+const { PgWalletService } = await import(join(TREE, 'dist', 'src', 'fleet', 'pg-wallet-service.js'));
 const { systemClock } = await import(join(TREE, 'dist', 'src', 'clock.js'));
-const { EscrowWalletService } = await import(join(TREE, 'dist', 'src', 'admission', 'pg-escrow.js'));
+const { EscrowWalletService } = await import(join(TREE, 'dist', 'src', 'fleet', 'pg-escrow.js'));
 const pgSrv = await startPostgres({ fsync: FSYNC });
 const HOLD = 130_000n;
 const COST = 20_000n;

@@ -25,7 +25,7 @@ const WARM_COMMITS = 50;
 
 ensureBuilt();
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
-const { openStore, ThreadWriter } = await dist('store/store.js');
+const { openStore, ThreadWriter } = await dist('store/sqlite/store.js');
 const { newTraceId } = await dist('server/trace-id.js');
 
 const MODEL = 'openai/gpt-6-luna';

@@ -44,7 +44,7 @@ if (TASKSET && CORES >= 2)
 setGlobalDispatcher(new Agent({ connections: 1024, keepAliveTimeout: 1_000 }));
 
 const dist = (p) => import(join(TREE, 'dist', 'src', p));
-const { openStore } = await dist('store/store.js');
+const { openStore } = await dist('store/sqlite/store.js');
 const { decimalToNano } = await dist('money.js');
 const { loadConfig } = await dist('config/load-config.js');
 const { ADAPTERS } = await dist('platforms/index.js');

@@ -69,7 +69,7 @@ await dist('cli/v8-flags.js').then(
   (m) => m.applyServingV8Flags(),
   () => undefined,
 );
-const { openStore } = await dist('store/store.js');
+const { openStore } = await dist('store/sqlite/store.js');
 const { startGateway } = await dist('gateway.js');
 const { startTelemetry, tracesUrl } = await dist('telemetry/telemetry.js');
 const { BufferedLines } = await dist('telemetry/line-sink.js');
