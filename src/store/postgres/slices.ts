@@ -3,7 +3,8 @@
 // one per batch of settlements, instead of two per request. Every write is ONE statement:
 //   take     grows the node's slice (or opens it) by up to `want`, never more than `1/fraction` of
 //            what is available beyond the request's own need, and only when at least `floor` is
-//            available. The wallet row is locked first (`FOR UPDATE` returns its latest committed
+//            available. The wallet row is locked (after the slice's own row: every statement on a
+//            slice locks slice, then wallet) before the grant is computed (`FOR UPDATE` returns its latest committed
 //            version), so the grant is computed from the same row the UPDATE then changes: two nodes
 //            can never both take the last dollar. The slice counts in `wallets.held_nano`.
 //   settle   charges many settlements out of the node's open slices: one ledger settle row per trace
@@ -38,10 +39,13 @@ export interface SliceSettle {
 }
 
 const TAKE_SQL = `
-WITH cur AS (
-  SELECT workspace, balance_nano - held_nano AS avail FROM wallets WHERE workspace = $1 FOR UPDATE
-), s AS (
+WITH s AS (
+  -- The slice first, then its wallet: the order of every statement on a slice (settle, shrink,
+  -- close), so a node's slice statement and its settlement batch never wait on each other in a cycle.
   SELECT id FROM slices WHERE id = $2 AND state = 'open' FOR UPDATE
+), cur AS (
+  SELECT workspace, balance_nano - held_nano AS avail FROM wallets
+  WHERE workspace = $1 AND (SELECT count(*) FROM s) >= 0 FOR UPDATE
 ), g AS (
   SELECT workspace, GREATEST($4::bigint, LEAST($3::bigint, (avail - $4::bigint) / $5::bigint + $4::bigint)) AS amount
   FROM cur WHERE avail >= GREATEST($4::bigint, $6::bigint) AND ($7::boolean = false OR EXISTS (SELECT 1 FROM s))
@@ -66,17 +70,8 @@ SELECT (SELECT amount FROM g) AS granted,
 const SETTLE_SQL = `
 WITH i AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS i(trace_id, slice_id, cost, details)
-), wl AS (
-  -- The wallet rows first, in one order, as every other statement locks them (wallet, then slice):
-  -- a settlement and a slice statement of the same wallet never wait on each other in a cycle.
-  SELECT workspace FROM wallets
-  WHERE workspace IN (SELECT workspace FROM slices WHERE id IN (SELECT slice_id FROM i))
-  ORDER BY workspace FOR UPDATE
 ), s AS (
-  -- The count runs the wallet locks to their end before the first slice row is locked.
-  SELECT id, workspace FROM slices
-  WHERE id IN (SELECT slice_id FROM i) AND state = 'open' AND (SELECT count(*) FROM wl) >= 0
-  FOR UPDATE
+  SELECT id, workspace FROM slices WHERE id IN (SELECT slice_id FROM i) AND state = 'open' FOR UPDATE
 ), l AS (
   INSERT INTO ledger (workspace, kind, amount_nano, trace_id, note, details, created_at, slice_id)
   SELECT s.workspace, 'settle', i.cost, i.trace_id, NULL, i.details, $5, i.slice_id FROM i JOIN s ON s.id = i.slice_id
@@ -90,9 +85,13 @@ WITH i AS (
   RETURNING slices.id
 ), wg AS (
   SELECT workspace, SUM(cost) AS cost FROM g GROUP BY workspace
+), wl AS (
+  -- A batch of several wallets locks them in one order (two nodes' batches never wait on each
+  -- other in a cycle); after the slices, as every statement on a slice does (slice, then wallet).
+  SELECT workspace FROM wallets WHERE workspace IN (SELECT workspace FROM wg) ORDER BY workspace FOR UPDATE
 ), w AS (
   UPDATE wallets SET balance_nano = wallets.balance_nano - wg.cost, held_nano = wallets.held_nano - wg.cost, updated_at = $5
-  FROM wg WHERE wallets.workspace = wg.workspace
+  FROM wg WHERE wallets.workspace = wg.workspace AND (SELECT count(*) FROM wl) >= 0
   RETURNING wallets.workspace
 )
 SELECT trace_id FROM l
@@ -100,12 +99,9 @@ UNION
 SELECT x.trace_id FROM ledger x JOIN i ON i.trace_id = x.trace_id AND i.slice_id = x.slice_id WHERE x.kind = 'settle'`;
 
 const SHRINK_SQL = `
-WITH wl AS (
-  -- The wallet row first, as the slice and settle statements lock it (wallet, then slice).
-  SELECT workspace FROM wallets WHERE workspace = (SELECT workspace FROM slices WHERE id = $1) FOR UPDATE
-), s AS (
+WITH s AS (
   UPDATE slices SET amount_nano = amount_nano - $2
-  WHERE id = $1 AND state = 'open' AND amount_nano >= $2 AND (SELECT count(*) FROM wl) >= 0
+  WHERE id = $1 AND state = 'open' AND amount_nano >= $2
   RETURNING workspace
 ), w AS (
   UPDATE wallets SET held_nano = wallets.held_nano - $2, updated_at = $3 FROM s WHERE wallets.workspace = s.workspace
@@ -114,11 +110,8 @@ WITH wl AS (
 SELECT (SELECT COUNT(*) FROM w) AS shrunk`;
 
 const CLOSE_SQL = `
-WITH wl AS (
-  -- The wallet row first, as the slice and settle statements lock it (wallet, then slice).
-  SELECT workspace FROM wallets WHERE workspace = (SELECT workspace FROM slices WHERE id = $1) FOR UPDATE
-), s AS (
-  UPDATE slices SET state = 'returned', closed_at = $2 WHERE id = $1 AND state = 'open' AND (SELECT count(*) FROM wl) >= 0
+WITH s AS (
+  UPDATE slices SET state = 'returned', closed_at = $2 WHERE id = $1 AND state = 'open'
   RETURNING workspace, amount_nano
 ), w AS (
   UPDATE wallets SET held_nano = wallets.held_nano - s.amount_nano, updated_at = $2 FROM s WHERE wallets.workspace = s.workspace
