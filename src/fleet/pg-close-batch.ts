@@ -4,23 +4,15 @@
 // request. Batches pipeline: the next turn's closes go out while the previous statement is in
 // flight, on another pooled connection.
 //
-// Isolation: a batch the database refuses as a whole (an amount out of its column's range, a
-// deadlock with another node's batch) is re-run one close per statement, so each request gets its
-// own outcome and no other request's close is lost with it. A batch PostgreSQL did not answer is
-// rejected for every close in it: each caller retries as it would a single statement (closes are
-// idempotent per trace: a retry of a close that did commit matches no open hold).
+// Isolation (isolated-batch.ts): a batch the database refuses as a whole is re-run one close per
+// statement; a batch PostgreSQL did not answer is rejected for every close in it, and each caller
+// retries (closes are idempotent per trace: a retry of a close that did commit matches no open hold).
 import type { Clock } from '../clock.ts';
 import type { HoldClose, PgHolds } from '../store/postgres/holds.ts';
-import { isUnavailable } from '../store/postgres/store.ts';
-
-interface Pending {
-  close: HoldClose;
-  resolve: (closed: boolean) => void;
-  reject: (err: unknown) => void;
-}
+import { type Pending, writeIsolated } from './isolated-batch.ts';
 
 export class CloseBatcher {
-  private gathering: Pending[] = [];
+  private gathering: Pending<HoldClose>[] = [];
   private scheduled = false;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly holds: PgHolds;
@@ -34,7 +26,7 @@ export class CloseBatcher {
   /** Closes the hold with the others of this turn; resolves to whether it was open (and is closed now). */
   close(close: HoldClose): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.gathering.push({ close, resolve, reject });
+      this.gathering.push({ item: close, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       setImmediate(() => this.send());
@@ -56,39 +48,7 @@ export class CloseBatcher {
     this.inFlight.add(run);
   }
 
-  private async write(batch: Pending[]): Promise<void> {
-    // A trace closed twice in one turn (a settle racing a release): the first decides, the later
-    // ones find it closed — as they would one statement after the other.
-    const first = new Map<string, Pending>();
-    const later: Pending[] = [];
-    for (const p of batch) {
-      if (first.has(p.close.traceId)) later.push(p);
-      else first.set(p.close.traceId, p);
-    }
-    const items = [...first.values()];
-    try {
-      const closed = await this.holds.closeMany(
-        items.map((p) => p.close),
-        this.clock.now(),
-      );
-      for (const p of items) p.resolve(closed.has(p.close.traceId));
-      for (const p of later) p.resolve(false);
-    } catch (err) {
-      if (isUnavailable(err) || items.length === 1) {
-        for (const p of batch) p.reject(err);
-        return;
-      }
-      for (const p of items) await this.alone(p);
-      for (const p of later) p.resolve(false);
-    }
-  }
-
-  /** One close in its own statement: its own outcome, whatever the others' was. */
-  private async alone(p: Pending): Promise<void> {
-    try {
-      p.resolve((await this.holds.closeMany([p.close], this.clock.now())).size === 1);
-    } catch (err) {
-      p.reject(err);
-    }
+  private async write(batch: Pending<HoldClose>[]): Promise<void> {
+    await writeIsolated(batch, (items) => this.holds.closeMany(items, this.clock.now()));
   }
 }

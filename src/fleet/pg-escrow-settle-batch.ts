@@ -4,21 +4,15 @@
 // settlements gather, and go together as soon as it answers. The batch therefore grows with the load
 // and the wallet row is locked once per batch, not once per request.
 //
-// Isolation: a batch the database refuses as a whole (an amount out of range, a deadlock with
-// another node's batch) is re-run one settlement per statement, so each request gets its own
-// outcome. A batch PostgreSQL did not answer is rejected for every settlement in it: each caller
-// retries (a retry of a settlement that did commit is recognised, never charged twice).
+// Isolation (isolated-batch.ts): a batch the database refuses as a whole is re-run one settlement
+// per statement; a batch PostgreSQL did not answer is rejected for every settlement in it, and each
+// caller retries (a retry of a settlement that did commit is recognised, never charged twice).
 import type { Clock } from '../clock.ts';
-import { isUnavailable, type PgSlices, type SliceSettle } from '../store/postgres/store.ts';
-
-interface Pending {
-  settle: SliceSettle;
-  resolve: (charged: boolean) => void;
-  reject: (err: unknown) => void;
-}
+import type { PgSlices, SliceSettle } from '../store/postgres/store.ts';
+import { type Pending, writeIsolated } from './isolated-batch.ts';
 
 export class SliceSettleBatcher {
-  private gathering: Pending[] = [];
+  private gathering: Pending<SliceSettle>[] = [];
   private scheduled = false;
   private inFlight: Promise<void> | null = null;
   private readonly slices: PgSlices;
@@ -34,7 +28,7 @@ export class SliceSettleBatcher {
   /** Charges the settlement with the others gathered; resolves to whether it is charged (durably). */
   settle(settle: SliceSettle): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.gathering.push({ settle, resolve, reject });
+      this.gathering.push({ item: settle, resolve, reject });
       this.schedule();
     });
   }
@@ -66,39 +60,8 @@ export class SliceSettleBatcher {
     });
   }
 
-  private async write(batch: Pending[]): Promise<void> {
-    // A trace settled twice in one batch cannot happen (the service forgets a trace as it settles
-    // it), but a duplicate must never reach the statement: the later one is charged nothing.
-    const first = new Map<string, Pending>();
-    const later: Pending[] = [];
-    for (const p of batch) {
-      if (first.has(p.settle.traceId)) later.push(p);
-      else first.set(p.settle.traceId, p);
-    }
-    const items = [...first.values()];
+  private async write(batch: Pending<SliceSettle>[]): Promise<void> {
     this.stats.batches++;
-    this.stats.settlements += items.length;
-    try {
-      const charged = await this.slices.settleMany(
-        items.map((p) => p.settle),
-        this.clock.now(),
-      );
-      for (const p of items) p.resolve(charged.has(p.settle.traceId));
-    } catch (err) {
-      if (isUnavailable(err) || items.length === 1) {
-        for (const p of items) p.reject(err);
-      } else {
-        for (const p of items) await this.alone(p);
-      }
-    }
-    for (const p of later) p.resolve(false);
-  }
-
-  private async alone(p: Pending): Promise<void> {
-    try {
-      p.resolve((await this.slices.settleMany([p.settle], this.clock.now())).has(p.settle.traceId));
-    } catch (err) {
-      p.reject(err);
-    }
+    this.stats.settlements += await writeIsolated(batch, (items) => this.slices.settleMany(items, this.clock.now()));
   }
 }

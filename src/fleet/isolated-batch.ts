@@ -1,0 +1,56 @@
+// The one rule of the fleet's batched writes to PostgreSQL (a turn's hold closes, escrow's
+// settlements): a batch goes as ONE statement; a trace twice in a batch is decided by its first
+// occurrence (the later ones find it done, as one statement after the other would); a batch the
+// database refuses as a whole (an amount outside its column, a deadlock with another node's batch)
+// is re-run one item per statement, so each request gets its own outcome and no other request's
+// write is lost with it; a batch PostgreSQL did not answer is rejected for every item in it, and
+// each caller retries as it would a single statement (the writes are idempotent per trace).
+import { isUnavailable } from '../store/postgres/store.ts';
+
+export interface Pending<T> {
+  item: T;
+  /** Whether the statement wrote this item (false: nothing to do, e.g. already closed). */
+  resolve: (written: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Writes `batch` through `many`, which answers the trace ids it wrote, and settles every pending
+ * item; resolves to the number of distinct items the batch statement carried.
+ */
+export async function writeIsolated<T extends { traceId: string }>(
+  batch: readonly Pending<T>[],
+  many: (items: T[]) => Promise<Set<string>>,
+): Promise<number> {
+  const first = new Map<string, Pending<T>>();
+  const later: Pending<T>[] = [];
+  for (const p of batch) {
+    if (first.has(p.item.traceId)) later.push(p);
+    else first.set(p.item.traceId, p);
+  }
+  const items = [...first.values()];
+  try {
+    const written = await many(items.map((p) => p.item));
+    for (const p of items) p.resolve(written.has(p.item.traceId));
+  } catch (err) {
+    if (isUnavailable(err) || items.length === 1) {
+      for (const p of batch) p.reject(err);
+      return items.length;
+    }
+    for (const p of items) await alone(p, many);
+  }
+  for (const p of later) p.resolve(false);
+  return items.length;
+}
+
+/** One item in its own statement: its own outcome, whatever the others' was. */
+async function alone<T extends { traceId: string }>(
+  p: Pending<T>,
+  many: (items: T[]) => Promise<Set<string>>,
+): Promise<void> {
+  try {
+    p.resolve((await many([p.item])).has(p.item.traceId));
+  } catch (err) {
+    p.reject(err);
+  }
+}
