@@ -2,14 +2,12 @@
 // gateway runs with: the in-process fixed window, a serving thread's coordinator client over the
 // coordinator (`serve --workers N`), the Redis limiter alone and behind the fleet's fallback.
 import t from 'tap';
-import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { RedisConnection } from '../../src/fleet/redis-connection.ts';
 import { RedisRateLimiter } from '../../src/fleet/redis-rate-limiter.ts';
 import { SharedRateLimiter, SharedStateHealth } from '../../src/fleet/shared-limits.ts';
-import { openStore } from '../../src/store/sqlite/store.ts';
-import { coordinatorClient, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
+import { coordinatorClient, memoryBook, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
 import { rateLimiterContract } from '../helpers/rate-limiter-contract.ts';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis.ts';
 
@@ -23,12 +21,7 @@ t.test('in process (fixed window in memory)', async (t) => {
 t.test('coordinator client of a serving thread (serve --workers N)', async (t) => {
   rateLimiterContract(t, async (t, at) => {
     const clock = new ManualClock(at);
-    const store = openStore(':memory:', { clock });
-    const book = new WalletBook(store);
-    t.teardown(() => {
-      book.close();
-      store.close();
-    });
+    const { book } = memoryBook(t, clock);
     return {
       limiter: coordinatorClient(t, clock, { wallets: book, limiter: new FixedWindowRateLimiter(clock) }),
       clock,
@@ -39,12 +32,7 @@ t.test('coordinator client of a serving thread (serve --workers N)', async (t) =
 t.test('a serving thread’s windows in shared memory (serve --workers N on a database file)', async (t) => {
   rateLimiterContract(t, async (t, at) => {
     const clock = new ManualClock(at);
-    const store = openStore(':memory:', { clock });
-    const book = new WalletBook(store);
-    t.teardown(() => {
-      book.close();
-      store.close();
-    });
+    const { book } = memoryBook(t, clock);
     return { limiter: sharedAdmissionRig(t, clock, book).worker(1).limiter, clock };
   });
 });

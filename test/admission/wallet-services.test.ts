@@ -13,7 +13,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { openStore, type Store } from '../../src/store/sqlite/store.ts';
 import { ThreadWriter } from '../../src/store/sqlite/thread-writer.ts';
 import { openPgStore } from '../../src/store/postgres/store.ts';
-import { coordinatorClient, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
+import { coordinatorClient, memoryBook, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { walletServiceContract, type WalletRig } from '../helpers/wallet-service-contract.ts';
 import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
@@ -46,12 +46,7 @@ t.test('wallet book, committing on its own connection', async (t) => {
     t,
     async (t) => {
       const clock = new ManualClock(NOW);
-      const store = openStore(':memory:', { clock });
-      const book = new WalletBook(store);
-      t.teardown(() => {
-        book.close();
-        store.close();
-      });
+      const { store, book } = memoryBook(t, clock);
       return { service: book, ...sqliteSide(store, book, clock) };
     },
     { propertyRuns: 100 },
@@ -85,12 +80,7 @@ t.test('coordinator client of a serving thread (serve --workers N)', async (t) =
     t,
     async (t) => {
       const clock = new ManualClock(NOW);
-      const store = openStore(':memory:', { clock });
-      const book = new WalletBook(store);
-      t.teardown(() => {
-        book.close();
-        store.close();
-      });
+      const { store, book } = memoryBook(t, clock);
       const client = coordinatorClient(t, clock, { wallets: book, limiter: new FixedWindowRateLimiter(clock) });
       return { service: client, ...sqliteSide(store, book, clock) };
     },
@@ -103,12 +93,7 @@ t.test('a serving thread’s holds in shared memory (serve --workers N on a data
     t,
     async (t) => {
       const clock = new ManualClock(NOW);
-      const store = openStore(':memory:', { clock });
-      const book = new WalletBook(store);
-      t.teardown(() => {
-        book.close();
-        store.close();
-      });
+      const { store, book } = memoryBook(t, clock);
       const { client, wallets } = sharedAdmissionRig(t, clock, book).worker(1);
       const side = sqliteSide(store, book, clock);
       return {

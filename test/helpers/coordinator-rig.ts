@@ -15,7 +15,8 @@ import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protoc
 import { SharedMemoryLimiter, SharedMemoryWallets } from '../../src/workers/shared-client.ts';
 import { SharedAdmissionOwner } from '../../src/workers/shared-owner.ts';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
-import type { WalletBook } from '../../src/admission/wallet-book.ts';
+import { WalletBook } from '../../src/admission/wallet-book.ts';
+import { openStore, type Store } from '../../src/store/sqlite/store.ts';
 
 /** Breaker settings for the coordinator suites (a breaker trips after two failures in a row). */
 export const TEST_HEALTH: GatewaySettings['health'] = {
@@ -27,6 +28,21 @@ export const TEST_HEALTH: GatewaySettings['health'] = {
   maxCooldownMs: 8000,
   slowFirstByteMs: 60_000,
 };
+
+/** An in-memory store and its wallet book on `clock`, both closed when `t` ends. */
+export function memoryBook(
+  t: Test,
+  clock: Clock,
+  onError?: (err: unknown) => void,
+): { store: Store; book: WalletBook } {
+  const store = openStore(':memory:', { clock });
+  const book = onError ? new WalletBook(store, onError) : new WalletBook(store);
+  t.teardown(() => {
+    book.close();
+    store.close();
+  });
+  return { store, book };
+}
 
 /** A serving thread's client (worker 1) of a coordinator holding `wallets` and `limiter`. */
 export function coordinatorClient(

@@ -3,18 +3,17 @@
 // (`serve --workers N`), whose board judges every outcome and grants the half-open probe.
 import t from 'tap';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
-import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { CompiledDeployment } from '../../src/config/compiled.ts';
 import { type BreakerBoard, HealthTracker } from '../../src/routing/health.ts';
 import { SessionPins } from '../../src/routing/session-pins.ts';
-import { openStore } from '../../src/store/sqlite/store.ts';
 import { BreakerGrants, type Schedule } from '../../src/workers/breaker-grants.ts';
 import { BreakerMirror } from '../../src/workers/breaker-mirror.ts';
 import { CoordinatorClient, TELL_WAIT_MS } from '../../src/workers/coordinator-client.ts';
 import { Coordinator } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
 import { breakerBoardContract } from '../helpers/breaker-board-contract.ts';
+import { memoryBook } from '../helpers/coordinator-rig.ts';
 
 const NOW = Date.UTC(2026, 0, 15, 12);
 
@@ -36,12 +35,7 @@ t.test('in process (HealthTracker)', async (t) => {
 t.test('two serving threads’ mirrors over one coordinator (serve --workers N)', async (t) => {
   breakerBoardContract(t, async (t, settings, deployments) => {
     const clock = new ManualClock(NOW);
-    const store = openStore(':memory:', { clock });
-    const book = new WalletBook(store);
-    t.teardown(() => {
-      book.close();
-      store.close();
-    });
+    const { book } = memoryBook(t, clock);
     // The coordinator's timers (a probe granted at the end of the cool-down, a grant moving on) on
     // the test's clock: they run when `advance` moves it past them.
     let timers: { at: number; fn: () => void; live: boolean }[] = [];

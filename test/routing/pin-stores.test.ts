@@ -5,14 +5,12 @@
 // lifetime (PTTL) forward in one script, as that much time passing on the server would.
 import t, { type Test } from 'tap';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
-import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { SessionPins } from '../../src/routing/session-pins.ts';
 import { RedisConnection } from '../../src/fleet/redis-connection.ts';
 import { RedisPins } from '../../src/fleet/redis-pins.ts';
 import { SharedPins, SharedStateHealth } from '../../src/fleet/shared-limits.ts';
-import { openStore } from '../../src/store/sqlite/store.ts';
-import { coordinatorClients } from '../helpers/coordinator-rig.ts';
+import { coordinatorClients, memoryBook } from '../helpers/coordinator-rig.ts';
 import { pinStoreContract } from '../helpers/pin-store-contract.ts';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis.ts';
 
@@ -29,12 +27,7 @@ t.test('in process (bounded LRU in memory)', async (t) => {
 t.test('coordinator clients of two serving threads (serve --workers N)', async (t) => {
   pinStoreContract(t, async (t) => {
     const clock = new ManualClock(NOW);
-    const store = openStore(':memory:', { clock });
-    const book = new WalletBook(store);
-    t.teardown(() => {
-      book.close();
-      store.close();
-    });
+    const { book } = memoryBook(t, clock);
     const [pins, other] = coordinatorClients(
       t,
       clock,

@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { openStore } from '../../src/store/sqlite/store.ts';
 import { MAX_WALLET_SLOTS, SharedBook, SharedBookOwner } from '../../src/workers/shared-book.ts';
 import { SharedWindows, SharedWindowsOwner } from '../../src/workers/shared-windows.ts';
-import { sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
+import { memoryBook, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
 import { tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 30);
@@ -63,12 +63,7 @@ t.test(
   'a worker that dies: its announced holds are released through the book, the others come back at once',
   async (t) => {
     const clock = new ManualClock(NOW);
-    const store = openStore(':memory:', { clock });
-    const book = new WalletBook(store);
-    t.teardown(() => {
-      book.close();
-      store.close();
-    });
+    const { store, book } = memoryBook(t, clock);
     const rig = sharedAdmissionRig(t, clock, book, 2);
     store.wallets.credit('ws', 1_000n, 'test');
     book.refresh();
@@ -117,13 +112,8 @@ t.test('a credit from another process: a hold after the thread saw it is decided
 
 t.test('a batch the store refused gives its holds back to shared memory', async (t) => {
   const clock = new ManualClock(NOW);
-  const store = openStore(':memory:', { clock });
   const errors: unknown[] = [];
-  const book = new WalletBook(store, (err) => errors.push(err));
-  t.teardown(() => {
-    book.close();
-    store.close();
-  });
+  const { store, book } = memoryBook(t, clock, (err) => errors.push(err));
   const rig = sharedAdmissionRig(t, clock, book, 1);
   store.wallets.credit('ws', 1_000n, 'test');
   book.refresh();
@@ -172,12 +162,7 @@ t.test(
 
 t.test('a workspace shared memory has no room for is held by the coordinator’s book, exactly', async (t) => {
   const clock = new ManualClock(NOW);
-  const store = openStore(':memory:', { clock });
-  const book = new WalletBook(store);
-  t.teardown(() => {
-    book.close();
-    store.close();
-  });
+  const { store, book } = memoryBook(t, clock);
   const rig = sharedAdmissionRig(t, clock, book, 1);
   for (let i = 0; i < MAX_WALLET_SLOTS; i++) rig.owner.slot('wallet', `w${i}`);
   store.wallets.credit('late', 500n, 'test');
@@ -193,12 +178,7 @@ t.test('a workspace shared memory has no room for is held by the coordinator’s
 
 t.test('admission sends no message: slots are asked for once, holds ride with their settlement', async (t) => {
   const clock = new ManualClock(NOW);
-  const store = openStore(':memory:', { clock });
-  const book = new WalletBook(store);
-  t.teardown(() => {
-    book.close();
-    store.close();
-  });
+  const { store, book } = memoryBook(t, clock);
   const rig = sharedAdmissionRig(t, clock, book, 1);
   store.wallets.credit('ws', 1_000n, 'test');
   book.refresh();
