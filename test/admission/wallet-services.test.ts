@@ -12,7 +12,7 @@ import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { openStore, type Store } from '../../src/store/sqlite/store.ts';
 import { ThreadWriter } from '../../src/store/sqlite/thread-writer.ts';
-import { openPgStore } from '../../src/store/postgres/store.ts';
+import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
 import { coordinatorClient, memoryBook, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { walletServiceContract, type WalletRig } from '../helpers/wallet-service-contract.ts';
@@ -110,46 +110,17 @@ t.test('a serving thread’s holds in shared memory (serve --workers N on a data
   );
 });
 
-t.test('PostgreSQL wallet service (fleet node)', async (t) => {
-  let server: PrivatePg | null = null;
-  t.before(async () => {
-    server = await startPrivatePg();
-  });
-  t.teardown(() => server?.destroy());
-  walletServiceContract(
-    t,
-    async (t) => {
-      const clock = new ManualClock(NOW);
-      const url = await (server as PrivatePg).createDatabase();
-      const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
-      await m.migrate();
-      await m.close();
-      const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
-      const service = new PgWalletService(store, { clock, node: 'contract', timer: false });
-      t.teardown(async () => {
-        await service.close();
-        await store.close();
-      });
-      return {
-        service,
-        credit: async (ws, nano) => {
-          await store.wallets.credit(ws, nano, 'contract');
-          await service.refresh();
-        },
-        ledger: async (ws) => {
-          const v = await store.wallets.show(ws, clock.now());
-          return { balance: v.balance, held: v.held };
-        },
-        verify: () => store.wallets.verify(),
-      };
-    },
-    { propertyRuns: 12 },
-  );
-});
-
-/** The escrow service; `ledger` first writes its settlements and gives back every slice's free part,
- *  so that the wallet's held amount is what its open requests reserved, as the model has it. */
-function escrowContract(name: string, tuning: Partial<EscrowTuning>, propertyRuns: number): void {
+/** A fleet node's wallet service on a fresh PostgreSQL database; its `flush` (escrow's) writes what
+ *  the service decided in memory before the books are read, so that held is what its open requests
+ *  reserved, as the model has it. */
+function postgresContract(
+  name: string,
+  make: (
+    store: PgStore,
+    clock: ManualClock,
+  ) => { service: PgWalletService | EscrowWalletService; flush?: () => Promise<void> },
+  propertyRuns: number,
+): void {
   t.test(name, async (t) => {
     let server: PrivatePg | null = null;
     t.before(async () => {
@@ -165,7 +136,7 @@ function escrowContract(name: string, tuning: Partial<EscrowTuning>, propertyRun
         await m.migrate();
         await m.close();
         const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
-        const service = new EscrowWalletService(store, { clock, node: 'contract', timer: false, tuning });
+        const { service, flush } = make(store, clock);
         t.teardown(async () => {
           await service.close();
           await store.close();
@@ -177,7 +148,7 @@ function escrowContract(name: string, tuning: Partial<EscrowTuning>, propertyRun
             await service.refresh();
           },
           ledger: async (ws) => {
-            await service.flush();
+            await flush?.();
             const v = await store.wallets.show(ws, clock.now());
             return { balance: v.balance, held: v.held };
           },
@@ -188,6 +159,22 @@ function escrowContract(name: string, tuning: Partial<EscrowTuning>, propertyRun
     );
   });
 }
+
+postgresContract(
+  'PostgreSQL wallet service (fleet node)',
+  (store, clock) => ({ service: new PgWalletService(store, { clock, node: 'contract', timer: false }) }),
+  12,
+);
+
+const escrowContract = (name: string, tuning: Partial<EscrowTuning>, propertyRuns: number) =>
+  postgresContract(
+    name,
+    (store, clock) => {
+      const service = new EscrowWalletService(store, { clock, node: 'contract', timer: false, tuning });
+      return { service, flush: () => service.flush() };
+    },
+    propertyRuns,
+  );
 
 escrowContract('escrow service, slices only (no per-request threshold)', { fallbackHolds: 0, probeMs: 0 }, 12);
 escrowContract('escrow service, default threshold (small wallets go per request)', {}, 6);
