@@ -32,6 +32,8 @@ interface Route {
   plan: RoutePlan;
   primary: CompiledModel;
   pin: string | null;
+  /** Whether the answering deployment was already pinned (ahead of the settlement). */
+  pinned: boolean;
 }
 
 /** What a settlement is computed against: the hold, the request size, the pricing instant, and the
@@ -117,7 +119,7 @@ async function handle(
     promptBound: asked.promptBound,
     outputBound: (m, d) => asked.outputBound(m, d),
   };
-  const result = await askProviders(ctx, cfg, protocol, req, reply, state, watch, asked, plan, basis);
+  const result = await askProviders(ctx, cfg, protocol, req, reply, state, watch, asked, route, basis);
   state.result = result;
 
   // 7. Settle what was answered; everything else releases the hold (finally block).
@@ -163,10 +165,11 @@ async function askProviders(
   state: RequestRecord,
   watch: RequestWatch,
   asked: InboundRequest,
-  plan: RoutePlan,
+  route: Route,
   basis: SettleBasis,
 ): Promise<FailoverResult> {
   const endpoint = state.endpoint;
+  const plan = route.plan;
   const result = await runWithFailover({
     client: ctx.client,
     protocol,
@@ -182,8 +185,13 @@ async function askProviders(
     targets: cfg.targets,
     health: ctx.health,
     stop: ctx.stop,
-    // A crash can never leave a client holding a complete answer that was not charged.
-    beforeComplete: (item, outcome) => settle(ctx, cfg.index, req, state, item, outcome, basis),
+    // A crash can never leave a client holding a complete answer that was not charged. The pin goes
+    // first: on another thread it rides in the settlement's message, so the session's next request,
+    // sent once this answer is whole, finds it whichever thread takes it.
+    beforeComplete: (item, outcome) => {
+      pinAnswering(ctx, route, item);
+      return settle(ctx, cfg.index, req, state, item, outcome, basis);
+    },
     observe: watch,
   });
   // Half-open probes this request claimed while ordering but never reached go back at once, so the
@@ -249,7 +257,7 @@ function planFor(
       return null;
     },
   });
-  return { plan, primary, pin };
+  return { plan, primary, pin, pinned: false };
 }
 
 /**
@@ -273,9 +281,16 @@ function finish(
     if (final.outcome.broken && final.outcome.broken !== 'client_aborted')
       state.errorCode = `stream_${final.outcome.broken}`;
     if (state.settledCost === null) void settle(ctx, index, req, state, final.item, final.outcome, basis);
-    if (route.pin && final.item.model.id === route.primary.id)
-      background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, final.item.deployment.id));
+    pinAnswering(ctx, route, final.item);
   } else recordUnanswered(state, final);
+}
+
+/** After a committed attempt, once: pins the session to the deployment that answered (a fallback
+ *  model's deployment is not pinned: the pin belongs to the requested model). */
+function pinAnswering(ctx: GatewayContext, route: Route, item: PlanItem): void {
+  if (route.pinned || !route.pin || item.model.id !== route.primary.id) return;
+  route.pinned = true;
+  background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, item.deployment.id));
 }
 
 /**

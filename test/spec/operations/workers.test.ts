@@ -221,6 +221,15 @@ t.test('a session pin is honoured whichever worker answers', async (t) => {
     after.every((n, i) => n > (before[i] as number)),
     `both threads served the pinned session (${before.join('+')} → ${after.join('+')})`,
   );
+  // The pin is stored before the answer is whole: a session's next request, sent the moment the
+  // first answer ends, finds it on either thread (the pin rides with the settlement's message).
+  const strayed: string[] = [];
+  for (let i = 0; i < 60; i++) {
+    const session = { 'x-pi-session-id': `at-once-${i}` };
+    const [a, b] = [await chat(s, key, only, session), await chat(s, key, only, session)];
+    if (a.status !== 200 || b.provider !== a.provider) strayed.push(`${i}: ${a.provider} → ${b.provider}`);
+  }
+  t.same(strayed, [], "every session's second request goes where its first was answered");
 });
 
 t.test('one breaker view: failures on either worker trip it for both', async (t) => {
