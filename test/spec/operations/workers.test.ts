@@ -241,11 +241,15 @@ t.test('one breaker view: failures on either worker trip it for both', async (t)
   // consecutive_failures: 3 in the fixture; the failures arrive on whichever thread the kernel picks.
   for (let i = 0; i < 3; i++)
     t.not((await chat(s, db.key, { provider: { only: ['alpha'] }, sim: { status: 500 } })).status, 200);
-  t.match(
-    await metrics(s),
-    /^pi_gateway_breaker_state\{deployment="alpha\/chat-small",provider="alpha"\} 2/m,
-    'the breaker is open',
-  );
+  // An attempt's outcome reaches the coordinator in the background (after the failure's answer went
+  // out): its scrape may briefly lag the last one.
+  const open = /^pi_gateway_breaker_state\{deployment="alpha\/chat-small",provider="alpha"\} 2/m;
+  let scraped = await metrics(s);
+  for (let i = 0; i < 40 && !open.test(scraped); i++) {
+    await sleep(50);
+    scraped = await metrics(s);
+  }
+  t.match(scraped, open, 'the breaker is open');
   const before = await perWorker(s);
   const providers = await served(40);
   t.notOk(providers.has('alpha'), `no worker routes to the open deployment first (${[...providers].join(', ')})`);
