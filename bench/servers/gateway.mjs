@@ -7,7 +7,7 @@
 //   node bench/servers/gateway.mjs --upstream http://127.0.0.1:PORT [--config DIR]
 //        [--seal local-sim,openai-prod | --seal all | --seal none] [--store wal|stub] [--workspace acme]
 //        [--metrics on|off] [--access-log on|off] [--traces URL] [--writer-thread on|off] [--eld on|off]
-//        [--db postgres://… [--redis redis://…]] [--workers N]
+//        [--db postgres://… [--redis redis://…]] [--workers N] [--alloc-prof FILE]
 //
 // --workers N (N > 1) runs `serve --workers N` (src/runtime/workers-runtime.ts runWorkers): this process's
 // main thread coordinates (wallet book, rate limits, pins, breakers, the writer thread) and N serving
@@ -28,6 +28,11 @@
 // the same batching as stdout in `serve` (synchronous writes, as to a pipe or file stdout, of
 // 100 ms or 64 KiB of lines at a time); --traces URL exports OTLP/HTTP spans to URL/v1/traces. All off by
 // default, which is the gateway the other benchmarks measure.
+//
+// --alloc-prof FILE samples where this (the serving) thread allocates, between two SIGUSR2 (the same
+// window as --eld; V8's sampling heap profiler through the inspector, every 1 KiB on average, objects
+// collected since counted too, so the profile is what was allocated, not what survived) and writes
+// the profile to FILE at the second one, then prints {"allocProf":{"written":FILE}}.
 //
 // --store stub keeps the same code path but replaces the store calls of the request path (wallet
 // hold/settle/release, request-log append, the data_version check) with no-ops: the admission
@@ -59,6 +64,7 @@ const { values } = parseArgs({
     db: { type: 'string' },
     redis: { type: 'string' },
     workers: { type: 'string', default: '1' },
+    'alloc-prof': { type: 'string' },
   },
 });
 
@@ -284,6 +290,32 @@ if (values.eld === 'on') {
         },
       }) + '\n',
     );
+  });
+}
+
+if (values['alloc-prof']) {
+  const file = values['alloc-prof'];
+  const { Session } = await import('node:inspector');
+  const { writeFileSync } = await import('node:fs');
+  const session = new Session();
+  session.connect();
+  const post = (method, params) =>
+    new Promise((resolve, reject) => session.post(method, params, (err, r) => (err ? reject(err) : resolve(r))));
+  let sampling = false;
+  process.on('SIGUSR2', () => {
+    sampling = !sampling;
+    if (sampling) {
+      void post('HeapProfiler.startSampling', {
+        samplingInterval: 1024,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+      return;
+    }
+    void post('HeapProfiler.stopSampling').then(({ profile }) => {
+      writeFileSync(file, JSON.stringify(profile));
+      process.stdout.write(JSON.stringify({ allocProf: { written: file } }) + '\n');
+    });
   });
 }
 
