@@ -149,10 +149,16 @@ export class EscrowWalletService implements WalletService {
         await w.busy.catch(() => undefined);
         continue;
       }
-      if (amount === 0n || now < w.perRequestUntil) return this.holdPerRequest(w, traceId, amount);
+      // Per request until the probe: no slice statement, unless money came back to the slice since
+      // it was given back (a release, a settlement below its hold) — that free part goes back
+      // first, or the per-request statement would count it as held against this very request.
+      const s = w.current !== null && !w.current.lost && w.current.free() > 0n ? w.current : null;
+      if (amount === 0n || (now < w.perRequestUntil && s === null)) return this.holdPerRequest(w, traceId, amount);
       let grown: boolean;
       try {
-        grown = await this.exclusive(w, () => this.grow(w, amount));
+        grown = await this.exclusive(w, () =>
+          s !== null && now < w.perRequestUntil ? this.giveBackFree(w, s, now).then(() => false) : this.grow(w, amount),
+        );
       } catch (err) {
         if (isConflict(err) && ++conflicts <= CONFLICT_RETRIES) continue;
         if (!isUnavailable(err)) throw err;

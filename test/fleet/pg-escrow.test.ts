@@ -234,6 +234,47 @@ t.test('while a wallet is admitted per request, what returns to the node’s sli
   t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
 });
 
+t.test(
+  'while a wallet is admitted per request, a hold its slice’s free part and the database cover together is admitted',
+  async (t) => {
+    const clock = new ManualClock();
+    const url = await database(clock);
+    const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
+    await a.store.wallets.credit('w', 20_000n, 'seed');
+    let admitted = 0;
+    for (let i = 0; i < 25; i++) if ((await a.service.hold('w', `r${i}`, 1_000n)).ok) admitted++;
+    t.equal(admitted, 20, 'the whole balance is reserved, by the slice and then per request');
+    const perRequest = new Set(
+      (await a.store.pool.query<{ trace_id: string }>("SELECT trace_id FROM holds WHERE state = 'open'")).rows.map(
+        (r) => r.trace_id,
+      ),
+    );
+    const fromSlice = Array.from({ length: 20 }, (_, i) => `r${i}`).filter((id) => !perRequest.has(id));
+    t.ok(perRequest.size > 0 && fromSlice.length > 0, 'both kinds of admission were used');
+    // 500 comes back to the slice (in memory), 500 to the database (a per-request hold's close):
+    // together they cover a 1,000 hold, each alone does not.
+    const [sliceTrace] = fromSlice;
+    const [holdTrace] = [...perRequest];
+    await a.service.settle(sliceTrace as string, 500n, {});
+    await a.service.settle(holdTrace as string, 500n, {});
+    const w = await wallet(a.store, 'w');
+    t.equal(w.balance - w.held, 500n, 'the database has 500 available outside the slice');
+    t.same(
+      await a.service.hold('w', 'both', 1_000n),
+      { ok: true },
+      'the node gives its slice’s free part back before the per-request statement',
+    );
+    for (let i = 0; i < 20; i++) {
+      const id = `r${i}`;
+      if (id !== sliceTrace && id !== holdTrace) await a.service.settle(id, 1_000n, {});
+    }
+    await a.service.settle('both', 1_000n, {});
+    await a.service.flush();
+    t.same(await wallet(a.store, 'w'), { balance: 0n, held: 0n });
+    t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
+
 t.test('a request is refused only when the database’s available balance cannot cover it', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);
