@@ -367,14 +367,18 @@ export class EscrowWalletService implements WalletService {
   }
 
   private async renewSlices(now: number): Promise<void> {
-    const open = [...this.wallets.values()].flatMap((w) => (w.current && !w.current.lost ? [w] : []));
+    const open = [...this.wallets.values()].flatMap((w) =>
+      w.current && !w.current.lost ? [[w, w.current] as const] : [],
+    );
     if (open.length === 0) return;
     const still = await this.store.slices.renew(
-      open.map((w) => (w.current as Slice).id),
+      open.map(([, s]) => s.id),
       now,
       this.leaseMs,
     );
-    for (const w of open) if (!still.has((w.current as Slice).id)) this.lose(w, w.current as Slice);
+    // The slices named, not the wallets' current ones: during the statement a slice may have been
+    // given back (not lapsed) and another opened, which this renewal neither saw nor found lapsed.
+    for (const [w, s] of open) if (!still.has(s.id) && w.current === s) this.lose(w, s);
   }
 
   /**

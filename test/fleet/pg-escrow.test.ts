@@ -275,6 +275,51 @@ t.test(
   },
 );
 
+t.test(
+  'a slice opened while a renewal is in flight is kept: only the slices the renewal named can be found lapsed',
+  async (t) => {
+    const clock = new ManualClock();
+    const url = await database(clock);
+    const a = await node(t, url, clock, 'a', { fallbackHolds: 4, idleMs: 60_000 });
+    await a.store.wallets.credit('w', 100_000n, 'seed');
+    t.same(await a.service.hold('w', 't1', 1_000n), { ok: true });
+    a.service.release('t1');
+    const [first] = await slices(a.store);
+    // The renewal's statement is slow (it waits for the gate): meanwhile the node gives its slice back
+    // and, after the probe, opens another one.
+    const renew = a.store.slices.renew.bind(a.store.slices);
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    a.store.slices.renew = async (...args) => {
+      await gate;
+      return renew(...args);
+    };
+    clock.advance(RENEW);
+    const ticking = a.service.tick();
+    t.same(await a.service.hold('w', 'big', 95_000n), { ok: true }, 'per request: the slice went back');
+    t.equal((await slices(a.store)).find((s) => s.id === first?.id)?.state, 'returned');
+    await a.service.release('big');
+    clock.advance(1_000);
+    t.same(await a.service.hold('w', 't3', 1_000n), { ok: true }, 'a new slice');
+    open();
+    await ticking;
+    a.service.release('t3');
+    await a.service.flush();
+    t.same(
+      await wallet(a.store, 'w'),
+      { balance: 100_000n, held: 0n },
+      'the new slice was given back, not left to lapse',
+    );
+    t.same(
+      (await slices(a.store)).map((s) => s.state),
+      ['returned', 'returned'],
+    );
+    t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
+
 t.test('a request is refused only when the database’s available balance cannot cover it', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);
