@@ -149,10 +149,16 @@ export class EscrowWalletService implements WalletService {
         await w.busy.catch(() => undefined);
         continue;
       }
-      if (amount === 0n || now < w.perRequestUntil) return this.holdPerRequest(w, traceId, amount);
+      // Per request until the probe: no slice statement, unless money came back to the slice since
+      // it was given back (a release, a settlement below its hold) — that free part goes back
+      // first, or the per-request statement would count it as held against this very request.
+      const s = w.current !== null && !w.current.lost && w.current.free() > 0n ? w.current : null;
+      if (amount === 0n || (now < w.perRequestUntil && s === null)) return this.holdPerRequest(w, traceId, amount);
       let grown: boolean;
       try {
-        grown = await this.exclusive(w, () => this.grow(w, amount));
+        grown = await this.exclusive(w, () =>
+          s !== null && now < w.perRequestUntil ? this.giveBackFree(w, s, now).then(() => false) : this.grow(w, amount),
+        );
       } catch (err) {
         if (isConflict(err) && ++conflicts <= CONFLICT_RETRIES) continue;
         if (!isUnavailable(err)) throw err;
@@ -361,14 +367,18 @@ export class EscrowWalletService implements WalletService {
   }
 
   private async renewSlices(now: number): Promise<void> {
-    const open = [...this.wallets.values()].flatMap((w) => (w.current && !w.current.lost ? [w] : []));
+    const open = [...this.wallets.values()].flatMap((w) =>
+      w.current && !w.current.lost ? [[w, w.current] as const] : [],
+    );
     if (open.length === 0) return;
     const still = await this.store.slices.renew(
-      open.map((w) => (w.current as Slice).id),
+      open.map(([, s]) => s.id),
       now,
       this.leaseMs,
     );
-    for (const w of open) if (!still.has((w.current as Slice).id)) this.lose(w, w.current as Slice);
+    // The slices named, not the wallets' current ones: during the statement a slice may have been
+    // given back (not lapsed) and another opened, which this renewal neither saw nor found lapsed.
+    for (const [w, s] of open) if (!still.has(s.id) && w.current === s) this.lose(w, s);
   }
 
   /**

@@ -234,6 +234,92 @@ t.test('while a wallet is admitted per request, what returns to the node’s sli
   t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
 });
 
+t.test(
+  'while a wallet is admitted per request, a hold its slice’s free part and the database cover together is admitted',
+  async (t) => {
+    const clock = new ManualClock();
+    const url = await database(clock);
+    const a = await node(t, url, clock, 'a', { fallbackHolds: 4 });
+    await a.store.wallets.credit('w', 20_000n, 'seed');
+    let admitted = 0;
+    for (let i = 0; i < 25; i++) if ((await a.service.hold('w', `r${i}`, 1_000n)).ok) admitted++;
+    t.equal(admitted, 20, 'the whole balance is reserved, by the slice and then per request');
+    const perRequest = new Set(
+      (await a.store.pool.query<{ trace_id: string }>("SELECT trace_id FROM holds WHERE state = 'open'")).rows.map(
+        (r) => r.trace_id,
+      ),
+    );
+    const fromSlice = Array.from({ length: 20 }, (_, i) => `r${i}`).filter((id) => !perRequest.has(id));
+    t.ok(perRequest.size > 0 && fromSlice.length > 0, 'both kinds of admission were used');
+    // 500 comes back to the slice (in memory), 500 to the database (a per-request hold's close):
+    // together they cover a 1,000 hold, each alone does not.
+    const [sliceTrace] = fromSlice;
+    const [holdTrace] = [...perRequest];
+    await a.service.settle(sliceTrace as string, 500n, {});
+    await a.service.settle(holdTrace as string, 500n, {});
+    const w = await wallet(a.store, 'w');
+    t.equal(w.balance - w.held, 500n, 'the database has 500 available outside the slice');
+    t.same(
+      await a.service.hold('w', 'both', 1_000n),
+      { ok: true },
+      'the node gives its slice’s free part back before the per-request statement',
+    );
+    for (let i = 0; i < 20; i++) {
+      const id = `r${i}`;
+      if (id !== sliceTrace && id !== holdTrace) await a.service.settle(id, 1_000n, {});
+    }
+    await a.service.settle('both', 1_000n, {});
+    await a.service.flush();
+    t.same(await wallet(a.store, 'w'), { balance: 0n, held: 0n });
+    t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
+
+t.test(
+  'a slice opened while a renewal is in flight is kept: only the slices the renewal named can be found lapsed',
+  async (t) => {
+    const clock = new ManualClock();
+    const url = await database(clock);
+    const a = await node(t, url, clock, 'a', { fallbackHolds: 4, idleMs: 60_000 });
+    await a.store.wallets.credit('w', 100_000n, 'seed');
+    t.same(await a.service.hold('w', 't1', 1_000n), { ok: true });
+    a.service.release('t1');
+    const [first] = await slices(a.store);
+    // The renewal's statement is slow (it waits for the gate): meanwhile the node gives its slice back
+    // and, after the probe, opens another one.
+    const renew = a.store.slices.renew.bind(a.store.slices);
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    a.store.slices.renew = async (...args) => {
+      await gate;
+      return renew(...args);
+    };
+    clock.advance(RENEW);
+    const ticking = a.service.tick();
+    t.same(await a.service.hold('w', 'big', 95_000n), { ok: true }, 'per request: the slice went back');
+    t.equal((await slices(a.store)).find((s) => s.id === first?.id)?.state, 'returned');
+    await a.service.release('big');
+    clock.advance(1_000);
+    t.same(await a.service.hold('w', 't3', 1_000n), { ok: true }, 'a new slice');
+    open();
+    await ticking;
+    a.service.release('t3');
+    await a.service.flush();
+    t.same(
+      await wallet(a.store, 'w'),
+      { balance: 100_000n, held: 0n },
+      'the new slice was given back, not left to lapse',
+    );
+    t.same(
+      (await slices(a.store)).map((s) => s.state),
+      ['returned', 'returned'],
+    );
+    t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+  },
+);
+
 t.test('a request is refused only when the database’s available balance cannot cover it', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);
