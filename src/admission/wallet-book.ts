@@ -42,6 +42,9 @@ import {
 } from '../store/sqlite/store.ts';
 import type { HoldResult, WalletService } from './admission.ts';
 
+/** After a batch the store rolled back, what it still owes is sent again this much later. */
+const RETRY_FAILED_MS = 1000;
+
 interface Account {
   balance: bigint;
   held: bigint;
@@ -72,6 +75,9 @@ export class WalletBook implements WalletService {
   private holdTimer: ReturnType<typeof setTimeout> | null = null;
   /** The queue holds a settlement or release (sent this turn, not after holdDelayMs). */
   private urgent = false;
+  /** The last batch was rolled back: what it still owes is retried by `retryTimer`, not at once. */
+  private failing = false;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
   /** The batch the writer thread has not acknowledged yet (at most one: the next one gathers). */
   private inFlight: Promise<void> | null = null;
@@ -196,6 +202,8 @@ export class WalletBook implements WalletService {
   close(): void {
     this.flush();
     this.closed = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
   }
 
   /** Writes everything pending, committed before it returns (shutdown, tests). Safe at any time. */
@@ -270,6 +278,7 @@ export class WalletBook implements WalletService {
         this.refreshWanted = false;
         this.reload();
       }
+      if (this.failing) return; // the retry timer sends what is owed
       if (this.urgent) this.schedule();
       else if (this.queue.length > 0) this.scheduleHolds();
     });
@@ -310,6 +319,7 @@ export class WalletBook implements WalletService {
    * stays uncharged: `ledger verify` names the answered request without a settlement).
    */
   private landed(batch: Batch, refused: readonly LedgerRefusal[]): void {
+    this.failing = false;
     if (refused.length === 0) {
       for (const w of batch.waiters) w.resolve();
       return;
@@ -349,7 +359,10 @@ export class WalletBook implements WalletService {
   /**
    * The store rolled the whole batch back. Its holds never reached the database: forget them (those
    * requests then settle as no-ops, unbilled — reported through onError), drop the closes of those
-   * holds still queued, and rebuild memory.
+   * holds still queued, and rebuild memory. The closes of holds an earlier batch wrote are still
+   * owed, or those holds would stay open (their credit held) until the next start: they go back on
+   * the queue, a settlement as the release of its hold (its waiter is rejected, so the answer stays
+   * uncharged, as for a settlement the store refused), retried after RETRY_FAILED_MS.
    */
   private failed(batch: Batch, err: unknown): void {
     this.onError(err);
@@ -359,9 +372,37 @@ export class WalletBook implements WalletService {
       this.open.delete(op.traceId);
       lost.add(op.traceId);
     }
+    const why = err instanceof Error ? err.message : String(err);
+    for (const op of batch.ops) {
+      if (op.kind === 'hold' || lost.has(op.traceId)) continue;
+      this.queue.push(
+        op.kind === 'settle'
+          ? {
+              kind: 'release',
+              workspace: op.workspace,
+              traceId: op.traceId,
+              amount: op.amount,
+              note: `settlement not written: ${why}`,
+            }
+          : op,
+      );
+      this.failing = true;
+    }
     this.forget(lost, err);
     this.rebuild();
     for (const w of batch.waiters) w.reject(err);
+    if (this.failing) this.scheduleRetry();
+  }
+
+  /** What a rolled-back batch still owes goes again later, not in a loop against a failing disk. */
+  private scheduleRetry(): void {
+    if (this.retryTimer !== null || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.failing = false;
+      this.schedule();
+    }, RETRY_FAILED_MS);
+    this.retryTimer.unref();
   }
 
   /** Holds that never reached the database: their closes still queued are dropped, their waiters rejected. */

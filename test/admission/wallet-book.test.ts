@@ -283,24 +283,89 @@ t.test('refresh reloads a credit made elsewhere, after writing what is pending',
   t.equal(book.hold('w', 'b', 50n).ok, true);
 });
 
-t.test('a failed batch rejects its settlements, forgets its holds and rebuilds memory', async (t) => {
+t.test('a failed batch rejects its settlements, forgets its holds, owes the closes of earlier holds', async (t) => {
   const { store, book, errors } = fresh(t);
   store.wallets.credit('w', 1000n, 'seed');
   book.hold('w', 'kept', 100n);
+  book.hold('w', 'freed', 300n);
   book.flush();
-  const batch = store.batch.bind(store);
-  store.batch = () => {
+  const batchEach = store.batchEach.bind(store);
+  store.batchEach = () => {
     throw new Error('disk full');
   };
   book.hold('w', 'lost', 200n);
   const p = book.settle('kept', 50n, {});
+  book.release('freed');
   await t.rejects(p, /disk full/);
   t.equal(errors.length, 1);
-  store.batch = batch;
-  t.same(book.view('w'), { balance: 1000n, held: 100n, available: 900n }, 'memory = the ledger again');
+  t.same(
+    book.view('w'),
+    { balance: 1000n, held: 0n, available: 1000n },
+    'memory = the ledger with what is owed: both earlier holds closed, nothing charged, the lost hold gone',
+  );
   t.equal(await book.settle('lost', 10n, {}), false, 'the lost hold is forgotten');
-  book.release('kept');
+  store.batchEach = batchEach;
   book.flush();
+  const v = store.wallets.show('w', 0);
+  t.same([v.balance, v.held, v.openHolds], [1000n, 0n, 0], 'the owed closes were written: no hold left open');
+  const kept = store.wallets.ledgerOf('kept');
+  t.same(
+    kept.map((e) => [e.kind, e.amount]),
+    [
+      ['hold', 100n],
+      ['release', 100n],
+    ],
+    'the settlement that was not written went as the release of its hold',
+  );
+  t.match(kept[1]?.note, /settlement not written: disk full/);
+  t.same(
+    store.wallets.ledgerOf('freed').map((e) => e.kind),
+    ['hold', 'release'],
+  );
+  t.same(store.wallets.ledgerOf('lost'), [], 'the rolled-back hold left no row');
   t.same(store.wallets.verify(), { ok: true, problems: [] });
-  t.equal(store.wallets.show('w', 0).balance, 1000n);
+});
+
+t.test('after a batch is rolled back, what it owes is retried later, not in a loop', async (t) => {
+  const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });
+  store.wallets.credit('w', 1000n, 'seed');
+  let failing = true;
+  const sent: string[][] = [];
+  const writer = {
+    commit: (ops: LedgerOp[]) => {
+      sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
+      return new Promise<undefined>((resolve, reject) =>
+        setImmediate(() =>
+          failing ? reject(new Error('disk I/O error')) : resolve(store.batch(() => void store.wallets.apply(ops))),
+        ),
+      );
+    },
+    commitNow: (ops: LedgerOp[]): undefined => {
+      sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
+      if (failing) throw new Error('disk I/O error');
+      store.batch(() => store.wallets.apply(ops));
+    },
+  };
+  const errors: unknown[] = [];
+  const book = new WalletBook(store, (e) => errors.push(e), writer, 1);
+  t.teardown(() => {
+    book.close();
+    store.close();
+  });
+  failing = false;
+  book.hold('w', 'a', 400n);
+  book.flush();
+  failing = true;
+  await t.rejects(book.settle('a', 40n, {}), /disk I\/O error/);
+  // With a 1-ms hold delay, a book that sent what it owes at once would have tried ~20 more times.
+  for (let i = 0; i < 5; i++) await tick();
+  await new Promise((r) => setTimeout(r, 20));
+  t.same(sent.slice(1), [['settle:a']], 'one attempt: the owed release waits for the retry');
+  t.equal(errors.length, 1);
+  t.same(book.view('w'), { balance: 1000n, held: 0n, available: 1000n });
+  failing = false;
+  book.flush();
+  t.same(sent.at(-1), ['release:a'], 'the retry (here forced by flush) writes the release');
+  t.same(store.wallets.show('w', 0).openHolds, 0);
+  t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
