@@ -243,8 +243,10 @@ export class EscrowWalletService implements WalletService {
         if (!(await this.store.slices.shrink(s.id, free, now))) this.lose(w, s);
       }
     } catch (err) {
-      if (!isUnavailable(err)) throw err;
+      // Whatever failed (no answer, a statement timeout), a slice no longer current is closed by a
+      // later tick, not left to lapse with its lease.
       if (w.current === null) this.toClose.add(s.id);
+      if (!isUnavailable(err)) throw err;
       this.log('store_unavailable', { during: 'slice_return', slice: s.id, error: message(err) });
     }
   }

@@ -141,6 +141,42 @@ t.test('a busy slice is renewed, not returned; an idle one goes after idleMs', a
   t.same(await wallet(a.store, 'w'), { balance: 1_000_000_000n, held: 0n });
 });
 
+t.test('an idle slice whose return fails (not for want of an answer) is closed by the next tick', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const logged: string[] = [];
+  const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
+  const service = new EscrowWalletService(store, {
+    clock,
+    node: 'a',
+    timer: false,
+    tuning: { idleMs: 2_000 },
+    leaseMs: LEASE,
+    renewMs: RENEW,
+    log: (event) => void logged.push(event),
+  });
+  t.teardown(async () => {
+    await service.close();
+    await store.close();
+  });
+  await store.wallets.credit('w', 1_000_000_000n, 'seed');
+  t.same(await service.hold('w', 'r', 1_000n), { ok: true });
+  service.release('r');
+  const close = store.slices.close.bind(store.slices);
+  store.slices.close = async () => {
+    throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+  };
+  clock.advance(2_000);
+  await service.tick();
+  t.ok(logged.includes('slice_return_failed'), 'the failure is logged');
+  t.equal((await slices(store))[0]?.state, 'open', 'the slice is still held in the database');
+  store.slices.close = close;
+  clock.advance(500);
+  await service.tick();
+  t.equal((await slices(store))[0]?.state, 'returned', 'the next tick returns it, well within the lease');
+  t.same(await wallet(store, 'w'), { balance: 1_000_000_000n, held: 0n });
+});
+
 t.test('a killed node’s slice lapses and another node releases it; nothing settled is lost or doubled', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);
