@@ -14,7 +14,8 @@ export const GRANT_MS = 1_000;
 /** Runs `fn` after `ms`; returns how to cancel it. Injected by tests (the clock rule: no sleeping). */
 export type Schedule = (fn: () => void, ms: number) => () => void;
 
-const realSchedule: Schedule = (fn, ms) => {
+/** Real time: an unref'd timer (it never keeps a stopping thread alive). */
+export const realSchedule: Schedule = (fn, ms) => {
   const t = setTimeout(fn, ms);
   t.unref();
   return () => clearTimeout(t);

@@ -12,6 +12,7 @@ import { ERROR_CODES, type ErrorCode, GatewayError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
 import type { PinStore } from '../routing/session-pins.ts';
 import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
+import { realSchedule, type Schedule } from './breaker-grants.ts';
 import type { CoordinatorMessage, Reply, StateCall, StateValue } from './protocol.ts';
 
 /** A call without its id (the client numbers them). Distributes over the union's members. */
@@ -57,13 +58,17 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   private readonly takeIds = new WeakMap<Promise<RateDecision>, number>();
   private scheduled = false;
   /** Sends calls nobody waits for that no other call carried along (see tell). */
-  private tellTimer: ReturnType<typeof setTimeout> | null = null;
+  private cancelTells: (() => void) | null = null;
   private behindNow = false;
   private closed = false;
 
   private readonly port: Pick<MessagePort, 'postMessage'>;
-  constructor(port: Pick<MessagePort, 'postMessage'>) {
+  private readonly runLater: Schedule;
+  /** `schedule` runs tellLater's wait (tests drive it by hand: whether a row went alone must not
+   *  depend on how soon a loaded machine runs the event loop's next turn). */
+  constructor(port: Pick<MessagePort, 'postMessage'>, schedule: Schedule = realSchedule) {
     this.port = port;
+    this.runLater = schedule;
   }
 
   /** Handles the coordinator's answers (the worker's message listener passes `replies` here). */
@@ -173,9 +178,8 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   tellLater(call: Call): void {
     if (this.closed) return;
     this.queue.push({ ...call, id: 0 } as StateCall);
-    if (this.scheduled || this.tellTimer !== null) return;
-    this.tellTimer = setTimeout(this.flushTells, TELL_WAIT_MS);
-    this.tellTimer.unref();
+    if (this.scheduled || this.cancelTells !== null) return;
+    this.cancelTells = this.runLater(this.flushTells, TELL_WAIT_MS);
   }
 
   /** The gateway closes: what is queued goes now. Later calls still go (a log row written as the
@@ -209,15 +213,15 @@ export class CoordinatorClient implements WalletService, RateLimiter, PinStore {
   }
 
   private readonly flushTells = (): void => {
-    this.tellTimer = null;
+    this.cancelTells = null;
     if (!this.scheduled) this.flush();
   };
 
   private flush(): void {
     this.scheduled = false;
-    if (this.tellTimer !== null) {
-      clearTimeout(this.tellTimer);
-      this.tellTimer = null;
+    if (this.cancelTells !== null) {
+      this.cancelTells();
+      this.cancelTells = null;
     }
     if (this.queue.length === 0) return;
     const calls = this.queue;

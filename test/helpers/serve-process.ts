@@ -117,9 +117,13 @@ export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProc
     }
   });
   child.stdout?.resume();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() })),
-  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) => {
+    let atMs = 0;
+    child.once('exit', () => (atMs = performance.now()));
+    // Resolved at 'close', not 'exit': by then every line the process wrote is in `events` (at 'exit'
+    // its pipes may still hold the last ones, `drained` among them). `atMs` is still the exit's time.
+    child.once('close', (code, signal) => resolve({ code, signal, atMs: atMs || performance.now() }));
+  });
   let running = true;
   void exited.then(() => (running = false));
   t.teardown(async () => {

@@ -91,13 +91,17 @@ function rig(t: Test, opts: { workers?: number; later?: boolean } = {}) {
     onError: () => undefined,
   });
   for (const w of ids) {
-    // Worker → coordinator and back, each message cloned like postMessage does.
-    const client = new CoordinatorClient({
-      postMessage: (m: WorkerMessage) => {
-        sent.push({ worker: w, m });
-        if (m.kind === 'calls') coordinator.handle(w, structuredClone(m.calls));
+    // Worker → coordinator and back, each message cloned like postMessage does. A call nobody waits
+    // for waits on the manual clock (advance), not on how soon the machine runs the next turn.
+    const client = new CoordinatorClient(
+      {
+        postMessage: (m: WorkerMessage) => {
+          sent.push({ worker: w, m });
+          if (m.kind === 'calls') coordinator.handle(w, structuredClone(m.calls));
+        },
       },
-    });
+      schedule,
+    );
     const mirror = new BreakerMirror(w, client, clock);
     coordinator.attach(w, {
       postMessage: (m: CoordinatorMessage) => {
@@ -220,7 +224,9 @@ t.test('a worker that dies has its open holds released; its log rows were kept',
   await tick();
   t.equal(r.logged.length, 0, 'a log row alone waits (TELL_WAIT_MS) for another call to ride with');
   r.client(1).appendLog({ trace_id: 'y' } as RequestLogRow);
-  await new Promise((resolve) => setTimeout(resolve, TELL_WAIT_MS + 5));
+  await tick();
+  t.equal(r.logged.length, 0, 'nor does a second one start a message of its own');
+  r.advance(TELL_WAIT_MS);
   t.same(
     r.logged.map((x) => x.trace_id),
     ['x', 'y'],

@@ -94,6 +94,20 @@ async function perWorker(s: { admin: string }): Promise<number[]> {
   );
 }
 
+/** Waits (at most 3 s) until `n` streams are in progress, summed over the workers by the coordinator's
+ *  scrape: a signal sent after a fixed sleep could come before a loaded machine delivered them all. */
+async function streamsInFlight(s: { admin: string }, n: number): Promise<void> {
+  for (let i = 0; i < 150; i++) {
+    const text = await metrics(s);
+    const streams = [...text.matchAll(/^pi_gateway_in_flight_streams\{[^}]*\} (\d+)/gm)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
+    if (streams >= n) return;
+    await sleep(20);
+  }
+}
+
 function withStore<T>(db: PreparedDb, fn: (store: ReturnType<typeof openStore>) => T): T {
   const store = openStore(db.file, { masterKey: db.masterKey });
   try {
@@ -266,7 +280,7 @@ t.test('SIGTERM drains every worker: streams in flight on both threads finish, t
   const streams = Array.from({ length: 8 }, (_, i) =>
     chat(s, db.key, { stream: true, sim: { chunks: 10, chunkDelayMs: 60 } }, { 'x-n': String(i) }),
   );
-  await sleep(200);
+  await streamsInFlight(s, 8);
   s.child.kill('SIGTERM');
   await sleep(50);
   const ready = await fetch(`${s.admin}/health/ready`).then(
@@ -424,7 +438,7 @@ t.test('a second SIGTERM during the drain exits at once with 1; nothing stays he
   const slow = Array.from({ length: 4 }, () =>
     chat(s, db.key, { stream: true, sim: { chunks: 50, chunkDelayMs: 100 } }),
   );
-  await sleep(300);
+  await streamsInFlight(s, 4);
   s.child.kill('SIGTERM');
   await sleep(100);
   s.child.kill('SIGTERM');

@@ -65,6 +65,23 @@ function logRows(file: string): Map<string, { count: number; cost: bigint | null
   }
 }
 
+/** Resolves once one of `statuses` is a 503, or after 4 s (below the writer's 5 s busy timeout, so
+ *  a lock held that long still lets the admitted requests settle once it is released). */
+function firstRefusal(statuses: Promise<number | null>[]): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 4000);
+    for (const s of statuses)
+      void s.then(
+        (status) => {
+          if (status !== 503) return;
+          clearTimeout(timer);
+          resolve();
+        },
+        () => undefined,
+      );
+  });
+}
+
 async function burstThenKill(server: ServeProcess, key: string, round: number): Promise<Sent[]> {
   const results: Sent[] = [];
   let completed = 0;
@@ -173,6 +190,8 @@ t.test('a full writer queue refuses new requests with 503 provider_unavailable, 
   const refused: Sent[] = [];
   const early = await Promise.race([Promise.all(burst), new Promise<null>((r) => setTimeout(() => r(null), 1200))]);
   t.equal(early, null, 'admitted requests wait for their settlement while the writer is blocked');
+  // The lock stays until the queue has refused one, however slowly a loaded machine delivers the burst.
+  await firstRefusal(burst.map((p) => p.then((r) => r.status)));
   locker.exec('ROLLBACK');
   locker.close();
   const results = await Promise.all(burst);
@@ -215,7 +234,7 @@ t.test('a full writer queue refuses new requests with 503 provider_unavailable, 
       body: JSON.stringify({ model: 'acme/chat-small', messages: [{ role: 'user', content: `x${i}` }], max_tokens: 5 }),
     }),
   );
-  await new Promise((r) => setTimeout(r, 500));
+  await firstRefusal(more.map((p) => p.then((r) => r.status)));
   locker2.exec('ROLLBACK');
   locker2.close();
   const answers = await Promise.all(more);
