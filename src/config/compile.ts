@@ -95,6 +95,7 @@ function settings(g: LinkedConfig['gateway']): GatewaySettings {
     limits: {
       maxBodyBytes: get('limits', 'max_body_bytes'),
       maxUploadBytes: get('limits', 'max_upload_bytes'),
+      maxBodyBytesInTransit: get('limits', 'max_body_bytes_in_transit'),
       maxUpstreamBodyBytes: get('limits', 'max_upstream_body_bytes'),
       maxUpstreamEventBytes: get('limits', 'max_upstream_event_bytes'),
       firstByteTimeoutMs: get('limits', 'first_byte_timeout_ms'),

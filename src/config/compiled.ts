@@ -210,6 +210,8 @@ export interface GatewaySettings {
   limits: {
     maxBodyBytes: number;
     maxUploadBytes: number;
+    /** Bytes of request bodies one server holds while they arrive (src/server/body-budget.ts). */
+    maxBodyBytesInTransit: number;
     maxUpstreamBodyBytes: number;
     /** The most bytes one event of a provider's stream may hold. */
     maxUpstreamEventBytes: number;

@@ -244,6 +244,10 @@ export interface Limits {
    */
   max_upload_bytes?: number;
   /**
+   * Bytes of request bodies one serving thread holds while they arrive, all requests together (bodies are read before the key is checked). Past it, a body still arriving is refused `503 provider_unavailable` with `Retry-After: 1`; a body alone in transit always proceeds, bounded by its own limit.
+   */
+  max_body_bytes_in_transit?: number;
+  /**
    * Largest non-streamed upstream answer the gateway will buffer to rewrite, compressed and once decompressed: a compressed answer is inflated as it arrives and stopped as soon as it inflates past this (a provider failure, never a 200).
    */
   max_upstream_body_bytes?: number;

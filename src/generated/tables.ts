@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "527c8acefb2db0666639d469d8695fffd2c94b7dc4516190706c3365792a5217",
+  sourceHash: "ae455f11b8a9725a4c5bc7a4cd06d6569ce83ce8bae1ded1fa3f78a92212eb14",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [
@@ -224,6 +224,7 @@ export const tables: CompiledConfig = {
     limits: {
       maxBodyBytes: 4194304,
       maxUploadBytes: 52428800,
+      maxBodyBytesInTransit: 268435456,
       maxUpstreamBodyBytes: 67108864,
       maxUpstreamEventBytes: 16777216,
       firstByteTimeoutMs: 90000,

@@ -16,6 +16,8 @@ import { preflight } from './preflight.ts';
 
 export function createApp(ctx: GatewayContext): HttpServer {
   return createHttpServer(publicRoutes(ctx), {
+    // Read per chunk: a reload changes it for bodies already arriving.
+    bodyBytesInTransit: () => ctx.settings.limits.maxBodyBytesInTransit,
     onUnexpectedError: (err, traceId) =>
       ctx.log('unexpected_error', {
         trace_id: traceId,

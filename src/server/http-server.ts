@@ -6,8 +6,9 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import { GatewayError } from '../errors.ts';
+import { BodyBudget, budgetSpent } from './body-budget.ts';
 import { streamBody } from './body-stream.ts';
-import { readBody, restIsBounded } from './read-body.ts';
+import { type InTransit, readBody, restIsBounded } from './read-body.ts';
 import { type RequestCoding, requestCoding } from './request-coding.ts';
 import { framingProblem } from './request-framing.ts';
 import { newTraceId } from './trace-id.ts';
@@ -33,6 +34,8 @@ export interface HttpServer {
    * kernel spreads new connections over the threads.
    */
   listen(host: string, port: number, opts?: { shared?: boolean }): Promise<number>;
+  /** Bytes of request bodies arriving now, counted against `bodyBytesInTransit` (0 without one). */
+  bodyBytesInTransit(): number;
   /**
    * The start of a graceful drain: the listening socket closes (new connections are refused by the
    * kernel), open connections stay, and every answer from now on carries `Connection: close`, so a
@@ -49,6 +52,9 @@ export interface HttpServerOptions {
   /** The headers on every answer: the public API's (CORS and security, the default) or the admin
    *  listener's (security only: no CORS, so no other origin's page reads or probes it). */
   headers?: 'public' | 'admin';
+  /** Bytes of request bodies this server holds while they arrive (BodyBudget; read per chunk).
+   *  Absent: no budget beyond each body's own cap. */
+  bodyBytesInTransit?: () => number;
 }
 
 /** uWS's listen with options; this build takes (host, port, options, cb), which its types omit. */
@@ -82,6 +88,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
   // Shared with every reply: once draining, answers carry Connection: close.
   const drain: ReplyDrainState = { closing: false };
   const fixed = opts.headers === 'admin' ? ADMIN_BLOCK : PUBLIC_BLOCK;
+  const bodies = opts.bodyBytesInTransit ? new BodyBudget(opts.bodyBytesInTransit) : null;
   for (const route of routes) {
     const paramCount = (route.pattern.match(/\/:/g) ?? []).length;
     app[route.method](route.pattern, (res: HttpResponse, req: HttpRequest) => {
@@ -101,7 +108,7 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
         reply.sendError(new GatewayError('invalid_request', `malformed request: ${refused}`));
         return;
       }
-      dispatch(route, incoming, res, reply, opts);
+      dispatch(route, incoming, res, reply, opts, bodies);
     });
   }
 
@@ -126,6 +133,9 @@ export function createHttpServer(routes: RouteDef[], opts: HttpServerOptions = {
           resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
         });
       });
+    },
+    bodyBytesInTransit() {
+      return bodies?.bytes ?? 0;
     },
     stopAccepting() {
       drain.closing = true;
@@ -194,8 +204,18 @@ function dispatch(
   res: HttpResponse,
   reply: UwsReply,
   opts: HttpServerOptions,
+  bodies: BodyBudget | null,
 ): void {
   const mode = route.body ?? 'none';
+  const transit: InTransit | null =
+    bodies === null
+      ? null
+      : {
+          gate: bodies,
+          spent: () => {
+            if (!reply.done && !reply.started) reply.sendError(budgetSpent());
+          },
+        };
   const cap =
     typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : (route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER);
   const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
@@ -229,6 +249,7 @@ function dispatch(
       },
       () => tooLarge(reply, cap),
       coding === null ? undefined : { coding, corrupt: (err) => reply.sendError(err) },
+      transit,
     );
     // An answer before the body is whole (the 413) ends the reading; so does the client leaving.
     reply.onFinishing(() => {
@@ -238,7 +259,7 @@ function dispatch(
     return;
   }
   if (mode === 'stream') {
-    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req, coding);
+    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req, coding, transit);
   }
   run(route.handler, req, reply, opts);
 }

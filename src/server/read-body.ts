@@ -17,6 +17,7 @@
 // (`release` says which).
 import type { HttpResponse } from 'uWebSockets.js';
 import type { GatewayError } from '../errors.ts';
+import type { BodyBudget } from './body-budget.ts';
 import { BodyDecoder, type RequestCoding } from './request-coding.ts';
 
 const EMPTY = Buffer.alloc(0);
@@ -28,6 +29,13 @@ export const DROPPED_BODY_BYTES = 16 * 1024 * 1024;
 /** Whether what is left of a body after an early answer is bounded enough to read and drop. */
 export function restIsBounded(declaredLength: number | null, cap: number): boolean {
   return declaredLength !== null && declaredLength <= cap + DROPPED_BODY_BYTES;
+}
+
+/** The server's budget for bodies in transit, and what answers a body refused by it. */
+export interface InTransit {
+  gate: BodyBudget;
+  /** The budget is spent: nothing more of this body is read or delivered. */
+  spent(): void;
 }
 
 /** Where a BodyReader delivers the body. */
@@ -54,12 +62,22 @@ export class BodyReader {
   private readonly sink: BodySink;
   /** The body declared a length within reach (restIsBounded): what is left after an answer is read. */
   private readonly bounded: boolean;
+  private readonly transit: InTransit | null;
+  /** Bytes this body holds of the server's budget (until it is whole, refused or let go). */
+  private held = 0;
 
   /** `declaredLength`: the request's Content-Length, or null when it has none (chunked). */
-  constructor(res: HttpResponse, cap: number, declaredLength: number | null, sink: BodySink) {
+  constructor(
+    res: HttpResponse,
+    cap: number,
+    declaredLength: number | null,
+    sink: BodySink,
+    transit: InTransit | null = null,
+  ) {
     this.res = res;
     this.cap = cap;
     this.sink = sink;
+    this.transit = transit;
     this.bounded = restIsBounded(declaredLength, cap);
     res.onData((chunk, isLast) => this.onData(chunk, isLast));
     // An empty body (Content-Length: 0) has nothing to wait for, and uWS does not always say so: when
@@ -91,6 +109,7 @@ export class BodyReader {
       this.resume();
       this.detached = true;
       this.over = true;
+      this.letGo();
       this.sink.detached?.();
     }
     return this.complete || this.bounded;
@@ -102,6 +121,7 @@ export class BodyReader {
     this.detached = true;
     this.over = true;
     this.paused = false;
+    this.letGo();
   }
 
   private onData(chunk: ArrayBuffer, isLast: boolean): void {
@@ -109,13 +129,34 @@ export class BodyReader {
     this.size += chunk.byteLength;
     if (this.size > this.cap) {
       this.over = true;
+      this.letGo();
       // Whatever answers the excess (413, or a close) lets uWS read or drop the rest itself.
       this.resume();
       this.sink.tooLarge();
       return;
     }
-    if (isLast) this.over = this.complete = true;
+    if (this.transit !== null && chunk.byteLength > 0) {
+      if (!this.transit.gate.take(chunk.byteLength, this.held)) {
+        this.over = true;
+        this.letGo();
+        this.resume();
+        this.transit.spent();
+        return;
+      }
+      this.held += chunk.byteLength;
+    }
+    if (isLast) {
+      this.over = this.complete = true;
+      this.letGo();
+    }
     this.sink.data(chunk.byteLength === 0 ? EMPTY : Buffer.from(chunk.slice(0)), isLast);
+  }
+
+  /** What this body held of the budget is free again (once). */
+  private letGo(): void {
+    if (this.held === 0 || this.transit === null) return;
+    this.transit.gate.give(this.held);
+    this.held = 0;
   }
 }
 
@@ -133,6 +174,7 @@ export function readBody(
   done: (body: Buffer) => void,
   tooLarge: () => void,
   decoding?: { coding: RequestCoding; corrupt: (err: GatewayError) => void },
+  transit: InTransit | null = null,
 ): BodyReader {
   let chunks: Buffer[] = [];
   let size = 0;
@@ -165,7 +207,21 @@ export function readBody(
         },
       })
     : null;
-  const reader: BodyReader = new BodyReader(res, cap, declaredLength, decoder ?? collect);
+  const reader: BodyReader = new BodyReader(
+    res,
+    cap,
+    declaredLength,
+    decoder ?? collect,
+    transit === null
+      ? null
+      : {
+          gate: transit.gate,
+          spent() {
+            chunks = [];
+            transit.spent();
+          },
+        },
+  );
   decoder?.attach(reader);
   return reader;
 }

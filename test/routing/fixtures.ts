@@ -185,6 +185,7 @@ export function buildIndex(parts: {
       limits: {
         maxBodyBytes: 1 << 20,
         maxUploadBytes: 1 << 20,
+        maxBodyBytesInTransit: 1 << 28,
         maxUpstreamBodyBytes: 1 << 20,
         maxUpstreamEventBytes: 1 << 20,
         firstByteTimeoutMs: 90_000,
