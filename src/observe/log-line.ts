@@ -31,6 +31,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   admin_token_unused: 'warn',
   admin_sign_in_failed: 'warn',
   admin_sign_in_limited: 'warn',
+  body_budget_spent: 'warn',
   workers_above_cores: 'warn',
   credential_missing: 'warn',
   secret_unused: 'warn',

@@ -18,12 +18,28 @@ export function createApp(ctx: GatewayContext): HttpServer {
   return createHttpServer(publicRoutes(ctx), {
     // Read per chunk: a reload changes it for bodies already arriving.
     bodyBytesInTransit: () => ctx.settings.limits.maxBodyBytesInTransit,
+    onBodyBudgetSpent: budgetLog(ctx),
     onUnexpectedError: (err, traceId) =>
       ctx.log('unexpected_error', {
         trace_id: traceId,
         error: err instanceof Error ? (err.stack ?? err.message) : String(err),
       }),
   });
+}
+
+/** One `body_budget_spent` line a second at most, counting the refusals since the last: a flood of
+ *  uploads must not become a flood of log lines. */
+function budgetLog(ctx: GatewayContext): () => void {
+  let refused = 0;
+  let lastAt = Number.NEGATIVE_INFINITY;
+  return () => {
+    refused++;
+    const now = ctx.clock.now();
+    if (now - lastAt < 1000) return;
+    ctx.log('body_budget_spent', { refused, limit_bytes: ctx.settings.limits.maxBodyBytesInTransit });
+    lastAt = now;
+    refused = 0;
+  };
 }
 
 /** Every route of the public listener, in registration order (the first that matches answers). */

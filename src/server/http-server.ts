@@ -55,6 +55,8 @@ export interface HttpServerOptions {
   /** Bytes of request bodies this server holds while they arrive (BodyBudget; read per chunk).
    *  Absent: no budget beyond each body's own cap. */
   bodyBytesInTransit?: () => number;
+  /** A body still arriving was refused because the bodies in transit passed their budget. */
+  onBodyBudgetSpent?: () => void;
 }
 
 /** uWS's listen with options; this build takes (host, port, options, cb), which its types omit. */
@@ -213,6 +215,7 @@ function dispatch(
       : {
           gate: bodies,
           spent: () => {
+            opts.onBodyBudgetSpent?.();
             if (!reply.done && !reply.started) reply.sendError(budgetSpent());
           },
         };

@@ -51,6 +51,12 @@ t.test('past the budget, a body still arriving is 503 whoever sends it; the budg
   t.equal(r?.header('retry-after'), '1');
   t.match(r?.body, /request bodies at once/);
   t.ok(r?.header('x-pi-trace-id'));
+  const logged = await p.waitForEvent('body_budget_spent');
+  t.match(
+    logged,
+    { level: 'warn', refused: 1, limit_bytes: 1024 * KIB },
+    'the operator is told, once a second at most',
+  );
   // The other finishes its body: read whole, its missing key refused as usual.
   await kept.write(Buffer.alloc(rest, 0x20));
   t.match(await kept.until(/\r\n\r\n\{.*\}$/s), /^HTTP\/1\.1 401 /);
