@@ -177,7 +177,8 @@ t.test('bad observability values are usage errors; demo documents the options', 
       let err = '';
       c.stdout.on('data', (d: Buffer) => (out += d.toString()));
       c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      c.on('exit', (code) => resolve({ code, out, err }));
+      // 'close', not 'exit': by then everything it wrote has been read.
+      c.on('close', (code) => resolve({ code, out, err }));
     });
   for (const [args, message] of [
     [['--access-log', 'maybe'], /--access-log must be "on" or "off", got "maybe"/],

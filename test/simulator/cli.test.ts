@@ -53,7 +53,7 @@ t.test('--help and bad options', async (t) => {
       let err = '';
       c.stdout.on('data', (d: Buffer) => (out += d.toString()));
       c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      c.on('exit', (code) => resolve({ code, out, err }));
+      c.on('close', (code) => resolve({ code, out, err })); // 'close': everything it wrote is read
     });
   const help = await run(['--help']);
   t.equal(help.code, 0);

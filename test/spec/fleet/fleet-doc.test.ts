@@ -216,7 +216,8 @@ async function startNode(t: Test, script: string, cwd: string, env: NodeJS.Proce
   let log = '';
   shell.stdout.on('data', (d: Buffer) => (log += d.toString()));
   shell.stderr.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<number | null>((r) => shell.once('exit', (code) => r(code)));
+  // 'close', not 'exit': by then every line the node wrote is in `log` (read right after).
+  const exited = new Promise<number | null>((r) => shell.once('close', (code) => r(code)));
   let pid = 0;
   t.teardown(async () => {
     if (shell.exitCode !== null || shell.signalCode !== null) return;
