@@ -2,7 +2,7 @@
 // stale, then runs each selected benchmark as its own process pinned to core 1 (the load generator's
 // core; the processes under test are pinned to core 0 by the benchmarks themselves).
 //
-//   node bench/run.js catalog|proxy|admission|routing|profile|telemetry|stalled-readers|continuous|workers|workers-drills|fleet-drills|hot-wallet|ab|gc-trace|executable|wal|wal-shape|thread-cpu|alloc-sites|all [--quick] [--rounds N] [--rev REV]
+//   node bench/run.js catalog|proxy|admission|routing|profile|telemetry|stalled-readers|continuous|workers|workers-drills|fleet-drills|hot-wallet|ab|gc-trace|executable|wal|wal-shape|thread-cpu|alloc-sites|soak|all [--quick] [--rounds N] [--rev REV]
 //
 // --rev REV measures commit REV instead of the working tree: it is exported with `git archive` into
 // a temp directory (node_modules linked) and built there; the repository is not touched.
@@ -33,6 +33,7 @@ const BENCHES = {
   'wal-shape': 'wal-shape.mjs',
   'thread-cpu': 'thread-cpu.mjs',
   'alloc-sites': 'alloc-sites.mjs',
+  soak: 'soak.mjs',
 };
 const ALL = ['catalog', 'admission', 'routing', 'proxy', 'profile'];
 
