@@ -290,7 +290,12 @@ function finish(
 function pinAnswering(ctx: GatewayContext, route: Route, item: PlanItem): void {
   if (route.pinned || !route.pin || item.model.id !== route.primary.id) return;
   route.pinned = true;
-  background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, item.deployment.id));
+  try {
+    background(ctx, 'pin_set_failed', ctx.pins.set(route.pin, item.deployment.id));
+  } catch (err) {
+    // Never in the way of the settlement that follows it in beforeComplete: a lost pin only loses stickiness.
+    ctx.log('pin_set_failed', { error: err instanceof Error ? err.message : String(err) });
+  }
 }
 
 /**

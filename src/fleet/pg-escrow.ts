@@ -389,8 +389,13 @@ export class EscrowWalletService implements WalletService {
    */
   async returnIdle(now: number, all: boolean): Promise<void> {
     for (const id of [...this.toClose]) {
-      await this.store.slices.close(id, now);
-      this.toClose.delete(id);
+      try {
+        await this.store.slices.close(id, now);
+        this.toClose.delete(id);
+      } catch (err) {
+        // One slice that cannot be closed now must not hold back every other wallet's idle return.
+        this.log('slice_return_failed', { slice: id, error: message(err) });
+      }
     }
     for (const w of this.wallets.values()) {
       const s = w.current;

@@ -244,7 +244,7 @@ export interface Limits {
    */
   max_upload_bytes?: number;
   /**
-   * Bytes of request bodies one serving thread holds while they arrive, all requests together (bodies are read before the key is checked). Past it, a body still arriving is refused `503 provider_unavailable` with `Retry-After: 1`; a body alone in transit always proceeds, bounded by its own limit.
+   * Bytes of JSON request bodies one serving thread holds while they arrive, all requests together (they are read before the key is checked; an image edit's upload is read after it and not counted). Past it, a body still arriving is refused `503 provider_unavailable` with `Retry-After: 1`; a body alone in transit always proceeds, bounded by its own limit.
    */
   max_body_bytes_in_transit?: number;
   /**

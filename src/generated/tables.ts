@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "ae455f11b8a9725a4c5bc7a4cd06d6569ce83ce8bae1ded1fa3f78a92212eb14",
+  sourceHash: "f62570f8e51f3c2fdcfe63a4d38b6df1eac36d31d83977b3fa6dfa5bf5015149",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [

@@ -44,6 +44,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   released_lapsed_slices: 'warn',
   escrow_paused: 'warn',
   settlement_capped: 'warn',
+  pin_set_failed: 'warn',
   slice_lapsed: 'warn',
   sealed_secret_kept_after_rotation: 'warn',
   store_connection_lost: 'warn',

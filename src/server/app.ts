@@ -28,17 +28,27 @@ export function createApp(ctx: GatewayContext): HttpServer {
 }
 
 /** One `body_budget_spent` line a second at most, counting the refusals since the last: a flood of
- *  uploads must not become a flood of log lines. */
+ *  uploads must not become a flood of log lines. Refusals after a line are written once its second
+ *  is over (a timer), not left to the next refusal. */
 function budgetLog(ctx: GatewayContext): () => void {
   let refused = 0;
   let lastAt = Number.NEGATIVE_INFINITY;
+  let pending: NodeJS.Timeout | null = null;
+  const write = (): void => {
+    pending = null;
+    if (refused === 0) return;
+    ctx.log('body_budget_spent', { refused, limit_bytes: ctx.settings.limits.maxBodyBytesInTransit });
+    lastAt = ctx.clock.now();
+    refused = 0;
+  };
   return () => {
     refused++;
-    const now = ctx.clock.now();
-    if (now - lastAt < 1000) return;
-    ctx.log('body_budget_spent', { refused, limit_bytes: ctx.settings.limits.maxBodyBytesInTransit });
-    lastAt = now;
-    refused = 0;
+    const wait = lastAt + 1000 - ctx.clock.now();
+    if (wait <= 0) write();
+    else if (pending === null) {
+      pending = setTimeout(write, wait);
+      pending.unref();
+    }
   };
 }
 

@@ -1,7 +1,9 @@
 // How many bytes of request bodies one server (one serving thread) holds while they arrive. Every
-// body is bounded on its own (`limits.max_body_bytes`, `limits.max_upload_bytes`), but not their sum:
-// bodies are read whole before the key is checked, so connections that each send most of a body
-// and then trickle the rest would pin that memory without a key, a few hundred of them a gigabyte.
+// body is bounded on its own (`limits.max_body_bytes`), but not their sum: a JSON body is read whole
+// before the key is checked, so connections that each send most of a body and then trickle the rest
+// would pin that memory without a key, a few hundred of them a gigabyte. (A streamed body — an image
+// edit's upload — is not counted: its handler checks the key before reading it, and until then the
+// server holds at most the stream's high-water mark of it, the socket paused.)
 // Past the budget a body that is still arriving is refused (`503`, Retry-After: 1) and its bytes
 // let go; a body alone in transit always proceeds (its own cap bounds it), so a budget below the
 // largest body never starves it. A body counts from its first byte until it is whole, refused or

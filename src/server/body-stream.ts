@@ -8,8 +8,7 @@
 import { Readable } from 'node:stream';
 import type { HttpResponse } from 'uWebSockets.js';
 import { GatewayError } from '../errors.ts';
-import { budgetSpent } from './body-budget.ts';
-import { BodyReader, type InTransit } from './read-body.ts';
+import { BodyReader } from './read-body.ts';
 import { BodyDecoder, type RequestCoding } from './request-coding.ts';
 import type { UwsReply } from './uws-reply.ts';
 
@@ -24,7 +23,6 @@ export function streamBody(
   tooLarge: () => void,
   counted: { bodyBytes: number },
   coding: RequestCoding | null = null,
-  transit: InTransit | null = null,
 ): Readable {
   const stream = new Readable({ highWaterMark: BUFFERED_BYTES, read: () => source.resume() });
   // Errors reach whoever consumes the body (an async iterator, a pipeline); a handler that answered
@@ -47,21 +45,7 @@ export function streamBody(
     },
   };
   const decoder = coding === null ? null : new BodyDecoder(coding, cap, sink);
-  const reader: BodyReader = new BodyReader(
-    res,
-    cap,
-    declaredLength,
-    decoder ?? sink,
-    transit === null
-      ? null
-      : {
-          gate: transit.gate,
-          spent() {
-            stream.destroy(budgetSpent());
-            if (!reply.started) transit.spent();
-          },
-        },
-  );
+  const reader: BodyReader = new BodyReader(res, cap, declaredLength, decoder ?? sink);
   decoder?.attach(reader);
   // What the consumer's backpressure pauses: the decoded output, or the socket itself.
   const source: { pause(): void; resume(): void } = decoder ?? reader;

@@ -262,7 +262,10 @@ function dispatch(
     return;
   }
   if (mode === 'stream') {
-    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req, coding, transit);
+    // Not counted against the budget: a streamed body is handed to its handler, which checks the key
+    // before it reads, and the server buffers at most the stream's high-water mark of it meanwhile
+    // (the socket is paused) — while a refusal mid-forward would fail an admitted upload.
+    req.bodyStream = streamBody(res, reply, cap, declared, () => tooLarge(reply, cap), req, coding);
   }
   run(route.handler, req, reply, opts);
 }
