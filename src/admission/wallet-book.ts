@@ -278,7 +278,9 @@ export class WalletBook implements WalletService {
         this.refreshWanted = false;
         this.reload();
       }
-      if (this.failing) return; // the retry timer sends what is owed
+      // After a rolled-back batch what it owes waits for the retry timer, unless a new settlement or
+      // release came meanwhile (its answer's last bytes wait for it): then it all goes now.
+      if (this.failing && !this.urgent) return;
       if (this.urgent) this.schedule();
       else if (this.queue.length > 0) this.scheduleHolds();
     });

@@ -369,3 +369,51 @@ t.test('after a batch is rolled back, what it owes is retried later, not in a lo
   t.same(store.wallets.show('w', 0).openHolds, 0);
   t.same(store.wallets.verify(), { ok: true, problems: [] });
 });
+
+t.test('after a rolled-back batch, a settlement that arrived meanwhile goes at once, with what is owed', async (t) => {
+  const store = openStore(':memory:', { clock: new ManualClock('2026-01-15T12:00:00Z') });
+  store.wallets.credit('w', 1000n, 'seed');
+  let failing = false;
+  const sent: string[][] = [];
+  const writer = {
+    commit: (ops: LedgerOp[]) => {
+      sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
+      const fail = failing; // decided when the batch is sent
+      // Answered two turns later: a pump a new settlement schedules meanwhile finds the batch in flight.
+      return new Promise<undefined>((resolve, reject) =>
+        setImmediate(() =>
+          setImmediate(() =>
+            fail ? reject(new Error('disk I/O error')) : resolve(store.batch(() => void store.wallets.apply(ops))),
+          ),
+        ),
+      );
+    },
+    commitNow: (ops: LedgerOp[]): undefined => {
+      sent.push(ops.map((o) => `${o.kind}:${o.traceId}`));
+      store.batch(() => store.wallets.apply(ops));
+    },
+  };
+  const book = new WalletBook(store, () => undefined, writer, 1);
+  t.teardown(() => {
+    book.close();
+    store.close();
+  });
+  book.hold('w', 'a', 400n);
+  book.hold('w', 'b', 300n);
+  book.flush();
+  failing = true;
+  const a = book.settle('a', 40n, {});
+  await tick();
+  t.same(sent.at(-1), ['settle:a'], 'the batch that will fail is in flight');
+  failing = false;
+  const b = book.settle('b', 30n, {});
+  let written: boolean | null = null;
+  void b.then((ok) => (written = ok));
+  await t.rejects(a, /disk I\/O error/);
+  // Turns of the event loop, not time: the retry timer (a second) cannot have fired.
+  for (let i = 0; i < 20 && written === null; i++) await tick();
+  t.equal(written, true, 'the later settlement is written without waiting for the retry');
+  t.same(sent.at(-1)?.sort(), ['release:a', 'settle:b'], 'with the release the failed batch owed');
+  const v = store.wallets.show('w', 0);
+  t.same([v.balance, v.held, v.openHolds], [970n, 0n, 0]);
+});
