@@ -393,6 +393,7 @@ export const tables: CompiledConfig = {
     limits: {
       maxBodyBytes: 4194304,
       maxUploadBytes: 52428800,
+      maxBodyBytesInTransit: 268435456,
       maxUpstreamBodyBytes: 67108864,
       maxUpstreamEventBytes: 16777216,
       firstByteTimeoutMs: 90000,
