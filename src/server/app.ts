@@ -27,15 +27,22 @@ export function createApp(ctx: GatewayContext): HttpServer {
   });
 }
 
+/** Runs `fn` after `ms` without keeping the process alive (tests pass their own). */
+type Later = (fn: () => void, ms: number) => void;
+const realLater: Later = (fn, ms) => setTimeout(fn, ms).unref();
+
 /** One `body_budget_spent` line a second at most, counting the refusals since the last: a flood of
  *  uploads must not become a flood of log lines. Refusals after a line are written once its second
- *  is over (a timer), not left to the next refusal. */
-function budgetLog(ctx: GatewayContext): () => void {
+ *  is over (`later`), not left to the next refusal. */
+export function budgetLog(
+  ctx: Pick<GatewayContext, 'clock' | 'log' | 'settings'>,
+  later: Later = realLater,
+): () => void {
   let refused = 0;
   let lastAt = Number.NEGATIVE_INFINITY;
-  let pending: NodeJS.Timeout | null = null;
+  let pending = false;
   const write = (): void => {
-    pending = null;
+    pending = false;
     if (refused === 0) return;
     ctx.log('body_budget_spent', { refused, limit_bytes: ctx.settings.limits.maxBodyBytesInTransit });
     lastAt = ctx.clock.now();
@@ -45,9 +52,9 @@ function budgetLog(ctx: GatewayContext): () => void {
     refused++;
     const wait = lastAt + 1000 - ctx.clock.now();
     if (wait <= 0) write();
-    else if (pending === null) {
-      pending = setTimeout(write, wait);
-      pending.unref();
+    else if (!pending) {
+      pending = true;
+      later(write, wait);
     }
   };
 }

@@ -3,7 +3,10 @@
 // a body alone always proceeds; a streamed body (read by its handler after the key) is not counted;
 // every way a body ends (whole, over its cap, answered early, the client leaving) gives its bytes back.
 import t, { type Test } from 'tap';
+import { budgetLog } from '../../src/server/app.ts';
 import { BodyBudget } from '../../src/server/body-budget.ts';
+import { ManualClock } from '../../src/clock.ts';
+import type { GatewaySettings } from '../../src/config/compiled.ts';
 import { createHttpServer, type HttpServer, type RouteDef } from '../../src/server/http-server.ts';
 import { waitFor } from '../helpers/admission.ts';
 import { parseResponses, type RawConnection, rawConnect } from '../helpers/raw-client.ts';
@@ -115,4 +118,35 @@ t.test('every way a body ends gives its bytes back', async (t) => {
   await bad.write(Buffer.alloc(300 * KIB, 0x61));
   t.match(await bad.until(/\r\n\r\n\{.*\}$/s), /HTTP\/1\.1 400 /, 'answered before the body was whole');
   t.ok(await waitFor(() => s.server.bodyBytesInTransit() === 0), 'given back');
+});
+
+t.test('the budget log line: one a second at most, the refusals after it written when its second ends', async (t) => {
+  const clock = new ManualClock('2026-01-15T12:00:00Z');
+  const lines: Record<string, unknown>[] = [];
+  const timers: { fn: () => void; ms: number }[] = [];
+  const settings = { limits: { maxBodyBytesInTransit: 1024 } } as unknown as GatewaySettings;
+  const refused = budgetLog(
+    { clock, settings, log: (event, fields) => void lines.push({ event, ...fields }) },
+    (fn, ms) => void timers.push({ fn, ms }),
+  );
+  refused();
+  t.same(lines, [{ event: 'body_budget_spent', refused: 1, limit_bytes: 1024 }], 'the first at once');
+  clock.advance(200);
+  refused();
+  refused();
+  clock.advance(300);
+  refused();
+  t.equal(lines.length, 1, 'nothing more within its second');
+  t.same(
+    timers.map((x) => x.ms),
+    [800],
+    'one line is due when the second ends',
+  );
+  clock.advance(500);
+  timers[0]?.fn();
+  t.same(lines[1], { event: 'body_budget_spent', refused: 3, limit_bytes: 1024 }, 'the three after it');
+  clock.advance(1_000);
+  refused();
+  t.same(lines[2], { event: 'body_budget_spent', refused: 1, limit_bytes: 1024 }, 'a second later: at once again');
+  t.equal(timers.length, 1);
 });
