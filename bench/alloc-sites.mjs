@@ -14,17 +14,13 @@ import { bucketOf, locate } from './lib/cpuprofile.mjs';
 import { closedLoop, once } from './lib/load.mjs';
 import { ensureBuilt, stopProcess } from './lib/proc.mjs';
 import { chatRequest, startGateway, startSimulator, target } from './lib/stack.mjs';
-import { fmt, fmtInt, log, parseFlags, table } from './lib/stats.mjs';
+import { fmt, fmtInt, log, numberArg, parseFlags, table } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
 const flags = parseFlags(argv);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : dflt;
-};
-const seconds = arg('seconds', 5);
-const conns = arg('conns', 50);
-const top = arg('top', 25);
+const seconds = numberArg(argv, 'seconds', 5);
+const conns = numberArg(argv, 'conns', 50);
+const top = numberArg(argv, 'top', 25);
 const BODY = {
   model: 'openai/gpt-6-luna', // the continuous benchmark's instant default answer
   messages: [{ role: 'user', content: 'Hello, how are you today?' }],

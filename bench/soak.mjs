@@ -11,16 +11,12 @@ import { readFileSync } from 'node:fs';
 import { openLoop, streamLoop, once } from './lib/load.mjs';
 import { ensureBuilt, stopProcess } from './lib/proc.mjs';
 import { chatRequest, scriptSim, startGateway, startSimulator, target } from './lib/stack.mjs';
-import { fmt, fmtInt, log, table } from './lib/stats.mjs';
+import { fmt, fmtInt, log, numberArg, table } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : dflt;
-};
-const minutes = arg('minutes', 10);
-const rate = arg('rate', 500);
-const streams = arg('streams', 50);
+const minutes = numberArg(argv, 'minutes', 10);
+const rate = numberArg(argv, 'rate', 500);
+const streams = numberArg(argv, 'streams', 50);
 const ST_MODEL = 'openai/gpt-6.2-sol'; // scripted below: 100 content events 10 ms apart
 const messages = [{ role: 'user', content: 'Hello, how are you today?' }];
 

@@ -16,20 +16,16 @@
 //   node bench/run.js wal [--quick] [--rounds N] [--rate R] [--seconds S] [--rev REV]
 import { ensureBuilt } from './lib/proc.mjs';
 import { chatRequest, measureLatency, startGateway, startSimulator, target } from './lib/stack.mjs';
-import { fmt, fmtInt, log, machineInfo, median, parseFlags, saveResult, table } from './lib/stats.mjs';
+import { fmt, fmtInt, log, machineInfo, median, numberArg, parseFlags, saveResult, table } from './lib/stats.mjs';
 import { holdWal } from './lib/wal.mjs';
 
 const argv = process.argv.slice(2);
 const flags = parseFlags(argv);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : dflt;
-};
 const P = {
   rounds: flags.rounds ?? (flags.quick ? 1 : 3),
-  rate: arg('--rate', 1000),
+  rate: numberArg(argv, 'rate', 1000),
   warmMs: flags.quick ? 1500 : 3000,
-  durMs: arg('--seconds', flags.quick ? 3 : 10) * 1000,
+  durMs: numberArg(argv, 'seconds', flags.quick ? 3 : 10) * 1000,
   /** After the window: the last requests' holds and final log rows wait up to ~10 ms each. */
   tailMs: 500,
   conns: 64,

@@ -93,6 +93,12 @@ export function parseFlags(argv) {
   return flags;
 }
 
+/** The number after `--name` in argv, else `dflt`. */
+export function numberArg(argv, name, dflt) {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : dflt;
+}
+
 export function log(msg) {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 }
