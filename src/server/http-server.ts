@@ -209,16 +209,6 @@ function dispatch(
   bodies: BodyBudget | null,
 ): void {
   const mode = route.body ?? 'none';
-  const transit: InTransit | null =
-    bodies === null
-      ? null
-      : {
-          gate: bodies,
-          spent: () => {
-            opts.onBodyBudgetSpent?.();
-            if (!reply.done && !reply.started) reply.sendError(budgetSpent());
-          },
-        };
   const cap =
     typeof route.maxBodyBytes === 'function' ? route.maxBodyBytes() : (route.maxBodyBytes ?? Number.MAX_SAFE_INTEGER);
   const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
@@ -240,6 +230,16 @@ function dispatch(
     return;
   }
   if (mode === 'buffer') {
+    const transit: InTransit | null =
+      bodies === null
+        ? null
+        : {
+            gate: bodies,
+            spent: () => {
+              opts.onBodyBudgetSpent?.();
+              if (!reply.done && !reply.started) reply.sendError(budgetSpent());
+            },
+          };
     const reader = readBody(
       res,
       cap,
