@@ -338,13 +338,7 @@ export class WalletBook implements WalletService {
         rejected.set(r.traceId, err);
         const op = batch.ops.find((o) => o.kind === 'settle' && o.traceId === r.traceId);
         if (op && !lost.has(r.traceId)) {
-          this.queue.push({
-            kind: 'release',
-            workspace: op.workspace,
-            traceId: op.traceId,
-            amount: op.amount,
-            note: `settlement refused by the store: ${r.error}`,
-          });
+          this.queue.push(releaseInstead(op, `settlement refused by the store: ${r.error}`));
           this.urgent = true;
         }
       }
@@ -377,17 +371,7 @@ export class WalletBook implements WalletService {
     const why = err instanceof Error ? err.message : String(err);
     for (const op of batch.ops) {
       if (op.kind === 'hold' || lost.has(op.traceId)) continue;
-      this.queue.push(
-        op.kind === 'settle'
-          ? {
-              kind: 'release',
-              workspace: op.workspace,
-              traceId: op.traceId,
-              amount: op.amount,
-              note: `settlement not written: ${why}`,
-            }
-          : op,
-      );
+      this.queue.push(op.kind === 'settle' ? releaseInstead(op, `settlement not written: ${why}`) : op);
       this.failing = true;
     }
     this.forget(lost, err);
@@ -503,6 +487,11 @@ export class WalletBook implements WalletService {
       setImmediate(() => this.pump());
     }
   }
+}
+
+/** A settlement that will not be written, as the release of its hold (charging nothing; `note` says why). */
+function releaseInstead(op: LedgerOp, note: string): LedgerOp {
+  return { kind: 'release', workspace: op.workspace, traceId: op.traceId, amount: op.amount, note };
 }
 
 function checkTrace(traceId: string): void {
