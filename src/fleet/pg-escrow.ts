@@ -18,6 +18,12 @@
 // An unused slice with nothing reserved is returned after `idleMs`; a node that dies leaves its
 // slices to lapse with the lease, released by any node's sweep. docs/fleet.md states the invariants.
 //
+// On a node with serving threads (`serve --workers N`), part of a wallet's current slice may be lent
+// to the memory the threads share (src/workers/lent-room-owner.ts): the room lent is reserved in the
+// slice, a thread's hold taken from it becomes the slice's reservation when announced (`adopt`), and
+// whatever this service must give back or stop admitting against — a slice lost, returned or given
+// back in part, PostgreSQL not answering, the node closing — empties the room first (`onRecall`).
+//
 // PostgreSQL unreachable (fail closed, as per-request holds): as soon as the node learns of it — a
 // pooled connection dropped, or a statement failed — it stops admitting against its slices and
 // admits per request, which refuses with 503 store_unavailable while PostgreSQL does not answer; the
@@ -88,6 +94,8 @@ export class EscrowWalletService implements WalletService {
   private recheck: Promise<void> | null = null;
   private readonly store: PgStore;
   private readonly opts: EscrowOptions;
+  /** Empties the room lent to serving threads (one workspace, or null: all) back into its slice. */
+  private recallRoom: (workspace: string | null) => void = () => undefined;
 
   constructor(store: PgStore, opts: EscrowOptions) {
     this.store = store;
@@ -112,6 +120,7 @@ export class EscrowWalletService implements WalletService {
   }
 
   private markDown(): void {
+    this.recallRoom(null);
     if (!this.storeDown) this.log('escrow_paused', { why: 'PostgreSQL does not answer; admitting per request' });
     this.storeDown = true;
   }
@@ -233,6 +242,7 @@ export class EscrowWalletService implements WalletService {
 
   /** Gives the slice's free part back (all of it, closing the slice, when nothing is reserved). */
   private async giveBackFree(w: EscrowWallet, s: Slice, now: number): Promise<void> {
+    this.recallRoom(w.workspace);
     const free = s.free();
     try {
       if (s.reserved === 0n && s.settling === 0) {
@@ -288,9 +298,10 @@ export class EscrowWalletService implements WalletService {
     this.reservations.delete(traceId);
     const s = r.slice;
     s.reserved -= r.amount;
-    // A cost above the hold comes out of the slice's free part; beyond it, it is not charged (the
-    // slice must keep what other requests reserved). Holds are sized at the worst case, so this
-    // needs a provider that ignores max_tokens.
+    // A cost above the hold comes out of the slice's free part (room lent to serving threads taken
+    // back for it); beyond it, it is not charged (the slice must keep what other requests reserved).
+    // Holds are sized at the worst case, so this needs a provider that ignores max_tokens.
+    if (cost > s.free()) this.recallRoom(r.workspace);
     const room = s.free();
     const charge = cost <= room ? cost : room;
     if (charge !== cost)
@@ -341,6 +352,44 @@ export class EscrowWalletService implements WalletService {
 
   refresh(): void {
     // Balances live in PostgreSQL; a credit is seen by the next slice statement.
+  }
+
+  /**
+   * Reserves up to `want` of the wallet's current slice's free part as room for serving threads'
+   * shared memory; null when nothing can be lent (no slice, a slice other than `from`, the wallet
+   * admitted per request, PostgreSQL not answering or being re-checked, the node closing).
+   */
+  lend(workspace: string, want: bigint, from: Slice | null): { from: Slice; amount: bigint } | null {
+    if (this.closed || this.storeDown || this.recheck !== null) return null;
+    const w = this.wallets.get(workspace);
+    const s = w?.current ?? null;
+    if (w === undefined || s === null || s.lost || (from !== null && from !== s)) return null;
+    if (this.opts.clock.now() < w.perRequestUntil) return null;
+    const free = s.free();
+    const amount = want < free ? want : free;
+    if (amount <= 0n) return null;
+    s.reserved += amount;
+    return { from: s, amount };
+  }
+
+  /** A hold a serving thread took from room `from` lent: now that slice's reservation for the trace. */
+  adopt(from: Slice, workspace: string, traceId: string, amount: bigint): void {
+    if (this.reservations.has(traceId) || this.perRequest.has(traceId) || this.deciding.has(traceId))
+      throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+    const now = this.opts.clock.now();
+    this.wallet(workspace, now).noteDemand(amount, now);
+    from.lastUsed = now;
+    this.reservations.set(traceId, { slice: from, amount, workspace });
+  }
+
+  /** Room lent by `from` that came back unused. */
+  unlend(from: Slice, amount: bigint): void {
+    from.reserved -= amount;
+  }
+
+  /** Who empties the rooms lent to serving threads when this service needs them back. */
+  onRecall(recall: (workspace: string | null) => void): void {
+    this.recallRoom = recall;
   }
 
   /** Returns idle slices; every renew interval renews this node's slices and holds and sweeps lapsed ones. */
@@ -400,7 +449,10 @@ export class EscrowWalletService implements WalletService {
     for (const w of this.wallets.values()) {
       const s = w.current;
       if (s === null || w.busy !== null) continue;
-      const idle = s.reserved === 0n && s.settling === 0 && now - s.lastUsed >= this.tuning.idleMs;
+      const quiet = s.settling === 0 && now - s.lastUsed >= this.tuning.idleMs;
+      // Room lent to serving threads is reserved but unused: a quiet slice takes it back first.
+      if (all || quiet) this.recallRoom(w.workspace);
+      const idle = quiet && s.reserved === 0n;
       if (all || idle) await this.exclusive(w, () => this.giveBackFree(w, s, now));
       if (w.current === null && w.busy === null && now >= w.perRequestUntil) this.wallets.delete(w.workspace);
     }
@@ -442,6 +494,7 @@ export class EscrowWalletService implements WalletService {
   /** The database no longer holds this slice: admissions against it stop; its open requests'
    *  settlements charge nothing (as a late settlement of a swept hold). */
   private lose(w: EscrowWallet, s: Slice): void {
+    this.recallRoom(w.workspace);
     s.lost = true;
     if (w.current === s) w.current = null;
     this.log('slice_lapsed', { slice: s.id, workspace: w.workspace });

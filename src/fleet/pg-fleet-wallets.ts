@@ -6,7 +6,6 @@
 //                requests it serves (escrow keeps an idle slice up to ~2.5 s, a dead node's up to the lease).
 import type { Clock } from '../clock.ts';
 import type { PgStore } from '../store/postgres/store.ts';
-import type { WalletService } from '../admission/admission.ts';
 import { EscrowWalletService } from './pg-escrow.ts';
 import { PgWalletService } from './pg-wallet-service.ts';
 
@@ -17,6 +16,6 @@ export function fleetWalletService(
   store: PgStore,
   mode: WalletAdmissionMode,
   opts: { clock: Clock; node: string; log: (event: string, fields?: Record<string, unknown>) => void },
-): WalletService {
+): EscrowWalletService | PgWalletService {
   return mode === 'escrow' ? new EscrowWalletService(store, opts) : new PgWalletService(store, opts);
 }

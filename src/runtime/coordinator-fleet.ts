@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PgStoreView } from '../fleet/pg-store-view.ts';
 import type { WalletService } from '../admission/admission.ts';
+import { EscrowWalletService } from '../fleet/pg-escrow.ts';
 import { fleetWalletService, type WalletAdmissionMode } from '../fleet/pg-fleet-wallets.ts';
 import type { Clock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
@@ -16,6 +17,7 @@ import { HealthTracker } from '../routing/health.ts';
 import { pgConsole } from '../store/postgres/console-store.ts';
 import { openPgStore, type PgStore } from '../store/postgres/store.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
+import type { LendingWallets } from '../workers/lent-room-owner.ts';
 import type { CoordinatorState } from './coordinator-state.ts';
 import { fleetLimits } from './fleet-limits.ts';
 
@@ -47,6 +49,8 @@ export async function fleetCoordinatorState(
     return {
       location: s.location,
       wallets: w,
+      // Escrow's slices lend room to the serving threads' shared memory (per-request holds cannot).
+      ...(w instanceof EscrowWalletService ? { lending: w as LendingWallets<unknown> } : {}),
       limiter: limits.limiter,
       pins: limits.pins,
       health: new HealthTracker(config.settings.health, clock),

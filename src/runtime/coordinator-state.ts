@@ -14,6 +14,7 @@ import type { ConsoleStore } from '../store/console-store-interface.ts';
 import { sqliteConsole } from '../store/sqlite/console-store.ts';
 import { openStore, ThreadWriter, WRITER_BATCH_WAIT_MS } from '../store/sqlite/store.ts';
 import type { RequestLogRow } from '../store/types.ts';
+import type { LendingWallets } from '../workers/lent-room-owner.ts';
 import type { AdmittingBook } from '../workers/shared-owner.ts';
 import { writerCapacity } from './runtime.ts';
 
@@ -21,6 +22,8 @@ export interface CoordinatorState {
   wallets: WalletService;
   /** The embedded book, whose holds serving threads may take in shared memory (shared-owner.ts). */
   sharedBook?: AdmittingBook;
+  /** A fleet node's escrow, whose slices lend room serving threads take holds from (lent-room-owner.ts). */
+  lending?: LendingWallets<unknown>;
   limiter: RateLimiter;
   pins: PinStore;
   health: HealthTracker;

@@ -13,6 +13,7 @@ import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import { metricsJSON } from '../telemetry/worker-metrics.ts';
 import { BreakerMirror } from '../workers/breaker-mirror.ts';
 import { CoordinatorClient } from '../workers/coordinator-client.ts';
+import { LentRoomWallets } from '../workers/lent-room-client.ts';
 import { SharedMemoryLimiter, SharedMemoryWallets } from '../workers/shared-client.ts';
 import type { CoordinatorMessage, WorkerMessage, WorkerStart } from '../workers/protocol.ts';
 import { openThreadView } from './thread-view.ts';
@@ -62,8 +63,13 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
   };
 
   try {
-    // Holds and rate decisions in shared memory when the coordinator offers it (no message each).
-    const wallets = data.shared ? new SharedMemoryWallets(client, data.shared, data.worker) : client;
+    // Holds and rate decisions in shared memory when the coordinator offers it (no message each); on
+    // a fleet node, holds from the room its slices lend there.
+    const wallets = data.shared
+      ? new SharedMemoryWallets(client, data.shared, data.worker)
+      : data.lentRoom
+        ? new LentRoomWallets(client, data.lentRoom, data.worker)
+        : client;
     const keys = await openThreadView(data.db, wallets, log);
     closeView = keys.close;
     const view = keys.view;

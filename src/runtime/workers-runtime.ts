@@ -16,7 +16,9 @@ import type { Telemetry } from '../telemetry/telemetry.ts';
 import { walletSamples } from '../telemetry/wallet-gauges.ts';
 import { workerMetrics } from '../telemetry/worker-metrics.ts';
 import { BreakerGrants } from '../workers/breaker-grants.ts';
-import { Coordinator } from '../workers/coordinator.ts';
+import { Coordinator, type SharedAdmission } from '../workers/coordinator.ts';
+import type { WorkerStart } from '../workers/protocol.ts';
+import { LentRoomOwner } from '../workers/lent-room-owner.ts';
 import { SharedAdmissionOwner } from '../workers/shared-owner.ts';
 import type { ObservabilityOptions } from './observability.ts';
 import { startObservability } from './runtime.ts';
@@ -97,7 +99,7 @@ function threadStart(
   port: number,
   metrics: boolean,
   coordinator: Coordinator,
-  shared: SharedAdmissionOwner | null,
+  memory: Pick<WorkerStart, 'shared' | 'lentRoom'>,
 ) {
   const obs = o.observability;
   return (worker: number) => ({
@@ -112,20 +114,41 @@ function threadStart(
     trustedProxies: obs?.trustedProxies ?? [],
     traces: obs?.tracesUrl ? { url: obs.tracesUrl, serviceName: obs.serviceName } : null,
     breakers: coordinator.breakerStates(),
-    shared: shared?.memory ?? null,
+    ...memory,
   });
+}
+
+/**
+ * The admission memory the serving threads share: on a database file, the wallets' `available`
+ * words and the rate windows; on a fleet node with escrow, the room its slices lend (holds only).
+ */
+function sharedAdmission(
+  st: CoordinatorState,
+  workers: number,
+): { owner: SharedAdmission | null; memory: Pick<WorkerStart, 'shared' | 'lentRoom'> } {
+  if (st.sharedBook) {
+    const owner = new SharedAdmissionOwner(st.sharedBook, workers);
+    return { owner, memory: { shared: owner.memory, lentRoom: null } };
+  }
+  if (st.lending) {
+    const owner = new LentRoomOwner(st.lending, workers);
+    return { owner, memory: { shared: null, lentRoom: owner.memory } };
+  }
+  return { owner: null, memory: { shared: null, lentRoom: null } };
 }
 
 export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
   const clock = o.clock ?? systemClock;
   let index = new ConfigIndex(o.config);
   let threads: ServingThreads | null = null;
+  let holds: Coordinator['holds'] = { sharedMemory: 0, message: 0 };
   const { telemetry, admin } = await startObservability(o.observability, {
     metricsSource: (own) =>
       workerMetrics(
         own,
         () => threads?.samples() ?? [],
         () => threads?.collectMetrics() ?? Promise.resolve([]),
+        () => holds,
       ),
   });
   const lifecycle = admin?.lifecycle ?? new Lifecycle(clock);
@@ -134,10 +157,9 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
     state = await coordinatorState(o, clock, telemetry);
     const st = state;
     const { wallets, health, pins } = st;
-    // On a database file, holds and rate windows live in memory every serving thread shares.
-    const shared = st.sharedBook ? new SharedAdmissionOwner(st.sharedBook, o.workers) : null;
+    const shared = sharedAdmission(st, o.workers);
     const coordinator: Coordinator = new Coordinator({
-      ...(shared ? { shared } : {}),
+      ...(shared.owner ? { shared: shared.owner } : {}),
       wallets,
       limiter: st.limiter,
       pins,
@@ -152,10 +174,11 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       behind: () => st.behind(),
       onError: (event, err) => jsonLog(event, { error: errorText(err) }),
     });
+    holds = coordinator.holds;
     const port = await claimPort(o.host, o.port);
     const pool = new ServingThreads(
       coordinator,
-      threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator, shared),
+      threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator, shared.memory),
       jsonLog,
     );
     threads = pool;

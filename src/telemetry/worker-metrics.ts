@@ -36,6 +36,14 @@ const REQUEST_SERIES = new Set([
   'pi_gateway_upstream_ttfb_seconds',
 ]);
 
+/** Holds the serving threads took, by where they were decided (the coordinator counts them). */
+export interface HoldCounts {
+  /** One compare-and-swap in the memory the threads share, announced afterwards. */
+  sharedMemory: number;
+  /** Asked of the coordinator by message. */
+  message: number;
+}
+
 /** One worker as the coordinator sees it. */
 export interface WorkerSample {
   worker: number;
@@ -56,8 +64,21 @@ export function workerMetrics(
   coordinator: GatewayMetrics,
   workers: () => WorkerSample[],
   collect: () => Promise<{ worker: number; json: unknown[] | null }[]>,
+  holds: () => HoldCounts = () => ({ sharedMemory: 0, message: 0 }),
 ): WorkerMetricsSource {
   const own = new Registry();
+  new Counter({
+    name: 'pi_gateway_worker_holds_total',
+    help: 'Wallet holds the serving threads took, by where each was decided: shared_memory (one compare-and-swap, no message) or message (the coordinator decided: a first use, a slice to grow, a wallet admitted per request, no shared memory).',
+    labelNames: ['decided'],
+    registers: [own],
+    collect() {
+      this.reset();
+      const h = holds();
+      this.inc({ decided: 'shared_memory' }, h.sharedMemory);
+      this.inc({ decided: 'message' }, h.message);
+    },
+  });
   new Gauge({
     name: 'pi_gateway_worker_ready',
     help: 'Serving threads (serve --workers N): 1 while the worker listens, 0 while it starts, restarts or drains.',

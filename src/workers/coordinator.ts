@@ -4,7 +4,8 @@
 // calls. Exactness comes from there being one owner: a hold is decided by the same synchronous
 // `WalletBook.hold` the single-process gateway runs, whichever worker asked — or, on a database
 // file, by one compare-and-swap in the memory the threads share (shared-owner.ts), which only this
-// thread adds to; the book then records the hold the worker announces. Open holds are tracked per
+// thread adds to; the book then records the hold the worker announces. On a fleet node, the threads
+// take holds from room the node's slices lend to shared memory (lent-room-owner.ts). Open holds are tracked per
 // worker: a worker that dies has them released at once (its requests are gone with it).
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import type { RateDecision, RateLimiter } from '../admission/rate-limit.ts';
@@ -12,7 +13,19 @@ import type { PinStore } from '../routing/session-pins.ts';
 import type { RequestLogRow } from '../store/types.ts';
 import type { BreakerGrants } from './breaker-grants.ts';
 import type { CoordinatorMessage, Reply, StateCall, StateValue } from './protocol.ts';
-import type { SharedAdmissionOwner } from './shared-owner.ts';
+
+/** The coordinator's side of the admission memory serving threads share: the embedded book's
+ *  (SharedAdmissionOwner) or a fleet node's room lent by its slices (LentRoomOwner). */
+export interface SharedAdmission {
+  /** The slot of a workspace's wallet or a key's rate window, made on first use (-1: by message). */
+  slot(of: 'wallet' | 'window', name: string): number;
+  /** A hold a worker took in shared memory, announced: the wallets record it (or throw). */
+  held(worker: number, workspace: string, traceId: string, amount: bigint, slot: number): void;
+  /** The worker's thread ended: what it took and never announced comes back. */
+  workerGone(worker: number): bigint;
+  /** A hold of the workspace was decided by message (shared memory could not cover it). */
+  decidedByMessage?(workspace: string): void;
+}
 
 /** Where a worker's replies go (its MessagePort or Worker). */
 export interface WorkerPort {
@@ -31,9 +44,9 @@ export interface CoordinatorParts {
   behind(): boolean;
   /** Failures nobody waits for (a release, a log row): logged. */
   onError(event: string, err: unknown): void;
-  /** The admission memory the serving threads share, when `wallets` is the embedded book: they take
-   *  holds and count rate windows there, and announce their holds (`held`) with their closes. */
-  shared?: SharedAdmissionOwner;
+  /** The admission memory the serving threads share: they take holds (and, on a database file,
+   *  count rate windows) there, and announce their holds (`held`) with their closes. */
+  shared?: SharedAdmission;
 }
 
 interface WorkerLink {
@@ -58,6 +71,8 @@ function failure(id: number, err: unknown): Reply {
 
 export class Coordinator {
   private readonly links = new Map<number, WorkerLink>();
+  /** Holds decided for the workers, by where (the admin listener's /metrics). */
+  readonly holds = { sharedMemory: 0, message: 0 };
 
   private readonly parts: CoordinatorParts;
   constructor(parts: CoordinatorParts) {
@@ -162,14 +177,18 @@ export class Coordinator {
     const p = this.parts;
     switch (call.op) {
       case 'hold': {
+        this.holds.message++;
         const r = p.wallets.hold(call.workspace, call.traceId, call.amount);
-        return r instanceof Promise
-          ? r.then((x) => this.holdTaken(link, call.traceId, x))
-          : this.holdTaken(link, call.traceId, r);
+        // The wallet's slice may have grown for it: shared memory's room is filled again.
+        const refill = (x: HoldResult): HoldResult => {
+          p.shared?.decidedByMessage?.(call.workspace);
+          return this.holdTaken(link, call.traceId, x);
+        };
+        return r instanceof Promise ? r.then(refill) : refill(r);
       }
       case 'settle':
         // With shared memory, a trace this worker did not hold (one another worker's book entry
-        // has, see SharedAdmissionOwner.held) settles nothing.
+        // has, see SharedAdmission.held) settles nothing.
         if (!link.holds.delete(call.traceId) && p.shared) return false;
         return call.logRow === null
           ? p.wallets.settle(call.traceId, call.cost, call.details)
@@ -183,6 +202,7 @@ export class Coordinator {
         if (!p.shared) throw new Error('no shared admission memory');
         p.shared.held(worker, call.workspace, call.traceId, call.amount, call.slot);
         link.holds.add(call.traceId);
+        this.holds.sharedMemory++;
         return;
       case 'take':
         return p.limiter.take(call.key, call.limit);

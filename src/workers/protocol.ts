@@ -91,6 +91,9 @@ export interface WorkerStart {
   breakers: BreakerMirrorState[];
   /** The admission memory every thread shares (null: holds and rate decisions go by message). */
   shared: SharedAdmissionMemory | null;
+  /** A fleet node's: the room its slices lend to shared memory, holds taken from it without a
+   *  message (lent-room-owner.ts); null elsewhere. Rate decisions still go by message. */
+  lentRoom: SharedBookMemory | null;
 }
 
 /** Wallets' `available` words and rate-limit windows in shared memory (shared-book.ts, shared-windows.ts). */

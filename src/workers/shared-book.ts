@@ -92,6 +92,26 @@ export class SharedBook {
     return null;
   }
 
+  /**
+   * Takes `amount` from the slot's room lent by a fleet node's slice (lent-room-owner.ts): the
+   * thread's pending word is raised first, then the room is taken by one CAS loop (on refusal the
+   * pending word goes back down). In that order, a coordinator that empties the room and then reads
+   * every pending word sees each hold taken from the room before it was emptied — so it knows which
+   * slice each announced hold came from. True when taken.
+   */
+  takeRoom(slot: number, worker: number, amount: bigint): boolean {
+    const at = slot * this.stride;
+    Atomics.add(this.words, at + worker, amount);
+    for (;;) {
+      const seen = Atomics.load(this.words, at);
+      if (amount > seen) {
+        Atomics.sub(this.words, at + worker, amount);
+        return false;
+      }
+      if (Atomics.compareExchange(this.words, at, seen, seen - amount) === seen) return true;
+    }
+  }
+
   /** What `worker` holds on the slot that the coordinator's book does not know yet. */
   pending(slot: number, worker: number): bigint {
     return Atomics.load(this.words, slot * this.stride + worker);

@@ -15,7 +15,7 @@ import { SharedWindows } from './shared-windows.ts';
 import type { SharedAdmissionMemory } from './protocol.ts';
 
 /** Slots by name, each asked for once (concurrent first uses share the one question). */
-class SlotCache {
+export class SlotCache {
   private readonly known = new Map<string, number>();
   private readonly asking = new Map<string, Promise<number>>();
   private readonly ask: (name: string) => Promise<number>;
@@ -46,35 +46,25 @@ class SlotCache {
   }
 }
 
-export class SharedMemoryWallets implements WalletService {
-  private readonly book: SharedBook;
-  private readonly slots: SlotCache;
-  /** A reload of the coordinator's book under way (a credit seen): holds wait for it. */
-  private refreshing: Promise<void> | null = null;
-  /** This thread's open holds taken in shared memory. */
-  private readonly open = new Map<string, { workspace: string; amount: bigint }>();
-  private readonly client: CoordinatorClient;
-  private readonly worker: number;
+/**
+ * What a serving thread's wallets over shared memory share: the holds this thread has open (taken
+ * in shared memory and announced, or decided by message), whose settlements and releases go to the
+ * coordinator; a trace not open here settles nothing, without asking.
+ */
+export abstract class ThreadWallets implements WalletService {
+  protected readonly open = new Set<string>();
+  protected readonly client: CoordinatorClient;
+  protected readonly worker: number;
+  protected readonly slots: SlotCache;
 
-  constructor(client: CoordinatorClient, memory: SharedAdmissionMemory, worker: number) {
+  constructor(client: CoordinatorClient, worker: number) {
     this.client = client;
     this.worker = worker;
-    this.book = new SharedBook(memory.book);
     this.slots = new SlotCache((name) => client.slot('wallet', name));
   }
 
-  hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
-    if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
-    if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
-    if (typeof amount !== 'bigint' || amount < 0n)
-      throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
-    const waiting = this.refreshing;
-    if (waiting !== null) return waiting.then(() => this.hold(workspace, traceId, amount));
-    const slot = this.slots.get(workspace);
-    return typeof slot === 'number'
-      ? this.holdIn(slot, workspace, traceId, amount)
-      : slot.then((s) => this.holdIn(s, workspace, traceId, amount));
-  }
+  abstract hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult>;
+  abstract refresh(): void | Promise<void>;
 
   settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
     if (typeof cost !== 'bigint' || cost < 0n)
@@ -87,6 +77,58 @@ export class SharedMemoryWallets implements WalletService {
   release(traceId: string): void | Promise<void> {
     if (!this.open.delete(traceId)) return;
     return this.client.release(traceId);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  /** The argument checks every hold makes before anything is taken. */
+  protected checkHold(workspace: string, traceId: string, amount: bigint): void {
+    if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
+    if (typeof traceId !== 'string' || traceId === '') throw new RangeError('trace id is required');
+    if (typeof amount !== 'bigint' || amount < 0n)
+      throw new RangeError('a hold must be a non-negative bigint amount of nano-USD');
+  }
+
+  /** Shared memory could not decide: the coordinator's wallets do, as without it. */
+  protected byMessage(workspace: string, traceId: string, amount: bigint): Promise<HoldResult> {
+    return this.client.hold(workspace, traceId, amount).then((r) => {
+      if (r.ok) this.open.add(traceId);
+      return r;
+    });
+  }
+
+  /** A hold taken in shared memory: open here, announced with the thread's next message. */
+  protected taken(workspace: string, traceId: string, amount: bigint, slot: number): HoldResult {
+    this.open.add(traceId);
+    this.client.held(workspace, traceId, amount, slot);
+    return { ok: true };
+  }
+
+  protected duplicate(traceId: string): WalletError {
+    return new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
+  }
+}
+
+export class SharedMemoryWallets extends ThreadWallets {
+  private readonly book: SharedBook;
+  /** A reload of the coordinator's book under way (a credit seen): holds wait for it. */
+  private refreshing: Promise<void> | null = null;
+
+  constructor(client: CoordinatorClient, memory: SharedAdmissionMemory, worker: number) {
+    super(client, worker);
+    this.book = new SharedBook(memory.book);
+  }
+
+  hold(workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
+    this.checkHold(workspace, traceId, amount);
+    const waiting = this.refreshing;
+    if (waiting !== null) return waiting.then(() => this.hold(workspace, traceId, amount));
+    const slot = this.slots.get(workspace);
+    return typeof slot === 'number'
+      ? this.holdIn(slot, workspace, traceId, amount)
+      : slot.then((s) => this.holdIn(s, workspace, traceId, amount));
   }
 
   /**
@@ -107,24 +149,13 @@ export class SharedMemoryWallets implements WalletService {
     if (this.refreshing === p) this.refreshing = null;
   }
 
-  close(): void {
-    this.client.close();
-  }
-
   private holdIn(slot: number, workspace: string, traceId: string, amount: bigint): HoldResult | Promise<HoldResult> {
-    if (this.open.has(traceId)) throw new WalletError('duplicate_trace', `trace ${traceId} already has a hold`);
-    if (slot < 0) {
-      // No room in shared memory: the coordinator's book decides, as without it.
-      return this.client.hold(workspace, traceId, amount).then((r) => {
-        if (r.ok) this.open.set(traceId, { workspace, amount });
-        return r;
-      });
-    }
+    if (this.open.has(traceId)) throw this.duplicate(traceId);
+    // No room in shared memory for this workspace: the coordinator's book decides.
+    if (slot < 0) return this.byMessage(workspace, traceId, amount);
     const refused = this.book.tryHold(slot, this.worker, amount);
     if (refused !== null) return { ok: false, available: refused };
-    this.open.set(traceId, { workspace, amount });
-    this.client.held(workspace, traceId, amount, slot);
-    return { ok: true };
+    return this.taken(workspace, traceId, amount, slot);
   }
 }
 

@@ -3,7 +3,8 @@
 // writer thread (`serve`), a serving thread's coordinator client over the coordinator
 // (`serve --workers N`), the PostgreSQL wallet service of a fleet node, and the escrow service
 // (slices of the wallet admitted in memory) with and without its per-request fallback.
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { WalletService } from '../../src/admission/admission.ts';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { EscrowWalletService } from '../../src/fleet/pg-escrow.ts';
 import type { EscrowTuning } from '../../src/fleet/pg-escrow-slice.ts';
@@ -13,7 +14,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { openStore, type Store } from '../../src/store/sqlite/store.ts';
 import { ThreadWriter } from '../../src/store/sqlite/thread-writer.ts';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
-import { coordinatorClient, memoryBook, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
+import { coordinatorClient, lentRoomRig, memoryBook, sharedAdmissionRig } from '../helpers/coordinator-rig.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/pg.ts';
 import { walletServiceContract, type WalletRig } from '../helpers/wallet-service-contract.ts';
 import { masterKey, tempDbFile } from '../store/sqlite/fixtures/temp-db.ts';
@@ -118,7 +119,8 @@ function postgresContract(
   make: (
     store: PgStore,
     clock: ManualClock,
-  ) => { service: PgWalletService | EscrowWalletService; flush?: () => Promise<void> },
+    t: Test,
+  ) => { service: WalletService; flush?: () => Promise<void>; close?: () => Promise<void> },
   propertyRuns: number,
 ): void {
   t.test(name, async (t) => {
@@ -136,9 +138,10 @@ function postgresContract(
         await m.migrate();
         await m.close();
         const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
-        const { service, flush } = make(store, clock);
+        const { service, flush, close } = make(store, clock, t);
         t.teardown(async () => {
           await service.close();
+          await close?.();
           await store.close();
         });
         return {
@@ -178,3 +181,31 @@ const escrowContract = (name: string, tuning: Partial<EscrowTuning>, propertyRun
 
 escrowContract('escrow service, slices only (no per-request threshold)', { fallbackHolds: 0, probeMs: 0 }, 12);
 escrowContract('escrow service, default threshold (small wallets go per request)', {}, 6);
+
+/** A fleet node's serving thread (`serve --workers N`): holds taken from room the escrow's slices
+ *  lend to shared memory, the rest by message to the coordinator. */
+const lentRoomContract = (name: string, tuning: Partial<EscrowTuning>, propertyRuns: number) =>
+  postgresContract(
+    name,
+    (store, clock, t) => {
+      const escrow = new EscrowWalletService(store, { clock, node: 'contract', timer: false, tuning });
+      const { client, wallets } = lentRoomRig(t, clock, escrow).worker(1);
+      return {
+        service: wallets,
+        // Holds are announced with the thread's next message: send what is queued first.
+        flush: () => {
+          client.close();
+          return escrow.flush();
+        },
+        close: () => escrow.close(),
+      };
+    },
+    propertyRuns,
+  );
+
+lentRoomContract(
+  'a fleet node’s serving thread, holds from room its slices lend',
+  { fallbackHolds: 0, probeMs: 0 },
+  12,
+);
+lentRoomContract('a fleet node’s serving thread, default threshold', {}, 6);

@@ -10,6 +10,7 @@ import type { EscrowTuning } from '../../src/fleet/pg-escrow-slice.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.ts';
 import { type PrivatePg, startPrivatePg } from '../helpers/pg.ts';
+import { migratedDatabase, walletRow } from '../helpers/pg-database.ts';
 import { masterKey } from '../store/sqlite/fixtures/temp-db.ts';
 
 let server: PrivatePg;
@@ -21,13 +22,7 @@ t.teardown(() => server.destroy());
 const LEASE = 30_000;
 const RENEW = 10_000;
 
-async function database(clock: ManualClock): Promise<string> {
-  const url = await server.createDatabase();
-  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
-  await m.migrate();
-  await m.close();
-  return url;
-}
+const database = (clock: ManualClock): Promise<string> => migratedDatabase(server, clock);
 
 /** A node: its own pool and escrow service on the database. `kill` drops it without a word. */
 async function node(t: Test, url: string, clock: ManualClock, name: string, tuning: Partial<EscrowTuning> = {}) {
@@ -55,13 +50,7 @@ async function node(t: Test, url: string, clock: ManualClock, name: string, tuni
   };
 }
 
-async function wallet(store: PgStore, ws: string) {
-  const r = await store.pool.query<{ balance: bigint; held: bigint }>(
-    'SELECT balance_nano AS balance, held_nano AS held FROM wallets WHERE workspace = $1',
-    [ws],
-  );
-  return r.rows[0] ?? { balance: 0n, held: 0n };
-}
+const wallet = walletRow;
 
 async function slices(store: PgStore) {
   const r = await store.pool.query<{ id: string; amount: bigint; spent: bigint; state: string; lease: bigint }>(

@@ -10,10 +10,13 @@ import { HealthTracker } from '../../src/routing/health.ts';
 import { type PinStore, SessionPins } from '../../src/routing/session-pins.ts';
 import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
 import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
-import { Coordinator } from '../../src/workers/coordinator.ts';
+import { Coordinator, type SharedAdmission } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
 import { SharedMemoryLimiter, SharedMemoryWallets } from '../../src/workers/shared-client.ts';
 import { SharedAdmissionOwner } from '../../src/workers/shared-owner.ts';
+import type { EscrowWalletService } from '../../src/fleet/pg-escrow.ts';
+import { LentRoomWallets } from '../../src/workers/lent-room-client.ts';
+import { type LendingWallets, LentRoomOwner } from '../../src/workers/lent-room-owner.ts';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { WalletBook } from '../../src/admission/wallet-book.ts';
 import { openStore, type Store } from '../../src/store/sqlite/store.ts';
@@ -96,30 +99,37 @@ export function coordinatorClients(
   });
 }
 
-/** A serving thread's shared-memory admission (worker `worker`) over a coordinator whose embedded
- *  book is `book`: the rig of `serve --workers N` on a database file, without threads. */
-export interface SharedRig {
+/** Serving threads over one coordinator whose state includes a shared admission memory, without
+ *  threads: each worker's side is made by `side` over its own client, once. */
+interface SharedMemoryRig<O, W> {
   coordinator: Coordinator;
-  owner: SharedAdmissionOwner;
+  owner: O;
   /** The messages each worker sent the coordinator (its calls, batch by batch). */
   sent: { worker: number; ops: string[] }[];
   /** One serving thread's side per worker (1-based), each with its own client. */
-  worker(n: number): { client: CoordinatorClient; wallets: SharedMemoryWallets; limiter: SharedMemoryLimiter };
+  worker(n: number): W & { client: CoordinatorClient };
 }
 
-export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, workers = 1): SharedRig {
+function sharedMemoryRig<O extends SharedAdmission, W>(
+  t: Test,
+  clock: Clock,
+  wallets: WalletService,
+  owner: O,
+  workers: number,
+  side: (client: CoordinatorClient, n: number) => W,
+): SharedMemoryRig<O, W> {
+  const all = Array.from({ length: workers }, (_, i) => i + 1);
   const breakers = new BreakerGrants(
     new HealthTracker(TEST_HEALTH, clock),
     clock,
     () => undefined,
-    () => [1],
+    () => all,
     () => undefined,
     () => () => undefined,
   );
   t.teardown(() => breakers.close());
-  const owner = new SharedAdmissionOwner(book, workers);
   const coordinator: Coordinator = new Coordinator({
-    wallets: book,
+    wallets,
     limiter: new FixedWindowRateLimiter(clock),
     pins: new SessionPins({ clock, maxPins: 10 }),
     breakers,
@@ -128,8 +138,8 @@ export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, work
     onError: () => undefined,
     shared: owner,
   });
-  const sides = new Map<number, ReturnType<SharedRig['worker']>>();
-  const sent: SharedRig['sent'] = [];
+  const sides = new Map<number, W & { client: CoordinatorClient }>();
+  const sent: SharedMemoryRig<O, W>['sent'] = [];
   return {
     coordinator,
     owner,
@@ -150,13 +160,35 @@ export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, work
           if (c.kind === 'replies') client.receive(c);
         },
       });
-      const side = {
-        client,
-        wallets: new SharedMemoryWallets(client, owner.memory, n),
-        limiter: new SharedMemoryLimiter(client, owner.memory, clock),
-      };
-      sides.set(n, side);
-      return side;
+      const made = { ...side(client, n), client };
+      sides.set(n, made);
+      return made;
     },
   };
+}
+
+/** A serving thread's shared-memory admission (worker `worker`) over a coordinator whose embedded
+ *  book is `book`: the rig of `serve --workers N` on a database file, without threads. */
+export type SharedRig = SharedMemoryRig<
+  SharedAdmissionOwner,
+  { wallets: SharedMemoryWallets; limiter: SharedMemoryLimiter }
+>;
+
+export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, workers = 1): SharedRig {
+  const owner = new SharedAdmissionOwner(book, workers);
+  return sharedMemoryRig(t, clock, book, owner, workers, (client, n) => ({
+    wallets: new SharedMemoryWallets(client, owner.memory, n),
+    limiter: new SharedMemoryLimiter(client, owner.memory, clock),
+  }));
+}
+
+/** A fleet node's serving threads taking holds from room its escrow's slices lend to shared memory
+ *  (`serve --workers N --db postgres://…`), without threads: one coordinator over `escrow`. */
+export type LentRoomRig = SharedMemoryRig<LentRoomOwner<unknown>, { wallets: LentRoomWallets }>;
+
+export function lentRoomRig(t: Test, clock: Clock, escrow: EscrowWalletService, workers = 1): LentRoomRig {
+  const owner = new LentRoomOwner(escrow as LendingWallets<unknown>, workers);
+  return sharedMemoryRig(t, clock, escrow, owner, workers, (client, n) => ({
+    wallets: new LentRoomWallets(client, owner.memory, n),
+  }));
 }

@@ -186,6 +186,37 @@ t.test(
   },
 );
 
+t.test('a --workers node’s threads take holds from the room its slices lend, without a message each', async (t) => {
+  const node = await startServe(t, {
+    config: CONFIG,
+    db: { file: url, masterKey, key: '' },
+    upstream: sim.url,
+    args: ['--workers', '2', '--admin-port', '0'],
+  });
+  const admin = String(node.events.find((e) => e.event === 'listening')?.admin);
+  const before = (await store.wallets.show('strict', Date.now())).balance;
+  const answers: Answer[] = [];
+  for (let round = 0; round < 6; round++)
+    answers.push(...(await Promise.all(Array.from({ length: 10 }, () => chat(node, 'strict')))));
+  t.same([...new Set(answers.map((x) => x.status))], [200], 'all 60 answered');
+  const holds = async (decided: string) =>
+    Number(
+      new RegExp(`^pi_gateway_worker_holds_total\\{decided="${decided}"\\} (\\d+)`, 'm').exec(
+        await (await fetch(`${admin}/metrics`)).text(),
+      )?.[1] ?? 'NaN',
+    );
+  const shared = await holds('shared_memory');
+  const message = await holds('message');
+  t.equal(shared + message, 60, `every hold counted once (${shared} in shared memory, ${message} by message)`);
+  t.ok(shared >= 40, 'most holds taken in shared memory, from the slice’s room');
+  const rows = await settled(answers.map((x) => x.trace as string));
+  t.ok(rows.size === 60 && [...rows.values()].every((n) => n === 1), 'each answer settled exactly once');
+  const w = await store.wallets.show('strict', Date.now());
+  t.ok(w.balance < before, 'charged');
+  t.equal(w.openHolds, 0, 'no hold left');
+  t.same(await store.wallets.verify(), { ok: true, problems: [] });
+});
+
 t.test('--rpm 50 hit from three nodes: exactly 50 answered, the rest 429 with Retry-After', async (t) => {
   const ns = await nodes(t);
   // A burst takes well under a second; start it away from a minute boundary.

@@ -150,6 +150,12 @@ t.test('the admin listener reports every worker; both threads answer on the one 
     0,
   );
   t.equal(total, 40, 'the request counters are summed over the workers');
+  t.match(
+    text,
+    /^pi_gateway_worker_holds_total\{decided="shared_memory"\} 40$/m,
+    'every hold taken in shared memory, none by message',
+  );
+  t.match(text, /^pi_gateway_worker_holds_total\{decided="message"\} 0$/m);
   t.match(text, /^pi_gateway_worker_ready\{worker="2"\} 1/m);
   t.match(text, /^pi_gateway_config_info\{hash="[0-9a-f]{64}"\} 1/m);
 });
