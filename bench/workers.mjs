@@ -11,7 +11,13 @@
 // core 1): on a 2-core machine the two serving threads then get a core each part of the time, and
 // the per-request CPU shows less of the context switching that four threads on one core cost.
 //
-//   node bench/run.js workers [--quick] [--rounds N] [--all-cores]
+// `--pg`: a fleet node instead (private PostgreSQL and Redis on the load generator's core, escrow
+// on): one thread (`fleet-1`), `--workers 2` taking holds from the room its slices lend to shared
+// memory (`fleet-2`), and `--workers 2` with every hold and rate decision by message (`fleet-2-msg`,
+// the baseline the shared memory is measured against).
+//
+//   node bench/run.js workers [--quick] [--rounds N] [--all-cores] [--pg]
+import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
 import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { CORES, ensureBuilt, memKb, startNode, stopProcess } from './lib/proc.mjs';
 import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
@@ -37,13 +43,37 @@ const gateway = (name, args) =>
         args: ['bench/servers/gateway.mjs', '--upstream', sim.url, '--seal', 'local-sim', ...args],
       })
     : startGateway(name, { upstream: sim.url, args });
-const one = await gateway('gw-workers-1', ['--writer-thread', 'on']);
-const two = await gateway('gw-workers-2', ['--workers', '2']);
+const PG = process.argv.includes('--pg');
+if (PG && !havePostgres()) throw new Error('--pg needs the PostgreSQL binaries and redis-server');
+const pgSrv = PG ? await startPostgres({ core: 1 }) : null;
+const redisSrv = PG ? await startRedis({ core: 1 }) : null;
+// Each fleet contender its own database (seeded with its own master key), one Redis.
+const fleet = async (name) => ['--db', await pgSrv.createDatabase(name), '--redis', redisSrv.url];
+const procs = PG
+  ? [
+      ['fleet-1', await gateway('gw-fleet-1', await fleet('fleet_1'))],
+      ['fleet-2', await gateway('gw-fleet-2', [...(await fleet('fleet_2')), '--workers', '2'])],
+      [
+        'fleet-2-msg',
+        await gateway('gw-fleet-2-msg', [
+          ...(await fleet('fleet_2_msg')),
+          '--workers',
+          '2',
+          '--shared-admission',
+          'off',
+        ]),
+      ],
+    ]
+  : [
+      ['workers-1', await gateway('gw-workers-1', ['--writer-thread', 'on'])],
+      ['workers-2', await gateway('gw-workers-2', ['--workers', '2'])],
+    ];
 const mk = (name, proc) => {
   const t = target(proc.url);
   return { name, proc, pid: proc.pid, target: t, req: chatRequest(t, { Authorization: `Bearer ${proc.key}` }, BODY) };
 };
-const contenders = [mk('workers-1', one), mk('workers-2', two)];
+const contenders = procs.map(([name, proc]) => mk(name, proc));
+const [ONE, TWO] = PG ? ['fleet-1', 'fleet-2'] : ['workers-1', 'workers-2'];
 const rounds = [];
 try {
   for (let r = 0; r < ROUNDS; r++) {
@@ -64,7 +94,10 @@ try {
   }
 } finally {
   const rss = Object.fromEntries(contenders.map((c) => [c.name, memKb(c.pid)]));
-  for (const p of [one, two, sim]) await stopProcess(p);
+  for (const [, p] of procs) await stopProcess(p);
+  await stopProcess(sim);
+  await redisSrv?.stop();
+  await pgSrv?.stop();
   const med = (phase, name, key) => median(rounds.map((r) => r[phase][name]?.[key]));
   const rows = contenders.map((c) => [
     c.name,
@@ -74,10 +107,16 @@ try {
     fmt(med('sat', c.name, 'sutCpuUsPerUnit')),
     fmt((rss[c.name]?.hwmKb ?? NaN) / 1024),
   ]);
-  const ratio = med('fixed', 'workers-2', 'sutCpuUsPerUnit') / med('fixed', 'workers-1', 'sutCpuUsPerUnit');
-  const satRatio = med('sat', 'workers-2', 'sutCpuUsPerUnit') / med('sat', 'workers-1', 'sutCpuUsPerUnit');
+  const ratio = med('fixed', TWO, 'sutCpuUsPerUnit') / med('fixed', ONE, 'sutCpuUsPerUnit');
+  const satRatio = med('sat', TWO, 'sutCpuUsPerUnit') / med('sat', ONE, 'sutCpuUsPerUnit');
+  const msg = PG
+    ? [
+        med('fixed', 'fleet-2-msg', 'sutCpuUsPerUnit') / med('fixed', ONE, 'sutCpuUsPerUnit'),
+        med('sat', 'fleet-2-msg', 'sutCpuUsPerUnit') / med('sat', ONE, 'sutCpuUsPerUnit'),
+      ]
+    : null;
   const report = [
-    `### serve --workers: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
+    `### serve --workers${PG ? ' on a fleet node (PostgreSQL + Redis, escrow)' : ''}: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
     '',
     table(
       [
@@ -91,8 +130,14 @@ try {
       rows,
     ),
     '',
-    `--workers 2 ÷ --workers 1, CPU per request: ${fmt(ratio, 2)}× at 1,000 req/s, ${fmt(satRatio, 2)}× at saturation — target ≤ 1.2×: **${ratio <= 1.2 ? 'met' : 'missed'}** (at 1,000 req/s).`,
+    `--workers 2 ÷ one thread, CPU per request: ${fmt(ratio, 2)}× at 1,000 req/s, ${fmt(satRatio, 2)}× at saturation — target ≤ 1.2×: **${ratio <= 1.2 ? 'met' : 'missed'}** at 1,000 req/s, **${satRatio <= 1.2 ? 'met' : 'missed'}** at saturation.`,
+    ...(msg
+      ? [
+          '',
+          `Without shared memory (every hold and rate decision by message): ${fmt(msg[0], 2)}× at 1,000 req/s, ${fmt(msg[1], 2)}× at saturation.`,
+        ]
+      : []),
   ].join('\n');
   process.stdout.write(report + '\n');
-  log(`saved ${saveResult('workers', { machine: machineInfo(), rounds, ratio, satRatio })}`);
+  log(`saved ${saveResult(PG ? 'workers-pg' : 'workers', { machine: machineInfo(), rounds, ratio, satRatio, msg })}`);
 }

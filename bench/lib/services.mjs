@@ -136,6 +136,17 @@ export async function startPostgres({ core = null, fsync = false } = {}) {
     get pid() {
       return c.pid;
     },
+    /** A new empty database on this server; its URL (each gateway seeds its own, with its own master key). */
+    async createDatabase(name) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await client.query(`CREATE DATABASE "${name.replace(/[^a-z0-9_]/g, '_')}"`);
+      } finally {
+        await client.end();
+      }
+      return url.replace(/\/postgres$/, `/${name.replace(/[^a-z0-9_]/g, '_')}`);
+    },
     /** Fast shutdown (SIGINT), keeping the data directory: `resume()` starts it again. */
     halt: () => stopChild(c, 'SIGINT'),
     resume: launch,

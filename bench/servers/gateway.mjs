@@ -9,9 +9,11 @@
 //        [--metrics on|off] [--access-log on|off] [--traces URL] [--writer-thread on|off] [--eld on|off]
 //        [--db postgres://… [--redis redis://…]] [--workers N] [--alloc-prof FILE]
 //
+// --shared-admission off (with --workers): every hold and rate decision by message to the coordinator.
 // --workers N (N > 1) runs `serve --workers N` (src/runtime/workers-runtime.ts runWorkers): this process's
-// main thread coordinates (wallet book, rate limits, pins, breakers, the writer thread) and N serving
-// threads share the port; /proc CPU of this process sums every thread.
+// main thread coordinates (wallet book, rate limits, pins, breakers, the writer thread — or, with
+// --db, the fleet node's escrow and Redis) and N serving threads share the port; /proc CPU of this
+// process sums every thread.
 //
 // --writer-thread on commits the ledger and the request log on the SQLite writer thread, as `serve`
 // does for a database file (GatewayOptions.writerThread; off by default: the in-process store path,
@@ -64,6 +66,7 @@ const { values } = parseArgs({
     db: { type: 'string' },
     redis: { type: 'string' },
     workers: { type: 'string', default: '1' },
+    'shared-admission': { type: 'string', default: 'on' },
     'alloc-prof': { type: 'string' },
   },
 });
@@ -125,11 +128,10 @@ const wanted =
 // $1,000,000 in nano-USD: holds are released/settled at once, so this never runs out.
 const CREDIT = 1_000_000n * 1_000_000_000n;
 
-/** PostgreSQL (+ Redis): migrate and seed the database, then start a fleet node as `serve` does. */
-async function startPgNode() {
+/** PostgreSQL: the database migrated and seeded; the bench key. */
+async function seedPg() {
   process.env.PI_MASTER_KEY = masterKey;
   const { openPgStore } = await dist('store/postgres/store.js');
-  const { runNode } = await dist('runtime/node-runtime.js');
   const seed = await openPgStore(values.db, { checkSchema: false, masterKey, requestLog: config.settings.requestLog });
   let created;
   try {
@@ -141,6 +143,13 @@ async function startPgNode() {
   } finally {
     await seed.close();
   }
+  return created;
+}
+
+/** PostgreSQL (+ Redis): migrate and seed the database, then start a fleet node as `serve` does. */
+async function startPgNode() {
+  const created = await seedPg();
+  const { runNode } = await dist('runtime/node-runtime.js');
   const node = await runNode({
     config,
     db: values.db,
@@ -153,14 +162,40 @@ async function startPgNode() {
 }
 
 const workers = Number(values.workers);
-if (!Number.isSafeInteger(workers) || workers < 1 || (workers > 1 && (pgMode || values.store !== 'wal'))) {
-  process.stderr.write('--workers takes a whole number ≥ 1; above 1 only on the embedded store without --store stub\n');
+if (!Number.isSafeInteger(workers) || workers < 1 || (workers > 1 && values.store !== 'wal')) {
+  process.stderr.write('--workers takes a whole number ≥ 1; above 1 not with --store stub\n');
   process.exit(2);
 }
 
-/** `serve --workers N`: the store seeded here and closed, then the coordinator and its threads. */
+/** `serve --workers N`: the store seeded here and closed, then the coordinator and its threads (on
+ *  PostgreSQL with --db: a fleet node's coordinator, its escrow lending the threads room). */
 async function startWorkers() {
   process.env.PI_MASTER_KEY = masterKey;
+  const created = pgMode ? await seedPg() : seedFile();
+  const { runWorkers } = await dist('runtime/workers-runtime.js');
+  const observability = {
+    admin: values.metrics === 'on' ? { host: '127.0.0.1', port: 0 } : null,
+    metrics: values.metrics === 'on',
+    accessLog: false,
+    tracesUrl: null,
+    serviceName: 'pi-gateway',
+  };
+  const running = await runWorkers({
+    config,
+    db: pgMode ? values.db : dbFile,
+    ...(pgMode ? { redis: values.redis ?? null } : {}),
+    host: '127.0.0.1',
+    port: Number(values.port),
+    workers,
+    upstreamOverride: values.upstream ?? null,
+    observability,
+    sharedAdmission: values['shared-admission'] !== 'off',
+  });
+  return { running, key: created };
+}
+
+/** The database file seeded (credentials, the bench key, a credit); the key. */
+function seedFile() {
   const seed = openStore(dbFile, { masterKey, requestLog: config.settings.requestLog });
   let created;
   try {
@@ -172,24 +207,7 @@ async function startWorkers() {
   } finally {
     seed.close();
   }
-  const { runWorkers } = await dist('runtime/workers-runtime.js');
-  const observability = {
-    admin: values.metrics === 'on' ? { host: '127.0.0.1', port: 0 } : null,
-    metrics: values.metrics === 'on',
-    accessLog: false,
-    tracesUrl: null,
-    serviceName: 'pi-gateway',
-  };
-  const running = await runWorkers({
-    config,
-    db: dbFile,
-    host: '127.0.0.1',
-    port: Number(values.port),
-    workers,
-    upstreamOverride: values.upstream ?? null,
-    observability,
-  });
-  return { running, key: created };
+  return created;
 }
 
 let store = null;
@@ -200,7 +218,7 @@ let gw;
 let accessFd = null;
 let admin = null;
 const events = [];
-if (pgMode) {
+if (pgMode && workers === 1) {
   ({ node: pgNode, key } = await startPgNode());
   gw = pgNode.gateway;
 } else if (workers > 1) {
@@ -357,7 +375,7 @@ const stop = async () => {
   try {
     if (workersRun) {
       await workersRun.drain(1000);
-      workersRun.store.close();
+      workersRun.store?.close();
     } else await gw.close();
     await pgNode?.close();
     store?.close();

@@ -28,17 +28,25 @@ export interface FallbackCounts {
 export class SharedStateHealth {
   readonly fallbacks: FallbackCounts = { rateLimit: 0, pins: 0 };
   readonly redis: RedisConnection;
-  constructor(redis: RedisConnection) {
+  private readonly onFallback: ((kind: keyof FallbackCounts) => void) | null;
+  /** `onFallback`: told of each fallback too (a serving thread's count reaches its coordinator's
+   *  metrics through it). */
+  constructor(redis: RedisConnection, onFallback?: (kind: keyof FallbackCounts) => void) {
     this.redis = redis;
+    this.onFallback = onFallback ?? null;
   }
   get redisUp(): boolean {
     return this.redis.up;
+  }
+  fellBack(kind: keyof FallbackCounts): void {
+    this.fallbacks[kind]++;
+    this.onFallback?.(kind);
   }
 }
 
 export class SharedRateLimiter implements RateLimiter {
   private readonly remote: RedisRateLimiter;
-  private readonly local: FixedWindowRateLimiter;
+  private readonly local: RateLimiter;
 
   private readonly health: SharedStateHealth;
   constructor(
@@ -46,10 +54,13 @@ export class SharedRateLimiter implements RateLimiter {
     clock: Clock,
     /** null: Redis's clock picks the window (production); tests pass their clock. */
     windowClock: Clock | null,
+    /** The node's own windows while Redis does not answer (a serving thread passes the ones its
+     *  node's threads share; default: this thread's). */
+    local: RateLimiter = new FixedWindowRateLimiter(clock),
   ) {
     this.health = health;
     this.remote = new RedisRateLimiter(health.redis, windowClock);
-    this.local = new FixedWindowRateLimiter(clock);
+    this.local = local;
   }
 
   async take(key: string, limitPerMinute: number): Promise<RateDecision> {
@@ -57,7 +68,7 @@ export class SharedRateLimiter implements RateLimiter {
       return await this.remote.take(key, limitPerMinute);
     } catch (err) {
       if (!(err instanceof RedisUnavailableError)) throw err;
-      this.health.fallbacks.rateLimit++;
+      this.health.fellBack('rateLimit');
       return this.local.take(key, limitPerMinute);
     }
   }
@@ -111,7 +122,7 @@ export class SharedPins implements PinStore {
       return await remote();
     } catch (err) {
       if (!(err instanceof RedisUnavailableError)) throw err;
-      this.health.fallbacks.pins++;
+      this.health.fellBack('pins');
       return local();
     }
   }

@@ -43,7 +43,12 @@ export async function fleetCoordinatorState(
     // The coordinator's own view: the credentials' names for readiness and the console.
     const view = await PgStoreView.open(store, () => undefined);
     wallets = fleetWalletService(store, walletAdmission, { clock, node, log });
-    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log);
+    // The serving threads' own Redis fallbacks, counted in shared memory for this node's metric.
+    const fallbacks = new SharedArrayBuffer(4);
+    const threadFallbacks = new Int32Array(fallbacks);
+    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log, () =>
+      Atomics.load(threadFallbacks, 0),
+    );
     const s = store;
     const w = wallets;
     return {
@@ -51,6 +56,7 @@ export async function fleetCoordinatorState(
       wallets: w,
       // Escrow's slices lend room to the serving threads' shared memory (per-request holds cannot).
       ...(w instanceof EscrowWalletService ? { lending: w as LendingWallets<unknown> } : {}),
+      threadLimits: { redis: redisUrl, fallbacks },
       limiter: limits.limiter,
       pins: limits.pins,
       health: new HealthTracker(config.settings.health, clock),

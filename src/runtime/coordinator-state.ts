@@ -24,6 +24,9 @@ export interface CoordinatorState {
   sharedBook?: AdmittingBook;
   /** A fleet node's escrow, whose slices lend room serving threads take holds from (lent-room-owner.ts). */
   lending?: LendingWallets<unknown>;
+  /** A fleet node's: serving threads decide rate limits themselves, on this Redis (null: none), and
+   *  count their fallbacks in `fallbacks` (one 32-bit word, added to the node's metric). */
+  threadLimits?: { redis: string | null; fallbacks: SharedArrayBuffer };
   limiter: RateLimiter;
   pins: PinStore;
   health: HealthTracker;

@@ -1,6 +1,8 @@
 // The rate limiter and session pins of a fleet node: in Redis when `--redis` is given (exact across
 // nodes, falling back to this node's own while Redis does not answer), else this node's own, with a
-// warning. Shared by the single-threaded node and the coordinator of `serve --workers N` on PostgreSQL.
+// warning. Shared by the single-threaded node and the coordinator of `serve --workers N` on PostgreSQL;
+// the serving threads of such a node decide rate limits themselves (`threadRateLimiter`): each asks
+// Redis on its own connection, falling back to the windows the node's threads share.
 import { FixedWindowRateLimiter, type RateLimiter } from '../admission/rate-limit.ts';
 import type { Clock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
@@ -17,12 +19,32 @@ export interface FleetLimits {
 
 const FALLBACK = 'per-node rate limits and session pins until Redis answers';
 
+type Log = (event: string, fields?: Record<string, unknown>) => void;
+
+/** A connection to the fleet's Redis. PI_REDIS_TIMEOUT_MS: how long a request waits on Redis before
+ *  the node falls back to its own limiter and pins (default 250 ms; a loaded or distant Redis may
+ *  need more). `log` is told of transitions (null: a serving thread's, whose coordinator logs them). */
+function redisConnection(redisUrl: string, log: Log | null): RedisConnection {
+  const timeout = Number(process.env.PI_REDIS_TIMEOUT_MS ?? '');
+  return new RedisConnection(redisUrl, {
+    ...(Number.isSafeInteger(timeout) && timeout > 0 ? { commandTimeoutMs: timeout } : {}),
+    ...(log
+      ? {
+          onStatus: (up: boolean, detail: string) =>
+            log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: FALLBACK }),
+        }
+      : {}),
+  });
+}
+
 export async function fleetLimits(
   redisUrl: string | null,
   settings: CompiledConfig['settings'],
   clock: Clock,
   telemetry: Telemetry,
-  log: (event: string, fields?: Record<string, unknown>) => void,
+  log: Log,
+  /** Rate-limit fallbacks counted elsewhere (the serving threads'), added to the metric. */
+  threadFallbacks: () => number = () => 0,
 ): Promise<FleetLimits> {
   if (!redisUrl) {
     log('per_node_limits', {
@@ -34,19 +56,12 @@ export async function fleetLimits(
       redis: null,
     };
   }
-  // PI_REDIS_TIMEOUT_MS: how long a request waits on Redis before this node falls back to its own
-  // limiter and pins (default 250 ms; a loaded or distant Redis may need more).
-  const timeout = Number(process.env.PI_REDIS_TIMEOUT_MS ?? '');
-  const redis = new RedisConnection(redisUrl, {
-    ...(Number.isSafeInteger(timeout) && timeout > 0 ? { commandTimeoutMs: timeout } : {}),
-    onStatus: (up, detail) =>
-      log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: FALLBACK }),
-  });
+  const redis = redisConnection(redisUrl, log);
   if (!(await redis.start())) log('redis_unreachable', { detail: 'not reachable at start', fallback: FALLBACK });
   const health = new SharedStateHealth(redis);
   telemetry.metrics?.watchSharedState(() => ({
     redisUp: health.redisUp,
-    rateLimitFallbacks: health.fallbacks.rateLimit,
+    rateLimitFallbacks: health.fallbacks.rateLimit + threadFallbacks(),
     pinFallbacks: health.fallbacks.pins,
   }));
   return {
@@ -54,4 +69,25 @@ export async function fleetLimits(
     pins: new SharedPins(health, { clock, maxPins: settings.sessions.maxPins }),
     redis,
   };
+}
+
+/**
+ * A serving thread's rate limiter on a fleet node: Redis on the thread's own connection (exact across
+ * nodes, no message to the coordinator), `local` — the windows the node's threads share — while Redis
+ * does not answer, each fallback told to `fellBack`; without Redis, `local` alone (per node, as the
+ * node's limits are then).
+ */
+export async function threadRateLimiter(
+  redisUrl: string | null,
+  local: RateLimiter,
+  clock: Clock,
+  fellBack: () => void,
+): Promise<{ limiter: RateLimiter; redis: RedisConnection | null }> {
+  if (!redisUrl) return { limiter: local, redis: null };
+  const redis = redisConnection(redisUrl, null);
+  await redis.start();
+  const health = new SharedStateHealth(redis, (kind) => {
+    if (kind === 'rateLimit') fellBack();
+  });
+  return { limiter: new SharedRateLimiter(health, clock, null, local), redis };
 }

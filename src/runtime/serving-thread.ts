@@ -16,9 +16,33 @@ import { CoordinatorClient } from '../workers/coordinator-client.ts';
 import { LentRoomWallets } from '../workers/lent-room-client.ts';
 import { SharedMemoryLimiter, SharedMemoryWallets } from '../workers/shared-client.ts';
 import type { CoordinatorMessage, WorkerMessage, WorkerStart } from '../workers/protocol.ts';
+import type { RateLimiter } from '../admission/rate-limit.ts';
+import { threadRateLimiter } from './fleet-limits.ts';
 import { openThreadView } from './thread-view.ts';
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * The thread's rate limiter: on a database file, the windows the threads share; on a fleet node,
+ * Redis on the thread's own connection (falling back to the shared windows); else the coordinator's,
+ * by message.
+ */
+async function rateLimiter(
+  data: WorkerStart,
+  client: CoordinatorClient,
+): Promise<{ limiter: RateLimiter; close(): Promise<void> }> {
+  if (data.shared) return { limiter: new SharedMemoryLimiter(client, data.shared.windows, systemClock), close: noop };
+  const fleet = data.fleetLimits;
+  if (!fleet) return { limiter: client, close: noop };
+  const fallbacks = new Int32Array(fleet.fallbacks);
+  const local = new SharedMemoryLimiter(client, fleet.windows, systemClock);
+  const { limiter, redis } = await threadRateLimiter(fleet.redis, local, systemClock, () =>
+    Atomics.add(fallbacks, 0, 1),
+  );
+  return { limiter, close: async () => redis?.close() };
+}
+
+const noop = async (): Promise<void> => undefined;
 
 async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): Promise<void> {
   const post = (m: WorkerMessage) => port.postMessage(m);
@@ -70,8 +94,15 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
       : data.lentRoom
         ? new LentRoomWallets(client, data.lentRoom, data.worker)
         : client;
-    const keys = await openThreadView(data.db, wallets, log);
-    closeView = keys.close;
+    const limits = await rateLimiter(data, client);
+    const keys = await openThreadView(data.db, wallets, log).catch(async (err: unknown) => {
+      await limits.close();
+      throw err;
+    });
+    closeView = async () => {
+      await keys.close();
+      await limits.close();
+    };
     const view = keys.view;
     telemetry = await startTelemetry({
       metrics: data.metrics ? { processMetrics: false } : false,
@@ -85,7 +116,7 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
       shared: {
         wallets,
         view,
-        limiter: data.shared ? new SharedMemoryLimiter(client, data.shared, systemClock) : client,
+        limiter: limits.limiter,
         pins: client,
         health: breakers,
         behind: () => client.behind(),

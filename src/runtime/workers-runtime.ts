@@ -20,6 +20,7 @@ import { Coordinator, type SharedAdmission } from '../workers/coordinator.ts';
 import type { WorkerStart } from '../workers/protocol.ts';
 import { LentRoomOwner } from '../workers/lent-room-owner.ts';
 import { SharedAdmissionOwner } from '../workers/shared-owner.ts';
+import { SharedWindows, SharedWindowsOwner } from '../workers/shared-windows.ts';
 import type { ObservabilityOptions } from './observability.ts';
 import { startObservability } from './runtime.ts';
 import { ServingThreads } from './serving-threads.ts';
@@ -41,6 +42,9 @@ export interface WorkersOptions {
   upstreamOverride?: string | null;
   observability?: ObservabilityOptions;
   clock?: Clock;
+  /** false: every hold and rate decision goes to the coordinator by message, no shared memory (the
+   *  baseline `bench/run.js workers` measures shared memory against). Default true. */
+  sharedAdmission?: boolean;
 }
 
 export interface RunningWorkers {
@@ -99,7 +103,7 @@ function threadStart(
   port: number,
   metrics: boolean,
   coordinator: Coordinator,
-  memory: Pick<WorkerStart, 'shared' | 'lentRoom'>,
+  memory: SharedMemoryStart,
 ) {
   const obs = o.observability;
   return (worker: number) => ({
@@ -118,24 +122,31 @@ function threadStart(
   });
 }
 
+type SharedMemoryStart = Pick<WorkerStart, 'shared' | 'lentRoom' | 'fleetLimits'>;
+
 /**
  * The admission memory the serving threads share: on a database file, the wallets' `available`
- * words and the rate windows; on a fleet node with escrow, the room its slices lend (holds only).
+ * words and the rate windows; on a fleet node with escrow, the room its slices lend and the rate
+ * windows the threads fall back to while Redis does not answer (the threads ask Redis themselves).
  */
 function sharedAdmission(
   st: CoordinatorState,
   workers: number,
-): { owner: SharedAdmission | null; memory: Pick<WorkerStart, 'shared' | 'lentRoom'> } {
+): { owner: SharedAdmission | null; memory: SharedMemoryStart } {
   if (st.sharedBook) {
     const owner = new SharedAdmissionOwner(st.sharedBook, workers);
-    return { owner, memory: { shared: owner.memory, lentRoom: null } };
+    return { owner, memory: { shared: owner.memory, lentRoom: null, fleetLimits: null } };
   }
-  if (st.lending) {
-    const owner = new LentRoomOwner(st.lending, workers);
-    return { owner, memory: { shared: null, lentRoom: owner.memory } };
+  if (st.lending && st.threadLimits) {
+    const windows = SharedWindows.create();
+    const owner = new LentRoomOwner(st.lending, workers, new SharedWindowsOwner(windows));
+    const fleetLimits = { ...st.threadLimits, windows };
+    return { owner, memory: { shared: null, lentRoom: owner.memory, fleetLimits } };
   }
-  return { owner: null, memory: { shared: null, lentRoom: null } };
+  return NO_SHARED_MEMORY;
 }
+
+const NO_SHARED_MEMORY = { owner: null, memory: { shared: null, lentRoom: null, fleetLimits: null } } as const;
 
 export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
   const clock = o.clock ?? systemClock;
@@ -157,7 +168,7 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
     state = await coordinatorState(o, clock, telemetry);
     const st = state;
     const { wallets, health, pins } = st;
-    const shared = sharedAdmission(st, o.workers);
+    const shared = o.sharedAdmission === false ? NO_SHARED_MEMORY : sharedAdmission(st, o.workers);
     const coordinator: Coordinator = new Coordinator({
       ...(shared.owner ? { shared: shared.owner } : {}),
       wallets,

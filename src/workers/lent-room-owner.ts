@@ -19,6 +19,7 @@
 // the slice, as holds taken by the escrow service itself never do.
 import type { WalletService } from '../admission/admission.ts';
 import { ensureBytes, SharedBook, type SharedBookMemory } from './shared-book.ts';
+import type { SharedWindowsOwner } from './shared-windows.ts';
 
 /** Bytes per 64-bit word. */
 const WORD = 8;
@@ -56,11 +57,15 @@ export class LentRoomOwner<S> {
   private readonly slots = new Map<string, number>();
   private readonly bindings: Binding<S>[] = [];
   private readonly wallets: LendingWallets<S>;
+  private readonly windows: SharedWindowsOwner | null;
   /** Holds taken in shared memory and announced (the benchmark and tests read it). */
   adopted = 0;
 
-  constructor(wallets: LendingWallets<S>, workers: number) {
+  /** `windows`: the node's rate windows its threads share (their fallback while Redis does not
+   *  answer, or their limits on a node without Redis); null: rate decisions by message. */
+  constructor(wallets: LendingWallets<S>, workers: number, windows: SharedWindowsOwner | null = null) {
     this.wallets = wallets;
+    this.windows = windows;
     this.memory = SharedBook.create(workers);
     this.words = new BigInt64Array(this.memory.buffer);
     this.stride = workers + 1;
@@ -73,10 +78,9 @@ export class LentRoomOwner<S> {
     });
   }
 
-  /** The slot of a workspace's room (-1: decided by message). Rate windows are never here: a fleet
-   *  node's rate limits are decided by its coordinator (Redis), by message. */
+  /** The slot of a workspace's room or of a key's rate window (-1: decided by message). */
   slot(of: 'wallet' | 'window', name: string): number {
-    if (of === 'window') return -1;
+    if (of === 'window') return this.windows?.slotOf(name) ?? -1;
     const known = this.slots.get(name);
     if (known !== undefined) return known;
     const slot = this.slots.size;

@@ -94,6 +94,10 @@ export interface WorkerStart {
   /** A fleet node's: the room its slices lend to shared memory, holds taken from it without a
    *  message (lent-room-owner.ts); null elsewhere. Rate decisions still go by message. */
   lentRoom: SharedBookMemory | null;
+  /** A fleet node's: the thread decides rate limits itself — on Redis (`redis`, its own connection),
+   *  else, and while Redis does not answer, in the rate windows the node's threads share — and counts
+   *  its Redis fallbacks in the one 32-bit word of `fallbacks` (the coordinator's /metrics). */
+  fleetLimits: { redis: string | null; windows: SharedArrayBuffer; fallbacks: SharedArrayBuffer } | null;
 }
 
 /** Wallets' `available` words and rate-limit windows in shared memory (shared-book.ts, shared-windows.ts). */

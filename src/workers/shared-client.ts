@@ -165,10 +165,11 @@ export class SharedMemoryLimiter implements RateLimiter {
   private readonly client: CoordinatorClient;
   private readonly clock: Clock;
 
-  constructor(client: CoordinatorClient, memory: SharedAdmissionMemory, clock: Clock) {
+  /** `windows`: the buffer of SharedWindows every thread of the node shares. */
+  constructor(client: CoordinatorClient, windows: SharedArrayBuffer, clock: Clock) {
     this.client = client;
     this.clock = clock;
-    this.windows = new SharedWindows(memory.windows);
+    this.windows = new SharedWindows(windows);
     this.slots = new SlotCache((name) => client.slot('window', name));
   }
 

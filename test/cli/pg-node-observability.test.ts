@@ -2,7 +2,8 @@
 // process on a private PostgreSQL and Redis: readiness and `pi_gateway_config_info` report the
 // serving config's hash (skew between nodes after a redeploy is visible), and the Redis fallback is
 // visible in the metrics (`pi_gateway_redis_up`, `pi_gateway_redis_fallbacks_total`) while Redis is
-// stopped, and back to up when it returns.
+// stopped, and back to up when it returns — on a one-thread node and on a `--workers 2` node, whose
+// serving threads ask Redis themselves and count their fallbacks in the coordinator's metrics.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -16,9 +17,8 @@ import { startPrivateRedis } from '../helpers/redis.ts';
 import { startServe } from '../helpers/serve-process.ts';
 import { FIXTURES, fixtureConfig } from '../helpers/stack.ts';
 
-t.test(
-  'a PostgreSQL node reports its config hash in readiness and metrics; the Redis fallback in metrics',
-  async (t) => {
+const nodeTest = (name: string, extra: string[]) =>
+  t.test(name, async (t) => {
     const [pg, redis, sim] = await Promise.all([
       startPrivatePg(),
       startPrivateRedis(),
@@ -44,7 +44,7 @@ t.test(
       config: join(FIXTURES, 'gateway'),
       db: { file: url, masterKey, key: '' },
       upstream: sim.url,
-      args: ['--redis', redis.url, '--admin-port', '0'],
+      args: ['--redis', redis.url, '--admin-port', '0', ...extra],
       env: { PI_ADMIN_PORT: '', PI_REDIS_URL: '' },
     });
     const listening = node.events.find((e) => e.event === 'listening');
@@ -97,5 +97,7 @@ t.test(
     t.equal(up, 1, 'Redis back: up again, by itself');
     node.child.kill('SIGTERM');
     t.equal((await node.exited).code, 0, 'SIGTERM stops it cleanly');
-  },
-);
+  });
+
+nodeTest('a PostgreSQL node reports its config hash in readiness and metrics; the Redis fallback in metrics', []);
+nodeTest('the same on a --workers 2 node: its threads’ own Redis fallbacks are in its metrics', ['--workers', '2']);

@@ -178,7 +178,7 @@ export function sharedAdmissionRig(t: Test, clock: Clock, book: WalletBook, work
   const owner = new SharedAdmissionOwner(book, workers);
   return sharedMemoryRig(t, clock, book, owner, workers, (client, n) => ({
     wallets: new SharedMemoryWallets(client, owner.memory, n),
-    limiter: new SharedMemoryLimiter(client, owner.memory, clock),
+    limiter: new SharedMemoryLimiter(client, owner.memory.windows, clock),
   }));
 }
 
