@@ -11,6 +11,10 @@
 // core 1): on a 2-core machine the two serving threads then get a core each part of the time, and
 // the per-request CPU shows less of the context switching that four threads on one core cost.
 //
+// "of it main thread": the main thread's part of that CPU — under --workers the coordinator's work per
+// request, the one thread every serving thread depends on (what bounds adding threads on a larger
+// host); under one thread, the whole event loop's.
+//
 // `--pg`: a fleet node instead (private PostgreSQL and Redis on the load generator's core, escrow
 // on): one thread (`fleet-1`), `--workers 2` taking holds from the room its slices lend to shared
 // memory (`fleet-2`), and `--workers 2` with every hold and rate decision by message (`fleet-2-msg`,
@@ -19,10 +23,32 @@
 //   node bench/run.js workers [--quick] [--rounds N] [--all-cores] [--pg]
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
 import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
-import { CORES, ensureBuilt, memKb, startNode, stopProcess } from './lib/proc.mjs';
+import { readFileSync } from 'node:fs';
+import { CLK_TCK, CORES, ensureBuilt, memKb, startNode, stopProcess } from './lib/proc.mjs';
 import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
 
 const flags = parseFlags(process.argv.slice(2));
+
+/** CPU µs used so far by the process `pid` and by its main thread alone (the coordinator under
+ *  --workers; under one thread, the whole gateway's event loop). */
+function cpuUs(pid) {
+  const read = (path) => {
+    const s = readFileSync(path, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+  };
+  return { process: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) };
+}
+
+/** Runs `measure` and adds `mainCpuUsPerUnit`: the main thread's share of the process's CPU in that
+ *  time, times the CPU per request the measurement reports. */
+async function withMainShare(pid, measure) {
+  const a = cpuUs(pid);
+  const x = await measure();
+  const b = cpuUs(pid);
+  const share = (b.main - a.main) / Math.max(1, b.process - a.process);
+  return { ...x, mainCpuUsPerUnit: share * x.sutCpuUsPerUnit };
+}
 const ROUNDS = flags.rounds ?? (flags.quick ? 2 : 3);
 const DUR = flags.quick ? 2000 : 4000;
 const WARM = flags.quick ? 500 : 1000;
@@ -79,14 +105,18 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     const round = { fixed: {}, sat: {} };
     for (const c of rotate(contenders, r)) {
-      const x = await measureLatency(c, { simPid: sim.pid, rate: 1000, conns: 50, warmupMs: WARM, durationMs: DUR });
+      const x = await withMainShare(c.pid, () =>
+        measureLatency(c, { simPid: sim.pid, rate: 1000, conns: 50, warmupMs: WARM, durationMs: DUR }),
+      );
       round.fixed[c.name] = x;
       log(
         `round ${r + 1} 1000/s ${c.name} ${fmt(x.sutCpuUsPerUnit)} µs/req  p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} ms  err ${x.errors}`,
       );
     }
     for (const c of rotate(contenders, r)) {
-      const x = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: WARM, durationMs: DUR });
+      const x = await withMainShare(c.pid, () =>
+        measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: WARM, durationMs: DUR }),
+      );
       round.sat[c.name] = x;
       log(`round ${r + 1} sat    ${c.name} ${fmtInt(x.rps)} req/s  ${fmt(x.sutCpuUsPerUnit)} µs/req  err ${x.errors}`);
     }
@@ -102,9 +132,11 @@ try {
   const rows = contenders.map((c) => [
     c.name,
     fmt(med('fixed', c.name, 'sutCpuUsPerUnit')),
+    fmt(med('fixed', c.name, 'mainCpuUsPerUnit')),
     `${fmt(med('fixed', c.name, 'p50'), 3)} / ${fmt(med('fixed', c.name, 'p99'), 3)}`,
     fmtInt(med('sat', c.name, 'rps')),
     fmt(med('sat', c.name, 'sutCpuUsPerUnit')),
+    fmt(med('sat', c.name, 'mainCpuUsPerUnit')),
     fmt((rss[c.name]?.hwmKb ?? NaN) / 1024),
   ]);
   const ratio = med('fixed', TWO, 'sutCpuUsPerUnit') / med('fixed', ONE, 'sutCpuUsPerUnit');
@@ -122,9 +154,11 @@ try {
       [
         'gateway',
         'CPU µs/req @1,000/s',
+        'of it main thread',
         'latency p50 / p99 @1,000/s ms',
         'req/s (50 conns)',
         'CPU µs/req at saturation',
+        'of it main thread',
         'peak RSS MB',
       ],
       rows,
