@@ -221,3 +221,50 @@ t.test('threads racing on one room while it is emptied never take more than it h
     'each thread’s pending word is exactly what it took (refusals left nothing)',
   );
 });
+
+t.test('a hold sent by message that the room, refilled meanwhile, covers is admitted from it', async (t) => {
+  const clock = new ManualClock();
+  // fraction 1: the slice takes the whole wallet, so no statement could grow it.
+  const { store, escrow } = await escrowNode(t, await database(clock), clock, 'a', { fraction: 1, probeMs: 1_000 });
+  await store.wallets.credit('w', 8_000n, 'seed');
+  const rig = lentRoomRig(t, clock, escrow, 2);
+  const one = rig.worker(1);
+  const two = rig.worker(2);
+  t.same(await one.wallets.hold('w', 'a', 1_000n), { ok: true });
+  t.same(await wallet(store, 'w'), { balance: 8_000n, held: 8_000n }, 'the slice holds the whole wallet');
+  t.same(await two.wallets.hold('w', 'b', 6_000n), { ok: true });
+  two.client.close();
+  await two.wallets.release('b');
+  t.equal(rig.owner.room('w'), 1_000n, 'the release went to the slice, not the room');
+  const c = one.wallets.hold('w', 'c', 2_000n);
+  t.ok(c instanceof Promise, 'the room is short: asked by message');
+  // Before that message is read, another thread's announcement refills the room from the slice.
+  t.same(two.wallets.hold('w', 'd', 100n), { ok: true });
+  two.client.close();
+  t.equal(rig.owner.room('w'), 6_900n);
+  t.same(await c, { ok: true });
+  t.same(
+    await wallet(store, 'w'),
+    { balance: 8_000n, held: 8_000n },
+    'admitted from the slice: nothing given back for a per-request hold',
+  );
+  t.ok(rig.owner.room('w') > 0n, 'and the slice still lends to the threads');
+  await one.wallets.release('a');
+  await one.wallets.release('c');
+  await two.wallets.release('d');
+  await escrow.flush();
+  t.same(await wallet(store, 'w'), { balance: 8_000n, held: 0n });
+  t.same(await store.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('a hold the coordinator refused is not counted as a hold the threads took', async (t) => {
+  const clock = new ManualClock();
+  const { store, escrow } = await escrowNode(t, await database(clock), clock, 'a');
+  await store.wallets.credit('w', 1_000n, 'seed');
+  const rig = lentRoomRig(t, clock, escrow, 1);
+  const one = rig.worker(1);
+  t.same(await one.wallets.hold('w', 'a', 500n), { ok: true });
+  t.match(await one.wallets.hold('w', 'b', 5_000n), { ok: false }, 'refused: the wallet cannot cover it');
+  t.same(rig.coordinator.holds, { sharedMemory: 0, message: 1 }, 'one hold taken, by message');
+  await one.wallets.release('a');
+});
