@@ -158,6 +158,11 @@ export class EscrowWalletService implements WalletService {
         await w.busy.catch(() => undefined);
         continue;
       }
+      // Room lent to serving threads is this slice's free part too (a thread found it short, and it
+      // may have been refilled since): taken back before any statement, so a hold it covers is
+      // admitted here rather than growing the slice, or giving it back for a per-request hold.
+      this.recallRoom(w.workspace);
+      if (w.canAdmit(amount)) return this.reserve(w, traceId, amount, now);
       // Per request until the probe: no slice statement, unless money came back to the slice since
       // it was given back (a release, a settlement below its hold) — that free part goes back
       // first, or the per-request statement would count it as held against this very request.
