@@ -177,11 +177,12 @@ export class Coordinator {
     const p = this.parts;
     switch (call.op) {
       case 'hold': {
-        this.holds.message++;
         const r = p.wallets.hold(call.workspace, call.traceId, call.amount);
         // The wallet's slice may have grown for it: shared memory's room is filled again.
         const refill = (x: HoldResult): HoldResult => {
           p.shared?.decidedByMessage?.(call.workspace);
+          // Counted once taken: a refusal (or a hold that threw) took nothing.
+          if (x.ok) this.holds.message++;
           return this.holdTaken(link, call.traceId, x);
         };
         return r instanceof Promise ? r.then(refill) : refill(r);
