@@ -8,7 +8,7 @@ import type { Clock } from '../../src/clock.ts';
 import type { GatewaySettings } from '../../src/config/compiled.ts';
 import { HealthTracker } from '../../src/routing/health.ts';
 import { type PinStore, SessionPins } from '../../src/routing/session-pins.ts';
-import { BreakerGrants } from '../../src/workers/breaker-grants.ts';
+import { BreakerGrants, type Schedule } from '../../src/workers/breaker-grants.ts';
 import { CoordinatorClient } from '../../src/workers/coordinator-client.ts';
 import { Coordinator, type SharedAdmission } from '../../src/workers/coordinator.ts';
 import type { CoordinatorMessage, WorkerMessage } from '../../src/workers/protocol.ts';
@@ -117,6 +117,7 @@ function sharedMemoryRig<O extends SharedAdmission, W>(
   owner: O,
   workers: number,
   side: (client: CoordinatorClient, n: number) => W,
+  schedule?: Schedule,
 ): SharedMemoryRig<O, W> {
   const all = Array.from({ length: workers }, (_, i) => i + 1);
   const breakers = new BreakerGrants(
@@ -147,13 +148,16 @@ function sharedMemoryRig<O extends SharedAdmission, W>(
     worker(n) {
       const known = sides.get(n);
       if (known) return known;
-      const client = new CoordinatorClient({
-        postMessage: (m: WorkerMessage) => {
-          if (m.kind !== 'calls') return;
-          sent.push({ worker: n, ops: m.calls.map((c) => c.op) });
-          coordinator.handle(n, structuredClone(m.calls));
+      const client = new CoordinatorClient(
+        {
+          postMessage: (m: WorkerMessage) => {
+            if (m.kind !== 'calls') return;
+            sent.push({ worker: n, ops: m.calls.map((c) => c.op) });
+            coordinator.handle(n, structuredClone(m.calls));
+          },
         },
-      });
+        schedule,
+      );
       coordinator.attach(n, {
         postMessage: (m: CoordinatorMessage) => {
           const c = structuredClone(m);
@@ -188,7 +192,15 @@ export type LentRoomRig = SharedMemoryRig<LentRoomOwner<unknown>, { wallets: Len
 
 export function lentRoomRig(t: Test, clock: Clock, escrow: EscrowWalletService, workers = 1): LentRoomRig {
   const owner = new LentRoomOwner(escrow as LendingWallets<unknown>, workers);
-  return sharedMemoryRig(t, clock, escrow, owner, workers, (client, n) => ({
-    wallets: new LentRoomWallets(client, owner.memory, n),
-  }));
+  // A thread's announcement goes with its next message (or `client.close()`), never on the wall
+  // clock's timer: which slice it is charged to must not depend on how fast the machine is.
+  return sharedMemoryRig(
+    t,
+    clock,
+    escrow,
+    owner,
+    workers,
+    (client, n) => ({ wallets: new LentRoomWallets(client, owner.memory, n) }),
+    () => () => undefined,
+  );
 }
