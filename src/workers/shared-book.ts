@@ -93,11 +93,13 @@ export class SharedBook {
   }
 
   /**
-   * Takes `amount` from the slot's room lent by a fleet node's slice (lent-room-owner.ts): the
-   * thread's pending word is raised first, then the room is taken by one CAS loop (on refusal the
-   * pending word goes back down). In that order, a coordinator that empties the room and then reads
-   * every pending word sees each hold taken from the room before it was emptied — so it knows which
-   * slice each announced hold came from. True when taken.
+   * Takes `amount` from the slot's room lent by a fleet node's slice (lent-room-owner.ts) by one CAS
+   * loop, counted in the thread's pending word until it is announced. Which slice an announced hold
+   * came from follows from the owner's count of room still out (a slot is bound to one slice until
+   * that count is zero), not from this word: the owner reads it only once the thread has ended, to
+   * give back what it took and never announced. It is raised before the CAS (lowered on refusal), so
+   * only a thread stopped between the two steps (Worker.terminate, at shutdown) could leave it above
+   * what was taken. True when taken.
    */
   takeRoom(slot: number, worker: number, amount: bigint): boolean {
     const at = slot * this.stride;
