@@ -98,9 +98,11 @@ export class LentRoomOwner<S> {
    */
   held(worker: number, workspace: string, traceId: string, amount: bigint, slot: number): void {
     const b = this.bindings[slot];
-    if (b === undefined || b.from === null || b.workspace !== workspace || amount > b.outstanding)
-      throw new Error(`no room was lent on slot ${slot} for this hold`);
+    if (b === undefined) throw new Error(`no slot ${slot}`);
+    // Announced: no longer the thread's pending amount, whatever follows.
     Atomics.sub(this.words, slot * this.stride + worker, amount);
+    if (b.from === null || b.workspace !== workspace || amount > b.outstanding)
+      throw new Error(`no room was lent on slot ${slot} for this hold`);
     const from = b.from;
     this.outOf(b, amount);
     try {
