@@ -86,8 +86,9 @@ export class RedisConnection {
     if (this.closed) return;
     this.closed = true;
     try {
-      if (this.client.isOpen) await this.client.close();
-      else this.client.destroy();
+      // Replies still awaited are of commands already timed out (a drain closes after its last
+      // request): waiting for them would wait for ever on a Redis that stopped answering.
+      this.client.destroy();
     } catch {
       // Already gone.
     }
@@ -99,7 +100,7 @@ export class RedisConnection {
       throw new RedisUnavailableError('Redis is not connected');
     }
     try {
-      const r = await this.client.sendCommand([...args], { timeout: this.timeoutMs });
+      const r = await this.answerWithin([...args]);
       this.mark(true, 'command answered');
       return r as unknown as Reply;
     } catch (err) {
@@ -111,6 +112,22 @@ export class RedisConnection {
         cause: err,
       });
     }
+  }
+
+  /**
+   * The command's reply, or a timeout error after `timeoutMs`. Timed here, not by node-redis: its
+   * `timeout` stops counting once the command is written, so a Redis that keeps the connection open
+   * but does not answer (stalled, or a path that drops packets) would hold the caller for ever.
+   */
+  private answerWithin(args: string[]): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`command timeout after ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    const reply = this.client.sendCommand(args, { timeout: this.timeoutMs });
+    // A reply (or failure) that comes after the timeout is nobody's: it must not be unhandled.
+    reply.catch(() => undefined);
+    return Promise.race([reply, late]).finally(() => clearTimeout(timer));
   }
 
   private sha(source: string): string {
