@@ -28,6 +28,8 @@ export async function fleetCoordinatorState(
   clock: Clock,
   telemetry: Telemetry,
   walletAdmission: WalletAdmissionMode = 'escrow',
+  /** The node's serving threads (each reports its own Redis connection). */
+  workers = 1,
 ): Promise<CoordinatorState & { location: string }> {
   const log = jsonLog;
   const node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -43,12 +45,14 @@ export async function fleetCoordinatorState(
     // The coordinator's own view: the credentials' names for readiness and the console.
     const view = await PgStoreView.open(store, () => undefined);
     wallets = fleetWalletService(store, walletAdmission, { clock, node, log });
-    // The serving threads' own Redis fallbacks, counted in shared memory for this node's metric.
-    const fallbacks = new SharedArrayBuffer(4);
-    const threadFallbacks = new Int32Array(fallbacks);
-    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log, () =>
-      Atomics.load(threadFallbacks, 0),
-    );
+    // The serving threads' own Redis connections, reported in shared memory for this node's metrics:
+    // word 0 their fallbacks, word w 1 while thread w's connection is down.
+    const threadRedis = new SharedArrayBuffer(4 * (1 + workers));
+    const words = new Int32Array(threadRedis);
+    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log, {
+      fallbacks: () => Atomics.load(words, 0),
+      anyDown: () => words.some((_, w) => w > 0 && Atomics.load(words, w) !== 0),
+    });
     const s = store;
     const w = wallets;
     return {
@@ -56,7 +60,7 @@ export async function fleetCoordinatorState(
       wallets: w,
       // Escrow's slices lend room to the serving threads' shared memory (per-request holds cannot).
       ...(w instanceof EscrowWalletService ? { lending: w as LendingWallets<unknown> } : {}),
-      threadLimits: { redis: redisUrl, fallbacks },
+      threadLimits: { redis: redisUrl, threadRedis },
       limiter: limits.limiter,
       pins: limits.pins,
       health: new HealthTracker(config.settings.health, clock),

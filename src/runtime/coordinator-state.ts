@@ -25,8 +25,9 @@ export interface CoordinatorState {
   /** A fleet node's escrow, whose slices lend room serving threads take holds from (lent-room-owner.ts). */
   lending?: LendingWallets<unknown>;
   /** A fleet node's: serving threads decide rate limits themselves, on this Redis (null: none), and
-   *  count their fallbacks in `fallbacks` (one 32-bit word, added to the node's metric). */
-  threadLimits?: { redis: string | null; fallbacks: SharedArrayBuffer };
+   *  report to the node's metrics in `threadRedis` (32-bit words: 0, their fallbacks; `worker`, 1
+   *  while that thread's connection is down). */
+  threadLimits?: { redis: string | null; threadRedis: SharedArrayBuffer };
   limiter: RateLimiter;
   pins: PinStore;
   health: HealthTracker;

@@ -23,19 +23,24 @@ type Log = (event: string, fields?: Record<string, unknown>) => void;
 
 /** A connection to the fleet's Redis. PI_REDIS_TIMEOUT_MS: how long a request waits on Redis before
  *  the node falls back to its own limiter and pins (default 250 ms; a loaded or distant Redis may
- *  need more). `log` is told of transitions (null: a serving thread's, whose coordinator logs them). */
-function redisConnection(redisUrl: string, log: Log | null): RedisConnection {
+ *  need more). `onStatus` is told of transitions. */
+function redisConnection(redisUrl: string, onStatus: (up: boolean, detail: string) => void): RedisConnection {
   const timeout = Number(process.env.PI_REDIS_TIMEOUT_MS ?? '');
   return new RedisConnection(redisUrl, {
     ...(Number.isSafeInteger(timeout) && timeout > 0 ? { commandTimeoutMs: timeout } : {}),
-    ...(log
-      ? {
-          onStatus: (up: boolean, detail: string) =>
-            log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: FALLBACK }),
-        }
-      : {}),
+    onStatus,
   });
 }
+
+/** What the serving threads' own connections add to their coordinator's Redis metrics. */
+export interface ThreadsRedis {
+  /** Their rate-limit fallbacks. */
+  fallbacks(): number;
+  /** True while one of them cannot reach Redis (its decisions are then the node's own). */
+  anyDown(): boolean;
+}
+
+const NO_THREADS: ThreadsRedis = { fallbacks: () => 0, anyDown: () => false };
 
 export async function fleetLimits(
   redisUrl: string | null,
@@ -43,8 +48,8 @@ export async function fleetLimits(
   clock: Clock,
   telemetry: Telemetry,
   log: Log,
-  /** Rate-limit fallbacks counted elsewhere (the serving threads'), added to the metric. */
-  threadFallbacks: () => number = () => 0,
+  /** The serving threads' connections (a `--workers` node's), added to the metrics. */
+  threads: ThreadsRedis = NO_THREADS,
 ): Promise<FleetLimits> {
   if (!redisUrl) {
     log('per_node_limits', {
@@ -56,12 +61,15 @@ export async function fleetLimits(
       redis: null,
     };
   }
-  const redis = redisConnection(redisUrl, log);
+  const redis = redisConnection(redisUrl, (up, detail) =>
+    log(up ? 'redis_recovered' : 'redis_unreachable', up ? { detail } : { detail, fallback: FALLBACK }),
+  );
   if (!(await redis.start())) log('redis_unreachable', { detail: 'not reachable at start', fallback: FALLBACK });
   const health = new SharedStateHealth(redis);
   telemetry.metrics?.watchSharedState(() => ({
-    redisUp: health.redisUp,
-    rateLimitFallbacks: health.fallbacks.rateLimit + threadFallbacks(),
+    // Down while any connection of the node is: a thread that cannot reach Redis decides alone.
+    redisUp: health.redisUp && !threads.anyDown(),
+    rateLimitFallbacks: health.fallbacks.rateLimit + threads.fallbacks(),
     pinFallbacks: health.fallbacks.pins,
   }));
   return {
@@ -74,20 +82,21 @@ export async function fleetLimits(
 /**
  * A serving thread's rate limiter on a fleet node: Redis on the thread's own connection (exact across
  * nodes, no message to the coordinator), `local` — the windows the node's threads share — while Redis
- * does not answer, each fallback told to `fellBack`; without Redis, `local` alone (per node, as the
- * node's limits are then).
+ * does not answer, each fallback told to `report.fellBack` and each transition of the connection to
+ * `report.status` (the coordinator's metrics); without Redis, `local` alone (per node, as the node's
+ * limits are then).
  */
 export async function threadRateLimiter(
   redisUrl: string | null,
   local: RateLimiter,
   clock: Clock,
-  fellBack: () => void,
+  report: { fellBack(): void; status(up: boolean): void },
 ): Promise<{ limiter: RateLimiter; redis: RedisConnection | null }> {
   if (!redisUrl) return { limiter: local, redis: null };
-  const redis = redisConnection(redisUrl, null);
+  const redis = redisConnection(redisUrl, (up) => report.status(up));
   await redis.start();
   const health = new SharedStateHealth(redis, (kind) => {
-    if (kind === 'rateLimit') fellBack();
+    if (kind === 'rateLimit') report.fellBack();
   });
   return { limiter: new SharedRateLimiter(health, clock, null, local), redis };
 }

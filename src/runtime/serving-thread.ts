@@ -34,12 +34,21 @@ async function rateLimiter(
   if (data.shared) return { limiter: new SharedMemoryLimiter(client, data.shared.windows, systemClock), close: noop };
   const fleet = data.fleetLimits;
   if (!fleet) return { limiter: client, close: noop };
-  const fallbacks = new Int32Array(fleet.fallbacks);
+  // Word 0: the node's threads' fallbacks; word `worker`: 1 while this thread's connection is down.
+  const words = new Int32Array(fleet.threadRedis);
   const local = new SharedMemoryLimiter(client, fleet.windows, systemClock);
-  const { limiter, redis } = await threadRateLimiter(fleet.redis, local, systemClock, () =>
-    Atomics.add(fallbacks, 0, 1),
-  );
-  return { limiter, close: async () => redis?.close() };
+  const { limiter, redis } = await threadRateLimiter(fleet.redis, local, systemClock, {
+    fellBack: () => Atomics.add(words, 0, 1),
+    status: (up) => Atomics.store(words, data.worker, up ? 0 : 1),
+  });
+  return {
+    limiter,
+    close: async () => {
+      await redis?.close();
+      // A thread that ended decides nothing: its connection no longer makes the node's Redis down.
+      Atomics.store(words, data.worker, 0);
+    },
+  };
 }
 
 const noop = async (): Promise<void> => undefined;

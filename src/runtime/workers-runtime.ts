@@ -91,7 +91,7 @@ function claimPort(host: string, port: number): Promise<number> {
 /** The coordinator's state on the store `db` names (a file, or PostgreSQL with `redis`). */
 function coordinatorState(o: WorkersOptions, clock: Clock, telemetry: Telemetry) {
   return isPostgresUrl(o.db)
-    ? fleetCoordinatorState(o.db, o.redis ?? null, o.config, clock, telemetry, o.walletAdmission)
+    ? fleetCoordinatorState(o.db, o.redis ?? null, o.config, clock, telemetry, o.walletAdmission, o.workers)
     : embeddedCoordinatorState(o.db, o.config, clock);
 }
 

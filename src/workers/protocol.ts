@@ -95,9 +95,10 @@ export interface WorkerStart {
    *  message (lent-room-owner.ts); null elsewhere. Rate decisions still go by message. */
   lentRoom: SharedBookMemory | null;
   /** A fleet node's: the thread decides rate limits itself — on Redis (`redis`, its own connection),
-   *  else, and while Redis does not answer, in the rate windows the node's threads share — and counts
-   *  its Redis fallbacks in the one 32-bit word of `fallbacks` (the coordinator's /metrics). */
-  fleetLimits: { redis: string | null; windows: SharedArrayBuffer; fallbacks: SharedArrayBuffer } | null;
+   *  else, and while Redis does not answer, in the rate windows the node's threads share — and reports
+   *  to the coordinator's /metrics in the 32-bit words of `threadRedis`: word 0 counts the threads'
+   *  fallbacks, word `worker` is 1 while this thread's connection is down. */
+  fleetLimits: { redis: string | null; windows: SharedArrayBuffer; threadRedis: SharedArrayBuffer } | null;
 }
 
 /** Wallets' `available` words and rate-limit windows in shared memory (shared-book.ts, shared-windows.ts). */
