@@ -1,6 +1,7 @@
-// One Redis connection per gateway process (node-redis), for the state every node shares: rate-limit
-// windows and session pins. Commands never queue while Redis is away (offline queue off) and each has
-// a short timeout, so a request never waits on a dead Redis: the caller falls back at once (see
+// A connection to Redis (node-redis) — one per gateway process, and on a `--workers` fleet node one
+// more per serving thread (its rate decisions) — for the state every node shares: rate-limit windows
+// and session pins. Commands never queue while Redis is away (offline queue off) and each has a
+// short timeout, so a request never waits on a dead Redis: the caller falls back at once (see
 // ./shared-limits.ts for what it falls back to and why). The client reconnects by itself in the background;
 // `up` says whether the last command got through.
 import { createHash } from 'node:crypto';

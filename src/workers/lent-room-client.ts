@@ -4,7 +4,7 @@
 // message (at the latest with its own settlement or release). When the room cannot cover a hold —
 // the wallet's first use, a slice to grow, a wallet admitted per request, PostgreSQL not answering
 // — the coordinator decides it by message, as without shared memory. Rate limits are not here: a
-// fleet node's are decided by its coordinator (Redis), by message.
+// fleet node's threads decide them on their own Redis connection (fleet-limits.ts).
 import type { HoldResult } from '../admission/admission.ts';
 import type { CoordinatorClient } from './coordinator-client.ts';
 import { SharedBook, type SharedBookMemory } from './shared-book.ts';

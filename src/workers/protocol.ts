@@ -92,7 +92,7 @@ export interface WorkerStart {
   /** The admission memory every thread shares (null: holds and rate decisions go by message). */
   shared: SharedAdmissionMemory | null;
   /** A fleet node's: the room its slices lend to shared memory, holds taken from it without a
-   *  message (lent-room-owner.ts); null elsewhere. Rate decisions still go by message. */
+   *  message (lent-room-owner.ts); null elsewhere. Rate decisions: `fleetLimits`. */
   lentRoom: SharedBookMemory | null;
   /** A fleet node's: the thread decides rate limits itself — on Redis (`redis`, its own connection),
    *  else, and while Redis does not answer, in the rate windows the node's threads share — and reports
