@@ -36,6 +36,9 @@ async function rateLimiter(
   if (!fleet) return { limiter: client, close: noop };
   // Word 0: the node's threads' fallbacks; word `worker`: 1 while this thread's connection is down.
   const words = new Int32Array(fleet.threadRedis);
+  // A thread restarted after one that ended while Redis was away: its connection starts afresh (the
+  // first connect is not a transition its status is told of).
+  Atomics.store(words, data.worker, 0);
   const local = new SharedMemoryLimiter(client, fleet.windows, systemClock);
   const { limiter, redis } = await threadRateLimiter(fleet.redis, local, systemClock, {
     fellBack: () => Atomics.add(words, 0, 1),
