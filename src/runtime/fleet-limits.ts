@@ -86,6 +86,9 @@ export async function fleetLimits(
  * `report.status` (the coordinator's metrics); without Redis, `local` alone (per node, as the node's
  * limits are then).
  */
+/** How long a serving thread waits for its Redis connection before it starts serving. */
+const THREAD_CONNECT_WAIT_MS = 250;
+
 export async function threadRateLimiter(
   redisUrl: string | null,
   local: RateLimiter,
@@ -94,7 +97,9 @@ export async function threadRateLimiter(
 ): Promise<{ limiter: RateLimiter; redis: RedisConnection | null }> {
   if (!redisUrl) return { limiter: local, redis: null };
   const redis = redisConnection(redisUrl, (up) => report.status(up));
-  await redis.start();
+  // A short wait: a reachable Redis connects within it; an unreachable one is the coordinator's to
+  // report (it waited at start already), and this thread falls back to the shared windows meanwhile.
+  await redis.start(THREAD_CONNECT_WAIT_MS);
   const health = new SharedStateHealth(redis, (kind) => {
     if (kind === 'rateLimit') report.fellBack();
   });

@@ -75,7 +75,10 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
     else if (m.kind === 'stop-now') void stopNow();
   });
   // uWS must be closed before its thread ends (a thread ended with a listening app aborts the process).
+  // A stop asked for while the thread is still starting is carried out once the start is done.
+  let stopped = false;
   const stopNow = async () => {
+    stopped = true;
     client.abandon();
     await gateway?.close();
     await closeView?.();
@@ -144,6 +147,12 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
       telemetry,
       log,
     });
+    if (stopped) {
+      await gateway.close();
+      await closeView();
+      port.close();
+      return;
+    }
     post({ kind: 'listening', port: gateway.port });
     const wanted = drainWanted as { deadlineMs: number | null } | null;
     if (wanted) void drain(wanted.deadlineMs);
