@@ -79,6 +79,9 @@ export async function fleetLimits(
   };
 }
 
+/** How long a serving thread waits for its Redis connection before it starts serving. */
+const THREAD_CONNECT_WAIT_MS = 250;
+
 /**
  * A serving thread's rate limiter on a fleet node: Redis on the thread's own connection (exact across
  * nodes, no message to the coordinator), `local` — the windows the node's threads share — while Redis
@@ -86,9 +89,6 @@ export async function fleetLimits(
  * `report.status` (the coordinator's metrics); without Redis, `local` alone (per node, as the node's
  * limits are then).
  */
-/** How long a serving thread waits for its Redis connection before it starts serving. */
-const THREAD_CONNECT_WAIT_MS = 250;
-
 export async function threadRateLimiter(
   redisUrl: string | null,
   local: RateLimiter,
