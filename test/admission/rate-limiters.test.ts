@@ -1,6 +1,7 @@
 // The rate-limiter contract (test/helpers/rate-limiter-contract.ts) over every implementation the
 // gateway runs with: the in-process fixed window, a serving thread's coordinator client over the
-// coordinator (`serve --workers N`), the Redis limiter alone and behind the fleet's fallback.
+// coordinator (`serve --workers N`), the Redis limiter alone and behind the fleet's fallback, and a
+// fleet node's serving thread falling back to the windows its node's threads share.
 import t from 'tap';
 import { FixedWindowRateLimiter } from '../../src/admission/rate-limit.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -34,6 +35,18 @@ t.test('a serving thread’s windows in shared memory (serve --workers N on a da
     const clock = new ManualClock(at);
     const { book } = memoryBook(t, clock);
     return { limiter: sharedAdmissionRig(t, clock, book).worker(1).limiter, clock };
+  });
+});
+
+t.test('a fleet node’s serving thread while Redis is away: the windows its threads share', async (t) => {
+  rateLimiterContract(t, async (t, at) => {
+    const clock = new ManualClock(at);
+    const { book } = memoryBook(t, clock);
+    // Nothing listens on port 1: every decision falls back, to the node's shared windows.
+    const away = new RedisConnection('redis://127.0.0.1:1', { commandTimeoutMs: 50 });
+    t.teardown(() => away.close());
+    const local = sharedAdmissionRig(t, clock, book).worker(1).limiter;
+    return { limiter: new SharedRateLimiter(new SharedStateHealth(away), clock, clock, local), clock };
   });
 });
 
