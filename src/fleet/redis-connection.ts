@@ -33,6 +33,10 @@ export class RedisConnection {
   private readonly timeoutMs: number;
   private connected: Promise<unknown> | null = null;
   private lastUp: boolean | null = null;
+  /** The last command timed out on an open connection: Redis holds it but does not answer. */
+  private stalled = false;
+  /** While stalled, the one command that tries Redis again is on its way. */
+  private probing = false;
   private readonly shas = new Map<string, string>();
   private closed = false;
 
@@ -52,7 +56,10 @@ export class RedisConnection {
     });
     // Without a listener an 'error' event would crash the process; the status transition is logged.
     this.client.on('error', (err: unknown) => this.mark(false, err instanceof Error ? err.message : String(err)));
-    this.client.on('ready', () => this.mark(true, 'connected'));
+    this.client.on('ready', () => {
+      this.stalled = false;
+      this.mark(true, 'connected');
+    });
   }
 
   /** Starts connecting (and keeps reconnecting); resolves once connected or after `waitMs`. */
@@ -100,18 +107,32 @@ export class RedisConnection {
       this.mark(false, 'not connected');
       throw new RedisUnavailableError('Redis is not connected');
     }
+    // A Redis that holds the connection open without answering gets one command at a time: the
+    // others fall back at once instead of each waiting its timeout and piling up in the client's
+    // queue (at a thousand requests a second, a minute's stall would queue sixty thousand).
+    const probe = this.stalled;
+    if (probe) {
+      if (this.probing) throw new RedisUnavailableError('Redis did not answer in time; one command at a time tries it');
+      this.probing = true;
+    }
     try {
       const r = await this.answerWithin([...args]);
+      this.stalled = false;
       this.mark(true, 'command answered');
       return r as unknown as Reply;
     } catch (err) {
       // A script error (a bug, a wrong type) is an answer; anything else is Redis being away.
-      if (err instanceof Error && /ERR|WRONGTYPE|NOSCRIPT/.test(err.message) && !/timeout/i.test(err.message))
+      if (err instanceof Error && /ERR|WRONGTYPE|NOSCRIPT/.test(err.message) && !/timeout/i.test(err.message)) {
+        this.stalled = false;
         throw err;
+      }
+      if (err instanceof CommandTimeout) this.stalled = true;
       this.mark(false, err instanceof Error ? err.message : String(err));
       throw new RedisUnavailableError(`Redis is unreachable: ${err instanceof Error ? err.message : String(err)}`, {
         cause: err,
       });
+    } finally {
+      if (probe) this.probing = false;
     }
   }
 
@@ -123,7 +144,7 @@ export class RedisConnection {
   private answerWithin(args: string[]): Promise<unknown> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`command timeout after ${this.timeoutMs} ms`)), this.timeoutMs);
+      timer = setTimeout(() => reject(new CommandTimeout(this.timeoutMs)), this.timeoutMs);
     });
     const reply = this.client.sendCommand(args, { timeout: this.timeoutMs });
     // A reply (or failure) that comes after the timeout is nobody's: it must not be unhandled.
@@ -142,5 +163,12 @@ export class RedisConnection {
     const first = this.lastUp === null;
     this.lastUp = up;
     if (!(first && up)) this.opts.onStatus?.(up, detail);
+  }
+}
+
+/** No reply within the command timeout, on a connection still open. */
+class CommandTimeout extends Error {
+  constructor(ms: number) {
+    super(`command timeout after ${ms} ms`);
   }
 }

@@ -83,3 +83,27 @@ t.test('close() returns while a command still waits on a Redis that stopped answ
   t.equal(await within(conn.close(), 3_000), 'resolved', 'close() does not wait for the reply');
   await within(pending, 3_000);
 });
+
+t.test('while Redis does not answer, one command at a time waits on it; the others fall back at once', async (t) => {
+  const conn = await frozenConnection(t);
+  t.type(await within(conn.command(['PING']), 3_000), RedisUnavailableError, 'the first one times out');
+  // Twenty at once: the one that tries Redis waits its timeout; the others must not queue behind it.
+  const settled: string[] = [];
+  await Promise.all(
+    Array.from({ length: 20 }, () =>
+      conn.command(['PING']).then(
+        () => settled.push('answered'),
+        (err: unknown) =>
+          settled.push(
+            err instanceof RedisUnavailableError && /one command at a time/.test(err.message) ? 'fast' : 'timed out',
+          ),
+      ),
+    ),
+  );
+  t.same(
+    settled,
+    [...Array.from({ length: 19 }, () => 'fast'), 'timed out'],
+    'nineteen fell back before the one probe timed out',
+  );
+  t.notOk(conn.up);
+});
