@@ -306,7 +306,7 @@ export class EscrowWalletService implements WalletService {
     // A cost above the hold comes out of the slice's free part (room lent to serving threads taken
     // back for it); beyond it, it is not charged (the slice must keep what other requests reserved).
     // Holds are sized at the worst case, so this needs a provider that ignores max_tokens.
-    if (cost > s.free()) this.recallRoom(r.workspace);
+    if (cost > s.free() && !s.lost) this.recallRoom(r.workspace);
     const room = s.free();
     const charge = cost <= room ? cost : room;
     if (charge !== cost)
