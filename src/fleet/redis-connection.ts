@@ -5,7 +5,7 @@
 // ./shared-limits.ts for what it falls back to and why). The client reconnects by itself in the background;
 // `up` says whether the last command got through.
 import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
+import { createClient, TimeoutError } from 'redis';
 
 /** A command that takes longer than this counts as Redis being unreachable. */
 export const REDIS_COMMAND_TIMEOUT_MS = 250;
@@ -126,11 +126,13 @@ export class RedisConnection {
         this.stalled = false;
         throw err;
       }
-      if (err instanceof CommandTimeout) this.stalled = true;
-      this.mark(false, err instanceof Error ? err.message : String(err));
-      throw new RedisUnavailableError(`Redis is unreachable: ${err instanceof Error ? err.message : String(err)}`, {
-        cause: err,
-      });
+      // No reply in time (ours), or not even written in time (the client's: a socket that does not
+      // drain): Redis holds the connection without taking or answering commands.
+      const late = err instanceof CommandTimeout || err instanceof TimeoutError;
+      if (late) this.stalled = true;
+      const detail = late ? `no answer within ${this.timeoutMs} ms` : err instanceof Error ? err.message : String(err);
+      this.mark(false, detail);
+      throw new RedisUnavailableError(`Redis is unreachable: ${detail}`, { cause: err });
     } finally {
       if (probe) this.probing = false;
     }

@@ -119,6 +119,12 @@ async function start(port: NonNullable<typeof parentPort>, data: WorkerStart): P
       await limits.close();
     };
     const view = keys.view;
+    // Stopped while opening: nothing listens yet, so close what is open without a moment on the port.
+    if (stopped) {
+      await closeView();
+      port.close();
+      return;
+    }
     telemetry = await startTelemetry({
       metrics: data.metrics ? { processMetrics: false } : false,
       accessLog: data.accessLog ? new BufferedLines(process.stdout) : null,
