@@ -5,40 +5,16 @@
 // stopped, and back to up when it returns — on a one-thread node and on a `--workers 2` node, whose
 // serving threads ask Redis themselves and count their fallbacks in the coordinator's metrics.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openPgStore } from '../../src/store/postgres/store.ts';
-import { startSimulator } from '../../src/simulator/server.ts';
-import { USER } from '../helpers/admission.ts';
 import { parseMetrics, sampleValue } from '../helpers/metrics.ts';
-import { startPrivatePg } from '../helpers/pg.ts';
-import { startPrivateRedis } from '../helpers/redis.ts';
+import { chatStatus, fleetNodeRig } from '../helpers/fleet-node-rig.ts';
 import { startServe } from '../helpers/serve-process.ts';
 import { FIXTURES, fixtureConfig } from '../helpers/stack.ts';
 
 const nodeTest = (name: string, extra: string[]) =>
   t.test(name, async (t) => {
-    const [pg, redis, sim] = await Promise.all([
-      startPrivatePg(),
-      startPrivateRedis(),
-      startSimulator({ record: false }),
-    ]);
-    t.teardown(async () => {
-      await sim.close();
-      await redis.destroy();
-      await pg.destroy();
-    });
-    const url = await pg.createDatabase();
-    const masterKey = randomBytes(32).toString('base64');
-    const m = await openPgStore(url, { checkSchema: false, masterKey });
-    await m.migrate();
-    for (const r of fixtureConfig('gateway').resources)
-      if (!(await m.secrets.list()).some((s) => s.name === r.credential))
-        await m.secrets.set(r.credential, `upstream-${r.credential}`);
-    const key = (await m.apiKeys.create({ workspace: 'open', name: 'obs', rpm: 1000 })).key;
-    await m.wallets.credit('open', 10_000_000_000n, 'test');
-    await m.close();
+    const { url, masterKey, key, redis, sim } = await fleetNodeRig(t, 'obs');
 
     const node = await startServe(t, {
       config: join(FIXTURES, 'gateway'),
@@ -62,15 +38,7 @@ const nodeTest = (name: string, extra: string[]) =>
       { status: 'ready', config: { loaded: true, hash }, store: { ok: true } },
       'readiness: ready, the config hash, the store answers',
     );
-    const chat = async () => {
-      const res = await fetch(`${node.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'acme/chat-small', messages: USER }),
-      });
-      await res.text();
-      return res.status;
-    };
+    const chat = () => chatStatus(node.url, key);
     t.equal(await chat(), 200);
     const metrics = async () => parseMetrics(await (await fetch(`${admin}/metrics`)).text());
     let mm = await metrics();

@@ -4,42 +4,18 @@
 // operator must be able to see it: in `pi_gateway_redis_up` (the failure-mode table's "the metrics
 // show it") or a `redis_unreachable` line, not only in a rising fallback counter.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RedisConnection } from '../../src/fleet/redis-connection.ts';
-import { openPgStore } from '../../src/store/postgres/store.ts';
-import { startSimulator } from '../../src/simulator/server.ts';
-import { USER } from '../helpers/admission.ts';
 import { parseMetrics, sampleValue } from '../helpers/metrics.ts';
-import { startPrivatePg } from '../helpers/pg.ts';
-import { startPrivateRedis } from '../helpers/redis.ts';
+import { chatStatus, fleetNodeRig } from '../helpers/fleet-node-rig.ts';
 import { startServe } from '../helpers/serve-process.ts';
-import { FIXTURES, fixtureConfig } from '../helpers/stack.ts';
+import { FIXTURES } from '../helpers/stack.ts';
 
 t.test('serving threads that cannot reach Redis while the coordinator can: visible as Redis down', async (t) => {
-  const [pg, redis, sim] = await Promise.all([
-    startPrivatePg(),
-    startPrivateRedis(),
-    startSimulator({ record: false }),
-  ]);
+  const { url, masterKey, key, redis, sim } = await fleetNodeRig(t, 'threads');
   const admin = new RedisConnection(redis.url);
-  t.teardown(async () => {
-    await admin.close();
-    await sim.close();
-    await redis.destroy();
-    await pg.destroy();
-  });
-  const url = await pg.createDatabase();
-  const masterKey = randomBytes(32).toString('base64');
-  const m = await openPgStore(url, { checkSchema: false, masterKey });
-  await m.migrate();
-  for (const r of fixtureConfig('gateway').resources)
-    if (!(await m.secrets.list()).some((s) => s.name === r.credential))
-      await m.secrets.set(r.credential, `upstream-${r.credential}`);
-  const key = (await m.apiKeys.create({ workspace: 'open', name: 'threads', rpm: 1000 })).key;
-  await m.wallets.credit('open', 10_000_000_000n, 'test');
-  await m.close();
+  t.teardown(() => admin.close());
 
   const node = await startServe(t, {
     config: join(FIXTURES, 'gateway'),
@@ -50,15 +26,7 @@ t.test('serving threads that cannot reach Redis while the coordinator can: visib
   });
   const adminUrl = String(node.events.find((e) => e.event === 'listening')?.['admin']);
   const metrics = async () => parseMetrics(await (await fetch(`${adminUrl}/metrics`)).text());
-  const chat = async () => {
-    const res = await fetch(`${node.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'acme/chat-small', messages: USER }),
-    });
-    await res.text();
-    return res.status;
-  };
+  const chat = () => chatStatus(node.url, key);
 
   t.ok(await admin.start(), 'the test reaches Redis');
   const own = Number(await admin.command(['CLIENT', 'ID']));

@@ -4,66 +4,12 @@
 // written), and close() must not wait for a reply that never comes (a drain closes the connection
 // last: a close that never returns keeps a serving thread, and so the process, from ever ending).
 import t, { type Test } from 'tap';
-import { createServer, connect, type Socket } from 'node:net';
-import { RedisConnection, RedisUnavailableError } from '../../src/fleet/redis-connection.ts';
-import { startPrivateRedis } from '../helpers/redis.ts';
+import { RedisUnavailableError } from '../../src/fleet/redis-connection.ts';
+import { connectionThroughProxy, within } from '../helpers/stallable-redis.ts';
 
-/** A TCP proxy to `port` that forwards until `freeze()`: then it holds every byte, sockets left open. */
-async function freezableProxy(port: number) {
-  let frozen = false;
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    client.on('data', (b) => frozen || upstream.write(b));
-    upstream.on('data', (b) => frozen || client.write(b));
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return {
-    url: `redis://127.0.0.1:${address.port}`,
-    freeze: () => (frozen = true),
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-/** What `p` settled to within `ms`, or 'pending' (so a hang fails the test instead of stalling it). */
-async function within(p: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise((r) => (timer = setTimeout(r, ms, 'pending')));
-  try {
-    return await Promise.race([
-      p.then(
-        () => 'resolved',
-        (err: unknown) => err,
-      ),
-      bound,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
+/** A connection whose Redis answered once, then stopped answering (its connection left open). */
 async function frozenConnection(t: Test) {
-  const redis = await startPrivateRedis();
-  const proxy = await freezableProxy(redis.port);
-  const conn = new RedisConnection(proxy.url, { commandTimeoutMs: 100 });
-  t.teardown(async () => {
-    await within(conn.close(), 1_000);
-    await proxy.close();
-    await redis.destroy();
-  });
-  t.ok(await conn.start(), 'connected through the proxy');
+  const { conn, proxy } = await connectionThroughProxy(t);
   t.same(await conn.command(['PING']), 'PONG', 'Redis answers');
   proxy.freeze();
   return conn;
