@@ -20,6 +20,7 @@ import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { LendingWallets } from '../workers/lent-room-owner.ts';
 import type { CoordinatorState } from './coordinator-state.ts';
 import { fleetLimits } from './fleet-limits.ts';
+import { ThreadRedisWords } from './thread-redis-words.ts';
 
 export async function fleetCoordinatorState(
   db: string,
@@ -47,12 +48,8 @@ export async function fleetCoordinatorState(
     wallets = fleetWalletService(store, walletAdmission, { clock, node, log });
     // The serving threads' own Redis connections, reported in shared memory for this node's metrics:
     // word 0 their fallbacks, word w 1 while thread w's connection is down.
-    const threadRedis = new SharedArrayBuffer(4 * (1 + workers));
-    const words = new Int32Array(threadRedis);
-    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log, {
-      fallbacks: () => Atomics.load(words, 0),
-      anyDown: () => words.some((_, w) => w > 0 && Atomics.load(words, w) !== 0),
-    });
+    const threadRedis = ThreadRedisWords.create(workers);
+    const limits = await fleetLimits(redisUrl, config.settings, clock, telemetry, log, threadRedis);
     const s = store;
     const w = wallets;
     return {
@@ -60,7 +57,7 @@ export async function fleetCoordinatorState(
       wallets: w,
       // Escrow's slices lend room to the serving threads' shared memory (per-request holds cannot).
       ...(w instanceof EscrowWalletService ? { lending: w as LendingWallets<unknown> } : {}),
-      threadLimits: { redis: redisUrl, threadRedis },
+      threadLimits: { redis: redisUrl, threadRedis: threadRedis.buffer },
       limiter: limits.limiter,
       pins: limits.pins,
       health: new HealthTracker(config.settings.health, clock),

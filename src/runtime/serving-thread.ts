@@ -18,6 +18,7 @@ import { SharedMemoryLimiter, SharedMemoryWallets } from '../workers/shared-clie
 import type { CoordinatorMessage, WorkerMessage, WorkerStart } from '../workers/protocol.ts';
 import type { RateLimiter } from '../admission/rate-limit.ts';
 import { threadRateLimiter } from './fleet-limits.ts';
+import { ThreadRedisWords } from './thread-redis-words.ts';
 import { openThreadView } from './thread-view.ts';
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -34,22 +35,21 @@ async function rateLimiter(
   if (data.shared) return { limiter: new SharedMemoryLimiter(client, data.shared.windows, systemClock), close: noop };
   const fleet = data.fleetLimits;
   if (!fleet) return { limiter: client, close: noop };
-  // Word 0: the node's threads' fallbacks; word `worker`: 1 while this thread's connection is down.
-  const words = new Int32Array(fleet.threadRedis);
+  const words = new ThreadRedisWords(fleet.threadRedis);
   // A thread restarted after one that ended while Redis was away: its connection starts afresh (the
   // first connect is not a transition its status is told of).
-  Atomics.store(words, data.worker, 0);
+  words.status(data.worker, true);
   const local = new SharedMemoryLimiter(client, fleet.windows, systemClock);
   const { limiter, redis } = await threadRateLimiter(fleet.redis, local, systemClock, {
-    fellBack: () => Atomics.add(words, 0, 1),
-    status: (up) => Atomics.store(words, data.worker, up ? 0 : 1),
+    fellBack: () => words.fellBack(),
+    status: (up) => words.status(data.worker, up),
   });
   return {
     limiter,
     close: async () => {
       await redis?.close();
       // A thread that ended decides nothing: its connection no longer makes the node's Redis down.
-      Atomics.store(words, data.worker, 0);
+      words.status(data.worker, true);
     },
   };
 }
