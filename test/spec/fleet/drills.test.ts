@@ -294,6 +294,18 @@ t.test(
         lastSlice === 0 || lastSlice <= killedAt + 30_000 + 1_000,
         `round ${round}: every open slice's lease ends within 30 s of the kill`,
       );
+      // The sweep below runs on the lease's clock, 31 s on: it would also release the live nodes'
+      // slices, which they renew and a real sweeper never sees lapse. Those are returned once idle
+      // (2 s, checked every 0.5 s): wait for that, so that only the victim's are left to sweep.
+      const victimNode = `:${victim.child.pid}:`;
+      for (let waited = 0; waited < 10_000; waited += 100) {
+        const live = await store.pool.query<{ n: bigint }>(
+          "SELECT COUNT(*) AS n FROM slices WHERE state = 'open' AND position($1 in node) = 0",
+          [victimNode],
+        );
+        if (Number(live.rows[0]?.n ?? 0n) === 0) break;
+        await sleep(100);
+      }
       // Any node's sweeper, at the lease's end (driven here with the lease's clock, not a sleep):
       await store.holds.sweep(killedAt + 31_000);
       await store.slices.sweep(killedAt + 31_000);
