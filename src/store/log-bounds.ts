@@ -16,12 +16,23 @@ export const LOG_TEXT_BOUNDS = {
 /** The bounds as a list, made once: every row a request logs goes through `boundedRow`. */
 const BOUNDED_COLUMNS = Object.entries(LOG_TEXT_BOUNDS) as [keyof typeof LOG_TEXT_BOUNDS, number][];
 
-/** `text` within `max` code points (a surrogate pair is never split); null stays null. */
+/**
+ * A client's text as every store can hold it: U+0000 (which a JSON string may carry, and which
+ * PostgreSQL refuses in a text column) becomes U+FFFD, the replacement character. Applied to the
+ * bounded columns when a row is stored and to the console's filters, so a filter finds what it names.
+ */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/** `text` within `max` code points (a surrogate pair is never split), storable; null stays null. */
 export function boundedText(text: string | null, max: number): string | null {
+  if (text === null) return text;
+  const stored = storableText(text);
   // .length counts UTF-16 units, never fewer than code points: a short string needs no scan.
-  if (text === null || text.length <= max) return text;
-  const chars = Array.from(text);
-  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
+  if (stored.length <= max) return stored;
+  const chars = Array.from(stored);
+  return chars.length <= max ? stored : `${chars.slice(0, max - 1).join('')}…`;
 }
 
 /** The row as it is stored: every client-chosen text within its bound (the others as they are). */

@@ -1,6 +1,7 @@
 // The request-log filters and spend totals both store backends answer the console with: the filter
 // of a page, the spend lines, the WHERE clause of a filter (with `?` placeholders; PostgreSQL numbers
 // them) and the totals' SELECT list, so both stores count the same rows the same way (docs/console.md).
+import { storableText } from './log-bounds.ts';
 
 /** Filters of a request-log page; every one optional. Times are epoch ms, [fromMs, toMs). */
 export interface RequestLogFilter {
@@ -61,7 +62,7 @@ export function whereOf(f: RequestLogFilter): { sql: string; params: (string | n
   const eq = (column: string, v: string | undefined): void => {
     if (v === undefined) return;
     where.push(`${column} = ?`);
-    params.push(v);
+    params.push(storableText(v));
   };
   eq('workspace', f.workspace);
   eq('key_id', f.keyId);
@@ -72,12 +73,12 @@ export function whereOf(f: RequestLogFilter): { sql: string; params: (string | n
     if (f.keyIds.length === 0) where.push('1 = 0');
     else {
       where.push(`key_id IN (${f.keyIds.map(() => '?').join(', ')})`);
-      params.push(...f.keyIds);
+      params.push(...f.keyIds.map(storableText));
     }
   }
   if (f.model !== undefined) {
     where.push('COALESCE(model_served, model_requested) = ?');
-    params.push(f.model);
+    params.push(storableText(f.model));
   }
   if (f.status !== undefined) {
     const cls = STATUS_CLASS.exec(f.status);

@@ -108,6 +108,54 @@ export function findRequestsContract(t: Test, make: Make): void {
     },
   );
 
+  t.test('a model holding U+0000 is logged as U+FFFD, found by it, and holds back no other row', async (t) => {
+    const s = await make(t);
+    const key = await makeKey(s, 'open', { name: 'backend' });
+    await s.store.wallets.credit('open', decimalToNano('10'), 'test credit');
+    const r = await chatOn(s, key, { model: 'acme/a\u0000b' });
+    t.equal(r.status, 404, 'no such model');
+    const after = await chatOn(s, key, { model: 'acme/after' });
+    t.equal(after.status, 404);
+    const row = await s.call(`/admin/requests/${r.trace}`);
+    t.equal(row.status, 200);
+    t.equal(row.body.model_requested, 'acme/a\uFFFDb', 'stored with U+FFFD');
+    for (const q of ['acme/a\u0000b', 'acme/a\uFFFDb']) {
+      const found = await s.call(`/admin/requests?model=${encodeURIComponent(q)}`);
+      t.equal(found.status, 200);
+      t.same(traces(found.body), [r.trace], `model=${JSON.stringify(q)} finds it`);
+    }
+    t.same(traces((await s.call(`/admin/requests?trace=${after.trace}`)).body), [after.trace], 'the next row is there');
+  });
+
+  t.test('U+0000 in a filter or a credit note: answered, never a 500, and the credit audited', async (t) => {
+    const s = await make(t);
+    const z = encodeURIComponent('a\u0000');
+    for (const path of [
+      `/admin/requests?workspace=${z}`,
+      `/admin/requests?key=${z}`,
+      `/admin/requests?model=${z}`,
+      `/admin/requests?provider=${z}`,
+      `/admin/spend?workspace=${z}`,
+      `/admin/spend?group=model&model=${z}`,
+      `/admin/spend/keys?workspace=${z}`,
+      `/admin/spend/series?workspace=${z}`,
+      `/admin/spend.csv?workspace=${z}`,
+      `/admin/keys?workspace=${z}`,
+      `/admin/audit?actor=${z}`,
+      `/admin/wallets/${z}`,
+    ]) {
+      const r = await s.call(path);
+      t.ok(r.status === 200 || r.status === 404, `${path}: ${r.status}`);
+    }
+    const credit = await s.call('/admin/wallets/open/credit', { body: { usd: '1', note: 'top-up \u0000 x' } });
+    t.equal(credit.status, 200, credit.text);
+    const audit = (await s.call('/admin/audit')).body as { entries: { action: string }[] };
+    t.ok(
+      audit.entries.some((e) => e.action === 'wallet.credit'),
+      'the credit is in the audit log',
+    );
+  });
+
   t.test('key names are bounded and expiries in the past refused, on the admin API', async (t) => {
     const s = await make(t);
     const long = await s.call('/admin/keys', { body: { workspace: 'open', name: 'n'.repeat(129) } });

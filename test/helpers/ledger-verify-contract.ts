@@ -6,6 +6,7 @@
 // that keep `ledger verify` clean on both stores are the wallet-service contract's property test
 // (test/helpers/wallet-service-contract.ts).
 import type { Test } from 'tap';
+import { logRow } from './log-rows.ts';
 import { COUNT_TOKENS_ENDPOINT } from '../../src/observe/request-row.ts';
 import type { RequestLogRow } from '../../src/store/types.ts';
 
@@ -29,34 +30,7 @@ export interface LedgerRig {
 
 type Make = (t: Test) => Promise<LedgerRig>;
 
-const row = (trace_id: string, over: Partial<RequestLogRow>): RequestLogRow => ({
-  trace_id,
-  ts: 1,
-  workspace: 'w',
-  key_id: 'k',
-  endpoint: 'chat_completions',
-  model_requested: 'm',
-  model_served: 'm',
-  provider: 'p',
-  deployment: 'd',
-  attempts: 1,
-  attempts_json: [],
-  stream: false,
-  status: 200,
-  error_code: null,
-  latency_ms: 5,
-  ttfb_ms: 2,
-  prompt_tokens: 1,
-  completion_tokens: 1,
-  reasoning_tokens: null,
-  cached_tokens: null,
-  cost_nano: null,
-  app_title: null,
-  app_origin: null,
-  session_id: null,
-  ended: 'completed',
-  ...over,
-});
+const row = logRow;
 
 export function ledgerVerifyContract(t: Test, make: Make): void {
   t.test('the ledger is append-only', async (t) => {

@@ -2,6 +2,7 @@
 // own latencies are real time (they cannot be asserted exactly), so the series tests write these
 // rows into the log of either store and assert exact percentiles, counts and nano-USD sums.
 import type { RequestLogRow } from '../../src/store/types.ts';
+import { logRow } from './log-rows.ts';
 
 /** The workspace and key the rows belong to (no known traffic touches them). */
 export const SERIES_WORKSPACE = 'slow';
@@ -10,34 +11,21 @@ const H09 = Date.UTC(2026, 0, 14, 9, 0, 0);
 const H10 = Date.UTC(2026, 0, 14, 10, 0, 0);
 
 function row(n: number, at: number, over: Partial<RequestLogRow>): RequestLogRow {
-  return {
-    trace_id: `series-${n}`,
+  return logRow(`series-${n}`, {
     ts: at,
     workspace: SERIES_WORKSPACE,
     key_id: SERIES_KEY,
-    endpoint: 'chat_completions',
     model_requested: 'acme/chat-small',
     model_served: 'acme/chat-small',
     provider: 'alpha',
     deployment: 'alpha/chat-small',
-    attempts: 1,
-    attempts_json: [],
-    stream: false,
-    status: 200,
-    error_code: null,
     latency_ms: 0,
     ttfb_ms: null,
     prompt_tokens: 10,
     completion_tokens: 5,
-    reasoning_tokens: null,
-    cached_tokens: null,
     cost_nano: 123_456_789n,
-    app_title: null,
-    app_origin: null,
-    session_id: null,
-    ended: 'completed',
     ...over,
-  };
+  });
 }
 
 /**

@@ -1,9 +1,10 @@
 // The PostgreSQL connection pool: the only place `pg` is configured. int8 columns come back as
 // bigint (money is bigint nano-USD end to end), connections fail fast when the server is down
-// (admission fails closed instead of queueing requests behind a dead server), and an error on an
-// idle connection never crashes the process.
+// (admission fails closed instead of queueing requests behind a dead server), an error on an
+// idle connection never crashes the process, and text parameters are ones PostgreSQL can hold.
 import pg from 'pg';
 import { StoreError } from '../errors.ts';
+import { storableText } from '../log-bounds.ts';
 export { redactUrl } from '../redact-url.ts';
 
 export type PgPool = pg.Pool;
@@ -23,8 +24,40 @@ export interface PoolOptions {
   onIdleError?: (err: Error) => void;
 }
 
+/** A text parameter (or a text[] parameter's elements) as PostgreSQL can hold it (storableText). */
+function storableParam(v: unknown): unknown {
+  if (typeof v === 'string') return storableText(v);
+  if (Array.isArray(v) && v.some((x) => typeof x === 'string' && x.includes('\u0000'))) return v.map(storableParam);
+  return v;
+}
+
+/**
+ * A connection whose statements' text parameters never carry U+0000: PostgreSQL refuses that one
+ * character in text ("invalid byte sequence"), and a client or an operator can send it — in a JSON
+ * string, a query parameter, a note. Refused, it would fail the statement: a request's log row, a
+ * console page (a 500), an audit row. Stored as U+FFFD instead, what it names is kept and found
+ * (the request log's filters map their text the same way, on either store).
+ */
+class StorableTextClient extends pg.Client {}
+const baseQuery = pg.Client.prototype.query;
+StorableTextClient.prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
+  const [first, values] = args;
+  if (Array.isArray(values)) args[1] = values.map(storableParam);
+  else if (
+    first !== null &&
+    typeof first === 'object' &&
+    Array.isArray((first as pg.QueryConfig).values) &&
+    typeof (first as { submit?: unknown }).submit !== 'function'
+  ) {
+    const config = first as pg.QueryConfig;
+    args[0] = { ...config, values: config.values?.map(storableParam) };
+  }
+  return (baseQuery as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof baseQuery;
+
 export function createPool(url: string, opts: PoolOptions = {}): PgPool {
   const pool = new pg.Pool({
+    Client: StorableTextClient,
     connectionString: url,
     max: opts.max ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,

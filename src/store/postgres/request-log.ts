@@ -1,6 +1,8 @@
 // The request log in PostgreSQL: rows queue in memory and go out as one multi-row INSERT per batch
 // (every `flushIntervalMs`, or at once at `maxBatch` rows), never one statement per request. While
 // the server does not answer, rows are kept up to a bounded backlog and retried; `close()` flushes.
+// A batch the server refuses (an answer, not an outage) is written again one row per statement, so
+// a row it cannot store is reported and left out alone, never holding back every other row.
 import { isRequestEnd, type RequestEnd } from '../../observe/request-end.ts';
 import { logLine } from '../../observe/log-line.ts';
 import { boundedRow } from '../log-bounds.ts';
@@ -8,7 +10,7 @@ import { storedCost, unstorableCosts } from '../log-cost.ts';
 import type { RequestLogFilter } from '../search-filters.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../types.ts';
 import { pgWhereOf } from './request-log-search.ts';
-import type { PgPool } from './db.ts';
+import { isUnavailable, type PgPool } from './db.ts';
 
 const COLUMNS = [
   'trace_id',
@@ -89,7 +91,9 @@ export class PgRequestLog {
   private closed = false;
   private readonly flushMs: number;
   private readonly maxBatch: number;
-  private counts = { transactions: 0, written: 0, dropped: 0 };
+  /** `dropped`: rows let go while the server did not answer (beyond the backlog); `refused`: rows
+   *  the server would not store (each reported). */
+  private counts = { transactions: 0, written: 0, dropped: 0, refused: 0 };
 
   private readonly pool: PgPool;
   private readonly onError: (err: unknown) => void;
@@ -98,7 +102,10 @@ export class PgRequestLog {
     opts: RequestLogOptions = {},
     onError: (err: unknown) => void = (err) =>
       process.stderr.write(
-        logLine('request_log_write_failed', { error: err instanceof Error ? err.message : String(err), retry: true }),
+        logLine('request_log_write_failed', {
+          error: err instanceof Error ? err.message : String(err),
+          retry: isUnavailable(err),
+        }),
       ),
   ) {
     this.pool = pool;
@@ -184,19 +191,49 @@ export class PgRequestLog {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {
-        await this.pool.query(requestLogInsert(batch.length), batch.flatMap(requestLogValues));
-        this.counts.transactions++;
-        this.counts.written += batch.length;
-        for (const problem of unstorableCosts(batch)) this.onError(new RangeError(problem));
+        await this.insert(batch);
       } catch (err) {
-        this.queue.unshift(...batch);
+        let outage: unknown = err;
+        if (!isUnavailable(err)) {
+          // The server answered that it will not store this batch: each row goes alone, and only
+          // a row it refuses by itself is left out.
+          outage = await this.insertEach(batch);
+          if (outage === null) continue;
+        } else this.queue.unshift(...batch);
         const limit = this.maxBatch * BACKLOG_BATCHES;
         if (this.queue.length > limit) this.counts.dropped += this.queue.splice(0, this.queue.length - limit).length;
-        this.onError(err);
+        this.onError(outage);
         this.schedule(Math.max(this.flushMs, 1000));
         return;
       }
     }
+  }
+
+  private async insert(rows: RequestLogRow[]): Promise<void> {
+    await this.pool.query(requestLogInsert(rows.length), rows.flatMap(requestLogValues));
+    this.counts.transactions++;
+    this.counts.written += rows.length;
+    for (const problem of unstorableCosts(rows)) this.onError(new RangeError(problem));
+  }
+
+  /** One statement per row; a row the server refuses is reported and dropped. When the server stops
+   *  answering, that row and those after it go back to the queue and the error is returned. */
+  private async insertEach(rows: RequestLogRow[]): Promise<unknown> {
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as RequestLogRow;
+      try {
+        await this.insert([row]);
+      } catch (err) {
+        if (isUnavailable(err)) {
+          this.queue.unshift(...rows.slice(i));
+          return err;
+        }
+        this.counts.refused++;
+        const why = err instanceof Error ? err.message : String(err);
+        this.onError(new RangeError(`request-log row of trace ${row.trace_id} refused by the database: ${why}`));
+      }
+    }
+    return null;
   }
 }
 

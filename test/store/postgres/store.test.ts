@@ -8,6 +8,8 @@ import type { Test } from 'tap';
 import { PgWalletService } from '../../../src/fleet/pg-wallet-service.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { openPgStore, type PgStore } from '../../../src/store/postgres/store.ts';
+import type { RequestLogRow } from '../../../src/store/types.ts';
+import { logRow } from '../../helpers/log-rows.ts';
 import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';
 import { masterKey } from '../sqlite/fixtures/temp-db.ts';
 
@@ -140,39 +142,84 @@ t.test('usage and the request log', async (t) => {
   await s.holds.settle('a', 300n, { model: 'v/m', provider: 'p1' }, clock.now());
   t.same(await s.wallets.usage('w'), [{ model: 'v/m', provider: 'p1', requests: 1, costNano: 300n }]);
   t.same(await s.wallets.workspaces(), ['w']);
-  s.requestLog.append({
-    trace_id: 'a',
-    ts: clock.now(),
-    workspace: 'w',
-    key_id: 'key_x',
-    endpoint: 'chat.completions',
-    model_requested: 'v/m',
-    model_served: 'v/m',
-    provider: 'p1',
-    deployment: 'p1/m',
-    attempts: 1,
-    attempts_json: [],
-    stream: true,
-    status: 200,
-    error_code: null,
-    latency_ms: 12,
-    ttfb_ms: 5,
-    prompt_tokens: 3,
-    completion_tokens: 4,
-    reasoning_tokens: null,
-    cached_tokens: null,
-    cost_nano: 300n,
-    app_title: null,
-    app_origin: null,
-    session_id: 's',
-    ended: 'completed',
-  });
+  s.requestLog.append(
+    logRow('a', {
+      ts: clock.now(),
+      key_id: 'key_x',
+      endpoint: 'chat.completions',
+      model_requested: 'v/m',
+      model_served: 'v/m',
+      provider: 'p1',
+      deployment: 'p1/m',
+      stream: true,
+      latency_ms: 12,
+      ttfb_ms: 5,
+      prompt_tokens: 3,
+      completion_tokens: 4,
+      cost_nano: 300n,
+      session_id: 's',
+    }),
+  );
   await s.requestLog.flush();
   const rows = await s.requestLog.query({ workspace: 'w' });
   t.match(rows, [{ id: 1, trace_id: 'a', stream: true, cost_nano: 300n, ended: 'completed', session_id: 's' }]);
   t.same(await s.requestLog.query({ afterId: 1 }), []);
 });
 
+t.test('the request log: a row the database cannot store never holds back the others', async (t) => {
+  const url = await server.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.close();
+  const errors: string[] = [];
+  const s = await openPgStore(url, {
+    clock,
+    masterKey: masterKey(1),
+    requestLog: { flushIntervalMs: 5 },
+    onLogError: (err) => errors.push(err instanceof Error ? err.message : String(err)),
+  });
+  t.teardown(() => s.close());
+  const row = (traceId: string, over: Partial<RequestLogRow> = {}): RequestLogRow =>
+    logRow(traceId, {
+      ts: clock.now(),
+      model_requested: 'v/m',
+      model_served: null,
+      provider: null,
+      deployment: null,
+      attempts: 0,
+      status: 404,
+      error_code: 'model_not_found',
+      latency_ms: 1,
+      ttfb_ms: null,
+      prompt_tokens: null,
+      completion_tokens: null,
+      ended: 'rejected',
+      ...over,
+    });
+  // A client may send U+0000 in a JSON string (PostgreSQL text cannot hold it): stored as U+FFFD.
+  s.requestLog.append(row('before'));
+  s.requestLog.append(row('nul', { model_requested: 'a\u0000b', session_id: '\u0000' }));
+  // A value no column takes (a figure that is not an integer): that row alone is refused.
+  s.requestLog.append(row('refused', { latency_ms: 1.5 }));
+  s.requestLog.append(row('after'));
+  await s.requestLog.flush();
+  const rows = await s.requestLog.query({ workspace: 'w' });
+  t.same(
+    rows.map((r) => [r.trace_id, r.model_requested, r.session_id]),
+    [
+      ['before', 'v/m', null],
+      ['nul', 'a\uFFFDb', '\uFFFD'],
+      ['after', 'v/m', null],
+    ],
+    'every row but the refused one is written, in order',
+  );
+  t.match(s.requestLog.stats(), { queued: 0, refused: 1, dropped: 0 });
+  t.equal(errors.length, 1, 'the refused row is reported once');
+  t.match(errors[0], /request-log row of trace refused refused by the database/);
+  s.requestLog.append(row('later'));
+  await s.requestLog.flush();
+  t.equal((await s.requestLog.query({ workspace: 'w' })).length, 4, 'the log goes on');
+});
 t.test(
   'an amount beyond its column is refused before the write; the wallet service releases that hold at once',
   async (t) => {
