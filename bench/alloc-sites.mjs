@@ -69,7 +69,11 @@ ensureBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'pi-alloc-'));
 const file = join(dir, 'serving-thread.heapprofile');
 const sim = await startSimulator();
-const gw = await startGateway('gw-alloc', { upstream: sim.url, args: ['--writer-thread', 'on', '--alloc-prof', file] });
+const survivors = argv.includes('--survivors');
+const gw = await startGateway('gw-alloc', {
+  upstream: sim.url,
+  args: ['--writer-thread', 'on', '--alloc-prof', file, ...(survivors ? ['--alloc-survivors', 'on'] : [])],
+});
 try {
   const t = target(gw.url);
   const req = chatRequest(t, { Authorization: `Bearer ${gw.key}` }, BODY);

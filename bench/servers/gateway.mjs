@@ -68,6 +68,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '1' },
     'shared-admission': { type: 'string', default: 'on' },
     'alloc-prof': { type: 'string' },
+    'alloc-survivors': { type: 'string', default: 'off' },
   },
 });
 
@@ -326,7 +327,9 @@ if (values['alloc-prof']) {
       void post('HeapProfiler.startSampling', {
         samplingInterval: 1024,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        // --alloc-survivors on: objects a scavenge collected are left out, so what remains is what
+        // survived one (promoted, or alive at the end): the allocations old space pays for.
+        includeObjectsCollectedByMinorGC: values['alloc-survivors'] !== 'on',
       });
       return;
     }
