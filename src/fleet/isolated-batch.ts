@@ -6,6 +6,7 @@
 // write is lost with it; a batch PostgreSQL did not answer is rejected for every item in it, and
 // each caller retries as it would a single statement (the writes are idempotent per trace).
 import { isUnavailable } from '../store/postgres/store.ts';
+import type { RequestLogRow } from '../store/types.ts';
 
 export interface Pending<T> {
   item: T;
@@ -53,4 +54,35 @@ async function alone<T extends { traceId: string }>(
   } catch (err) {
     p.reject(err);
   }
+}
+
+/** How a batch's items carry their request's log row (a settlement's, committed with its charge). */
+export interface RowCarrier<T> {
+  rowOf(item: T): RequestLogRow | undefined;
+  without(item: T): T;
+  /** Where a row goes that its settlement could not carry: the request log's own batches. */
+  aside(row: RequestLogRow): void;
+}
+
+/**
+ * `many`, except that an item the database refuses alone is tried once more without its log row,
+ * the row handed `aside`: a charge never depends on its log row (the row's values are made storable
+ * before they are sent, so this is a last guard, not a path taken).
+ */
+export function chargeBeforeRow<T extends { traceId: string }>(
+  many: (items: T[]) => Promise<Set<string>>,
+  rows: RowCarrier<T>,
+): (items: T[]) => Promise<Set<string>> {
+  return async (items) => {
+    try {
+      return await many(items);
+    } catch (err) {
+      const item = items.length === 1 ? (items[0] as T) : null;
+      const row = item ? rows.rowOf(item) : undefined;
+      if (!item || !row || isUnavailable(err)) throw err;
+      const written = await many([rows.without(item)]);
+      rows.aside(row);
+      return written;
+    }
+  };
 }

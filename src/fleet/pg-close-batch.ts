@@ -9,7 +9,8 @@
 // retries (closes are idempotent per trace: a retry of a close that did commit matches no open hold).
 import type { Clock } from '../clock.ts';
 import type { HoldClose, PgHolds } from '../store/postgres/holds.ts';
-import { type Pending, writeIsolated } from './isolated-batch.ts';
+import type { RequestLogRow } from '../store/types.ts';
+import { chargeBeforeRow, type Pending, writeIsolated } from './isolated-batch.ts';
 
 export class CloseBatcher {
   private gathering: Pending<HoldClose>[] = [];
@@ -17,10 +18,17 @@ export class CloseBatcher {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly holds: PgHolds;
   private readonly clock: Clock;
+  private readonly many: (items: HoldClose[]) => Promise<Set<string>>;
 
-  constructor(holds: PgHolds, clock: Clock) {
+  /** `rowAside`: where a log row goes that its settlement could not carry (the request log). */
+  constructor(holds: PgHolds, clock: Clock, rowAside: (row: RequestLogRow) => void) {
     this.holds = holds;
     this.clock = clock;
+    this.many = chargeBeforeRow((items) => this.holds.closeMany(items, this.clock.now()), {
+      rowOf: (c) => (c.kind === 'settle' ? c.logRow : undefined),
+      without: (c) => (c.kind === 'settle' ? { ...c, logRow: undefined } : c),
+      aside: rowAside,
+    });
   }
 
   /** Closes the hold with the others of this turn; resolves to whether it was open (and is closed now). */
@@ -49,6 +57,6 @@ export class CloseBatcher {
   }
 
   private async write(batch: Pending<HoldClose>[]): Promise<void> {
-    await writeIsolated(batch, (items) => this.holds.closeMany(items, this.clock.now()));
+    await writeIsolated(batch, this.many);
   }
 }

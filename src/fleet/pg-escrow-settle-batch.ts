@@ -9,7 +9,8 @@
 // caller retries (a retry of a settlement that did commit is recognised, never charged twice).
 import type { Clock } from '../clock.ts';
 import type { PgSlices, SliceSettle } from '../store/postgres/store.ts';
-import { type Pending, writeIsolated } from './isolated-batch.ts';
+import type { RequestLogRow } from '../store/types.ts';
+import { chargeBeforeRow, type Pending, writeIsolated } from './isolated-batch.ts';
 
 export class SliceSettleBatcher {
   private gathering: Pending<SliceSettle>[] = [];
@@ -17,12 +18,19 @@ export class SliceSettleBatcher {
   private inFlight: Promise<void> | null = null;
   private readonly slices: PgSlices;
   private readonly clock: Clock;
+  private readonly many: (items: SliceSettle[]) => Promise<Set<string>>;
   /** Statements sent, and settlements in them (diagnostics, the bench). */
   readonly stats = { batches: 0, settlements: 0 };
 
-  constructor(slices: PgSlices, clock: Clock) {
+  /** `rowAside`: where a log row goes that its settlement could not carry (the request log). */
+  constructor(slices: PgSlices, clock: Clock, rowAside: (row: RequestLogRow) => void) {
     this.slices = slices;
     this.clock = clock;
+    this.many = chargeBeforeRow((items) => this.slices.settleMany(items, this.clock.now()), {
+      rowOf: (s) => s.logRow,
+      without: (s) => ({ ...s, logRow: undefined }),
+      aside: rowAside,
+    });
   }
 
   /** Charges the settlement with the others gathered; resolves to whether it is charged (durably). */
@@ -62,6 +70,6 @@ export class SliceSettleBatcher {
 
   private async write(batch: Pending<SliceSettle>[]): Promise<void> {
     this.stats.batches++;
-    this.stats.settlements += await writeIsolated(batch, (items) => this.slices.settleMany(items, this.clock.now()));
+    this.stats.settlements += await writeIsolated(batch, this.many);
   }
 }

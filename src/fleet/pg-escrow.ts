@@ -32,7 +32,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
 import { MAX_WALLET_NANO } from '../money.ts';
-import type { LedgerDetails } from '../store/types.ts';
+import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
 import { WalletError } from '../store/errors.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
@@ -112,7 +112,7 @@ export class EscrowWalletService implements WalletService {
       timer: false,
     };
     this.fallback = new PgWalletService(store, opts.log ? { ...fallbackOpts, log: opts.log } : fallbackOpts);
-    this.settles = new SliceSettleBatcher(store.slices, opts.clock);
+    this.settles = new SliceSettleBatcher(store.slices, opts.clock, (row) => store.requestLog.append(row));
     this.lastRenew = opts.clock.now();
     this.timer = opts.timer === false ? null : setInterval(() => void this.tick(), Math.min(TICK_MS, this.renewMs));
     this.timer?.unref();
@@ -292,11 +292,11 @@ export class EscrowWalletService implements WalletService {
     return r;
   }
 
-  async settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean> {
+  async settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
     const r = this.reservations.get(traceId);
     if (r === undefined) {
       this.perRequest.delete(traceId);
-      return this.fallback.settle(traceId, cost, details);
+      return this.fallback.settle(traceId, cost, details, logRow);
     }
     if (typeof cost !== 'bigint' || cost < 0n)
       throw new RangeError('a cost must be a non-negative bigint amount of nano-USD');
@@ -315,7 +315,7 @@ export class EscrowWalletService implements WalletService {
     s.settling++;
     s.lastUsed = this.opts.clock.now();
     try {
-      const charged = await this.settleDurably({ traceId, sliceId: s.id, cost: charge, details });
+      const charged = await this.settleDurably({ traceId, sliceId: s.id, cost: charge, details, logRow });
       if (!charged && !s.lost) {
         const w = this.wallets.get(r.workspace);
         if (w) this.lose(w, s);

@@ -14,7 +14,7 @@
 // once — nothing charged, the note says why — rather than held until its lease lapses.
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
-import type { LedgerDetails } from '../store/types.ts';
+import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { CloseBatcher } from './pg-close-batch.ts';
@@ -50,7 +50,7 @@ export class PgWalletService implements WalletService {
   constructor(store: PgStore, opts: PgWalletOptions) {
     this.store = store;
     this.opts = opts;
-    this.closes = new CloseBatcher(store.holds, opts.clock);
+    this.closes = new CloseBatcher(store.holds, opts.clock, (row) => store.requestLog.append(row));
     this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
     this.renewMs = opts.renewMs ?? LEASE_RENEW_MS;
     this.log = opts.log ?? (() => undefined);
@@ -80,12 +80,12 @@ export class PgWalletService implements WalletService {
     }
   }
 
-  async settle(traceId: string, cost: bigint, details: LedgerDetails): Promise<boolean> {
+  async settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
     // Retried for at most lease − renew interval (by attempts, not by the clock, which tests stop).
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
     for (let attempt = 1; ; attempt++) {
       try {
-        const done = await this.closes.close({ traceId, kind: 'settle', cost, details });
+        const done = await this.closes.close({ traceId, kind: 'settle', cost, details, logRow });
         this.open.delete(traceId);
         return done;
       } catch (err) {

@@ -20,9 +20,10 @@
 // Time: `now` comes from the caller's injected clock; nodes are expected to keep their clocks in sync
 // (NTP) well within the lease's margin (lease − renew interval, 20 s by default).
 import { MAX_WALLET_NANO } from '../../money.ts';
-import type { LedgerDetails } from '../types.ts';
+import type { LedgerDetails, RequestLogRow } from '../types.ts';
 import { WalletError } from '../errors.ts';
 import type { PgPool } from './db.ts';
+import { SETTLED_LOG_COLUMNS, SETTLED_LOG_VALUES, settledLogJson } from './request-log.ts';
 
 /** A hold's lease: released by any node this long after its last renewal. */
 export const HOLD_LEASE_MS = 30_000;
@@ -65,11 +66,13 @@ WITH h AS (
 SELECT (SELECT COUNT(*) FROM l) AS closed, (SELECT COUNT(*) FROM w) AS wallets`;
 
 /** Closes many holds in one statement: the inputs as parallel arrays ($1 trace ids, $2 states,
- *  $3 costs, $4 notes, $5 details), $6 now. Each wallet is updated once with its holds' sums; the
- *  data-modifying CTEs run to completion whether or not the final SELECT reads them. */
+ *  $3 costs, $4 notes, $5 details, $7 settlements' log rows), $6 now. Each wallet is updated once
+ *  with its holds' sums, and each settlement's log row is inserted with it (unless its trace has one
+ *  already: the request's final row, which has the last word); the data-modifying CTEs run to
+ *  completion whether or not the final SELECT reads them. */
 const CLOSE_MANY_SQL = `
 WITH i AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS i(trace_id, state, cost, note, details)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $7::text[]) AS i(trace_id, state, cost, note, details, log_row)
 ), h AS (
   UPDATE holds SET state = i.state, cost_nano = i.cost, closed_at = $6
   FROM i WHERE holds.trace_id = i.trace_id AND holds.state = 'open'
@@ -85,12 +88,26 @@ WITH i AS (
   SELECT workspace, CASE WHEN state = 'settled' THEN 'settle' ELSE 'release' END,
          CASE WHEN state = 'settled' THEN cost ELSE amount_nano END, trace_id, note, details, $6 FROM h
   RETURNING id
+), r AS (
+  INSERT INTO request_log (${SETTLED_LOG_COLUMNS})
+  SELECT ${SETTLED_LOG_VALUES} FROM h JOIN i ON i.trace_id = h.trace_id,
+    LATERAL json_populate_record(NULL::request_log, i.log_row::json) p
+  WHERE h.state = 'settled' AND i.log_row IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM request_log x WHERE x.trace_id = h.trace_id)
+  RETURNING 1
 )
 SELECT trace_id FROM h`;
 
 /** One hold to close in a batch: a settlement at `cost`, or a release (cost 0) with its note. */
 export type HoldClose =
-  | { traceId: string; kind: 'settle'; cost: bigint; details: LedgerDetails }
+  | {
+      traceId: string;
+      kind: 'settle';
+      cost: bigint;
+      details: LedgerDetails;
+      /** The request's log row as known at settlement, committed with the charge. */
+      logRow?: RequestLogRow | undefined;
+    }
   | { traceId: string; kind: 'release'; note: string | null };
 
 const SWEEP_SQL = `
@@ -230,6 +247,7 @@ export class PgHolds {
       closes.map((c) => (c.kind === 'release' ? c.note : null)),
       closes.map((c) => (c.kind === 'settle' ? JSON.stringify(c.details) : null)),
       now,
+      closes.map((c) => (c.kind === 'settle' && c.logRow ? settledLogJson(c.logRow) : null)),
     ]);
     return new Set(r.rows.map((row) => row.trace_id));
   }

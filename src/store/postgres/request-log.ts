@@ -12,33 +12,36 @@ import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQue
 import { pgWhereOf } from './request-log-search.ts';
 import { isUnavailable, type PgPool } from './db.ts';
 
-const COLUMNS = [
-  'trace_id',
-  'ts',
-  'workspace',
-  'key_id',
-  'endpoint',
-  'model_requested',
-  'model_served',
-  'provider',
-  'deployment',
-  'attempts',
-  'attempts_json',
-  'stream',
-  'status',
-  'error_code',
-  'latency_ms',
-  'ttfb_ms',
-  'prompt_tokens',
-  'completion_tokens',
-  'reasoning_tokens',
-  'cached_tokens',
-  'cost_nano',
-  'app_title',
-  'app_origin',
-  'session_id',
-  'ended',
-] as const;
+/** The columns a row is written with, and their types (src/store/postgres/migrations.ts). */
+const COLUMN_TYPES = {
+  trace_id: 'text',
+  ts: 'bigint',
+  workspace: 'text',
+  key_id: 'text',
+  endpoint: 'text',
+  model_requested: 'text',
+  model_served: 'text',
+  provider: 'text',
+  deployment: 'text',
+  attempts: 'integer',
+  attempts_json: 'text',
+  stream: 'boolean',
+  status: 'integer',
+  error_code: 'text',
+  latency_ms: 'bigint',
+  ttfb_ms: 'bigint',
+  prompt_tokens: 'bigint',
+  completion_tokens: 'bigint',
+  reasoning_tokens: 'bigint',
+  cached_tokens: 'bigint',
+  cost_nano: 'bigint',
+  app_title: 'text',
+  app_origin: 'text',
+  session_id: 'text',
+  ended: 'text',
+} as const;
+type Column = keyof typeof COLUMN_TYPES;
+const COLUMNS = Object.keys(COLUMN_TYPES) as Column[];
 const MAX_QUERY_LIMIT = 10_000;
 const BACKLOG_BATCHES = 10;
 
@@ -83,6 +86,57 @@ export function requestLogInsert(rows: number, withId = false): string {
   for (let i = 0; i < rows; i++) groups.push(`(${cols.map((_, j) => `$${i * cols.length + j + 1}`).join(', ')})`);
   return `INSERT INTO request_log (${cols.join(', ')}) VALUES ${groups.join(', ')}`;
 }
+
+/**
+ * The final rows of finished requests: a trace that already has a row (the provisional one its
+ * settlement wrote, src/store/postgres/slices.ts and holds.ts) gets it replaced — every column but
+ * `trace_id` and `workspace`, as the embedded store does —, the others are inserted.
+ */
+export function requestLogUpsert(rows: number): string {
+  const groups: string[] = [];
+  for (let i = 0; i < rows; i++)
+    groups.push(`(${COLUMNS.map((c, j) => `$${i * COLUMNS.length + j + 1}::${COLUMN_TYPES[c]}`).join(', ')})`);
+  const updated = COLUMNS.filter((c) => c !== 'trace_id' && c !== 'workspace');
+  return `WITH v (${COLUMNS.join(', ')}) AS (VALUES ${groups.join(', ')}),
+u AS (
+  UPDATE request_log SET ${updated.map((c) => `${c} = v.${c}`).join(', ')}
+  FROM v WHERE request_log.trace_id = v.trace_id
+  RETURNING request_log.trace_id
+)
+INSERT INTO request_log (${COLUMNS.join(', ')})
+SELECT ${COLUMNS.map((c) => `v.${c}`).join(', ')} FROM v WHERE v.trace_id NOT IN (SELECT trace_id FROM u)`;
+}
+
+/** The columns an integer is written to: a value that is not a safe integer is stored as null. */
+const INTEGER_COLUMNS = new Set<Column>(
+  COLUMNS.filter((c) => COLUMN_TYPES[c] !== 'text' && COLUMN_TYPES[c] !== 'boolean'),
+);
+
+/**
+ * A settlement's log row as the settlement statement takes it (one JSON object, read there with
+ * `json_populate_record`). Nothing in it may fail that statement — a charge never depends on its log
+ * row —, so every value is one its column takes: client text within its bound and without U+0000
+ * (boundedRow), a cost the column cannot hold left out, any other figure that is not a safe integer
+ * stored as null (`attempts` and `status` as 0: they may not be null).
+ */
+export function settledLogJson(row: RequestLogRow): string {
+  const values = requestLogValues(row);
+  const out: Record<string, string | number | boolean | null> = {};
+  for (let i = 0; i < COLUMNS.length; i++) {
+    const column = COLUMNS[i] as Column;
+    const v = values[i] as Value;
+    if (typeof v === 'bigint') out[column] = v.toString();
+    else if (INTEGER_COLUMNS.has(column) && typeof v === 'number' && !Number.isSafeInteger(v))
+      out[column] = column === 'attempts' || column === 'status' ? 0 : null;
+    else out[column] = v;
+  }
+  return JSON.stringify(out);
+}
+
+/** The columns of a settlement's log row, as the settlement statements insert them from
+ *  `json_populate_record(NULL::request_log, …)` aliased `p`. */
+export const SETTLED_LOG_COLUMNS = COLUMNS.join(', ');
+export const SETTLED_LOG_VALUES = COLUMNS.map((c) => `p.${c}`).join(', ');
 
 export class PgRequestLog {
   private queue: RequestLogRow[] = [];
@@ -210,7 +264,7 @@ export class PgRequestLog {
   }
 
   private async insert(rows: RequestLogRow[]): Promise<void> {
-    await this.pool.query(requestLogInsert(rows.length), rows.flatMap(requestLogValues));
+    await this.pool.query(requestLogUpsert(rows.length), rows.flatMap(requestLogValues));
     this.counts.transactions++;
     this.counts.written += rows.length;
     for (const problem of unstorableCosts(rows)) this.onError(new RangeError(problem));

@@ -9,17 +9,19 @@
 //            can never both take the last dollar. The slice counts in `wallets.held_nano`.
 //   settle   charges many settlements out of the node's open slices: one ledger settle row per trace
 //            (naming its slice; the close index makes a trace settle once, a retry is a no-op), the
-//            slices' amounts and the wallets' balance and held each moved once by their sums.
-//            A slice that is no longer open (its lease lapsed and another node released it)
+//            slices' amounts and the wallets' balance and held each moved once by their sums, and
+//            each settlement's request-log row inserted with it (unless its trace has one already:
+//            then that is the request's final row, which has the last word). A slice that is no longer open (its lease lapsed and another node released it)
 //            charges nothing.
 //   shrink   gives back part of a slice; `close` gives back all of it.
 //   renew    a live node pushes `lease_until` of its open slices; `sweep` releases lapsed ones
 //            (any node), as for holds.
 // Amounts are checked against their BIGINT columns before anything is sent.
 import { MAX_WALLET_NANO } from '../../money.ts';
-import type { LedgerDetails } from '../types.ts';
+import type { LedgerDetails, RequestLogRow } from '../types.ts';
 import type { PgPool } from './db.ts';
 import { HOLD_LEASE_MS } from './holds.ts';
+import { SETTLED_LOG_COLUMNS, SETTLED_LOG_VALUES, settledLogJson } from './request-log.ts';
 
 export interface SliceTake {
   /** Granted now (0: nothing; the slice, if it existed, is unchanged). */
@@ -36,6 +38,8 @@ export interface SliceSettle {
   sliceId: string;
   cost: bigint;
   details: LedgerDetails;
+  /** The request's log row as known at settlement, committed with the charge. */
+  logRow?: RequestLogRow | undefined;
 }
 
 const TAKE_SQL = `
@@ -69,7 +73,7 @@ SELECT (SELECT amount FROM g) AS granted,
 
 const SETTLE_SQL = `
 WITH i AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS i(trace_id, slice_id, cost, details)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $6::text[]) AS i(trace_id, slice_id, cost, details, log_row)
 ), s AS (
   SELECT id, workspace FROM slices WHERE id IN (SELECT slice_id FROM i) AND state = 'open' FOR UPDATE
 ), l AS (
@@ -77,6 +81,12 @@ WITH i AS (
   SELECT s.workspace, 'settle', i.cost, i.trace_id, NULL, i.details, $5, i.slice_id FROM i JOIN s ON s.id = i.slice_id
   ON CONFLICT (trace_id) WHERE kind IN ('settle', 'release') DO NOTHING
   RETURNING trace_id, slice_id, workspace, amount_nano
+), r AS (
+  INSERT INTO request_log (${SETTLED_LOG_COLUMNS})
+  SELECT ${SETTLED_LOG_VALUES} FROM i JOIN l ON l.trace_id = i.trace_id,
+    LATERAL json_populate_record(NULL::request_log, i.log_row::json) p
+  WHERE i.log_row IS NOT NULL AND NOT EXISTS (SELECT 1 FROM request_log x WHERE x.trace_id = i.trace_id)
+  RETURNING 1
 ), g AS (
   SELECT slice_id, workspace, SUM(amount_nano) AS cost FROM l GROUP BY slice_id, workspace
 ), u AS (
@@ -208,6 +218,7 @@ export class PgSlices {
       settles.map((s) => s.cost),
       settles.map((s) => JSON.stringify(s.details)),
       now,
+      settles.map((s) => (s.logRow ? settledLogJson(s.logRow) : null)),
     ]);
     return new Set(r.rows.map((row) => row.trace_id));
   }

@@ -1,0 +1,157 @@
+// A settlement on PostgreSQL carries its request's log row, committed in the same statement as the
+// charge (escrow's `settleMany`, the per-request holds' `closeMany`): a node killed after an answer
+// leaves no charge without its row. The request's final row, written later in the request log's
+// batch, replaces it; a final row already there (written first) is kept. A row's values never fail
+// the charge: what no column takes is stored as null, and a row the statement still could not carry
+// goes to the request log's own batch.
+import t from 'tap';
+import type { Test } from 'tap';
+import { ManualClock } from '../../../src/clock.ts';
+import { chargeBeforeRow } from '../../../src/fleet/isolated-batch.ts';
+import { openPgStore, type PgStore } from '../../../src/store/postgres/store.ts';
+import type { RequestLogRow } from '../../../src/store/types.ts';
+import { logRow } from '../../helpers/log-rows.ts';
+import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';
+import { masterKey } from '../sqlite/fixtures/temp-db.ts';
+
+let server: PrivatePg;
+t.before(async () => {
+  server = await startPrivatePg();
+});
+t.teardown(() => server.destroy());
+
+const clock = new ManualClock(Date.UTC(2026, 0, 1));
+
+async function fresh(t: Test): Promise<PgStore> {
+  const url = await server.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.close();
+  const s = await openPgStore(url, { clock, masterKey: masterKey(1), requestLog: { flushIntervalMs: 5 } });
+  t.teardown(() => s.close());
+  await s.wallets.credit('w', 10_000n, 'seed');
+  return s;
+}
+
+/** The provisional row of a settlement: what was known when the answer was charged. */
+const settledRow = (traceId: string, over: Partial<RequestLogRow> = {}): RequestLogRow =>
+  logRow(traceId, { ts: clock.now(), workspace: 'w', cost_nano: 300n, latency_ms: 7, ended: 'completed', ...over });
+
+async function rowsOf(s: PgStore, traceId: string) {
+  return (await s.requestLog.query({ limit: 10_000 })).filter((r) => r.trace_id === traceId);
+}
+
+async function openSlice(s: PgStore, sliceId: string): Promise<void> {
+  const take = await s.slices.take(
+    { workspace: 'w', sliceId, grow: false, want: 4_000n, need: 1_000n, floor: 0n, fraction: 1n },
+    clock.now(),
+    'a',
+  );
+  if (take.granted !== 4_000n) throw new Error(`slice not granted: ${take.granted}`);
+}
+
+t.test('escrow: the row is committed with the charge, once; the final row replaces it', async (t) => {
+  const s = await fresh(t);
+  await openSlice(s, 's1');
+  const batch = [
+    { traceId: 'x', sliceId: 's1', cost: 300n, details: {}, logRow: settledRow('x') },
+    { traceId: 'y', sliceId: 's1', cost: 200n, details: {} },
+  ];
+  t.same([...(await s.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y']);
+  t.match(await rowsOf(s, 'x'), [{ trace_id: 'x', cost_nano: 300n, latency_ms: 7 }], 'written with the charge');
+  t.same(await rowsOf(s, 'y'), [], 'a settlement without a row writes none');
+  t.same([...(await s.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y'], 'a retry finds both charged');
+  t.equal((await rowsOf(s, 'x')).length, 1, 'and writes no second row');
+
+  s.requestLog.append(settledRow('x', { latency_ms: 42, ended: 'client_abort' }));
+  await s.requestLog.flush();
+  t.match(
+    await rowsOf(s, 'x'),
+    [{ latency_ms: 42, ended: 'client_abort', cost_nano: 300n }],
+    'the final row replaced it',
+  );
+  t.equal((await rowsOf(s, 'x')).length, 1);
+  t.same(await s.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('per-request holds: the row is committed with the charge; a release writes none', async (t) => {
+  const s = await fresh(t);
+  for (const id of ['a', 'b']) t.same(await s.holds.hold('w', id, 1_000n, clock.now(), 'n'), { ok: true });
+  const closes = [
+    { traceId: 'a', kind: 'settle' as const, cost: 300n, details: {}, logRow: settledRow('a') },
+    { traceId: 'b', kind: 'release' as const, note: null },
+  ];
+  t.same([...(await s.holds.closeMany(closes, clock.now()))].sort(), ['a', 'b']);
+  t.match(await rowsOf(s, 'a'), [{ trace_id: 'a', cost_nano: 300n }]);
+  t.same(await rowsOf(s, 'b'), []);
+  t.same([...(await s.holds.closeMany(closes, clock.now()))], [], 'a retry closes nothing');
+  t.equal((await rowsOf(s, 'a')).length, 1, 'and writes no second row');
+  s.requestLog.append(settledRow('a', { latency_ms: 9 }));
+  await s.requestLog.flush();
+  t.match(await rowsOf(s, 'a'), [{ latency_ms: 9 }], 'the final row replaced it');
+  t.equal((await rowsOf(s, 'a')).length, 1);
+});
+
+t.test('a final row written before its settlement is kept: the settlement adds none', async (t) => {
+  const s = await fresh(t);
+  await openSlice(s, 's1');
+  s.requestLog.append(settledRow('late', { latency_ms: 99, ended: 'completed' }));
+  await s.requestLog.flush();
+  const settle = { traceId: 'late', sliceId: 's1', cost: 300n, details: {}, logRow: settledRow('late') };
+  t.same([...(await s.slices.settleMany([settle], clock.now()))], ['late']);
+  t.match(await rowsOf(s, 'late'), [{ latency_ms: 99 }], 'the final row has the last word');
+  t.equal((await rowsOf(s, 'late')).length, 1);
+});
+
+t.test('values no column takes never fail the charge', async (t) => {
+  const s = await fresh(t);
+  await openSlice(s, 's1');
+  const odd = settledRow('odd', {
+    latency_ms: 1.5,
+    prompt_tokens: 1e300,
+    completion_tokens: Number.NaN,
+    cost_nano: 2n ** 70n,
+    model_requested: 'a\u0000b',
+    session_id: 's'.repeat(300),
+  });
+  const settle = { traceId: 'odd', sliceId: 's1', cost: 300n, details: {}, logRow: odd };
+  t.same([...(await s.slices.settleMany([settle], clock.now()))], ['odd'], 'charged');
+  t.match(
+    await rowsOf(s, 'odd'),
+    [{ latency_ms: null, prompt_tokens: null, completion_tokens: null, cost_nano: null, model_requested: 'a\uFFFDb' }],
+    'stored, what no column takes as null',
+  );
+  t.same(await s.wallets.verify(), { ok: true, problems: [] });
+});
+
+t.test('an item refused alone is charged without its row, the row set aside', async (t) => {
+  type Item = { traceId: string; logRow?: RequestLogRow | undefined };
+  const sent: Item[][] = [];
+  const aside: string[] = [];
+  const many = chargeBeforeRow<Item>(
+    async (items) => {
+      sent.push(items);
+      if (items.some((i) => i.logRow)) throw Object.assign(new Error('invalid input syntax'), { code: '22P02' });
+      return new Set(items.map((i) => i.traceId));
+    },
+    { rowOf: (i) => i.logRow, without: (i) => ({ ...i, logRow: undefined }), aside: (r) => aside.push(r.trace_id) },
+  );
+  t.same([...(await many([{ traceId: 'p', logRow: settledRow('p') }]))], ['p'], 'charged');
+  t.same(aside, ['p'], 'its row went to the request log');
+  t.equal(sent.length, 2);
+  await t.rejects(
+    many([{ traceId: 'q', logRow: settledRow('q') }, { traceId: 'r' }]),
+    /invalid input/,
+    'a batch is isolated by its caller first',
+  );
+  const down = chargeBeforeRow<Item>(
+    () => Promise.reject(Object.assign(new Error('Connection terminated'), { code: 'ECONNRESET' })),
+    { rowOf: (i) => i.logRow, without: (i) => i, aside: (r) => aside.push(r.trace_id) },
+  );
+  await t.rejects(
+    down([{ traceId: 's', logRow: settledRow('s') }]),
+    /Connection terminated/,
+    'an outage is not a refusal',
+  );
+  t.same(aside, ['p']);
+});
