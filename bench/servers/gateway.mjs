@@ -7,7 +7,7 @@
 //   node bench/servers/gateway.mjs --upstream http://127.0.0.1:PORT [--config DIR]
 //        [--seal local-sim,openai-prod | --seal all | --seal none] [--store wal|stub] [--workspace acme]
 //        [--metrics on|off] [--access-log on|off] [--traces URL] [--writer-thread on|off] [--eld on|off]
-//        [--db postgres://… [--redis redis://…]] [--workers N] [--alloc-prof FILE]
+//        [--db postgres://… [--redis redis://…]] [--workers N] [--alloc-prof FILE [--alloc-survivors on]]
 //
 // --shared-admission off (with --workers): every hold and rate decision by message to the coordinator.
 // --workers N (N > 1) runs `serve --workers N` (src/runtime/workers-runtime.ts runWorkers): this process's
@@ -34,7 +34,8 @@
 // --alloc-prof FILE samples where this (the serving) thread allocates, between two SIGUSR2 (the same
 // window as --eld; V8's sampling heap profiler through the inspector, every 1 KiB on average, objects
 // collected since counted too, so the profile is what was allocated, not what survived) and writes
-// the profile to FILE at the second one, then prints {"allocProf":{"written":FILE}}.
+// the profile to FILE at the second one, then prints {"allocProf":{"written":FILE}}. With
+// --alloc-survivors on, objects a scavenge collected are left out: what is left survived one.
 //
 // --store stub keeps the same code path but replaces the store calls of the request path (wallet
 // hold/settle/release, request-log append, the data_version check) with no-ops: the admission
