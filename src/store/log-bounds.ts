@@ -16,13 +16,22 @@ export const LOG_TEXT_BOUNDS = {
 /** The bounds as a list, made once: every row a request logs goes through `boundedRow`. */
 const BOUNDED_COLUMNS = Object.entries(LOG_TEXT_BOUNDS) as [keyof typeof LOG_TEXT_BOUNDS, number][];
 
+/** ES2024's well-formed string methods (the project's TypeScript lib predates them). */
+interface WellFormed {
+  isWellFormed(): boolean;
+  toWellFormed(): string;
+}
+
 /**
  * A client's text as every store can hold it: U+0000 (which a JSON string may carry, and which
- * PostgreSQL refuses in a text column) becomes U+FFFD, the replacement character. Applied to the
- * bounded columns when a row is stored and to the console's filters, so a filter finds what it names.
+ * PostgreSQL refuses in a text column) and a lone UTF-16 surrogate (a JSON `"\ud800"`, which no
+ * UTF-8 text holds) become U+FFFD, the replacement character — what the SQLite driver writes for a
+ * lone surrogate anyway. Applied to the bounded columns when a row is stored and to the console's
+ * filters, so a filter finds what it names.
  */
 export function storableText(text: string): string {
-  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+  const whole = (text as unknown as WellFormed).isWellFormed() ? text : (text as unknown as WellFormed).toWellFormed();
+  return whole.includes('\u0000') ? whole.replaceAll('\u0000', '\uFFFD') : whole;
 }
 
 /** `text` within `max` code points (a surrogate pair is never split), storable; null stays null. */

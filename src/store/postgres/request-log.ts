@@ -107,17 +107,20 @@ INSERT INTO request_log (${COLUMNS.join(', ')})
 SELECT ${COLUMNS.map((c) => `v.${c}`).join(', ')} FROM v WHERE v.trace_id NOT IN (SELECT trace_id FROM u)`;
 }
 
-/** The columns an integer is written to: a value that is not a safe integer is stored as null. */
-const INTEGER_COLUMNS = new Set<Column>(
-  COLUMNS.filter((c) => COLUMN_TYPES[c] !== 'text' && COLUMN_TYPES[c] !== 'boolean'),
-);
+/** Whether a number is one its column takes: an integer within the column's range. */
+function fits(column: Column, v: number): boolean {
+  const type = COLUMN_TYPES[column];
+  if (type === 'bigint') return Number.isSafeInteger(v);
+  return type !== 'integer' || (Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31);
+}
 
 /**
  * A settlement's log row as the settlement statement takes it (one JSON object, read there with
  * `json_populate_record`). Nothing in it may fail that statement — a charge never depends on its log
  * row —, so every value is one its column takes: client text within its bound and without U+0000
- * (boundedRow), a cost the column cannot hold left out, any other figure that is not a safe integer
- * stored as null (`attempts` and `status` as 0: they may not be null).
+ * (boundedRow), a cost the column cannot hold left out, any other figure its column does not take
+ * (not an integer, or beyond the column's range) stored as null (`attempts` and `status` as 0: they
+ * may not be null).
  */
 export function settledLogJson(row: RequestLogRow): string {
   const values = requestLogValues(row);
@@ -126,7 +129,7 @@ export function settledLogJson(row: RequestLogRow): string {
     const column = COLUMNS[i] as Column;
     const v = values[i] as Value;
     if (typeof v === 'bigint') out[column] = v.toString();
-    else if (INTEGER_COLUMNS.has(column) && typeof v === 'number' && !Number.isSafeInteger(v))
+    else if (typeof v === 'number' && !fits(column, v))
       out[column] = column === 'attempts' || column === 'status' ? 0 : null;
     else out[column] = v;
   }

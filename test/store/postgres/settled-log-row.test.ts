@@ -111,14 +111,25 @@ t.test('values no column takes never fail the charge', async (t) => {
     prompt_tokens: 1e300,
     completion_tokens: Number.NaN,
     cost_nano: 2n ** 70n,
-    model_requested: 'a\u0000b',
+    attempts: 2 ** 40,
+    model_requested: 'a\u0000b\ud800',
     session_id: 's'.repeat(300),
   });
   const settle = { traceId: 'odd', sliceId: 's1', cost: 300n, details: {}, logRow: odd };
   t.same([...(await s.slices.settleMany([settle], clock.now()))], ['odd'], 'charged');
   t.match(
     await rowsOf(s, 'odd'),
-    [{ latency_ms: null, prompt_tokens: null, completion_tokens: null, cost_nano: null, model_requested: 'a\uFFFDb' }],
+    [
+      {
+        latency_ms: null,
+        prompt_tokens: null,
+        completion_tokens: null,
+        cost_nano: null,
+        attempts: 0,
+        model_requested: 'a\uFFFDb\uFFFD',
+        session_id: `${'s'.repeat(255)}…`,
+      },
+    ],
     'stored, what no column takes as null',
   );
   t.same(await s.wallets.verify(), { ok: true, problems: [] });
