@@ -118,15 +118,26 @@ export const BILLED = 'cost_nano IS NOT NULL';
 /** Refused before any upstream attempt; never NULL (a row from before `ended` existed is not). */
 export const REJECTED = "(cost_nano IS NULL AND COALESCE(ended, '') = 'rejected')";
 
-/** The totals' SELECT list; `sum` wraps a summed expression (PostgreSQL casts its numeric back). */
-export function totalsSql(sum: (expr: string) => string): string {
+/**
+ * How a store sums a column. `sum`: exactly, in a 64-bit integer (counts of rows, nano-USD).
+ * `tokens`: token counts, which are the provider's word — up to 2^53 − 1 a row (the usage reader's
+ * bound) — so about a thousand rows of a provider reporting the most could pass 2^63: their sum is
+ * one no row can make fail (PostgreSQL's numeric, SQLite's TOTAL), read as a number like the rows.
+ */
+export interface SumDialect {
+  sum: (expr: string) => string;
+  tokens: (expr: string) => string;
+}
+
+/** The totals' SELECT list in the store's dialect. */
+export function totalsSql(d: SumDialect): string {
   return [
-    `${sum(`CASE WHEN ${BILLED} THEN 1 ELSE 0 END`)} AS requests`,
-    `${sum(`CASE WHEN ${REJECTED} THEN 1 ELSE 0 END`)} AS rejected`,
+    `${d.sum(`CASE WHEN ${BILLED} THEN 1 ELSE 0 END`)} AS requests`,
+    `${d.sum(`CASE WHEN ${REJECTED} THEN 1 ELSE 0 END`)} AS rejected`,
     'COUNT(*) AS logged',
-    `${sum('cost_nano')} AS cost`,
-    `${sum('prompt_tokens')} AS prompt`,
-    `${sum('completion_tokens')} AS completion`,
+    `${d.sum('cost_nano')} AS cost`,
+    `${d.tokens('prompt_tokens')} AS prompt`,
+    `${d.tokens('completion_tokens')} AS completion`,
   ].join(', ');
 }
 

@@ -6,7 +6,15 @@
 // Percentiles are exact nearest-rank over the bucket: the latencies sorted ascending, the value at
 // rank ceil(p × n / 100) (1-based), written (p × n + 99) / 100 in integer division, which both
 // databases truncate alike. No interpolation, no sketch: a p95 is a latency some request had.
-import { GROUP_EXPR, REJECTED, type SpendLine, totals, type TotalsRow, totalsSql } from './search-filters.ts';
+import {
+  GROUP_EXPR,
+  REJECTED,
+  type SpendLine,
+  type SumDialect,
+  totals,
+  type TotalsRow,
+  totalsSql,
+} from './search-filters.ts';
 
 export type SeriesInterval = 'hour' | 'day';
 /** What one series stands for; `total`: every row the filter selects, as one series. */
@@ -30,14 +38,14 @@ export interface SeriesPoint extends Omit<SpendLine, 'key'> {
 
 /**
  * The series query over `where` (a `whereOf` clause, its placeholders already in the dialect's
- * form). `sum` wraps a summed expression; `collate` is appended to the ordering of keys (PostgreSQL
- * orders by bytes, as SQLite does, with COLLATE "C").
+ * form). `sum` and `tokens` sum as in `totalsSql`; `collate` is appended to the ordering of keys
+ * (PostgreSQL orders by bytes, as SQLite does, with COLLATE "C").
  */
 export function seriesSql(
   interval: SeriesInterval,
   by: SeriesGroup,
   where: string,
-  dialect: { sum: (expr: string) => string; collate: string },
+  dialect: SumDialect & { collate: string },
 ): string {
   const ms = INTERVAL_MS[interval];
   const key = by === 'total' ? "''" : GROUP_EXPR[by];
@@ -46,7 +54,7 @@ export function seriesSql(
   SELECT (ts / ${ms}) * ${ms} AS bucket, ${key} AS key, ts, status, ended, latency_ms, cost_nano, prompt_tokens, completion_tokens
   FROM request_log ${where}
 ), t AS (
-  SELECT bucket, key, ${totalsSql(dialect.sum)},
+  SELECT bucket, key, ${totalsSql(dialect)},
          ${dialect.sum(`CASE WHEN status >= 400 AND NOT ${REJECTED} THEN 1 ELSE 0 END`)} AS errors
   FROM r GROUP BY bucket, key
 ), ranked AS (

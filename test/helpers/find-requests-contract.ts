@@ -10,6 +10,7 @@ import { decimalToNano } from '../../src/money.ts';
 import { LOG_TEXT_BOUNDS } from '../../src/store/log-bounds.ts';
 import { type ConsoleRig, chatOn, makeKey, rigTraffic } from './console-api-contract.ts';
 import type { AdminBody } from './console.ts';
+import { logRow } from './log-rows.ts';
 
 type Make = (t: Test) => Promise<ConsoleRig>;
 
@@ -154,6 +155,45 @@ export function findRequestsContract(t: Test, make: Make): void {
       audit.entries.some((e) => e.action === 'wallet.credit'),
       'the credit is in the audit log',
     );
+  });
+
+  t.test("a provider's largest token counts, logged over and over, never make a spend view fail", async (t) => {
+    const s = await make(t);
+    const key = await makeKey(s, 'open', { name: 'backend' });
+    await s.store.wallets.credit('open', decimalToNano('10'), 'test credit');
+    // The largest count the usage reader accepts (a safe integer); a provider may report it.
+    const most = Number.MAX_SAFE_INTEGER;
+    const usage = { prompt: most, completion: most };
+    const r = await chatOn(s, key, { model: 'acme/chat-small', provider: { only: ['alpha'] }, sim: { usage } });
+    t.equal(r.status, 200);
+    const row = (await s.call(`/admin/requests/${r.trace}`)).body;
+    t.match(row, { prompt_tokens: most, completion_tokens: most }, 'logged as the provider reported them');
+    // 1100 such answers: their sums pass what a 64-bit integer holds (2^63 / (2^53 − 1) ≈ 1024 rows).
+    const ts = (await s.store.requestLog.query({ limit: 1 }))[0]?.ts ?? 0;
+    const rows = Array.from({ length: 1100 }, (_, i) =>
+      logRow(`absurd-${i}`, {
+        ts,
+        workspace: 'open',
+        model_served: 'acme/chat-small',
+        prompt_tokens: most,
+        completion_tokens: most,
+        cost_nano: 1n,
+      }),
+    );
+    await s.appendLog(rows);
+    for (const path of [
+      '/admin/spend',
+      '/admin/spend?group=model',
+      '/admin/spend.csv',
+      '/admin/spend/series',
+      '/admin/spend/series?interval=day&by=workspace',
+    ]) {
+      const res = await s.call(path);
+      t.equal(res.status, 200, `${path}: ${res.text.slice(0, 200)}`);
+    }
+    const total = (await s.call('/admin/spend')).body.total;
+    t.equal(total.requests, 1101, 'every billed row counted');
+    t.ok(total.prompt_tokens > 2 ** 63, `the token sum is carried past 2^63: ${total.prompt_tokens}`);
   });
 
   t.test('key names are bounded and expiries in the past refused, on the admin API', async (t) => {

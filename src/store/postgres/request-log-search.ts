@@ -8,6 +8,7 @@ import {
   type SpendDetail,
   type SpendGroup,
   type SpendLine,
+  type SumDialect,
   totals,
   type TotalsRow,
   totalsSql,
@@ -38,8 +39,13 @@ const PG_GROUP_EXPR: Record<SpendGroup, string> = {
   day: "to_char(to_timestamp(ts / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
 };
 
-// PostgreSQL's SUM of an integer is numeric: cast it back to bigint, as SQLite's integers are.
-const TOTALS = totalsSql((e) => `COALESCE(SUM(${e}), 0)::bigint`);
+// PostgreSQL's SUM of an integer is numeric: cast back to bigint, as SQLite's integers are, except
+// token sums, which may pass what a bigint holds (they arrive as text, read as numbers).
+const SUMS: SumDialect = {
+  sum: (e) => `COALESCE(SUM(${e}), 0)::bigint`,
+  tokens: (e) => `COALESCE(SUM(${e}), 0)`,
+};
+const TOTALS = totalsSql(SUMS);
 const C = 'COLLATE "C"';
 
 /** Spend of the rows the filter selects, grouped; largest cost first (days: oldest first). */
@@ -79,7 +85,7 @@ export async function pgSpendSeries(
   f: RequestLogFilter,
 ): Promise<SeriesPoint[]> {
   const w = pgWhereOf(f);
-  const text = seriesSql(interval, by, w.sql, { sum: (e) => `COALESCE(SUM(${e}), 0)::bigint`, collate: C });
+  const text = seriesSql(interval, by, w.sql, { ...SUMS, collate: C });
   return (await pool.query<SeriesRow>(text, w.params)).rows.map(seriesPoint);
 }
 

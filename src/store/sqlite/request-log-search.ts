@@ -15,6 +15,7 @@ import {
   type SpendDetail,
   type SpendGroup,
   type SpendLine,
+  type SumDialect,
   totals,
   type TotalsRow,
   totalsSql,
@@ -26,7 +27,9 @@ const SQLITE_GROUP_EXPR: Record<SpendGroup, string> = {
   day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
 };
 
-const TOTALS = totalsSql((e) => `COALESCE(SUM(${e}), 0)`);
+/** SQLite's SUM of integers fails past 2^63 ("integer overflow"); TOTAL, a float, never does. */
+export const SQLITE_SUMS: SumDialect = { sum: (e) => `COALESCE(SUM(${e}), 0)`, tokens: (e) => `TOTAL(${e})` };
+const TOTALS = totalsSql(SQLITE_SUMS);
 
 /** Spend of the rows the filter selects, grouped; largest cost first (days: oldest first). */
 export function spendBy(sql: Statements, group: SpendGroup, f: RequestLogFilter): SpendLine[] {

@@ -2,6 +2,7 @@
 // src/store/spend-series-sql.ts run on the SQLite connection.
 import type { Statements } from './db.ts';
 import { whereOf, type RequestLogFilter } from '../search-filters.ts';
+import { SQLITE_SUMS } from './request-log-search.ts';
 import {
   lastUseSql,
   type SeriesGroup,
@@ -20,7 +21,7 @@ export function spendSeries(
   f: RequestLogFilter,
 ): SeriesPoint[] {
   const w = whereOf(f);
-  const text = seriesSql(interval, by, w.sql, { sum: (e) => `COALESCE(SUM(${e}), 0)`, collate: '' });
+  const text = seriesSql(interval, by, w.sql, { ...SQLITE_SUMS, collate: '' });
   return (sql.get(text).all(...w.params) as SeriesRow[]).map(seriesPoint);
 }
 
