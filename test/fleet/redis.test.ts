@@ -6,6 +6,7 @@ import t, { type Test } from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock } from '../../src/clock.ts';
 import { RedisConnection } from '../../src/fleet/redis-connection.ts';
+import { RedisPins } from '../../src/fleet/redis-pins.ts';
 import { SharedPins, SharedRateLimiter, SharedStateHealth } from '../../src/fleet/shared-limits.ts';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/redis.ts';
 
@@ -63,10 +64,14 @@ t.test('--rpm 50 from three nodes: exactly 50 admitted, the rest told when the w
   clock.advance(44_500);
   t.match(await nodes[1]?.limiter.take('key_a', 50), { ok: true, remaining: 49 }, 'the next minute is a new window');
   t.match(await nodes[2]?.limiter.take('key_a', 0), { ok: false }, 'a zero limit refuses everything');
-  const keys = (await nodes[0]?.conn.command(['KEYS', 'pi:rl:key_a:*'])) as string[];
-  t.equal(keys.length, 2, 'one key per window');
-  const ttl = Number(await nodes[0]?.conn.command(['PTTL', keys.sort()[0] as string]));
-  t.ok(ttl > 0 && ttl <= 61_000, `windows expire with their minute (${ttl} ms)`);
+  const keys = (await nodes[0]?.conn.command(['KEYS', 'pi:rl:key_a*'])) as string[];
+  t.same(keys, ['pi:rl:key_a'], 'one key per API key, the next minute counted in it');
+  t.equal(
+    await nodes[0]?.conn.command(['GET', 'pi:rl:key_a']),
+    `${Math.floor(clock.now() / 60_000)}:1`,
+    'the minute and its count',
+  );
+  t.equal(Number(await nodes[0]?.conn.command(['PTTL', 'pi:rl:key_a'])), -1, 'never expires (never evicted)');
 });
 
 t.test('the window comes from Redis’s clock when no clock is given', async (t) => {
@@ -133,4 +138,35 @@ t.test('Redis stopped mid-test: local fallback with one warning, back to Redis b
   );
   t.equal(n.health.fallbacks.rateLimit, fallbacks, 'no more fallbacks');
   t.match(events.at(-1), /^up/);
+});
+
+t.test('Redis at its maxmemory: one tenant’s flood of session pins never evicts a rate-limit window', async (t) => {
+  // Its own server: the flood fills it to the bound set here.
+  const own = await startPrivateRedis();
+  t.teardown(() => own.destroy());
+  const conn = new RedisConnection(own.url, { commandTimeoutMs: 5_000 });
+  t.teardown(() => conn.close());
+  t.equal(await conn.start(), true, 'connected');
+  const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 15, 500));
+  const limiter = new SharedRateLimiter(new SharedStateHealth(conn), clock, clock);
+  const pins = new RedisPins(conn);
+  let flood = 0;
+  // docs/fleet.md sets volatile-ttl (every pin expires); the others that evict only expiring keys too.
+  for (const policy of ['volatile-ttl', 'volatile-lru', 'volatile-lfu', 'volatile-random']) {
+    await conn.command(['FLUSHALL']);
+    await conn.command(['CONFIG', 'SET', 'maxmemory', '0']);
+    await conn.command(['CONFIG', 'SET', 'maxmemory-policy', policy]);
+    await conn.command(['CONFIG', 'RESETSTAT']);
+    for (let i = 0; i < 3; i++)
+      t.match(await limiter.take('key_b', 3), { ok: true }, `${policy}: key_b's request ${i}`);
+    const info = String(await conn.command(['INFO', 'memory']));
+    const used = Number(/used_memory:(\d+)/.exec(info)?.[1]);
+    await conn.command(['CONFIG', 'SET', 'maxmemory', String(used + 512 * 1024)]);
+    // Another tenant's requests, each with a session id of its own: a pin each, for an hour.
+    for (let batch = 0; batch < 20; batch++)
+      await Promise.all(Array.from({ length: 500 }, () => pins.set(`["other","key_a","m","s${++flood}"]`, 'd')));
+    const stats = String(await conn.command(['INFO', 'stats']));
+    t.ok(Number(/evicted_keys:(\d+)/.exec(stats)?.[1]) > 0, `${policy}: the flood reached the bound (pins evicted)`);
+    t.match(await limiter.take('key_b', 3), { ok: false }, `${policy}: key_b's fourth request is still refused`);
+  }
 });
