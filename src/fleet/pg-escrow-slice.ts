@@ -3,6 +3,7 @@
 // recent admission rate the next slice is sized from, and whether the wallet is in per-request mode
 // (its available balance was below the threshold at the last try). Plain bookkeeping: every change
 // here is synchronous, so an admission decided against it can never interleave with another.
+import { MAX_WALLET_NANO } from '../money.ts';
 
 /** What sizes and retires slices (all optional on the service; defaults in ESCROW_DEFAULTS). */
 export interface EscrowTuning {
@@ -101,9 +102,11 @@ export class EscrowWallet {
     return maxOf(maxOf(this.windowNano, this.lastWindowNano), this.maxHold * BigInt(this.tuning.minSliceHolds));
   }
 
-  /** Available balance below which the wallet is admitted per request. */
+  /** Available balance below which the wallet is admitted per request (within what a wallet holds:
+   *  a hold near that bound would otherwise make every slice statement of the wallet out of range). */
   floor(): bigint {
-    return this.maxHold * BigInt(this.tuning.fallbackHolds);
+    const floor = this.maxHold * BigInt(this.tuning.fallbackHolds);
+    return floor < MAX_WALLET_NANO ? floor : MAX_WALLET_NANO;
   }
 }
 

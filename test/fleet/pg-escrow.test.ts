@@ -526,3 +526,16 @@ t.test('a hold out of range is refused before anything is reserved', async (t) =
   await a.service.flush();
   t.same(await wallet(a.store, 'w'), { balance: 1_000_000n, held: 0n });
 });
+
+t.test('a hold near the largest amount is refused as any other; the wallet’s next holds go on', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 1_000_000n, 'seed');
+  // Within what a hold may be, yet four of them (the threshold) pass what any wallet holds.
+  t.match(await a.service.hold('w', 'huge', 2n ** 62n), { ok: false }, 'no wallet covers it: refused (402)');
+  t.same(await a.service.hold('w', 'small', 1_000n), { ok: true }, 'the next request of the wallet is admitted');
+  await a.service.release('small');
+  await a.service.flush();
+  t.same(await wallet(a.store, 'w'), { balance: 1_000_000n, held: 0n });
+});
