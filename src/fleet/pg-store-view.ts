@@ -5,15 +5,26 @@
 // `pollMs` in the background, so a `key revoke` or `secret set` reaches every node within about a
 // second without a query per request. A key not in the cache is verified against PostgreSQL (one
 // indexed query); when PostgreSQL does not answer, that request is refused with 503 store_unavailable.
+//
+// Keys nobody issued cost no query each: the node knows every issued key's lookup prefix (loaded
+// with the credentials, again whenever the change counter moves), and a key whose prefix it does not
+// know is refused as unknown without asking — unless fewer than MAX_UNSEEN_LOOKUPS such lookups are
+// under way, so a key issued in the last second (before this node's next poll) still verifies at
+// once. A flood of made-up keys therefore holds at most that many of the pool's connections, which
+// the wallets' holds and settlements share, and caches nothing: only keys PostgreSQL knows are
+// cached, so the flood never pushes out the verified keys of other tenants.
 import { GatewayError } from '../errors.ts';
 import type { ApiKeyRecord } from '../store/types.ts';
 import { SecretError } from '../store/seal.ts';
 import { isUnavailable, type PgStore } from '../store/postgres/store.ts';
+import { isWellFormedKey, lookupPrefix } from '../store/key-format.ts';
 import type { KeyVerification } from '../admission/admission.ts';
 import type { KeyCheck } from '../admission/api-key.ts';
 import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-view.ts';
 
 const MAX_CACHED_KEYS = 10_000;
+/** Lookups of keys with a prefix this node has not seen, under way at once (see the top). */
+export const MAX_UNSEEN_LOOKUPS = 2;
 /** How often a node asks whether keys or secrets changed. */
 export const CHANGE_POLL_MS = 1_000;
 
@@ -22,6 +33,9 @@ export class PgStoreView implements KeysAndCredentials {
   /** The last value each name opened to: kept when a rotation under us seals it with a key we lack. */
   private readonly opened = new Map<string, string>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+  /** Lookup prefixes of every issued key as of the last load. */
+  private prefixes = new Set<string>();
+  private unseenLookups = 0;
   private version: bigint = -1n;
   private lastPoll = 0;
   private polling: Promise<void> | null = null;
@@ -46,6 +60,7 @@ export class PgStoreView implements KeysAndCredentials {
     const v = new PgStoreView(store, onBadSecret, pollMs);
     v.version = await store.changeVersion();
     await v.loadSecrets();
+    await v.loadPrefixes();
     v.lastPoll = Date.now();
     return v;
   }
@@ -83,11 +98,28 @@ export class PgStoreView implements KeysAndCredentials {
       if (hit.expiresAt !== null && hit.expiresAt <= now) return { status: 'expired' };
       return { status: 'ok', key: hit };
     }
-    const r = await this.ask(() => this.store.apiKeys.verify(presented, now));
-    if (this.keys.size >= MAX_CACHED_KEYS) this.keys.clear();
-    if (r.status === 'ok') this.keys.set(presented, r.key);
-    else if (r.status === 'not_found' || r.status === 'revoked') this.keys.set(presented, r.status);
-    return r;
+    if (!isWellFormedKey(presented)) return { status: 'invalid' };
+    const seen = this.prefixes.has(lookupPrefix(presented));
+    if (!seen && this.unseenLookups >= MAX_UNSEEN_LOOKUPS) return { status: 'not_found' };
+    if (!seen) this.unseenLookups++;
+    try {
+      const r = await this.ask(() => this.store.apiKeys.verify(presented, now));
+      // Only what PostgreSQL knows is cached (a made-up key would push out real ones).
+      if (r.status === 'ok') this.cache(presented, r.key);
+      else if (r.status === 'revoked') this.cache(presented, r.status);
+      return r;
+    } finally {
+      if (!seen) this.unseenLookups--;
+    }
+  }
+
+  /** Full: the entry cached first goes (a busy fleet's keys cycle through, none is pinned). */
+  private cache(presented: string, v: ApiKeyRecord | Exclude<KeyCheck, 'ok'>): void {
+    if (this.keys.size >= MAX_CACHED_KEYS) {
+      const first = this.keys.keys().next();
+      if (!first.done) this.keys.delete(first.value);
+    }
+    this.keys.set(presented, v);
   }
 
   keyRecord(presented: string): Promise<ApiKeyRecord | null> {
@@ -114,9 +146,14 @@ export class PgStoreView implements KeysAndCredentials {
       this.version = v;
       this.keys.clear();
       await this.loadSecrets();
+      await this.loadPrefixes();
     } catch {
       this.storeAnswers = false;
     }
+  }
+
+  private async loadPrefixes(): Promise<void> {
+    this.prefixes = await this.store.apiKeys.prefixes();
   }
 
   private async loadSecrets(): Promise<void> {

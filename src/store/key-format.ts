@@ -41,6 +41,14 @@ export function hashKey(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
 }
 
+/** Characters of the random part kept as the lookup prefix (48 bits: collisions are rare and handled). */
+const LOOKUP_CHARS = 8;
+
+/** The part of a key stored in the clear and looked up by (`sk-pi-` and 8 random characters). */
+export function lookupPrefix(key: string): string {
+  return key.slice(0, KEY_PREFIX.length + LOOKUP_CHARS);
+}
+
 /** Well-formed: `sk-pi-` plus 43 base64url characters. */
 export function isWellFormedKey(presented: string): boolean {
   return KEY_FORMAT.test(presented);

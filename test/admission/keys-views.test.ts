@@ -3,7 +3,8 @@
 // on a database file and on PostgreSQL (`serve --workers N`), and a fleet node's view of PostgreSQL.
 // The writer is another connection, as the CLI, the console or another node would be.
 import t, { type Test } from 'tap';
-import { PgStoreView } from '../../src/fleet/pg-store-view.ts';
+import { randomBytes } from 'node:crypto';
+import { MAX_UNSEEN_LOOKUPS, PgStoreView } from '../../src/fleet/pg-store-view.ts';
 import type { KeysAndCredentials } from '../../src/admission/store-view.ts';
 import { StoreView } from '../../src/admission/store-view.ts';
 import { openThreadView } from '../../src/runtime/thread-view.ts';
@@ -138,6 +139,43 @@ t.test('PostgreSQL', async (t) => {
         now: clock.now(),
       };
     });
+  });
+
+  t.test('made-up keys cost a bounded number of queries and push out no verified key', async (t) => {
+    const clock = new ManualClock(NOW);
+    const { url, cli } = await database(t, clock);
+    const issued = await cli.apiKeys.create({ workspace: 'open' });
+    const store = await openPgStore(url, { clock, masterKey: KEY });
+    t.teardown(() => store.close());
+    const view = await PgStoreView.open(store, undefined, 60_000);
+    let queries = 0;
+    const verify = store.apiKeys.verify.bind(store.apiKeys);
+    store.apiKeys.verify = (presented, now) => {
+      queries++;
+      return verify(presented, now);
+    };
+    t.match(await view.verifyKey(issued.key, NOW), { status: 'ok' }, 'an issued key verifies');
+    t.equal(queries, 1);
+
+    // A flood of well-formed keys nobody issued, all at once.
+    const madeUp = () => `sk-pi-${randomBytes(32).toString('base64url')}`;
+    const flood = await Promise.all(Array.from({ length: 500 }, () => view.verifyKey(madeUp(), NOW)));
+    t.ok(
+      flood.every((r) => r.status === 'not_found'),
+      'every one refused as unknown',
+    );
+    t.equal(queries - 1, MAX_UNSEEN_LOOKUPS, `at most ${MAX_UNSEEN_LOOKUPS} of them were asked of PostgreSQL`);
+    t.match(await view.verifyKey(issued.key, NOW), { status: 'ok' }, 'the verified key is still cached');
+    t.equal(queries - 1, MAX_UNSEEN_LOOKUPS, 'without a query');
+
+    // A key issued after this view last polled (another node, the CLI) verifies at once when no
+    // flood holds the lookups; a wrong key with an issued key's prefix is asked too, and refused.
+    const fresh = await cli.apiKeys.create({ workspace: 'open' });
+    t.match(await view.verifyKey(fresh.key, NOW), { status: 'ok' }, 'a key issued since the last poll verifies');
+    const wrong = `${issued.key.slice(0, 20)}${'A'.repeat(issued.key.length - 20)}`;
+    t.match(await view.verifyKey(wrong, NOW), { status: 'not_found' });
+    t.match(await view.verifyKey('sk-pi-short', NOW), { status: 'invalid' }, 'a malformed key: no query');
+    t.equal(queries, 2 + MAX_UNSEEN_LOOKUPS + 1);
   });
 
   t.test('a serving thread’s view (serve --workers N on PostgreSQL)', async (t) => {

@@ -3,11 +3,18 @@
 // unchanged.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
-import { type CreateKeyInput, hashKey, isWellFormedKey, KEY_PREFIX, keyNameProblem, keyState } from '../key-format.ts';
+import {
+  type CreateKeyInput,
+  hashKey,
+  isWellFormedKey,
+  KEY_PREFIX,
+  keyNameProblem,
+  keyState,
+  lookupPrefix,
+} from '../key-format.ts';
 import type { ApiKeyRecord, CreatedApiKey, VerifyResult } from '../types.ts';
 import type { PgPool } from './db.ts';
 
-const LOOKUP_CHARS = 8;
 const COLUMNS = 'id, prefix, hash, workspace, name, rpm, expires_at, created_at, revoked_at';
 
 interface KeyRow {
@@ -56,7 +63,7 @@ export class PgApiKeys {
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
       id: 'key_' + randomBytes(8).toString('hex'),
-      prefix: key.slice(0, KEY_PREFIX.length + LOOKUP_CHARS),
+      prefix: lookupPrefix(key),
       workspace: input.workspace,
       name: input.name ?? null,
       expiresAt: input.expiresAt ?? null,
@@ -91,11 +98,17 @@ export class PgApiKeys {
     if (!isWellFormedKey(presented)) return null;
     const hash = hashKey(presented);
     const r = await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [
-      presented.slice(0, KEY_PREFIX.length + LOOKUP_CHARS),
+      lookupPrefix(presented),
     ]);
     let match: KeyRow | undefined;
     for (const row of r.rows) if (row.hash.length === hash.length && timingSafeEqual(row.hash, hash)) match = row;
     return match ? toRecord(match) : null;
+  }
+
+  /** Every issued key's lookup prefix (revoked and expired keys included). */
+  async prefixes(): Promise<Set<string>> {
+    const r = await this.pool.query<{ prefix: string }>('SELECT DISTINCT prefix FROM api_keys');
+    return new Set(r.rows.map((row) => row.prefix));
   }
 
   async get(id: string): Promise<ApiKeyRecord | null> {

@@ -6,10 +6,15 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { Statements, type SqliteDatabase } from './db.ts';
 import type { ApiKeyRecord, CreatedApiKey, VerifyResult } from '../types.ts';
-import { type CreateKeyInput, hashKey, isWellFormedKey, KEY_PREFIX, keyNameProblem, keyState } from '../key-format.ts';
-
-/** Characters of the random part kept as the lookup prefix (48 bits: collisions are rare and handled). */
-const LOOKUP_CHARS = 8;
+import {
+  type CreateKeyInput,
+  hashKey,
+  isWellFormedKey,
+  KEY_PREFIX,
+  keyNameProblem,
+  keyState,
+  lookupPrefix,
+} from '../key-format.ts';
 
 interface KeyRow {
   id: string;
@@ -49,7 +54,7 @@ export class ApiKeys {
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
       id: 'key_' + randomBytes(8).toString('hex'),
-      prefix: key.slice(0, KEY_PREFIX.length + LOOKUP_CHARS),
+      prefix: lookupPrefix(key),
       workspace: input.workspace,
       name: input.name ?? null,
       expiresAt: input.expiresAt ?? null,
@@ -96,7 +101,7 @@ export class ApiKeys {
     const hash = hashKey(presented);
     const rows = this.sql
       .get(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = ?`)
-      .all(presented.slice(0, KEY_PREFIX.length + LOOKUP_CHARS)) as KeyRow[];
+      .all(lookupPrefix(presented)) as KeyRow[];
     let match: KeyRow | undefined;
     for (const row of rows) {
       if (row.hash.length === hash.length && timingSafeEqual(row.hash, hash)) match = row;
