@@ -15,9 +15,12 @@
 // settlements in batches (one statement in flight per node), so the wallet row is locked once per
 // batch. After each run: no overdraft (the balance is the credit minus exactly what was charged, and
 // nothing stays held once the services closed) and `ledger verify` clean. `--rounds N` (default 3):
-// the medians of N runs per client count.
+// the medians of N runs per client count. As a node does, each settlement carries its request's log
+// row (committed in the settlement's statement) and the request's final row follows in the request
+// log's batch, replacing it; after each run, every settlement has its one row. `--no-log-rows`
+// settles without them (the work of the wallet alone).
 //
-//   node bench/run.js hot-wallet [--quick] [--fsync] [--escrow [--rounds N]]
+//   node bench/run.js hot-wallet [--quick] [--fsync] [--escrow [--rounds N] [--no-log-rows]]
 import { join } from 'node:path';
 import { TREE, ensureBuilt } from './lib/proc.mjs';
 import { havePostgres, startPostgres } from './lib/services.mjs';
@@ -31,6 +34,9 @@ const ESCROW = process.argv.includes('--escrow');
 const ESCROW_CLIENTS = flags.quick ? [96, 192] : [48, 96, 192, 384];
 const ROUNDS = flags.rounds ?? 3;
 const NODES = 3;
+const LOG_ROWS = !process.argv.includes('--no-log-rows');
+/** `--final-rows-only`: the log rows in the request log's batch only, none with the settlement. */
+const FINAL_ONLY = process.argv.includes('--final-rows-only');
 if (!havePostgres()) {
   log('hot-wallet: no PostgreSQL binaries on this machine; nothing to run');
   process.exit(0);
@@ -44,6 +50,46 @@ const pgSrv = await startPostgres({ fsync: FSYNC });
 const HOLD = 130_000n;
 const COST = 20_000n;
 let seq = 0;
+
+/** A request's log row as a node writes it: at settlement, then final (`latencyMs` later). */
+function logRow(trace, ws, latencyMs) {
+  return {
+    trace_id: trace,
+    ts: Date.now(),
+    workspace: ws,
+    key_id: 'key_bench',
+    endpoint: 'chat_completions',
+    model_requested: 'acme/chat-small',
+    model_served: 'acme/chat-small',
+    provider: 'alpha',
+    deployment: 'alpha/chat-small',
+    attempts: 1,
+    attempts_json: [
+      {
+        provider: 'alpha',
+        model: 'acme/chat-small',
+        deployment: 'alpha/chat-small',
+        outcome: 'ok',
+        status: 200,
+        ms: 3,
+      },
+    ],
+    stream: false,
+    status: 200,
+    error_code: null,
+    latency_ms: latencyMs,
+    ttfb_ms: 2,
+    prompt_tokens: 12,
+    completion_tokens: 30,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: COST,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended: 'completed',
+  };
+}
 
 /** Hold → settle straight through the store's statements, one each. */
 function direct(store) {
@@ -111,7 +157,7 @@ async function escrowRound(n, ws, credit) {
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
-      const { service } = nodes[i % NODES];
+      const { service, store } = nodes[i % NODES];
       while (performance.now() < end) {
         const trace = `e${++seq}`;
         const h = await service.hold(ws, trace, HOLD);
@@ -119,7 +165,13 @@ async function escrowRound(n, ws, credit) {
           refused++;
           continue;
         }
-        if (await service.settle(trace, COST, { model: 'bench' })) charged += COST;
+        if (!LOG_ROWS) {
+          if (await service.settle(trace, COST, { model: 'bench' })) charged += COST;
+        } else {
+          const row = FINAL_ONLY ? undefined : logRow(trace, ws, 3);
+          if (await service.settle(trace, COST, { model: 'bench' }, row)) charged += COST;
+          store.requestLog.append(logRow(trace, ws, 4));
+        }
         done++;
       }
     }),
@@ -128,11 +180,20 @@ async function escrowRound(n, ws, credit) {
   const batches = nodes.reduce((a, x) => a + x.service.batchStats.batches, 0);
   const settlements = nodes.reduce((a, x) => a + x.service.batchStats.settlements, 0);
   for (const x of nodes) await x.service.close();
+  for (const x of nodes) await x.store.requestLog.flush();
   const w = await nodes[0].store.wallets.show(ws, Date.now());
+  const count = await nodes[0].store.pool.query(
+    'SELECT count(*) AS rows, count(DISTINCT trace_id) AS traces FROM request_log WHERE workspace = $1',
+    [ws],
+  );
+  const logged = count.rows[0];
   const verify = await nodes[0].store.wallets.verify();
   for (const x of nodes) await x.store.close();
   const overdraft = w.balance < 0n || w.balance !== credit - charged || w.held !== 0n;
+  // One row per settled request, none twice.
+  const rowsOk = !LOG_ROWS || (Number(logged.rows) === done && Number(logged.traces) === done);
   return {
+    rowsOk,
     perSec: done / secs,
     refused,
     meanBatch: batches ? settlements / batches : 0,
@@ -146,7 +207,15 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 if (ESCROW) {
   const rows = [];
-  const out = { machine: machineInfo(), durationMs: DURATION_MS, fsync: FSYNC, nodes: NODES, rounds: ROUNDS, runs: [] };
+  const out = {
+    machine: machineInfo(),
+    durationMs: DURATION_MS,
+    fsync: FSYNC,
+    nodes: NODES,
+    rounds: ROUNDS,
+    logRows: LOG_ROWS,
+    runs: [],
+  };
   const CREDIT = 10n ** 15n;
   try {
     const setup = await openPgStore(pgSrv.url, { checkSchema: false });
@@ -159,7 +228,7 @@ if (ESCROW) {
     for (const n of ESCROW_CLIENTS) {
       const rounds = [];
       for (let r = 0; r < ROUNDS; r++) rounds.push(await escrowRound(n, `hot${w++}`, CREDIT));
-      const ok = rounds.every((x) => !x.overdraft && x.verify && x.refused === 0);
+      const ok = rounds.every((x) => !x.overdraft && x.verify && x.refused === 0 && x.rowsOk);
       out.runs.push({ clients: n, rounds });
       rows.push([
         String(n),
@@ -168,7 +237,9 @@ if (ESCROW) {
         fmt(median(rounds.map((x) => x.meanBatch)), 1),
         ok
           ? 'none, verify ok'
-          : JSON.stringify(rounds.map((x) => ({ o: x.overdraft, v: x.verify, r: x.refused, p: x.problems }))),
+          : JSON.stringify(
+              rounds.map((x) => ({ o: x.overdraft, v: x.verify, r: x.refused, l: x.rowsOk, p: x.problems })),
+            ),
       ]);
       log(
         `escrow, ${n} clients over ${NODES} nodes: ${rounds.map((x) => fmtInt(x.perSec)).join(' / ')} /s (mean batch ${fmt(median(rounds.map((x) => x.meanBatch)), 1)})${ok ? '' : ' PROBLEM'}`,
@@ -179,7 +250,7 @@ if (ESCROW) {
   }
   saveResult(FSYNC ? 'hot-wallet-escrow-fsync' : 'hot-wallet-escrow', out);
   process.stdout.write(
-    `\n## hot wallet, escrow, ${NODES} nodes on one wallet (fsync ${FSYNC ? 'on' : 'off'}): hold + settle per second\n\n${table(['clients', `rounds (${ROUNDS})`, 'median /s', 'settlements per statement (median)', 'overdraft, refusals, ledger verify'], rows)}\n`,
+    `\n## hot wallet, escrow, ${NODES} nodes on one wallet (fsync ${FSYNC ? 'on' : 'off'}, log rows ${LOG_ROWS ? 'on' : 'off'}): hold + settle per second\n\n${table(['clients', `rounds (${ROUNDS})`, 'median /s', 'settlements per statement (median)', 'overdraft, refusals, ledger verify'], rows)}\n`,
   );
   process.exit(0);
 }

@@ -293,6 +293,8 @@ export class EscrowWalletService implements WalletService {
   }
 
   async settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    // The row rides with the settlement: the request's final row is to replace it, not follow it.
+    if (logRow) this.store.requestLog.carried(traceId);
     const r = this.reservations.get(traceId);
     if (r === undefined) {
       this.perRequest.delete(traceId);

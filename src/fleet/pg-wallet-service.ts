@@ -81,6 +81,8 @@ export class PgWalletService implements WalletService {
   }
 
   async settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    // The row rides with the settlement: the request's final row is to replace it, not follow it.
+    if (logRow) this.store.requestLog.carried(traceId);
     // Retried for at most lease − renew interval (by attempts, not by the clock, which tests stop).
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
     for (let attempt = 1; ; attempt++) {

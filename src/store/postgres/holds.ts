@@ -93,7 +93,7 @@ WITH i AS (
   SELECT ${SETTLED_LOG_VALUES} FROM h JOIN i ON i.trace_id = h.trace_id,
     LATERAL json_populate_record(NULL::request_log, i.log_row::json) p
   WHERE h.state = 'settled' AND i.log_row IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM request_log x WHERE x.trace_id = h.trace_id)
+    AND (SELECT x.id FROM request_log x WHERE x.trace_id = h.trace_id LIMIT 1) IS NULL
   RETURNING 1
 )
 SELECT trace_id FROM h`;

@@ -44,6 +44,10 @@ type Column = keyof typeof COLUMN_TYPES;
 const COLUMNS = Object.keys(COLUMN_TYPES) as Column[];
 const MAX_QUERY_LIMIT = 10_000;
 const BACKLOG_BATCHES = 10;
+/** Traces whose settlement wrote their row, remembered until their final row comes. Bounded: a
+ *  trace forgotten (over 100,000 requests between a settlement and its request's end) gets its final
+ *  row as a second row. */
+const MAX_CARRIED = 100_000;
 
 type Value = string | number | bigint | boolean | null;
 
@@ -88,23 +92,34 @@ export function requestLogInsert(rows: number, withId = false): string {
 }
 
 /**
- * The final rows of finished requests: a trace that already has a row (the provisional one its
- * settlement wrote, src/store/postgres/slices.ts and holds.ts) gets it replaced — every column but
- * `trace_id` and `workspace`, as the embedded store does —, the others are inserted.
+ * The final rows of requests whose settlement wrote their row (src/store/postgres/slices.ts and
+ * holds.ts): each replaces it — every column but `trace_id` and `workspace`, as the embedded store
+ * does —; a row not found is inserted. Each row is found through the trace index by a subquery with
+ * `LIMIT 1`, then updated by primary key: plans PostgreSQL keeps on index scans however stale the
+ * table's statistics are (a join on `trace_id` was planned as a scan of the whole table). One array
+ * per column, so the statement has the same text and 25 parameters whatever the number of rows.
  */
-export function requestLogUpsert(rows: number): string {
-  const groups: string[] = [];
-  for (let i = 0; i < rows; i++)
-    groups.push(`(${COLUMNS.map((c, j) => `$${i * COLUMNS.length + j + 1}::${COLUMN_TYPES[c]}`).join(', ')})`);
-  const updated = COLUMNS.filter((c) => c !== 'trace_id' && c !== 'workspace');
-  return `WITH v (${COLUMNS.join(', ')}) AS (VALUES ${groups.join(', ')}),
-u AS (
-  UPDATE request_log SET ${updated.map((c) => `${c} = v.${c}`).join(', ')}
-  FROM v WHERE request_log.trace_id = v.trace_id
+const UPDATED = COLUMNS.filter((c) => c !== 'trace_id' && c !== 'workspace');
+export const REQUEST_LOG_REPLACE = `WITH v AS (
+  SELECT * FROM unnest(${COLUMNS.map((c, i) => `$${i + 1}::${COLUMN_TYPES[c]}[]`).join(', ')}) AS v(${COLUMNS.join(', ')})
+), t AS (
+  SELECT v.*, (SELECT r.id FROM request_log r WHERE r.trace_id = v.trace_id LIMIT 1) AS rid FROM v
+), u AS (
+  UPDATE request_log SET ${UPDATED.map((c) => `${c} = t.${c}`).join(', ')}
+  FROM t WHERE request_log.id = t.rid AND request_log.id = ANY(ARRAY(SELECT rid FROM t WHERE rid IS NOT NULL))
   RETURNING request_log.trace_id
 )
 INSERT INTO request_log (${COLUMNS.join(', ')})
-SELECT ${COLUMNS.map((c) => `v.${c}`).join(', ')} FROM v WHERE v.trace_id NOT IN (SELECT trace_id FROM u)`;
+SELECT ${COLUMNS.map((c) => `t.${c}`).join(', ')} FROM t WHERE t.rid IS NULL`;
+
+/** `rows` as REQUEST_LOG_REPLACE takes them: one array of values per column. */
+export function columnArrays(rows: readonly RequestLogRow[]): Value[][] {
+  const columns: Value[][] = COLUMNS.map(() => []);
+  for (const row of rows) {
+    const values = requestLogValues(row);
+    for (let i = 0; i < values.length; i++) (columns[i] as Value[]).push(values[i] as Value);
+  }
+  return columns;
 }
 
 /** Whether a number is one its column takes: an integer within the column's range. */
@@ -142,7 +157,9 @@ export const SETTLED_LOG_COLUMNS = COLUMNS.join(', ');
 export const SETTLED_LOG_VALUES = COLUMNS.map((c) => `p.${c}`).join(', ');
 
 export class PgRequestLog {
-  private queue: RequestLogRow[] = [];
+  private queue: QueuedRow[] = [];
+  /** Traces whose settlement committed their row: their final row replaces it (see `carried`). */
+  private readonly carriedRows = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
   private closed = false;
@@ -172,9 +189,21 @@ export class PgRequestLog {
     this.maxBatch = Math.min(opts.maxBatch ?? 1000, 2000);
   }
 
+  /**
+   * The trace's settlement committed its log row (in the settlement's statement): the request's
+   * final row, when it is appended, replaces that row instead of being a second one.
+   */
+  carried(traceId: string): void {
+    if (this.carriedRows.size >= MAX_CARRIED) {
+      const first = this.carriedRows.values().next();
+      if (!first.done) this.carriedRows.delete(first.value);
+    }
+    this.carriedRows.add(traceId);
+  }
+
   append(row: RequestLogRow): void {
     if (this.closed) throw new Error('the store is closed');
-    this.queue.push(row);
+    this.queue.push({ row, replaces: this.carriedRows.delete(row.trace_id) });
     if (this.queue.length >= this.maxBatch) void this.flush();
     else this.schedule(this.flushMs);
   }
@@ -247,37 +276,49 @@ export class PgRequestLog {
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
-      try {
-        await this.insert(batch);
-      } catch (err) {
-        let outage: unknown = err;
-        if (!isUnavailable(err)) {
-          // The server answered that it will not store this batch: each row goes alone, and only
-          // a row it refuses by itself is left out.
-          outage = await this.insertEach(batch);
-          if (outage === null) continue;
-        } else this.queue.unshift(...batch);
-        const limit = this.maxBatch * BACKLOG_BATCHES;
-        if (this.queue.length > limit) this.counts.dropped += this.queue.splice(0, this.queue.length - limit).length;
-        this.onError(outage);
-        this.schedule(Math.max(this.flushMs, 1000));
-        return;
+      // New rows and final rows replacing their settlement's go in a statement each.
+      const groups = [batch.filter((q) => !q.replaces), batch.filter((q) => q.replaces)];
+      for (let g = 0; g < groups.length; g++) {
+        const group = groups[g] as QueuedRow[];
+        if (group.length === 0) continue;
+        try {
+          await this.insert(group);
+        } catch (err) {
+          let outage: unknown = err;
+          if (!isUnavailable(err)) {
+            // The server answered that it will not store these rows: each goes alone, and only
+            // a row it refuses by itself is left out.
+            outage = await this.insertEach(group);
+            if (outage === null) continue;
+          } else this.queue.unshift(...group);
+          // What this batch had not written yet waits for the retry too.
+          this.queue.push(...groups.slice(g + 1).flat());
+          const limit = this.maxBatch * BACKLOG_BATCHES;
+          if (this.queue.length > limit) this.counts.dropped += this.queue.splice(0, this.queue.length - limit).length;
+          this.onError(outage);
+          this.schedule(Math.max(this.flushMs, 1000));
+          return;
+        }
       }
     }
   }
 
-  private async insert(rows: RequestLogRow[]): Promise<void> {
-    await this.pool.query(requestLogUpsert(rows.length), rows.flatMap(requestLogValues));
+  /** Rows of one kind: new ones in one multi-row INSERT, final rows replacing their settlement's in
+   *  one REQUEST_LOG_REPLACE. */
+  private async insert(rows: QueuedRow[]): Promise<void> {
+    const plain = rows.map((q) => q.row);
+    if (rows[0]?.replaces) await this.pool.query(REQUEST_LOG_REPLACE, columnArrays(plain));
+    else await this.pool.query(requestLogInsert(plain.length), plain.flatMap(requestLogValues));
     this.counts.transactions++;
     this.counts.written += rows.length;
-    for (const problem of unstorableCosts(rows)) this.onError(new RangeError(problem));
+    for (const problem of unstorableCosts(plain)) this.onError(new RangeError(problem));
   }
 
   /** One statement per row; a row the server refuses is reported and dropped. When the server stops
    *  answering, that row and those after it go back to the queue and the error is returned. */
-  private async insertEach(rows: RequestLogRow[]): Promise<unknown> {
+  private async insertEach(rows: QueuedRow[]): Promise<unknown> {
     for (let i = 0; i < rows.length; i++) {
-      const row = rows[i] as RequestLogRow;
+      const row = rows[i] as QueuedRow;
       try {
         await this.insert([row]);
       } catch (err) {
@@ -287,11 +328,17 @@ export class PgRequestLog {
         }
         this.counts.refused++;
         const why = err instanceof Error ? err.message : String(err);
-        this.onError(new RangeError(`request-log row of trace ${row.trace_id} refused by the database: ${why}`));
+        this.onError(new RangeError(`request-log row of trace ${row.row.trace_id} refused by the database: ${why}`));
       }
     }
     return null;
   }
+}
+
+/** A row waiting for its batch; `replaces`: its settlement wrote the row it replaces. */
+interface QueuedRow {
+  row: RequestLogRow;
+  replaces: boolean;
 }
 
 const num = (v: Value): number | null => (v === null ? null : Number(v));

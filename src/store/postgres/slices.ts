@@ -85,7 +85,7 @@ WITH i AS (
   INSERT INTO request_log (${SETTLED_LOG_COLUMNS})
   SELECT ${SETTLED_LOG_VALUES} FROM i JOIN l ON l.trace_id = i.trace_id,
     LATERAL json_populate_record(NULL::request_log, i.log_row::json) p
-  WHERE i.log_row IS NOT NULL AND NOT EXISTS (SELECT 1 FROM request_log x WHERE x.trace_id = i.trace_id)
+  WHERE i.log_row IS NOT NULL AND (SELECT x.id FROM request_log x WHERE x.trace_id = i.trace_id LIMIT 1) IS NULL
   RETURNING 1
 ), g AS (
   SELECT slice_id, workspace, SUM(amount_nano) AS cost FROM l GROUP BY slice_id, workspace

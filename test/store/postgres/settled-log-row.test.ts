@@ -1,14 +1,20 @@
 // A settlement on PostgreSQL carries its request's log row, committed in the same statement as the
 // charge (escrow's `settleMany`, the per-request holds' `closeMany`): a node killed after an answer
 // leaves no charge without its row. The request's final row, written later in the request log's
-// batch, replaces it; a final row already there (written first) is kept. A row's values never fail
-// the charge: what no column takes is stored as null, and a row the statement still could not carry
-// goes to the request log's own batch.
+// batch, replaces it (the wallet services mark those traces: `carried`); a final row already there
+// (written first) is kept. A row's values never fail the charge: what no column takes is stored as
+// null, and a row the statement still could not carry goes to the request log's own batch.
 import t from 'tap';
 import type { Test } from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
 import { chargeBeforeRow } from '../../../src/fleet/isolated-batch.ts';
 import { openPgStore, type PgStore } from '../../../src/store/postgres/store.ts';
+import {
+  columnArrays,
+  REQUEST_LOG_REPLACE,
+  requestLogInsert,
+  requestLogValues,
+} from '../../../src/store/postgres/request-log.ts';
 import type { RequestLogRow } from '../../../src/store/types.ts';
 import { logRow } from '../../helpers/log-rows.ts';
 import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';
@@ -63,6 +69,8 @@ t.test('escrow: the row is committed with the charge, once; the final row replac
   t.same([...(await s.slices.settleMany(batch, clock.now()))].sort(), ['x', 'y'], 'a retry finds both charged');
   t.equal((await rowsOf(s, 'x')).length, 1, 'and writes no second row');
 
+  // The wallet services say which traces' rows rode with their settlement (see the fleet tests).
+  s.requestLog.carried('x');
   s.requestLog.append(settledRow('x', { latency_ms: 42, ended: 'client_abort' }));
   await s.requestLog.flush();
   t.match(
@@ -86,6 +94,7 @@ t.test('per-request holds: the row is committed with the charge; a release write
   t.same(await rowsOf(s, 'b'), []);
   t.same([...(await s.holds.closeMany(closes, clock.now()))], [], 'a retry closes nothing');
   t.equal((await rowsOf(s, 'a')).length, 1, 'and writes no second row');
+  s.requestLog.carried('a');
   s.requestLog.append(settledRow('a', { latency_ms: 9 }));
   await s.requestLog.flush();
   t.match(await rowsOf(s, 'a'), [{ latency_ms: 9 }], 'the final row replaced it');
@@ -99,6 +108,11 @@ t.test('a final row written before its settlement is kept: the settlement adds n
   await s.requestLog.flush();
   const settle = { traceId: 'late', sliceId: 's1', cost: 300n, details: {}, logRow: settledRow('late') };
   t.same([...(await s.slices.settleMany([settle], clock.now()))], ['late']);
+  // A final row to replace a settlement's row that is not there is written as a new one.
+  s.requestLog.carried('gone');
+  s.requestLog.append(settledRow('gone', { latency_ms: 5 }));
+  await s.requestLog.flush();
+  t.match(await rowsOf(s, 'gone'), [{ latency_ms: 5 }], 'written');
   t.match(await rowsOf(s, 'late'), [{ latency_ms: 99 }], 'the final row has the last word');
   t.equal((await rowsOf(s, 'late')).length, 1);
 });
@@ -165,4 +179,29 @@ t.test('an item refused alone is charged without its row, the row set aside', as
     'an outage is not a refusal',
   );
   t.same(aside, ['p']);
+});
+
+t.test('a batch of final rows finds its rows through indexes, never a scan of the whole log', async (t) => {
+  const s = await fresh(t);
+  // A log of 20,000 rows PostgreSQL has no statistics of yet (as after a burst, before autovacuum).
+  const rows = Array.from({ length: 20_000 }, (_, i) => settledRow(`old-${i}`));
+  for (let i = 0; i < rows.length; i += 1000) {
+    const part = rows.slice(i, i + 1000);
+    await s.pool.query(requestLogInsert(part.length), part.flatMap(requestLogValues));
+  }
+  const finals = rows.slice(5000, 5200).map((r) => ({ ...r, latency_ms: 77 }));
+  const columns = columnArrays(finals);
+  const plan = (await s.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${REQUEST_LOG_REPLACE}`, columns)).rows
+    .map((r) => r['QUERY PLAN'])
+    .join('\n');
+  t.notMatch(plan, /Seq Scan on request_log/, 'no sequential scan of the request log');
+  await s.pool.query(REQUEST_LOG_REPLACE, columns);
+  const after = await s.pool.query<{ latency_ms: bigint }>(
+    "SELECT latency_ms FROM request_log WHERE trace_id = 'old-5100'",
+  );
+  t.same(
+    after.rows.map((r) => r.latency_ms),
+    [77n],
+    'replaced, one row',
+  );
 });
