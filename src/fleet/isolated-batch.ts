@@ -5,7 +5,7 @@
 // is re-run one item per statement, so each request gets its own outcome and no other request's
 // write is lost with it; a batch PostgreSQL did not answer is rejected for every item in it, and
 // each caller retries as it would a single statement (the writes are idempotent per trace).
-import { isUnavailable } from '../store/postgres/store.ts';
+import { isDataRefusal, isUnavailable, type PgStore } from '../store/postgres/store.ts';
 import type { RequestLogRow } from '../store/types.ts';
 
 export interface Pending<T> {
@@ -65,9 +65,10 @@ export interface RowCarrier<T> {
 }
 
 /**
- * `many`, except that an item the database refuses alone is tried once more without its log row,
- * the row handed `aside`: a charge never depends on its log row (the row's values are made storable
- * before they are sent, so this is a last guard, not a path taken).
+ * `many`, except that an item whose data the database refuses alone is tried once more without its
+ * log row, the row handed `aside`: a charge never depends on its log row (the row's values are made
+ * storable before they are sent, so this is a last guard). Any other error is the caller's, as
+ * before (an outage or a timeout is retried with the row).
  */
 export function chargeBeforeRow<T extends { traceId: string }>(
   many: (items: T[]) => Promise<Set<string>>,
@@ -79,10 +80,17 @@ export function chargeBeforeRow<T extends { traceId: string }>(
     } catch (err) {
       const item = items.length === 1 ? (items[0] as T) : null;
       const row = item ? rows.rowOf(item) : undefined;
-      if (!item || !row || isUnavailable(err)) throw err;
+      if (!item || !row || !isDataRefusal(err)) throw err;
       const written = await many([rows.without(item)]);
       rows.aside(row);
       return written;
     }
   };
+}
+
+/** A settlement's log row its statement could not carry: written in the request log's batch, still
+ *  to be replaced by the request's final row (which follows the settlement, already over). */
+export function rowAside(store: PgStore, row: RequestLogRow): void {
+  store.requestLog.append(row);
+  store.requestLog.carried(row.trace_id, Promise.resolve());
 }

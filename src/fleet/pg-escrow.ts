@@ -37,6 +37,7 @@ import { WalletError } from '../store/errors.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { ESCROW_DEFAULTS, EscrowWallet, type EscrowTuning, Slice } from './pg-escrow-slice.ts';
+import { rowAside } from './isolated-batch.ts';
 import { SliceSettleBatcher } from './pg-escrow-settle-batch.ts';
 import { PgWalletService } from './pg-wallet-service.ts';
 
@@ -112,7 +113,7 @@ export class EscrowWalletService implements WalletService {
       timer: false,
     };
     this.fallback = new PgWalletService(store, opts.log ? { ...fallbackOpts, log: opts.log } : fallbackOpts);
-    this.settles = new SliceSettleBatcher(store.slices, opts.clock, (row) => store.requestLog.append(row));
+    this.settles = new SliceSettleBatcher(store.slices, opts.clock, (row) => rowAside(store, row));
     this.lastRenew = opts.clock.now();
     this.timer = opts.timer === false ? null : setInterval(() => void this.tick(), Math.min(TICK_MS, this.renewMs));
     this.timer?.unref();
@@ -292,9 +293,19 @@ export class EscrowWalletService implements WalletService {
     return r;
   }
 
-  async settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
-    // The row rides with the settlement: the request's final row is to replace it, not follow it.
-    if (logRow) this.store.requestLog.carried(traceId);
+  settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    const settled = this.settleSlice(traceId, cost, details, logRow);
+    // The row rides with the settlement: the request's final row is to replace it once it is over.
+    if (logRow) this.store.requestLog.carried(traceId, settled);
+    return settled;
+  }
+
+  private async settleSlice(
+    traceId: string,
+    cost: bigint,
+    details: LedgerDetails,
+    logRow: RequestLogRow | undefined,
+  ): Promise<boolean> {
     const r = this.reservations.get(traceId);
     if (r === undefined) {
       this.perRequest.delete(traceId);

@@ -6,18 +6,19 @@
 // second without a query per request. A key not in the cache is verified against PostgreSQL (one
 // indexed query); when PostgreSQL does not answer, that request is refused with 503 store_unavailable.
 //
-// Keys nobody issued cost no query each: the node knows every issued key's lookup prefix (loaded
-// with the credentials, again whenever the change counter moves), and a key whose prefix it does not
-// know is refused as unknown without asking — unless fewer than MAX_UNSEEN_LOOKUPS such lookups are
-// under way, so a key issued in the last second (before this node's next poll) still verifies at
-// once. A flood of made-up keys therefore holds at most that many of the pool's connections, which
-// the wallets' holds and settlements share, and caches nothing: only keys PostgreSQL knows are
-// cached, so the flood never pushes out the verified keys of other tenants.
+// Keys nobody issued cost no query each: the node knows every issued key's digest (the sha256 the
+// store keeps; loaded with the credentials, again whenever the change counter moves), and a key whose
+// digest it does not know is refused as unknown without asking — unless fewer than
+// MAX_UNSEEN_LOOKUPS such lookups are under way, so a key issued in the last second (before this
+// node's next poll) still verifies at once. A flood of made-up keys — random, or an issued key's
+// visible prefix with a guessed rest — therefore holds at most that many of the pool's connections,
+// which the wallets' holds and settlements share, and caches nothing: only keys PostgreSQL knows
+// are cached, so the flood never pushes out the verified keys of other tenants.
 import { GatewayError } from '../errors.ts';
 import type { ApiKeyRecord } from '../store/types.ts';
 import { SecretError } from '../store/seal.ts';
 import { isUnavailable, type PgStore } from '../store/postgres/store.ts';
-import { isWellFormedKey, lookupPrefix } from '../store/key-format.ts';
+import { hashKey, isWellFormedKey } from '../store/key-format.ts';
 import type { KeyVerification } from '../admission/admission.ts';
 import type { KeyCheck } from '../admission/api-key.ts';
 import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-view.ts';
@@ -33,8 +34,8 @@ export class PgStoreView implements KeysAndCredentials {
   /** The last value each name opened to: kept when a rotation under us seals it with a key we lack. */
   private readonly opened = new Map<string, string>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
-  /** Lookup prefixes of every issued key as of the last load. */
-  private prefixes = new Set<string>();
+  /** The digest of every issued key as of the last load. */
+  private digests = new Set<string>();
   private unseenLookups = 0;
   private version: bigint = -1n;
   private lastPoll = 0;
@@ -59,8 +60,7 @@ export class PgStoreView implements KeysAndCredentials {
   ): Promise<PgStoreView> {
     const v = new PgStoreView(store, onBadSecret, pollMs);
     v.version = await store.changeVersion();
-    await v.loadSecrets();
-    await v.loadPrefixes();
+    await v.load();
     v.lastPoll = Date.now();
     return v;
   }
@@ -99,7 +99,7 @@ export class PgStoreView implements KeysAndCredentials {
       return { status: 'ok', key: hit };
     }
     if (!isWellFormedKey(presented)) return { status: 'invalid' };
-    const seen = this.prefixes.has(lookupPrefix(presented));
+    const seen = this.digests.has(hashKey(presented).toString('base64'));
     if (!seen && this.unseenLookups >= MAX_UNSEEN_LOOKUPS) return { status: 'not_found' };
     if (!seen) this.unseenLookups++;
     try {
@@ -143,21 +143,23 @@ export class PgStoreView implements KeysAndCredentials {
       const v = await this.store.changeVersion();
       this.storeAnswers = true;
       if (v === this.version) return;
+      // The version moves only once all is loaded: a load that fails is tried again next poll.
+      await this.load();
       this.version = v;
-      this.keys.clear();
-      await this.loadSecrets();
-      await this.loadPrefixes();
     } catch {
       this.storeAnswers = false;
     }
   }
 
-  private async loadPrefixes(): Promise<void> {
-    this.prefixes = await this.store.apiKeys.prefixes();
+  /** Credentials and key digests, both read before either is used; the verified keys dropped. */
+  private async load(): Promise<void> {
+    const [all, digests] = await Promise.all([this.store.secrets.revealAll(), this.store.apiKeys.digests()]);
+    this.applySecrets(all);
+    this.digests = digests;
+    this.keys.clear();
   }
 
-  private async loadSecrets(): Promise<void> {
-    const all = await this.store.secrets.revealAll();
+  private applySecrets(all: Awaited<ReturnType<PgStore['secrets']['revealAll']>>): void {
     const next = new Map<string, string | null>();
     for (const [name, r] of all) {
       if ('value' in r) {

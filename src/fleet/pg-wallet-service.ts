@@ -17,6 +17,7 @@ import { GatewayError } from '../errors.ts';
 import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
 import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
+import { rowAside } from './isolated-batch.ts';
 import { CloseBatcher } from './pg-close-batch.ts';
 
 const RETRY_MS = 200;
@@ -50,7 +51,7 @@ export class PgWalletService implements WalletService {
   constructor(store: PgStore, opts: PgWalletOptions) {
     this.store = store;
     this.opts = opts;
-    this.closes = new CloseBatcher(store.holds, opts.clock, (row) => store.requestLog.append(row));
+    this.closes = new CloseBatcher(store.holds, opts.clock, (row) => rowAside(store, row));
     this.leaseMs = opts.leaseMs ?? HOLD_LEASE_MS;
     this.renewMs = opts.renewMs ?? LEASE_RENEW_MS;
     this.log = opts.log ?? (() => undefined);
@@ -80,9 +81,19 @@ export class PgWalletService implements WalletService {
     }
   }
 
-  async settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
-    // The row rides with the settlement: the request's final row is to replace it, not follow it.
-    if (logRow) this.store.requestLog.carried(traceId);
+  settle(traceId: string, cost: bigint, details: LedgerDetails, logRow?: RequestLogRow): Promise<boolean> {
+    const settled = this.settleHold(traceId, cost, details, logRow);
+    // The row rides with the settlement: the request's final row is to replace it once it is over.
+    if (logRow) this.store.requestLog.carried(traceId, settled);
+    return settled;
+  }
+
+  private async settleHold(
+    traceId: string,
+    cost: bigint,
+    details: LedgerDetails,
+    logRow: RequestLogRow | undefined,
+  ): Promise<boolean> {
     // Retried for at most lease − renew interval (by attempts, not by the clock, which tests stop).
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
     for (let attempt = 1; ; attempt++) {

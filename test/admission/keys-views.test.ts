@@ -157,9 +157,15 @@ t.test('PostgreSQL', async (t) => {
     t.match(await view.verifyKey(issued.key, NOW), { status: 'ok' }, 'an issued key verifies');
     t.equal(queries, 1);
 
-    // A flood of well-formed keys nobody issued, all at once.
-    const madeUp = () => `sk-pi-${randomBytes(32).toString('base64url')}`;
-    const flood = await Promise.all(Array.from({ length: 500 }, () => view.verifyKey(madeUp(), NOW)));
+    // A flood of well-formed keys nobody issued, all at once: random ones, and an issued key's
+    // visible prefix with a guessed rest.
+    const madeUp = (i: number) =>
+      i % 2 === 0
+        ? `sk-pi-${randomBytes(32).toString('base64url')}`
+        : `${issued.key.slice(0, 14)}${randomBytes(32)
+            .toString('base64url')
+            .slice(0, issued.key.length - 14)}`;
+    const flood = await Promise.all(Array.from({ length: 500 }, (_, i) => view.verifyKey(madeUp(i), NOW)));
     t.ok(
       flood.every((r) => r.status === 'not_found'),
       'every one refused as unknown',

@@ -105,10 +105,10 @@ export class PgApiKeys {
     return match ? toRecord(match) : null;
   }
 
-  /** Every issued key's lookup prefix (revoked and expired keys included). */
-  async prefixes(): Promise<Set<string>> {
-    const r = await this.pool.query<{ prefix: string }>('SELECT DISTINCT prefix FROM api_keys');
-    return new Set(r.rows.map((row) => row.prefix));
+  /** The digest (base64) of every issued key, revoked and expired ones included. */
+  async digests(): Promise<Set<string>> {
+    const r = await this.pool.query<{ hash: Buffer }>('SELECT hash FROM api_keys');
+    return new Set(r.rows.map((row) => row.hash.toString('base64')));
   }
 
   async get(id: string): Promise<ApiKeyRecord | null> {

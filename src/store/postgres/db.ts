@@ -118,6 +118,17 @@ export function isUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * PostgreSQL refused the data itself (SQLSTATE class 22, a data exception, or 23, a constraint): the
+ * same write would be refused again, so a batch is retried one item at a time to find which. Any
+ * other error (a lock or statement timeout, a deadlock, a read-only standby, a full disk) may pass:
+ * the write is kept and retried as for an outage.
+ */
+export function isDataRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
 /** Rethrows connection-level failures as StoreUnavailableError naming what was being done. */
 export function unavailable(err: unknown, doing: string): unknown {
   if (!isUnavailable(err) || err instanceof StoreUnavailableError) return err;

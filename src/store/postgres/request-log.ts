@@ -10,7 +10,7 @@ import { storedCost, unstorableCosts } from '../log-cost.ts';
 import type { RequestLogFilter } from '../search-filters.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../types.ts';
 import { pgWhereOf } from './request-log-search.ts';
-import { isUnavailable, type PgPool } from './db.ts';
+import { isDataRefusal, type PgPool } from './db.ts';
 
 /** The columns a row is written with, and their types (src/store/postgres/migrations.ts). */
 const COLUMN_TYPES = {
@@ -158,8 +158,8 @@ export const SETTLED_LOG_VALUES = COLUMNS.map((c) => `p.${c}`).join(', ');
 
 export class PgRequestLog {
   private queue: QueuedRow[] = [];
-  /** Traces whose settlement committed their row: their final row replaces it (see `carried`). */
-  private readonly carriedRows = new Set<string>();
+  /** Traces whose settlement carries their row, with the settlement (see `carried`). */
+  private readonly carriedRows = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
   private closed = false;
@@ -178,7 +178,8 @@ export class PgRequestLog {
       process.stderr.write(
         logLine('request_log_write_failed', {
           error: err instanceof Error ? err.message : String(err),
-          retry: isUnavailable(err),
+          // A RangeError is a row left out or stored without its cost; anything else kept its rows.
+          retry: !(err instanceof RangeError),
         }),
       ),
   ) {
@@ -190,25 +191,30 @@ export class PgRequestLog {
   }
 
   /**
-   * The trace's settlement committed its log row (in the settlement's statement): the request's
-   * final row, when it is appended, replaces that row instead of being a second one.
+   * The trace's settlement carries its log row (in the settlement's statement; `settled` resolves or
+   * rejects once that statement is over): the request's final row, when it is appended, replaces
+   * that row instead of being a second one, and is written only after `settled` — two statements
+   * that each found no row yet would otherwise both insert one (nothing unique stops them).
    */
-  carried(traceId: string): void {
+  carried(traceId: string, settled: Promise<unknown>): void {
     if (this.carriedRows.size >= MAX_CARRIED) {
-      const first = this.carriedRows.values().next();
+      const first = this.carriedRows.keys().next();
       if (!first.done) this.carriedRows.delete(first.value);
     }
-    this.carriedRows.add(traceId);
+    this.carriedRows.set(traceId, settled);
   }
 
   append(row: RequestLogRow): void {
     if (this.closed) throw new Error('the store is closed');
-    this.queue.push({ row, replaces: this.carriedRows.delete(row.trace_id) });
+    const settled = this.carriedRows.get(row.trace_id);
+    if (settled) this.carriedRows.delete(row.trace_id);
+    this.queue.push({ row, replaces: settled ?? null });
     if (this.queue.length >= this.maxBatch) void this.flush();
     else this.schedule(this.flushMs);
   }
 
-  /** Writes everything queued; resolves when done (or when the server refused, rows kept for retry). */
+  /** Writes everything queued; resolves when done (or when the server did not take them: rows kept
+   *  for the retry). */
   flush(): Promise<void> {
     if (this.timer !== null) {
       clearTimeout(this.timer);
@@ -277,7 +283,7 @@ export class PgRequestLog {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       // New rows and final rows replacing their settlement's go in a statement each.
-      const groups = [batch.filter((q) => !q.replaces), batch.filter((q) => q.replaces)];
+      const groups = [batch.filter((q) => q.replaces === null), batch.filter((q) => q.replaces !== null)];
       for (let g = 0; g < groups.length; g++) {
         const group = groups[g] as QueuedRow[];
         if (group.length === 0) continue;
@@ -285,9 +291,9 @@ export class PgRequestLog {
           await this.insert(group);
         } catch (err) {
           let outage: unknown = err;
-          if (!isUnavailable(err)) {
-            // The server answered that it will not store these rows: each goes alone, and only
-            // a row it refuses by itself is left out.
+          if (isDataRefusal(err)) {
+            // The server refused the data: each row goes alone, and only a row it refuses by
+            // itself is left out.
             outage = await this.insertEach(group);
             if (outage === null) continue;
           } else this.queue.unshift(...group);
@@ -307,7 +313,10 @@ export class PgRequestLog {
    *  one REQUEST_LOG_REPLACE. */
   private async insert(rows: QueuedRow[]): Promise<void> {
     const plain = rows.map((q) => q.row);
-    if (rows[0]?.replaces) await this.pool.query(REQUEST_LOG_REPLACE, columnArrays(plain));
+    const replacing = rows.some((q) => q.replaces !== null);
+    // Each replaced row's settlement statement is over first (committed or not).
+    if (replacing) await Promise.allSettled(rows.map((q) => q.replaces));
+    if (replacing) await this.pool.query(REQUEST_LOG_REPLACE, columnArrays(plain));
     else await this.pool.query(requestLogInsert(plain.length), plain.flatMap(requestLogValues));
     this.counts.transactions++;
     this.counts.written += rows.length;
@@ -322,7 +331,7 @@ export class PgRequestLog {
       try {
         await this.insert([row]);
       } catch (err) {
-        if (isUnavailable(err)) {
+        if (!isDataRefusal(err)) {
           this.queue.unshift(...rows.slice(i));
           return err;
         }
@@ -335,10 +344,10 @@ export class PgRequestLog {
   }
 }
 
-/** A row waiting for its batch; `replaces`: its settlement wrote the row it replaces. */
+/** A row waiting for its batch; `replaces`: the settlement that writes the row it replaces. */
 interface QueuedRow {
   row: RequestLogRow;
-  replaces: boolean;
+  replaces: Promise<unknown> | null;
 }
 
 const num = (v: Value): number | null => (v === null ? null : Number(v));

@@ -5,6 +5,7 @@
 // (written first) is kept. A row's values never fail the charge: what no column takes is stored as
 // null, and a row the statement still could not carry goes to the request log's own batch.
 import t from 'tap';
+import pg from 'pg';
 import type { Test } from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
 import { chargeBeforeRow } from '../../../src/fleet/isolated-batch.ts';
@@ -28,8 +29,9 @@ t.teardown(() => server.destroy());
 
 const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
-async function fresh(t: Test): Promise<PgStore> {
+async function fresh(t: Test, onUrl: (url: string) => Promise<void> = async () => undefined): Promise<PgStore> {
   const url = await server.createDatabase();
+  await onUrl(url);
   const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
   await m.migrate();
   await m.close();
@@ -70,7 +72,7 @@ t.test('escrow: the row is committed with the charge, once; the final row replac
   t.equal((await rowsOf(s, 'x')).length, 1, 'and writes no second row');
 
   // The wallet services say which traces' rows rode with their settlement (see the fleet tests).
-  s.requestLog.carried('x');
+  s.requestLog.carried('x', Promise.resolve());
   s.requestLog.append(settledRow('x', { latency_ms: 42, ended: 'client_abort' }));
   await s.requestLog.flush();
   t.match(
@@ -94,7 +96,7 @@ t.test('per-request holds: the row is committed with the charge; a release write
   t.same(await rowsOf(s, 'b'), []);
   t.same([...(await s.holds.closeMany(closes, clock.now()))], [], 'a retry closes nothing');
   t.equal((await rowsOf(s, 'a')).length, 1, 'and writes no second row');
-  s.requestLog.carried('a');
+  s.requestLog.carried('a', Promise.resolve());
   s.requestLog.append(settledRow('a', { latency_ms: 9 }));
   await s.requestLog.flush();
   t.match(await rowsOf(s, 'a'), [{ latency_ms: 9 }], 'the final row replaced it');
@@ -109,7 +111,7 @@ t.test('a final row written before its settlement is kept: the settlement adds n
   const settle = { traceId: 'late', sliceId: 's1', cost: 300n, details: {}, logRow: settledRow('late') };
   t.same([...(await s.slices.settleMany([settle], clock.now()))], ['late']);
   // A final row to replace a settlement's row that is not there is written as a new one.
-  s.requestLog.carried('gone');
+  s.requestLog.carried('gone', Promise.resolve());
   s.requestLog.append(settledRow('gone', { latency_ms: 5 }));
   await s.requestLog.flush();
   t.match(await rowsOf(s, 'gone'), [{ latency_ms: 5 }], 'written');
@@ -178,6 +180,15 @@ t.test('an item refused alone is charged without its row, the row set aside', as
     /Connection terminated/,
     'an outage is not a refusal',
   );
+  const busy = chargeBeforeRow<Item>(
+    () => Promise.reject(Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' })),
+    { rowOf: (i) => i.logRow, without: (i) => i, aside: (r) => aside.push(r.trace_id) },
+  );
+  await t.rejects(
+    busy([{ traceId: 'u', logRow: settledRow('u') }]),
+    /lock timeout/,
+    'nor a lock timeout: retried with its row',
+  );
   t.same(aside, ['p']);
 });
 
@@ -204,4 +215,75 @@ t.test('a batch of final rows finds its rows through indexes, never a scan of th
     [77n],
     'replaced, one row',
   );
+});
+
+/** Another session on the database (a node, an operator), ended with the test. */
+async function session(t: Test, url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  t.teardown(() => c.end());
+  return c;
+}
+
+t.test('a final row waits for its settlement: two statements never both add the row', async (t) => {
+  let url = '';
+  const s = await fresh(t, async (u) => {
+    url = u;
+  });
+  await openSlice(s, 's1');
+  // Another node's statement holds the slice: the settlement waits on it, its snapshot taken.
+  const other = await session(t, url);
+  await other.query('BEGIN');
+  await other.query("SELECT id FROM slices WHERE id = 's1' FOR UPDATE");
+  const settled = s.slices.settleMany(
+    [{ traceId: 'x', sliceId: 's1', cost: 300n, details: {}, logRow: settledRow('x') }],
+    clock.now(),
+  );
+  const watcher = await session(t, url);
+  let waiting = false;
+  for (let i = 0; i < 200 && !waiting; i++) {
+    const w = await watcher.query<{ query: string }>(
+      "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+    );
+    waiting = w.rows.some((r) => r.query.includes('INSERT INTO ledger'));
+    if (!waiting) await new Promise((r) => setTimeout(r, 10));
+  }
+  t.ok(waiting, 'the settlement waits on the slice');
+  // The request ended meanwhile (a stream cut): its final row is appended and flushed.
+  s.requestLog.carried('x', settled);
+  s.requestLog.append(settledRow('x', { latency_ms: 99, ended: 'upstream_cut' }));
+  const flushed = s.requestLog.flush();
+  // Half a second for the flush to go ahead (it must not: the settlement is not over).
+  const early = await Promise.race([
+    flushed.then(() => 'flushed'),
+    new Promise((r) => setTimeout(() => r('waiting'), 500)),
+  ]);
+  t.equal(early, 'waiting', 'the final row waits for the settlement');
+  await other.query('COMMIT');
+  t.same([...(await settled)], ['x'], 'charged');
+  await flushed;
+  t.same(
+    (await rowsOf(s, 'x')).map((r) => [r.latency_ms, r.ended]),
+    [[99, 'upstream_cut']],
+    'one row, the final one',
+  );
+});
+
+t.test('rows the database did not take for a passing reason (a lock timeout) are kept and written later', async (t) => {
+  let url = '';
+  const s = await fresh(t, async (u) => {
+    url = u;
+    const admin = await session(t, u);
+    await admin.query(`ALTER DATABASE "${new URL(u).pathname.slice(1)}" SET lock_timeout = '200ms'`);
+  });
+  const locker = await session(t, url);
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE request_log IN ACCESS EXCLUSIVE MODE');
+  for (const id of ['a', 'b', 'c']) s.requestLog.append(settledRow(id));
+  await s.requestLog.flush();
+  t.match(s.requestLog.stats(), { queued: 3, refused: 0 }, 'kept, none refused');
+  await locker.query('COMMIT');
+  await s.requestLog.flush();
+  t.match(s.requestLog.stats(), { queued: 0, refused: 0 });
+  t.equal((await s.requestLog.query({})).length, 3, 'all written');
 });
