@@ -9,7 +9,8 @@ import type { CredentialView } from '../availability/serving.ts';
 import type { KeyVerification, KeyVerifier } from './admission.ts';
 import type { KeyCheck } from './api-key.ts';
 
-const MAX_CACHED_KEYS = 10_000;
+/** The most verified keys (and, apart, the most keys nobody issued) each cache holds. */
+export const MAX_CACHED_KEYS = 10_000;
 
 /**
  * Why a credential was not opened from its row: refused (tampered, unreadable; the resource serves

@@ -2,7 +2,8 @@
 // expiry re-judged on every request, and both caches dropped when another connection commits (a CLI
 // `key revoke` or `secret set` takes effect on the next request).
 import t from 'tap';
-import { StoreView } from '../../src/admission/store-view.ts';
+import { randomBytes } from 'node:crypto';
+import { MAX_CACHED_KEYS, StoreView } from '../../src/admission/store-view.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { openDatabase } from '../../src/store/sqlite/db.ts';
 import { openStore } from '../../src/store/sqlite/store.ts';
@@ -163,4 +164,30 @@ t.test('the store is asked once per event-loop turn, however many requests the t
   await nextTurn();
   view.sync();
   t.equal(asked, 2, 'the next turn asks again');
+});
+
+t.test('a flood of made-up keys pushes out no verified key', async (t) => {
+  const file = tempDbFile(t);
+  const clock = new ManualClock();
+  const gateway = openStore(file, { clock });
+  t.teardown(() => gateway.close());
+  const view = new StoreView(gateway);
+  const issued = gateway.apiKeys.create({ workspace: 'acme' });
+  let lookups = 0;
+  const verify = gateway.apiKeys.verify.bind(gateway.apiKeys);
+  gateway.apiKeys.verify = (presented, now) => {
+    lookups++;
+    return verify(presented, now);
+  };
+  t.match(view.verifyKey(issued.key, clock.now()), { status: 'ok' });
+  t.equal(lookups, 1);
+
+  // Another tenant (or anyone) presents as many well-formed keys nobody issued as the cache holds.
+  for (let i = 0; i < MAX_CACHED_KEYS; i++) {
+    const madeUp = `sk-pi-${randomBytes(32).toString('base64url')}`;
+    if (view.verifyKey(madeUp, clock.now()).status !== 'not_found') t.fail(`${madeUp} verified`);
+  }
+  lookups = 0;
+  t.match(view.verifyKey(issued.key, clock.now()), { status: 'ok' }, 'the issued key still verifies');
+  t.equal(lookups, 0, 'from memory: the flood did not clear it');
 });
