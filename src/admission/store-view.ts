@@ -35,6 +35,9 @@ export class StoreView implements KeysAndCredentials {
   /** The last value each name opened to, across syncs: what a rotation under us falls back to. */
   private readonly opened = new Map<string, string>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+  /** Well-formed keys nobody issued, cached apart: anyone can present any number of them, and they
+   *  must never push a verified key of another tenant out of `keys`. */
+  private readonly unknown = new Set<string>();
   /** Records of refused (revoked, expired) keys, for the request log; dropped with `keys`. */
   private readonly refused = new Map<string, ApiKeyRecord | null>();
 
@@ -91,6 +94,7 @@ export class StoreView implements KeysAndCredentials {
     this.unsealed.clear();
     for (const name of this.opened.keys()) if (!this.names.has(name)) this.opened.delete(name);
     this.keys.clear();
+    this.unknown.clear();
     this.refused.clear();
     this.onExternalChange();
   }
@@ -140,11 +144,24 @@ export class StoreView implements KeysAndCredentials {
       if (hit.expiresAt !== null && hit.expiresAt <= now) return { status: 'expired' };
       return { status: 'ok', key: hit };
     }
+    if (this.unknown.has(presented)) return { status: 'not_found' };
     const r = this.store.apiKeys.verify(presented, now);
-    if (this.keys.size >= MAX_CACHED_KEYS) this.keys.clear();
     // Only definite answers are cached: 'invalid' is decided by format alone and costs nothing.
-    if (r.status === 'ok') this.keys.set(presented, r.key);
-    else if (r.status === 'not_found' || r.status === 'revoked') this.keys.set(presented, r.status);
+    if (r.status === 'ok') this.cacheKey(presented, r.key);
+    else if (r.status === 'revoked') this.cacheKey(presented, r.status);
+    else if (r.status === 'not_found') {
+      if (this.unknown.size >= MAX_CACHED_KEYS) this.unknown.clear();
+      this.unknown.add(presented);
+    }
     return r;
+  }
+
+  /** Full: the key cached first goes (issued keys in use cycle through, none is pinned). */
+  private cacheKey(presented: string, v: ApiKeyRecord | Exclude<KeyCheck, 'ok'>): void {
+    if (this.keys.size >= MAX_CACHED_KEYS) {
+      const first = this.keys.keys().next();
+      if (!first.done) this.keys.delete(first.value);
+    }
+    this.keys.set(presented, v);
   }
 }
