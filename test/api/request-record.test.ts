@@ -1,7 +1,10 @@
 // How a request ended, from what its attempts reported: every failover final and every broken-stream
-// reason maps to one documented value (src/observe/request-end.ts).
+// reason maps to one documented value (src/observe/request-end.ts); and what its log row carries.
 import t from 'tap';
-import { requestEnd } from '../../src/api/request-record.ts';
+import { newRequestRecord, requestEnd, requestLogRow, settledRow } from '../../src/api/request-record.ts';
+import type { IncomingRequest } from '../../src/http/request.ts';
+import type { RoutingFields } from '../../src/protocols/types.ts';
+import { LOG_TEXT_BOUNDS } from '../../src/store/log-bounds.ts';
 import type { CommittedOutcome } from '../../src/proxy/attempt.ts';
 import type { FailoverFinal, PlanItem } from '../../src/proxy/failover.ts';
 import { GatewayError } from '../../src/errors.ts';
@@ -37,4 +40,21 @@ t.test('nothing committed', async (t) => {
   t.equal(requestEnd({ kind: 'client_aborted' }), 'client_abort');
   t.equal(requestEnd({ kind: 'provider_error', item, status: 400 }), 'failed');
   t.equal(requestEnd({ kind: 'gateway_error', error: new GatewayError('provider_unavailable', 'x') }), 'failed');
+});
+
+t.test("the log row carries the client's model within the request log's bound", async (t) => {
+  // A 4 MiB body (or a few KB of it compressed) can name a model of millions of characters; the row
+  // is what crosses from a serving thread to the coordinator every thread of `serve --workers N`
+  // shares, so it must not carry more of it than the request log keeps.
+  const s = newRequestRecord('/v1/chat/completions', 'trace-1');
+  s.fields = { model: `huge/${'m'.repeat(1_000_000)}` } as RoutingFields;
+  const req = { headers: {}, startedAt: performance.now() } as unknown as IncomingRequest;
+  const row = requestLogRow(req, s, 0);
+  const bound = LOG_TEXT_BOUNDS.model_requested;
+  t.equal(Array.from(row.model_requested ?? '').length, bound, `cut to ${bound} characters`);
+  t.ok(row.model_requested?.startsWith('huge/mmm') && row.model_requested.endsWith('…'), 'marked as cut');
+  t.equal(settledRow(req, s, { model: 'm', platform: 'p', deployment: 'd' }, 200, 1, 0).model_requested, row.model_requested);
+
+  s.fields = { model: 'acme/chat-small' } as RoutingFields;
+  t.equal(requestLogRow(req, s, 0).model_requested, 'acme/chat-small', 'a model within it is kept as sent');
 });
