@@ -8,6 +8,7 @@ import type { RequestEnd } from '../observe/request-end.ts';
 import type { RoutingFields } from '../protocols/types.ts';
 import type { FailureReason } from '../proxy/attempt.ts';
 import type { FailoverFinal, FailoverResult } from '../proxy/failover.ts';
+import { boundedText, LOG_TEXT_BOUNDS } from '../store/log-bounds.ts';
 import type { ApiKeyRecord, RequestLogRow } from '../store/sqlite/store.ts';
 
 export interface RequestRecord {
@@ -67,7 +68,10 @@ export function requestLogRow(req: IncomingRequest, s: RequestRecord, nowMs: num
     workspace: s.admitted?.workspace.id ?? s.refusedKey?.workspace ?? null,
     key_id: s.admitted?.key.id ?? s.refusedKey?.id ?? null,
     endpoint: s.endpoint,
-    model_requested: s.fields?.model ?? null,
+    // The client's string, bounded here and not only where it is stored: the row crosses to the
+    // coordinator every thread of `serve --workers N` shares, and a 4 MiB body (a few KB of it
+    // compressed) can name a model of millions of characters, cloned whole for every such request.
+    model_requested: boundedText(s.fields?.model ?? null, LOG_TEXT_BOUNDS.model_requested),
     model_served: served?.model.id ?? null,
     provider: served?.deployment.platform ?? null,
     deployment: served?.deployment.id ?? null,
