@@ -53,7 +53,10 @@ t.test("the log row carries the client's model within the request log's bound", 
   const bound = LOG_TEXT_BOUNDS.model_requested;
   t.equal(Array.from(row.model_requested ?? '').length, bound, `cut to ${bound} characters`);
   t.ok(row.model_requested?.startsWith('huge/mmm') && row.model_requested.endsWith('…'), 'marked as cut');
-  t.equal(settledRow(req, s, { model: 'm', platform: 'p', deployment: 'd' }, 200, 1, 0).model_requested, row.model_requested);
+  t.equal(
+    settledRow(req, s, { model: 'm', platform: 'p', deployment: 'd' }, 200, 1, 0).model_requested,
+    row.model_requested,
+  );
 
   s.fields = { model: 'acme/chat-small' } as RoutingFields;
   t.equal(requestLogRow(req, s, 0).model_requested, 'acme/chat-small', 'a model within it is kept as sent');
