@@ -18,7 +18,7 @@ import { GatewayError } from '../errors.ts';
 import type { ApiKeyRecord } from '../store/types.ts';
 import { SecretError } from '../store/seal.ts';
 import { isUnavailable, type PgStore } from '../store/postgres/store.ts';
-import { hashKey, isWellFormedKey } from '../store/key-format.ts';
+import { hashKey, isWellFormedKey, keyState } from '../store/key-format.ts';
 import type { KeyVerification } from '../admission/admission.ts';
 import type { KeyCheck } from '../admission/api-key.ts';
 import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-view.ts';
@@ -34,6 +34,9 @@ export class PgStoreView implements KeysAndCredentials {
   /** The last value each name opened to: kept when a rotation under us seals it with a key we lack. */
   private readonly opened = new Map<string, string>();
   private readonly keys = new Map<string, ApiKeyRecord | Exclude<KeyCheck, 'ok'>>();
+  /** Records of revoked keys and of keys looked up only for the request log (`keyRecord`),
+   *  dropped with `keys`. */
+  private readonly refused = new Map<string, ApiKeyRecord | null>();
   /** The digest of every issued key as of the last load. */
   private digests = new Set<string>();
   private unseenLookups = 0;
@@ -103,11 +106,20 @@ export class PgStoreView implements KeysAndCredentials {
     if (!seen && this.unseenLookups >= MAX_UNSEEN_LOOKUPS) return { status: 'not_found' };
     if (!seen) this.unseenLookups++;
     try {
-      const r = await this.ask(() => this.store.apiKeys.verify(presented, now));
-      // Only what PostgreSQL knows is cached (a made-up key would push out real ones).
-      if (r.status === 'ok') this.cache(presented, r.key);
-      else if (r.status === 'revoked') this.cache(presented, r.status);
-      return r;
+      const key = await this.ask(() => this.store.apiKeys.find(presented));
+      // Only what PostgreSQL knows is cached (a made-up key would push out real ones). A revoked
+      // key stays revoked until the change counter moves; any other is cached as its record, whose
+      // expiry each request judges at its own time: a client still sending a refused key costs no
+      // query per request either.
+      if (key === null) return { status: 'not_found' };
+      const state = keyState(key, now);
+      if (state === 'revoked') {
+        this.cache(presented, 'revoked');
+        this.remember(presented, key);
+        return { status: 'revoked' };
+      }
+      this.cache(presented, key);
+      return state === 'expired' ? { status: 'expired' } : { status: 'ok', key };
     } finally {
       if (!seen) this.unseenLookups--;
     }
@@ -122,8 +134,24 @@ export class PgStoreView implements KeysAndCredentials {
     this.keys.set(presented, v);
   }
 
-  keyRecord(presented: string): Promise<ApiKeyRecord | null> {
-    return this.ask(() => this.store.apiKeys.find(presented));
+  /** The record of a refused (revoked, expired) key, for the request log: from the caches when
+   *  the key's verification left it there. */
+  async keyRecord(presented: string): Promise<ApiKeyRecord | null> {
+    const cached = this.keys.get(presented);
+    if (cached !== undefined && typeof cached !== 'string') return cached;
+    const hit = this.refused.get(presented);
+    if (hit !== undefined) return hit;
+    const found = await this.ask(() => this.store.apiKeys.find(presented));
+    this.remember(presented, found);
+    return found;
+  }
+
+  private remember(presented: string, record: ApiKeyRecord | null): void {
+    if (this.refused.size >= MAX_CACHED_KEYS) {
+      const first = this.refused.keys().next();
+      if (!first.done) this.refused.delete(first.value);
+    }
+    this.refused.set(presented, record);
   }
 
   private async ask<T>(fn: () => Promise<T>): Promise<T> {
@@ -157,6 +185,7 @@ export class PgStoreView implements KeysAndCredentials {
     this.applySecrets(all);
     this.digests = digests;
     this.keys.clear();
+    this.refused.clear();
   }
 
   private applySecrets(all: Awaited<ReturnType<PgStore['secrets']['revealAll']>>): void {

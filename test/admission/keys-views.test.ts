@@ -149,10 +149,10 @@ t.test('PostgreSQL', async (t) => {
     t.teardown(() => store.close());
     const view = await PgStoreView.open(store, undefined, 60_000);
     let queries = 0;
-    const verify = store.apiKeys.verify.bind(store.apiKeys);
-    store.apiKeys.verify = (presented, now) => {
+    const find = store.apiKeys.find.bind(store.apiKeys);
+    store.apiKeys.find = (presented) => {
       queries++;
-      return verify(presented, now);
+      return find(presented);
     };
     t.match(await view.verifyKey(issued.key, NOW), { status: 'ok' }, 'an issued key verifies');
     t.equal(queries, 1);
@@ -182,6 +182,21 @@ t.test('PostgreSQL', async (t) => {
     t.match(await view.verifyKey(wrong, NOW), { status: 'not_found' });
     t.match(await view.verifyKey('sk-pi-short', NOW), { status: 'invalid' }, 'a malformed key: no query');
     t.equal(queries, 2 + MAX_UNSEEN_LOOKUPS + 1);
+
+    // A key refused as revoked or expired, sent again and again (a forgotten deployment): its
+    // verification and its record for the request log are asked once.
+    const revoked = await cli.apiKeys.create({ workspace: 'open' });
+    const expiring = await cli.apiKeys.create({ workspace: 'open', expiresAt: NOW + 1_000 });
+    await cli.apiKeys.revoke(revoked.id);
+    const before = queries;
+    for (let i = 0; i < 5; i++) {
+      t.match(await view.verifyKey(revoked.key, NOW), { status: 'revoked' });
+      t.match(await view.keyRecord(revoked.key), { id: revoked.id });
+      t.match(await view.verifyKey(expiring.key, NOW + 2_000), { status: 'expired' });
+      t.match(await view.keyRecord(expiring.key), { id: expiring.id });
+    }
+    t.equal(queries - before, 2, 'one question per refused key');
+    t.match(await view.verifyKey(expiring.key, NOW), { status: 'ok' }, 'expiry judged at each request’s time');
   });
 
   t.test('a serving thread’s view (serve --workers N on PostgreSQL)', async (t) => {
