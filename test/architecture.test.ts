@@ -20,7 +20,7 @@ const srcDir = join(root, 'src');
  * (clock.ts, gateway.ts…) is a layer member named without its extension.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['clock', 'money', 'install', 'thread'],
+  ['clock', 'money', 'install', 'thread', 'bounded-map'],
   ['errors'],
   ['http', 'observe'],
   ['config', 'generated'],

@@ -8,6 +8,7 @@ import { type ApiKeyRecord, SecretError, type Store } from '../store/sqlite/stor
 import type { CredentialView } from '../availability/serving.ts';
 import type { KeyVerification, KeyVerifier } from './admission.ts';
 import type { KeyCheck } from './api-key.ts';
+import { setBounded } from '../bounded-map.ts';
 
 /** The most verified keys (and, apart, the most keys nobody issued) each cache holds. */
 export const MAX_CACHED_KEYS = 10_000;
@@ -147,21 +148,12 @@ export class StoreView implements KeysAndCredentials {
     if (this.unknown.has(presented)) return { status: 'not_found' };
     const r = this.store.apiKeys.verify(presented, now);
     // Only definite answers are cached: 'invalid' is decided by format alone and costs nothing.
-    if (r.status === 'ok') this.cacheKey(presented, r.key);
-    else if (r.status === 'revoked') this.cacheKey(presented, r.status);
+    if (r.status === 'ok') setBounded(this.keys, presented, r.key, MAX_CACHED_KEYS);
+    else if (r.status === 'revoked') setBounded(this.keys, presented, r.status, MAX_CACHED_KEYS);
     else if (r.status === 'not_found') {
       if (this.unknown.size >= MAX_CACHED_KEYS) this.unknown.clear();
       this.unknown.add(presented);
     }
     return r;
-  }
-
-  /** Full: the key cached first goes (issued keys in use cycle through, none is pinned). */
-  private cacheKey(presented: string, v: ApiKeyRecord | Exclude<KeyCheck, 'ok'>): void {
-    if (this.keys.size >= MAX_CACHED_KEYS) {
-      const first = this.keys.keys().next();
-      if (!first.done) this.keys.delete(first.value);
-    }
-    this.keys.set(presented, v);
   }
 }

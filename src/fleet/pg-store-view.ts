@@ -22,6 +22,7 @@ import { hashKey, isWellFormedKey, keyState } from '../store/key-format.ts';
 import type { KeyVerification } from '../admission/admission.ts';
 import type { KeyCheck } from '../admission/api-key.ts';
 import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-view.ts';
+import { setBounded } from '../bounded-map.ts';
 
 const MAX_CACHED_KEYS = 10_000;
 /** Lookups of keys with a prefix this node has not seen, under way at once (see the top). */
@@ -114,24 +115,15 @@ export class PgStoreView implements KeysAndCredentials {
       if (key === null) return { status: 'not_found' };
       const state = keyState(key, now);
       if (state === 'revoked') {
-        this.cache(presented, 'revoked');
-        this.remember(presented, key);
+        setBounded(this.keys, presented, 'revoked', MAX_CACHED_KEYS);
+        setBounded(this.refused, presented, key, MAX_CACHED_KEYS);
         return { status: 'revoked' };
       }
-      this.cache(presented, key);
+      setBounded(this.keys, presented, key, MAX_CACHED_KEYS);
       return state === 'expired' ? { status: 'expired' } : { status: 'ok', key };
     } finally {
       if (!seen) this.unseenLookups--;
     }
-  }
-
-  /** Full: the entry cached first goes (a busy fleet's keys cycle through, none is pinned). */
-  private cache(presented: string, v: ApiKeyRecord | Exclude<KeyCheck, 'ok'>): void {
-    if (this.keys.size >= MAX_CACHED_KEYS) {
-      const first = this.keys.keys().next();
-      if (!first.done) this.keys.delete(first.value);
-    }
-    this.keys.set(presented, v);
   }
 
   /** The record of a refused (revoked, expired) key, for the request log: from the caches when
@@ -142,16 +134,8 @@ export class PgStoreView implements KeysAndCredentials {
     const hit = this.refused.get(presented);
     if (hit !== undefined) return hit;
     const found = await this.ask(() => this.store.apiKeys.find(presented));
-    this.remember(presented, found);
+    setBounded(this.refused, presented, found, MAX_CACHED_KEYS);
     return found;
-  }
-
-  private remember(presented: string, record: ApiKeyRecord | null): void {
-    if (this.refused.size >= MAX_CACHED_KEYS) {
-      const first = this.refused.keys().next();
-      if (!first.done) this.refused.delete(first.value);
-    }
-    this.refused.set(presented, record);
   }
 
   private async ask<T>(fn: () => Promise<T>): Promise<T> {

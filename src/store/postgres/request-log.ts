@@ -11,6 +11,7 @@ import type { RequestLogFilter } from '../search-filters.ts';
 import type { AttemptLogEntry, RequestLogEntry, RequestLogOptions, RequestLogQuery, RequestLogRow } from '../types.ts';
 import { pgWhereOf } from './request-log-search.ts';
 import { isDataRefusal, type PgPool } from './db.ts';
+import { setBounded } from '../../bounded-map.ts';
 
 /** The columns a row is written with, and their types (src/store/postgres/migrations.ts). */
 const COLUMN_TYPES = {
@@ -197,11 +198,7 @@ export class PgRequestLog {
    * that each found no row yet would otherwise both insert one (nothing unique stops them).
    */
   carried(traceId: string, settled: Promise<unknown>): void {
-    if (this.carriedRows.size >= MAX_CARRIED) {
-      const first = this.carriedRows.keys().next();
-      if (!first.done) this.carriedRows.delete(first.value);
-    }
-    this.carriedRows.set(traceId, settled);
+    setBounded(this.carriedRows, traceId, settled, MAX_CARRIED);
   }
 
   append(row: RequestLogRow): void {
