@@ -3,7 +3,7 @@ import t from 'tap';
 import { ManualClock } from '../../../src/clock.ts';
 import Database from 'better-sqlite3';
 import { StoreError } from '../../../src/store/errors.ts';
-import { migrate, openDatabase, PAGE_SIZE } from '../../../src/store/sqlite/db.ts';
+import { migrate, openDatabase, PAGE_CACHE_KIB, PAGE_SIZE } from '../../../src/store/sqlite/db.ts';
 import { MIGRATIONS } from '../../../src/store/sqlite/migrations.ts';
 import { openStore } from '../../../src/store/sqlite/store.ts';
 import { hold, write } from './fixtures/ledger.ts';
@@ -18,6 +18,18 @@ t.test('pragmas: WAL, synchronous NORMAL, foreign keys, busy timeout', async (t)
   t.equal(db.pragma('synchronous', { simple: true }), 1, 'NORMAL');
   t.equal(db.pragma('foreign_keys', { simple: true }), 1);
   t.equal(db.pragma('busy_timeout', { simple: true }), 5000);
+  db.close();
+});
+
+t.test("every connection's page cache is bounded well below better-sqlite3's 16 MB default", async (t) => {
+  const file = tempDbFile(t);
+  const db = openDatabase(file, { clock });
+  t.equal(db.pragma('cache_size', { simple: true }), -PAGE_CACHE_KIB, 'a writing connection');
+  const ro = openDatabase(file, { readonly: true });
+  t.equal(ro.pragma('cache_size', { simple: true }), -PAGE_CACHE_KIB, 'a read-only one');
+  t.equal(new Database(':memory:').pragma('cache_size', { simple: true }), -16000, 'the package default it replaces');
+  t.ok(PAGE_CACHE_KIB <= 4096, `${PAGE_CACHE_KIB} KiB`);
+  ro.close();
   db.close();
 });
 
