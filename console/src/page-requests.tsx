@@ -5,6 +5,7 @@
 // reload keeps them and a link shows a colleague the same thing. Rows are reachable by keyboard
 // (Tab, Enter opens); Escape closes the drawer. The log holds no prompts, keys or credentials.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { CommittedInput } from './committed-input.tsx';
 import { get, type Meta, qs, type RequestDetail, type RequestListRow } from './api.ts';
 import { ms, num, usd, utc } from './format.ts';
 import { navigate, type Params, useHashParams } from './url-state.ts';
@@ -58,15 +59,14 @@ function Text(props: {
   onChange: (name: Filter, v: string) => void;
 }) {
   return (
-    <label class={props.wide ? 'wide' : ''}>
-      {props.label}
-      <input
-        name={props.name}
-        value={props.value}
-        placeholder={props.placeholder}
-        onChange={(e) => props.onChange(props.name, (e.target as HTMLInputElement).value.trim())}
-      />
-    </label>
+    <CommittedInput
+      label={props.label}
+      class={props.wide ? 'wide' : ''}
+      name={props.name}
+      value={props.value}
+      placeholder={props.placeholder}
+      onCommit={(v) => props.onChange(props.name, v)}
+    />
   );
 }
 

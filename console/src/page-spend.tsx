@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { get, type Meta, qs, type Spend, type SpendLine } from './api.ts';
 import { BarChart, DayColumns } from './charts.tsx';
+import { CommittedInput } from './committed-input.tsx';
 import { num, usd } from './format.ts';
 import { KeysPanel, SeriesPanel, WarningsPanel } from './spend-panels.tsx';
 
@@ -73,15 +74,13 @@ export function SpendPage(props: { meta: Meta }) {
     );
   }, [range]);
   const field = (name: 'from' | 'to') => (
-    <label>
-      {name === 'from' ? 'From (UTC)' : 'To (UTC, exclusive)'}
-      <input
-        name={name}
-        value={range[name]}
-        placeholder={name === 'from' ? '30 days back' : 'end of today'}
-        onChange={(e) => setRange({ ...range, [name]: (e.target as HTMLInputElement).value.trim() })}
-      />
-    </label>
+    <CommittedInput
+      label={name === 'from' ? 'From (UTC)' : 'To (UTC, exclusive)'}
+      name={name}
+      value={range[name]}
+      placeholder={name === 'from' ? '30 days back' : 'end of today'}
+      onCommit={(v) => setRange({ ...range, [name]: v })}
+    />
   );
   return (
     <section data-testid="page-spend">

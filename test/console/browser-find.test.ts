@@ -1,6 +1,7 @@
 // Finding a request in the console, in headless Chromium: a deep link to a request (filters and the
 // open request in the URL) survives a reload; a pasted trace id finds and opens its request; rows are
-// reached with Tab and opened with Enter, Escape closes the drawer and gives the focus back; a
+// reached with Tab and opened with Enter, Escape closes the drawer and gives the focus back; text
+// half-typed in a filter survives the live tail's re-renders until Enter applies it; a
 // 60,000-character model string does not widen the Requests or Spend page at 1,440 or 800 px; a
 // key's expiry is picked with a date input that refuses a past day, and the server refuses one too.
 import t from 'tap';
@@ -74,6 +75,9 @@ t.test('deep links, trace search, keyboard and Escape on the Requests page', asy
 
   // A key by name.
   await page.goto(`${s.adminUrl}/console#requests?key=batch`);
+  // The table of the trace search above also has this one row: wait for the link's filter itself,
+  // so the text typed next is not typed before the page has taken the link.
+  await until(async () => (await page.inputValue('input[name=key]')) === 'batch', 'the link fills the key filter');
   await until(async () => (await rowCount(page)) === 1, "the batch key's one request");
   t.equal(await page.getAttribute('[data-testid=requests-table] tbody tr', 'data-trace'), k.traces.cheap);
   // A whole key typed in: refused, and no stale table under the error.
@@ -82,6 +86,41 @@ t.test('deep links, trace search, keyboard and Escape on the Requests page', asy
   await page.waitForSelector('[data-testid=requests-error]');
   t.match(await page.textContent('[data-testid=requests-error]'), /whole API key/);
   t.equal(await page.locator('[data-testid=requests-table]').count(), 0, 'the old rows are gone');
+  t.same(errors, [], 'no script error');
+});
+
+t.test('text half-typed in a filter stays while the live tail adds rows, and applies on Enter', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.goto(`${s.adminUrl}/console#requests`);
+  await until(async () => (await rowCount(page)) === 4, 'all four requests');
+  await page.check('[data-testid=live]');
+  // Typed, not applied: no Enter, the field keeps the focus.
+  await page.fill('input[name=key]', 'batc');
+  const more = await chat(s, k.cheapKey, { model: 'acme/chat-small' });
+  await until(async () => (await rowCount(page)) === 5, 'the live tail adds the new request');
+  t.equal(
+    await page.getAttribute('[data-testid=requests-table] tbody tr', 'data-trace'),
+    more.trace,
+    'the new request is on top',
+  );
+  t.equal(await page.inputValue('input[name=key]'), 'batc', 'the half-typed text survived the re-render');
+  t.notMatch(hashOf(page), /key=/, 'and is not applied yet');
+  await page.type('input[name=key]', 'h');
+  await page.press('input[name=key]', 'Enter');
+  await until(async () => /key=batch/.test(hashOf(page)), 'Enter applies it');
+  await until(async () => (await rowCount(page)) === 2, "the batch key's two requests");
+  t.equal(await page.inputValue('input[name=key]'), 'batch');
+  // Following another link replaces the text with that link's filter.
+  await page.goto(`${s.adminUrl}/console#requests?key=backend`);
+  await until(async () => (await page.inputValue('input[name=key]')) === 'backend', "the link's filter shows");
+  await until(async () => (await rowCount(page)) === 3, "the backend key's three requests");
   t.same(errors, [], 'no script error');
 });
 
