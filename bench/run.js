@@ -34,6 +34,7 @@ const BENCHES = {
   'thread-cpu': 'thread-cpu.mjs',
   'alloc-sites': 'alloc-sites.mjs',
   soak: 'soak.mjs',
+  'memory-map': 'memory-map.mjs',
 };
 const ALL = ['catalog', 'admission', 'routing', 'proxy', 'profile'];
 
