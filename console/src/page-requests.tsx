@@ -81,6 +81,23 @@ function Clip(props: { text: string | null | undefined }) {
   );
 }
 
+/** Rows one live-tail fetch takes, and the most the page keeps. */
+const TAIL_ROWS = 200;
+const SHOWN_ROWS = 500;
+
+/**
+ * The page after a live-tail fetch: its rows on top. The table never hides a gap: when more rows
+ * arrived than one fetch takes (the answer has an older-page cursor of its own) the new rows stand
+ * alone, and when rows fall off the bottom the "Older" cursor moves to the last row shown, so the
+ * rows between are one page away instead of skipped.
+ */
+function tailed(old: Page, r: Page): Page {
+  const merged = r.next_before !== null ? r.requests : [...r.requests, ...old.requests];
+  const requests = merged.slice(0, SHOWN_ROWS);
+  const cut = r.next_before !== null || requests.length < merged.length;
+  return { ...old, requests, next_before: cut ? (requests.at(-1)?.id ?? null) : old.next_before };
+}
+
 export function RequestsPage(props: { meta: Meta }) {
   const params = useHashParams();
   const filters = filtersOf(params);
@@ -123,13 +140,11 @@ export function RequestsPage(props: { meta: Meta }) {
   useEffect(() => {
     if (!tailing) return;
     const timer = setInterval(() => {
-      get<{ requests: RequestListRow[] }>(
-        `/admin/requests${qs({ ...filters, since: newest.current ?? 0, limit: 200 })}`,
-      ).then(
+      get<Page>(`/admin/requests${qs({ ...filters, since: newest.current ?? 0, limit: TAIL_ROWS })}`).then(
         (r) => {
           if (r.requests.length === 0) return;
           newest.current = r.requests[0]?.id ?? newest.current;
-          setPage((old) => old && { ...old, requests: [...r.requests, ...old.requests].slice(0, 500) });
+          setPage((old) => (old ? tailed(old, r) : old));
         },
         () => undefined,
       );

@@ -1,13 +1,15 @@
 // Finding a request in the console, in headless Chromium: a deep link to a request (filters and the
 // open request in the URL) survives a reload; a pasted trace id finds and opens its request; rows are
 // reached with Tab and opened with Enter, Escape closes the drawer and gives the focus back; text
-// half-typed in a filter survives the live tail's re-renders until Enter applies it; a
+// half-typed in a filter survives the live tail's re-renders until Enter applies it; the live tail
+// never leaves a hidden gap (more new rows than one fetch takes stand alone, Older goes on); a
 // 60,000-character model string does not widen the Requests or Spend page at 1,440 or 800 px; a
 // key's expiry is picked with a date input that refuses a past day, and the server refuses one too.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
+import { logRow } from '../helpers/log-rows.ts';
 
 /** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
 async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
@@ -121,6 +123,40 @@ t.test('text half-typed in a filter stays while the live tail adds rows, and app
   await page.goto(`${s.adminUrl}/console#requests?key=backend`);
   await until(async () => (await page.inputValue('input[name=key]')) === 'backend', "the link's filter shows");
   await until(async () => (await rowCount(page)) === 3, "the backend key's three requests");
+  t.same(errors, [], 'no script error');
+});
+
+t.test('the live tail hides no gap: more new rows than one fetch takes stand alone, Older goes on', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.goto(`${s.adminUrl}/console#requests`);
+  await until(async () => (await rowCount(page)) === 4, 'all four requests');
+  await page.check('[data-testid=live]');
+  // 250 rows at once, between two of the tail's fetches of 200: this process runs the gateway too,
+  // so no fetch is answered in the middle of this loop.
+  const traces = Array.from({ length: 250 }, (_, i) => `tail-${String(i).padStart(3, '0')}`);
+  for (const trace of traces) s.store.requestLog.append(logRow(trace, { ts: Date.now() }));
+  s.store.requestLog.flush();
+  const shown = () =>
+    page.$$eval('[data-testid=requests-table] tbody tr', (rows) => rows.map((r) => r.getAttribute('data-trace')));
+  await until(async () => (await shown())[0] === traces.at(-1), 'the tail shows the newest row');
+  t.same(await shown(), traces.slice(50).reverse(), 'the newest 200 alone: no older row under a hidden gap');
+  await page.uncheck('[data-testid=live]');
+  await page.click('[data-testid=older]');
+  await until(async () => (await shown())[0] === traces[49], 'Older goes on from the last row shown');
+  t.same(await shown(), traces.slice(0, 50).reverse(), 'the 50 rows the tail did not fetch');
+  await page.click('[data-testid=older]');
+  await until(async () => (await rowCount(page)) === 4, 'and the page after them');
+  t.notOk(
+    (await shown()).some((x) => x?.startsWith('tail-')),
+    'holds the four requests from before',
+  );
   t.same(errors, [], 'no script error');
 });
 
