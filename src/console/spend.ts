@@ -78,10 +78,14 @@ export async function spendReport(view: OperatorView, q: Map<string, string>): P
   };
 }
 
-/** A CSV field: quoted when it holds a comma, quote or line break; a leading =,+,-,@ is defused. */
+/**
+ * A CSV field: quoted when it holds a comma, quote or line break. A text field a spreadsheet would
+ * run as a formula (a leading =, +, -, @, tab or carriage return: a model name is the client's own
+ * text) gets a leading apostrophe, which spreadsheets show as text.
+ */
 function csvField(v: string | number): string {
   let s = String(v);
-  if (typeof v === 'string' && /^[=+\-@]/.test(s)) s = `'${s}`;
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 

@@ -148,6 +148,7 @@ export function consoleApiContract(t: Test, make: Make): void {
   t.test('spend by workspace, model, provider and day equals the request log and the ledger; the CSV', (t) =>
     spendChecks(t, make),
   );
+  t.test('the CSV keeps a model name a spreadsheet would run as a formula as text', (t) => csvFormulaChecks(t, make));
   t.test('wallets, the ledger paged, and a credit with the operator note', (t) => walletChecks(t, make));
   t.test('keys: create (shown once), list, expire, revive, revoke; the public API follows', (t) => keyChecks(t, make));
   t.test('the route preview agrees with what the gateway then does, failover included', (t) =>
@@ -339,6 +340,20 @@ async function spendChecks(t: Test, make: Make): Promise<void> {
     '2026-01-15,open,acme/no-such-model,,0,1,0,0,0,0',
     '',
   ]);
+}
+
+async function csvFormulaChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  const key = await makeKey(rig, 'open', { name: 'sheet' });
+  const models = ['=1+1', '+1', '-1', '@SUM(A1)', '\t=2+2', '\r=3+3', 'acme/plain'];
+  for (const model of models) t.equal((await chatOn(rig, key, { model })).status, 404, JSON.stringify(model));
+  await rig.flushLog();
+  const csv = await rig.call('/admin/spend.csv?workspace=open');
+  t.equal(csv.status, 200);
+  // What each model's field must read: an apostrophe first (the field quoted when it holds a line break).
+  const fields = ["'=1+1", "'+1", "'-1", "'@SUM(A1)", "'\t=2+2", '"\'\r=3+3"', 'acme/plain'];
+  for (const field of fields) t.ok(csv.text.includes(`,open,${field},,0,1,`), `the row of ${JSON.stringify(field)}`);
+  t.equal(csv.text.split('\r\n').length, models.length + 2, 'one row per model, a header and the last line break');
 }
 
 async function walletChecks(t: Test, make: Make): Promise<void> {
