@@ -34,7 +34,14 @@ import { GatewayError } from '../errors.ts';
 import { MAX_WALLET_NANO } from '../money.ts';
 import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
 import { WalletError } from '../store/errors.ts';
-import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
+import {
+  HOLD_LEASE_MS,
+  isConflict,
+  isTransient,
+  isUnavailable,
+  LEASE_RENEW_MS,
+  type PgStore,
+} from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { ESCROW_DEFAULTS, EscrowWallet, type EscrowTuning, Slice } from './pg-escrow-slice.ts';
 import { rowAside } from './isolated-batch.ts';
@@ -339,7 +346,8 @@ export class EscrowWalletService implements WalletService {
     }
   }
 
-  /** Retried while PostgreSQL does not answer, for at most lease − renew interval (by attempts). */
+  /** Retried on a passing failure (an outage, a conflict, a timeout), for at most lease − renew
+   *  interval (by attempts). */
   private async settleDurably(settle: Parameters<SliceSettleBatcher['settle']>[0]): Promise<boolean> {
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
     for (let attempt = 1; ; attempt++) {
@@ -347,7 +355,7 @@ export class EscrowWalletService implements WalletService {
         return await this.settles.settle(settle);
       } catch (err) {
         if (isUnavailable(err)) this.markDown();
-        if (!(isUnavailable(err) || isConflict(err)) || attempt >= attempts) {
+        if (!isTransient(err) || attempt >= attempts) {
           this.log('settlement_failed', { trace_id: settle.traceId, error: message(err) });
           throw err;
         }
@@ -520,11 +528,6 @@ export class EscrowWalletService implements WalletService {
 }
 
 /** PostgreSQL chose this statement as a deadlock's victim or a serialisation failure: it wrote nothing, run it again. */
-function isConflict(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '40P01' || code === '40001';
-}
-
 const clamp = (n: bigint): bigint => (n > MAX_WALLET_NANO ? MAX_WALLET_NANO : n);
 
 function message(err: unknown): string {

@@ -15,7 +15,7 @@
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerDetails, RequestLogRow } from '../store/types.ts';
-import { HOLD_LEASE_MS, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
+import { HOLD_LEASE_MS, isTransient, isUnavailable, LEASE_RENEW_MS, type PgStore } from '../store/postgres/store.ts';
 import type { HoldResult, WalletService } from '../admission/admission.ts';
 import { rowAside } from './isolated-batch.ts';
 import { CloseBatcher } from './pg-close-batch.ts';
@@ -94,7 +94,9 @@ export class PgWalletService implements WalletService {
     details: LedgerDetails,
     logRow: RequestLogRow | undefined,
   ): Promise<boolean> {
-    // Retried for at most lease − renew interval (by attempts, not by the clock, which tests stop).
+    // A passing failure (an outage, a conflict, a timeout) is retried for at most lease − renew interval
+    // (by attempts, not by the clock, which tests stop); only a refusal of the data closes the hold at
+    // zero cost.
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
     for (let attempt = 1; ; attempt++) {
       try {
@@ -102,8 +104,8 @@ export class PgWalletService implements WalletService {
         this.open.delete(traceId);
         return done;
       } catch (err) {
-        if (!isUnavailable(err) || attempt >= attempts) {
-          if (!isUnavailable(err)) await this.releaseRefused(traceId, err);
+        if (!isTransient(err) || attempt >= attempts) {
+          if (!isTransient(err)) await this.releaseRefused(traceId, err);
           this.open.delete(traceId);
           throw err;
         }

@@ -98,3 +98,31 @@ t.test('a settle and a release of one trace in one turn: the first decides', asy
   t.match(await store.wallets.show('w', clock.now()), { balance: 850n, held: 0n });
   t.same(await store.wallets.verify(), { ok: true, problems: [] });
 });
+
+t.test('a turn whose statement met a passing failure is retried and charged, never released free', async (t) => {
+  const { store, service, batches } = await rig(t);
+  await store.wallets.credit('w', 10_000n, 'seed');
+  for (let i = 0; i < 6; i++) await service.hold('w', `r${i}`, 500n);
+  // The first two statements fail the way a busy database fails them: a statement timeout, then a
+  // deadlock with another node's batch; the third passes.
+  const closeMany = store.holds.closeMany.bind(store.holds);
+  const failures = ['57014', '40P01'];
+  store.holds.closeMany = (closes: readonly HoldClose[], now: number) => {
+    const code = failures.shift();
+    if (code) return Promise.reject(Object.assign(new Error(`failed with ${code}`), { code }));
+    return closeMany(closes, now);
+  };
+  const outcomes = await Promise.all(Array.from({ length: 6 }, (_, i) => service.settle(`r${i}`, 100n, {})));
+  t.same(outcomes, Array(6).fill(true), 'all six charged');
+  t.match(await store.wallets.show('w', clock.now()), { balance: 9_400n, held: 0n, openHolds: 0 });
+  const kinds = await store.pool.query<{ kind: string; n: string }>(
+    "SELECT kind, COUNT(*)::text AS n FROM ledger WHERE kind <> 'credit' GROUP BY kind ORDER BY kind",
+  );
+  t.same(
+    kinds.rows.map((r) => `${r.kind}:${r.n}`),
+    ['hold:6', 'settle:6'],
+    'no hold released at no cost',
+  );
+  t.ok(batches.length >= 1);
+  t.same(await store.wallets.verify(), { ok: true, problems: [] });
+});

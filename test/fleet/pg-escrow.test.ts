@@ -448,6 +448,25 @@ t.test('a settlement statement retried after it committed is recognised and char
   t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
 });
 
+t.test('a settlement statement that timed out is retried and charged, not given up', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 1_000_000_000n, 'seed');
+  for (let i = 0; i < 5; i++) t.match(await a.service.hold('w', `r${i}`, 1_000n), { ok: true });
+  const settleMany = a.store.slices.settleMany.bind(a.store.slices);
+  const failures = ['57014', '55P03'];
+  a.store.slices.settleMany = (items, now) => {
+    const code = failures.shift();
+    if (code) return Promise.reject(Object.assign(new Error(`failed with ${code}`), { code }));
+    return settleMany(items, now);
+  };
+  const charged = await Promise.all(Array.from({ length: 5 }, (_, i) => a.service.settle(`r${i}`, 7n, {})));
+  t.same(charged, Array(5).fill(true), 'all five charged after a statement and a lock timeout');
+  t.equal(await count(a.store, "SELECT COUNT(*) AS n FROM ledger WHERE kind = 'settle'"), 5);
+  t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
+});
+
 t.test('a slice grant is the need plus a share of what is left, and none below the floor', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);

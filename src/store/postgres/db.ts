@@ -129,6 +129,26 @@ export function isDataRefusal(err: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }
 
+/**
+ * Two transactions got in each other's way (a deadlock, a serialization failure): the same write
+ * alone, or again a moment later, passes.
+ */
+export function isConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
+ * The write did not happen for a passing reason, and the same write a moment later may pass: an
+ * outage, a conflict, or a statement or lock wait that ran out (57014, 55P03; the statement was
+ * rolled back). A settlement meeting one is retried, never given up as refused.
+ */
+export function isTransient(err: unknown): boolean {
+  if (isUnavailable(err) || isConflict(err)) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '57014' || code === '55P03';
+}
+
 /** Rethrows connection-level failures as StoreUnavailableError naming what was being done. */
 export function unavailable(err: unknown, doing: string): unknown {
   if (!isUnavailable(err) || err instanceof StoreUnavailableError) return err;

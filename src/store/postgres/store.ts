@@ -18,7 +18,14 @@ import { PgWallets } from './wallets.ts';
 
 export { HOLD_LEASE_MS, LEASE_RENEW_MS, PgHolds, type PgHoldResult } from './holds.ts';
 export { PgSlices, type SliceSettle, type SliceTake } from './slices.ts';
-export { isDataRefusal, isUnavailable, redactUrl, StoreUnavailableError } from './db.ts';
+export {
+  isConflict,
+  isDataRefusal,
+  isTransient,
+  isUnavailable,
+  redactUrl,
+  StoreUnavailableError,
+} from './db.ts';
 export { latestPgVersion, PG_MIGRATIONS } from './migrations.ts';
 export { importDump, pgIsEmpty, type ImportCounts } from './import-sqlite.ts';
 
