@@ -183,8 +183,10 @@ export class EscrowWalletService implements WalletService {
         );
       } catch (err) {
         if (isConflict(err) && ++conflicts <= CONFLICT_RETRIES) continue;
-        if (!isUnavailable(err)) throw err;
-        this.markDown();
+        // A statement or lock wait that ran out is a 503 like no answer; only no answer marks the
+        // store down for every wallet.
+        if (!isTransient(err)) throw err;
+        if (isUnavailable(err)) this.markDown();
         // A slice statement whose outcome is unknown leaves the database holding at most more than
         // this node counts: it is given back with the slice, or lapses with its lease.
         this.log('store_unavailable', { during: 'slice_take', workspace: w.workspace, error: message(err) });

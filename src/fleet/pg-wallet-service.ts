@@ -73,7 +73,9 @@ export class PgWalletService implements WalletService {
       if (r.ok) this.open.add(traceId);
       return r;
     } catch (err) {
-      if (!isUnavailable(err)) throw err;
+      // A passing failure (no answer, a statement or lock wait that ran out) is the store's, a 503 the
+      // client may retry, not an error of this request.
+      if (!isTransient(err)) throw err;
       // The statement may have committed before the connection died: make sure it does not stay held.
       this.pendingRelease.add(traceId);
       this.log('store_unavailable', { during: 'hold', trace_id: traceId, error: message(err) });
@@ -138,7 +140,7 @@ export class PgWalletService implements WalletService {
       await this.closes.close({ traceId, kind: 'release', note: null });
       this.pendingRelease.delete(traceId);
     } catch (err) {
-      if (!isUnavailable(err)) throw err;
+      if (!isTransient(err)) throw err;
       // Retried by the timer; the lease releases it anyway if this node dies first.
       this.pendingRelease.add(traceId);
     }

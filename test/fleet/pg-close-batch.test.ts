@@ -126,3 +126,18 @@ t.test('a turn whose statement met a passing failure is retried and charged, nev
   t.ok(batches.length >= 1);
   t.same(await store.wallets.verify(), { ok: true, problems: [] });
 });
+
+t.test('a hold whose statement ran out of time is a 503 to retry, not an error of the request', async (t) => {
+  const { store, service } = await rig(t);
+  await store.wallets.credit('w', 1_000n, 'seed');
+  const hold = store.holds.hold.bind(store.holds);
+  let failures = 1;
+  store.holds.hold = (...args: Parameters<typeof hold>) =>
+    failures-- > 0
+      ? Promise.reject(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }))
+      : hold(...args);
+  await t.rejects(service.hold('w', 'x', 400n), { code: 'store_unavailable', status: 503 });
+  t.match(await service.hold('w', 'y', 400n), { ok: true }, 'the next one is admitted');
+  await service.release('x');
+  t.match(await store.wallets.show('w', clock.now()), { held: 400n, openHolds: 1 });
+});

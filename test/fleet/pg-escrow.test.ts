@@ -467,6 +467,22 @@ t.test('a settlement statement that timed out is retried and charged, not given 
   t.same(await a.store.wallets.verify(), { ok: true, problems: [] });
 });
 
+t.test('a slice statement that ran out of time is a 503 to retry; the node is not marked down', async (t) => {
+  const clock = new ManualClock();
+  const url = await database(clock);
+  const a = await node(t, url, clock, 'a');
+  await a.store.wallets.credit('w', 1_000_000_000n, 'seed');
+  const take = a.store.slices.take.bind(a.store.slices);
+  let failures = 1;
+  a.store.slices.take = (...args: Parameters<typeof take>) =>
+    failures-- > 0
+      ? Promise.reject(Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }))
+      : take(...args);
+  await t.rejects(Promise.resolve(a.service.hold('w', 'x', 1_000n)), { code: 'store_unavailable', status: 503 });
+  t.match(await a.service.hold('w', 'y', 1_000n), { ok: true }, 'the next hold takes a slice');
+  t.equal((await slices(a.store)).length, 1);
+});
+
 t.test('a slice grant is the need plus a share of what is left, and none below the floor', async (t) => {
   const clock = new ManualClock();
   const url = await database(clock);
