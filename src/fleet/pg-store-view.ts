@@ -17,7 +17,7 @@
 import { GatewayError } from '../errors.ts';
 import type { ApiKeyRecord } from '../store/types.ts';
 import { SecretError } from '../store/seal.ts';
-import { isUnavailable, type PgStore } from '../store/postgres/store.ts';
+import { isTransient, type PgStore } from '../store/postgres/store.ts';
 import { hashKey, isWellFormedKey, keyState } from '../store/key-format.ts';
 import type { KeyVerification } from '../admission/admission.ts';
 import type { KeyCheck } from '../admission/api-key.ts';
@@ -142,7 +142,8 @@ export class PgStoreView implements KeysAndCredentials {
     try {
       return await fn();
     } catch (err) {
-      if (!isUnavailable(err)) throw err;
+      // No answer, or a statement that ran out of time: the store's failure, a 503 to retry.
+      if (!isTransient(err)) throw err;
       throw new GatewayError(
         'store_unavailable',
         'the key store (PostgreSQL) does not answer; the request was not admitted',

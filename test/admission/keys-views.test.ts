@@ -199,6 +199,23 @@ t.test('PostgreSQL', async (t) => {
     t.match(await view.verifyKey(expiring.key, NOW), { status: 'ok' }, 'expiry judged at each request’s time');
   });
 
+  t.test('a key lookup that ran out of time is a 503 to retry, not an error of the request', async (t) => {
+    const clock = new ManualClock(NOW);
+    const { url, cli } = await database(t, clock);
+    const issued = await cli.apiKeys.create({ workspace: 'open' });
+    const store = await openPgStore(url, { clock, masterKey: KEY });
+    t.teardown(() => store.close());
+    const view = await PgStoreView.open(store, undefined, 60_000);
+    const find = store.apiKeys.find.bind(store.apiKeys);
+    let failures = 1;
+    store.apiKeys.find = (presented) =>
+      failures-- > 0
+        ? Promise.reject(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }))
+        : find(presented);
+    await t.rejects(view.verifyKey(issued.key, NOW), { code: 'store_unavailable', status: 503 });
+    t.match(await view.verifyKey(issued.key, NOW), { status: 'ok' }, 'asked again, it verifies');
+  });
+
   t.test('a serving thread’s view (serve --workers N on PostgreSQL)', async (t) => {
     keysViewContract(t, async (t) => {
       const clock = new ManualClock(NOW);
