@@ -44,6 +44,18 @@ export function queryOf(req: IncomingRequest): Map<string, string> {
   return out;
 }
 
+/**
+ * A path segment's text (a trace id, a workspace, a key id). One that is not percent-encoded UTF-8
+ * (a lone `%`, a cut-off sequence, a lone surrogate) is the client's mistake: 400, not a URIError.
+ */
+export function pathSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw badRequest(`the path segment "${raw}" is not percent-encoded UTF-8`);
+  }
+}
+
 /** A JSON object body, or a 400 naming what is wrong. */
 export function jsonBody(req: IncomingRequest): Record<string, unknown> {
   const type = req.headers['content-type'] ?? '';

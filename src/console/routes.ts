@@ -24,7 +24,7 @@ import { auditPage } from './audit.ts';
 import { cookieNameFor } from './auth.ts';
 import { type Access, type AuditFact, ConsoleGate, type ConsoleLog } from './gate.ts';
 import { healthReport } from './health.ts';
-import { ConsoleError, jsonBody, queryOf, sendError, sendJson, NO_STORE } from './http.ts';
+import { ConsoleError, jsonBody, NO_STORE, pathSegment, queryOf, sendError, sendJson } from './http.ts';
 import { createKey, listKeys, revokeKey, setKeyExpiry } from './keys.ts';
 import { metaReport } from './meta.ts';
 import { offPage } from './pages.ts';
@@ -62,7 +62,17 @@ type JsonHandler = (view: OperatorView, req: IncomingRequest) => unknown;
 /** What a write's audit entry says: its action, target and detail, from the request and its answer. */
 type Audited = (req: IncomingRequest, answer: unknown) => Omit<AuditFact, 'actor' | 'outcome'>;
 
-const param = (req: IncomingRequest): string => decodeURIComponent(req.params[0] ?? '');
+const param = (req: IncomingRequest): string => pathSegment(req.params[0] ?? '');
+
+/** A write's audit target: the decoded segment, or as sent when it does not decode (the write is
+ *  then refused, and the refusal still enters the trail). */
+const target = (req: IncomingRequest): string => {
+  try {
+    return param(req);
+  } catch {
+    return req.params[0] ?? '';
+  }
+};
 
 /** Fields of a write's body worth keeping in the trail (never a key or a secret), as JSON. */
 function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
@@ -130,7 +140,7 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
       'post',
       '/admin/wallets/:ws/credit',
       (v, req) => creditWallet(v, param(req), jsonBody(req)),
-      (req) => ({ action: 'wallet.credit', target: param(req), detail: bodyDetail(req, ['usd', 'note']) }),
+      (req) => ({ action: 'wallet.credit', target: target(req), detail: bodyDetail(req, ['usd', 'note']) }),
     ),
     api('get', '/admin/keys', (v, req) => listKeys(v, queryOf(req))),
     api(
@@ -150,13 +160,13 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
       'post',
       '/admin/keys/:id/revoke',
       (v, req) => revokeKey(v, param(req)),
-      (req) => ({ action: 'key.revoke', target: param(req), detail: null }),
+      (req) => ({ action: 'key.revoke', target: target(req), detail: null }),
     ),
     api(
       'post',
       '/admin/keys/:id/expiry',
       (v, req) => setKeyExpiry(v, param(req), jsonBody(req)),
-      (req) => ({ action: 'key.expiry', target: param(req), detail: bodyDetail(req, ['expires_at']) }),
+      (req) => ({ action: 'key.expiry', target: target(req), detail: bodyDetail(req, ['expires_at']) }),
     ),
     api('get', '/admin/health', (v) => healthReport(v, deps.lifecycle)),
     api('post', '/admin/route-preview', (v, req) => routePreview(v, jsonBody(req)), null, 'read-post'),

@@ -167,6 +167,9 @@ export function consoleApiContract(t: Test, make: Make): void {
     perKeyChecks(t, make),
   );
   t.test('the console and `pi-gateway usage` agree on a known traffic mix', (t) => usageChecks(t, make));
+  t.test('malformed input is a 4xx JSON error with a code, never a 500; nothing is written', (t) =>
+    malformedInputChecks(t, make),
+  );
 }
 
 async function requestLogChecks(t: Test, make: Make): Promise<void> {
@@ -830,4 +833,36 @@ async function usageChecks(t: Test, make: Make): Promise<void> {
   }
   const all = (await rig.call('/admin/spend?from=2026-01-15&to=2026-01-16')).body.total;
   t.match(all, { requests: 3, rejected: 2, unbilled: 1 }, 'every logged request in one of the three');
+}
+
+/** Path segments that are not percent-encoded UTF-8: a lone `%`, a cut-off sequence, a lone surrogate. */
+const BAD_SEGMENTS = ['%', '%E0%A4', '%ED%A0%80', 'a%zz'];
+
+async function malformedInputChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  await rigTraffic(rig);
+  const ledgerBefore = (await rig.call('/admin/wallets/open?limit=999')).body.ledger.length;
+  for (const seg of BAD_SEGMENTS) {
+    const calls: [string, unknown?][] = [
+      [`/admin/requests/${seg}`],
+      [`/admin/wallets/${seg}`],
+      [`/admin/wallets/${seg}/credit`, { usd: '1', note: 'x' }],
+      [`/admin/keys/${seg}/revoke`, {}],
+      [`/admin/keys/${seg}/expiry`, { expires_at: null }],
+    ];
+    for (const [path, body] of calls) {
+      const r = await rig.call(path, body === undefined ? {} : { body });
+      t.equal(r.status, 400, `${path}: 400`);
+      t.match(r.body, { error: { code: 'invalid_request', message: /percent-encoded/ } }, `${path}: says why`);
+    }
+  }
+  t.equal((await rig.call('/admin/wallets/open?limit=999')).body.ledger.length, ledgerBefore, 'no credit was written');
+  const audit = await rig.call('/admin/audit?limit=500');
+  t.ok(
+    audit.body.entries.some(
+      (e: { action: string; target: string; outcome: string }) =>
+        e.action === 'wallet.credit' && e.target === '%' && e.outcome === 'refused: invalid_request',
+    ),
+    'a refused write still enters the audit trail, its target as sent',
+  );
 }
