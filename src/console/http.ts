@@ -9,11 +9,20 @@ export class ConsoleError extends Error {
   readonly code: string;
   /** Seconds to wait before trying again (429), sent as Retry-After. */
   readonly retryAfterS: number | null;
-  constructor(status: number, code: string, message: string, retryAfterS: number | null = null) {
+  /** Headers the answer carries besides (a 405's Allow). */
+  readonly headers: HeaderList;
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    retryAfterS: number | null = null,
+    headers: HeaderList = [],
+  ) {
     super(message);
     this.status = status;
     this.code = code;
     this.retryAfterS = retryAfterS;
+    this.headers = headers;
     this.name = 'ConsoleError';
   }
 }
@@ -33,7 +42,7 @@ export function sendError(reply: Reply, err: ConsoleError): void {
     reply,
     err.status,
     { error: { code: err.code, message: err.message } },
-    err.retryAfterS === null ? [] : [['Retry-After', String(err.retryAfterS)]],
+    err.retryAfterS === null ? err.headers : [...err.headers, ['Retry-After', String(err.retryAfterS)]],
   );
 }
 

@@ -24,7 +24,7 @@ import { auditPage } from './audit.ts';
 import { cookieNameFor } from './auth.ts';
 import { type Access, type AuditFact, ConsoleGate, type ConsoleLog } from './gate.ts';
 import { healthReport } from './health.ts';
-import { ConsoleError, jsonBody, NO_STORE, pathSegment, queryOf, sendError, sendJson } from './http.ts';
+import { ConsoleError, jsonBody, NO_STORE, notFound, pathSegment, queryOf, sendError, sendJson } from './http.ts';
 import { createKey, listKeys, revokeKey, setKeyExpiry } from './keys.ts';
 import { metaReport } from './meta.ts';
 import { offPage } from './pages.ts';
@@ -125,7 +125,7 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
       }),
   });
 
-  return [
+  const routes: AdminRoute[] = [
     ...sessionRoutes(gate),
     api('get', '/admin/requests', (v, req) => listRequests(v, queryOf(req))),
     api('get', '/admin/requests/:trace', (v, req) => requestDetail(v, param(req))),
@@ -198,9 +198,38 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
           },
         ),
     },
-    api('get', '/admin/*', () => {
-      throw new ConsoleError(404, 'not_found', 'no such admin endpoint');
-    }),
+  ];
+  return [...routes, ...fallbackRoutes(gate, routes)];
+}
+
+/**
+ * After the admin endpoints (uWebSockets.js tries a method's own routes before `any`): a method an
+ * admin path does not take is a 405 with Allow, any other /admin/ path a 404 — both the console's
+ * JSON error, after the same credentials check as every admin call (no path is confirmed to a
+ * caller without them).
+ */
+function fallbackRoutes(gate: ConsoleGate, routes: readonly AdminRoute[]): AdminRoute[] {
+  const allowed = new Map<string, string[]>();
+  for (const r of routes)
+    if (r.pattern.startsWith('/admin/') && r.method !== 'any')
+      allowed.set(r.pattern, [...(allowed.get(r.pattern) ?? []), r.method.toUpperCase()].sort());
+  const refuse = (err: ConsoleError): AdminRoute['handler'] => {
+    return (req, reply) =>
+      guarded(gate, req, reply, 'read', null, async () => {
+        throw err;
+      });
+  };
+  return [
+    ...[...allowed].map(([pattern, methods]) => ({
+      method: 'any' as const,
+      pattern,
+      handler: refuse(
+        new ConsoleError(405, 'method_not_allowed', `${pattern} takes ${methods.join(' or ')}; use that`, null, [
+          ['Allow', methods.join(', ')],
+        ]),
+      ),
+    })),
+    { method: 'any', pattern: '/admin/*', handler: refuse(notFound('no such admin endpoint')) },
   ];
 }
 

@@ -170,6 +170,9 @@ export function consoleApiContract(t: Test, make: Make): void {
   t.test('malformed input is a 4xx JSON error with a code, never a 500; nothing is written', (t) =>
     malformedInputChecks(t, make),
   );
+  t.test('a method an admin path does not take is a 405 naming the ones it does; an unknown path a 404', (t) =>
+    methodChecks(t, make),
+  );
 }
 
 async function requestLogChecks(t: Test, make: Make): Promise<void> {
@@ -865,4 +868,34 @@ async function malformedInputChecks(t: Test, make: Make): Promise<void> {
     ),
     'a refused write still enters the audit trail, its target as sent',
   );
+}
+
+async function methodChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  const wrong: [string, string, string][] = [
+    ['PUT', '/admin/requests', 'GET'],
+    ['DELETE', '/admin/keys', 'GET, POST'],
+    ['PATCH', '/admin/wallets', 'GET'],
+    ['POST', '/admin/requests', 'GET'],
+    ['POST', '/admin/requests/some-trace', 'GET'],
+    ['GET', '/admin/keys/key_x/revoke', 'POST'],
+    ['GET', '/admin/wallets/open/credit', 'POST'],
+    ['DELETE', '/admin/reload', 'POST'],
+  ];
+  for (const [method, path, allow] of wrong) {
+    const r = await rig.call(path, { method });
+    t.equal(r.status, 405, `${method} ${path}: 405`);
+    t.equal(r.headers.get('allow'), allow, `${method} ${path}: Allow: ${allow}`);
+    t.match(r.body, { error: { code: 'method_not_allowed', message: /use/ } }, `${method} ${path}: says which`);
+  }
+  const head = await rig.call('/admin/requests', { method: 'HEAD' });
+  t.equal(head.status, 405, 'HEAD on a GET route: 405 (its answers are not cached nor probed)');
+  t.equal(head.headers.get('allow'), 'GET');
+  for (const method of ['PUT', 'POST', 'DELETE']) {
+    const r = await rig.call('/admin/nope', { method });
+    t.equal(r.status, 404, `${method} on an unknown admin path: 404`);
+    t.match(r.body, { error: { code: 'not_found' } }, `${method} on an unknown admin path: the console's error`);
+  }
+  const anon = await rig.call('/admin/keys', { method: 'DELETE', token: null });
+  t.equal(anon.status, 401, 'without credentials a wrong method is a 401 like any other admin call');
 }
