@@ -2,6 +2,7 @@
 // query-string fields, JSON bodies and the times operators type (ISO dates, date-times or epoch ms).
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
+import { isWellFormedKey, KEY_PREFIX } from '../store/key-format.ts';
 
 /** An admin endpoint's refusal: answered as `{"error": {"code", "message"}}` with its status. */
 export class ConsoleError extends Error {
@@ -53,16 +54,42 @@ export function queryOf(req: IncomingRequest): Map<string, string> {
   return out;
 }
 
+/** A whole API key where a name, an id or a prefix belongs: a secret, now in a URL or a body. */
+export function refuseWholeKey(v: string, instead: string): void {
+  if (isWellFormedKey(v.trim()))
+    throw new ConsoleError(400, 'whole_key', `that is a whole API key, a secret: ${instead}`);
+}
+
+/** How many characters of a key are its non-secret prefix, as the console shows it. */
+export const SHOWN_PREFIX_CHARS = KEY_PREFIX.length + 8;
+
 /**
  * A path segment's text (a trace id, a workspace, a key id). One that is not percent-encoded UTF-8
  * (a lone `%`, a cut-off sequence, a lone surrogate) is the client's mistake: 400, not a URIError.
+ * A whole API key is refused (400 `whole_key`) and never echoed: the answer and the audit trail
+ * would keep the secret.
  */
 export function pathSegment(raw: string): string {
+  let v: string;
   try {
-    return decodeURIComponent(raw);
+    v = decodeURIComponent(raw);
   } catch {
     throw badRequest(`the path segment "${raw}" is not percent-encoded UTF-8`);
   }
+  refuseWholeKey(v, `a path names a key by its id, never by the key itself`);
+  return v;
+}
+
+/** A path segment as the audit trail keeps it: decoded when it decodes, else as sent; a whole key
+ *  only by its non-secret prefix. */
+export function auditedSegment(raw: string): string {
+  let v = raw;
+  try {
+    v = decodeURIComponent(raw);
+  } catch {
+    // Kept as sent: the refusal's entry says what arrived.
+  }
+  return isWellFormedKey(v.trim()) ? `${v.trim().slice(0, SHOWN_PREFIX_CHARS)}…` : v;
 }
 
 /** A JSON object body, or a 400 naming what is wrong. */

@@ -6,8 +6,8 @@ import type { OperatorView } from '../admin/operator-view.ts';
 import { nanoToDecimal } from '../money.ts';
 import { isRequestEnd } from '../observe/request-end.ts';
 import type { ApiKeyRecord, RequestLogEntry, RequestLogFilter } from '../store/sqlite/store.ts';
-import { isWellFormedKey, KEY_PREFIX } from '../store/sqlite/store.ts';
-import { badRequest, ConsoleError, intField, iso, notFound, parseTime } from './http.ts';
+import { KEY_PREFIX } from '../store/sqlite/store.ts';
+import { badRequest, intField, iso, notFound, parseTime, refuseWholeKey, SHOWN_PREFIX_CHARS } from './http.ts';
 
 /** One request-log row as the admin endpoints show it. */
 export function requestJson(r: RequestLogEntry): Record<string, unknown> {
@@ -96,12 +96,7 @@ const MAX_MATCHED_KEYS = 500;
  */
 export function matchingKeys(keys: readonly ApiKeyRecord[], query: string): string[] {
   const q = query.trim();
-  if (isWellFormedKey(q))
-    throw new ConsoleError(
-      400,
-      'whole_key',
-      `that is a whole API key, a secret: search by its prefix (its first ${KEY_PREFIX.length + 8} characters), its name or its id`,
-    );
+  refuseWholeKey(q, `search by its prefix (its first ${SHOWN_PREFIX_CHARS} characters), its name or its id`);
   const lower = q.toLowerCase();
   const ids = keys
     .filter(

@@ -24,7 +24,17 @@ import { auditPage } from './audit.ts';
 import { cookieNameFor } from './auth.ts';
 import { type Access, type AuditFact, ConsoleGate, type ConsoleLog } from './gate.ts';
 import { healthReport } from './health.ts';
-import { ConsoleError, jsonBody, NO_STORE, notFound, pathSegment, queryOf, sendError, sendJson } from './http.ts';
+import {
+  auditedSegment,
+  ConsoleError,
+  jsonBody,
+  NO_STORE,
+  notFound,
+  pathSegment,
+  queryOf,
+  sendError,
+  sendJson,
+} from './http.ts';
 import { createKey, listKeys, revokeKey, setKeyExpiry } from './keys.ts';
 import { metaReport } from './meta.ts';
 import { offPage } from './pages.ts';
@@ -64,15 +74,8 @@ type Audited = (req: IncomingRequest, answer: unknown) => Omit<AuditFact, 'actor
 
 const param = (req: IncomingRequest): string => pathSegment(req.params[0] ?? '');
 
-/** A write's audit target: the decoded segment, or as sent when it does not decode (the write is
- *  then refused, and the refusal still enters the trail). */
-const target = (req: IncomingRequest): string => {
-  try {
-    return param(req);
-  } catch {
-    return req.params[0] ?? '';
-  }
-};
+/** A write's audit target: the segment, also when the write is refused for it (./http.ts). */
+const target = (req: IncomingRequest): string => auditedSegment(req.params[0] ?? '');
 
 /** Fields of a write's body worth keeping in the trail (never a key or a secret), as JSON. */
 function bodyDetail(req: IncomingRequest, fields: string[]): string | null {

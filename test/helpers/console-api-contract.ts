@@ -170,6 +170,9 @@ export function consoleApiContract(t: Test, make: Make): void {
   t.test('malformed input is a 4xx JSON error with a code, never a 500; nothing is written', (t) =>
     malformedInputChecks(t, make),
   );
+  t.test('a whole API key in a path is refused: not echoed in the answer, not kept in the audit trail', (t) =>
+    wholeKeyPathChecks(t, make),
+  );
   t.test('a method an admin path does not take is a 405 naming the ones it does; an unknown path a 404', (t) =>
     methodChecks(t, make),
   );
@@ -898,4 +901,29 @@ async function methodChecks(t: Test, make: Make): Promise<void> {
   }
   const anon = await rig.call('/admin/keys', { method: 'DELETE', token: null });
   t.equal(anon.status, 401, 'without credentials a wrong method is a 401 like any other admin call');
+}
+
+async function wholeKeyPathChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  const k = await rigTraffic(rig);
+  const calls: [string, unknown?][] = [
+    [`/admin/keys/${k.openKey}/revoke`, {}],
+    [`/admin/keys/${k.openKey}/expiry`, { expires_at: null }],
+    [`/admin/requests/${k.openKey}`],
+    [`/admin/wallets/${k.openKey}`],
+    [`/admin/keys/%20${k.openKey}/revoke`, {}],
+  ];
+  for (const [path, body] of calls) {
+    const r = await rig.call(path, body === undefined ? {} : { body });
+    t.equal(r.status, 400, `${path.slice(0, 20)}…: 400`);
+    t.match(r.body, { error: { code: 'whole_key', message: /secret/ } }, `${path.slice(0, 20)}…: says why`);
+    t.notOk(r.text.includes(k.openKey), `${path.slice(0, 20)}…: the key is not in the answer`);
+  }
+  const audit = await rig.call('/admin/audit?limit=500');
+  const refused = audit.body.entries.filter(
+    (e: { action: string; outcome: string }) => e.action === 'key.revoke' && e.outcome === 'refused: whole_key',
+  );
+  t.equal(refused.length, 2, 'the refused revokes are in the audit trail');
+  t.notOk(audit.text.includes(k.openKey), 'the key is not in the audit trail');
+  t.equal(await keyStatus(rig, k.openKey, 200), 200, 'the key still works: nothing was revoked');
 }
