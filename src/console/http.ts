@@ -92,14 +92,23 @@ export function auditedSegment(raw: string): string {
   return isWellFormedKey(v.trim()) ? `${v.trim().slice(0, SHOWN_PREFIX_CHARS)}…` : v;
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A JSON object body, or a 400 naming what is wrong. */
 export function jsonBody(req: IncomingRequest): Record<string, unknown> {
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/json\b/i.test(type))
     throw new ConsoleError(415, 'unsupported_media_type', 'send the body as application/json');
+  let text: string;
+  try {
+    text = UTF8.decode(req.body);
+  } catch {
+    // Decoding leniently would keep U+FFFD in place of the client's bytes, unnoticed.
+    throw badRequest('the body is not UTF-8');
+  }
   let v: unknown;
   try {
-    v = JSON.parse(req.body.toString('utf8'));
+    v = JSON.parse(text);
   } catch {
     throw badRequest('the body is not valid JSON');
   }
@@ -107,11 +116,18 @@ export function jsonBody(req: IncomingRequest): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-/** A string field of a body: absent or null → undefined; anything else but a string → 400. */
+/** A NUL or a lone surrogate: text the stores do not keep as sent (PostgreSQL refuses or replaces
+ *  it, UTF-8 has no encoding for a lone surrogate, the embedded store keeps a NUL), so the answer,
+ *  the row and the other store would each say something else. */
+const UNKEEPABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** A string field of a body: absent or null → undefined; anything else but a string, or a string
+ *  no store keeps as sent → 400. */
 export function stringField(body: Record<string, unknown>, name: string): string | undefined {
   const v = body[name];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
+  if (UNKEEPABLE.test(v)) throw badRequest(`${name} holds a NUL or a lone surrogate, which no store keeps`);
   return v;
 }
 

@@ -173,6 +173,9 @@ export function consoleApiContract(t: Test, make: Make): void {
   t.test('a whole API key in a path is refused: not echoed in the answer, not kept in the audit trail', (t) =>
     wholeKeyPathChecks(t, make),
   );
+  t.test('text no store keeps as sent (NUL, a lone surrogate, bytes not UTF-8) is a 400, nothing written', (t) =>
+    unkeepableTextChecks(t, make),
+  );
   t.test('a method an admin path does not take is a 405 naming the ones it does; an unknown path a 404', (t) =>
     methodChecks(t, make),
   );
@@ -926,4 +929,34 @@ async function wholeKeyPathChecks(t: Test, make: Make): Promise<void> {
   t.equal(refused.length, 2, 'the refused revokes are in the audit trail');
   t.notOk(audit.text.includes(k.openKey), 'the key is not in the audit trail');
   t.equal(await keyStatus(rig, k.openKey, 200), 200, 'the key still works: nothing was revoked');
+}
+
+async function unkeepableTextChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  await rigTraffic(rig);
+  const ledger = async (): Promise<number> => (await rig.call('/admin/wallets/open?limit=999')).body.ledger.length;
+  const keys = async (): Promise<number> => (await rig.call('/admin/keys')).body.keys.length;
+  const [ledgerBefore, keysBefore] = [await ledger(), await keys()];
+  const writes: [string, Record<string, unknown>][] = [
+    ['/admin/wallets/open/credit', { usd: '1', note: 'invoice\u0000 7' }],
+    ['/admin/wallets/open/credit', { usd: '1', note: 'invoice \ud800' }],
+    ['/admin/wallets/open/credit', { usd: '1', note: '\udc00 invoice' }],
+    ['/admin/keys', { workspace: 'open', name: 'batch \ud800' }],
+    ['/admin/keys', { workspace: 'open\u0000' }],
+  ];
+  for (const [path, body] of writes) {
+    const r = await rig.call(path, { body });
+    t.equal(r.status, 400, `${path} ${JSON.stringify(body)}: 400`);
+    t.match(r.body, { error: { code: 'invalid_request', message: /NUL or a lone surrogate/ } }, 'says why');
+  }
+  const notUtf8 = Buffer.concat([Buffer.from('{"usd":"1","note":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+  const res = await fetch(`${rig.adminUrl}/admin/wallets/open/credit`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: notUtf8,
+  });
+  t.equal(res.status, 400, 'a body that is not UTF-8: 400');
+  t.match(await res.json(), { error: { code: 'invalid_request', message: /UTF-8/ } });
+  t.equal(await ledger(), ledgerBefore, 'no credit was written');
+  t.equal(await keys(), keysBefore, 'no key was made');
 }
