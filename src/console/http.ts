@@ -47,10 +47,15 @@ export function sendError(reply: Reply, err: ConsoleError): void {
   );
 }
 
-/** The query string's fields; an empty value counts as absent. */
+/** The query string's fields; an empty value counts as absent. A field given twice is a 400:
+ *  which one counts would be a guess (the console never repeats one). */
 export function queryOf(req: IncomingRequest): Map<string, string> {
   const out = new Map<string, string>();
-  for (const [k, v] of new URLSearchParams(req.query)) if (v !== '') out.set(k, v);
+  for (const [k, v] of new URLSearchParams(req.query)) {
+    if (v === '') continue;
+    if (out.has(k)) throw badRequest(`${JSON.stringify(k.slice(0, 100))} is given twice in the query; give it once`);
+    out.set(k, v);
+  }
   return out;
 }
 

@@ -176,6 +176,7 @@ export function consoleApiContract(t: Test, make: Make): void {
   t.test('text no store keeps as sent (NUL, a lone surrogate, bytes not UTF-8) is a 400, nothing written', (t) =>
     unkeepableTextChecks(t, make),
   );
+  t.test('a query field given twice is a 400, not the last one silently', (t) => repeatedFieldChecks(t, make));
   t.test('a method an admin path does not take is a 405 naming the ones it does; an unknown path a 404', (t) =>
     methodChecks(t, make),
   );
@@ -959,4 +960,25 @@ async function unkeepableTextChecks(t: Test, make: Make): Promise<void> {
   t.match(await res.json(), { error: { code: 'invalid_request', message: /UTF-8/ } });
   t.equal(await ledger(), ledgerBefore, 'no credit was written');
   t.equal(await keys(), keysBefore, 'no key was made');
+}
+
+async function repeatedFieldChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  await rigTraffic(rig);
+  for (const path of [
+    '/admin/requests?workspace=open&workspace=cheap',
+    '/admin/requests?limit=1&limit=2',
+    '/admin/spend?from=2026-01-01&from=2026-01-10',
+    '/admin/spend.csv?model=acme/chat-small&model=acme/chat-small',
+    '/admin/keys?workspace=open&workspace=cheap',
+    '/admin/wallets/open?before=9&before=3',
+    '/admin/audit?limit=5&limit=6',
+  ]) {
+    const r = await rig.call(path);
+    t.equal(r.status, 400, `${path}: 400`);
+    t.match(r.body, { error: { code: 'invalid_request', message: /given twice/ } }, `${path}: says which`);
+  }
+  const blank = await rig.call('/admin/requests?workspace=cheap&workspace=');
+  t.equal(blank.status, 200, 'an empty repeat is absent, as any empty field');
+  t.equal(blank.body.requests.length, 1, 'the one given filters');
 }
