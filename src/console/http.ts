@@ -3,6 +3,7 @@
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import { isWellFormedKey, KEY_PREFIX } from '../store/key-format.ts';
+import { firstDuplicateKey } from './duplicate-keys.ts';
 
 /** An admin endpoint's refusal: answered as `{"error": {"code", "message"}}` with its status. */
 export class ConsoleError extends Error {
@@ -118,6 +119,8 @@ export function jsonBody(req: IncomingRequest): Record<string, unknown> {
     throw badRequest('the body is not valid JSON');
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw badRequest('the body must be a JSON object');
+  const twice = firstDuplicateKey(text);
+  if (twice !== null) throw badRequest(`the body gives ${JSON.stringify(twice.slice(0, 100))} twice; give it once`);
   return v as Record<string, unknown>;
 }
 

@@ -177,6 +177,7 @@ export function consoleApiContract(t: Test, make: Make): void {
     unkeepableTextChecks(t, make),
   );
   t.test('a query field given twice is a 400, not the last one silently', (t) => repeatedFieldChecks(t, make));
+  t.test('a body giving a field twice is a 400, at any depth; nothing is written', (t) => duplicateKeyChecks(t, make));
   t.test('a method an admin path does not take is a 405 naming the ones it does; an unknown path a 404', (t) =>
     methodChecks(t, make),
   );
@@ -981,4 +982,41 @@ async function repeatedFieldChecks(t: Test, make: Make): Promise<void> {
   const blank = await rig.call('/admin/requests?workspace=cheap&workspace=');
   t.equal(blank.status, 200, 'an empty repeat is absent, as any empty field');
   t.equal(blank.body.requests.length, 1, 'the one given filters');
+}
+
+async function duplicateKeyChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  await rigTraffic(rig);
+  const ledger = async (): Promise<number> => (await rig.call('/admin/wallets/open?limit=999')).body.ledger.length;
+  const keys = async (): Promise<number> => (await rig.call('/admin/keys')).body.keys.length;
+  const [ledgerBefore, keysBefore] = [await ledger(), await keys()];
+  const post = async (path: string, text: string) => {
+    const res = await fetch(`${rig.adminUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: text,
+    });
+    return { status: res.status, body: (await res.json()) as AdminBody };
+  };
+  const twice: [string, string, string][] = [
+    ['/admin/wallets/open/credit', '{"usd":"1","note":"grant","usd":"1000"}', 'usd'],
+    ['/admin/wallets/open/credit', '{"usd":"1","note":"a","no\\u0074e":"b"}', 'note'],
+    ['/admin/keys', '{"workspace":"open", "workspace" :"cheap"}', 'workspace'],
+    [
+      '/admin/route-preview',
+      '{"workspace":"open","model":"acme/chat-small","provider":{"only":["alpha"],"only":["beta"]}}',
+      'only',
+    ],
+  ];
+  for (const [path, text, field] of twice) {
+    const r = await post(path, text);
+    t.equal(r.status, 400, `${text}: 400`);
+    t.match(r.body, { error: { code: 'invalid_request', message: `"${field}" twice` } }, `${text}: names it`);
+  }
+  const same = await post('/admin/wallets/open/credit', '{"usd":"1","note":"{\\"usd\\":1,\\"usd\\":2}"}');
+  t.equal(same.status, 200, 'keys inside a string value are text, not fields');
+  t.equal(await ledger(), ledgerBefore + 1, 'only that credit was written');
+  t.equal(await keys(), keysBefore, 'no key was made');
+  const deep = await post('/admin/route-preview', `${'['.repeat(32_000)}${']'.repeat(32_000)}`);
+  t.equal(deep.status, 400, 'a body nested 32,000 deep: 400, no stack overflow');
 }
