@@ -79,7 +79,9 @@ export async function spendSeriesReport(view: OperatorView, q: Map<string, strin
   const first = Math.floor(f.fromMs / step) * step;
   const n = Math.ceil((f.toMs - first) / step);
   if (n > MAX_BUCKETS)
-    throw badRequest(`that is ${n} ${interval}s; ask for at most ${MAX_BUCKETS} (a shorter range, or interval=day)`);
+    throw badRequest(
+      `that is ${n} ${interval}s; ask for at most ${MAX_BUCKETS} (a shorter range${interval === 'hour' ? ', or interval=day' : ''})`,
+    );
   const points = await view.store.requestLog.series(interval, by, f);
   const series = new Map<string, Columns>();
   // The total series is there even over an empty range: a chart of zeros, not a missing chart.

@@ -178,6 +178,9 @@ export function consoleApiContract(t: Test, make: Make): void {
   );
   t.test('a query field given twice is a 400, not the last one silently', (t) => repeatedFieldChecks(t, make));
   t.test('a body giving a field twice is a 400, at any depth; nothing is written', (t) => duplicateKeyChecks(t, make));
+  t.test('a series over too many buckets says how to ask for fewer, by the interval asked', (t) =>
+    bucketLimitChecks(t, make),
+  );
   t.test('a method an admin path does not take is a 405 naming the ones it does; an unknown path a 404', (t) =>
     methodChecks(t, make),
   );
@@ -1019,4 +1022,15 @@ async function duplicateKeyChecks(t: Test, make: Make): Promise<void> {
   t.equal(await keys(), keysBefore, 'no key was made');
   const deep = await post('/admin/route-preview', `${'['.repeat(32_000)}${']'.repeat(32_000)}`);
   t.equal(deep.status, 400, 'a body nested 32,000 deep: 400, no stack overflow');
+}
+
+async function bucketLimitChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  const byDay = await rig.call('/admin/spend/series?from=2020-01-01&to=2026-01-01&interval=day');
+  t.equal(byDay.status, 400);
+  t.match(byDay.body, { error: { code: 'invalid_request', message: /2192 days; ask for at most 1000/ } });
+  t.notMatch(byDay.body.error.message, /interval=day/, 'does not suggest the interval already asked');
+  const byHour = await rig.call('/admin/spend/series?from=2025-01-01&to=2026-01-01&interval=hour');
+  t.equal(byHour.status, 400);
+  t.match(byHour.body.error.message, /8760 hours; .*interval=day/, 'hourly: suggests days');
 }
