@@ -65,13 +65,19 @@ export function SpendPage(props: { meta: Meta }) {
   const [spend, setSpend] = useState<Spend | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
+    // Only the answer for the range asked last is shown: an earlier, slower one arrives to nothing.
+    let current = true;
     get<Spend>(`/admin/spend${qs(range)}`).then(
       (s) => {
+        if (!current) return;
         setSpend(s);
         setError(null);
       },
-      (e: Error) => setError(e.message),
+      (e: Error) => current && setError(e.message),
     );
+    return () => {
+      current = false;
+    };
   }, [range]);
   const field = (name: 'from' | 'to') => (
     <CommittedInput

@@ -1,0 +1,81 @@
+// A slow answer to an earlier question never replaces the answer to the operator's latest one, in
+// headless Chromium: the browser holds one admin answer back (playwright's request routing) while the
+// operator asks something else, then lets it through; the page must go on showing what was asked
+// last — the Spend page's workspace, the request open in the drawer, the Requests filter under a
+// live-tail fetch started before it, and the wallet selected (with no message of another wallet's
+// credit under it).
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
+import { launchBrowser, signIn } from '../helpers/browser.ts';
+import { logRow } from '../helpers/log-rows.ts';
+
+/** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
+async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Holds back the answer to the first admin GET whose URL `match`es until `release()` is called;
+ * `held` resolves once the page asked. `delivered` resolves once the page received the answer and
+ * had a moment to act on it (what a stale answer would do, it has done by then).
+ */
+async function holdOne(page: Page, match: (url: URL) => boolean) {
+  let release = () => {};
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let onHeld = () => {};
+  const held = new Promise<void>((r) => {
+    onHeld = r;
+  });
+  let taken = false;
+  let heldUrl = '';
+  await page.route(
+    (url) => !taken && match(url),
+    async (route) => {
+      if (taken) return route.continue();
+      taken = true;
+      heldUrl = route.request().url();
+      onHeld();
+      await released;
+      await route.fulfill({ response: await route.fetch() });
+    },
+  );
+  const delivered = async () => {
+    await page.waitForEvent('requestfinished', (r) => r.url() === heldUrl);
+    await new Promise((r) => setTimeout(r, 300));
+  };
+  return { held, release, delivered };
+}
+
+const admin =
+  (path: string, has: Record<string, string | null> = {}) =>
+  (url: URL) =>
+    url.pathname === path &&
+    Object.entries(has).every(([k, v]) => (v === null ? !url.searchParams.has(k) : url.searchParams.get(k) === v));
+
+t.test('Spend: the figures of the workspace chosen last, whatever answer comes last', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.goto(`${s.adminUrl}/console#spend`);
+  await until(async () => (await page.textContent('[data-testid=total-requests]')) === '3', 'all three billed');
+  const slow = await holdOne(page, admin('/admin/spend', { workspace: 'cheap' }));
+  await page.selectOption('[data-testid=page-spend] select:not([name])', 'cheap');
+  await slow.held;
+  await page.selectOption('[data-testid=page-spend] select:not([name])', 'open');
+  await until(async () => (await page.textContent('[data-testid=total-requests]')) === '2', "open's two billed");
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+  t.equal(await page.textContent('[data-testid=total-requests]'), '2', "cheap's late answer is not shown under open");
+  t.equal(await page.textContent('[data-testid=total-cost]'), '$0.004');
+});
