@@ -317,9 +317,15 @@ function Drawer(props: { trace: string; onClose: () => void }) {
   useEffect(() => {
     setD(null);
     setError(null);
-    get<RequestDetail>(`/admin/requests/${encodeURIComponent(props.trace)}`).then(setD, (e: Error) =>
-      setError(e.message),
+    // Another request opened before this one's answer came: that answer is not this drawer's.
+    let current = true;
+    get<RequestDetail>(`/admin/requests/${encodeURIComponent(props.trace)}`).then(
+      (x) => current && setD(x),
+      (e: Error) => current && setError(e.message),
     );
+    return () => {
+      current = false;
+    };
   }, [props.trace]);
   const onClose = useRef(props.onClose);
   onClose.current = props.onClose;

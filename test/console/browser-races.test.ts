@@ -79,3 +79,26 @@ t.test('Spend: the figures of the workspace chosen last, whatever answer comes l
   t.equal(await page.textContent('[data-testid=total-requests]'), '2', "cheap's late answer is not shown under open");
   t.equal(await page.textContent('[data-testid=total-cost]'), '$0.004');
 });
+
+t.test('Requests: the drawer shows the request the URL opens, not an earlier one answered late', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  const slow = await holdOne(page, admin(`/admin/requests/${k.traces.small1}`));
+  await page.goto(`${s.adminUrl}/console#requests?open=${k.traces.small1}`);
+  await slow.held;
+  await page.evaluate((trace) => {
+    location.hash = `#requests?open=${trace}`;
+  }, k.traces.cheap);
+  await until(
+    async () => (await page.textContent('[data-testid=detail-trace]').catch(() => '')) === k.traces.cheap,
+    'the second request',
+  );
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+  t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.cheap, 'the first one did not replace it');
+});
