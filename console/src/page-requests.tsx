@@ -139,17 +139,22 @@ export function RequestsPage(props: { meta: Meta }) {
   const tailing = live && cursor['before'] === undefined && cursor['after'] === undefined;
   useEffect(() => {
     if (!tailing) return;
+    // A fetch still out when the filters change (or the tail stops) answers for rows no longer shown.
+    let current = true;
     const timer = setInterval(() => {
       get<Page>(`/admin/requests${qs({ ...filters, since: newest.current ?? 0, limit: TAIL_ROWS })}`).then(
         (r) => {
-          if (r.requests.length === 0) return;
+          if (!current || r.requests.length === 0) return;
           newest.current = r.requests[0]?.id ?? newest.current;
           setPage((old) => (old ? tailed(old, r) : old));
         },
         () => undefined,
       );
     }, TAIL_MS);
-    return () => clearInterval(timer);
+    return () => {
+      current = false;
+      clearInterval(timer);
+    };
   }, [tailing, query]);
 
   // A filter change starts from the newest page again.

@@ -102,3 +102,32 @@ t.test('Requests: the drawer shows the request the URL opens, not an earlier one
   await delivered;
   t.equal(await page.textContent('[data-testid=detail-trace]'), k.traces.cheap, 'the first one did not replace it');
 });
+
+t.test('Requests: a live-tail fetch of the old filter adds no row under the new one', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.goto(`${s.adminUrl}/console#requests`);
+  await until(async () => (await page.locator('[data-testid=requests-table] tbody tr').count()) === 4, 'four rows');
+  s.store.requestLog.append(logRow('elsewhere', { ts: Date.now(), workspace: 'w' }));
+  s.store.requestLog.flush();
+  // The tail's fetch (it has `since`) of the unfiltered page.
+  const tail = await holdOne(
+    page,
+    (url) => admin('/admin/requests', { workspace: null })(url) && url.searchParams.has('since'),
+  );
+  await page.check('[data-testid=live]');
+  await tail.held;
+  await page.selectOption('select[name=workspace]', 'open');
+  const traces = () =>
+    page.$$eval('[data-testid=requests-table] tbody tr', (rows) => rows.map((r) => r.getAttribute('data-trace')));
+  await until(async () => (await traces()).length === 3, "open's three rows");
+  const delivered = tail.delivered();
+  tail.release();
+  await delivered;
+  t.notOk((await traces()).includes('elsewhere'), "the old filter's tail row is not shown under workspace open");
+  t.equal((await traces()).length, 3);
+});
