@@ -68,7 +68,11 @@ export function WalletsPage(props: { meta: Meta }) {
           </tbody>
         </table>
       </div>
-      {selected && <WalletDetail workspace={selected} tick={tick} onCredited={() => setTick(tick + 1)} />}
+      {/* Keyed by the workspace: another wallet's detail starts afresh (no amount typed, no message of
+          a credit to the wallet before, no page of its ledger). */}
+      {selected && (
+        <WalletDetail key={selected} workspace={selected} tick={tick} onCredited={() => setTick(tick + 1)} />
+      )}
       <Keys meta={props.meta} />
     </section>
   );

@@ -131,3 +131,50 @@ t.test('Requests: a live-tail fetch of the old filter adds no row under the new 
   t.notOk((await traces()).includes('elsewhere'), "the old filter's tail row is not shown under workspace open");
   t.equal((await traces()).length, 3);
 });
+
+t.test('Wallets: the wallet selected last, without the message or amount of the one before', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const k = await knownTraffic(s);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-wallets]');
+  await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+  await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+  await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 9');
+  await page.click('[data-testid=credit-form] button');
+  await page.waitForSelector('[data-testid=credit-message]');
+  await page.fill('[data-testid=credit-form] input[name=usd]', '7');
+  await page.click('[data-testid=wallets-table] tr[data-workspace=cheap]');
+  await until(
+    async () => ((await page.textContent('[data-testid=ledger-table]')) ?? '').includes(k.traces.cheap),
+    "cheap's ledger",
+  );
+  t.equal(
+    await page.locator('[data-testid=credit-message]').count(),
+    0,
+    "open's credit message is not shown under cheap",
+  );
+  t.equal(
+    await page.inputValue('[data-testid=credit-form] input[name=usd]'),
+    '',
+    'the amount typed for open is not kept for cheap',
+  );
+
+  const slow = await holdOne(page, admin('/admin/wallets/open'));
+  await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+  await slow.held;
+  await page.click('[data-testid=wallets-table] tr[data-workspace=cheap]');
+  await until(
+    async () => ((await page.textContent('[data-testid=ledger-table]')) ?? '').includes(k.traces.cheap),
+    "cheap's ledger again",
+  );
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+  const ledger = (await page.textContent('[data-testid=ledger-table]')) ?? '';
+  t.match(await page.textContent('[data-testid=wallet-detail] h2'), 'Wallet cheap');
+  t.ok(ledger.includes(k.traces.cheap), "cheap's ledger");
+  t.notOk(ledger.includes(k.traces.small1), "open's late answer is not shown under cheap");
+});
