@@ -90,20 +90,27 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
   useEffect(() => setCursors([]), [props.workspace, props.tick]);
   const before = cursors[cursors.length - 1];
   useEffect(() => {
+    // Only the page asked last is shown: an earlier, slower answer arrives to nothing.
+    let current = true;
     get<{ ledger: LedgerRow[]; next_before: number | null }>(
       `/admin/wallets/${encodeURIComponent(props.workspace)}${qs({ limit: LEDGER_PAGE, before })}`,
     ).then(
       (r) => {
+        if (!current) return;
         setLedger(r.ledger);
         setNextBefore(r.next_before);
         setLedgerError(null);
       },
       (e: Error) => {
+        if (!current) return;
         setLedger([]);
         setNextBefore(null);
         setLedgerError(e.message);
       },
     );
+    return () => {
+      current = false;
+    };
   }, [props.workspace, props.tick, before]);
   const credit = (e: Event) => {
     e.preventDefault();

@@ -178,3 +178,42 @@ t.test('Wallets: the wallet selected last, without the message or amount of the 
   t.ok(ledger.includes(k.traces.cheap), "cheap's ledger");
   t.notOk(ledger.includes(k.traces.small1), "open's late answer is not shown under cheap");
 });
+
+t.test(
+  "Wallets: Newer clicked before Older's page came shows the newest rows, under the newest page's title",
+  async (t) => {
+    const browser = await launchBrowser(t);
+    if (!browser) return;
+    const s = await startConsoleStack(t);
+    s.key('open', { name: 'backend' });
+    // Thirty credits: two ledger pages of 25.
+    for (let i = 1; i <= 30; i++) s.credit('open', String(i));
+    const page = await browser.newPage();
+    t.equal(await signIn(page, s.adminUrl), 200);
+    await page.click('[data-testid=nav-wallets]');
+    await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+    await page.waitForSelector('[data-testid=ledger-older]');
+    const rows = () => page.locator('[data-testid=ledger-table] tbody tr').count();
+    await until(async () => (await rows()) === 25, 'the newest page');
+    const newest = await page.textContent('[data-testid=ledger-table] tbody');
+    const slow = await holdOne(page, (u) => u.pathname === '/admin/wallets/open' && u.searchParams.has('before'));
+    await page.click('[data-testid=ledger-older]');
+    await slow.held;
+    // Back on the newest page, its answer in before the older page's.
+    const newestAnswer = page.waitForResponse((r) => {
+      const u = new URL(r.url());
+      return u.pathname === '/admin/wallets/open' && !u.searchParams.has('before');
+    });
+    await page.click('[data-testid=ledger-newer]');
+    await newestAnswer;
+    const delivered = slow.delivered();
+    slow.release();
+    await delivered;
+    t.match(await page.textContent('[data-testid=wallet-detail] h3'), 'Recent ledger rows');
+    t.equal(
+      await page.textContent('[data-testid=ledger-table] tbody'),
+      newest,
+      "the newest rows, not the older page's",
+    );
+  },
+);
