@@ -238,7 +238,7 @@ function Keys(props: { meta: Meta }) {
       workspace: form.workspace,
       name: form.name || null,
       expires_at: form.expires_at || null,
-      ...(form.rpm ? { rpm: Number(form.rpm) } : {}),
+      ...rpmOf(form.rpm),
     };
     post<KeyRow>('/admin/keys', body).then((k) => {
       setCreated(k);
@@ -353,6 +353,16 @@ function Keys(props: { meta: Meta }) {
       </div>
     </div>
   );
+}
+
+/** The rpm field as the server takes it: a number when the text is one, else the text itself, which
+ *  the server refuses with its reason. JSON has no NaN: Number('60/min') would go as null, which the
+ *  server takes as "no per-key limit" and creates a key without the limit the operator typed. */
+function rpmOf(text: string): { rpm?: number | string } {
+  const t = text.trim();
+  if (t === '') return {};
+  const n = Number(t);
+  return { rpm: Number.isFinite(n) ? n : t };
 }
 
 /** The first day an expiry may fall on: tomorrow (UTC), since a date means 00:00 UTC that day and

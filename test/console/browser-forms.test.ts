@@ -1,0 +1,42 @@
+// The console's forms in headless Chromium say why the server refuses what was typed, and create or
+// change nothing the operator did not ask for: a key's requests-per-minute that is not a number is
+// refused with the server's reason (before, it went as JSON null, "no per-key limit", and the key was
+// created without the limit typed).
+import t from 'tap';
+import { startConsoleStack } from '../helpers/console.ts';
+import { launchBrowser, signIn } from '../helpers/browser.ts';
+
+t.test('a key with a requests-per-minute that is not a number is refused, with the reason', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-wallets]');
+  await page.waitForSelector('[data-testid=key-form]');
+  for (const typed of ['60/min', 'Infinity']) {
+    await page.fill('[data-testid=key-form] input[name=name]', `limited-${typed}`);
+    await page.fill('[data-testid=key-form] input[name=rpm]', typed);
+    const answer = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/admin/keys'));
+    await page.click('[data-testid=key-form] button[type=submit]');
+    t.equal((await answer).status(), 400, `${typed}: refused`);
+    await page.waitForSelector('[data-testid=keys] .error');
+    t.match(await page.textContent('[data-testid=keys] .error'), /rpm must be a positive whole number/, typed);
+    t.same(
+      s.store.apiKeys.list().map((k) => k.name),
+      [],
+      `no key created without the limit typed (${typed})`,
+    );
+    await page.fill('[data-testid=key-form] input[name=rpm]', '');
+  }
+  await page.fill('[data-testid=key-form] input[name=name]', 'limited');
+  await page.fill('[data-testid=key-form] input[name=rpm]', ' 60 ');
+  await page.click('[data-testid=key-form] button[type=submit]');
+  await page.waitForSelector('[data-testid=created-key]');
+  t.same(
+    s.store.apiKeys.list().map((k) => [k.name, k.rpm]),
+    [['limited', 60]],
+    'a number is taken',
+  );
+  t.equal(await page.locator('[data-testid=keys] .error').count(), 0, 'and the error is gone');
+});
