@@ -2,7 +2,7 @@
 // router would try, in order, with each one's effective price, and the funnel of why the other
 // providers were filtered — computed by the gateway's router (POST /admin/route-preview), no
 // upstream called. A weighted tier is listed by share (the same on every click), with the shares.
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { type Meta, post, type Preview } from './api.ts';
 import { pct, usd } from './format.ts';
 
@@ -17,8 +17,12 @@ export function RoutingPage(props: { meta: Meta }) {
   });
   const [preview, setPreview] = useState<Preview | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // The number of the last preview asked: only its answer is shown (an earlier, slower one would put
+  // the route of the form before under the form as it is now).
+  const asked = useRef(0);
   const submit = (e: Event) => {
     e.preventDefault();
+    const n = ++asked.current;
     let provider: unknown = null;
     if (form.provider.trim() !== '') {
       try {
@@ -37,10 +41,12 @@ export function RoutingPage(props: { meta: Meta }) {
       provider,
     }).then(
       (p) => {
+        if (n !== asked.current) return;
         setPreview(p);
         setError(null);
       },
       (err: Error) => {
+        if (n !== asked.current) return;
         setPreview(null);
         setError(err.message);
       },

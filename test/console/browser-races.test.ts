@@ -2,8 +2,8 @@
 // headless Chromium: the browser holds one admin answer back (playwright's request routing) while the
 // operator asks something else, then lets it through; the page must go on showing what was asked
 // last — the Spend page's workspace, the request open in the drawer, the Requests filter under a
-// live-tail fetch started before it, and the wallet selected (with no message of another wallet's
-// credit under it).
+// live-tail fetch started before it, the wallet selected (with no message of another wallet's
+// credit under it), the ledger page and the route preview submitted last.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
@@ -217,3 +217,30 @@ t.test(
     );
   },
 );
+
+t.test('Routing: the preview of the form as submitted last, whatever answer comes last', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-routing]');
+  const slow = await holdOne(page, admin('/admin/route-preview'));
+  await page.fill('[data-testid=route-form] input[name=model]', 'acme/chat-small');
+  await page.click('[data-testid=route-form] button');
+  await slow.held;
+  await page.fill('[data-testid=route-form] input[name=model]', 'acme/chat-big');
+  await page.click('[data-testid=route-form] button');
+  await until(
+    async () => (await page.textContent('[data-testid=route-result] h2').catch(() => '')) === 'acme/chat-big',
+    'the preview of acme/chat-big',
+  );
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+  t.equal(
+    await page.textContent('[data-testid=route-result] h2'),
+    'acme/chat-big',
+    "acme/chat-small's late answer is not shown under the form asking for acme/chat-big",
+  );
+});
