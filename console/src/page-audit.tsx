@@ -31,10 +31,19 @@ export function AuditPage() {
   const before = cursors[cursors.length - 1];
   useEffect(() => {
     setError(null);
-    get<AuditAnswer>(`/admin/audit${qs({ limit: PAGE, before })}`).then(setPage, (e: Error) => {
-      setPage(null);
-      setError(e.message);
-    });
+    // Only the page asked last is shown: an earlier, slower answer arrives to nothing.
+    let current = true;
+    get<AuditAnswer>(`/admin/audit${qs({ limit: PAGE, before })}`).then(
+      (a) => current && setPage(a),
+      (e: Error) => {
+        if (!current) return;
+        setPage(null);
+        setError(e.message);
+      },
+    );
+    return () => {
+      current = false;
+    };
   }, [before]);
   return (
     <section data-testid="page-audit">

@@ -3,7 +3,7 @@
 // operator asks something else, then lets it through; the page must go on showing what was asked
 // last — the Spend page's workspace, the request open in the drawer, the Requests filter under a
 // live-tail fetch started before it, the wallet selected (with no message of another wallet's
-// credit under it), the ledger page and the route preview submitted last.
+// credit under it), the ledger page, the route preview submitted last and the audit page.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
@@ -243,4 +243,42 @@ t.test('Routing: the preview of the form as submitted last, whatever answer come
     'acme/chat-big',
     "acme/chat-small's late answer is not shown under the form asking for acme/chat-big",
   );
+});
+
+t.test("Audit: Newer clicked before Older's page came shows the newest entries", async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  // Sixty entries: more than one page of 50.
+  for (let i = 0; i < 60; i++)
+    await s.store.audit.append({
+      at: s.clock.now(),
+      actor: 'ana',
+      action: 'key.revoke',
+      target: `target-${i}`,
+      client: '::1',
+      outcome: 'ok',
+      detail: null,
+    });
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-audit]');
+  await page.waitForSelector('[data-testid=audit-older]:not([disabled])');
+  const targets = () =>
+    page.$$eval('[data-testid=audit-table] tbody tr td:nth-child(4)', (tds) => tds.map((td) => td.textContent));
+  const newest = await targets();
+  t.equal(newest.length, 50);
+  const slow = await holdOne(page, (u) => u.pathname === '/admin/audit' && u.searchParams.has('before'));
+  await page.click('[data-testid=audit-older]');
+  await slow.held;
+  const newestAnswer = page.waitForResponse((r) => {
+    const u = new URL(r.url());
+    return u.pathname === '/admin/audit' && !u.searchParams.has('before');
+  });
+  await page.click('[data-testid=page-audit] .pager button:not([data-testid])');
+  await newestAnswer;
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+  t.same(await targets(), newest, "the newest entries, not the older page's");
 });
