@@ -32,12 +32,17 @@ function App({ operator }: { operator: Operator }) {
   const [page, setPage] = useState<PageId>(pageOf(location.hash));
   const [meta, setMeta] = useState<Meta | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Bumped by "Try again": the pages need the meta, so a failed fetch of it is asked again, not waited on.
+  const [attempt, setAttempt] = useState(0);
   useEffect(() => {
     const on = () => setPage(pageOf(location.hash));
     addEventListener('hashchange', on);
-    get<Meta>('/admin/meta').then(setMeta, (e: Error) => setError(e.message));
     return () => removeEventListener('hashchange', on);
   }, []);
+  useEffect(() => {
+    setError(null);
+    get<Meta>('/admin/meta').then(setMeta, (e: Error) => setError(e.message));
+  }, [attempt]);
   return (
     <>
       <header class="top">
@@ -59,8 +64,14 @@ function App({ operator }: { operator: Operator }) {
         </span>
       </header>
       <main>
-        {error && <p class="error">{error}</p>}
-        {meta === null ? (
+        {meta === null && error !== null ? (
+          <p class="error" data-testid="meta-error">
+            {error}{' '}
+            <button type="button" data-testid="meta-retry" onClick={() => setAttempt(attempt + 1)}>
+              Try again
+            </button>
+          </p>
+        ) : meta === null ? (
           <p class="boot">Loading…</p>
         ) : page === 'requests' ? (
           <RequestsPage meta={meta} />

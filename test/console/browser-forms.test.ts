@@ -1,7 +1,8 @@
 // The console's forms in headless Chromium say why the server refuses what was typed, and create or
 // change nothing the operator did not ask for: a key's requests-per-minute that is not a number is
 // refused with the server's reason (before, it went as JSON null, "no per-key limit", and the key was
-// created without the limit typed).
+// created without the limit typed); a failed first fetch (the workspaces, models and providers every
+// page needs) is said, not left under "Loading…", and can be tried again.
 import t from 'tap';
 import { startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
@@ -39,4 +40,33 @@ t.test('a key with a requests-per-minute that is not a number is refused, with t
     'a number is taken',
   );
   t.equal(await page.locator('[data-testid=keys] .error').count(), 0, 'and the error is gone');
+});
+
+t.test('a failed first fetch of the console says so, with no "Loading…" left, and can be tried again', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  let failures = 1;
+  await page.route(
+    (url) => url.pathname === '/admin/meta',
+    async (route) => {
+      if (failures-- > 0)
+        return route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not answering' } }),
+        });
+      return route.continue();
+    },
+  );
+  t.equal(await signIn(page, s.adminUrl), 200);
+  const end = Date.now() + 10_000;
+  while (!((await page.textContent('main')) ?? '').includes('the store is not answering') && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 50));
+  t.match(await page.textContent('main'), /the store is not answering/, 'the reason');
+  t.notMatch(await page.textContent('main'), /Loading/, 'not waiting on a fetch that is over');
+  await page.click('[data-testid=meta-retry]');
+  await page.waitForSelector('[data-testid=page-requests]');
+  t.equal(await page.locator('[data-testid=meta-error]').count(), 0, 'the error is gone once it answered');
 });
