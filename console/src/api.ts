@@ -30,7 +30,7 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
     location.href = '/console';
     throw new ApiError(401, 'signed out');
   }
-  const json = (await res.json()) as T & { error?: { code?: string; message: string } };
+  const json = (await bodyOf(res)) as T & { error?: { code?: string; message: string } };
   if (res.status === 403 && json.error?.code === 'session_secret_required') {
     // Signed in again elsewhere in this browser: this tab's secret belongs to the old session.
     forgetSession();
@@ -38,6 +38,18 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
   }
   if (!res.ok) throw new ApiError(res.status, json.error?.message ?? `HTTP ${res.status}`);
   return json;
+}
+
+/** The answer's JSON; an error answer that is not JSON (a proxy's HTML page for a 502, a cut-off
+ *  body) is told by its status, not by the parser's "Unexpected token '<'". */
+async function bodyOf(res: Response): Promise<unknown> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    if (res.ok) throw e;
+    return {};
+  }
 }
 
 export const get = <T>(path: string): Promise<T> => call<T>('GET', path);

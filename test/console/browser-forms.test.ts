@@ -2,7 +2,8 @@
 // change nothing the operator did not ask for: a key's requests-per-minute that is not a number is
 // refused with the server's reason (before, it went as JSON null, "no per-key limit", and the key was
 // created without the limit typed); a failed first fetch (the workspaces, models and providers every
-// page needs) is said, not left under "Loading…", and can be tried again.
+// page needs) is said, not left under "Loading…", and can be tried again; an error answer that is
+// not JSON is told by its HTTP status.
 import t from 'tap';
 import { startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
@@ -69,4 +70,19 @@ t.test('a failed first fetch of the console says so, with no "Loading…" left, 
   await page.click('[data-testid=meta-retry]');
   await page.waitForSelector('[data-testid=page-requests]');
   t.equal(await page.locator('[data-testid=meta-error]').count(), 0, 'the error is gone once it answered');
+});
+
+t.test('an error answer that is not JSON (a proxy in front) is told by its status', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  await page.route(
+    (url) => url.pathname === '/admin/spend',
+    (route) => route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body>Bad Gateway</body></html>' }),
+  );
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-spend]');
+  await page.waitForSelector('[data-testid=page-spend] > .error');
+  t.equal(await page.textContent('[data-testid=page-spend] > .error'), 'HTTP 502');
 });
