@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, type Meta, qs, type Spend, type SpendLine } from './api.ts';
 import { BarChart, DayColumns } from './charts.tsx';
 import { CommittedInput } from './committed-input.tsx';
-import { num, usd } from './format.ts';
+import { num, usd, utc } from './format.ts';
 import { KeysPanel, SeriesPanel, WarningsPanel } from './spend-panels.tsx';
 
 const REQUESTS_TITLE = 'Billed requests (a settlement, $0 included): what pi-gateway usage counts';
@@ -59,6 +59,10 @@ function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }
     </div>
   );
 }
+
+/** A bound of the range: its day when it is 00:00 UTC, else its time too (a range to 2026-01-16T12:00
+ *  holds that morning, which "to 2026-01-16 (exclusive)" would say it does not). */
+const bound = (iso: string): string => (/T00:00:00(\.0+)?Z$/.test(iso) ? iso.slice(0, 10) : utc(iso));
 
 export function SpendPage(props: { meta: Meta }) {
   const [range, setRange] = useState({ from: '', to: '', workspace: '' });
@@ -114,8 +118,8 @@ export function SpendPage(props: { meta: Meta }) {
       {error && <p class="error">{error}</p>}
       {spend && !error && (
         <>
-          <p class="range">
-            {spend.from.slice(0, 10)} to {spend.to.slice(0, 10)} (exclusive), UTC
+          <p class="range" data-testid="spend-range">
+            {bound(spend.from)} to {bound(spend.to)} (exclusive), UTC
           </p>
           <div class="cards" data-testid="spend-total">
             <div class="card">

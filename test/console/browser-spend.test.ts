@@ -2,7 +2,8 @@
 // a real browser (headless Chromium, playwright-core), against a gateway with known traffic and
 // request-log rows of known latencies: spend, requests and last use per key equal the API's exact
 // figures; the wallet below its workspace's low_balance_usd is highlighted and listed with a key
-// about to expire; the series charts carry the exact nearest-rank percentiles and counts.
+// about to expire; the series charts carry the exact nearest-rank percentiles and counts; the range
+// the page states is the one it sums, with its times when a bound is not 00:00 UTC.
 import t from 'tap';
 import { type AdminBody, knownTraffic, startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
@@ -121,4 +122,31 @@ t.test('spend per key, warnings, series and the low-balance highlight, in Chromi
   );
   t.equal(background, 'rgb(255, 244, 229)', 'the highlight is drawn');
   t.same(errors, [], 'no script error');
+});
+
+t.test('the range the Spend page states is the range it sums, to the minute', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-spend]');
+  await page.waitForSelector('[data-testid=spend-total]');
+  t.match(
+    await page.textContent('[data-testid=page-spend] p.range'),
+    /^\d{4}-\d{2}-\d{2} to 2026-01-16 \(exclusive\), UTC$/,
+    'days, when the bounds are days',
+  );
+  await page.fill('input[name=from]', '2026-01-15T06:30');
+  await page.fill('input[name=to]', '2026-01-16T12:00');
+  await page.press('input[name=to]', 'Enter');
+  const end = Date.now() + 10_000;
+  while (!/12:00/.test((await page.textContent('[data-testid=page-spend] p.range')) ?? '') && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 50));
+  t.equal(
+    await page.textContent('[data-testid=page-spend] p.range'),
+    '2026-01-15 06:30:00 to 2026-01-16 12:00:00 (exclusive), UTC',
+    'the times, when the bounds are not 00:00',
+  );
 });
