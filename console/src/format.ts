@@ -12,8 +12,16 @@ export const utc = (iso: string | null | undefined): string =>
 export const num = (n: number | null | undefined): string =>
   n === null || n === undefined ? '—' : n.toLocaleString('en-US');
 
-export const pct = (x: number | null | undefined): string =>
-  x === null || x === undefined ? '—' : `${(x * 100).toFixed(x > 0 && x < 0.01 ? 2 : 0)}%`;
+/** A share as a percentage: whole percents, or two decimals within 1% of 0% or 100%, so a share that
+ *  is neither is never shown as "0%" or "100%" (a deployment failing 999 attempts of 1,000 is not
+ *  failing them all). */
+export const pct = (x: number | null | undefined): string => {
+  if (x === null || x === undefined) return '—';
+  const p = x * 100;
+  if (p <= 0 || p >= 100 || (p >= 1 && p <= 99)) return `${p.toFixed(0)}%`;
+  const s = p.toFixed(2);
+  return s === '0.00' ? '<0.01%' : s === '100.00' ? '>99.99%' : `${s}%`;
+};
 
 export const ms = (n: number | null | undefined): string => (n === null || n === undefined ? '—' : `${num(n)} ms`);
 
