@@ -2,7 +2,7 @@
 // a page at a time (older and back), and a credit with the operator's note; the API keys — create
 // (the key is shown once), revoke, set or clear an expiry with a date picker that offers no past day
 // (the server refuses one too).
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, type KeyRow, type LedgerRow, type Meta, post, qs, type Wallet } from './api.ts';
 import { usd, utc } from './format.ts';
 
@@ -112,19 +112,22 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
       current = false;
     };
   }, [props.workspace, props.tick, before]);
+  const [crediting, once] = useOneAtATime();
   const credit = (e: Event) => {
     e.preventDefault();
-    post<{ credited_usd: string; balance_usd: string }>(
-      `/admin/wallets/${encodeURIComponent(props.workspace)}/credit`,
-      { usd: amount, note },
-    ).then(
-      (r) => {
-        setMessage({ ok: true, text: `Credited ${usd(r.credited_usd)}; balance ${usd(r.balance_usd)}.` });
-        setAmount('');
-        setNote('');
-        props.onCredited();
-      },
-      (err: Error) => setMessage({ ok: false, text: err.message }),
+    once(() =>
+      post<{ credited_usd: string; balance_usd: string }>(
+        `/admin/wallets/${encodeURIComponent(props.workspace)}/credit`,
+        { usd: amount, note },
+      ).then(
+        (r) => {
+          setMessage({ ok: true, text: `Credited ${usd(r.credited_usd)}; balance ${usd(r.balance_usd)}.` });
+          setAmount('');
+          setNote('');
+          props.onCredited();
+        },
+        (err: Error) => setMessage({ ok: false, text: err.message }),
+      ),
     );
   };
   return (
@@ -151,7 +154,9 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
             onInput={(e) => setNote((e.target as HTMLInputElement).value)}
           />
         </label>
-        <button type="submit">Credit</button>
+        <button type="submit" disabled={crediting}>
+          Credit
+        </button>
       </form>
       {message && (
         <p class={message.ok ? 'ok' : 'error'} data-testid="credit-message">
@@ -232,6 +237,7 @@ function Keys(props: { meta: Meta }) {
     setTick(tick + 1);
   };
   const fail = (err: Error) => setError(err.message);
+  const [creating, once] = useOneAtATime();
   const create = (e: Event) => {
     e.preventDefault();
     const body = {
@@ -240,10 +246,12 @@ function Keys(props: { meta: Meta }) {
       expires_at: form.expires_at || null,
       ...rpmOf(form.rpm),
     };
-    post<KeyRow>('/admin/keys', body).then((k) => {
-      setCreated(k);
-      done();
-    }, fail);
+    once(() =>
+      post<KeyRow>('/admin/keys', body).then((k) => {
+        setCreated(k);
+        done();
+      }, fail),
+    );
   };
   const setExpiry = (k: KeyRow, date: string | null) =>
     post(`/admin/keys/${k.id}/expiry`, { expires_at: date }).then(done, fail);
@@ -291,7 +299,9 @@ function Keys(props: { meta: Meta }) {
           />
         </label>
         {input('rpm', 'Requests / min', 'workspace limit')}
-        <button type="submit">Create key</button>
+        <button type="submit" disabled={creating}>
+          Create key
+        </button>
       </form>
       {created?.key && (
         <p class="secret" data-testid="created-key">
@@ -353,6 +363,24 @@ function Keys(props: { meta: Meta }) {
       </div>
     </div>
   );
+}
+
+/** A form's post one at a time: a second submit while the first is out (a double click) is dropped,
+ *  not sent again — it would credit the wallet twice or create a second key. The flag disables the
+ *  form's button meanwhile. */
+function useOneAtATime(): [boolean, (send: () => Promise<unknown>) => void] {
+  const out = useRef(false);
+  const [busy, setBusy] = useState(false);
+  const once = (send: () => Promise<unknown>) => {
+    if (out.current) return;
+    out.current = true;
+    setBusy(true);
+    void send().finally(() => {
+      out.current = false;
+      setBusy(false);
+    });
+  };
+  return [busy, once];
 }
 
 /** The rpm field as the server takes it: a number when the text is one, else the text itself, which

@@ -3,8 +3,10 @@
 // refused with the server's reason (before, it went as JSON null, "no per-key limit", and the key was
 // created without the limit typed); a failed first fetch (the workspaces, models and providers every
 // page needs) is said, not left under "Loading…", and can be tried again; an error answer that is
-// not JSON is told by its HTTP status.
+// not JSON is told by its HTTP status; Credit or Create key clicked again while the first post is out
+// sends nothing more (no second credit, no second key).
 import t from 'tap';
+import type { Page } from 'playwright-core';
 import { startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
 
@@ -85,4 +87,71 @@ t.test('an error answer that is not JSON (a proxy in front) is told by its statu
   await page.click('[data-testid=nav-spend]');
   await page.waitForSelector('[data-testid=page-spend] > .error');
   t.equal(await page.textContent('[data-testid=page-spend] > .error'), 'HTTP 502');
+});
+
+/** Holds back the answer to the first POST to `path` until `release()`; `held` resolves once it is sent. */
+async function holdPost(page: Page, path: string) {
+  let release = () => {};
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let onHeld = () => {};
+  const held = new Promise<void>((r) => {
+    onHeld = r;
+  });
+  let taken = false;
+  await page.route(
+    (url) => url.pathname === path,
+    async (route) => {
+      if (taken || route.request().method() !== 'POST') return route.continue();
+      taken = true;
+      onHeld();
+      await released;
+      await route.fulfill({ response: await route.fetch() });
+    },
+  );
+  return { held, release };
+}
+
+t.test('Credit or Create key clicked again while the first is out sends nothing more', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  s.key('open', { name: 'backend' });
+  s.credit('open', '100');
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-wallets]');
+  await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+  await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+  await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 9');
+  const credit = await holdPost(page, '/admin/wallets/open/credit');
+  await page.click('[data-testid=credit-form] button');
+  await credit.held;
+  await page.click('[data-testid=credit-form] button', { force: true, timeout: 2000 }).catch(() => undefined);
+  await page.press('[data-testid=credit-form] input[name=usd]', 'Enter');
+  credit.release();
+  await page.waitForSelector('[data-testid=credit-message]');
+  const open = async () =>
+    (await s.call('/admin/wallets')).body.wallets.find((w: { workspace: string }) => w.workspace === 'open');
+  t.equal((await open()).balance_usd, '105', 'credited once');
+  t.equal(await page.textContent('[data-testid=credit-message]'), 'Credited $5; balance $105.');
+
+  await page.fill('[data-testid=key-form] input[name=name]', 'once');
+  const create = await holdPost(page, '/admin/keys');
+  await page.click('[data-testid=key-form] button[type=submit]');
+  await create.held;
+  await page.click('[data-testid=key-form] button[type=submit]', { force: true, timeout: 2000 }).catch(() => undefined);
+  await page.press('[data-testid=key-form] input[name=name]', 'Enter');
+  create.release();
+  await page.waitForSelector('[data-testid=created-key]');
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(
+    s.store.apiKeys
+      .list()
+      .map((k) => k.name)
+      .filter((n) => n === 'once'),
+    ['once'],
+    'one key created',
+  );
 });
