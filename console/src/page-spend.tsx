@@ -2,12 +2,14 @@
 // and tables, with series over time and the CSV export (day × workspace × model × provider) of the
 // same range, under the warnings (low balances, keys about to expire). "Requests" are billed
 // requests, as `pi-gateway usage` counts them; rejected and unbilled requests are columns apart.
-import { useEffect, useState } from 'preact/hooks';
+// The range is in the URL, like the Requests page's filters.
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { get, type Meta, qs, type Spend, type SpendLine } from './api.ts';
 import { BarChart, DayColumns } from './charts.tsx';
 import { CommittedInput } from './committed-input.tsx';
 import { num, usd, utc } from './format.ts';
 import { KeysPanel, SeriesPanel, WarningsPanel } from './spend-panels.tsx';
+import { navigate, useHashParams } from './url-state.ts';
 
 const REQUESTS_TITLE = 'Billed requests (a settlement, $0 included): what pi-gateway usage counts';
 const REJECTED_TITLE = 'Refused by the gateway before any upstream attempt (key, rate limit, wallet, unknown model)';
@@ -65,7 +67,12 @@ function SpendTable(props: { title: string; lines: SpendLine[]; testid: string }
 const bound = (iso: string): string => (/T00:00:00(\.0+)?Z$/.test(iso) ? iso.slice(0, 10) : utc(iso));
 
 export function SpendPage(props: { meta: Meta }) {
-  const [range, setRange] = useState({ from: '', to: '', workspace: '' });
+  // The range lives in the URL (`#spend?from=…&to=…&workspace=…`): a reload, a bookmark or a link
+  // pasted to a colleague shows the same figures.
+  const params = useHashParams();
+  const { from = '', to = '', workspace = '' } = params;
+  const range = useMemo(() => ({ from, to, workspace }), [from, to, workspace]);
+  const setRange = (r: typeof range) => navigate('spend', r, false);
   const [spend, setSpend] = useState<Spend | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {

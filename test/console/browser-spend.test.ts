@@ -3,7 +3,8 @@
 // request-log rows of known latencies: spend, requests and last use per key equal the API's exact
 // figures; the wallet below its workspace's low_balance_usd is highlighted and listed with a key
 // about to expire; the series charts carry the exact nearest-rank percentiles and counts; the range
-// the page states is the one it sums, with its times when a bound is not 00:00 UTC.
+// the page states is the one it sums, with its times when a bound is not 00:00 UTC; the range is in
+// the URL (a link shows it, a reload keeps it).
 import t from 'tap';
 import { type AdminBody, knownTraffic, startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
@@ -150,3 +151,35 @@ t.test('the range the Spend page states is the range it sums, to the minute', as
     'the times, when the bounds are not 00:00',
   );
 });
+
+t.test(
+  "the Spend page's range is in the URL: a link shows it, a change is written there, a reload keeps it",
+  async (t) => {
+    const browser = await launchBrowser(t);
+    if (!browser) return;
+    const s = await startConsoleStack(t);
+    await knownTraffic(s);
+    const page = await browser.newPage();
+    t.equal(await signIn(page, s.adminUrl), 200);
+    const total = () => page.textContent('[data-testid=total-requests]');
+    const until = async (want: string) => {
+      const end = Date.now() + 10_000;
+      while ((await total().catch(() => null)) !== want && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 50));
+    };
+    await page.goto(`${s.adminUrl}/console#spend?workspace=cheap`);
+    await until('1');
+    t.equal(await total(), '1', "a link to cheap's spend shows cheap's one billed request");
+    t.equal(await page.inputValue('[data-testid=page-spend] select:not([name])'), 'cheap');
+    await page.selectOption('[data-testid=page-spend] select:not([name])', 'open');
+    await page.fill('input[name=to]', '2026-01-16');
+    await page.press('input[name=to]', 'Enter');
+    await until('2');
+    t.match(new URL(page.url()).hash, /^#spend\?.*workspace=open/, 'the workspace chosen is in the URL');
+    t.match(new URL(page.url()).hash, /to=2026-01-16/, 'and the range');
+    await page.reload();
+    await until('2');
+    t.equal(await total(), '2', "a reload keeps open's figures");
+    t.equal(await page.inputValue('input[name=to]'), '2026-01-16');
+  },
+);
