@@ -202,7 +202,9 @@ function SeriesCharts(props: { data: Series; series: OneSeries }) {
         buckets={d.buckets}
         interval={d.interval}
         values={x.cost_usd.map(Number)}
-        format={(m) => `$${m.toPrecision(3)}`}
+        // The axis' top is the largest bucket's cost, written as the server's exact decimal string
+        // (through floats it read "$1.23e+3" for $1,234.56, or rounded a cost to three digits).
+        format={(m) => usd(x.cost_usd.find((c) => Number(c) === m) ?? '0')}
         title={(i) => `${utc(d.buckets[i])}: ${usd(x.cost_usd[i])}`}
       />
     </>

@@ -81,6 +81,11 @@ t.test('spend per key, warnings, series and the low-balance highlight, in Chromi
   );
   t.ok((await titles('cost-chart')).includes('2026-01-14 00:00:00: $1.234567893'), 'exact cost');
   t.equal(
+    await page.textContent('[data-testid=cost-chart] text.chart-label'),
+    '$1.234567893',
+    "the cost axis' top: the largest bucket's exact cost, not a float rounded to three digits",
+  );
+  t.equal(
     await page.locator('[data-testid=latency-chart] circle').count(),
     4,
     'p50 and p95 on the two days with traffic',
