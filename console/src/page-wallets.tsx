@@ -401,14 +401,17 @@ function firstExpiryDay(): string {
 
 /** A key's expiry, edited in its row: a date (no past day offered), saved, cleared or left. */
 function ExpiryForm(props: { current: string | null; onSave: (date: string | null) => void; onCancel: () => void }) {
-  const [date, setDate] = useState(props.current?.slice(0, 10) ?? '');
+  const shownDay = props.current?.slice(0, 10) ?? '';
+  const [date, setDate] = useState(shownDay);
   return (
     <form
       class="inline expiry"
       data-testid="expiry-form"
       onSubmit={(e) => {
         e.preventDefault();
-        props.onSave(date === '' ? null : date);
+        // The day shown, saved unchanged, keeps the expiry's time: a key expiring at 15:00 UTC (set
+        // through the API or the command line) is not moved to that day's 00:00.
+        props.onSave(date === '' ? null : date === shownDay ? props.current : date);
       }}
     >
       <input

@@ -4,7 +4,8 @@
 // created without the limit typed); a failed first fetch (the workspaces, models and providers every
 // page needs) is said, not left under "Loading…", and can be tried again; an error answer that is
 // not JSON is told by its HTTP status; Credit or Create key clicked again while the first post is out
-// sends nothing more (no second credit, no second key).
+// sends nothing more (no second credit, no second key); a key's expiry saved with its day unchanged
+// keeps its time of day.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startConsoleStack } from '../helpers/console.ts';
@@ -154,4 +155,28 @@ t.test('Credit or Create key clicked again while the first is out sends nothing 
     ['once'],
     'one key created',
   );
+});
+
+t.test("a key's expiry saved with its day unchanged keeps its time", async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const at = Date.UTC(2099, 0, 1, 15, 30);
+  const key = s.store.apiKeys.create({ workspace: 'open', name: 'afternoon', expiresAt: at });
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-wallets]');
+  await page.click(`tr[data-key="${key.id}"] [data-testid=expiry-edit]`);
+  const form = `tr[data-key="${key.id}"] [data-testid=expiry-form]`;
+  t.equal(await page.inputValue(`${form} input[type=date]`), '2099-01-01', 'the day shown');
+  const answer = page.waitForResponse((r) => r.url().endsWith(`/admin/keys/${key.id}/expiry`));
+  await page.click(`${form} button[type=submit]`);
+  t.equal((await answer).status(), 200);
+  t.equal(s.store.apiKeys.get(key.id)?.expiresAt, at, 'still 15:30 UTC, not moved to 00:00');
+  await page.click(`tr[data-key="${key.id}"] [data-testid=expiry-edit]`);
+  await page.fill(`${form} input[type=date]`, '2099-01-02');
+  const changed = page.waitForResponse((r) => r.url().endsWith(`/admin/keys/${key.id}/expiry`));
+  await page.click(`${form} button[type=submit]`);
+  await changed;
+  t.equal(s.store.apiKeys.get(key.id)?.expiresAt, Date.UTC(2099, 0, 2), 'another day: its 00:00 UTC');
 });
