@@ -78,21 +78,27 @@ export function AuditPage() {
             </tbody>
           </table>
           {page.entries.length === 0 && <p class="boot">Nothing recorded yet.</p>}
-          <div class="pager">
-            <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-              Newer
-            </button>
-            <button
-              type="button"
-              data-testid="audit-older"
-              disabled={page.next_before === null}
-              onClick={() => page.next_before !== null && setCursors([...cursors, page.next_before])}
-            >
-              Older
-            </button>
-          </div>
         </>
       )}
+      {/* Under an error too: a page that failed to load is left with Newer, not only with a reload. */}
+      <div class="pager">
+        <button
+          type="button"
+          data-testid="audit-newer"
+          disabled={cursors.length === 1}
+          onClick={() => setCursors(cursors.slice(0, -1))}
+        >
+          Newer
+        </button>
+        <button
+          type="button"
+          data-testid="audit-older"
+          disabled={!page || page.next_before === null}
+          onClick={() => page && page.next_before !== null && setCursors([...cursors, page.next_before])}
+        >
+          Older
+        </button>
+      </div>
     </section>
   );
 }

@@ -5,7 +5,7 @@
 // page needs) is said, not left under "Loading…", and can be tried again; an error answer that is
 // not JSON is told by its HTTP status; Credit or Create key clicked again while the first post is out
 // sends nothing more (no second credit, no second key); a key's expiry saved with its day unchanged
-// keeps its time of day.
+// keeps its time of day; an audit page that failed to load leaves Newer, not only a reload.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startConsoleStack } from '../helpers/console.ts';
@@ -179,4 +179,40 @@ t.test("a key's expiry saved with its day unchanged keeps its time", async (t) =
   await page.click(`${form} button[type=submit]`);
   await changed;
   t.equal(s.store.apiKeys.get(key.id)?.expiresAt, Date.UTC(2099, 0, 2), 'another day: its 00:00 UTC');
+});
+
+t.test('an audit page that failed to load leaves Newer, back to the entries', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  for (let i = 0; i < 60; i++)
+    await s.store.audit.append({
+      at: s.clock.now(),
+      actor: 'ana',
+      action: 'key.revoke',
+      target: `target-${i}`,
+      client: '::1',
+      outcome: 'ok',
+      detail: null,
+    });
+  const page = await browser.newPage();
+  await page.route(
+    (url) => url.pathname === '/admin/audit' && url.searchParams.has('before'),
+    (route) =>
+      route.fulfill({
+        status: 500,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'internal', message: 'the store failed' } }),
+      }),
+  );
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-audit]');
+  await page.waitForSelector('[data-testid=audit-older]:not([disabled])');
+  await page.click('[data-testid=audit-older]');
+  await page.waitForSelector('[data-testid=page-audit] .error');
+  t.match(await page.textContent('[data-testid=page-audit] .error'), /the store failed/);
+  await page.click('[data-testid=page-audit] .pager button:not([disabled])', { timeout: 5000 });
+  await page.waitForSelector('[data-testid=audit-table]');
+  t.equal(await page.locator('[data-testid=audit-table] tbody tr').count(), 50, 'the newest entries again');
+  t.equal(await page.locator('[data-testid=page-audit] .error').count(), 0, 'and no error');
 });

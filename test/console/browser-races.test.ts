@@ -273,7 +273,7 @@ t.test("Audit: Newer clicked before Older's page came shows the newest entries",
     const u = new URL(r.url());
     return u.pathname === '/admin/audit' && !u.searchParams.has('before');
   });
-  await page.click('[data-testid=page-audit] .pager button:not([data-testid])');
+  await page.click('[data-testid=audit-newer]');
   await newestAnswer;
   const delivered = slow.delivered();
   slow.release();
