@@ -104,6 +104,10 @@ export function RequestsPage(props: { meta: Meta }) {
   const cursor: Params = Object.fromEntries(CURSORS.flatMap((c) => (params[c] ? [[c, params[c]]] : [])));
   const open = params['open'] ?? null;
   const [page, setPage] = useState<Page | null>(null);
+  // The query the page shown answers. Until the answer to a new one (filters changed) comes, the
+  // rows shown are the old query's, and so are their cursors: Older from there, with the new
+  // filters, would skip every new-filter row newer than the old page's last one.
+  const [answered, setAnswered] = useState<string | null>(null);
   const [live, setLive] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const newest = useRef<number | null>(null);
@@ -116,6 +120,7 @@ export function RequestsPage(props: { meta: Meta }) {
       (r) => {
         if (!current) return;
         setPage(r);
+        setAnswered(query);
         newest.current = r.requests[0]?.id ?? 0;
         setError(null);
         // A pasted trace id that found its request opens it.
@@ -167,6 +172,7 @@ export function RequestsPage(props: { meta: Meta }) {
   };
   const m = props.meta;
   const rows = page?.requests ?? [];
+  const pager = answered === query ? page : null;
 
   return (
     <section data-testid="page-requests">
@@ -286,11 +292,11 @@ export function RequestsPage(props: { meta: Meta }) {
       )}
       {page && rows.length === 0 && <p class="empty">No request matches.</p>}
       <p class="pager">
-        {page && page.prev_after !== null && (
+        {pager && pager.prev_after !== null && (
           <button
             type="button"
             data-testid="newer"
-            onClick={() => go({ ...filters, after: String(page.prev_after) }, true)}
+            onClick={() => go({ ...filters, after: String(pager.prev_after) }, true)}
           >
             ← Newer
           </button>
@@ -300,11 +306,11 @@ export function RequestsPage(props: { meta: Meta }) {
             Newest
           </button>
         )}
-        {page && page.next_before !== null && (
+        {pager && pager.next_before !== null && (
           <button
             type="button"
             data-testid="older"
-            onClick={() => go({ ...filters, before: String(page.next_before) }, true)}
+            onClick={() => go({ ...filters, before: String(pager.next_before) }, true)}
           >
             Older →
           </button>

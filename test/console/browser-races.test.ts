@@ -3,7 +3,8 @@
 // operator asks something else, then lets it through; the page must go on showing what was asked
 // last — the Spend page's workspace, the request open in the drawer, the Requests filter under a
 // live-tail fetch started before it, the wallet selected (with no message of another wallet's
-// credit under it), the ledger page, the route preview submitted last and the audit page.
+// credit under it), the ledger page, the route preview submitted last and the audit page; and no
+// paging cursor of an old filter's rows is offered under a new filter before its answer came.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
@@ -279,4 +280,39 @@ t.test("Audit: Newer clicked before Older's page came shows the newest entries",
   slow.release();
   await delivered;
   t.same(await targets(), newest, "the newest entries, not the older page's");
+});
+
+t.test("Requests: no Older from the old filter's rows while the new filter's answer is out", async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  // Sixty rows, every other one in workspace open: the unfiltered newest page of 50 ends at row 10,
+  // and open has rows 12…58 newer than that.
+  for (let i = 0; i < 60; i++)
+    s.store.requestLog.append(logRow(`row-${i}`, { ts: Date.now(), workspace: i % 2 === 0 ? 'open' : 'w' }));
+  s.store.requestLog.flush();
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.goto(`${s.adminUrl}/console#requests`);
+  await page.waitForSelector('[data-testid=older]');
+  const slow = await holdOne(page, admin('/admin/requests', { workspace: 'open' }));
+  await page.selectOption('select[name=workspace]', 'open');
+  await slow.held;
+  t.equal(
+    await page.locator('[data-testid=older]').count(),
+    0,
+    "Older is not offered from the unfiltered page's last row (open's rows 12 to 58 would be skipped)",
+  );
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+  const traces = await page.$$eval('[data-testid=requests-table] tbody tr', (rows) =>
+    rows.map((r) => r.getAttribute('data-trace')),
+  );
+  t.same(
+    traces,
+    Array.from({ length: 30 }, (_, i) => `row-${58 - 2 * i}`),
+    "open's thirty rows, newest first",
+  );
+  t.equal(await page.locator('[data-testid=older]').count(), 0, 'all on one page');
 });
