@@ -246,6 +246,9 @@ function Keys(props: { meta: Meta }) {
       expires_at: form.expires_at || null,
       ...rpmOf(form.rpm),
     };
+    // The key shown before goes as the next is asked for: left beside this one's error, it would
+    // read as the key just created.
+    setCreated(null);
     once(() =>
       post<KeyRow>('/admin/keys', body).then((k) => {
         setCreated(k);

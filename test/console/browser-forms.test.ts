@@ -1,11 +1,12 @@
 // The console's forms in headless Chromium say why the server refuses what was typed, and create or
 // change nothing the operator did not ask for: a key's requests-per-minute that is not a number is
 // refused with the server's reason (before, it went as JSON null, "no per-key limit", and the key was
-// created without the limit typed); a failed first fetch (the workspaces, models and providers every
-// page needs) is said, not left under "Loading…", and can be tried again; an error answer that is
-// not JSON is told by its HTTP status; Credit or Create key clicked again while the first post is out
-// sends nothing more (no second credit, no second key); a key's expiry saved with its day unchanged
-// keeps its time of day; an audit page that failed to load leaves Newer, not only a reload.
+// created without the limit typed), and the key created before is not left beside that error; a
+// failed first fetch (the workspaces, models and providers every page needs) is said, not left under
+// "Loading…", and can be tried again; an error answer that is not JSON is told by its HTTP status;
+// Credit or Create key clicked again while the first post is out sends nothing more (no second
+// credit, no second key); a key's expiry saved with its day unchanged keeps its time of day; an
+// audit page that failed to load leaves Newer, not only a reload.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startConsoleStack } from '../helpers/console.ts';
@@ -44,6 +45,13 @@ t.test('a key with a requests-per-minute that is not a number is refused, with t
     'a number is taken',
   );
   t.equal(await page.locator('[data-testid=keys] .error').count(), 0, 'and the error is gone');
+  // The next create refused: the key created before is not left beside its error as if just made.
+  await page.fill('[data-testid=key-form] input[name=rpm]', 'fast');
+  const refused = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/admin/keys'));
+  await page.click('[data-testid=key-form] button[type=submit]');
+  t.equal((await refused).status(), 400);
+  await page.waitForSelector('[data-testid=keys] .error');
+  t.equal(await page.locator('[data-testid=created-key]').count(), 0, 'no "New key … copy it now" under the error');
 });
 
 t.test('a failed first fetch of the console says so, with no "Loading…" left, and can be tried again', async (t) => {
