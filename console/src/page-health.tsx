@@ -12,21 +12,37 @@ export function HealthPage() {
   const [filter, setFilter] = useState('');
   const [problemsOnly, setProblemsOnly] = useState(false);
   useEffect(() => {
-    const load = () =>
-      get<Health>('/admin/health').then(
-        (x) => {
-          setH(x);
-          setError(null);
-        },
-        (e: Error) => {
-          // Figures that can no longer be refreshed are not shown as if they were current.
-          setH(null);
-          setError(e.message);
-        },
-      );
+    // One refresh at a time: a gateway slow to answer is not asked again before it has (each tick
+    // would add a request to its load), and an older answer never lands after a newer one.
+    let live = true;
+    let asking = false;
+    const load = () => {
+      if (asking) return;
+      asking = true;
+      get<Health>('/admin/health')
+        .then(
+          (x) => {
+            if (!live) return;
+            setH(x);
+            setError(null);
+          },
+          (e: Error) => {
+            if (!live) return;
+            // Figures that can no longer be refreshed are not shown as if they were current.
+            setH(null);
+            setError(e.message);
+          },
+        )
+        .finally(() => {
+          asking = false;
+        });
+    };
     load();
     const timer = setInterval(load, 5000);
-    return () => clearInterval(timer);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
   }, []);
   if (!h)
     return (

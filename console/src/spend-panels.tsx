@@ -152,6 +152,11 @@ export function SeriesPanel(props: { range: Range }) {
           <SeriesCharts data={t} series={s} />
         </>
       )}
+      {by !== 'total' && grouped.error && (
+        <p class="error" data-testid="series-table-error">
+          {grouped.error}
+        </p>
+      )}
       {by !== 'total' && grouped.data && <SeriesTable data={grouped.data} by={by} focus={focus} onFocus={setFocus} />}
     </div>
   );

@@ -3,8 +3,9 @@
 // operator asks something else, then lets it through; the page must go on showing what was asked
 // last — the Spend page's workspace, the request open in the drawer, the Requests filter under a
 // live-tail fetch started before it, the wallet selected (with no message of another wallet's
-// credit under it), the ledger page, the route preview submitted last and the audit page; and no
-// paging cursor of an old filter's rows is offered under a new filter before its answer came.
+// credit under it), the ledger page, the route preview submitted last and the audit page; no
+// paging cursor of an old filter's rows is offered under a new filter before its answer came; and
+// the Health page asks for no refresh while one is out.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
@@ -315,4 +316,32 @@ t.test("Requests: no Older from the old filter's rows while the new filter's ans
     "open's thirty rows, newest first",
   );
   t.equal(await page.locator('[data-testid=older]').count(), 0, 'all on one page');
+});
+
+t.test('Health: a refresh slower than its 5-s period is not asked again before it answers', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  const page = await browser.newPage();
+  // The page's own timers run on a clock the test moves: no waiting out real periods.
+  await page.clock.install();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  let asked = 0;
+  page.on('request', (r) => {
+    if (new URL(r.url()).pathname === '/admin/health') asked++;
+  });
+  await page.click('[data-testid=nav-health]');
+  await page.waitForSelector('[data-testid=health-table]');
+  const slow = await holdOne(page, admin('/admin/health'));
+  await page.clock.runFor(5_000);
+  await slow.held;
+  const before = asked;
+  await page.clock.runFor(20_000);
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(asked, before, 'four periods pass while the answer is out: nothing more is asked');
+  slow.release();
+  await slow.delivered();
+  await page.clock.runFor(5_000);
+  await until(async () => asked === before + 1, 'the next period asks again');
+  t.equal(await page.locator('[data-testid=health-table]').count(), 1, 'the figures are shown');
 });

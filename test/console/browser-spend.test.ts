@@ -4,7 +4,7 @@
 // figures; the wallet below its workspace's low_balance_usd is highlighted and listed with a key
 // about to expire; the series charts carry the exact nearest-rank percentiles and counts; the range
 // the page states is the one it sums, with its times when a bound is not 00:00 UTC; the range is in
-// the URL (a link shows it, a reload keeps it).
+// the URL (a link shows it, a reload keeps it); a per-group series that fails to load says so.
 import t from 'tap';
 import { type AdminBody, knownTraffic, startConsoleStack } from '../helpers/console.ts';
 import { launchBrowser, signIn } from '../helpers/browser.ts';
@@ -188,3 +188,32 @@ t.test(
     t.equal(await page.inputValue('input[name=to]'), '2026-01-16');
   },
 );
+
+t.test('a per-group series that fails to load says why instead of leaving its table out', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  await knownTraffic(s);
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  t.equal(await signIn(page, s.adminUrl), 200);
+  // Only the series per model fails (the total's answer comes as ever).
+  await page.route(
+    (url) => url.pathname === '/admin/spend/series' && url.searchParams.get('by') === 'model',
+    (route) =>
+      route.fulfill({
+        status: 500,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'internal_error', message: 'the series per model failed' } }),
+      }),
+  );
+  await page.click('[data-testid=nav-spend]');
+  await page.waitForSelector('[data-testid=series-focus]');
+  await page.selectOption('[data-testid=series] select[name=by]', 'model');
+  await page.waitForSelector('[data-testid=series-table-error]');
+  t.match(await page.textContent('[data-testid=series-table-error]'), /the series per model failed/);
+  t.equal(await page.locator('[data-testid=series-table]').count(), 0, 'no table of figures it does not have');
+  t.equal(await page.locator('[data-testid=series-focus]').count(), 1, 'the total series still shows');
+  t.same(errors, [], 'no script error');
+});
