@@ -2,7 +2,7 @@
 // query-string fields, JSON bodies and the times operators type (ISO dates, date-times or epoch ms).
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { isWellFormedKey, KEY_PREFIX } from '../store/key-format.ts';
+import { containsWholeKey, isWellFormedKey, KEY_PREFIX } from '../store/key-format.ts';
 import { firstDuplicateKey } from './duplicate-keys.ts';
 
 /** An admin endpoint's refusal: answered as `{"error": {"code", "message"}}` with its status. */
@@ -130,12 +130,20 @@ export function jsonBody(req: IncomingRequest): Record<string, unknown> {
 const UNKEEPABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** A string field of a body: absent or null → undefined; anything else but a string, or a string
- *  no store keeps as sent → 400. */
+ *  no store keeps as sent → 400. A whole API key anywhere in it (pasted into a credit's note or a
+ *  key's name) → 400 `whole_key`: the ledger, the key list and the audit trail would keep the secret
+ *  for every viewer. */
 export function stringField(body: Record<string, unknown>, name: string): string | undefined {
   const v = body[name];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
   if (UNKEEPABLE.test(v)) throw badRequest(`${name} holds a NUL or a lone surrogate, which no store keeps`);
+  if (containsWholeKey(v))
+    throw new ConsoleError(
+      400,
+      'whole_key',
+      `${name} holds a whole API key, a secret: name a key by its prefix (its first ${SHOWN_PREFIX_CHARS} characters), its name or its id`,
+    );
   return v;
 }
 

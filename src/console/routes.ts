@@ -20,6 +20,7 @@ import type { AdminRoute } from '../admin/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
 import type { Lifecycle } from '../observe/lifecycle.ts';
+import { maskWholeKeys } from '../store/key-format.ts';
 import { auditPage } from './audit.ts';
 import { cookieNameFor } from './auth.ts';
 import { type Access, type AuditFact, ConsoleGate, type ConsoleLog } from './gate.ts';
@@ -32,6 +33,7 @@ import {
   notFound,
   pathSegment,
   queryOf,
+  SHOWN_PREFIX_CHARS,
   sendError,
   sendJson,
 } from './http.ts';
@@ -85,8 +87,10 @@ function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
   } catch {
     return null;
   }
-  // Long client strings are cut: the trail says what was done, the store holds the whole value.
-  const cut = (v: unknown): unknown => (typeof v === 'string' && v.length > 200 ? `${v.slice(0, 200)}…` : v);
+  // Long client strings are cut: the trail says what was done, the store holds the whole value. A
+  // whole key in one (the write is refused for it) is kept by its prefix only.
+  const cut = (v: unknown): unknown =>
+    typeof v === 'string' ? maskWholeKeys(v.length > 200 ? `${v.slice(0, 200)}…` : v, SHOWN_PREFIX_CHARS) : v;
   const kept = Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, cut(body[f])]));
   return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
 }

@@ -7,6 +7,8 @@ export const KEY_PREFIX = 'sk-pi-';
 /** base64url of 32 random bytes, unpadded. */
 const BODY_CHARS = 43;
 const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}$`);
+/** A whole key inside other text: the prefix and exactly the body's characters, not part of a longer run. */
+const KEY_IN_TEXT = new RegExp(`(?<![A-Za-z0-9_-])${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}(?![A-Za-z0-9_-])`, 'g');
 
 /** Characters (code points) a key's name may have: a label people read in lists, not a document. */
 export const MAX_KEY_NAME_CHARS = 128;
@@ -18,6 +20,8 @@ export function keyNameProblem(name: string): string | null {
   if (/[\x00-\x1f\x7f]/.test(name)) return 'a key name may not contain control characters';
   const n = Array.from(name).length;
   if (n > MAX_KEY_NAME_CHARS) return `a key name is at most ${MAX_KEY_NAME_CHARS} characters, got ${n}`;
+  // Every key list and every request-log view would show the secret.
+  if (containsWholeKey(name)) return "a key name may not hold a whole API key, a secret: name it by the key's prefix";
   return null;
 }
 
@@ -52,6 +56,17 @@ export function lookupPrefix(key: string): string {
 /** Well-formed: `sk-pi-` plus 43 base64url characters. */
 export function isWellFormedKey(presented: string): boolean {
   return KEY_FORMAT.test(presented);
+}
+
+/** Whether `text` holds a whole key anywhere (a note or a name an operator pasted one into). */
+export function containsWholeKey(text: string): boolean {
+  KEY_IN_TEXT.lastIndex = 0;
+  return KEY_IN_TEXT.test(text);
+}
+
+/** `text` with every whole key in it cut to its first `shown` characters and an ellipsis. */
+export function maskWholeKeys(text: string, shown: number): string {
+  return text.replace(KEY_IN_TEXT, (key) => `${key.slice(0, shown)}…`);
 }
 
 export function keyState(key: ApiKeyRecord, now: number): ApiKeyState {

@@ -143,3 +143,32 @@ t.test('dates are checked against the calendar', async (t) => {
   t.equal(since.code, 2);
   t.match(since.stderr, /--since 2026-02-29 is not a valid time: February 2026 has days 01-28/);
 });
+
+t.test('a whole API key in a credit note or a key name is refused; neither is stored', async (t) => {
+  const db = tempDbFile(t);
+  const env = { PI_DB: db };
+  const made = await cliProcess(['key', 'create', '--workspace', WS, '--json'], { env });
+  t.equal(made.code, 0, made.stderr);
+  const secret = JSON.parse(made.stdout).key as string;
+  const credit = await cliProcess(['wallet', 'credit', '--workspace', WS, '--usd', '5', '--note', `for ${secret}`], {
+    env,
+  });
+  t.equal(credit.code, 2, 'a usage error');
+  t.match(credit.stderr, /--note holds a whole API key, a secret/);
+  t.notOk(credit.stderr.includes(secret), 'the key is not repeated');
+  t.equal(balance(db), '0', 'nothing was credited');
+  const named = await cliProcess(['key', 'create', '--workspace', WS, '--name', `replaces ${secret}`], { env });
+  t.not(named.code, 0, 'refused');
+  t.match(named.stderr, /may not hold a whole API key/);
+  t.notOk(named.stderr.includes(secret), 'the key is not repeated');
+  const store = openStore(db, { readonly: true });
+  t.teardown(() => store.close());
+  t.equal(store.apiKeys.list().length, 1, 'no second key');
+  const byPrefix = await cliProcess(
+    ['wallet', 'credit', '--workspace', WS, '--usd', '5', '--note', secret.slice(0, 14)],
+    {
+      env,
+    },
+  );
+  t.equal(byPrefix.code, 0, 'a note naming a key by its prefix is taken');
+});

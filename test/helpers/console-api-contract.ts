@@ -173,6 +173,9 @@ export function consoleApiContract(t: Test, make: Make): void {
   t.test('a whole API key in a path is refused: not echoed in the answer, not kept in the audit trail', (t) =>
     wholeKeyPathChecks(t, make),
   );
+  t.test('a whole API key pasted into a note or a name is refused, and kept nowhere', (t) =>
+    wholeKeyInTextChecks(t, make),
+  );
   t.test('text no store keeps as sent (NUL, a lone surrogate, bytes not UTF-8) is a 400, nothing written', (t) =>
     unkeepableTextChecks(t, make),
   );
@@ -934,6 +937,41 @@ async function wholeKeyPathChecks(t: Test, make: Make): Promise<void> {
   t.equal(refused.length, 2, 'the refused revokes are in the audit trail');
   t.notOk(audit.text.includes(k.openKey), 'the key is not in the audit trail');
   t.equal(await keyStatus(rig, k.openKey, 200), 200, 'the key still works: nothing was revoked');
+}
+
+async function wholeKeyInTextChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  const k = await rigTraffic(rig);
+  const ledger = async (): Promise<number> => (await rig.call('/admin/wallets/open?limit=999')).body.ledger.length;
+  const keys = async (): Promise<number> => (await rig.call('/admin/keys')).body.keys.length;
+  const [ledgerBefore, keysBefore] = [await ledger(), await keys()];
+  const writes: [string, Record<string, unknown>][] = [
+    ['/admin/wallets/open/credit', { usd: '1', note: `refund for ${k.openKey}, see ticket 7` }],
+    ['/admin/wallets/open/credit', { usd: '1', note: k.openKey }],
+    ['/admin/keys', { workspace: 'open', name: `replaces ${k.cheapKey}` }],
+  ];
+  for (const [path, body] of writes) {
+    const r = await rig.call(path, { body });
+    t.equal(r.status, 400, `${path}: 400`);
+    t.match(r.body, { error: { code: 'whole_key', message: /secret/ } }, `${path}: says why`);
+    t.notOk(r.text.includes(k.openKey) || r.text.includes(k.cheapKey), `${path}: the key is not in the answer`);
+  }
+  t.equal(await ledger(), ledgerBefore, 'no credit written');
+  t.equal(await keys(), keysBefore, 'no key created');
+  const audit = await rig.call('/admin/audit?limit=500');
+  t.equal(
+    audit.body.entries.filter((e: { outcome: string }) => e.outcome === 'refused: whole_key').length,
+    3,
+    'the refusals are in the audit trail',
+  );
+  t.notOk(audit.text.includes(k.openKey) || audit.text.includes(k.cheapKey), 'the keys are not in the audit trail');
+  t.match(audit.text, new RegExp(`refund for ${k.openKey.slice(0, 14)}…`), 'the note is kept with the key cut');
+  // A key's prefix is not a whole key.
+  const prefix = await rig.call('/admin/wallets/open/credit', {
+    body: { usd: '1', note: `refund for ${k.openKey.slice(0, 14)}` },
+  });
+  t.equal(prefix.status, 200, 'a note naming a key by its prefix is taken');
+  t.equal(await keyStatus(rig, k.openKey, 200), 200, 'the keys still work');
 }
 
 async function unkeepableTextChecks(t: Test, make: Make): Promise<void> {

@@ -1,6 +1,7 @@
 // `pi-gateway wallet credit|show`: top up a workspace wallet and read its balance.
 import { systemClock } from '../../clock.ts';
 import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../../money.ts';
+import { containsWholeKey } from '../../store/key-format.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
@@ -65,10 +66,14 @@ export const command: Command = {
             `--usd ${raw} is more than a wallet can hold: at most ${nanoToDecimal(MAX_WALLET_NANO)} USD (SQLite's 64-bit integer in nano-USD)`,
           );
         }
+        const note = str(p, 'note') ?? '';
+        // The ledger keeps the note for good, and every console viewer reads it.
+        if (containsWholeKey(note))
+          throw new UsageError('--note holds a whole API key, a secret: name a key by its prefix, its name or its id');
         await requireWorkspace(p, workspace, 'wallet');
         const store = await openFromArgs(p, false);
         try {
-          const r = await store.wallets.credit(workspace, nano, str(p, 'note') ?? '');
+          const r = await store.wallets.credit(workspace, nano, note);
           if (flag(p, 'json'))
             printJson({
               workspace,
