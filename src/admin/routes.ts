@@ -44,14 +44,29 @@ export function adminRoutes(deps: AdminDeps): AdminRoute[] {
   };
   const metrics: Handler = async (_req, reply) => {
     if (!deps.metrics) {
-      reply.sendJson(404, { error: 'metrics are off on this gateway' }, [NO_STORE]);
+      reply.sendJson(
+        404,
+        { error: { code: 'not_found', message: 'metrics are off on this gateway (serve --metrics on turns them on)' } },
+        [NO_STORE],
+      );
       return;
     }
     const text = await deps.metrics.render();
     reply.send(200, [['Content-Type', deps.metrics.contentType], NO_STORE], text);
   };
   const unknown: Handler = (_req, reply) => {
-    reply.sendJson(404, { error: 'not found', paths: ADMIN_PATHS }, [NO_STORE]);
+    // The error shape of every other JSON error, with the paths this listener serves beside it.
+    reply.sendJson(
+      404,
+      {
+        error: {
+          code: 'not_found',
+          message: `no such path on the admin listener; it serves ${ADMIN_PATHS.join(', ')}`,
+        },
+        paths: ADMIN_PATHS,
+      },
+      [NO_STORE],
+    );
   };
   return [
     { method: 'get', pattern: '/health/live', handler: live },

@@ -93,7 +93,10 @@ t.test('while running and draining; the public API keeps its answers', async (t)
   }
   const unknown = await fetch(`${admin.url}/v1/models`);
   t.equal(unknown.status, 404, 'an unknown admin path is 404');
-  t.same(((await unknown.json()) as { paths: string[] }).paths, ['/health/live', '/health/ready', '/metrics']);
+  const unknownBody = (await unknown.json()) as { error: { code: string; message: string }; paths: string[] };
+  t.same(unknownBody.paths, ['/health/live', '/health/ready', '/metrics']);
+  t.equal(unknownBody.error.code, 'not_found', 'the error shape of every JSON error, with a code');
+  t.match(unknownBody.error.message, /\/health\/live/);
 
   s.gw.lifecycle.draining = true;
   const draining = await get(`${admin.url}/health/ready`);
@@ -172,7 +175,9 @@ t.test('/metrics is 404 when metrics are off', async (t) => {
   const s = await startStack(t, { admin: true });
   const res = await fetch(`${(s.admin as NonNullable<typeof s.admin>).url}/metrics`);
   t.equal(res.status, 404);
-  t.same(await res.json(), { error: 'metrics are off on this gateway' });
+  t.same(await res.json(), {
+    error: { code: 'not_found', message: 'metrics are off on this gateway (serve --metrics on turns them on)' },
+  });
 });
 
 t.test(
