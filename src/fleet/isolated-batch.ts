@@ -1,14 +1,12 @@
 // The one rule of the fleet's batched writes to PostgreSQL (a turn's hold closes, escrow's
 // settlements): a batch goes as ONE statement; a trace twice in a batch is decided by its first
 // occurrence (the later ones find it done, as one statement after the other would); a batch the
-// database refuses as a whole for something in it (an amount outside its column) or that met another
-// node's batch (a deadlock) is re-run one item per statement, so each request gets its own outcome and
-// no other request's write is lost with it. A failure of the database itself (PostgreSQL did not
-// answer, a statement or lock wait ran out) is the whole batch's: every item in it is rejected at once
-// and each caller retries as it would a single statement (the writes are idempotent per trace).
-// Re-running the items of a batch that timed out one by one would make each wait the timeout again,
-// the next batches queued behind them.
-import { isConflict, isDataRefusal, isTransient, type PgStore } from '../store/postgres/store.ts';
+// database refuses as a whole (an amount outside its column, a deadlock with another node's batch, a
+// statement that ran out of time waiting for one wallet's row) is re-run one item per statement, so
+// each request gets its own outcome and no other request's write is lost or held up with it; a batch
+// PostgreSQL did not answer is rejected for every item in it, and each caller retries as it would a
+// single statement (the writes are idempotent per trace).
+import { isDataRefusal, isUnavailable, type PgStore } from '../store/postgres/store.ts';
 import type { RequestLogRow } from '../store/types.ts';
 
 export interface Pending<T> {
@@ -37,7 +35,7 @@ export async function writeIsolated<T extends { traceId: string }>(
     const written = await many(items.map((p) => p.item));
     for (const p of items) p.resolve(written.has(p.item.traceId));
   } catch (err) {
-    if (items.length === 1 || (isTransient(err) && !isConflict(err))) {
+    if (isUnavailable(err) || items.length === 1) {
       for (const p of batch) p.reject(err);
       return items.length;
     }

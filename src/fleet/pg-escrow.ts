@@ -349,15 +349,17 @@ export class EscrowWalletService implements WalletService {
   }
 
   /** Retried on a passing failure (an outage, a conflict, a timeout), for at most lease − renew
-   *  interval (by attempts). */
+   *  interval: by attempts (tests stop the clock) and by real time (a statement timeout alone takes
+   *  seconds). */
   private async settleDurably(settle: Parameters<SliceSettleBatcher['settle']>[0]): Promise<boolean> {
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
+    const until = performance.now() + (this.leaseMs - this.renewMs);
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.settles.settle(settle);
       } catch (err) {
         if (isUnavailable(err)) this.markDown();
-        if (!isTransient(err) || attempt >= attempts) {
+        if (!isTransient(err) || attempt >= attempts || performance.now() + RETRY_MS >= until) {
           this.log('settlement_failed', { trace_id: settle.traceId, error: message(err) });
           throw err;
         }

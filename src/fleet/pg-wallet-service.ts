@@ -96,17 +96,19 @@ export class PgWalletService implements WalletService {
     details: LedgerDetails,
     logRow: RequestLogRow | undefined,
   ): Promise<boolean> {
-    // A passing failure (an outage, a conflict, a timeout) is retried for at most lease − renew interval
-    // (by attempts, not by the clock, which tests stop); only a refusal of the data closes the hold at
-    // zero cost.
+    // A passing failure (an outage, a conflict, a timeout) is retried for at most the lease − renew
+    // interval: by attempts (tests stop the clock) and by real time (a statement timeout alone takes
+    // seconds). Only a refusal of the data closes the hold at zero cost; a settlement still failing
+    // at the end leaves its hold to lapse with its lease.
     const attempts = Math.max(1, Math.floor((this.leaseMs - this.renewMs) / RETRY_MS));
+    const until = performance.now() + (this.leaseMs - this.renewMs);
     for (let attempt = 1; ; attempt++) {
       try {
         const done = await this.closes.close({ traceId, kind: 'settle', cost, details, logRow });
         this.open.delete(traceId);
         return done;
       } catch (err) {
-        if (!isTransient(err) || attempt >= attempts) {
+        if (!isTransient(err) || attempt >= attempts || performance.now() + RETRY_MS >= until) {
           if (!isTransient(err)) await this.releaseRefused(traceId, err);
           this.open.delete(traceId);
           throw err;

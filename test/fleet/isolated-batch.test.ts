@@ -1,7 +1,7 @@
-// The rule of the fleet's batched writes: a batch refused for something in it, or that met another
-// node's batch, is re-run one item per statement; any other failure is the whole batch's, answered at
-// once for every item (a batch whose statement timed out is not re-run item by item, each waiting the
-// timeout again).
+// The rule of the fleet's batched writes: a batch refused for something in it, that met another
+// node's batch, or that ran out of time waiting for one item's row is re-run one item per statement
+// (the others are not held up by that one); a batch PostgreSQL did not answer is answered at once for
+// every item.
 import t from 'tap';
 import { type Pending, writeIsolated } from '../../src/fleet/isolated-batch.ts';
 
@@ -34,14 +34,21 @@ const failing = (code: string, when: (items: Item[]) => boolean) => {
   return { calls, many };
 };
 
-t.test('a statement or lock timeout fails the whole batch at once, without a statement per item', async (t) => {
-  for (const code of ['57014', '55P03', 'ECONNRESET']) {
-    const { calls, many } = failing(code, () => true);
-    const b = batch('a', 'b', 'c');
-    t.equal(await writeIsolated(b.pending, many), 3);
-    t.same(await b.outcomes, [`a:${code}`, `b:${code}`, `c:${code}`], `${code}: every item has the batch's error`);
-    t.same(calls, [['a', 'b', 'c']], `${code}: one statement`);
-  }
+t.test('a statement timeout waiting on one item re-runs the batch per item: the others go through', async (t) => {
+  // One wallet's row is locked elsewhere: any statement carrying trace b runs out of time.
+  const { calls, many } = failing('57014', (items) => items.some((i) => i.traceId === 'b'));
+  const b = batch('a', 'b', 'c');
+  await writeIsolated(b.pending, many);
+  t.same(await b.outcomes, ['a:true', 'b:57014', 'c:true'], 'only the blocked item fails, for its caller to retry');
+  t.same(calls, [['a', 'b', 'c'], ['a'], ['b'], ['c']]);
+});
+
+t.test('a batch PostgreSQL did not answer fails at once for every item', async (t) => {
+  const { calls, many } = failing('ECONNRESET', () => true);
+  const b = batch('a', 'b', 'c');
+  t.equal(await writeIsolated(b.pending, many), 3);
+  t.same(await b.outcomes, ['a:ECONNRESET', 'b:ECONNRESET', 'c:ECONNRESET']);
+  t.same(calls, [['a', 'b', 'c']], 'one statement');
 });
 
 t.test('a deadlock or a refused value re-runs the batch one item per statement', async (t) => {

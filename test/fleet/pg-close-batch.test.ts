@@ -141,3 +141,33 @@ t.test('a hold whose statement ran out of time is a 503 to retry, not an error o
   await service.release('x');
   t.match(await store.wallets.show('w', clock.now()), { held: 400n, openHolds: 1 });
 });
+
+t.test('a settlement that keeps timing out gives up within the lease, not after every attempt', async (t) => {
+  const url = await server.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  await m.migrate();
+  await m.close();
+  const store = await openPgStore(url, { clock, masterKey: masterKey(1) });
+  // A lease of 2 s renewed after 1 s: 1 s to retry in, at most five attempts of 200 ms apart.
+  const service = new PgWalletService(store, { clock, node: 'n', timer: false, leaseMs: 2_000, renewMs: 1_000 });
+  t.teardown(async () => {
+    await service.close();
+    await store.close();
+  });
+  await store.wallets.credit('w', 1_000n, 'seed');
+  await service.hold('w', 'slow', 400n);
+  let calls = 0;
+  // Each statement waits 400 ms for a row, then runs out of time.
+  store.holds.closeMany = async () => {
+    calls++;
+    await new Promise((r) => setTimeout(r, 400));
+    throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+  };
+  await t.rejects(service.settle('slow', 100n, {}), { code: '57014' });
+  t.ok(calls <= 3, `given up after ${calls} statements (five would be ~3 s)`);
+  t.match(
+    await store.wallets.show('w', clock.now()),
+    { held: 400n },
+    'the hold is left to its lease, not released free',
+  );
+});
