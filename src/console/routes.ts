@@ -89,8 +89,12 @@ function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
   }
   // Long client strings are cut: the trail says what was done, the store holds the whole value. A
   // whole key in one (the write is refused for it) is kept by its prefix only.
-  const cut = (v: unknown): unknown =>
-    typeof v === 'string' ? maskWholeKeys(v.length > 200 ? `${v.slice(0, 200)}…` : v, SHOWN_PREFIX_CHARS) : v;
+  const cut = (v: unknown): unknown => {
+    if (typeof v !== 'string') return v;
+    // Masked before it is cut: a key across the cut would no longer be whole, and would be kept.
+    const masked = maskWholeKeys(v, SHOWN_PREFIX_CHARS);
+    return masked.length > 200 ? `${masked.slice(0, 200)}…` : masked;
+  };
   const kept = Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, cut(body[f])]));
   return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
 }

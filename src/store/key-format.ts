@@ -7,8 +7,9 @@ export const KEY_PREFIX = 'sk-pi-';
 /** base64url of 32 random bytes, unpadded. */
 const BODY_CHARS = 43;
 const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}$`);
-/** A whole key inside other text: the prefix and exactly the body's characters, not part of a longer run. */
-const KEY_IN_TEXT = new RegExp(`(?<![A-Za-z0-9_-])${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS}}(?![A-Za-z0-9_-])`, 'g');
+/** A whole key inside other text: the prefix and at least the body's characters, whatever is next to
+ *  it (a key's own characters include - and _, so `refund-sk-pi-…` or `…_x` still hold one). */
+const KEY_IN_TEXT = new RegExp(`${KEY_PREFIX}[A-Za-z0-9_-]{${BODY_CHARS},}`, 'g');
 
 /** Characters (code points) a key's name may have: a label people read in lists, not a document. */
 export const MAX_KEY_NAME_CHARS = 128;

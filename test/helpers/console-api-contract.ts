@@ -949,6 +949,9 @@ async function wholeKeyInTextChecks(t: Test, make: Make): Promise<void> {
     ['/admin/wallets/open/credit', { usd: '1', note: `refund for ${k.openKey}, see ticket 7` }],
     ['/admin/wallets/open/credit', { usd: '1', note: k.openKey }],
     ['/admin/keys', { workspace: 'open', name: `replaces ${k.cheapKey}` }],
+    // Across the audit entry's 200-character cut, and next to characters a key has itself.
+    ['/admin/wallets/open/credit', { usd: '1', note: `${'x'.repeat(170)} ${k.openKey}` }],
+    ['/admin/wallets/open/credit', { usd: '1', note: `refund-${k.openKey}_x` }],
   ];
   for (const [path, body] of writes) {
     const r = await rig.call(path, { body });
@@ -961,10 +964,12 @@ async function wholeKeyInTextChecks(t: Test, make: Make): Promise<void> {
   const audit = await rig.call('/admin/audit?limit=500');
   t.equal(
     audit.body.entries.filter((e: { outcome: string }) => e.outcome === 'refused: whole_key').length,
-    3,
+    5,
     'the refusals are in the audit trail',
   );
   t.notOk(audit.text.includes(k.openKey) || audit.text.includes(k.cheapKey), 'the keys are not in the audit trail');
+  for (const key of [k.openKey, k.cheapKey])
+    t.notOk(audit.text.includes(key.slice(14, 24)), 'nor any part of a key past its shown prefix');
   t.match(audit.text, new RegExp(`refund for ${k.openKey.slice(0, 14)}…`), 'the note is kept with the key cut');
   // A key's prefix is not a whole key.
   const prefix = await rig.call('/admin/wallets/open/credit', {
