@@ -6,6 +6,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, type Health, type HealthDeployment } from './api.ts';
 import { ms, pct, utc } from './format.ts';
 
+/** How long a refresh may go unanswered before its figures are no longer shown as current. */
+const STUCK_MS = 15_000;
+
 export function HealthPage() {
   const [h, setH] = useState<Health | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -13,29 +16,38 @@ export function HealthPage() {
   const [problemsOnly, setProblemsOnly] = useState(false);
   useEffect(() => {
     // One refresh at a time: a gateway slow to answer is not asked again before it has (each tick
-    // would add a request to its load), and an older answer never lands after a newer one.
+    // would add a request to its load), and only the latest question's answer is shown. A question
+    // unanswered for STUCK_MS is given up: its figures are no longer current, so they go, the page
+    // says why, and the next tick asks again.
     let live = true;
-    let asking = false;
+    let asked = 0;
+    let askedAt = 0;
+    let waiting = false;
     const load = () => {
-      if (asking) return;
-      asking = true;
-      get<Health>('/admin/health')
-        .then(
-          (x) => {
-            if (!live) return;
-            setH(x);
-            setError(null);
-          },
-          (e: Error) => {
-            if (!live) return;
-            // Figures that can no longer be refreshed are not shown as if they were current.
-            setH(null);
-            setError(e.message);
-          },
-        )
-        .finally(() => {
-          asking = false;
-        });
+      if (waiting) {
+        if (Date.now() - askedAt < STUCK_MS) return;
+        setH(null);
+        setError(`the gateway has not answered for ${STUCK_MS / 1000} s`);
+      }
+      const n = ++asked;
+      askedAt = Date.now();
+      waiting = true;
+      const mine = () => live && n === asked;
+      get<Health>('/admin/health').then(
+        (x) => {
+          if (!mine()) return;
+          waiting = false;
+          setH(x);
+          setError(null);
+        },
+        (e: Error) => {
+          if (!mine()) return;
+          waiting = false;
+          // Figures that can no longer be refreshed are not shown as if they were current.
+          setH(null);
+          setError(e.message);
+        },
+      );
     };
     load();
     const timer = setInterval(load, 5000);
