@@ -192,7 +192,7 @@ export class EscrowWalletService implements WalletService {
         this.log('store_unavailable', { during: 'slice_take', workspace: w.workspace, error: message(err) });
         throw new GatewayError(
           'store_unavailable',
-          'the wallet store (PostgreSQL) does not answer; the request was not admitted',
+          'the wallet store (PostgreSQL) did not answer in time; the request was not admitted',
         );
       }
       if (!grown) return this.holdPerRequest(w, traceId, amount);

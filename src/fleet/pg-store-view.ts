@@ -146,7 +146,7 @@ export class PgStoreView implements KeysAndCredentials {
       if (!isTransient(err)) throw err;
       throw new GatewayError(
         'store_unavailable',
-        'the key store (PostgreSQL) does not answer; the request was not admitted',
+        'the key store (PostgreSQL) did not answer in time; the request was not admitted',
       );
     }
   }

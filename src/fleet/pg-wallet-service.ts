@@ -79,7 +79,7 @@ export class PgWalletService implements WalletService {
       // The statement may have committed before the connection died: make sure it does not stay held.
       this.pendingRelease.add(traceId);
       this.log('store_unavailable', { during: 'hold', trace_id: traceId, error: message(err) });
-      throw unavailableError('the wallet store (PostgreSQL) does not answer; the request was not admitted');
+      throw unavailableError('the wallet store (PostgreSQL) did not answer in time; the request was not admitted');
     }
   }
 
