@@ -8,17 +8,8 @@
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
-import { launchBrowser, signIn } from '../helpers/browser.ts';
+import { launchBrowser, signIn, until } from '../helpers/browser.ts';
 import { logRow } from '../helpers/log-rows.ts';
-
-/** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
-async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const rowCount = (page: Page) => page.locator('[data-testid=requests-table] tbody tr').count();
 const hashOf = (page: Page) => new URL(page.url()).hash;

@@ -6,20 +6,11 @@
 // credit under it), the ledger page, the route preview submitted last and the audit page; no
 // paging cursor of an old filter's rows is offered under a new filter before its answer came; and
 // the Health page asks for no refresh while one is out.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
-import { launchBrowser, signIn } from '../helpers/browser.ts';
+import { launchBrowser, signIn, until } from '../helpers/browser.ts';
 import { logRow } from '../helpers/log-rows.ts';
-
-/** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
-async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * Holds back the answer to the first admin GET whose URL `match`es until `release()` is called;
@@ -318,12 +309,15 @@ t.test("Requests: no Older from the old filter's rows while the new filter's ans
   t.equal(await page.locator('[data-testid=older]').count(), 0, 'all on one page');
 });
 
-t.test('Health: a refresh slower than its 5-s period is not asked again before it answers', async (t) => {
+/**
+ * The Health page, signed in, its figures shown, on a clock the test moves (the page's own timers: no
+ * waiting out real periods); `asked()` counts the page's questions to /admin/health so far.
+ */
+async function healthOnClock(t: Test): Promise<{ page: Page; asked: () => number } | null> {
   const browser = await launchBrowser(t);
-  if (!browser) return;
+  if (!browser) return null;
   const s = await startConsoleStack(t);
   const page = await browser.newPage();
-  // The page's own timers run on a clock the test moves: no waiting out real periods.
   await page.clock.install();
   t.equal(await signIn(page, s.adminUrl), 200);
   let asked = 0;
@@ -332,43 +326,41 @@ t.test('Health: a refresh slower than its 5-s period is not asked again before i
   });
   await page.click('[data-testid=nav-health]');
   await page.waitForSelector('[data-testid=health-table]');
+  return { page, asked: () => asked };
+}
+
+t.test('Health: a refresh slower than its 5-s period is not asked again before it answers', async (t) => {
+  const h = await healthOnClock(t);
+  if (!h) return;
+  const { page, asked } = h;
   const slow = await holdOne(page, admin('/admin/health'));
   await page.clock.runFor(5_000);
   await slow.held;
-  const before = asked;
+  const before = asked();
   await page.clock.runFor(9_000);
   await new Promise((r) => setTimeout(r, 300));
-  t.equal(asked, before, 'two periods pass while the answer is out: nothing more is asked');
+  t.equal(asked(), before, 'two periods pass while the answer is out: nothing more is asked');
   slow.release();
   await slow.delivered();
   await page.clock.runFor(5_000);
-  await until(async () => asked === before + 1, 'the next period asks again');
+  await until(async () => asked() === before + 1, 'the next period asks again');
   t.equal(await page.locator('[data-testid=health-table]').count(), 1, 'the figures are shown');
 });
 
 t.test('Health: a refresh that never answers is given up after 15 s and asked again', async (t) => {
-  const browser = await launchBrowser(t);
-  if (!browser) return;
-  const s = await startConsoleStack(t);
-  const page = await browser.newPage();
-  await page.clock.install();
-  t.equal(await signIn(page, s.adminUrl), 200);
-  let asked = 0;
-  page.on('request', (r) => {
-    if (new URL(r.url()).pathname === '/admin/health') asked++;
-  });
-  await page.click('[data-testid=nav-health]');
-  await page.waitForSelector('[data-testid=health-table]');
+  const h = await healthOnClock(t);
+  if (!h) return;
+  const { page, asked } = h;
   // The next refresh is never answered (held for the rest of the test).
   const hung = await holdOne(page, admin('/admin/health'));
   await page.clock.runFor(5_000);
   await hung.held;
-  const before = asked;
+  const before = asked();
   await page.clock.runFor(10_000);
   await new Promise((r) => setTimeout(r, 300));
-  t.equal(asked, before, 'not asked again while it may still answer');
+  t.equal(asked(), before, 'not asked again while it may still answer');
   await page.clock.runFor(5_000);
-  await until(async () => asked === before + 1, 'asked again once it is given up');
+  await until(async () => asked() === before + 1, 'asked again once it is given up');
   await page.waitForSelector('[data-testid=health-table]');
   t.pass('the figures come back with the new answer');
   // The given-up answer, when it comes at last, changes nothing.

@@ -6,18 +6,9 @@
 import t from 'tap';
 import { chat, knownTraffic, startConsoleStack } from '../helpers/console.ts';
 import { hashPassword } from '../../src/admin/passwords.ts';
-import { launchBrowser, signIn } from '../helpers/browser.ts';
+import { launchBrowser, signIn, until } from '../helpers/browser.ts';
 
 const cells = (rows: string[][]) => rows.map((r) => r.map((c) => c.trim()));
-
-/** Polls `check` from Node (the page's CSP forbids the string predicates waitForFunction evaluates). */
-async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 t.test('every page of the console, in Chromium', async (t) => {
   const browser = await launchBrowser(t);

@@ -12,6 +12,16 @@ import { realClockEnv } from './real-clock-env.ts';
 export const CHROMIUM = process.env.PI_CHROMIUM ?? '/usr/bin/chromium';
 const BUNDLE = fileURLToPath(new URL('../../console/dist/app.js', import.meta.url));
 
+/** Polls `check` from Node until it holds, or throws naming `what` after `ms` (the page's CSP forbids
+ *  the string predicates waitForFunction evaluates). */
+export async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** A launched browser (closed with the test), or null when PI_SKIP_BROWSER=1 and there is none. */
 export async function launchBrowser(t: Test): Promise<Browser | null> {
   if (!existsSync(BUNDLE))
