@@ -2,7 +2,7 @@
 // query-string fields, JSON bodies and the times operators type (ISO dates, date-times or epoch ms).
 import type { HeaderList, Reply } from '../http/reply.ts';
 import type { IncomingRequest } from '../http/request.ts';
-import { containsWholeKey, isWellFormedKey, KEY_PREFIX } from '../store/key-format.ts';
+import { containsWholeKey, isWellFormedKey, KEY_PREFIX, maskWholeKeys } from '../store/key-format.ts';
 import { firstDuplicateKey } from './duplicate-keys.ts';
 
 /** An admin endpoint's refusal: answered as `{"error": {"code", "message"}}` with its status. */
@@ -95,7 +95,7 @@ export function auditedSegment(raw: string): string {
   } catch {
     // Kept as sent: the refusal's entry says what arrived.
   }
-  return isWellFormedKey(v.trim()) ? `${v.trim().slice(0, SHOWN_PREFIX_CHARS)}…` : v;
+  return maskWholeKeys(v, SHOWN_PREFIX_CHARS);
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
