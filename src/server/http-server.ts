@@ -2,7 +2,7 @@
 // synchronously (an HttpRequest is only valid during the callback), reads bodies with a size cap or
 // as a backpressured stream, and turns any handler failure into a 500 error object. Knows nothing
 // about what the routes do.
-import uWS from 'uWebSockets.js';
+import uWS from './uws.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { BodyDelivery, Handler, IncomingRequest } from '../http/request.ts';
 import { GatewayError } from '../errors.ts';

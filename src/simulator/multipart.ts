@@ -1,6 +1,6 @@
 // multipart/form-data bodies (image edits) via uWS's native parser: text fields by name, file parts
 // summarised (name, filename, size, content type) — the bytes stay in the recorded rawBody.
-import uWS from 'uWebSockets.js';
+import uWS from '../server/uws.ts';
 
 export interface MultipartFile {
   name: string;

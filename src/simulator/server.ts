@@ -2,7 +2,7 @@
 // OpenAI Chat Completions, Responses and Images, Anthropic Messages (plus the Azure and Vertex path
 // forms), token counting (Anthropic, Vertex, Bedrock) — with scripted latency and faults, recording
 // what it receives.
-import uWS from 'uWebSockets.js';
+import uWS from '../server/uws.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { type Clock, systemClock } from '../clock.ts';
 import { type Behaviour, parseBehaviour } from './behaviour.ts';

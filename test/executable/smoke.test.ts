@@ -157,6 +157,9 @@ t.test('demo answers Chat Completions, Messages and a stream', async (t) => {
   t.match(stream.headers.get('content-type') ?? '', /text\/event-stream/);
   const text = await stream.text();
   t.match(text, /data: \[DONE\]\n\n$/, 'the stream ended with [DONE]');
+  // The bundle loads uWS after the head-size cap is set, as the sources do.
+  const long = await fetch(`${base}/v1/models?q=${'a'.repeat(10_000)}`);
+  t.equal(long.status, 200, 'a 10,000-character query is served');
   demo.kill('SIGTERM');
   t.equal(await exited(demo), 0, 'demo drained and exited 0');
   t.ok(existsSync(join(p.dir, '.demo', 'pi-gateway.db')), 'its state is in the working folder');
