@@ -12,8 +12,13 @@ export class ApiError extends Error {
   }
 }
 
-async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' };
+async function call<T>(
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<T> {
+  const headers: Record<string, string> = { ...extra, accept: 'application/json' };
   if (method === 'POST') {
     headers['content-type'] = 'application/json';
     headers['x-pi-console-secret'] = sessionSecret();
@@ -53,7 +58,14 @@ async function bodyOf(res: Response): Promise<unknown> {
 }
 
 export const get = <T>(path: string): Promise<T> => call<T>('GET', path);
-export const post = <T>(path: string, body: unknown): Promise<T> => call<T>('POST', path, body);
+export const post = <T>(path: string, body: unknown, headers?: Record<string, string>): Promise<T> =>
+  call<T>('POST', path, body, headers);
+
+/** A fresh idempotency key: 128 random bits in hex (getRandomValues, which a plain-HTTP page has too). */
+export function newIdempotencyKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 /** A query string of the non-empty fields. */
 export function qs(fields: Record<string, string | number | undefined | null>): string {

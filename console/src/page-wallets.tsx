@@ -3,7 +3,7 @@
 // (the key is shown once), revoke, set or clear an expiry with a date picker that offers no past day
 // (the server refuses one too).
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { get, type KeyRow, type LedgerRow, type Meta, post, qs, type Wallet } from './api.ts';
+import { get, type KeyRow, type LedgerRow, type Meta, newIdempotencyKey, post, qs, type Wallet } from './api.ts';
 import { usd, utc } from './format.ts';
 
 const LEDGER_PAGE = 25;
@@ -113,15 +113,29 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
     };
   }, [props.workspace, props.tick, before]);
   const [crediting, once] = useOneAtATime();
+  // One idempotency key per credit the operator means: sending the same workspace, amount and note
+  // again after a failure (an answer lost on the way, the page's fetch cut off) reuses it, so the
+  // server credits at most once; a success or a changed field starts a new one.
+  const intent = useRef<{ of: string; key: string } | null>(null);
   const credit = (e: Event) => {
     e.preventDefault();
+    const of = JSON.stringify([props.workspace, amount, note]);
+    if (intent.current?.of !== of) intent.current = { of, key: newIdempotencyKey() };
+    const key = intent.current.key;
     once(() =>
-      post<{ credited_usd: string; balance_usd: string }>(
+      post<{ credited_usd: string; balance_usd: string; replayed: boolean }>(
         `/admin/wallets/${encodeURIComponent(props.workspace)}/credit`,
         { usd: amount, note },
+        { 'idempotency-key': key },
       ).then(
         (r) => {
-          setMessage({ ok: true, text: `Credited ${usd(r.credited_usd)}; balance ${usd(r.balance_usd)}.` });
+          intent.current = null;
+          setMessage({
+            ok: true,
+            text: r.replayed
+              ? `Already credited ${usd(r.credited_usd)} (the earlier attempt went through); nothing added; balance ${usd(r.balance_usd)}.`
+              : `Credited ${usd(r.credited_usd)}; balance ${usd(r.balance_usd)}.`,
+          });
           setAmount('');
           setNote('');
           props.onCredited();

@@ -150,7 +150,7 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
     api(
       'post',
       '/admin/wallets/:ws/credit',
-      (v, req) => creditWallet(v, param(req), jsonBody(req)),
+      (v, req) => creditWallet(v, param(req), jsonBody(req), req.headers['idempotency-key']),
       (req) => ({ action: 'wallet.credit', target: target(req), detail: bodyDetail(req, ['usd', 'note']) }),
     ),
     api('get', '/admin/keys', (v, req) => listKeys(v, queryOf(req))),

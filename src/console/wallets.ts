@@ -2,10 +2,12 @@
 // spend today, its low-balance threshold and whether it is below), GET /admin/wallets/:ws (the same
 // plus a page of ledger rows, newest first, and the `next_before` cursor of the older page) and
 // POST /admin/wallets/:ws/credit {usd, note} — the store's `Wallets.credit`, the one the CLI's
-// `wallet credit` calls, so the credit is one ledger row with the operator's note.
+// `wallet credit` calls, so the credit is one ledger row with the operator's note; with an
+// `Idempotency-Key` header, a repeat of a credit already made adds nothing.
 import type { OperatorView } from '../admin/operator-view.ts';
 import { belowLowBalance } from '../billing/low-balance.ts';
 import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../money.ts';
+import { idempotencyKeyProblem } from '../store/credit-id.ts';
 import { WalletError } from '../store/errors.ts';
 import { badRequest, ConsoleError, intField, iso, jsonBody, notFound, stringField } from './http.ts';
 
@@ -70,12 +72,16 @@ export async function walletDetail(view: OperatorView, workspace: string, q: Map
   };
 }
 
+/** The body's credit, once: an `Idempotency-Key` header makes a repeat answer the first (`replayed`). */
 export async function creditWallet(
   view: OperatorView,
   workspace: string,
   body: Record<string, unknown>,
+  idempotencyKey?: string,
 ): Promise<unknown> {
   if (!view.index().workspaceById.has(workspace)) throw notFound(`no workspace ${workspace} in the config`);
+  const keyProblem = idempotencyKey === undefined ? null : idempotencyKeyProblem(idempotencyKey);
+  if (keyProblem !== null) throw badRequest(`Idempotency-Key: ${keyProblem}`);
   const raw = typeof body['usd'] === 'number' ? String(body['usd']) : stringField(body, 'usd');
   if (raw === undefined) throw badRequest('usd is required: the amount in US dollars, e.g. "25" or "0.5"');
   const note = stringField(body, 'note')?.trim() ?? '';
@@ -92,13 +98,14 @@ export async function creditWallet(
   if (nano > MAX_WALLET_NANO)
     throw badRequest(`usd ${raw} is more than a wallet can hold (${nanoToDecimal(MAX_WALLET_NANO)} USD)`);
   try {
-    const r = await view.store.wallets.credit(workspace, nano, note);
+    const r = await view.store.wallets.credit(workspace, nano, note, idempotencyKey);
     return {
       workspace,
       trace_id: r.traceId,
       credited_usd: nanoToDecimal(nano),
       balance_usd: nanoToDecimal(r.balance),
       note,
+      replayed: r.replayed,
     };
   } catch (err) {
     if (err instanceof WalletError) throw new ConsoleError(409, err.code, err.message);

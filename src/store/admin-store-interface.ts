@@ -5,7 +5,15 @@
 import type { AuditTrail, OperatorAccounts } from './console-store-interface.ts';
 import type { CreateKeyInput } from './key-format.ts';
 import type { RotationResult, SecretInfo } from './secret-rules.ts';
-import type { ApiKeyRecord, CreatedApiKey, RequestLogEntry, RequestLogQuery, UsageLine, WalletView } from './types.ts';
+import type {
+  ApiKeyRecord,
+  CreatedApiKey,
+  CreditResult,
+  RequestLogEntry,
+  RequestLogQuery,
+  UsageLine,
+  WalletView,
+} from './types.ts';
 
 export interface AdminKeys {
   create(input: CreateKeyInput): Promise<CreatedApiKey>;
@@ -16,7 +24,8 @@ export interface AdminKeys {
 }
 
 export interface AdminWallets {
-  credit(workspace: string, amountNano: bigint, note: string): Promise<{ traceId: string; balance: bigint }>;
+  /** With an idempotency key, a credit the key already made is not applied again (see `CreditResult`). */
+  credit(workspace: string, amountNano: bigint, note: string, idempotencyKey?: string): Promise<CreditResult>;
   show(workspace: string, now: number): Promise<WalletView>;
   /** Settlements of [since, until) (epoch ms of the ledger rows) by model and provider. */
   usage(workspace: string, since?: number, until?: number): Promise<UsageLine[]>;

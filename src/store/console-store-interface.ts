@@ -7,7 +7,7 @@ import type { CreateKeyInput } from './key-format.ts';
 import type { RequestLogFilter, SpendDetail, SpendGroup, SpendLine } from './search-filters.ts';
 import type { SeriesGroup, SeriesInterval, SeriesPoint } from './spend-series-sql.ts';
 import type { AuditEntry, AuditPage, NewAuditEntry, OperatorAccount, OperatorRole } from './operator-types.ts';
-import type { ApiKeyRecord, CreatedApiKey, LedgerEntry, RequestLogEntry, WalletView } from './types.ts';
+import type { ApiKeyRecord, CreatedApiKey, CreditResult, LedgerEntry, RequestLogEntry, WalletView } from './types.ts';
 
 export interface ConsoleRequestLog {
   /** The rows a filter selects, newest first, at most `limit` (1–1000); `more`: older rows match too
@@ -32,7 +32,8 @@ export interface ConsoleWallets {
   /** Every ledger row of one trace, oldest first. */
   ledgerOf(traceId: string): Promise<LedgerEntry[]>;
   /** One credit ledger row with the operator's note. */
-  credit(workspace: string, amountNano: bigint, note: string): Promise<{ traceId: string; balance: bigint }>;
+  /** With an idempotency key, a credit the key already made is not applied again (see `CreditResult`). */
+  credit(workspace: string, amountNano: bigint, note: string, idempotencyKey?: string): Promise<CreditResult>;
 }
 
 export interface ConsoleKeys {

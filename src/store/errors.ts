@@ -9,7 +9,12 @@ export class StoreError extends Error {
   }
 }
 
-export type WalletErrorCode = 'duplicate_trace' | 'unknown_trace' | 'balance_overflow' | 'amount_out_of_range';
+export type WalletErrorCode =
+  | 'duplicate_trace'
+  | 'unknown_trace'
+  | 'balance_overflow'
+  | 'amount_out_of_range'
+  | 'idempotency_key_reused';
 
 /** A ledger operation the wallet rules refuse (its code says which rule). */
 export class WalletError extends Error {

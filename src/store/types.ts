@@ -41,6 +41,14 @@ export interface LedgerDetails {
 
 export type LedgerKind = 'credit' | 'hold' | 'settle' | 'release';
 
+/** What a credit did: its ledger row's trace id, the balance after it, and whether an idempotency key
+ *  found it already made (then nothing was added and the balance is the wallet's as it is now). */
+export interface CreditResult {
+  traceId: string;
+  balance: bigint;
+  replayed: boolean;
+}
+
 export interface WalletView {
   workspace: string;
   /** Credits minus settlements; may be negative after an overdraft (a settlement above its hold). */

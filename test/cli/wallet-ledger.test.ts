@@ -232,3 +232,31 @@ t.test('logs --follow prints rows written by another process, stops on SIGINT', 
   t.equal(await exited, 0, stderr);
   writer.close();
 });
+
+t.test('wallet credit --idempotency-key credits once; the key reused for another credit is refused', async (t) => {
+  const db = tempDbFile(t);
+  const env = { PI_DB: db };
+  const args = ['wallet', 'credit', '--workspace', WS, '--usd', '3', '--note', 'invoice 77'];
+  const first = await cliInProcess([...args, '--idempotency-key', 'inv-77', '--json'], env);
+  t.equal(first.code, 0, first.stderr);
+  const made = JSON.parse(first.stdout) as { trace_id: string; replayed: boolean; balance_usd: string };
+  t.match(made, { balance_usd: '3', replayed: false });
+  const again = await cliInProcess([...args, '--idempotency-key', 'inv-77'], env);
+  t.equal(again.code, 0, again.stderr);
+  t.equal(
+    again.stdout,
+    `already credited: this idempotency key credited 3 USD to ${WS} before (${made.trace_id}); nothing added; balance 3 USD\n`,
+  );
+  const other = await cliInProcess(
+    ['wallet', 'credit', '--workspace', WS, '--usd', '4', '--note', 'invoice 77', '--idempotency-key', 'inv-77'],
+    env,
+  );
+  t.equal(other.code, 1, 'another amount under the key');
+  t.match(other.stderr, /already credited 3 USD .*not applied \(send it with a new key\)/);
+  t.equal((await cliInProcess([...args, '--idempotency-key', 'a b'], env)).code, 2, 'a key with a space');
+  t.equal((await cliInProcess([...args], env)).code, 0, 'without a key, a second credit');
+  const store = openStore(db);
+  t.teardown(() => store.close());
+  t.equal(store.wallets.show(WS, Date.now()).balance, 6_000_000_000n, 'two credits of 3');
+  t.ok(store.wallets.verify().ok);
+});

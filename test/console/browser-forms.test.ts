@@ -6,7 +6,8 @@
 // "Loading…", and can be tried again; an error answer that is not JSON is told by its HTTP status;
 // Credit or Create key clicked again while the first post is out sends nothing more (no second
 // credit, no second key); a key's expiry saved with its day unchanged keeps its time of day; an
-// audit page that failed to load leaves Newer, not only a reload.
+// audit page that failed to load leaves Newer, not only a reload; a credit whose answer was lost and
+// that is sent again is credited once (the page sends one idempotency key per credit meant).
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startConsoleStack } from '../helpers/console.ts';
@@ -163,6 +164,56 @@ t.test('Credit or Create key clicked again while the first is out sends nothing 
     ['once'],
     'one key created',
   );
+});
+
+t.test('a credit whose answer was lost, sent again, is credited once; a new credit after it is not', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const s = await startConsoleStack(t);
+  s.credit('open', '100');
+  const page = await browser.newPage();
+  t.equal(await signIn(page, s.adminUrl), 200);
+  await page.click('[data-testid=nav-wallets]');
+  await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+  await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+  await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10');
+  // The first post reaches the gateway and is credited, but its answer never reaches the page.
+  const keys: string[] = [];
+  let lost = false;
+  await page.route(
+    (url) => url.pathname === '/admin/wallets/open/credit',
+    async (route) => {
+      keys.push(route.request().headers()['idempotency-key'] ?? '');
+      if (lost) return route.continue();
+      lost = true;
+      await route.fetch();
+      await route.abort('connectionreset');
+    },
+  );
+  const balance = async () =>
+    (await s.call('/admin/wallets')).body.wallets.find((w: { workspace: string }) => w.workspace === 'open')
+      .balance_usd;
+  await page.click('[data-testid=credit-form] button');
+  await page.waitForSelector('[data-testid=credit-message].error');
+  t.equal(await balance(), '105', 'the lost one was credited');
+  await page.click('[data-testid=credit-form] button');
+  await page.waitForSelector('[data-testid=credit-message].ok');
+  t.match(
+    await page.textContent('[data-testid=credit-message]'),
+    /^Already credited \$5 .*nothing added; balance \$105\.$/,
+  );
+  t.equal(await balance(), '105', 'sent again: still credited once');
+  t.equal(keys.length, 2);
+  t.match(keys[0], /^[0-9a-f]{32}$/, 'the page sends an idempotency key');
+  t.equal(keys[1], keys[0], 'the same key for the same credit sent again');
+
+  // The same amount and note typed again after the success is a new credit, with a new key.
+  await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+  await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10');
+  await page.click('[data-testid=credit-form] button');
+  await page.locator('[data-testid=credit-message]', { hasText: /^Credited \$5; balance \$110\.$/ }).waitFor();
+  t.equal(await balance(), '110', 'credited');
+  t.not(keys[2], keys[0], 'a new key');
 });
 
 t.test("a key's expiry saved with its day unchanged keeps its time", async (t) => {

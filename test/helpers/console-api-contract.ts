@@ -150,6 +150,9 @@ export function consoleApiContract(t: Test, make: Make): void {
   );
   t.test('the CSV keeps a model name a spreadsheet would run as a formula as text', (t) => csvFormulaChecks(t, make));
   t.test('wallets, the ledger paged, and a credit with the operator note', (t) => walletChecks(t, make));
+  t.test('a credit with an Idempotency-Key happens once, sent again or six at once', (t) =>
+    idempotentCreditChecks(t, make),
+  );
   t.test('keys: create (shown once), list, expire, revive, revoke; the public API follows', (t) => keyChecks(t, make));
   t.test('the route preview agrees with what the gateway then does, failover included', (t) =>
     routePreviewChecks(t, make),
@@ -433,6 +436,72 @@ async function walletChecks(t: Test, make: Make): Promise<void> {
     'a workspace of the config',
   );
   t.equal((await rig.call('/admin/wallets/nobody')).status, 404);
+}
+
+/** A credit with an `Idempotency-Key` happens once, however often or however concurrently it is sent. */
+async function idempotentCreditChecks(t: Test, make: Make): Promise<void> {
+  const rig = await make(t);
+  const balance = async (ws: string) => (await rig.store.wallets.show(ws, rig.clock.now())).balance;
+  const credits = async (ws: string) =>
+    ((await rig.call(`/admin/wallets/${ws}?limit=999`)).body.ledger as { kind: string }[]).filter(
+      (l) => l.kind === 'credit',
+    ).length;
+  const send = (ws: string, key: string | undefined, usd = '7.25', note = 'invoice 7') =>
+    rig.call(`/admin/wallets/${ws}/credit`, {
+      body: { usd, note },
+      ...(key === undefined ? {} : { headers: { 'idempotency-key': key } }),
+    });
+  const before = await balance('open');
+  const creditsBefore = await credits('open');
+
+  const first = await send('open', 'inv-7');
+  t.equal(first.status, 200);
+  t.match(first.body, { credited_usd: '7.25', replayed: false });
+  t.match(first.body.trace_id, /^credit_[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  const again = await send('open', 'inv-7');
+  t.equal(again.status, 200, 'a repeat is answered as the first was');
+  t.match(again.body, { trace_id: first.body.trace_id, credited_usd: '7.25', replayed: true });
+  t.equal(again.body.balance_usd, first.body.balance_usd, 'the balance as it is: nothing added');
+  t.equal(await balance('open'), before + decimalToNano('7.25'), 'credited once');
+
+  // Six at once with one new key: one credit, five replays, whichever store serialises them.
+  const burst = await Promise.all(Array.from({ length: 6 }, () => send('open', 'inv-8', '1.5')));
+  t.same(
+    burst.map((r) => r.status),
+    [200, 200, 200, 200, 200, 200],
+  );
+  t.equal(burst.filter((r) => r.body.replayed === false).length, 1, 'exactly one applied');
+  t.equal(new Set(burst.map((r) => r.body.trace_id)).size, 1, 'one trace id');
+  t.equal(await balance('open'), before + decimalToNano('8.75'), 'the burst credited 1.5 once');
+  t.equal(await credits('open'), creditsBefore + 2, 'two credit rows in the ledger');
+
+  // The key names one credit: another amount or note under it is refused and changes nothing.
+  const otherAmount = await send('open', 'inv-7', '9');
+  t.equal(otherAmount.status, 409);
+  t.equal(otherAmount.body.error.code, 'idempotency_key_reused');
+  t.match(otherAmount.body.error.message, /already credited 7\.25 USD to open with the note "invoice 7"/);
+  t.equal((await send('open', 'inv-7', '7.25', 'another note')).status, 409, 'another note');
+  t.equal(await balance('open'), before + decimalToNano('8.75'), 'nothing changed');
+
+  // Keys are per workspace; without a key every credit is applied.
+  const cheapBefore = await balance('cheap');
+  const elsewhere = await send('cheap', 'inv-7');
+  t.match(elsewhere.body, { replayed: false });
+  t.not(elsewhere.body.trace_id, first.body.trace_id);
+  await send('cheap', undefined, '1');
+  await send('cheap', undefined, '1');
+  t.equal(await balance('cheap'), cheapBefore + decimalToNano('9.25'), 'two keyless credits, both applied');
+
+  for (const bad of ['', 'a b', 'x'.repeat(256), 'a\u00e9b']) {
+    const r = await rig.call('/admin/wallets/open/credit', {
+      body: { usd: '1', note: 'n' },
+      headers: { 'idempotency-key': bad },
+    });
+    t.equal(r.status, 400, `refused key ${JSON.stringify(bad.slice(0, 20))}`);
+    t.match(r.body.error.message, /^Idempotency-Key: /);
+  }
+  t.equal(await balance('open'), before + decimalToNano('8.75'), 'no refused key credited');
+  t.ok((await rig.store.wallets.verify()).ok, 'ledger verify agrees');
 }
 
 async function keyChecks(t: Test, make: Make): Promise<void> {

@@ -18,7 +18,7 @@ export interface ConsoleStack extends Stack {
   /** An admin JSON call with the operator token (or `token`, null for none), parsed. */
   call(
     path: string,
-    init?: { method?: string; body?: unknown; token?: string | null },
+    init?: { method?: string; body?: unknown; token?: string | null; headers?: Record<string, string> },
   ): Promise<{ status: number; body: AdminBody; text: string; headers: Headers }>;
 }
 
@@ -32,7 +32,7 @@ export async function startConsoleStack(t: Test, opts: StackOptions = {}): Promi
 export function adminCaller(adminUrl: string): ConsoleStack['call'] {
   return async (path, init = {}) => {
     const token = init.token === undefined ? TOKEN : init.token;
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...init.headers };
     if (token !== null) headers['authorization'] = `Bearer ${token}`;
     return adminFetch(adminUrl, path, headers, init);
   };

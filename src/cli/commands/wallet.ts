@@ -1,6 +1,7 @@
 // `pi-gateway wallet credit|show`: top up a workspace wallet and read its balance.
 import { systemClock } from '../../clock.ts';
 import { decimalToNano, MAX_WALLET_NANO, nanoToDecimal } from '../../money.ts';
+import { idempotencyKeyProblem } from '../../store/credit-id.ts';
 import { containsWholeKey } from '../../store/key-format.ts';
 import { flag, parse, str, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -20,12 +21,16 @@ import {
 } from '../store-command.ts';
 
 const HELP = `Usage:
-  pi-gateway wallet credit --workspace W --usd AMOUNT [--note TEXT] [options]
+  pi-gateway wallet credit --workspace W --usd AMOUNT [--note TEXT] [--idempotency-key K] [options]
   pi-gateway wallet show W [options]
 
 credit  Adds AMOUNT US dollars (a decimal with at most 9 places, e.g. 25 or 0.5) to the workspace
         wallet, as one ledger row, exactly. Prints the new balance. A wallet holds at most
         9223372036.854775807 USD; a credit that would go past it is refused and changes nothing.
+        --idempotency-key K (1-255 visible ASCII characters, e.g. an invoice id) makes the credit
+        happen once: run again with the same key, workspace, amount and note, it adds nothing and
+        says so (a retry after an answer was lost is safe); the same key with another amount or
+        note is refused (exit 1).
 show    Prints balance (credits − settled spend), held (open request holds), available
         (balance − held), spend today (UTC) and the number of open holds.
 
@@ -49,6 +54,7 @@ export const command: Command = {
             workspace: { type: 'string' },
             usd: { type: 'string' },
             note: { type: 'string' },
+            'idempotency-key': { type: 'string' },
           },
           false,
         );
@@ -70,17 +76,25 @@ export const command: Command = {
         // The ledger keeps the note for good, and every console viewer reads it.
         if (containsWholeKey(note))
           throw new UsageError('--note holds a whole API key, a secret: name a key by its prefix, its name or its id');
+        const key = str(p, 'idempotency-key');
+        const keyProblem = key === undefined ? null : idempotencyKeyProblem(key);
+        if (keyProblem !== null) throw new UsageError(`--idempotency-key: ${keyProblem}`);
         await requireWorkspace(p, workspace, 'wallet');
         const store = await openFromArgs(p, false);
         try {
-          const r = await store.wallets.credit(workspace, nano, note);
+          const r = await store.wallets.credit(workspace, nano, note, key);
           if (flag(p, 'json'))
             printJson({
               workspace,
               trace_id: r.traceId,
               credited_usd: nanoToDecimal(nano),
               balance_usd: nanoToDecimal(r.balance),
+              replayed: r.replayed,
             });
+          else if (r.replayed)
+            process.stdout.write(
+              `already credited: this idempotency key credited ${nanoToDecimal(nano)} USD to ${workspace} before (${r.traceId}); nothing added; balance ${nanoToDecimal(r.balance)} USD\n`,
+            );
           else
             process.stdout.write(
               `credited ${nanoToDecimal(nano)} USD to ${workspace}; balance ${nanoToDecimal(r.balance)} USD (${r.traceId})\n`,

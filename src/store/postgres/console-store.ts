@@ -47,7 +47,7 @@ export function pgConsole(store: PgStore): ConsoleStore {
       workspaces: () => ask('listing wallets', () => store.wallets.workspaces()),
       ledger: (ws, opts) => ask('reading the ledger', () => ledgerPage(pool, ws, opts)),
       ledgerOf: (traceId) => ask('reading the ledger', () => ledgerOfTrace(pool, traceId)),
-      credit: (ws, amount, note) => ask('crediting a wallet', () => store.wallets.credit(ws, amount, note)),
+      credit: (ws, amount, note, key) => ask('crediting a wallet', () => store.wallets.credit(ws, amount, note, key)),
     },
     apiKeys: {
       create: (input) => ask('creating a key', () => store.apiKeys.create(input)),

@@ -2,10 +2,10 @@
 // view, usage, and `ledger verify` — the same invariants as the embedded store's verify
 // (src/store/sqlite/wallets.ts), computed in one REPEATABLE READ snapshot so concurrent traffic cannot
 // make a consistent database look inconsistent.
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../../money.ts';
-import type { UsageLine, WalletView } from '../types.ts';
+import type { CreditResult, UsageLine, WalletView } from '../types.ts';
+import { checkRepeat, creditTraceId } from '../credit-id.ts';
 import {
   type LedgerQueryName,
   ledgerProblems,
@@ -29,12 +29,18 @@ export class PgWallets {
     this.clock = clock;
   }
 
-  async credit(workspace: string, amountNano: bigint, note: string): Promise<{ traceId: string; balance: bigint }> {
+  /**
+   * Adds `amountNano` with one credit ledger row. With an idempotency key, a credit the key already
+   * made is not applied again; the check runs after the wallet row is locked, so two at once make one
+   * (the second waits for the first's commit and then sees its row).
+   */
+  async credit(workspace: string, amountNano: bigint, note: string, idempotencyKey?: string): Promise<CreditResult> {
     if (typeof workspace !== 'string' || workspace === '') throw new RangeError('workspace is required');
     if (typeof amountNano !== 'bigint' || amountNano <= 0n)
       throw new RangeError('a credit must be a positive bigint amount of nano-USD');
-    const traceId = `credit_${randomUUID()}`;
+    const traceId = creditTraceId(workspace, idempotencyKey);
     const now = this.clock.now();
+    let replayed = false;
     const balance = await inTransaction(this.pool, async (c) => {
       await c.query(
         'INSERT INTO wallets (workspace, balance_nano, held_nano, updated_at) VALUES ($1, 0, 0, $2) ON CONFLICT DO NOTHING',
@@ -46,6 +52,24 @@ export class PgWallets {
             workspace,
           ])
         ).rows[0]?.b ?? 0n;
+      if (idempotencyKey !== undefined) {
+        const earlier = (
+          await c.query<{ workspace: string; amount_nano: bigint; note: string | null }>(
+            "SELECT workspace, amount_nano, note FROM ledger WHERE trace_id = $1 AND kind = 'credit'",
+            [traceId],
+          )
+        ).rows[0];
+        if (earlier !== undefined) {
+          checkRepeat(
+            { workspace: earlier.workspace, amountNano: earlier.amount_nano, note: earlier.note },
+            workspace,
+            amountNano,
+            note,
+          );
+          replayed = true;
+          return before;
+        }
+      }
       if (amountNano > MAX_WALLET_NANO - before) {
         throw new WalletError(
           'balance_overflow',
@@ -64,7 +88,7 @@ export class PgWallets {
       );
       return before + amountNano;
     });
-    return { traceId, balance };
+    return { traceId, balance, replayed };
   }
 
   async show(workspace: string, now: number): Promise<WalletView> {

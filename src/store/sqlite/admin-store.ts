@@ -17,7 +17,7 @@ export function sqliteAdmin(store: Store): AdminStore {
       revoke: (id) => run(() => store.apiKeys.revoke(id)),
     },
     wallets: {
-      credit: (ws, amount, note) => run(() => store.wallets.credit(ws, amount, note)),
+      credit: (ws, amount, note, key) => run(() => store.wallets.credit(ws, amount, note, key)),
       show: (ws, now) => run(() => store.wallets.show(ws, now)),
       usage: (ws, since, until) => run(() => store.wallets.usage(ws, since, until)),
       workspaces: () => run(() => store.wallets.workspaces()),

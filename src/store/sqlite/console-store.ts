@@ -22,7 +22,7 @@ export function sqliteConsole(store: Store): ConsoleStore {
       workspaces: () => run(() => store.wallets.workspaces()),
       ledger: (ws, opts) => run(() => store.wallets.ledger(ws, opts)),
       ledgerOf: (traceId) => run(() => store.wallets.ledgerOf(traceId)),
-      credit: (ws, amount, note) => run(() => store.wallets.credit(ws, amount, note)),
+      credit: (ws, amount, note, key) => run(() => store.wallets.credit(ws, amount, note, key)),
     },
     apiKeys: {
       create: (input) => run(() => store.apiKeys.create(input)),

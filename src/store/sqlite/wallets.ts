@@ -33,8 +33,9 @@ import {
   type LedgerRows,
   type UnservedHold,
 } from '../ledger-invariants.ts';
-import type { LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from '../types.ts';
+import type { CreditResult, LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from '../types.ts';
 import { WalletError } from '../errors.ts';
+import { checkRepeat, creditTraceId } from '../credit-id.ts';
 
 const DAY_MS = 86_400_000;
 /** The lowest value of SQLite's INTEGER: a balance overdrawn below it could not be stored. */
@@ -75,13 +76,34 @@ export class Wallets {
     liveOwners.delete(this.owner);
   }
 
-  credit(workspace: string, amountNano: bigint, note: string): { traceId: string; balance: bigint } {
+  /**
+   * Adds `amountNano` to the wallet with one credit ledger row. With an idempotency key, a credit the
+   * key already made is not applied again (`replayed`, the balance as it is now); the key reused for
+   * a different credit is refused. Checked inside the write transaction, so two at once make one.
+   */
+  credit(workspace: string, amountNano: bigint, note: string, idempotencyKey?: string): CreditResult {
     checkWorkspace(workspace);
     if (typeof amountNano !== 'bigint' || amountNano <= 0n)
       throw new RangeError('a credit must be a positive bigint amount of nano-USD');
-    const traceId = `credit_${randomUUID()}`;
+    const traceId = creditTraceId(workspace, idempotencyKey);
+    let replayed = false;
     const run = this.db.transaction((): bigint => {
       const now = this.clock.now();
+      if (idempotencyKey !== undefined) {
+        const earlier = this.sql
+          .get("SELECT workspace, amount_nano, note FROM ledger WHERE trace_id = ? AND kind = 'credit'")
+          .get(traceId) as { workspace: string; amount_nano: bigint; note: string | null } | undefined;
+        if (earlier !== undefined) {
+          checkRepeat(
+            { workspace: earlier.workspace, amountNano: earlier.amount_nano, note: earlier.note },
+            workspace,
+            amountNano,
+            note,
+          );
+          replayed = true;
+          return (this.wallet(workspace) as WalletRow).balance_nano;
+        }
+      }
       this.ensureWallet(workspace, now);
       // Checked inside the transaction, against the balance it will add to (another credit may have
       // landed since the caller looked): SQLite would otherwise turn the sum into a REAL and refuse it.
@@ -100,8 +122,8 @@ export class Wallets {
       return (this.wallet(workspace) as WalletRow).balance_nano;
     });
     const balance = run.immediate();
-    this.onCredit();
-    return { traceId, balance };
+    if (!replayed) this.onCredit();
+    return { traceId, balance, replayed };
   }
 
   /**
