@@ -69,7 +69,14 @@ export function formatValue(v: unknown, indent: number, lineIndent: string): str
   }
 }
 
-/** A number as Python's json module prints a float (`1.0`, `0.7`): OpenAI echoes sampling params so. */
+/**
+ * A number as Python's json module prints a float (`1.0`, `0.7`, `1e+16`): OpenAI echoes sampling
+ * params so. Python's repr turns to the exponent form at 1e16, where `${n}.0` would not be JSON
+ * (`1e+29.0`). A request's number too large for a double (`1e400`) parses to Infinity, which JSON
+ * cannot carry: it is echoed as null, the simulator's answer staying JSON whatever was asked.
+ */
 export function pyFloat(n: number): RawJson {
+  if (!Number.isFinite(n)) return new RawJson('null');
+  if (Math.abs(n) >= 1e16) return new RawJson(n.toExponential());
   return new RawJson(Number.isInteger(n) ? `${n}.0` : String(n));
 }
