@@ -33,7 +33,17 @@ import { join } from 'node:path';
 import { addGcLine, emptyGc, residentShare, servingThreadGc } from './lib/gc-window.mjs';
 import { once } from './lib/load.mjs';
 import { holdWal } from './lib/wal.mjs';
-import { BENCH_DIR, CLK_TCK, RESULTS_DIR, cpuUs, ensureBuilt, memKb, stopProcess } from './lib/proc.mjs';
+import {
+  BENCH_DIR,
+  CLK_TCK,
+  RESULTS_DIR,
+  cpuUs,
+  ensureBuilt,
+  memKb,
+  serveThreadsMs,
+  stopProcess,
+  threadCpu,
+} from './lib/proc.mjs';
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
 import {
   GEN_CORE,
@@ -320,6 +330,7 @@ async function idlePhase(order, round) {
   for (const c of order) {
     const s = c.name === SERVE ? serveIdleState(c) : null;
     const f0 = c.name === SERVE ? majflt(c.pid) : 0;
+    const cpu0 = c.name === SERVE ? threadCpu(c.pid) : null;
     const x = await measureLatency(c, {
       simPid,
       rate: 1000,
@@ -330,9 +341,14 @@ async function idlePhase(order, round) {
     });
     round.idle[c.name] = x;
     if (c.eld) round.idleEld[c.name] = await c.eld();
-    if (s) round.idleMem[c.name] = { ...s, majorFaults: majflt(c.pid) - f0 };
+    if (s && cpu0) {
+      // Which thread spent the window's CPU: a tail the serving loop's delay does not show is the
+      // writer's commits or the other threads' (the checkpointer, V8's helpers) on the shared core.
+      const threads = serveThreadsMs(cpu0, threadCpu(c.pid));
+      round.idleMem[c.name] = { ...s, majorFaults: majflt(c.pid) - f0, threadsMs: threads };
+    }
     log(
-      `round ${rounds.length + 1} idle    ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? NaN, 1)} ms  err ${x.errors}${s ? `  rss ${fmt(s.rssMb)} MB, WAL ${s.walBytes === 0 ? 'empty' : `${fmt(s.walResident * 100, 0)} %`} / db ${fmt(s.dbResident * 100, 0)} % in the page cache, ${round.idleMem[c.name].majorFaults} major faults` : ''}`,
+      `round ${rounds.length + 1} idle    ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? NaN, 1)} ms  err ${x.errors}${s ? `  rss ${fmt(s.rssMb)} MB, WAL ${s.walBytes === 0 ? 'empty' : `${fmt(s.walResident * 100, 0)} %`} / db ${fmt(s.dbResident * 100, 0)} % in the page cache, ${round.idleMem[c.name].majorFaults} major faults; CPU ms serving / writer / rest ${fmt(round.idleMem[c.name].threadsMs.serving, 0)} / ${fmt(round.idleMem[c.name].threadsMs.writer, 0)} / ${fmt(round.idleMem[c.name].threadsMs.rest, 0)}` : ''}`,
     );
   }
 }

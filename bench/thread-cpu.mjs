@@ -5,10 +5,10 @@
 // bench/results/profiles/threads-<time>/ (the serving thread's, the writer's, the checkpointer's).
 //
 //   node bench/run.js thread-cpu [--rate N] [--seconds S] [--cpu-prof]
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop, once, openLoop } from './lib/load.mjs';
-import { CLK_TCK, RESULTS_DIR, ensureBuilt, stopProcess } from './lib/proc.mjs';
+import { RESULTS_DIR, ensureBuilt, stopProcess, threadCpu } from './lib/proc.mjs';
 import { chatRequest, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
 import { fmt, log, table } from './lib/stats.mjs';
 
@@ -22,24 +22,6 @@ const BODY = {
   messages: [{ role: 'user', content: 'Hello, how are you today?' }],
   max_tokens: 64,
 };
-
-/** Thread → CPU µs, for every thread of `pid` ("main", else "<name>#<tid>"). */
-function threadCpu(pid) {
-  const out = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let s;
-    try {
-      s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    const us = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
-    out[tid === String(pid) ? 'main' : `${name}#${tid}`] = us;
-  }
-  return out;
-}
 
 ensureBuilt();
 const dir = join(RESULTS_DIR, 'profiles', `threads-${new Date().toISOString().replace(/[:.]/g, '-')}`);

@@ -2,7 +2,7 @@
 // one JSON line `{"ready":true,...}` on stdout, stopped by PID only (SIGTERM, then SIGKILL after a
 // grace period), whatever way the benchmark ends. Also reads CPU time and peak RSS from /proc.
 import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -259,4 +259,34 @@ export function treeInfo(tree = TREE) {
 
 export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Thread → CPU µs so far, for every thread of `pid` ("main", else "<name>#<tid>"). */
+export function threadCpu(pid) {
+  const out = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let s;
+    try {
+      s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    out[tid === String(pid) ? 'main' : `${name}#${tid}`] = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+  }
+  return out;
+}
+
+/**
+ * What each thread of a `serve` process spent between two `threadCpu` readings, in ms: the serving
+ * thread, the writer (the busiest other thread: its OS name is just "node"), and the rest together.
+ */
+export function serveThreadsMs(before, after) {
+  const spent = Object.keys(after).map((k) => [k, (after[k] - (before[k] ?? 0)) / 1000]);
+  const others = spent.filter(([k]) => k !== 'main').sort((a, b) => b[1] - a[1]);
+  const main = spent.find(([k]) => k === 'main')?.[1] ?? 0;
+  const writer = others[0]?.[1] ?? 0;
+  const rest = others.slice(1).reduce((n, [, ms]) => n + ms, 0);
+  return { serving: main, writer, rest };
 }
