@@ -114,6 +114,8 @@ interface Parsed {
   file: string;
   /** Module specifiers: static imports and exports (type-only included) and dynamic import(). */
   specs: string[];
+  /** The specifiers of those that load the module when run: type-only imports and exports left out. */
+  valueSpecs: string[];
   /** Functions longer than the limit, as `file:line (n lines)`. */
   long: string[];
 }
@@ -121,6 +123,7 @@ interface Parsed {
 function parse(file: string): Parsed {
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const specs: string[] = [];
+  const valueSpecs: string[] = [];
   const long: string[] = [];
   const generated = file.includes(`${sep}generated${sep}`);
   const visit = (n: ts.Node): void => {
@@ -128,11 +131,17 @@ function parse(file: string): Parsed {
       (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) &&
       n.moduleSpecifier &&
       ts.isStringLiteral(n.moduleSpecifier)
-    )
+    ) {
       specs.push(n.moduleSpecifier.text);
+      const typeOnly = ts.isImportDeclaration(n) ? n.importClause?.isTypeOnly === true : n.isTypeOnly;
+      if (!typeOnly) valueSpecs.push(n.moduleSpecifier.text);
+    }
     if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const arg = n.arguments[0];
-      if (arg && ts.isStringLiteral(arg)) specs.push(arg.text);
+      if (arg && ts.isStringLiteral(arg)) {
+        specs.push(arg.text);
+        valueSpecs.push(arg.text);
+      }
     }
     const isFunction =
       ts.isFunctionDeclaration(n) ||
@@ -149,7 +158,7 @@ function parse(file: string): Parsed {
     ts.forEachChild(n, visit);
   };
   visit(sf);
-  return { file, specs, long };
+  return { file, specs, valueSpecs, long };
 }
 
 /** Strongly connected components with more than one member (Tarjan). */
@@ -270,6 +279,15 @@ t.test('each heavy dependency has one home', async (t) => {
     }
   }
   t.same(misplaced, [], misplaced.join('\n'));
+});
+
+// uWS reads its request-head cap from the environment when the addon loads: src/server/uws.ts sets
+// it first, so it must be the one file that loads the addon (types may be imported anywhere).
+t.test('only src/server/uws.ts loads uWebSockets.js', async (t) => {
+  const loaders = parsed
+    .filter((p) => p.valueSpecs.includes('uWebSockets.js'))
+    .map((p) => relative(root, p.file).split(sep).join('/'));
+  t.same(loaders, ['src/server/uws.ts']);
 });
 
 t.test('money and storage stay beside the request path', async (t) => {

@@ -78,6 +78,14 @@ export function WalletsPage(props: { meta: Meta }) {
   );
 }
 
+/**
+ * One idempotency key per credit the operator means, per workspace, for as long as the page is open:
+ * the same amount and note sent again after a failure (an answer lost on the way, a fetch cut off) —
+ * also after looking at another wallet in between — reuse it, so the server credits at most once; a
+ * success or a changed field starts a new one. A reload forgets it.
+ */
+const pendingCredits = new Map<string, { of: string; key: string }>();
+
 function WalletDetail(props: { workspace: string; tick: number; onCredited: () => void }) {
   const [ledger, setLedger] = useState<LedgerRow[]>([]);
   const [nextBefore, setNextBefore] = useState<number | null>(null);
@@ -113,15 +121,14 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
     };
   }, [props.workspace, props.tick, before]);
   const [crediting, once] = useOneAtATime();
-  // One idempotency key per credit the operator means: sending the same workspace, amount and note
-  // again after a failure (an answer lost on the way, the page's fetch cut off) reuses it, so the
-  // server credits at most once; a success or a changed field starts a new one.
-  const intent = useRef<{ of: string; key: string } | null>(null);
   const credit = (e: Event) => {
     e.preventDefault();
-    const of = JSON.stringify([props.workspace, amount, note]);
-    if (intent.current?.of !== of) intent.current = { of, key: newIdempotencyKey() };
-    const key = intent.current.key;
+    const workspace = props.workspace;
+    // The server compares notes without their outer spaces, and so does this.
+    const of = JSON.stringify([amount.trim(), note.trim()]);
+    const pending = pendingCredits.get(workspace);
+    const key = pending?.of === of ? pending.key : newIdempotencyKey();
+    pendingCredits.set(workspace, { of, key });
     once(() =>
       post<{ credited_usd: string; balance_usd: string; replayed: boolean }>(
         `/admin/wallets/${encodeURIComponent(props.workspace)}/credit`,
@@ -129,7 +136,7 @@ function WalletDetail(props: { workspace: string; tick: number; onCredited: () =
         { 'idempotency-key': key },
       ).then(
         (r) => {
-          intent.current = null;
+          pendingCredits.delete(workspace);
           setMessage({
             ok: true,
             text: r.replayed

@@ -79,8 +79,8 @@ const param = (req: IncomingRequest): string => pathSegment(req.params[0] ?? '')
 /** A write's audit target: the segment, also when the write is refused for it (./http.ts). */
 const target = (req: IncomingRequest): string => auditedSegment(req.params[0] ?? '');
 
-/** Fields of a write's body worth keeping in the trail (never a key or a secret), as JSON. */
-function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
+/** Fields of a write's body worth keeping in the trail (never a key or a secret), and `extra`, as JSON. */
+function bodyDetail(req: IncomingRequest, fields: string[], extra: Record<string, unknown> = {}): string | null {
   let body: Record<string, unknown>;
   try {
     body = jsonBody(req);
@@ -95,7 +95,10 @@ function bodyDetail(req: IncomingRequest, fields: string[]): string | null {
     const masked = maskWholeKeys(v, SHOWN_PREFIX_CHARS);
     return masked.length > 200 ? `${masked.slice(0, 200)}…` : masked;
   };
-  const kept = Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, cut(body[f])]));
+  const kept = {
+    ...Object.fromEntries(fields.filter((f) => body[f] !== undefined).map((f) => [f, cut(body[f])])),
+    ...extra,
+  };
   return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
 }
 
@@ -151,7 +154,12 @@ export function consoleRoutes(deps: ConsoleDeps): AdminRoute[] {
       'post',
       '/admin/wallets/:ws/credit',
       (v, req) => creditWallet(v, param(req), jsonBody(req), req.headers['idempotency-key']),
-      (req) => ({ action: 'wallet.credit', target: target(req), detail: bodyDetail(req, ['usd', 'note']) }),
+      // A repeat an idempotency key answered credited nothing: the trail says so, as the ledger does.
+      (req, answer) => ({
+        action: 'wallet.credit',
+        target: target(req),
+        detail: bodyDetail(req, ['usd', 'note'], answerField(answer, 'replayed') === true ? { replayed: true } : {}),
+      }),
     ),
     api('get', '/admin/keys', (v, req) => listKeys(v, queryOf(req))),
     api(

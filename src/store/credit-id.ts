@@ -42,8 +42,10 @@ export interface EarlierCredit {
  * the key for a different credit, which is refused: a key names one credit, whatever else is sent.
  */
 export function checkRepeat(earlier: EarlierCredit, workspace: string, amountNano: bigint, note: string): void {
-  const stored = note === '' ? null : note;
-  if (earlier.workspace === workspace && earlier.amountNano === amountNano && earlier.note === stored) return;
+  // Notes compare without their outer spaces: the console trims a note before it is stored, the CLI
+  // keeps it as given, and a repeat through the other must still be a repeat.
+  const sameNote = (earlier.note ?? '').trim() === note.trim();
+  if (earlier.workspace === workspace && earlier.amountNano === amountNano && sameNote) return;
   throw new WalletError(
     'idempotency_key_reused',
     `this idempotency key already credited ${nanoToDecimal(earlier.amountNano)} USD to ${earlier.workspace}` +

@@ -247,6 +247,11 @@ t.test('wallet credit --idempotency-key credits once; the key reused for another
     again.stdout,
     `already credited: this idempotency key credited 3 USD to ${WS} before (${made.trace_id}); nothing added; balance 3 USD\n`,
   );
+  const spaced = await cliInProcess(
+    ['wallet', 'credit', '--workspace', WS, '--usd', '3', '--note', ' invoice 77 ', '--idempotency-key', 'inv-77'],
+    env,
+  );
+  t.match(spaced.stdout, /^already credited/, 'the note compared without its outer spaces (the console trims it)');
   const other = await cliInProcess(
     ['wallet', 'credit', '--workspace', WS, '--usd', '4', '--note', 'invoice 77', '--idempotency-key', 'inv-77'],
     env,

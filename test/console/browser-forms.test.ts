@@ -166,55 +166,66 @@ t.test('Credit or Create key clicked again while the first is out sends nothing 
   );
 });
 
-t.test('a credit whose answer was lost, sent again, is credited once; a new credit after it is not', async (t) => {
-  const browser = await launchBrowser(t);
-  if (!browser) return;
-  const s = await startConsoleStack(t);
-  s.credit('open', '100');
-  const page = await browser.newPage();
-  t.equal(await signIn(page, s.adminUrl), 200);
-  await page.click('[data-testid=nav-wallets]');
-  await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
-  await page.fill('[data-testid=credit-form] input[name=usd]', '5');
-  await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10');
-  // The first post reaches the gateway and is credited, but its answer never reaches the page.
-  const keys: string[] = [];
-  let lost = false;
-  await page.route(
-    (url) => url.pathname === '/admin/wallets/open/credit',
-    async (route) => {
-      keys.push(route.request().headers()['idempotency-key'] ?? '');
-      if (lost) return route.continue();
-      lost = true;
-      await route.fetch();
-      await route.abort('connectionreset');
-    },
-  );
-  const balance = async () =>
-    (await s.call('/admin/wallets')).body.wallets.find((w: { workspace: string }) => w.workspace === 'open')
-      .balance_usd;
-  await page.click('[data-testid=credit-form] button');
-  await page.waitForSelector('[data-testid=credit-message].error');
-  t.equal(await balance(), '105', 'the lost one was credited');
-  await page.click('[data-testid=credit-form] button');
-  await page.waitForSelector('[data-testid=credit-message].ok');
-  t.match(
-    await page.textContent('[data-testid=credit-message]'),
-    /^Already credited \$5 .*nothing added; balance \$105\.$/,
-  );
-  t.equal(await balance(), '105', 'sent again: still credited once');
-  t.equal(keys.length, 2);
-  t.match(keys[0], /^[0-9a-f]{32}$/, 'the page sends an idempotency key');
-  t.equal(keys[1], keys[0], 'the same key for the same credit sent again');
+t.test(
+  'a credit whose answer was lost, sent again after another wallet was looked at, is credited once; a new credit after it is not',
+  async (t) => {
+    const browser = await launchBrowser(t);
+    if (!browser) return;
+    const s = await startConsoleStack(t);
+    s.credit('open', '100');
+    const page = await browser.newPage();
+    t.equal(await signIn(page, s.adminUrl), 200);
+    await page.click('[data-testid=nav-wallets]');
+    await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+    await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+    await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10');
+    // The first post reaches the gateway and is credited, but its answer never reaches the page.
+    const keys: string[] = [];
+    let lost = false;
+    await page.route(
+      (url) => url.pathname === '/admin/wallets/open/credit',
+      async (route) => {
+        keys.push(route.request().headers()['idempotency-key'] ?? '');
+        if (lost) return route.continue();
+        lost = true;
+        await route.fetch();
+        await route.abort('connectionreset');
+      },
+    );
+    const balance = async () =>
+      (await s.call('/admin/wallets')).body.wallets.find((w: { workspace: string }) => w.workspace === 'open')
+        .balance_usd;
+    await page.click('[data-testid=credit-form] button');
+    await page.waitForSelector('[data-testid=credit-message].error');
+    t.equal(await balance(), '105', 'the lost one was credited');
+    // The operator looks at another wallet, comes back and types the same credit again (the note
+    // with a trailing space, which the server trims).
+    await page.click('[data-testid=wallets-table] tr[data-workspace=cheap]');
+    await page.locator('[data-testid=wallet-detail] h2', { hasText: 'cheap' }).waitFor();
+    await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
+    await page.locator('[data-testid=wallet-detail] h2', { hasText: 'open' }).waitFor();
+    await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+    await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10 ');
+    await page.click('[data-testid=credit-form] button');
+    await page.waitForSelector('[data-testid=credit-message].ok');
+    t.match(
+      await page.textContent('[data-testid=credit-message]'),
+      /^Already credited \$5 .*nothing added; balance \$105\.$/,
+    );
+    t.equal(await balance(), '105', 'sent again: still credited once');
+    t.equal(keys.length, 2);
+    t.match(keys[0], /^[0-9a-f]{32}$/, 'the page sends an idempotency key');
+    t.equal(keys[1], keys[0], 'the same key for the same credit sent again');
 
-  // The same amount and note typed again after the success is a new credit, with a new key.
-  await page.fill('[data-testid=credit-form] input[name=usd]', '5');
-  await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10');
-  await page.click('[data-testid=credit-form] button');
-  await page.locator('[data-testid=credit-message]', { hasText: /^Credited \$5; balance \$110\.$/ }).waitFor();
-  t.equal(await balance(), '110', 'credited');
-  t.not(keys[2], keys[0], 'a new key');
-});
+    // The same amount and note typed again after the success is a new credit, with a new key.
+    await page.fill('[data-testid=credit-form] input[name=usd]', '5');
+    await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 10');
+    await page.click('[data-testid=credit-form] button');
+    await page.locator('[data-testid=credit-message]', { hasText: /^Credited \$5; balance \$110\.$/ }).waitFor();
+    t.equal(await balance(), '110', 'credited');
+    t.not(keys[2], keys[0], 'a new key');
+  },
+);
 
 t.test("a key's expiry saved with its day unchanged keeps its time", async (t) => {
   const browser = await launchBrowser(t);

@@ -463,6 +463,15 @@ async function idempotentCreditChecks(t: Test, make: Make): Promise<void> {
   t.match(again.body, { trace_id: first.body.trace_id, credited_usd: '7.25', replayed: true });
   t.equal(again.body.balance_usd, first.body.balance_usd, 'the balance as it is: nothing added');
   t.equal(await balance('open'), before + decimalToNano('7.25'), 'credited once');
+  const trail = (await rig.call('/admin/audit?limit=10')).body.entries as { action: string; detail: unknown }[];
+  t.same(
+    trail.filter((e) => e.action === 'wallet.credit').map((e) => e.detail),
+    [
+      { usd: '7.25', note: 'invoice 7', replayed: true },
+      { usd: '7.25', note: 'invoice 7' },
+    ],
+    'the trail tells the repeat from the credit, newest first',
+  );
 
   // Six at once with one new key: one credit, five replays, whichever store serialises them.
   const burst = await Promise.all(Array.from({ length: 6 }, () => send('open', 'inv-8', '1.5')));

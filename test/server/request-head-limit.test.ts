@@ -1,6 +1,8 @@
 // A request's line plus headers may carry 16 KiB (Node.js's default), not uWS's built-in 4 KiB: a long
 // query or a large token reaches the handler, a head over the cap gets a 431 and a closed connection,
 // and the server goes on answering. Raw sockets, so the bytes sent are exactly the ones counted.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import t, { type Test } from 'tap';
 import { createHttpServer } from '../../src/server/http-server.ts';
 import { MAX_REQUEST_HEAD_BYTES } from '../../src/server/uws-header-limit.ts';
@@ -30,9 +32,30 @@ function head(bytes: number, pad: 'query' | 'header'): Buffer {
   return Buffer.from(text, 'latin1');
 }
 
-t.test('the cap is 16 KiB unless the environment set one', async (t) => {
+/** Status of a `bytes`-long head sent to a server started in a child process with `env`. */
+async function inChild(t: Test, env: Record<string, string>, bytes: number): Promise<number | undefined> {
+  const src = `import { createHttpServer } from ${JSON.stringify(new URL('../../src/server/http-server.ts', import.meta.url).href)};
+const s = createHttpServer([{ method: 'get', pattern: '/h', handler: (req, reply) => reply.sendJson(200, {}) }]);
+process.stdout.write(String(await s.listen('127.0.0.1', 0)) + '\\n');`;
+  const { UWS_HTTP_MAX_HEADERS_SIZE: _, ...rest } = process.env;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', src], {
+    env: { ...rest, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
+  const [line] = (await once(child.stdout, 'data')) as [Buffer];
+  const [answer] = parseResponses(await rawExchange(Number(line.toString().trim()), head(bytes, 'header')));
+  return answer?.status;
+}
+
+t.test('an operator sets another cap in the environment; an empty value keeps 16 KiB', async (t) => {
   t.equal(MAX_REQUEST_HEAD_BYTES, 16 * 1024);
-  t.equal(process.env.UWS_HTTP_MAX_HEADERS_SIZE, String(16 * 1024), 'set before uWS loaded');
+  t.equal(await inChild(t, { UWS_HTTP_MAX_HEADERS_SIZE: '32768' }, 24_000), 200, '24 KB under a 32 KiB cap');
+  t.equal(await inChild(t, { UWS_HTTP_MAX_HEADERS_SIZE: '' }, 12_000), 200, 'empty: 12 KB under 16 KiB');
+  t.equal(await inChild(t, { UWS_HTTP_MAX_HEADERS_SIZE: '' }, 20_000), 431, 'empty: 20 KB over 16 KiB');
+  t.equal(await inChild(t, {}, 20_000), 431, 'unset: 20 KB over 16 KiB');
 });
 
 t.test('a 10,000-character query and a 12 KB header reach the handler', async (t) => {

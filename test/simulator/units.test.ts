@@ -24,7 +24,7 @@ t.test('templates render exactly what JSON.stringify would', async (t) => {
   t.equal(pyFloat(0.25).json, '0.25');
   t.equal(pyFloat(1e15).json, '1000000000000000.0');
   t.equal(pyFloat(1e16).json, '1e+16', "Python's exponent form from 1e16");
-  t.equal(pyFloat(123456789012345678901234567890).json, '1.2345678901234568e+29');
+  t.equal(pyFloat(1.2345678901234568e29).json, '1.2345678901234568e+29');
   t.equal(pyFloat(-1.5e300).json, '-1.5e+300');
   t.equal(pyFloat(Number.POSITIVE_INFINITY).json, 'null', 'JSON has no Infinity');
   for (const n of [1e16, 1.2345678901234568e29, 1e308, -1e20, 3e-7, Number.NaN])
