@@ -65,6 +65,13 @@ export function createPool(url: string, opts: PoolOptions = {}): PgPool {
     statement_timeout: STATEMENT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
     application_name: 'pi-gateway',
+    // Every write here is written for READ COMMITTED, PostgreSQL's default: a wallet row locked
+    // FOR UPDATE, then a fresh snapshot per statement (a credit's repeat sees the first one's row
+    // once it waited for its lock). A server or role whose default is REPEATABLE READ or SERIALIZABLE
+    // would turn those waits into serialization failures, so each session says its own level. The
+    // read-only reports that need one snapshot ask for REPEATABLE READ themselves. An `options`
+    // parameter in the URL replaces this one.
+    options: '-c default_transaction_isolation=read\\ committed',
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID
