@@ -30,10 +30,10 @@ export function creditTraceId(workspace: string, idempotencyKey?: string): strin
   return `credit_${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** The credit a key already made, as its ledger row holds it. */
+/** The credit a key already made: its ledger row's columns, as both stores read them. */
 export interface EarlierCredit {
   workspace: string;
-  amountNano: bigint;
+  amount_nano: bigint;
   note: string | null;
 }
 
@@ -45,10 +45,10 @@ export function checkRepeat(earlier: EarlierCredit, workspace: string, amountNan
   // Notes compare without their outer spaces: the console trims a note before it is stored, the CLI
   // keeps it as given, and a repeat through the other must still be a repeat.
   const sameNote = (earlier.note ?? '').trim() === note.trim();
-  if (earlier.workspace === workspace && earlier.amountNano === amountNano && sameNote) return;
+  if (earlier.workspace === workspace && earlier.amount_nano === amountNano && sameNote) return;
   throw new WalletError(
     'idempotency_key_reused',
-    `this idempotency key already credited ${nanoToDecimal(earlier.amountNano)} USD to ${earlier.workspace}` +
+    `this idempotency key already credited ${nanoToDecimal(earlier.amount_nano)} USD to ${earlier.workspace}` +
       `${earlier.note === null ? '' : ` with the note ${JSON.stringify(earlier.note)}`}; a key names one credit, ` +
       'so this different one was not applied (send it with a new key)',
   );

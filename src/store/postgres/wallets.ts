@@ -5,7 +5,7 @@
 import type { Clock } from '../../clock.ts';
 import { MAX_WALLET_NANO, nanoToDecimal } from '../../money.ts';
 import type { CreditResult, UsageLine, WalletView } from '../types.ts';
-import { checkRepeat, creditTraceId } from '../credit-id.ts';
+import { checkRepeat, creditTraceId, type EarlierCredit } from '../credit-id.ts';
 import {
   type LedgerQueryName,
   ledgerProblems,
@@ -54,18 +54,13 @@ export class PgWallets {
         ).rows[0]?.b ?? 0n;
       if (idempotencyKey !== undefined) {
         const earlier = (
-          await c.query<{ workspace: string; amount_nano: bigint; note: string | null }>(
+          await c.query<EarlierCredit>(
             "SELECT workspace, amount_nano, note FROM ledger WHERE trace_id = $1 AND kind = 'credit'",
             [traceId],
           )
         ).rows[0];
         if (earlier !== undefined) {
-          checkRepeat(
-            { workspace: earlier.workspace, amountNano: earlier.amount_nano, note: earlier.note },
-            workspace,
-            amountNano,
-            note,
-          );
+          checkRepeat(earlier, workspace, amountNano, note);
           replayed = true;
           return before;
         }

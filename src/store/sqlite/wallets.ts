@@ -35,7 +35,7 @@ import {
 } from '../ledger-invariants.ts';
 import type { CreditResult, LedgerEntry, LedgerOp, LedgerRefusal, UsageLine, WalletView } from '../types.ts';
 import { WalletError } from '../errors.ts';
-import { checkRepeat, creditTraceId } from '../credit-id.ts';
+import { checkRepeat, creditTraceId, type EarlierCredit } from '../credit-id.ts';
 
 const DAY_MS = 86_400_000;
 /** The lowest value of SQLite's INTEGER: a balance overdrawn below it could not be stored. */
@@ -92,14 +92,9 @@ export class Wallets {
       if (idempotencyKey !== undefined) {
         const earlier = this.sql
           .get("SELECT workspace, amount_nano, note FROM ledger WHERE trace_id = ? AND kind = 'credit'")
-          .get(traceId) as { workspace: string; amount_nano: bigint; note: string | null } | undefined;
+          .get(traceId) as EarlierCredit | undefined;
         if (earlier !== undefined) {
-          checkRepeat(
-            { workspace: earlier.workspace, amountNano: earlier.amount_nano, note: earlier.note },
-            workspace,
-            amountNano,
-            note,
-          );
+          checkRepeat(earlier, workspace, amountNano, note);
           replayed = true;
           return (this.wallet(workspace) as WalletRow).balance_nano;
         }
