@@ -9,9 +9,8 @@
 // audit page that failed to load leaves Newer, not only a reload; a credit whose answer was lost and
 // that is sent again is credited once (the page sends one idempotency key per credit meant).
 import t from 'tap';
-import type { Page } from 'playwright-core';
-import { startConsoleStack } from '../helpers/console.ts';
-import { launchBrowser, signIn } from '../helpers/browser.ts';
+import { revokeEntries, startConsoleStack } from '../helpers/console.ts';
+import { holdOne, launchBrowser, signIn, until } from '../helpers/browser.ts';
 
 t.test('a key with a requests-per-minute that is not a number is refused, with the reason', async (t) => {
   const browser = await launchBrowser(t);
@@ -74,9 +73,10 @@ t.test('a failed first fetch of the console says so, with no "Loading…" left, 
     },
   );
   t.equal(await signIn(page, s.adminUrl), 200);
-  const end = Date.now() + 10_000;
-  while (!((await page.textContent('main')) ?? '').includes('the store is not answering') && Date.now() < end)
-    await new Promise((r) => setTimeout(r, 50));
+  await until(
+    async () => ((await page.textContent('main')) ?? '').includes('the store is not answering'),
+    'the reason',
+  );
   t.match(await page.textContent('main'), /the store is not answering/, 'the reason');
   t.notMatch(await page.textContent('main'), /Loading/, 'not waiting on a fetch that is over');
   await page.click('[data-testid=meta-retry]');
@@ -99,30 +99,6 @@ t.test('an error answer that is not JSON (a proxy in front) is told by its statu
   t.equal(await page.textContent('[data-testid=page-spend] > .error'), 'HTTP 502');
 });
 
-/** Holds back the answer to the first POST to `path` until `release()`; `held` resolves once it is sent. */
-async function holdPost(page: Page, path: string) {
-  let release = () => {};
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  let onHeld = () => {};
-  const held = new Promise<void>((r) => {
-    onHeld = r;
-  });
-  let taken = false;
-  await page.route(
-    (url) => url.pathname === path,
-    async (route) => {
-      if (taken || route.request().method() !== 'POST') return route.continue();
-      taken = true;
-      onHeld();
-      await released;
-      await route.fulfill({ response: await route.fetch() });
-    },
-  );
-  return { held, release };
-}
-
 t.test('Credit or Create key clicked again while the first is out sends nothing more', async (t) => {
   const browser = await launchBrowser(t);
   if (!browser) return;
@@ -135,7 +111,7 @@ t.test('Credit or Create key clicked again while the first is out sends nothing 
   await page.click('[data-testid=wallets-table] tr[data-workspace=open]');
   await page.fill('[data-testid=credit-form] input[name=usd]', '5');
   await page.fill('[data-testid=credit-form] input[name=note]', 'invoice 9');
-  const credit = await holdPost(page, '/admin/wallets/open/credit');
+  const credit = await holdOne(page, (u) => u.pathname === '/admin/wallets/open/credit', 'POST');
   await page.click('[data-testid=credit-form] button');
   await credit.held;
   await page.click('[data-testid=credit-form] button', { force: true, timeout: 2000 }).catch(() => undefined);
@@ -148,7 +124,7 @@ t.test('Credit or Create key clicked again while the first is out sends nothing 
   t.equal(await page.textContent('[data-testid=credit-message]'), 'Credited $5; balance $105.');
 
   await page.fill('[data-testid=key-form] input[name=name]', 'once');
-  const create = await holdPost(page, '/admin/keys');
+  const create = await holdOne(page, (u) => u.pathname === '/admin/keys', 'POST');
   await page.click('[data-testid=key-form] button[type=submit]');
   await create.held;
   await page.click('[data-testid=key-form] button[type=submit]', { force: true, timeout: 2000 }).catch(() => undefined);
@@ -255,16 +231,7 @@ t.test('an audit page that failed to load leaves Newer, back to the entries', as
   const browser = await launchBrowser(t);
   if (!browser) return;
   const s = await startConsoleStack(t);
-  for (let i = 0; i < 60; i++)
-    await s.store.audit.append({
-      at: s.clock.now(),
-      actor: 'ana',
-      action: 'key.revoke',
-      target: `target-${i}`,
-      client: '::1',
-      outcome: 'ok',
-      detail: null,
-    });
+  await revokeEntries(s, 60); // more than one page of 50
   const page = await browser.newPage();
   await page.route(
     (url) => url.pathname === '/admin/audit' && url.searchParams.has('before'),

@@ -8,49 +8,34 @@
 // the Health page asks for no refresh while one is out.
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
-import { knownTraffic, startConsoleStack } from '../helpers/console.ts';
-import { launchBrowser, signIn, until } from '../helpers/browser.ts';
+import { knownTraffic, revokeEntries, startConsoleStack } from '../helpers/console.ts';
+import { holdOne, launchBrowser, signIn, until } from '../helpers/browser.ts';
 import { logRow } from '../helpers/log-rows.ts';
-
-/**
- * Holds back the answer to the first admin GET whose URL `match`es until `release()` is called;
- * `held` resolves once the page asked. `delivered` resolves once the page received the answer and
- * had a moment to act on it (what a stale answer would do, it has done by then).
- */
-async function holdOne(page: Page, match: (url: URL) => boolean) {
-  let release = () => {};
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  let onHeld = () => {};
-  const held = new Promise<void>((r) => {
-    onHeld = r;
-  });
-  let taken = false;
-  let heldUrl = '';
-  await page.route(
-    (url) => !taken && match(url),
-    async (route) => {
-      if (taken) return route.continue();
-      taken = true;
-      heldUrl = route.request().url();
-      onHeld();
-      await released;
-      await route.fulfill({ response: await route.fetch() });
-    },
-  );
-  const delivered = async () => {
-    await page.waitForEvent('requestfinished', (r) => r.url() === heldUrl);
-    await new Promise((r) => setTimeout(r, 300));
-  };
-  return { held, release, delivered };
-}
 
 const admin =
   (path: string, has: Record<string, string | null> = {}) =>
   (url: URL) =>
     url.pathname === path &&
     Object.entries(has).every(([k, v]) => (v === null ? !url.searchParams.has(k) : url.searchParams.get(k) === v));
+
+/**
+ * Older clicked, its page held back; Newer clicked, and its answer (the newest page, no `before`)
+ * arrives first; then the held older page's answer arrives late. `testid` names the pager's buttons.
+ */
+async function newerBeforeOlder(page: Page, path: string, testid: string): Promise<void> {
+  const slow = await holdOne(page, (u) => u.pathname === path && u.searchParams.has('before'));
+  await page.click(`[data-testid=${testid}-older]`);
+  await slow.held;
+  const newestAnswer = page.waitForResponse((r) => {
+    const u = new URL(r.url());
+    return u.pathname === path && !u.searchParams.has('before');
+  });
+  await page.click(`[data-testid=${testid}-newer]`);
+  await newestAnswer;
+  const delivered = slow.delivered();
+  slow.release();
+  await delivered;
+}
 
 t.test('Spend: the figures of the workspace chosen last, whatever answer comes last', async (t) => {
   const browser = await launchBrowser(t);
@@ -187,19 +172,7 @@ t.test(
     const rows = () => page.locator('[data-testid=ledger-table] tbody tr').count();
     await until(async () => (await rows()) === 25, 'the newest page');
     const newest = await page.textContent('[data-testid=ledger-table] tbody');
-    const slow = await holdOne(page, (u) => u.pathname === '/admin/wallets/open' && u.searchParams.has('before'));
-    await page.click('[data-testid=ledger-older]');
-    await slow.held;
-    // Back on the newest page, its answer in before the older page's.
-    const newestAnswer = page.waitForResponse((r) => {
-      const u = new URL(r.url());
-      return u.pathname === '/admin/wallets/open' && !u.searchParams.has('before');
-    });
-    await page.click('[data-testid=ledger-newer]');
-    await newestAnswer;
-    const delivered = slow.delivered();
-    slow.release();
-    await delivered;
+    await newerBeforeOlder(page, '/admin/wallets/open', 'ledger');
     t.match(await page.textContent('[data-testid=wallet-detail] h3'), 'Recent ledger rows');
     t.equal(
       await page.textContent('[data-testid=ledger-table] tbody'),
@@ -240,17 +213,7 @@ t.test("Audit: Newer clicked before Older's page came shows the newest entries",
   const browser = await launchBrowser(t);
   if (!browser) return;
   const s = await startConsoleStack(t);
-  // Sixty entries: more than one page of 50.
-  for (let i = 0; i < 60; i++)
-    await s.store.audit.append({
-      at: s.clock.now(),
-      actor: 'ana',
-      action: 'key.revoke',
-      target: `target-${i}`,
-      client: '::1',
-      outcome: 'ok',
-      detail: null,
-    });
+  await revokeEntries(s, 60); // more than one page of 50
   const page = await browser.newPage();
   t.equal(await signIn(page, s.adminUrl), 200);
   await page.click('[data-testid=nav-audit]');
@@ -259,18 +222,7 @@ t.test("Audit: Newer clicked before Older's page came shows the newest entries",
     page.$$eval('[data-testid=audit-table] tbody tr td:nth-child(4)', (tds) => tds.map((td) => td.textContent));
   const newest = await targets();
   t.equal(newest.length, 50);
-  const slow = await holdOne(page, (u) => u.pathname === '/admin/audit' && u.searchParams.has('before'));
-  await page.click('[data-testid=audit-older]');
-  await slow.held;
-  const newestAnswer = page.waitForResponse((r) => {
-    const u = new URL(r.url());
-    return u.pathname === '/admin/audit' && !u.searchParams.has('before');
-  });
-  await page.click('[data-testid=audit-newer]');
-  await newestAnswer;
-  const delivered = slow.delivered();
-  slow.release();
-  await delivered;
+  await newerBeforeOlder(page, '/admin/audit', 'audit');
   t.same(await targets(), newest, "the newest entries, not the older page's");
 });
 

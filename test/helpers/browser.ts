@@ -55,3 +55,38 @@ export async function signIn(page: Page, adminUrl: string, token = TOKEN, name =
   const [res] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
   return res?.status() ?? 0;
 }
+
+/**
+ * Holds back the answer to the first request whose URL `match`es (and whose method is `method`, when
+ * given) until `release()` is called; `held` resolves once the page asked. `delivered` resolves once
+ * the page received the answer and had a moment to act on it (what a stale answer would do, it has
+ * done by then).
+ */
+export async function holdOne(page: Page, match: (url: URL) => boolean, method?: string) {
+  let release = () => {};
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let onHeld = () => {};
+  const held = new Promise<void>((r) => {
+    onHeld = r;
+  });
+  let taken = false;
+  let heldUrl = '';
+  await page.route(
+    (url) => !taken && match(url),
+    async (route) => {
+      if (taken || (method !== undefined && route.request().method() !== method)) return route.continue();
+      taken = true;
+      heldUrl = route.request().url();
+      onHeld();
+      await released;
+      await route.fulfill({ response: await route.fetch() });
+    },
+  );
+  const delivered = async () => {
+    await page.waitForEvent('requestfinished', (r) => r.url() === heldUrl);
+    await new Promise((r) => setTimeout(r, 300));
+  };
+  return { held, release, delivered };
+}

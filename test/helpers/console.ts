@@ -163,3 +163,17 @@ async function adminFetch(
   }
   return { status: res.status, body, text, headers: res.headers };
 }
+
+/** `n` audit entries by `ana`, each revoking `target-<i>`, oldest first: pages of the trail to walk. */
+export async function revokeEntries(s: ConsoleStack, n: number): Promise<void> {
+  for (let i = 0; i < n; i++)
+    await s.store.audit.append({
+      at: s.clock.now(),
+      actor: 'ana',
+      action: 'key.revoke',
+      target: `target-${i}`,
+      client: '::1',
+      outcome: 'ok',
+      detail: null,
+    });
+}
