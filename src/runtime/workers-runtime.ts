@@ -4,7 +4,6 @@
 // and Redis's limits, coordinator-fleet.ts) and of the breakers — and N serving threads answer the
 // public port, each running the single-process request path against the coordinator's state (see
 // src/workers/). The admin listener stays here and reports every worker; drain and reload go to all.
-import { createServer } from 'node:net';
 import { type DrainReport, drainedFields, type ReloadResult } from '../api/lifecycle.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { CompiledConfig } from '../config/compiled.ts';
@@ -23,6 +22,7 @@ import { SharedAdmissionOwner } from '../workers/shared-owner.ts';
 import { SharedWindows, SharedWindowsOwner } from '../workers/shared-windows.ts';
 import type { ObservabilityOptions } from './observability.ts';
 import { startObservability } from './runtime.ts';
+import { holdPort } from './port-hold.ts';
 import { ServingThreads } from './serving-threads.ts';
 import { isPostgresUrl } from '../store/admin-store-interface.ts';
 import { fleetCoordinatorState } from './coordinator-fleet.ts';
@@ -67,26 +67,6 @@ export interface RunningWorkers {
 }
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
-/** Checks that `port` is free with an exclusive bind (a busy port fails here, not shared by the
- *  workers' SO_REUSEPORT bind) and returns it (port 0: the free port picked). */
-function claimPort(host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (err) =>
-      reject(
-        new Error(
-          `cannot listen on ${host}:${port}: ${errorText(err)} (the port is in use, or the address is not available)`,
-        ),
-      ),
-    );
-    probe.listen({ host, port, exclusive: true }, () => {
-      const address = probe.address();
-      const picked = typeof address === 'object' && address ? address.port : port;
-      probe.close(() => resolve(picked));
-    });
-  });
-}
 
 /** The coordinator's state on the store `db` names (a file, or PostgreSQL with `redis`). */
 function coordinatorState(o: WorkersOptions, clock: Clock, telemetry: Telemetry) {
@@ -146,6 +126,28 @@ function sharedAdmission(
   return NO_SHARED_MEMORY;
 }
 
+/** The node's gauges: breakers, config hash, lifecycle and wallets, read from the config of the moment. */
+function bindTelemetry(
+  telemetry: Telemetry,
+  config: () => CompiledConfig,
+  st: CoordinatorState,
+  lifecycle: Lifecycle,
+  clock: Clock,
+): void {
+  telemetry.bind({
+    breakers: () =>
+      config().deployments.map((d) => ({
+        deployment: d.id,
+        provider: d.platform,
+        state: st.health.state(d.id).state,
+      })),
+    configHash: () => config().sourceHash,
+    lifecycle,
+    labels: () => metricLabels(config()),
+    wallets: () => walletSamples(config(), (ws, now) => st.console.wallets.show(ws, now), clock.now()),
+  });
+}
+
 const NO_SHARED_MEMORY = { owner: null, memory: { shared: null, lentRoom: null, fleetLimits: null } } as const;
 
 export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
@@ -186,26 +188,20 @@ export async function runWorkers(o: WorkersOptions): Promise<RunningWorkers> {
       onError: (event, err) => jsonLog(event, { error: errorText(err) }),
     });
     holds = coordinator.holds;
-    const port = await claimPort(o.host, o.port);
+    const hold = await holdPort(o.host, o.port);
+    const port = hold.port;
     const pool = new ServingThreads(
       coordinator,
       threadStart(o, () => index.config, port, telemetry.metrics !== null, coordinator, shared.memory),
       jsonLog,
     );
     threads = pool;
-    await pool.start(o.workers);
-    telemetry.bind({
-      breakers: () =>
-        index.config.deployments.map((d) => ({
-          deployment: d.id,
-          provider: d.platform,
-          state: health.state(d.id).state,
-        })),
-      configHash: () => index.config.sourceHash,
-      lifecycle,
-      labels: () => metricLabels(index.config),
-      wallets: () => walletSamples(index.config, (ws, now) => st.console.wallets.show(ws, now), clock.now()),
-    });
+    try {
+      await pool.start(o.workers);
+    } finally {
+      await hold.release();
+    }
+    bindTelemetry(telemetry, () => index.config, st, lifecycle, clock);
     const serving = { index: () => index, credentialNames: () => st.credentialNames(), workers: () => pool.samples() };
     admin?.attach(serving, {
       ...serving,

@@ -63,9 +63,19 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       },
     );
     child = c;
-    exited = new Promise((resolve) => c.once('exit', () => resolve()));
+    // A missing redis-server fails this test file with a message, not the process with an
+    // unhandled 'error' event that skips every teardown (private PostgreSQL servers left running).
+    let spawnError: Error | null = null;
+    c.once('error', (err) => {
+      spawnError = err;
+    });
+    exited = new Promise((resolve) => {
+      c.once('exit', () => resolve());
+      c.once('error', () => resolve());
+    });
     const deadline = Date.now() + 10_000;
     while (!(await ping(port))) {
+      if (spawnError) throw new Error(`cannot start redis-server (install it: see .ci/run): ${String(spawnError)}`);
       if (c.exitCode !== null) throw new Error('redis-server exited at start');
       if (Date.now() > deadline) throw new Error('redis-server did not answer within 10 s');
       await sleep(20);
