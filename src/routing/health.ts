@@ -23,7 +23,9 @@ export type BreakerState = 'closed' | 'open' | 'half_open';
 export interface BreakerBoard extends HealthView {
   /** The same verdicts without claiming a probe (catalog views, diagnostics). */
   readonly passive: HealthView;
-  record(deploymentId: string, outcome: Outcome): void;
+  /** `at`: when the attempt ended (default: now). Boards whose outcomes travel between threads
+   *  pass it, so that an outcome told late is judged where it happened, not where it arrived. */
+  record(deploymentId: string, outcome: Outcome, at?: number): void;
   releaseProbe(deploymentId: string): void;
   state(deploymentId: string): DeploymentHealth;
   /** New thresholds from a config reload; every breaker keeps its state. */
@@ -46,6 +48,12 @@ interface Breaker {
   /** Last `window` outcomes as failure flags, oldest first. */
   window: boolean[];
   failures: number;
+  /** When each failure of the current run ended (failures since the latest success, in the order
+   *  the attempts ended): at most `consecutiveFailures` entries, since that many open the breaker. */
+  run: number[];
+  /** When the latest success ended. */
+  lastSuccessAt: number;
+  /** Failures in a row, probes' included (reported by `state`). */
   consecutiveFailures: number;
   /** null = closed. */
   openUntil: number | null;
@@ -72,6 +80,10 @@ interface Breaker {
  *   was cancelled) lapses after `probeLeaseMs`, then the next caller may claim it. The default
  *   (120 s) outlasts the API's 90 s start-of-answer limit, so a live probe is never doubled.
  * - A declared `status: down` deployment is always down, and never takes a probe.
+ * - "In a row" is in the order the attempts ended, not the order their outcomes arrive: under
+ *   `serve --workers N` a success on a closed breaker travels to the coordinator up to a few
+ *   milliseconds late, and must not undo a failure that ended after it on another thread (nor
+ *   count one that ended before it). In one process the two orders are the same.
  * Memory: one small record per deployment id ever recorded (ids come from the compiled config), with
  * a window of at most `window` flags.
  */
@@ -119,8 +131,9 @@ export class HealthTracker implements BreakerBoard {
     if (b) b.probeLeaseUntil = null;
   }
 
-  record(deploymentId: string, outcome: Outcome): void {
+  record(deploymentId: string, outcome: Outcome, at?: number): void {
     const now = this.clock.now();
+    const ended = at ?? now;
     const s = this.settings;
     const failed = !outcome.ok || outcome.firstByteMs > s.slowFirstByteMs;
     let b = this.breakers.get(deploymentId);
@@ -128,6 +141,8 @@ export class HealthTracker implements BreakerBoard {
       b = {
         window: [],
         failures: 0,
+        run: [],
+        lastSuccessAt: Number.NEGATIVE_INFINITY,
         consecutiveFailures: 0,
         openUntil: null,
         cooldownMs: s.cooldownMs,
@@ -137,7 +152,8 @@ export class HealthTracker implements BreakerBoard {
     }
 
     if (b.openUntil !== null) {
-      if (now < b.openUntil) return;
+      // Ended before the cool-down was over: in flight when it tripped.
+      if (ended < b.openUntil) return;
       // Half-open: this outcome settles the probe.
       b.probeLeaseUntil = null;
       if (failed) {
@@ -153,7 +169,15 @@ export class HealthTracker implements BreakerBoard {
     b.window.push(failed);
     if (failed) b.failures++;
     if (b.window.length > s.window && b.window.shift()) b.failures--;
-    b.consecutiveFailures = failed ? b.consecutiveFailures + 1 : 0;
+    if (!failed) {
+      // Ties keep arrival order: a failure recorded before this success, ending the same
+      // millisecond, ended before it.
+      b.lastSuccessAt = Math.max(b.lastSuccessAt, ended);
+      b.run = b.run.filter((f) => f > ended);
+    } else if (ended >= b.lastSuccessAt) {
+      b.run.push(ended);
+    }
+    b.consecutiveFailures = b.run.length;
 
     // Checked after every outcome, success included: the rule is about the window's share, and the
     // outcome that brings the window up to `minRequests` may well be a success.
@@ -185,6 +209,8 @@ export class HealthTracker implements BreakerBoard {
   private reset(b: Breaker): void {
     b.window = [];
     b.failures = 0;
+    b.run = [];
+    b.lastSuccessAt = Number.NEGATIVE_INFINITY;
     b.consecutiveFailures = 0;
     b.openUntil = null;
     b.cooldownMs = this.settings.cooldownMs;

@@ -62,9 +62,9 @@ export class BreakerGrants {
     return Object.keys(this.tracker.snapshot()).map((id) => this.mirror(id));
   }
 
-  record(deploymentId: string, outcome: Outcome): void {
+  record(deploymentId: string, outcome: Outcome, at?: number): void {
     const before = this.tracker.state(deploymentId).openUntil;
-    this.tracker.record(deploymentId, outcome);
+    this.tracker.record(deploymentId, outcome, at);
     const after = this.tracker.state(deploymentId).openUntil;
     if (before === after) return;
     this.clearGrant(deploymentId);

@@ -69,9 +69,10 @@ export class BreakerMirror implements BreakerBoard {
   }
 
   /** A success on a closed breaker changes nothing anyone waits for: it rides with the next message
-   *  (in order: a failure told after it still arrives after it); anything else goes this turn. */
-  record(deploymentId: string, outcome: Outcome): void {
-    const call = { op: 'record', deploymentId, outcome } as const;
+   *  (in order: a failure told after it still arrives after it); anything else goes this turn. Each
+   *  carries when it ended: another thread's failure may reach the coordinator before it. */
+  record(deploymentId: string, outcome: Outcome, at: number = this.clock.now()): void {
+    const call = { op: 'record', deploymentId, outcome, at } as const;
     if (outcome.ok && (this.states.get(deploymentId)?.openUntil ?? null) === null) this.client.tellLater(call);
     else this.client.tell(call);
   }

@@ -216,7 +216,7 @@ export class Coordinator {
       case 'pin-drop':
         return p.pins.drop(call.key);
       case 'record':
-        return p.breakers.record(call.deploymentId, call.outcome);
+        return p.breakers.record(call.deploymentId, call.outcome, call.at);
       case 'probe-claimed':
         return p.breakers.claimed(call.deploymentId, worker);
       case 'probe-release':

@@ -29,7 +29,7 @@ export type StateCall =
   | { id: number; op: 'pin-touch'; key: string }
   | { id: number; op: 'pin-set'; key: string; deploymentId: string }
   | { id: number; op: 'pin-drop'; key: string }
-  | { id: number; op: 'record'; deploymentId: string; outcome: Outcome }
+  | { id: number; op: 'record'; deploymentId: string; outcome: Outcome; at: number }
   | { id: number; op: 'probe-claimed'; deploymentId: string }
   | { id: number; op: 'probe-release'; deploymentId: string }
   | { id: number; op: 'log'; row: RequestLogRow }

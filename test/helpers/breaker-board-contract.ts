@@ -24,6 +24,8 @@ export interface BreakerRig {
   deliver(): Promise<void>;
   /** Moves time forward and runs what fell due (the owner's timers), then delivers. */
   advance(ms: number): Promise<void>;
+  /** Moves time forward with nothing delivered: what waits to be sent keeps waiting. */
+  pass(ms: number): void;
   now(): number;
   /** A config reload as this way of running applies it: new thresholds, the deployments that remain. */
   reload(settings: HealthSettings, deployments: readonly CompiledDeployment[]): Promise<void>;
@@ -224,6 +226,22 @@ export function breakerBoardContract(t: Test, make: Make): void {
     await feed(r, bystander, D1, OK);
     t.same(view(t, r, D1), { state: 'closed', openUntil: null });
   });
+
+  t.test(
+    'in a row is in the order the attempts ended: a success told late does not undo a later failure',
+    async (t) => {
+      const r = await rig(t);
+      // A success on a closed breaker is news nobody waits for: another thread's failure that ended
+      // after it may reach the board's owner first.
+      r.board.record(D1.id, OK);
+      r.pass(1);
+      r.other.record(D1.id, FAIL);
+      await r.deliver();
+      r.pass(1);
+      await feed(r, r.other, D1, FAIL, FAIL);
+      t.equal(view(t, r, D1).state, 'open', 'three failures ended in a row after the success');
+    },
+  );
 
   t.test('outcomes recorded while open (requests already in flight) change nothing', async (t) => {
     const r = await rig(t);

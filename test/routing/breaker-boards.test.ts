@@ -26,6 +26,7 @@ t.test('in process (HealthTracker)', async (t) => {
       other: board,
       deliver: async () => undefined,
       advance: async (ms) => clock.advance(ms),
+      pass: (ms) => clock.advance(ms),
       now: () => clock.now(),
       reload: async (next) => board.reconfigure(next),
     };
@@ -108,6 +109,7 @@ t.test('two serving threads’ mirrors over one coordinator (serve --workers N)'
         runDue();
         await deliver();
       },
+      pass: (ms) => clock.advance(ms),
       now: () => clock.now(),
       reload: async (next, remaining: readonly CompiledDeployment[]) => {
         // The coordinator's board takes a reload's thresholds and config; each serving thread's

@@ -139,6 +139,46 @@ t.test('outcomes recorded while open (in-flight stragglers) change nothing', asy
   t.equal(down(), false);
 });
 
+t.test('"in a row" follows when attempts ended, not when their outcomes were recorded', async (t) => {
+  const { clock, h, down } = setup({ errorRate: 1 });
+  const t0 = clock.now();
+  // Failures that ended at t0+1…t0+4, then a success that ended at t0 recorded late (another
+  // thread's message): it ended before them, so the run stands.
+  for (let i = 1; i <= 4; i++) h.record(d.id, FAIL, t0 + i);
+  h.record(d.id, OK, t0);
+  t.equal(h.state(d.id).consecutiveFailures, 4, 'the late success did not break the run');
+  h.record(d.id, FAIL, t0 + 5);
+  t.equal(down(), true, 'the fifth failure in a row opens it');
+
+  const other = setup({ errorRate: 1 });
+  const t1 = other.clock.now();
+  for (let i = 1; i <= 3; i++) other.h.record(d.id, FAIL, t1 + i);
+  other.h.record(d.id, OK, t1 + 10);
+  // Failures that ended before that success, recorded after it, are not part of a run.
+  other.h.record(d.id, FAIL, t1 + 4);
+  other.h.record(d.id, FAIL, t1 + 9);
+  t.equal(other.h.state(d.id).consecutiveFailures, 0, 'failures that ended before the success');
+  other.h.record(d.id, FAIL, t1 + 10);
+  t.equal(other.h.state(d.id).consecutiveFailures, 1, 'the same millisecond, recorded after it: after it');
+  // A success that ended between two failures of the run breaks it there.
+  for (let i = 20; i < 23; i++) other.h.record(d.id, FAIL, t1 + i);
+  other.h.record(d.id, OK, t1 + 21);
+  t.equal(other.h.state(d.id).consecutiveFailures, 1, 'only the failure after it remains');
+  t.equal(other.down(), false);
+});
+
+t.test('an outcome that ended while open, recorded after the cool-down, does not settle the probe', async (t) => {
+  const { clock, h, feed, down } = setup();
+  feed(FAIL, FAIL, FAIL, FAIL, FAIL);
+  const openedAt = clock.now();
+  clock.advance(30_000);
+  h.record(d.id, OK, openedAt + 10);
+  t.equal(h.state(d.id).state, 'half_open', 'still waiting for its probe');
+  t.equal(down(), false, 'the probe is still to be claimed');
+  h.record(d.id, OK);
+  t.equal(h.state(d.id).state, 'closed', "the probe's own success closes it");
+});
+
 t.test('an unused probe claim lapses after the lease', async (t) => {
   const { clock, down, feed } = setup({}, { probeLeaseMs: 10_000 });
   feed(FAIL, FAIL, FAIL, FAIL, FAIL);
