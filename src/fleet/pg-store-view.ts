@@ -1,9 +1,13 @@
 // What a node on PostgreSQL reads of keys and credentials on the request path: unsealed credentials
 // held in memory (opened at start; the routing code asks for them synchronously), verified keys cached
-// per node. Both are dropped when the store's change counter (`store_changes`, moved by a trigger on
-// every key or secret write, by any node or CLI) moves: `sync()` polls it at most once every
-// `pollMs` in the background, so a `key revoke` or `secret set` reaches every node within about a
-// second without a query per request. A key not in the cache is verified against PostgreSQL (one
+// per node. A trigger on every key or secret write (by any node or CLI) moves the store's change
+// counter (`store_changes`) and logs which key or secret changed (`store_change_log`): `sync()` polls
+// the counter at most once every `pollMs` in the background and, when it moved, reads the changes
+// since and applies just those — the changed keys' cached verifications dropped and their digests
+// learned, the changed credentials opened again — so a `key revoke` or `secret set` reaches every
+// node within about a second without a query per request, and a platform issuing keys every second
+// does not make every node start its cache afresh every second. A node further behind than the log
+// keeps (or a change it cannot apply: a deleted key) reloads everything. A key not in the cache is verified against PostgreSQL (one
 // indexed query); when PostgreSQL does not answer, that request is refused with 503 store_unavailable.
 //
 // Keys nobody issued cost no query each: the node knows every issued key's digest (the sha256 the
@@ -25,10 +29,13 @@ import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-vi
 import { setBounded } from '../bounded-map.ts';
 
 const MAX_CACHED_KEYS = 10_000;
+type Revealed = Awaited<ReturnType<PgStore['secrets']['revealAll']>>;
 /** Lookups of keys with a prefix this node has not seen, under way at once (see the top). */
 export const MAX_UNSEEN_LOOKUPS = 2;
 /** How often a node asks whether keys or secrets changed. */
 export const CHANGE_POLL_MS = 1_000;
+/** Beyond this many changes since the last poll, reloading everything is the cheaper way. */
+export const MAX_CHANGES_APPLIED = 1_000;
 
 export class PgStoreView implements KeysAndCredentials {
   private values = new Map<string, string | null>();
@@ -156,12 +163,49 @@ export class PgStoreView implements KeysAndCredentials {
       const v = await this.store.changeVersion();
       this.storeAnswers = true;
       if (v === this.version) return;
-      // The version moves only once all is loaded: a load that fails is tried again next poll.
-      await this.load();
+      // The version moves only once all is applied: a poll that fails is tried again next poll.
+      if (!(await this.applyChanges(v))) await this.load();
       this.version = v;
     } catch {
       this.storeAnswers = false;
     }
+  }
+
+  /**
+   * The changes after this view's version up to `v`, applied; false (nothing applied) when the log
+   * no longer holds them all, there are too many, or one cannot be applied alone (a key deleted:
+   * its digest is gone with it). Everything is read before anything changes.
+   */
+  private async applyChanges(v: bigint): Promise<boolean> {
+    const behind = v - this.version;
+    if (behind <= 0n || behind > BigInt(MAX_CHANGES_APPLIED)) return false;
+    const changes = await this.store.changesBetween(this.version, v);
+    if (BigInt(changes.length) !== behind) return false;
+    const keyIds = [...new Set(changes.filter((c) => c.kind === 'key').map((c) => c.ref))];
+    const names = [...new Set(changes.filter((c) => c.kind === 'secret').map((c) => c.ref))];
+    const [keys, secrets] = await Promise.all([this.store.apiKeys.byIds(keyIds), this.store.secrets.reveal(names)]);
+    if (keys.length !== keyIds.length) return false;
+    for (const k of keys) this.digests.add(k.digest);
+    if (keyIds.length > 0) this.forgetKeys(new Set(keyIds));
+    for (const name of names) {
+      const r = secrets.get(name);
+      if (r) this.values.set(name, this.openedValue(name, r));
+      else {
+        this.values.delete(name);
+        this.opened.delete(name);
+      }
+    }
+    return true;
+  }
+
+  /** Drops the cached verifications and records of these keys, and every "no such key" record (one
+   *  of them may be a key just issued). */
+  private forgetKeys(ids: ReadonlySet<string>): void {
+    for (const [presented, hit] of this.keys) {
+      const record = typeof hit === 'string' ? this.refused.get(presented) : hit;
+      if (!record || ids.has(record.id)) this.keys.delete(presented);
+    }
+    for (const [presented, record] of this.refused) if (!record || ids.has(record.id)) this.refused.delete(presented);
   }
 
   /** Credentials and key digests, both read before either is used; the verified keys dropped. */
@@ -173,20 +217,23 @@ export class PgStoreView implements KeysAndCredentials {
     this.refused.clear();
   }
 
-  private applySecrets(all: Awaited<ReturnType<PgStore['secrets']['revealAll']>>): void {
+  private applySecrets(all: Revealed): void {
     const next = new Map<string, string | null>();
-    for (const [name, r] of all) {
-      if ('value' in r) {
-        next.set(name, r.value);
-        this.opened.set(name, r.value);
-        continue;
-      }
-      const previous =
-        r.error instanceof SecretError && r.error.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
-      next.set(name, previous ?? null);
-      this.onBadSecret(name, r.error, previous !== undefined);
-    }
+    for (const [name, r] of all) next.set(name, this.openedValue(name, r));
     for (const name of this.opened.keys()) if (!all.has(name)) this.opened.delete(name);
     this.values = next;
+  }
+
+  /** What a credential opened to; one sealed with a master key this node lacks (a rotation under
+   *  way) keeps the value it last opened to, reported either way. */
+  private openedValue(name: string, r: Revealed extends Map<string, infer R> ? R : never): string | null {
+    if ('value' in r) {
+      this.opened.set(name, r.value);
+      return r.value;
+    }
+    const previous =
+      r.error instanceof SecretError && r.error.code === 'wrong_master_key' ? this.opened.get(name) : undefined;
+    this.onBadSecret(name, r.error, previous !== undefined);
+    return previous ?? null;
   }
 }

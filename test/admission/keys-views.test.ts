@@ -4,6 +4,7 @@
 // The writer is another connection, as the CLI, the console or another node would be.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { MAX_UNSEEN_LOOKUPS, PgStoreView } from '../../src/fleet/pg-store-view.ts';
 import type { KeysAndCredentials } from '../../src/admission/store-view.ts';
 import { StoreView } from '../../src/admission/store-view.ts';
@@ -197,6 +198,69 @@ t.test('PostgreSQL', async (t) => {
     }
     t.equal(queries - before, 2, 'one question per refused key');
     t.match(await view.verifyKey(expiring.key, NOW), { status: 'ok' }, 'expiry judged at each request’s time');
+  });
+
+  t.test('a node applies what changed and keeps the rest; one further behind than the log reloads', async (t) => {
+    const clock = new ManualClock(NOW);
+    const { url, cli } = await database(t, clock);
+    await cli.secrets.set('anthropic-main', 'sk-ant-1');
+    const a = await cli.apiKeys.create({ workspace: 'open' });
+    const b = await cli.apiKeys.create({ workspace: 'open' });
+    const store = await openPgStore(url, { clock, masterKey: KEY });
+    t.teardown(() => store.close());
+    const view = await PgStoreView.open(store, undefined, 60_000);
+    // What the view asks of PostgreSQL from here on.
+    const asked = { find: 0, whole: 0, opened: [] as string[][] };
+    const find = store.apiKeys.find.bind(store.apiKeys);
+    store.apiKeys.find = (presented) => {
+      asked.find++;
+      return find(presented);
+    };
+    const digests = store.apiKeys.digests.bind(store.apiKeys);
+    store.apiKeys.digests = () => {
+      asked.whole++;
+      return digests();
+    };
+    const reveal = store.secrets.reveal.bind(store.secrets);
+    store.secrets.reveal = (names) => {
+      asked.opened.push([...names]);
+      return reveal(names);
+    };
+
+    t.match(await view.verifyKey(a.key, NOW), { status: 'ok' });
+    t.match(await view.verifyKey(b.key, NOW), { status: 'ok' });
+    t.equal(asked.find, 2, 'both verified once');
+
+    // Another node or the CLI: a key issued, one revoked, one credential set again.
+    const c = await cli.apiKeys.create({ workspace: 'open' });
+    await cli.apiKeys.revoke(a.id);
+    await cli.secrets.set('openai-main', 'sk-upstream-2');
+    await view.pollNow();
+    t.equal(asked.whole, 0, 'nothing reloaded whole');
+    t.same(asked.opened, [['openai-main']], 'only the changed credential opened again');
+    t.equal(view.reveal('openai-main'), 'sk-upstream-2');
+    t.equal(view.reveal('anthropic-main'), 'sk-ant-1');
+    t.match(await view.verifyKey(b.key, NOW), { status: 'ok' }, 'the key nobody changed');
+    t.equal(asked.find, 2, 'is still cached');
+    t.match(await view.verifyKey(a.key, NOW), { status: 'revoked' }, 'the revoked key is refused');
+    t.match(await view.verifyKey(c.key, NOW), { status: 'ok' }, 'the issued key verifies');
+    t.equal(asked.find, 4, 'each asked once');
+
+    await cli.secrets.remove('anthropic-main');
+    await view.pollNow();
+    t.equal(view.has('anthropic-main'), false, 'a removed credential is gone');
+    t.equal(asked.whole, 0);
+
+    // Changes the log no longer holds (a node offline past the last 10,000, here cut by hand).
+    await cli.apiKeys.revoke(b.id);
+    const owner = new pg.Client({ connectionString: url });
+    await owner.connect();
+    await owner.query('DELETE FROM store_change_log');
+    await owner.end();
+    await view.pollNow();
+    t.equal(asked.whole, 1, 'everything reloaded');
+    t.match(await view.verifyKey(b.key, NOW), { status: 'revoked' }, 'and the change is seen');
+    t.match(await view.verifyKey(c.key, NOW), { status: 'ok' });
   });
 
   t.test('a key lookup that ran out of time is a 503 to retry, not an error of the request', async (t) => {

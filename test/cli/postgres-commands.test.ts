@@ -25,8 +25,8 @@ t.test('the commands on a postgres:// URL', async (t) => {
   t.match(unmigrated.stderr, /no pi-gateway schema; run `pi-gateway migrate --db URL` first/);
   const m = await cliProcess(['migrate', '--db', url], { env });
   t.equal(m.code, 0, m.stderr);
-  t.match(m.stdout, /migrated postgres:\/\/pigw@127\.0\.0\.1:\d+\/\w+ to schema version 3 \(applied 1, 2, 3\)/);
-  t.match((await cliInProcess(['migrate', '--db', url], env)).stdout, /already at schema version 3/);
+  t.match(m.stdout, /migrated postgres:\/\/pigw@127\.0\.0\.1:\d+\/\w+ to schema version 4 \(applied 1, 2, 3, 4\)/);
+  t.match((await cliInProcess(['migrate', '--db', url], env)).stdout, /already at schema version 4/);
 
   const created = await cliInProcess(
     ['key', 'create', '--workspace', WS, '--name', 'ci', '--rpm', '50', '--json'],

@@ -111,6 +111,13 @@ export class PgApiKeys {
     return new Set(r.rows.map((row) => row.hash.toString('base64')));
   }
 
+  /** The keys with these ids as they are now, each with its digest (base64); ids not found are left out. */
+  async byIds(ids: readonly string[]): Promise<{ record: ApiKeyRecord; digest: string }[]> {
+    if (ids.length === 0) return [];
+    const r = await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ANY($1)`, [ids]);
+    return r.rows.map((row) => ({ record: toRecord(row), digest: row.hash.toString('base64') }));
+  }
+
   async get(id: string): Promise<ApiKeyRecord | null> {
     const r = await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1`, [id]);
     const row = r.rows[0];

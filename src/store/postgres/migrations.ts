@@ -5,7 +5,8 @@
 // The tables mirror the embedded store's (src/store/sqlite/migrations.ts) so `ledger verify` checks the
 // same invariants and `migrate --from FILE` copies rows as they are. Differences: holds carry a lease
 // (`lease_until`, epoch ms) instead of an owner pid, since a hold's owner may be on another machine;
-// `store_changes` counts writes to keys and secrets so every node drops its caches after a CLI change.
+// `store_changes` counts writes to keys and secrets, and `store_change_log` says which key or secret
+// each was, so every node applies a CLI change to its caches.
 import { type PgPool, inTransaction } from './db.ts';
 
 export interface PgMigration {
@@ -177,6 +178,48 @@ CREATE INDEX slices_open ON slices(workspace) WHERE state = 'open';
 CREATE INDEX slices_lease ON slices(lease_until) WHERE state = 'open';
 ALTER TABLE ledger ADD COLUMN slice_id TEXT;
 CREATE INDEX ledger_slice ON ledger(slice_id) WHERE slice_id IS NOT NULL;
+`,
+  },
+  {
+    version: 4,
+    name: 'store-change-log',
+    // Which key or secret each write changed, so that a node applies only that change
+    // (src/fleet/pg-store-view.ts) instead of reloading every key digest and credential and
+    // dropping its verified keys. Each changed row bumps `store_changes` and is logged under that
+    // version: the bump holds the counter's row lock until commit, so versions commit in order and
+    // without gaps (a rolled-back write takes its version back), and a node that read version V can
+    // read every change up to V. The last 10,000 changes are kept; a node further behind reloads
+    // everything, as every node did on any change before this log.
+    sql: `
+CREATE TABLE store_change_log (
+  version  BIGINT PRIMARY KEY,
+  kind     TEXT NOT NULL CHECK (kind IN ('key', 'secret')),
+  ref      TEXT NOT NULL
+);
+DROP TRIGGER api_keys_changed ON api_keys;
+DROP TRIGGER secrets_changed ON secrets;
+CREATE FUNCTION log_store_change() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  refs TEXT[] := '{}';
+  r TEXT;
+  v BIGINT;
+BEGIN
+  -- TG_ARGV: the kind, and the column naming the row (a key's id, a secret's name).
+  IF TG_OP <> 'INSERT' THEN refs := array_append(refs, to_jsonb(OLD) ->> TG_ARGV[1]); END IF;
+  IF TG_OP <> 'DELETE' AND NOT ((to_jsonb(NEW) ->> TG_ARGV[1]) = ANY (refs)) THEN
+    refs := array_append(refs, to_jsonb(NEW) ->> TG_ARGV[1]);
+  END IF;
+  FOREACH r IN ARRAY refs LOOP
+    UPDATE store_changes SET version = version + 1 WHERE id = 1 RETURNING version INTO v;
+    INSERT INTO store_change_log (version, kind, ref) VALUES (v, TG_ARGV[0], r);
+  END LOOP;
+  DELETE FROM store_change_log WHERE version <= v - 10000;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys
+  FOR EACH ROW EXECUTE FUNCTION log_store_change('key', 'id');
+CREATE TRIGGER secrets_changed AFTER INSERT OR UPDATE OR DELETE ON secrets
+  FOR EACH ROW EXECUTE FUNCTION log_store_change('secret', 'name');
 `,
   },
 ];

@@ -66,9 +66,22 @@ export class PgSecrets {
   /** Every credential opened at once (the gateway keeps them in memory): name → value, or the
    *  reason that name does not open (tampered, another master key). */
   async revealAll(): Promise<Map<string, { value: string } | { error: SecretError }>> {
-    const r = await this.pool.query<SecretRow>(SELECT_ALL);
+    return this.openRows((await this.pool.query<SecretRow>(SELECT_ALL)).rows);
+  }
+
+  /** As `revealAll`, for these names only (those stored). */
+  async reveal(names: readonly string[]): Promise<Map<string, { value: string } | { error: SecretError }>> {
+    if (names.length === 0) return new Map();
+    const r = await this.pool.query<SecretRow>(
+      'SELECT name, nonce, ciphertext, tag, key_id FROM secrets WHERE name = ANY($1) ORDER BY name',
+      [names],
+    );
+    return this.openRows(r.rows);
+  }
+
+  private openRows(rows: readonly SecretRow[]): Map<string, { value: string } | { error: SecretError }> {
     const out = new Map<string, { value: string } | { error: SecretError }>();
-    for (const row of r.rows) {
+    for (const row of rows) {
       try {
         out.set(row.name, { value: this.open(row) });
       } catch (err) {

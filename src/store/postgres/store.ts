@@ -29,6 +29,12 @@ export {
 export { latestPgVersion, PG_MIGRATIONS } from './migrations.ts';
 export { importDump, pgIsEmpty, type ImportCounts } from './import-sqlite.ts';
 
+/** One changed row of `api_keys` (its id) or `secrets` (its name). */
+export interface StoreChange {
+  kind: 'key' | 'secret';
+  ref: string;
+}
+
 export interface PgStoreOptions {
   clock?: Clock;
   /** Default `process.env.PI_MASTER_KEY`. */
@@ -82,6 +88,16 @@ export class PgStore implements AdminStore {
   async changeVersion(): Promise<bigint> {
     const r = await this.pool.query<{ version: bigint }>('SELECT version FROM store_changes WHERE id = 1');
     return r.rows[0]?.version ?? 0n;
+  }
+
+  /** The keys (by id) and secrets (by name) changed after version `after` up to `upTo`, in order;
+   *  fewer rows than versions in between means the log no longer holds them all. */
+  async changesBetween(after: bigint, upTo: bigint): Promise<StoreChange[]> {
+    const r = await this.pool.query<StoreChange>(
+      'SELECT kind, ref FROM store_change_log WHERE version > $1 AND version <= $2 ORDER BY version',
+      [after, upTo],
+    );
+    return r.rows;
   }
 
   /** Runs the migrations this database lacks; returns the versions applied. */
