@@ -316,7 +316,7 @@ export interface HealthSettings {
 }
 export interface SessionSettings {
   /**
-   * Session pins kept in memory (least recently used evicted first).
+   * Session pins kept in memory; when full, the workspace holding the most pins gives up its least recently used one.
    */
   max_pins?: number;
 }

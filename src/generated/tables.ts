@@ -3,7 +3,7 @@
 import type { CompiledConfig } from '../config/compiled.ts';
 
 export const tables: CompiledConfig = {
-  sourceHash: "f62570f8e51f3c2fdcfe63a4d38b6df1eac36d31d83977b3fa6dfa5bf5015149",
+  sourceHash: "6f7c5b93f1e5feabb169be6ac52562da6abdefd9fcb72062b6f3c5b0850ea469",
   vocabularies: {
     protocols: ["chat_completions", "responses", "messages"],
     endpoints: [

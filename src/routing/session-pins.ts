@@ -4,12 +4,24 @@
 // `SessionPins` is the in-process one: a bounded in-memory LRU; losing it (restart) only loses
 // stickiness.
 import type { Clock } from '../clock.ts';
+import { PinShares } from './pin-shares.ts';
 
 export const PIN_TTL_MS = 3_600_000;
 
 /** Unambiguous whatever the parts contain (a session id is arbitrary client text). */
 export function pinKey(workspace: string, keyId: string, model: string, sessionId: string): string {
   return JSON.stringify([workspace, keyId, model, sessionId]);
+}
+
+/** The workspace a `pinKey` names ('' for a key of another form). */
+export function pinWorkspace(key: string): string {
+  if (!key.startsWith('["')) return '';
+  try {
+    const parts: unknown = JSON.parse(key);
+    return Array.isArray(parts) && typeof parts[0] === 'string' ? parts[0] : '';
+  } catch {
+    return '';
+  }
 }
 
 /**
@@ -34,6 +46,7 @@ export interface PinStore {
 interface Pin {
   deploymentId: string;
   expiresAt: number;
+  workspace: string;
 }
 
 /**
@@ -41,13 +54,16 @@ interface Pin {
  * admitted) and `set` (an attempt succeeded) — so the map's insertion order is both LRU order and
  * expiry order, and expired pins are swept from its head in O(expired). `get` is a read made by a
  * request already touched, so it changes neither. A pin expires exactly `ttlMs` after the last
- * touch/set (alive while now < expiresAt).
+ * touch/set (alive while now < expiresAt). A full store makes room fairly: the workspace holding the
+ * most pins gives up its least recently used one (`PinShares`), so one tenant's flood of session ids
+ * pushes out only its own pins; with one workspace that is the plain LRU.
  */
 export class SessionPins implements PinStore {
   private readonly clock: Clock;
   private maxPins: number;
   private readonly ttlMs: number;
   private readonly pins = new Map<string, Pin>();
+  private readonly shares = new PinShares();
 
   constructor(opts: { clock: Clock; maxPins: number; ttlMs?: number }) {
     this.clock = opts.clock;
@@ -60,7 +76,7 @@ export class SessionPins implements PinStore {
     const pin = this.pins.get(key);
     if (!pin) return null;
     if (this.clock.now() >= pin.expiresAt) {
-      this.pins.delete(key);
+      this.forget(key, pin);
       return null;
     }
     return pin.deploymentId;
@@ -72,29 +88,48 @@ export class SessionPins implements PinStore {
     if (!pin) return;
     this.pins.delete(key);
     const now = this.clock.now();
-    if (now >= pin.expiresAt) return;
+    if (now >= pin.expiresAt) {
+      this.shares.remove(pin.workspace, key);
+      return;
+    }
     pin.expiresAt = now + this.ttlMs;
     this.pins.set(key, pin);
+    this.shares.use(pin.workspace, key);
   }
 
   /** After a successful attempt: pin the session to the deployment that answered. */
   set(key: string, deploymentId: string): void {
+    const workspace = this.pins.get(key)?.workspace ?? pinWorkspace(key);
     this.pins.delete(key);
-    this.pins.set(key, { deploymentId, expiresAt: this.clock.now() + this.ttlMs });
+    this.pins.set(key, { deploymentId, expiresAt: this.clock.now() + this.ttlMs, workspace });
+    this.shares.use(workspace, key);
     this.sweep();
     this.evictOverflow();
   }
 
+  /** Beyond the bound: the least recently used pin of the workspace holding the most goes. */
   private evictOverflow(): void {
     while (this.pins.size > this.maxPins) {
-      const oldest = this.pins.keys().next();
-      if (oldest.done) break;
-      this.pins.delete(oldest.value);
+      const victim = this.shares.victim();
+      if (!victim) break;
+      this.pins.delete(victim.key);
+      this.shares.remove(victim.workspace, victim.key);
     }
   }
 
   drop(key: string): void {
+    const pin = this.pins.get(key);
+    if (pin) this.forget(key, pin);
+  }
+
+  /** How many live or not yet swept pins `workspace` holds (tests, diagnostics). */
+  heldBy(workspace: string): number {
+    return this.shares.count(workspace);
+  }
+
+  private forget(key: string, pin: Pin): void {
     this.pins.delete(key);
+    this.shares.remove(pin.workspace, key);
   }
 
   /** A new bound from a config reload: pins are kept, the least recently used beyond it evicted. */
@@ -120,7 +155,7 @@ export class SessionPins implements PinStore {
     const id = this.get(key);
     if (id === null) return null;
     if (eligible.some((d) => d.id === id)) return id;
-    this.pins.delete(key);
+    this.drop(key);
     return null;
   }
 
@@ -129,7 +164,7 @@ export class SessionPins implements PinStore {
     const now = this.clock.now();
     for (const [key, pin] of this.pins) {
       if (now < pin.expiresAt) break;
-      this.pins.delete(key);
+      this.forget(key, pin);
     }
   }
 }

@@ -75,6 +75,50 @@ t.test('least recently used pin is evicted at capacity', async (t) => {
   t.same([pins.get('c'), pins.get('d'), pins.get('e')], ['d2', 'd', 'd']);
 });
 
+t.test('a full store makes room from the workspace holding the most pins', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  const key = (ws: string, i: number) => pinKey(ws, `${ws}-key`, 'acme/chat', `s${i}`);
+  // Two quiet tenants pin a few sessions each, long ago.
+  for (let i = 0; i < 3; i++) pins.set(key('quiet-a', i), 'd1');
+  for (let i = 0; i < 2; i++) pins.set(key('quiet-b', i), 'd1');
+  clock.advance(10 * 60_000);
+  // A third sends a new session id with every request.
+  for (let i = 0; i < 1000; i++) {
+    pins.set(key('noisy', i), 'd2');
+    clock.advance(1);
+  }
+  t.equal(pins.size, 10);
+  t.same(
+    [pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')],
+    [3, 2, 5],
+    "the flood pushed out only the flooder's own pins",
+  );
+  for (let i = 0; i < 3; i++) t.equal(pins.get(key('quiet-a', i)), 'd1');
+  for (let i = 995; i < 1000; i++) t.equal(pins.get(key('noisy', i)), 'd2', 'its most recent pins stay');
+  t.equal(pins.get(key('noisy', 994)), null);
+
+  // A quiet tenant's new session: the largest holder gives up its least recently used pin.
+  pins.set(key('quiet-b', 9), 'd1');
+  t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [3, 3, 4]);
+  t.equal(pins.get(key('noisy', 995)), null, 'the oldest of the largest holder');
+  // Equal shares: each new pin of one tenant then comes out of the largest holder (itself included).
+  for (let i = 10; i < 20; i++) pins.set(key('quiet-b', i), 'd1');
+  t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [3, 4, 3]);
+  t.equal(pins.size, 10);
+
+  // Expiry, drop and a reload's smaller bound keep the counts right.
+  pins.drop(key('quiet-a', 0));
+  t.equal(pins.heldBy('quiet-a'), 2);
+  pins.resize(4);
+  t.equal(pins.size, 4);
+  t.equal(pins.heldBy('quiet-a') + pins.heldBy('quiet-b') + pins.heldBy('noisy'), 4);
+  t.ok(Math.max(pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')) <= 2, 'shrunk evenly');
+  clock.advance(HOUR);
+  t.equal(pins.size, 0);
+  t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [0, 0, 0], 'expired: none held');
+});
+
 t.test('size counts live pins only', async (t) => {
   const clock = new ManualClock(NOW);
   const pins = new SessionPins({ clock, maxPins: 10 });
