@@ -4,6 +4,7 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { ManualClock } from '../../../src/clock.ts';
+import { migratePg, PG_MIGRATIONS } from '../../../src/store/postgres/migrations.ts';
 import { openPgStore, type PgStore } from '../../../src/store/postgres/store.ts';
 import { startPrivatePg, type PrivatePg } from '../../helpers/pg.ts';
 import { masterKey } from '../sqlite/fixtures/temp-db.ts';
@@ -84,4 +85,25 @@ t.test('a statement changing many rows logs each; only the last 10,000 changes a
   t.equal(Number(kept.rows[0]?.n), 10_000);
   t.equal(BigInt(kept.rows[0]?.lo ?? 0), v - 9_999n, 'the newest ones');
   t.equal((await s.changesBetween(v0, v)).length, 10_000, 'fewer rows than versions: a reader knows it is behind');
+});
+
+t.test('a database with keys and secrets written before the log existed: the log starts at its counter', async (t) => {
+  const url = await server.createDatabase();
+  const m = await openPgStore(url, { clock, checkSchema: false, masterKey: masterKey(1) });
+  t.teardown(() => m.close());
+  t.same(await migratePg(m.pool, clock.now(), PG_MIGRATIONS.slice(0, 3)), [1, 2, 3]);
+  const before = await m.apiKeys.create({ workspace: 'w' });
+  await m.secrets.set('openai-main', 'sk-1');
+  const v3 = await m.changeVersion();
+  t.ok(v3 > 0n, 'the counter moved before the log existed');
+  t.same(await m.migrate(), [4]);
+  t.equal(await m.changeVersion(), v3, 'the counter carries on');
+  await m.apiKeys.revoke(before.id);
+  const v = await m.changeVersion();
+  t.same(await m.changesBetween(v3, v), [{ kind: 'key', ref: before.id }]);
+  t.equal(
+    (await m.changesBetween(0n, v)).length,
+    1,
+    'older versions are not in the log: a node that far behind reloads',
+  );
 });
