@@ -173,7 +173,7 @@ export class HealthTracker implements BreakerBoard {
       // Ties keep arrival order: a failure recorded before this success, ending the same
       // millisecond, ended before it.
       b.lastSuccessAt = Math.max(b.lastSuccessAt, ended);
-      b.run = b.run.filter((f) => f > ended);
+      if (b.run.length > 0) b.run = b.run.filter((f) => f > ended);
     } else if (ended >= b.lastSuccessAt) {
       b.run.push(ended);
     }
