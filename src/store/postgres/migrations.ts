@@ -185,11 +185,13 @@ CREATE INDEX ledger_slice ON ledger(slice_id) WHERE slice_id IS NOT NULL;
     name: 'store-change-log',
     // Which key or secret each write changed, so that a node applies only that change
     // (src/fleet/pg-store-view.ts) instead of reloading every key digest and credential and
-    // dropping its verified keys. Each changed row bumps `store_changes` and is logged under that
-    // version: the bump holds the counter's row lock until commit, so versions commit in order and
-    // without gaps (a rolled-back write takes its version back), and a node that read version V can
-    // read every change up to V. The last 10,000 changes are kept; a node further behind reloads
-    // everything, as every node did on any change before this log.
+    // dropping its verified keys. A statement that changes n keys (or secrets) moves
+    // `store_changes` by n and logs each under one of those versions; it holds the counter's row
+    // lock until commit, so versions commit in order and without gaps (a rolled-back write takes
+    // its versions back), and a node that read version V can read every change up to V. One
+    // counter update per statement, not per row, so a bulk import stays linear. The last 10,000
+    // changes are kept; a node further behind reloads everything, as every node did on any
+    // change before this log.
     sql: `
 CREATE TABLE store_change_log (
   version  BIGINT PRIMARY KEY,
@@ -198,28 +200,44 @@ CREATE TABLE store_change_log (
 );
 DROP TRIGGER api_keys_changed ON api_keys;
 DROP TRIGGER secrets_changed ON secrets;
-CREATE FUNCTION log_store_change() RETURNS trigger LANGUAGE plpgsql AS $$
+-- TG_ARGV: the kind, and the column naming a row (a key's id, a secret's name). An update names
+-- the row before and after (the same one, unless that column changed).
+CREATE FUNCTION log_store_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  refs TEXT[] := '{}';
-  r TEXT;
+  refs TEXT[];
+  n INTEGER;
   v BIGINT;
 BEGIN
-  -- TG_ARGV: the kind, and the column naming the row (a key's id, a secret's name).
-  IF TG_OP <> 'INSERT' THEN refs := array_append(refs, to_jsonb(OLD) ->> TG_ARGV[1]); END IF;
-  IF TG_OP <> 'DELETE' AND NOT ((to_jsonb(NEW) ->> TG_ARGV[1]) = ANY (refs)) THEN
-    refs := array_append(refs, to_jsonb(NEW) ->> TG_ARGV[1]);
+  IF TG_OP = 'INSERT' THEN
+    SELECT array_agg(DISTINCT to_jsonb(r) ->> TG_ARGV[1]) INTO refs FROM new_rows r;
+  ELSIF TG_OP = 'DELETE' THEN
+    SELECT array_agg(DISTINCT to_jsonb(r) ->> TG_ARGV[1]) INTO refs FROM old_rows r;
+  ELSE
+    SELECT array_agg(DISTINCT ref) INTO refs FROM (
+      SELECT to_jsonb(o) ->> TG_ARGV[1] AS ref FROM old_rows o
+      UNION SELECT to_jsonb(w) ->> TG_ARGV[1] FROM new_rows w
+    ) AS changed;
   END IF;
-  FOREACH r IN ARRAY refs LOOP
-    UPDATE store_changes SET version = version + 1 WHERE id = 1 RETURNING version INTO v;
-    INSERT INTO store_change_log (version, kind, ref) VALUES (v, TG_ARGV[0], r);
-  END LOOP;
+  n := coalesce(array_length(refs, 1), 0);
+  IF n = 0 THEN RETURN NULL; END IF;
+  UPDATE store_changes SET version = version + n WHERE id = 1 RETURNING version INTO v;
+  INSERT INTO store_change_log (version, kind, ref)
+    SELECT v - n + ord, TG_ARGV[0], ref FROM unnest(refs) WITH ORDINALITY AS u(ref, ord);
   DELETE FROM store_change_log WHERE version <= v - 10000;
   RETURN NULL;
 END $$;
-CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys
-  FOR EACH ROW EXECUTE FUNCTION log_store_change('key', 'id');
-CREATE TRIGGER secrets_changed AFTER INSERT OR UPDATE OR DELETE ON secrets
-  FOR EACH ROW EXECUTE FUNCTION log_store_change('secret', 'name');
+CREATE TRIGGER api_keys_inserted AFTER INSERT ON api_keys REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION log_store_changes('key', 'id');
+CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION log_store_changes('key', 'id');
+CREATE TRIGGER api_keys_deleted AFTER DELETE ON api_keys REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION log_store_changes('key', 'id');
+CREATE TRIGGER secrets_inserted AFTER INSERT ON secrets REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION log_store_changes('secret', 'name');
+CREATE TRIGGER secrets_updated AFTER UPDATE ON secrets REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION log_store_changes('secret', 'name');
+CREATE TRIGGER secrets_deleted AFTER DELETE ON secrets REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION log_store_changes('secret', 'name');
 `,
   },
 ];
