@@ -48,6 +48,9 @@ export class PgStoreView implements KeysAndCredentials {
   /** The digest of every issued key as of the last load. */
   private digests = new Set<string>();
   private unseenLookups = 0;
+  /** Moves whenever cached keys are forgotten: a lookup that started before may have read a key
+   *  as it was before the change, so its answer is used but not cached. */
+  private forgetGeneration = 0;
   private version: bigint = -1n;
   private lastPoll = 0;
   private polling: Promise<void> | null = null;
@@ -113,21 +116,21 @@ export class PgStoreView implements KeysAndCredentials {
     const seen = this.digests.has(hashKey(presented).toString('base64'));
     if (!seen && this.unseenLookups >= MAX_UNSEEN_LOOKUPS) return { status: 'not_found' };
     if (!seen) this.unseenLookups++;
+    const generation = this.forgetGeneration;
     try {
       const key = await this.ask(() => this.store.apiKeys.find(presented));
-      // Only what PostgreSQL knows is cached (a made-up key would push out real ones). A revoked
-      // key stays revoked until the change counter moves; any other is cached as its record, whose
-      // expiry each request judges at its own time: a client still sending a refused key costs no
-      // query per request either.
       if (key === null) return { status: 'not_found' };
       const state = keyState(key, now);
-      if (state === 'revoked') {
-        setBounded(this.keys, presented, 'revoked', MAX_CACHED_KEYS);
-        setBounded(this.refused, presented, key, MAX_CACHED_KEYS);
-        return { status: 'revoked' };
+      // Only what PostgreSQL knows is cached (a made-up key would push out real ones), and only
+      // when no change was applied while the lookup ran (it may have read the key as it was
+      // before). A revoked key stays revoked; any other is cached as its record, whose expiry each
+      // request judges at its own time: a client still sending a refused key costs no query per
+      // request either.
+      if (generation === this.forgetGeneration) {
+        setBounded(this.keys, presented, state === 'revoked' ? 'revoked' : key, MAX_CACHED_KEYS);
+        if (state === 'revoked') setBounded(this.refused, presented, key, MAX_CACHED_KEYS);
       }
-      setBounded(this.keys, presented, key, MAX_CACHED_KEYS);
-      return state === 'expired' ? { status: 'expired' } : { status: 'ok', key };
+      return state === 'active' ? { status: 'ok', key } : { status: state };
     } finally {
       if (!seen) this.unseenLookups--;
     }
@@ -140,8 +143,9 @@ export class PgStoreView implements KeysAndCredentials {
     if (cached !== undefined && typeof cached !== 'string') return cached;
     const hit = this.refused.get(presented);
     if (hit !== undefined) return hit;
+    const generation = this.forgetGeneration;
     const found = await this.ask(() => this.store.apiKeys.find(presented));
-    setBounded(this.refused, presented, found, MAX_CACHED_KEYS);
+    if (generation === this.forgetGeneration) setBounded(this.refused, presented, found, MAX_CACHED_KEYS);
     return found;
   }
 
@@ -201,6 +205,7 @@ export class PgStoreView implements KeysAndCredentials {
   /** Drops the cached verifications and records of these keys, and every "no such key" record (one
    *  of them may be a key just issued). */
   private forgetKeys(ids: ReadonlySet<string>): void {
+    this.forgetGeneration++;
     for (const [presented, hit] of this.keys) {
       const record = typeof hit === 'string' ? this.refused.get(presented) : hit;
       if (!record || ids.has(record.id)) this.keys.delete(presented);
@@ -213,6 +218,7 @@ export class PgStoreView implements KeysAndCredentials {
     const [all, digests] = await Promise.all([this.store.secrets.revealAll(), this.store.apiKeys.digests()]);
     this.applySecrets(all);
     this.digests = digests;
+    this.forgetGeneration++;
     this.keys.clear();
     this.refused.clear();
   }

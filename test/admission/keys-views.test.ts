@@ -263,6 +263,42 @@ t.test('PostgreSQL', async (t) => {
     t.match(await view.verifyKey(c.key, NOW), { status: 'ok' });
   });
 
+  t.test('a lookup that read a key before a change applied while it ran is answered, not cached', async (t) => {
+    const clock = new ManualClock(NOW);
+    const { url, cli } = await database(t, clock);
+    const k = await cli.apiKeys.create({ workspace: 'open' });
+    const store = await openPgStore(url, { clock, masterKey: KEY });
+    t.teardown(() => store.close());
+    const view = await PgStoreView.open(store, undefined, 60_000);
+    // The first lookup reads the key, then its answer is held back until the revoke was applied.
+    const find = store.apiKeys.find.bind(store.apiKeys);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let read: () => void = () => undefined;
+    const firstRead = new Promise<void>((resolve) => {
+      read = resolve;
+    });
+    let lookups = 0;
+    store.apiKeys.find = async (presented) => {
+      const record = await find(presented);
+      if (++lookups === 1) {
+        read();
+        await held;
+      }
+      return record;
+    };
+    const racing = view.verifyKey(k.key, NOW);
+    await firstRead;
+    await cli.apiKeys.revoke(k.id);
+    await view.pollNow();
+    release();
+    t.match(await racing, { status: 'ok' }, 'the lookup that raced the revoke answers what it read');
+    t.match(await view.verifyKey(k.key, NOW), { status: 'revoked' }, 'the next request asks again');
+    t.equal(lookups, 2);
+  });
+
   t.test('a key lookup that ran out of time is a 503 to retry, not an error of the request', async (t) => {
     const clock = new ManualClock(NOW);
     const { url, cli } = await database(t, clock);
