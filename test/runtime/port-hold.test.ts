@@ -1,7 +1,7 @@
-// How `serve --workers N` keeps its port from the moment it is chosen until the serving threads
-// listen (src/runtime/port-hold.ts): nothing else on the machine can bind the port in between, the
-// threads' shared (SO_REUSEPORT) bind succeeds beside the hold, and a fixed port another listener
-// already serves is refused, even one shared the same way.
+// How `serve --workers N` chooses its port (src/runtime/port-hold.ts): with port 0 the port picked
+// is held until the serving threads listen, so no exclusive bind elsewhere can take it in between,
+// and the threads' shared (SO_REUSEPORT) bind succeeds beside the hold; a fixed port another
+// listener already serves is refused, even one shared the same way, and a free one is not held.
 import { createServer, type Server } from 'node:net';
 import t from 'tap';
 import { holdPort } from '../../src/runtime/port-hold.ts';
@@ -60,10 +60,11 @@ t.test('a fixed port is refused when something listens on it', async (t) => {
   await close(shared);
 
   const hold = await holdPort(HOST, sharedPort);
-  t.equal(hold.port, sharedPort, 'once free, the fixed port is held');
-  t.equal(await bind(sharedPort, false), 'EADDRINUSE', 'and nothing else can bind it');
-  await hold.release();
+  t.equal(hold.port, sharedPort, 'once free, the fixed port is accepted');
+  // Not held: clients may already be connecting to a fixed port, and a hold would take a share of
+  // those connections and reset them.
   const after = await bind(sharedPort, false);
-  t.type(after, 'object', 'released: the port is free again');
+  t.type(after, 'object', 'a fixed port is checked, not held');
   if (typeof after !== 'string') await close(after);
+  await hold.release();
 });
