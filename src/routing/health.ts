@@ -162,6 +162,8 @@ export class HealthTracker implements BreakerBoard {
         b.consecutiveFailures++;
       } else {
         this.reset(b);
+        // A failure that ended before the probe's success is older news than it.
+        b.lastSuccessAt = ended;
       }
       return;
     }

@@ -177,6 +177,8 @@ t.test('an outcome that ended while open, recorded after the cool-down, does not
   t.equal(down(), false, 'the probe is still to be claimed');
   h.record(d.id, OK);
   t.equal(h.state(d.id).state, 'closed', "the probe's own success closes it");
+  h.record(d.id, FAIL, clock.now() - 1);
+  t.equal(h.state(d.id).consecutiveFailures, 0, 'a failure that ended before the probe succeeded starts no run');
 });
 
 t.test('an unused probe claim lapses after the lease', async (t) => {
