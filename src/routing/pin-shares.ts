@@ -1,7 +1,8 @@
 // Which workspace holds how many session pins, so that a full pin store makes room fairly: the
-// workspace holding the most pins gives up its least recently used one. One tenant sending ever new
-// session ids then only pushes out its own pins once it holds more than any other, never the pins of
-// tenants with fewer. With one workspace this is the plain LRU. Every operation is O(1): each
+// workspace holding the most pins gives up its least recently used one (on a tie, the one pinning
+// now, if it is among them). One tenant sending ever new session ids can push other workspaces down
+// to no fewer pins than its own, and from there pushes out only its own. With one workspace this is
+// the plain LRU. Every operation is O(1): each
 // workspace's keys in recency order, and the workspaces grouped by how many pins they hold.
 
 export class PinShares {
@@ -31,9 +32,13 @@ export class PinShares {
     this.recount(workspace, keys.size + 1, keys.size);
   }
 
-  /** The key to evict: the least recently used pin of a workspace holding the most pins. */
-  victim(): { workspace: string; key: string } | null {
-    const workspace = this.byCount.get(this.most)?.values().next().value;
+  /** The key to evict: the least recently used pin of a workspace holding the most pins —
+   *  `prefer`'s (the workspace pinning now) when it is one of them. */
+  victim(prefer?: string): { workspace: string; key: string } | null {
+    const workspace =
+      prefer !== undefined && this.count(prefer) === this.most && this.most > 0
+        ? prefer
+        : this.byCount.get(this.most)?.values().next().value;
     if (workspace === undefined) return null;
     const key = this.keys.get(workspace)?.values().next().value;
     return key === undefined ? null : { workspace, key };

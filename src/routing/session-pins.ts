@@ -56,7 +56,8 @@ interface Pin {
  * request already touched, so it changes neither. A pin expires exactly `ttlMs` after the last
  * touch/set (alive while now < expiresAt). A full store makes room fairly: the workspace holding the
  * most pins gives up its least recently used one (`PinShares`), so one tenant's flood of session ids
- * pushes out only its own pins; with one workspace that is the plain LRU.
+ * pushes other workspaces down to no fewer pins than its own, then only its own; with one workspace
+ * that is the plain LRU.
  */
 export class SessionPins implements PinStore {
   private readonly clock: Clock;
@@ -103,14 +104,15 @@ export class SessionPins implements PinStore {
     this.pins.delete(key);
     this.pins.set(key, { deploymentId, expiresAt: this.clock.now() + this.ttlMs, workspace });
     this.shares.use(workspace, key);
-    this.sweep();
-    this.evictOverflow();
+    this.evictOverflow(workspace);
   }
 
-  /** Beyond the bound: the least recently used pin of the workspace holding the most goes. */
-  private evictOverflow(): void {
+  /** Beyond the bound (once expired pins are gone): the least recently used pin of the workspace
+   *  holding the most goes, `pinning`'s on a tie. */
+  private evictOverflow(pinning?: string): void {
+    this.sweep();
     while (this.pins.size > this.maxPins) {
-      const victim = this.shares.victim();
+      const victim = this.shares.victim(pinning);
       if (!victim) break;
       this.pins.delete(victim.key);
       this.shares.remove(victim.workspace, victim.key);

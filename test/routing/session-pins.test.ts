@@ -102,9 +102,12 @@ t.test('a full store makes room from the workspace holding the most pins', async
   pins.set(key('quiet-b', 9), 'd1');
   t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [3, 3, 4]);
   t.equal(pins.get(key('noisy', 995)), null, 'the oldest of the largest holder');
-  // Equal shares: each new pin of one tenant then comes out of the largest holder (itself included).
+  // As large as the largest: each new pin of that tenant then comes out of its own (a tie goes
+  // against the workspace pinning now).
   for (let i = 10; i < 20; i++) pins.set(key('quiet-b', i), 'd1');
-  t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [3, 4, 3]);
+  t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [3, 3, 4]);
+  t.equal(pins.get(key('quiet-b', 19)), 'd1', 'its newest pin stays');
+  t.equal(pins.get(key('quiet-b', 0)), null, 'its oldest went');
   t.equal(pins.size, 10);
 
   // Expiry, drop and a reload's smaller bound keep the counts right.
@@ -117,6 +120,18 @@ t.test('a full store makes room from the workspace holding the most pins', async
   clock.advance(HOUR);
   t.equal(pins.size, 0);
   t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [0, 0, 0], 'expired: none held');
+});
+
+t.test('a smaller bound drops expired pins before evicting a live one', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 10 });
+  pins.set(pinKey('x', 'k', 'm', 'old'), 'd1');
+  clock.advance(HOUR / 2);
+  for (let i = 0; i < 3; i++) pins.set(pinKey('y', 'k', 'm', `s${i}`), 'd1');
+  clock.advance(HOUR / 2); // x's pin has expired, not yet swept
+  pins.resize(3);
+  t.equal(pins.heldBy('y'), 3, "y's live pins all stay");
+  t.equal(pins.heldBy('x'), 0);
 });
 
 t.test('size counts live pins only', async (t) => {
