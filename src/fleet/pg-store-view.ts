@@ -7,8 +7,9 @@
 // learned, the changed credentials opened again — so a `key revoke` or `secret set` reaches every
 // node within about a second without a query per request, and a platform issuing keys every second
 // does not make every node start its cache afresh every second. A node further behind than the log
-// keeps (or a change it cannot apply: a deleted key) reloads everything. A key not in the cache is verified against PostgreSQL (one
-// indexed query); when PostgreSQL does not answer, that request is refused with 503 store_unavailable.
+// keeps (or meeting a change it cannot apply: a deleted key) reloads everything. A key not in the
+// cache is verified against PostgreSQL (one indexed query); when PostgreSQL does not answer, that
+// request is refused with 503 store_unavailable.
 //
 // Keys nobody issued cost no query each: the node knows every issued key's digest (the sha256 the
 // store keeps; loaded with the credentials, again whenever the change counter moves), and a key whose
@@ -29,13 +30,15 @@ import type { BadSecretHandler, KeysAndCredentials } from '../admission/store-vi
 import { setBounded } from '../bounded-map.ts';
 
 const MAX_CACHED_KEYS = 10_000;
-type Revealed = Awaited<ReturnType<PgStore['secrets']['revealAll']>>;
 /** Lookups of keys with a prefix this node has not seen, under way at once (see the top). */
 export const MAX_UNSEEN_LOOKUPS = 2;
 /** How often a node asks whether keys or secrets changed. */
 export const CHANGE_POLL_MS = 1_000;
 /** Beyond this many changes since the last poll, reloading everything is the cheaper way. */
 export const MAX_CHANGES_APPLIED = 1_000;
+
+/** A stored credential as the store opened it: its value, or why it does not open. */
+type Opened = { value: string } | { error: SecretError };
 
 export class PgStoreView implements KeysAndCredentials {
   private values = new Map<string, string | null>();
@@ -223,7 +226,7 @@ export class PgStoreView implements KeysAndCredentials {
     this.refused.clear();
   }
 
-  private applySecrets(all: Revealed): void {
+  private applySecrets(all: ReadonlyMap<string, Opened>): void {
     const next = new Map<string, string | null>();
     for (const [name, r] of all) next.set(name, this.openedValue(name, r));
     for (const name of this.opened.keys()) if (!all.has(name)) this.opened.delete(name);
@@ -232,7 +235,7 @@ export class PgStoreView implements KeysAndCredentials {
 
   /** What a credential opened to; one sealed with a master key this node lacks (a rotation under
    *  way) keeps the value it last opened to, reported either way. */
-  private openedValue(name: string, r: Revealed extends Map<string, infer R> ? R : never): string | null {
+  private openedValue(name: string, r: Opened): string | null {
     if ('value' in r) {
       this.opened.set(name, r.value);
       return r.value;
