@@ -1,6 +1,6 @@
 // Which workspace holds how many session pins, so that a full pin store makes room fairly: the
 // workspace holding the most pins gives up its least recently used one (on a tie, the one pinning
-// now, if it is among them). One tenant sending ever new session ids can push other workspaces down
+// now, if it is among them and the new pin is not its only one). One tenant sending ever new session ids can push other workspaces down
 // to no fewer pins than its own, and from there pushes out only its own. With one workspace this is
 // the plain LRU. Every operation is O(1): each
 // workspace's keys in recency order, and the workspaces grouped by how many pins they hold.
@@ -33,10 +33,12 @@ export class PinShares {
   }
 
   /** The key to evict: the least recently used pin of a workspace holding the most pins —
-   *  `prefer`'s (the workspace pinning now) when it is one of them. */
+   *  `prefer`'s (the workspace pinning now) when it is one of them and holds more than the pin it
+   *  is setting (its only pin would be that one: a new tenant could never pin in a store full of
+   *  one-pin tenants). */
   victim(prefer?: string): { workspace: string; key: string } | null {
     const workspace =
-      prefer !== undefined && this.count(prefer) === this.most && this.most > 0
+      prefer !== undefined && this.most > 1 && this.count(prefer) === this.most
         ? prefer
         : this.byCount.get(this.most)?.values().next().value;
     if (workspace === undefined) return null;

@@ -122,6 +122,19 @@ t.test('a full store makes room from the workspace holding the most pins', async
   t.same([pins.heldBy('quiet-a'), pins.heldBy('quiet-b'), pins.heldBy('noisy')], [0, 0, 0], 'expired: none held');
 });
 
+t.test('in a store full of one-pin workspaces, a new workspace pins (the least recently used goes)', async (t) => {
+  const clock = new ManualClock(NOW);
+  const pins = new SessionPins({ clock, maxPins: 3 });
+  for (const ws of ['a', 'b', 'c']) {
+    pins.set(pinKey(ws, 'k', 'm', 's'), 'd1');
+    clock.advance(1);
+  }
+  pins.set(pinKey('d', 'k', 'm', 's'), 'd1');
+  t.equal(pins.get(pinKey('d', 'k', 'm', 's')), 'd1', "the new workspace's pin stays");
+  t.equal(pins.get(pinKey('a', 'k', 'm', 's')), null, 'the oldest one-pin workspace gave up its pin');
+  t.same([pins.heldBy('b'), pins.heldBy('c'), pins.heldBy('d')], [1, 1, 1]);
+});
+
 t.test('a smaller bound drops expired pins before evicting a live one', async (t) => {
   const clock = new ManualClock(NOW);
   const pins = new SessionPins({ clock, maxPins: 10 });
