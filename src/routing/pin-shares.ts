@@ -1,8 +1,8 @@
 // Which workspace holds how many session pins, so that a full pin store makes room fairly: the
 // workspace holding the most pins gives up its least recently used one (on a tie, the one pinning
-// now, if it is among them and the new pin is not its only one). One tenant sending ever new session ids can push other workspaces down
-// to no fewer pins than its own, and from there pushes out only its own. With one workspace this is
-// the plain LRU. Every operation is O(1): each
+// now, if it is among them and the new pin is not its only one). One tenant sending ever new
+// session ids can push other workspaces down to no fewer pins than its own, and from there pushes
+// out only its own. With one workspace this is the plain LRU. Every operation is O(1): each
 // workspace's keys in recency order, and the workspaces grouped by how many pins they hold.
 
 export class PinShares {
