@@ -4,8 +4,17 @@
 import { REASONING_LEVELS, type ReasoningLevel } from '../config/compiled.ts';
 import { usageFromChatCompletions } from '../billing/usage.ts';
 import { validationFailed } from '../errors.ts';
-import { hasNonNullKey, sseDataStart, depthAt, spliceBytes, withoutNullMember } from '../stream/json-key.ts';
+import {
+  depthAt,
+  hasNonNullKey,
+  isNullAt,
+  readString,
+  spliceBytes,
+  sseDataStart,
+  withoutNullMember,
+} from '../stream/json-key.ts';
 import { asciiAt, dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
+import { editEvent, nullMemberCut, TopMembers } from '../stream/top-members.ts';
 import { slugModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { readJsonRequest } from './json-request.ts';
@@ -217,10 +226,7 @@ class ChatTap implements StreamTap {
       }
     }
     const { out, reported } = slugModel(ev, this.slugJson, sseDataStart(ev), 1);
-    if (reported !== null) {
-      if (this.upstreamModel === null) this.upstreamModel = reported;
-      if (known === null) this.knownModelField = Buffer.from(`"model":${JSON.stringify(reported)}`);
-    }
+    if (reported !== null) this.learnModel(reported);
     return out;
   }
 
@@ -240,6 +246,10 @@ class ChatTap implements StreamTap {
         : { kind: 'terminal', out: ev };
     }
     if (!asciiAt(ev, 0, 'data:')) return { kind: 'preamble', out: ev }; // comments, keep-alives
+    if (this.members.scan(ev)) {
+      const plain = this.plainEvent(ev, this.members);
+      if (plain !== null) return plain;
+    }
     if (!dataLooksWhole(ev)) return { kind: 'malformed', out: ev };
     if (hasNonNullKey(ev, 'error', 1)) return { kind: 'error', out: ev };
     const usage = hasNonNullKey(ev, 'usage', 1);
@@ -248,6 +258,38 @@ class ChatTap implements StreamTap {
     this.contentBytes += ev.length;
     const out = this.shaped(this.rewrite(ev));
     return usage ? { kind: 'content', out, usage } : { kind: 'content', out };
+  }
+
+  /** The members of the event being read (reused: one scan per event, no allocation). */
+  private readonly members = new TopMembers();
+
+  /**
+   * A plain chunk (top-members.ts) with one `model` and at most one `usage`: read and rewritten from
+   * the one scan, with the same result as the general path below; null for the general path.
+   */
+  private plainEvent(ev: Buffer, m: TopMembers): TappedEvent | null {
+    if (m.modelCount !== 1 || m.usageCount > 1) return null;
+    if (m.errorNonNull) return { kind: 'error', out: ev };
+    const usage = m.usageCount === 1 && !isNullAt(ev, m.usageValueStart);
+    if (usage) this.readUsage(ev);
+    this.contentEvents++;
+    this.contentBytes += ev.length;
+    if ((this.upstreamModel === null || this.knownModelField === null) && ev[m.modelValueStart] === 0x22) {
+      this.learnModel(readString(ev, { start: m.modelValueStart, end: m.modelValueEnd }));
+    }
+    let cutStart = -1;
+    let cutEnd = -1;
+    if (m.usageCount === 1 && !usage && this.unaskedUsage) {
+      [cutStart, cutEnd] = nullMemberCut(ev, m.usageNameStart, m.usageValueStart);
+    }
+    const out = editEvent(ev, m.modelValueStart, m.modelValueEnd, this.slugJson, cutStart, cutEnd);
+    return usage ? { kind: 'content', out, usage } : { kind: 'content', out };
+  }
+
+  /** The provider's own model id, from a chunk's `model`. */
+  private learnModel(reported: string): void {
+    if (this.upstreamModel === null) this.upstreamModel = reported;
+    if (this.knownModelField === null) this.knownModelField = Buffer.from(`"model":${JSON.stringify(reported)}`);
   }
 
   /**

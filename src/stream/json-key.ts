@@ -161,7 +161,8 @@ export function withoutNullMember(buf: Buffer, key: string, depth: number): Buff
 
 const EMPTY = Buffer.alloc(0);
 
-function isNullAt(buf: Buffer, j: number): boolean {
+/** Whether the value at `j` is `null` (its first four bytes: what a tap needs to know of it). */
+export function isNullAt(buf: Buffer, j: number): boolean {
   return buf[j] === 0x6e && buf[j + 1] === 0x75 && buf[j + 2] === 0x6c && buf[j + 3] === 0x6c;
 }
 
