@@ -35,6 +35,11 @@ const OUTPUT_LIMIT_FIELDS = ['max_output_tokens'];
 /** The normal ends of a Responses stream. */
 const FINAL = new Set(['response.completed', 'response.incomplete']);
 
+// Encoded once: a string needle is encoded again on every Buffer.indexOf call, for every event.
+const MODEL_NAME = Buffer.from('"model"');
+const RESPONSE_NAME = Buffer.from('"response"');
+const UNICODE_ESCAPE = Buffer.from('\\u');
+
 class ResponsesTap implements StreamTap {
   upstreamModel: string | null = null;
   completed = false;
@@ -64,7 +69,7 @@ class ResponsesTap implements StreamTap {
     // Only events carrying the response object have a model (at depth 2); deltas skip the scan
     // unless a \u escape could spell either name.
     let out = ev;
-    if (ev.indexOf('"model"') !== -1 || ev.indexOf('"response"') !== -1 || ev.indexOf('\\u') !== -1) {
+    if (ev.indexOf(MODEL_NAME) !== -1 || ev.indexOf(RESPONSE_NAME) !== -1 || ev.indexOf(UNICODE_ESCAPE) !== -1) {
       const r = slugModel(ev, this.slugJson, sseDataStart(ev), 2, 'response');
       if (this.upstreamModel === null && r.reported !== null) this.upstreamModel = r.reported;
       out = r.out;

@@ -55,6 +55,12 @@ export class AttemptCore {
   /** Null while a streamed upload is still being sent: the client's pace is not the provider's. */
   private firstByteTimer: AttemptTimer | null = null;
   private idleTimer: AttemptTimer | null = null;
+  /** Running: the timer is due; fired: it went off (the next armIdle starts it again); stopped:
+   *  cleared for good (armIdle does nothing). */
+  private idleState: 'running' | 'fired' | 'stopped' = 'running';
+  /** When the provider last sent bytes: the idle timer checks it when due instead of being moved at
+   *  every chunk (moving a Node timer takes it out of its list and puts it back, per event). */
+  private lastActivity = 0;
   private idleWatcher: IdleWatcher | null = null;
   private stallTimer: AttemptTimer | null = null;
 
@@ -96,7 +102,15 @@ export class AttemptCore {
   };
 
   private readonly onIdleTimeout = (): void => {
-    if (this.done) return;
+    if (this.done || this.idleState !== 'running') return;
+    const limit = this.limits.streamIdleTimeoutMs;
+    const quiet = this.timers.now() - this.lastActivity;
+    if (quiet < limit) {
+      // Bytes came since the timer was set: due again when the silence since then reaches the limit.
+      this.idleTimer = this.timers.start(this.onIdleTimeout, limit - quiet);
+      return;
+    }
+    this.idleState = 'fired';
     this.idleWatcher?.onIdle();
   };
 
@@ -115,16 +129,20 @@ export class AttemptCore {
 
   /** (Re)starts the idle limit; `watcher` decides what a silence means. */
   armIdle(watcher: IdleWatcher): void {
+    this.lastActivity = this.timers.now();
     if (this.idleTimer) {
-      this.idleTimer.refresh();
+      if (this.idleState !== 'fired') return;
+      this.idleState = 'running';
+      this.idleTimer = this.timers.start(this.onIdleTimeout, this.limits.streamIdleTimeoutMs);
       return;
     }
     this.idleWatcher = watcher;
+    this.idleState = 'running';
     this.idleTimer = this.timers.start(this.onIdleTimeout, this.limits.streamIdleTimeoutMs);
   }
 
-  /** Drops the idle timer so that the next armIdle() starts a fresh one. Dropping rather than only
-   *  stopping it matters: a stopped Node timer cannot be re-armed by refresh(). */
+  /** Drops the idle timer so that the next armIdle() starts a fresh one (a stopped one stays
+   *  stopped). */
   dropIdle(): void {
     if (this.idleTimer) this.idleTimer.close();
     this.idleTimer = null;
@@ -147,10 +165,11 @@ export class AttemptCore {
   }
 
   /** Stops every timer (the answer is complete and being delivered, or the attempt is over). The
-   *  idle timer is stopped, not dropped: a later armIdle() refreshes it, which does nothing. */
+   *  idle timer is stopped, not dropped: a later armIdle() leaves it stopped. */
   clearTimers(): void {
     this.firstByteTimer?.close();
     if (this.idleTimer) this.idleTimer.close();
+    this.idleState = 'stopped';
     this.clearWriteStall();
   }
 
