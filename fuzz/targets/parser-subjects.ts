@@ -3,7 +3,8 @@
 //   json-depth   nestsDeeperThan / jsonShape vs JSON.parse (depth, members and their value spans)
 //   sse          SseSplitter: the same events whatever the split points; events + tail = input
 //   json-key     the key scanner / rewriter vs JSON.parse (the `model` rewrite must leave the slug
-//                as the only model a JSON parser reads; usage and error found as the parser sees them)
+//                as the only model a JSON parser reads; usage and error found as the parser sees them);
+//                the stream taps' one-pass reader vs the key scanner on every event it calls plain
 //   bedrock      BedrockStreamDecoder: the same output and failure whatever the split points; failures
 //                reported through `failure`, never thrown
 //   multipart    MultipartUpload: the same fields, model and forwarded body whatever the split points;
@@ -36,6 +37,7 @@ import {
   sseEventName,
 } from '../../src/stream/sse-splitter.ts';
 import { mutateBytes } from '../lib/bytes-mutate.ts';
+import { plainDisagreement } from '../lib/plain-event.ts';
 import { fromValue, mutateJson, randomValue, serialise } from '../lib/json-mutate.ts';
 import { type Rng, splitAt } from '../lib/rng.ts';
 
@@ -416,9 +418,28 @@ function eventDoc(rng: Rng): Buffer {
   return out;
 }
 
+/** The input as a stream event (its `data: ` line and blank line added when missing), read by the
+ *  taps' one-pass reader and by the key scanner: they must agree wherever the first reads it. */
+function checkOnePass(problems: Problem[], input: Buffer): void {
+  const ev = Buffer.concat([
+    input.subarray(0, 6).toString('latin1') === 'data: ' ? Buffer.alloc(0) : Buffer.from('data: '),
+    input,
+    input.subarray(-2).toString('latin1') === '\n\n' ? Buffer.alloc(0) : Buffer.from('\n\n'),
+  ]);
+  for (const unasked of [false, true]) {
+    const disagreement = guard(problems, 'TopMembers', () => plainDisagreement(ev, SLUG, unasked));
+    if (disagreement)
+      problems.push({
+        oracle: 'disagreement',
+        signature: `the one-pass reader ${disagreement}`,
+        detail: ev.toString('utf8').slice(0, 200),
+      });
+  }
+}
+
 export const jsonKeySubject: Subject = {
   name: 'json-key',
-  files: ['src/stream/json-key.ts', 'src/protocols/model-field.ts'],
+  files: ['src/stream/json-key.ts', 'src/protocols/model-field.ts', 'src/stream/top-members.ts'],
   generate: eventDoc,
   mutate: (rng, input) => (rng.chance(0.6) ? mutateBytes(rng, input) : eventDoc(rng)),
   async check(input) {
@@ -436,6 +457,7 @@ export const jsonKeySubject: Subject = {
     if (open !== undefined && open !== -1)
       guard(problems, 'insertMember', () => insertMember(input, open, 'model', SLUG));
     guard(problems, 'sseDataStart', () => sseDataStart(input));
+    checkOnePass(problems, input);
     const parsed = parseJson(input);
     if (!parsed.ok || !isPlainObject(parsed.value)) return problems;
     const obj = parsed.value;
