@@ -15,7 +15,7 @@ import {
 } from '../stream/json-key.ts';
 import { asciiAt, dataLooksWhole, parseSseEvent } from '../stream/sse-splitter.ts';
 import { editEvent, nullMemberCut, TopMembers } from '../stream/top-members.ts';
-import { slugModel } from './model-field.ts';
+import { slugModel, slugParsedModel } from './model-field.ts';
 import { splitBudget } from './reasoning-budget.ts';
 import { readJsonRequest } from './json-request.ts';
 import { requestedOutputLimit } from './output-bound.ts';
@@ -360,7 +360,7 @@ export function readJsonBody(
   }
   if (!isObject(obj)) return null;
   if (obj['error'] !== undefined && obj['error'] !== null) return null;
-  const { out, reported } = slugModel(body, slugJson, 0, 1);
+  const { out, reported } = slugParsedModel(body, slugJson, obj);
   return {
     body: out,
     upstreamModel: reported,

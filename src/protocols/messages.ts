@@ -5,7 +5,7 @@ import { inputSide, type InputUsage, usageFromMessages, type Usage } from '../bi
 import { validationFailed } from '../errors.ts';
 import { findStringValue, findValueBytes, hasNonNullKey, readString, sseDataStart } from '../stream/json-key.ts';
 import { dataLooksWhole, parseSseEvent, sseEventName } from '../stream/sse-splitter.ts';
-import { slugModel } from './model-field.ts';
+import { slugModel, slugParsedModel } from './model-field.ts';
 import { readJsonRequest } from './json-request.ts';
 import { providerErrorObject } from './provider-error.ts';
 import { requestedOutputLimit } from './output-bound.ts';
@@ -167,7 +167,7 @@ export const messages: ProtocolModule = {
       return null;
     }
     if (!isObject(obj) || obj['type'] === 'error') return null;
-    const { out, reported } = slugModel(body, slugJson, 0, 1);
+    const { out, reported } = slugParsedModel(body, slugJson, obj);
     const usageBytes = findValueBytes(body, 'usage', 1);
     return {
       body: out,

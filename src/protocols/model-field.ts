@@ -16,6 +16,7 @@ import {
   type ValueSpan,
   valueEnd,
 } from '../stream/json-key.ts';
+import type { JsonObject } from './types.ts';
 
 export interface ModelRewrite {
   out: Buffer;
@@ -24,6 +25,8 @@ export interface ModelRewrite {
 }
 
 const OPEN_OBJ = 0x7b;
+const MODEL_NAME = Buffer.from('"model"');
+const UNICODE_ESCAPE = Buffer.from('\\u');
 
 /**
  * `buf` holds one JSON object starting at `from` (0 for a body, the data start for an SSE event).
@@ -91,4 +94,38 @@ function replaceAll(buf: Buffer, spans: ValueSpan[], insert: Buffer): Buffer {
   }
   buf.copy(out, at, from);
   return out;
+}
+
+/**
+ * `slugModel(body, slugJson, 0, 1)` for a whole body already parsed as `parsed`, settled by two
+ * native searches when it can be: a body whose `model` is a string, that holds the bytes `"model"`
+ * exactly once and no `\u` escape, spells its top-level member's name only that way (no escape can
+ * spell `model` otherwise, and a JSON string cannot hold an unescaped quote), so that one place is the
+ * member, and the walk over every member of the body is not needed. Anything else takes the walk.
+ */
+export function slugParsedModel(body: Buffer, slugJson: Buffer, parsed: JsonObject): ModelRewrite {
+  const model = parsed['model'];
+  if (typeof model === 'string') {
+    const at = body.indexOf(MODEL_NAME);
+    if (at !== -1 && body.indexOf(MODEL_NAME, at + 1) === -1 && body.indexOf(UNICODE_ESCAPE) === -1) {
+      const start = findValueStartAfterName(body, at + MODEL_NAME.length);
+      const end = start === -1 ? -1 : valueEnd(body, start);
+      if (end !== -1) return { out: replaceSpan(body, { start, end }, slugJson), reported: model };
+    }
+  }
+  return slugModel(body, slugJson, 0, 1);
+}
+
+/** The first byte of a string value after a member name ending at `i` (`: "`), or -1. */
+function findValueStartAfterName(body: Buffer, i: number): number {
+  let j = i;
+  while (isJsonSpace(body[j])) j++;
+  if (body[j] !== 0x3a) return -1;
+  j++;
+  while (isJsonSpace(body[j])) j++;
+  return body[j] === 0x22 ? j : -1;
+}
+
+function isJsonSpace(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }

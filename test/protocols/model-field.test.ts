@@ -1,11 +1,12 @@
 // The slug replaces every `model` a provider sends where the protocol has one — sent twice, spelled
 // with escapes, in a duplicated container — so whatever JSON parser the client uses reads the slug,
 // and X-Pi-Upstream-Model reports the value a JSON parser would have read.
+import fc from 'fast-check';
 import t from 'tap';
 import { chatCompletions } from '../../src/protocols/chat-completions.ts';
 import { images } from '../../src/protocols/images.ts';
 import { messages } from '../../src/protocols/messages.ts';
-import { slugModel } from '../../src/protocols/model-field.ts';
+import { slugModel, slugParsedModel } from '../../src/protocols/model-field.ts';
 import { responses } from '../../src/protocols/responses.ts';
 import { SseSplitter } from '../../src/stream/sse-splitter.ts';
 
@@ -92,4 +93,64 @@ t.test('streams and bodies of every protocol: no provider model reaches the clie
     '{"created":1,"data":[]}',
     'images add no model',
   );
+});
+
+t.test('a parsed body: the two-search rewrite gives what the member walk gives', async (t) => {
+  // Names and values that can be mistaken for the member now and then; mostly ones that cannot.
+  const key = fc.oneof(
+    { weight: 1, arbitrary: fc.constantFrom('model', 'x"model"') },
+    { weight: 5, arbitrary: fc.constantFrom('models', 'type', 'id', 'usage', 'content') },
+  );
+  const leaf = fc.oneof(
+    { weight: 1, arbitrary: fc.constantFrom('model', '"model"', 'mod\\u0065l', '\u2028', 'a\\"b') },
+    { weight: 4, arbitrary: fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.constant(null)) },
+  );
+  const value = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: 'small' }, leaf, tie('obj'), fc.array(tie('node'), { maxLength: 3 })),
+    obj: fc.dictionary(key, tie('node'), { maxKeys: 4 }),
+  })).node;
+  // Bodies as providers write them: compact or indented, sometimes with every non-ASCII character
+  // escaped, sometimes with a key written twice (which JSON.stringify never does).
+  const body = fc
+    .tuple(
+      fc
+        .tuple(
+          fc.dictionary(key, value, { maxKeys: 6 }),
+          fc.option(fc.constantFrom('gpt-4o', 'a\\"b', 'é'), { freq: 4 }),
+        )
+        .map(([obj, model]) => (model === null ? obj : { ...obj, model })),
+      fc.constantFrom(0, 2),
+      fc.boolean(),
+      fc.oneof(
+        { weight: 4, arbitrary: fc.constant(null) },
+        { weight: 1, arbitrary: fc.constantFrom('"model":"first",', '"mod\\u0065l":"esc",', '"model" : "spaced" ,') },
+      ),
+    )
+    .map(([obj, indent, escapeAll, extra]) => {
+      let text = JSON.stringify(obj, null, indent);
+      if (escapeAll) text = text.replace(/[^\x20-\x7e\n]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      if (extra !== null) text = text.replace(/^\{/, `{${extra}`).replace(/,\s*\}$/, '}');
+      return Buffer.from(text);
+    });
+  let quick = 0;
+  let runs = 0;
+  fc.assert(
+    fc.property(body, (buf) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(buf.toString('utf8'));
+      } catch {
+        return true;
+      }
+      runs++;
+      const walked = slugModel(buf, SLUG, 0, 1);
+      const searched = slugParsedModel(buf, SLUG, parsed as Record<string, unknown>);
+      const once = buf.indexOf('"model"') !== -1 && buf.indexOf('"model"', buf.indexOf('"model"') + 1) === -1;
+      if (once && typeof (parsed as Record<string, unknown>)['model'] === 'string' && buf.indexOf('\\u') === -1)
+        quick++;
+      return searched.reported === walked.reported && searched.out.equals(walked.out);
+    }),
+    { numRuns: 5000, seed: 20261128 },
+  );
+  t.ok(quick > runs / 4, `${quick} of ${runs} bodies took the two searches`);
 });
