@@ -6,12 +6,12 @@
 // source maps) and the bytes per folder or package, each per request. Pooling pays only where one
 // site or one folder allocates a large share; this shows whether one does.
 //
-//   node bench/run.js alloc-sites [--seconds S] [--conns N] [--top N]
+//   node bench/run.js alloc-sites [--seconds S] [--conns N | --rate R] [--top N] [--survivors]
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bucketOf, locate } from './lib/cpuprofile.mjs';
-import { closedLoop, once } from './lib/load.mjs';
+import { closedLoop, once, openLoop } from './lib/load.mjs';
 import { ensureBuilt, stopProcess } from './lib/proc.mjs';
 import { chatRequest, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { fmt, fmtInt, log, numberArg, parseFlags, table } from './lib/stats.mjs';
@@ -21,6 +21,8 @@ const flags = parseFlags(argv);
 const seconds = numberArg(argv, 'seconds', 5);
 const conns = numberArg(argv, 'conns', 50);
 const top = numberArg(argv, 'top', 25);
+/** 0: closed loop (every connection busy); else an open loop at this many requests a second. */
+const rate = numberArg(argv, 'rate', 0);
 const BODY = {
   model: 'openai/gpt-6-luna', // the continuous benchmark's instant default answer
   messages: [{ role: 'user', content: 'Hello, how are you today?' }],
@@ -79,16 +81,18 @@ try {
   const req = chatRequest(t, { Authorization: `Bearer ${gw.key}` }, BODY);
   const first = await once(t, req);
   if (first.status !== 200) throw new Error(`gateway: ${first.status} ${first.text.slice(0, 200)}`);
-  log(`alloc-sites: ${conns} connections, 2 s warm-up, ${seconds} s sampled`);
+  log(`alloc-sites: ${rate > 0 ? `${rate} req/s` : `${conns} connections`}, 2 s warm-up, ${seconds} s sampled`);
   const profile = written(gw);
-  const r = await closedLoop({
+  const loop = {
     target: t,
     req,
     conns,
     warmupMs: 2000,
     durationMs: seconds * 1000,
     hooks: { start: () => process.kill(gw.pid, 'SIGUSR2'), end: () => process.kill(gw.pid, 'SIGUSR2') },
-  });
+  };
+  const r = rate > 0 ? await openLoop({ ...loop, rate }) : await closedLoop(loop);
+  const rps = r.rps ?? rate;
   const path = await profile;
   if (!existsSync(path)) throw new Error(`no profile at ${path}`);
   const s = sites(JSON.parse(readFileSync(path, 'utf8')));
@@ -106,7 +110,7 @@ try {
     [
       `## Allocation per request, serving thread (${flags.quick ? 'quick' : `${seconds} s`})`,
       '',
-      `${fmtInt(r.ok)} requests in the window (${fmtInt(r.rps)} req/s, ${conns} connections): ${per(s.total)} bytes allocated per request (sampled every 1 KiB on average).`,
+      `${fmtInt(r.ok)} requests in the window (${fmtInt(rps)} req/s, ${rate > 0 ? 'open loop' : `${conns} connections`}): ${per(s.total)} bytes ${survivors ? 'that survived a scavenge' : 'allocated'} per request (sampled every 1 KiB on average).`,
       '',
       table(['function', 'where', 'bytes/request', 'share'], siteRows),
       '',
