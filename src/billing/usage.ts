@@ -107,10 +107,16 @@ const OUTPUT_FIELDS = [
  */
 export type InputUsage = Omit<Usage, (typeof OUTPUT_FIELDS)[number]>;
 
-/** The input side of `u` (every output count dropped). */
+const OUTPUT_FIELD_SET: ReadonlySet<string> = new Set(OUTPUT_FIELDS);
+
+/** The input side of `u` (every output count dropped). Built by copying what stays rather than
+ *  deleting what goes: a deleted property turns a V8 object into a slower dictionary. */
 export function inputSide(u: Usage): InputUsage {
-  const out: Partial<Usage> = { ...u };
-  for (const k of OUTPUT_FIELDS) Reflect.deleteProperty(out, k);
+  const out: Partial<Record<keyof Usage, number>> = {};
+  for (const k in u) {
+    const v = u[k as keyof Usage];
+    if (v !== undefined && !OUTPUT_FIELD_SET.has(k)) out[k as keyof Usage] = v;
+  }
   return out as InputUsage;
 }
 
@@ -144,11 +150,15 @@ class CountReader {
   }
 }
 
-/** Drops keys whose value is undefined, so "not reported" is a missing key, not a key set to undefined. */
+/** Drops keys whose value is undefined, so "not reported" is a missing key, not a key set to undefined
+ *  (copied rather than deleted: a deleted property turns a V8 object into a slower dictionary). */
 function compact(u: Usage): Usage {
-  const out: Usage = { ...u };
-  for (const k of Object.keys(out) as (keyof Usage)[]) if (out[k] === undefined) Reflect.deleteProperty(out, k);
-  return out;
+  const out: Partial<Record<keyof Usage, number>> = {};
+  for (const k in u) {
+    const v = u[k as keyof Usage];
+    if (v !== undefined) out[k as keyof Usage] = v;
+  }
+  return out as Usage;
 }
 
 export function usageFromChatCompletions(u: unknown): Usage | null {
