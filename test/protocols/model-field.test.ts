@@ -128,7 +128,8 @@ t.test('a parsed body: the two-search rewrite gives what the member walk gives',
     )
     .map(([obj, indent, escapeAll, extra]) => {
       let text = JSON.stringify(obj, null, indent);
-      if (escapeAll) text = text.replace(/[^\x20-\x7e\n]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      if (escapeAll)
+        text = text.replace(/[^\x20-\x7e\n]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
       if (extra !== null) text = text.replace(/^\{/, `{${extra}`).replace(/,\s*\}$/, '}');
       return Buffer.from(text);
     });
