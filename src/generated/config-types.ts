@@ -252,11 +252,11 @@ export interface Limits {
    */
   max_upstream_body_bytes?: number;
   /**
-   * Start-of-answer limit per attempt: time from sending the request to the provider's first content event.
+   * Start-of-answer limit per attempt: time from sending the request to the provider's first content event. At most 2147483647 (about 24.8 days, the longest timer Node.js keeps).
    */
   first_byte_timeout_ms?: number;
   /**
-   * A committed stream silent for this long is cut with an error event.
+   * A committed stream silent for this long is cut with an error event. At most 2147483647 (about 24.8 days, the longest timer Node.js keeps).
    */
   stream_idle_timeout_ms?: number;
   /**
@@ -280,7 +280,7 @@ export interface Limits {
    */
   token_timeout_ms?: number;
   /**
-   * On SIGTERM/SIGINT, in-flight requests and streams may finish for this long; then the rest end with the protocol's error event (logged as `drained`) and the process exits 0.
+   * On SIGTERM/SIGINT, in-flight requests and streams may finish for this long; then the rest end with the protocol's error event (logged as `drained`) and the process exits 0. At most 2147483647 (about 24.8 days, the longest timer Node.js keeps).
    */
   drain_timeout_ms?: number;
 }
@@ -306,11 +306,11 @@ export interface HealthSettings {
    */
   slow_first_byte_ms?: number;
   /**
-   * How long a deployment stays down before one probe request is let through.
+   * How long a deployment stays down before one probe request is let through. At most 2147483647 (about 24.8 days, the longest timer Node.js keeps).
    */
   cooldown_ms?: number;
   /**
-   * Cool-down doubles after each failed probe, up to this.
+   * Cool-down doubles after each failed probe, up to this. At most 2147483647 (about 24.8 days, the longest timer Node.js keeps).
    */
   max_cooldown_ms?: number;
 }
@@ -322,7 +322,7 @@ export interface SessionSettings {
 }
 export interface RequestLogSettings {
   /**
-   * Request-log rows are written in one transaction at most this often.
+   * Request-log rows are written in one transaction at most this often. At most 2147483647 (about 24.8 days, the longest timer Node.js keeps).
    */
   flush_interval_ms?: number;
   /**

@@ -141,8 +141,7 @@ export class AttemptCore {
     this.idleTimer = this.timers.start(this.onIdleTimeout, this.limits.streamIdleTimeoutMs);
   }
 
-  /** Drops the idle timer so that the next armIdle() starts a fresh one (a stopped one stays
-   *  stopped). */
+  /** Drops the idle timer so that the next armIdle() starts a fresh one (whatever state it was in). */
   dropIdle(): void {
     if (this.idleTimer) this.idleTimer.close();
     this.idleTimer = null;
