@@ -117,9 +117,10 @@ function guard(socket: Socket): void {
   const read = socket.read as (size?: number) => Buffer | null;
   socket.read = (size?: number): Buffer | null => g.read(read, size);
   const emit = socket.emit;
-  socket.emit = function guardedEmit(this: Socket, event: string | symbol, ...args: unknown[]): boolean {
+  // One array per event (the rest parameter, handed on as it is): the socket emits for every read.
+  socket.emit = function guardedEmit(this: Socket, ...eventAndArgs: unknown[]): boolean {
     try {
-      return Reflect.apply(emit, this, [event, ...args]) as boolean;
+      return Reflect.apply(emit, this, eventAndArgs) as boolean;
     } catch (err) {
       g.listenerThrew(err);
       return true;
