@@ -4,13 +4,14 @@
 // (quotes inside strings are escaped), and the depth walk skips strings properly.
 import { asciiAt } from './sse-splitter.ts';
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJ = 0x7b;
-const CLOSE_OBJ = 0x7d;
-const OPEN_ARR = 0x5b;
-const CLOSE_ARR = 0x5d;
-const COLON = 0x3a;
+/** JSON's structural bytes, shared with the one-pass reader (top-members.ts). */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_OBJ = 0x7b;
+export const CLOSE_OBJ = 0x7d;
+export const OPEN_ARR = 0x5b;
+export const CLOSE_ARR = 0x5d;
+export const COLON = 0x3a;
 
 function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;

@@ -7,15 +7,9 @@
 // general path to read. For a plain event both paths see the same members: a name is a member's name
 // exactly when the general readers find it as a key at depth 1.
 
-import { isNullAt } from './json-key.ts';
+import { BACKSLASH, CLOSE_ARR, CLOSE_OBJ, COLON, isNullAt, OPEN_ARR, OPEN_OBJ, QUOTE } from './json-key.ts';
+import { asciiAt } from './sse-splitter.ts';
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJ = 0x7b;
-const CLOSE_OBJ = 0x7d;
-const OPEN_ARR = 0x5b;
-const CLOSE_ARR = 0x5d;
-const COLON = 0x3a;
 const COMMA = 0x2c;
 const LF = 0x0a;
 const CR = 0x0d;
@@ -102,23 +96,18 @@ export class TopMembers {
   /** A five-byte member name: one of the three this reader looks for, or another. */
   private note(ev: Buffer, nameStart: number, valueStart: number, valueEnd: number): void {
     const a = ev[nameStart + 1];
-    if (a === 0x6d && nameIs(ev, nameStart, 'model')) {
+    if (a === 0x6d && asciiAt(ev, nameStart + 1, 'model')) {
       this.modelCount++;
       this.modelValueStart = valueStart;
       this.modelValueEnd = valueEnd;
-    } else if (a === 0x75 && nameIs(ev, nameStart, 'usage')) {
+    } else if (a === 0x75 && asciiAt(ev, nameStart + 1, 'usage')) {
       this.usageCount++;
       this.usageNameStart = nameStart;
       this.usageValueStart = valueStart;
-    } else if (a === 0x65 && nameIs(ev, nameStart, 'error')) {
+    } else if (a === 0x65 && asciiAt(ev, nameStart + 1, 'error')) {
       if (!isNullAt(ev, valueStart)) this.errorNonNull = true;
     }
   }
-}
-
-function nameIs(ev: Buffer, nameStart: number, name: string): boolean {
-  for (let k = 1; k < 5; k++) if (ev[nameStart + 1 + k] !== name.charCodeAt(k)) return false;
-  return true;
 }
 
 /** Index just after the value starting at `i`, or NOT_PLAIN (cut short, or a literal with a byte no
