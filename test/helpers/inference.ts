@@ -99,6 +99,8 @@ export interface UpstreamSpy {
   aborts: { at: number; reason: string }[];
   /** performance.now() of every data chunk the gateway received from the upstream. */
   dataAt: number[];
+  /** performance.now() of every upstream answer's end as the gateway received it. */
+  endAt: number[];
   restore(): void;
 }
 
@@ -112,6 +114,7 @@ export function spyUpstream(stack: Stack): UpstreamSpy {
     resumes: 0,
     aborts: [],
     dataAt: [],
+    endAt: [],
     restore() {
       client.call = original;
     },
@@ -124,7 +127,10 @@ export function spyUpstream(stack: Stack): UpstreamSpy {
         spy.dataAt.push(performance.now());
         sink.onData(c);
       },
-      onEnd: () => sink.onEnd(),
+      onEnd: () => {
+        spy.endAt.push(performance.now());
+        sink.onEnd();
+      },
       onError: (e) => sink.onError(e),
     };
     const ctrl = original(call, wrapped);

@@ -35,6 +35,8 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
   const spy = spyUpstream(s);
   const n = 2500;
   const text = Array.from({ length: n }, (_, i) => `${i}${WORD}`).join(' ');
+  /** Paths whose quiet was checked as a pause (see below): at least one must be. */
+  let quietChecked = 0;
   for (const [path, body, upstreamModel] of [
     [
       '/v1/chat/completions',
@@ -60,6 +62,7 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
   ] as const) {
     const pausesBefore = spy.pauses;
     const resumesBefore = spy.resumes;
+    const endsBefore = spy.endAt.length;
     // About 5 MB of content in one burst (scripted: the text is too big for the request body limit).
     s.sim.script(upstreamModel, { chunks: n, text }, 1);
     const raw = await rawPost(`${s.url}${path}`, JSON.stringify(body), {
@@ -78,15 +81,24 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
       if (spy.dataAt.length === seenAtPause) break;
       seenAtPause = spy.dataAt.length;
     }
-    t.ok(
-      spy.pauses - pausesBefore > spy.resumes - resumesBefore,
-      `${path}: the upstream read is paused while the flow is quiet`,
-    );
-    await new Promise((r) => setTimeout(r, 700));
-    t.ok(
-      spy.dataAt.length - seenAtPause <= 2,
-      `${path}: no upstream data while paused (${spy.dataAt.length - seenAtPause} chunks)`,
-    );
+    // The buffers may also have taken the whole rest of the answer after a resume (they hold about
+    // 4 of its 5.8 MB here, and grow under load): the upstream answer is then over, the relay has
+    // nothing left to pause (it stopped its idle timer at the end marker), and the quiet below is
+    // not a pause. The pause is shown only while the answer is still coming.
+    if (spy.endAt.length > endsBefore) {
+      t.comment(`${path}: the buffers took the whole answer; no quiet pause to check`);
+    } else {
+      quietChecked++;
+      t.ok(
+        spy.pauses - pausesBefore > spy.resumes - resumesBefore,
+        `${path}: the upstream read is paused while the flow is quiet`,
+      );
+      await new Promise((r) => setTimeout(r, 700));
+      t.ok(
+        spy.dataAt.length - seenAtPause <= 2,
+        `${path}: no upstream data while paused (${spy.dataAt.length - seenAtPause} chunks)`,
+      );
+    }
     const { text: got, timedOut } = await readAll(raw.res, 20_000);
     t.notOk(timedOut, `${path}: the stream finished`);
     t.ok(spy.resumes > resumesBefore, `${path}: resumed once the client read again`);
@@ -112,6 +124,8 @@ t.test('a slow client pauses the upstream read; nothing is lost; the pause is no
       `${path}: normal end`,
     );
   }
+  // The buffers taking a whole answer is rare: of the three paths, at least one must show the pause.
+  t.ok(quietChecked > 0, `the quiet was checked as a pause on ${quietChecked} of 3 paths`);
 });
 
 t.test('a provider that stalls after a backpressure pause is still caught by the idle limit', async (t) => {
