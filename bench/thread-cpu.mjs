@@ -4,7 +4,12 @@
 // request), beside the bare passthrough's. With --cpu-prof each thread's profile is written to
 // bench/results/profiles/threads-<time>/ (the serving thread's, the writer's, the checkpointer's).
 //
-//   node bench/run.js thread-cpu [--rate N] [--seconds S] [--cpu-prof]
+// `--workers N`: `serve --workers N` instead; its threads are listed one by one (the main thread is
+// the coordinator; the serving threads, the writer and V8's helper threads are told apart only by
+// how much they used). `--warm-s S` (0): S more seconds at saturation before each phase's own
+// warm-up, for compiled code in every serving thread.
+//
+//   node bench/run.js thread-cpu [--rate N] [--seconds S] [--workers N] [--warm-s S] [--cpu-prof]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop, once, openLoop } from './lib/load.mjs';
@@ -17,6 +22,8 @@ const opt = (name, dflt) => (argv.includes(name) ? Number(argv[argv.indexOf(name
 const rate = opt('--rate', 1000);
 const durMs = opt('--seconds', 10) * 1000;
 const prof = argv.includes('--cpu-prof');
+const workers = opt('--workers', 0);
+const warmS = opt('--warm-s', 0);
 const BODY = {
   model: 'openai/gpt-6-luna',
   messages: [{ role: 'user', content: 'Hello, how are you today?' }],
@@ -35,13 +42,14 @@ for (const who of ['serve', 'passthrough']) {
         ? await startGateway('gw-threads', {
             upstream: sim.url,
             nodeArgs: prof && phase === 'open' ? ['--cpu-prof', '--cpu-prof-dir', dir] : [],
-            args: ['--writer-thread', 'on'],
+            args: workers > 0 ? ['--workers', String(workers)] : ['--writer-thread', 'on'],
           })
         : await startPassthrough(sim.url);
     const t = target(p.url);
     const req = chatRequest(t, { Authorization: `Bearer ${p.key ?? 'sk-bench-upstream'}` }, BODY);
     const ok = await once(t, req);
     if (ok.status !== 200) throw new Error(`${who}: ${ok.status} ${ok.text.slice(0, 200)}`);
+    if (warmS > 0) await closedLoop({ target: t, req, conns: 64, warmupMs: 0, durationMs: warmS * 1000 });
     let before;
     let after;
     const hooks = { start: () => (before = threadCpu(p.pid)), end: () => (after = threadCpu(p.pid)) };
@@ -57,17 +65,23 @@ for (const who of ['serve', 'passthrough']) {
     const busiest = Object.keys(per)
       .filter((k) => k !== 'main')
       .sort((a, b) => per[b] - per[a])[0];
-    if (who === 'serve' && busiest) {
+    if (who === 'serve' && workers > 0) {
+      // Every thread on its own: which one is the writer is not known from the outside.
+      per.coordinator = per.main;
+      delete per.main;
+    } else if (who === 'serve' && busiest) {
       per.writer = per[busiest];
       delete per[busiest];
     }
-    let others = 0;
-    for (const k of Object.keys(per))
-      if (k !== 'main' && k !== 'writer') {
-        others += per[k];
-        delete per[k];
-      }
-    per.others = others;
+    if (!(who === 'serve' && workers > 0)) {
+      let others = 0;
+      for (const k of Object.keys(per))
+        if (k !== 'main' && k !== 'writer') {
+          others += per[k];
+          delete per[k];
+        }
+      per.others = others;
+    }
     const total = Object.values(per).reduce((a, b) => a + b, 0);
     rows.push([
       who,

@@ -20,12 +20,31 @@
 // memory (`fleet-2`), and `--workers 2` with every hold and rate decision by message (`fleet-2-msg`,
 // the baseline the shared memory is measured against).
 //
-//   node bench/run.js workers [--quick] [--rounds N] [--all-cores] [--pg]
+// `--warm-s S` (20; 4 with --quick): before the first round each gateway serves S seconds at
+// saturation, so that the rounds compare compiled code with compiled code. Each serving thread is an
+// isolate of its own that compiles the request path itself from the requests it sees, so two
+// threads sharing the load take about twice as long as one to reach the same code: measured on this
+// machine, V8's compiler threads still used ~170 µs per request at 1,000 req/s after 6 s of
+// saturation under --workers 2 (against ~35 for one thread), and ~30 after 30 s.
+//
+//   node bench/run.js workers [--quick] [--rounds N] [--warm-s S] [--all-cores] [--pg]
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
 import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { readFileSync } from 'node:fs';
 import { CLK_TCK, CORES, ensureBuilt, memKb, startNode, stopProcess } from './lib/proc.mjs';
-import { fmt, fmtInt, log, machineInfo, median, parseFlags, rotate, saveResult, table } from './lib/stats.mjs';
+import { closedLoop } from './lib/load.mjs';
+import {
+  fmt,
+  fmtInt,
+  log,
+  machineInfo,
+  median,
+  numberArg,
+  parseFlags,
+  rotate,
+  saveResult,
+  table,
+} from './lib/stats.mjs';
 
 const flags = parseFlags(process.argv.slice(2));
 
@@ -52,6 +71,7 @@ async function withMainShare(pid, measure) {
 const ROUNDS = flags.rounds ?? (flags.quick ? 2 : 3);
 const DUR = flags.quick ? 2000 : 4000;
 const WARM = flags.quick ? 500 : 1000;
+const WARM_S = numberArg(process.argv, 'warm-s', flags.quick ? 4 : 20);
 // The continuous benchmark's non-streamed request (an instant default answer from the simulator).
 const BODY = {
   model: 'openai/gpt-6-luna',
@@ -102,6 +122,10 @@ const contenders = procs.map(([name, proc]) => mk(name, proc));
 const [ONE, TWO] = PG ? ['fleet-1', 'fleet-2'] : ['workers-1', 'workers-2'];
 const rounds = [];
 try {
+  for (const c of contenders) {
+    log(`warming ${c.name}: ${WARM_S} s at saturation`);
+    await closedLoop({ target: c.target, req: c.req, conns: 50, warmupMs: 0, durationMs: WARM_S * 1000 });
+  }
   for (let r = 0; r < ROUNDS; r++) {
     const round = { fixed: {}, sat: {} };
     for (const c of rotate(contenders, r)) {
@@ -148,7 +172,7 @@ try {
       ]
     : null;
   const report = [
-    `### serve --workers${PG ? ' on a fleet node (PostgreSQL + Redis, escrow)' : ''}: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
+    `### serve --workers${PG ? ' on a fleet node (PostgreSQL + Redis, escrow)' : ''}: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds after ${WARM_S} s of warm-up each, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
     '',
     table(
       [
@@ -173,5 +197,7 @@ try {
       : []),
   ].join('\n');
   process.stdout.write(report + '\n');
-  log(`saved ${saveResult(PG ? 'workers-pg' : 'workers', { machine: machineInfo(), rounds, ratio, satRatio, msg })}`);
+  log(
+    `saved ${saveResult(PG ? 'workers-pg' : 'workers', { machine: machineInfo(), warmS: WARM_S, rounds, ratio, satRatio, msg })}`,
+  );
 }
