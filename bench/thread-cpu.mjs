@@ -24,6 +24,8 @@ const durMs = opt('--seconds', 10) * 1000;
 const prof = argv.includes('--cpu-prof');
 const workers = opt('--workers', 0);
 const warmS = opt('--warm-s', 0);
+if (![rate, durMs, workers, warmS].every(Number.isFinite))
+  throw new Error('--rate, --seconds, --workers and --warm-s take numbers');
 const BODY = {
   model: 'openai/gpt-6-luna',
   messages: [{ role: 'user', content: 'Hello, how are you today?' }],
@@ -59,7 +61,6 @@ for (const who of ['serve', 'passthrough']) {
         ? await openLoop({ target: t, req, rate, conns: 64, warmupMs: 3000, durationMs: durMs, hooks })
         : await closedLoop({ target: t, req, conns: 64, warmupMs: 2000, durationMs: durMs, hooks });
     await stopProcess(p, 20_000);
-    // The thread that worked most after the main one is the writer (its OS name is just "node").
     const per = {};
     for (const k of Object.keys(after)) per[k] = (after[k] - (before[k] ?? 0)) / r.ok;
     const busiest = Object.keys(per)
@@ -70,6 +71,7 @@ for (const who of ['serve', 'passthrough']) {
       per.coordinator = per.main;
       delete per.main;
     } else if (who === 'serve' && busiest) {
+      // The thread that worked most after the main one is the writer (its OS name is just "node").
       per.writer = per[busiest];
       delete per[busiest];
     }
@@ -84,7 +86,7 @@ for (const who of ['serve', 'passthrough']) {
     }
     const total = Object.values(per).reduce((a, b) => a + b, 0);
     rows.push([
-      who,
+      who === 'serve' && workers > 0 ? `serve --workers ${workers}` : who,
       phase,
       fmt(r.rps ?? r.ok / (durMs / 1000), 0),
       fmt(total, 1),

@@ -23,9 +23,9 @@
 // `--warm-s S` (20; 4 with --quick): before the first round each gateway serves S seconds at
 // saturation, so that the rounds compare compiled code with compiled code. Each serving thread is an
 // isolate of its own that compiles the request path itself from the requests it sees, so two
-// threads sharing the load take about twice as long as one to reach the same code: measured on this
-// machine, V8's compiler threads still used ~170 µs per request at 1,000 req/s after 6 s of
-// saturation under --workers 2 (against ~35 for one thread), and ~30 after 30 s.
+// threads sharing the load take longer than one to reach the same code: measured on this machine,
+// V8's helper threads (compiling) still used ~174 µs per request at 1,000 req/s after 7 s of load
+// under --workers 2 (against ~36 for one thread), ~98 after 9 s and ~32 after 31 s.
 //
 //   node bench/run.js workers [--quick] [--rounds N] [--warm-s S] [--all-cores] [--pg]
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
@@ -72,6 +72,7 @@ const ROUNDS = flags.rounds ?? (flags.quick ? 2 : 3);
 const DUR = flags.quick ? 2000 : 4000;
 const WARM = flags.quick ? 500 : 1000;
 const WARM_S = numberArg(process.argv, 'warm-s', flags.quick ? 4 : 20);
+if (!Number.isFinite(WARM_S) || WARM_S < 0) throw new Error('--warm-s takes a number of seconds (0 or more)');
 // The continuous benchmark's non-streamed request (an instant default answer from the simulator).
 const BODY = {
   model: 'openai/gpt-6-luna',
@@ -122,9 +123,10 @@ const contenders = procs.map(([name, proc]) => mk(name, proc));
 const [ONE, TWO] = PG ? ['fleet-1', 'fleet-2'] : ['workers-1', 'workers-2'];
 const rounds = [];
 try {
-  for (const c of contenders) {
+  for (const c of WARM_S > 0 ? contenders : []) {
     log(`warming ${c.name}: ${WARM_S} s at saturation`);
-    await closedLoop({ target: c.target, req: c.req, conns: 50, warmupMs: 0, durationMs: WARM_S * 1000 });
+    const w = await closedLoop({ target: c.target, req: c.req, conns: 50, warmupMs: 0, durationMs: WARM_S * 1000 });
+    if (w.errors > 0) log(`warming ${c.name}: ${w.errors} errors`);
   }
   for (let r = 0; r < ROUNDS; r++) {
     const round = { fixed: {}, sat: {} };
@@ -172,7 +174,7 @@ try {
       ]
     : null;
   const report = [
-    `### serve --workers${PG ? ' on a fleet node (PostgreSQL + Redis, escrow)' : ''}: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds after ${WARM_S} s of warm-up each, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
+    `### serve --workers${PG ? ' on a fleet node (PostgreSQL + Redis, escrow)' : ''}: CPU per request summed over every thread (${new Date().toISOString().slice(0, 10)}, ${ROUNDS} rounds after a ${WARM_S}-s warm-up of each gateway, medians; gateways on ${ALL_CORES ? 'every core' : 'core 0'})`,
     '',
     table(
       [

@@ -99,10 +99,15 @@ export interface UpstreamSpy {
   aborts: { at: number; reason: string }[];
   /** performance.now() of every data chunk the gateway received from the upstream. */
   dataAt: number[];
-  /** performance.now() of every upstream answer's end as the gateway received it. */
-  endAt: number[];
+  /** performance.now() of every end marker (`data: [DONE]`, `event: message_stop`,
+   *  `event: response.completed`) in what the gateway received from the upstream: the answer is
+   *  over from there, whether or not the relay has written it on yet. */
+  endMarkerAt: number[];
   restore(): void;
 }
+
+const END_MARKERS = ['data: [DONE]', 'event: message_stop', 'event: response.completed'];
+const END_MARKER_CARRY = Math.max(...END_MARKERS.map((m) => m.length)) - 1;
 
 /** Wraps the gateway's upstream client to count what the relay does to the upstream read. */
 export function spyUpstream(stack: Stack): UpstreamSpy {
@@ -114,23 +119,27 @@ export function spyUpstream(stack: Stack): UpstreamSpy {
     resumes: 0,
     aborts: [],
     dataAt: [],
-    endAt: [],
+    endMarkerAt: [],
     restore() {
       client.call = original;
     },
   };
   client.call = (call: UpstreamCall, sink: UpstreamSink): UpstreamControl => {
     spy.calls.push(call);
+    // The last bytes of the previous chunk: a marker may be split between two chunks.
+    let carry = Buffer.alloc(0);
     const wrapped: UpstreamSink = {
       onHead: (s, h) => sink.onHead(s, h),
       onData: (c) => {
-        spy.dataAt.push(performance.now());
+        const at = performance.now();
+        spy.dataAt.push(at);
+        const edge = Buffer.concat([carry, c.subarray(0, END_MARKER_CARRY)]);
+        if (END_MARKERS.some((m) => c.includes(m) || edge.includes(m))) spy.endMarkerAt.push(at);
+        const tail = Buffer.concat([carry, c.subarray(Math.max(0, c.length - END_MARKER_CARRY))]);
+        carry = Buffer.from(tail.subarray(Math.max(0, tail.length - END_MARKER_CARRY)));
         sink.onData(c);
       },
-      onEnd: () => {
-        spy.endAt.push(performance.now());
-        sink.onEnd();
-      },
+      onEnd: () => sink.onEnd(),
       onError: (e) => sink.onError(e),
     };
     const ctrl = original(call, wrapped);
