@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { nanoToDecimal } from '../../money.ts';
 import type { RequestLogEntry } from '../../store/sqlite/store.ts';
 import { flag, int, parse, str } from '../args.ts';
+import { followLog } from '../log-follow.ts';
 import type { Command } from '../command.ts';
 import { printJson, printTable } from '../output.ts';
 import { DB_HELP, guarded, iso, JSON_HELP, openFromArgs, STORE_OPTIONS } from '../store-command.ts';
@@ -13,7 +14,9 @@ const HELP = `Usage: pi-gateway logs [--workspace W] [--limit N] [--follow] [opt
 
 Prints the newest N request-log rows (default 50), oldest first: time, trace id, workspace, endpoint,
 model served, provider, status, error code, latency, cost. With --follow, keeps printing new rows
-(polling once a second) until interrupted; with --json each row is then one JSON line.
+(polling once a second) until interrupted; with --json each row is then one JSON line. A followed
+row is printed a second after it appears, so that a charged request shows its final row (total
+latency, how it ended), which replaces the one written with its charge.
 The log holds no prompts, keys or credentials.
 
 Options:
@@ -104,25 +107,20 @@ export const command: Command = {
         };
         if (!json) process.stdout.write(HEADERS.join('  ') + '\n');
         print(first);
-        let last = first.at(-1)?.id ?? 0;
         let stopped = false;
         const stop = () => (stopped = true);
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
-        while (!stopped) {
-          await sleep(FOLLOW_POLL_MS);
-          for (;;) {
-            const rows = await store.requestLog.query({
-              ...(workspace !== undefined ? { workspace } : {}),
-              afterId: last,
-              limit: 1000,
-            });
-            print(rows);
-            if (rows.length === 0) break;
-            last = (rows.at(-1) as RequestLogEntry).id;
-            if (rows.length < 1000) break;
-          }
-        }
+        await followLog(
+          {
+            query: (afterId, limit) =>
+              store.requestLog.query({ ...(workspace !== undefined ? { workspace } : {}), afterId, limit }),
+            print,
+            wait: () => sleep(FOLLOW_POLL_MS),
+            stopped: () => stopped,
+          },
+          first.at(-1)?.id ?? 0,
+        );
         return 0;
       } finally {
         await store.close();

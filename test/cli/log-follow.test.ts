@@ -1,0 +1,152 @@
+// `logs --follow`'s loop over a scripted log: every row printed once, in order, as it stood one poll
+// after it appeared — so a charged request's final row, which replaces the row its charge wrote under
+// the same id, is what gets printed.
+import t from 'tap';
+import { followLog } from '../../src/cli/log-follow.ts';
+import type { RequestLogEntry } from '../../src/store/types.ts';
+
+function entry(id: number, latency: number | null, ended: RequestLogEntry['ended']): RequestLogEntry {
+  return {
+    id,
+    trace_id: `t${id}`,
+    ts: 1_767_225_600_000 + id,
+    workspace: 'ws',
+    key_id: null,
+    endpoint: 'chat_completions',
+    model_requested: 'v/m',
+    model_served: 'm',
+    provider: 'p',
+    deployment: 'd',
+    attempts: 1,
+    attempts_json: [],
+    stream: true,
+    status: 200,
+    error_code: null,
+    latency_ms: latency,
+    ttfb_ms: 3,
+    prompt_tokens: 1,
+    completion_tokens: 1,
+    reasoning_tokens: null,
+    cached_tokens: null,
+    cost_nano: 7n,
+    app_title: null,
+    app_origin: null,
+    session_id: null,
+    ended,
+  };
+}
+
+/**
+ * A log the test writes between polls: `steps[i]` runs during the i-th wait (then the poll queries),
+ * and the loop stops after the last step's poll, or at `stopAt` (during that wait).
+ */
+function scripted(steps: ((log: Map<number, RequestLogEntry>) => void)[], stopAt = steps.length) {
+  const log = new Map<number, RequestLogEntry>();
+  const printed: RequestLogEntry[] = [];
+  let polls = 0;
+  let stop = false;
+  let queries = 0;
+  const parts = {
+    query: async (afterId: number, limit: number) => {
+      queries++;
+      return [...log.values()]
+        .filter((r) => r.id > afterId)
+        .sort((a, b) => a.id - b.id)
+        .slice(0, limit)
+        .map((r) => ({ ...r }));
+    },
+    print: (rows: RequestLogEntry[]) => printed.push(...rows),
+    wait: async () => {
+      steps[polls]?.(log);
+      polls++;
+      if (polls >= stopAt) stop = true;
+    },
+    stopped: () => stop,
+  };
+  return { log, printed, parts, queries: () => queries };
+}
+
+t.test("a charged request's row is printed as its final row replaced it", async (t) => {
+  const s = scripted([
+    // Its charge commits the first version (known at the charge: no total latency yet).
+    (log) => log.set(1, entry(1, null, 'completed')),
+    // Its last byte went out: the final row replaces it under the same id.
+    (log) => log.set(1, entry(1, 840, 'client_abort')),
+    () => {},
+  ]);
+  await followLog(s.parts, 0);
+  t.same(
+    s.printed.map((r) => [r.id, r.latency_ms, r.ended]),
+    [[1, 840, 'client_abort']],
+    'printed once, as the final row',
+  );
+});
+
+t.test('rows arriving at every poll are each printed once, in order, one poll after they appeared', async (t) => {
+  const steps = Array.from({ length: 6 }, (_, i) => (log: Map<number, RequestLogEntry>) => {
+    for (let k = 1; k <= 3; k++) log.set(i * 3 + k, entry(i * 3 + k, null, 'completed'));
+    // Last poll's rows get their final version now.
+    for (let k = 1; k <= 3 && i > 0; k++) log.set((i - 1) * 3 + k, entry((i - 1) * 3 + k, 10 * i, 'completed'));
+  });
+  const s = scripted(steps, 6);
+  await followLog(s.parts, 0);
+  // The last step's rows were seen by the poll the stop came with: printed then, as they stood.
+  t.same(
+    s.printed.map((r) => r.id),
+    Array.from({ length: 18 }, (_, i) => i + 1),
+    'every row once, in id order',
+  );
+  t.ok(
+    s.printed.slice(0, 15).every((r) => r.latency_ms !== null),
+    "every row but the last poll's printed in its final version",
+  );
+});
+
+t.test('more rows than one query takes: paged, each printed once', async (t) => {
+  const s = scripted([
+    (log) => {
+      for (let id = 1; id <= 2500; id++) log.set(id, entry(id, 1, 'completed'));
+    },
+    () => {},
+    () => {},
+  ]);
+  await followLog(s.parts, 0);
+  t.equal(s.printed.length, 2500);
+  t.ok(
+    s.printed.every((r, i) => r.id === i + 1),
+    'in order, none twice',
+  );
+});
+
+t.test('the rows already printed before following are not printed again', async (t) => {
+  const s = scripted([() => {}, () => {}]);
+  s.log.set(1, entry(1, 5, 'completed'));
+  s.log.set(2, entry(2, 5, 'completed'));
+  s.log.set(3, entry(3, null, 'completed'));
+  await followLog(s.parts, 2);
+  t.same(
+    s.printed.map((r) => r.id),
+    [3],
+  );
+});
+
+t.test('a stop prints what was seen and not yet printed, as it stands', async (t) => {
+  const s = scripted(
+    [
+      (log) => log.set(1, entry(1, null, 'completed')),
+      (log) => {
+        log.set(1, entry(1, 12, 'completed'));
+        log.set(2, entry(2, null, 'completed'));
+      },
+    ],
+    2,
+  );
+  await followLog(s.parts, 0);
+  t.same(
+    s.printed.map((r) => [r.id, r.latency_ms]),
+    [
+      [1, 12],
+      [2, null],
+    ],
+  );
+});
