@@ -38,17 +38,23 @@ function entry(id: number, latency: number | null, ended: RequestLogEntry['ended
 
 /**
  * A log the test writes between polls: `steps[i]` runs during the i-th wait (then the poll queries),
- * and the loop stops after the last step's poll, or at `stopAt` (during that wait).
+ * and the loop stops during the wait of poll `stopAt` (the last step's, by default) — or, with
+ * `stopInQueryOf`, during the first query of that poll. `printedAt[i]`: how many rows were printed
+ * when the i-th wait began.
  */
-function scripted(steps: ((log: Map<number, RequestLogEntry>) => void)[], stopAt = steps.length) {
+function scripted(
+  steps: ((log: Map<number, RequestLogEntry>) => void)[],
+  stopAt = steps.length,
+  stopInQueryOf: number | null = null,
+) {
   const log = new Map<number, RequestLogEntry>();
   const printed: RequestLogEntry[] = [];
+  const printedAt: number[] = [];
   let polls = 0;
   let stop = false;
-  let queries = 0;
   const parts = {
     query: async (afterId: number, limit: number) => {
-      queries++;
+      if (polls === stopInQueryOf) stop = true;
       return [...log.values()]
         .filter((r) => r.id > afterId)
         .sort((a, b) => a.id - b.id)
@@ -57,13 +63,14 @@ function scripted(steps: ((log: Map<number, RequestLogEntry>) => void)[], stopAt
     },
     print: (rows: RequestLogEntry[]) => printed.push(...rows),
     wait: async () => {
+      printedAt.push(printed.length);
       steps[polls]?.(log);
       polls++;
-      if (polls >= stopAt) stop = true;
+      if (stopInQueryOf === null && polls >= stopAt) stop = true;
     },
     stopped: () => stop,
   };
-  return { log, printed, parts, queries: () => queries };
+  return { log, printed, printedAt, parts };
 }
 
 t.test("a charged request's row is printed as its final row replaced it", async (t) => {
@@ -115,6 +122,46 @@ t.test('more rows than one query takes: paged, each printed once', async (t) => 
   t.ok(
     s.printed.every((r, i) => r.id === i + 1),
     'in order, none twice',
+  );
+});
+
+t.test('a backlog larger than a query takes: every poll prints all that the one before saw', async (t) => {
+  // 1,500 rows a poll, 10 polls: each poll reads every page, so nothing waits more than one poll.
+  const steps = Array.from({ length: 10 }, (_, i) => (log: Map<number, RequestLogEntry>) => {
+    for (let k = 1; k <= 1500; k++) log.set(i * 1500 + k, entry(i * 1500 + k, 1, 'completed'));
+  });
+  const s = scripted([...steps, () => {}, () => {}]);
+  await followLog(s.parts, 0);
+  // When wait i+2 begins, poll i+1 has printed every row written up to step i.
+  for (let i = 0; i < 10; i++) {
+    t.equal(s.printedAt[i + 2], (i + 1) * 1500, `after poll ${i + 2}: the rows of step ${i + 1} printed`);
+  }
+  t.equal(s.printed.length, 15_000);
+  t.ok(
+    s.printed.every((r, i) => r.id === i + 1),
+    'in order, none twice',
+  );
+});
+
+t.test('a stop during a query prints the rows that poll held back', async (t) => {
+  const s = scripted(
+    [
+      (log) => log.set(1, entry(1, null, 'completed')),
+      (log) => {
+        log.set(1, entry(1, 9, 'completed'));
+        log.set(2, entry(2, null, 'completed'));
+      },
+    ],
+    Number.POSITIVE_INFINITY,
+    2,
+  );
+  await followLog(s.parts, 0);
+  t.same(
+    s.printed.map((r) => [r.id, r.latency_ms]),
+    [
+      [1, 9],
+      [2, null],
+    ],
   );
 });
 

@@ -14,9 +14,10 @@ const HELP = `Usage: pi-gateway logs [--workspace W] [--limit N] [--follow] [opt
 
 Prints the newest N request-log rows (default 50), oldest first: time, trace id, workspace, endpoint,
 model served, provider, status, error code, latency, cost. With --follow, keeps printing new rows
-(polling once a second) until interrupted; with --json each row is then one JSON line. A followed
-row is printed a second after it appears, so that a charged request shows its final row (total
-latency, how it ended), which replaces the one written with its charge.
+(polling once a second) until interrupted; with --json each row is then one JSON line. A new row is
+printed one poll (one to two seconds) after it appears, as it stands then: a charged request's row,
+first written with its charge, is updated by the request's final row (total latency, how it ended),
+which shows when it came within that time. The first N rows are printed as they stand at once.
 The log holds no prompts, keys or credentials.
 
 Options:
