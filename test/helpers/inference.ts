@@ -133,10 +133,9 @@ export function spyUpstream(stack: Stack): UpstreamSpy {
       onData: (c) => {
         const at = performance.now();
         spy.dataAt.push(at);
-        const edge = Buffer.concat([carry, c.subarray(0, END_MARKER_CARRY)]);
-        if (END_MARKERS.some((m) => c.includes(m) || edge.includes(m))) spy.endMarkerAt.push(at);
-        const tail = Buffer.concat([carry, c.subarray(Math.max(0, c.length - END_MARKER_CARRY))]);
-        carry = Buffer.from(tail.subarray(Math.max(0, tail.length - END_MARKER_CARRY)));
+        const seen = Buffer.concat([carry, c]);
+        if (END_MARKERS.some((m) => seen.includes(m))) spy.endMarkerAt.push(at);
+        carry = Buffer.from(seen.subarray(-END_MARKER_CARRY));
         sink.onData(c);
       },
       onEnd: () => sink.onEnd(),
