@@ -8,13 +8,17 @@
 //
 //   node bench/run.js ab --base REV [--quick] [--rounds N] [--writer-thread]
 //        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--env-a "K=V …"] [--env-b "…"] [--same-tree]
-//        [--json-only | --streams-only] [--rate R]
+//        [--json-only | --streams-only] [--rate R] [--idle-gap S [--idle-dur S]]
 //
 // --writer-thread runs both gateways with the SQLite writer thread, as `serve` does. --node-args-*
 // pass Node/V8 flags to one side (memory trials), --args-* extra launcher flags (e.g. --metrics on).
 // --same-tree runs the working tree on both sides (for flag-only comparisons).
 // --rate R adds an open-loop phase at R req/s (latency p50/p99 and CPU µs/request at that rate: the
 // cost of work a saturated run spreads over many requests per event-loop turn).
+// --idle-gap S ends each round with every process idle S seconds, then each contender in the round's
+// order at R req/s (1,000 without --rate) for --idle-dur seconds (10) with no warm-up: the tail right
+// after an idle gap, as the continuous benchmark measures it (the later contenders of a round idle the
+// gap plus the windows before theirs; the rotating order spreads that over the sides).
 import { once } from './lib/load.mjs';
 import { ROOT, ensureBuilt, memKb, snapshotTree, stopProcess } from './lib/proc.mjs';
 import {
@@ -69,6 +73,9 @@ const withPassthrough = !argv.includes('--no-passthrough');
 const phases = { tp: !argv.includes('--streams-only'), st: !argv.includes('--json-only') };
 const rate = opt('--rate') === null ? null : Number(opt('--rate'));
 if (rate !== null && !(rate > 0)) throw new Error('--rate takes requests per second');
+const idleGapMs = opt('--idle-gap') === null ? null : Number(opt('--idle-gap')) * 1000;
+const idleDurMs = Number(opt('--idle-dur', '10')) * 1000;
+if (idleGapMs !== null && !(idleGapMs > 0 && idleDurMs > 0)) throw new Error('--idle-gap and --idle-dur take seconds');
 
 ensureBuilt(ROOT);
 const snap = sameTree ? { dir: ROOT, commit: 'working tree' } : snapshotTree(base);
@@ -129,7 +136,7 @@ for (const c of contenders) {
 const rounds = [];
 for (let r = 0; r < P.rounds; r++) {
   const order = rotate(contenders, r);
-  const round = { tp: {}, st: {}, lat: {} };
+  const round = { tp: {}, st: {}, lat: {}, idle: {} };
   for (const c of phases.tp ? order : []) {
     const x = await measureThroughput(c, { simPid: sim.pid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
     round.tp[c.name] = x;
@@ -162,6 +169,22 @@ for (let r = 0; r < P.rounds; r++) {
     log(
       `round ${r + 1} st ${c.name.padEnd(12)} ${fmt(x.sutCpuUsPerUnit, 2)} µs/event  ttfc p50 ${fmt(x.ttfcP50, 2)} ms  short ${x.short}  err ${x.errors}`,
     );
+  }
+  if (idleGapMs !== null) {
+    await new Promise((resolve) => setTimeout(resolve, idleGapMs));
+    for (const c of order) {
+      const x = await measureLatency(c, {
+        simPid: sim.pid,
+        rate: rate ?? 1000,
+        conns: P.conns,
+        warmupMs: 0,
+        durationMs: idleDurMs,
+      });
+      round.idle[c.name] = x;
+      log(
+        `round ${r + 1} idle ${c.name.padEnd(10)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? Number.NaN, 1)} ms  ${fmt(x.sutCpuUsPerUnit)} µs/req  err ${x.errors}; max by second ${x.bySecond.map((b) => fmt(b.max, 0)).join(' ')}`,
+      );
+    }
   }
   rounds.push(round);
 }
@@ -219,6 +242,25 @@ if (rate !== null) {
   out.push('');
   out.push(
     `B / A per round at ${fmtInt(rate)} req/s, median: CPU/req ${fmt(ratio('lat', 'sutCpuUsPerUnit'), 3)}, p99 ${fmt(ratio('lat', 'p99'), 3)}`,
+  );
+  out.push('');
+}
+if (idleGapMs !== null) {
+  const idleRows = names.map((n) => [
+    n,
+    fmt(med('idle', n, 'p50'), 3),
+    fmt(med('idle', n, 'p99'), 3),
+    rounds.map((r) => fmt(r.idle[n]?.p99, 1)).join(' · '),
+    fmt(med('idle', n, 'sutCpuUsPerUnit')),
+  ]);
+  out.push(
+    `In the first ${idleDurMs / 1000} s at ${fmtInt(rate ?? 1000)} req/s after ${idleGapMs / 1000} s idle (no warm-up):`,
+  );
+  out.push('');
+  out.push(table(['contender', 'p50 ms', 'p99 ms', 'p99 per round', 'CPU µs/req'], idleRows));
+  out.push('');
+  out.push(
+    `B / A per round after the idle gap, median: p99 ${fmt(ratio('idle', 'p99'), 3)}, CPU/req ${fmt(ratio('idle', 'sutCpuUsPerUnit'), 3)}`,
   );
   out.push('');
 }

@@ -2,7 +2,7 @@
 // stale, then runs each selected benchmark as its own process pinned to core 1 (the load generator's
 // core; the processes under test are pinned to core 0 by the benchmarks themselves).
 //
-//   node bench/run.js catalog|proxy|admission|routing|profile|telemetry|stalled-readers|continuous|workers|workers-drills|fleet-drills|hot-wallet|ab|gc-trace|executable|wal|wal-shape|thread-cpu|alloc-sites|soak|all [--quick] [--rounds N] [--rev REV]
+//   node bench/run.js catalog|proxy|admission|routing|profile|telemetry|stalled-readers|continuous|workers|workers-drills|fleet-drills|hot-wallet|ab|gc-trace|executable|wal|wal-shape|thread-cpu|alloc-sites|soak|memory-map|wake-cost|all [--quick] [--rounds N] [--rev REV]
 //
 // --rev REV measures commit REV instead of the working tree: it is exported with `git archive` into
 // a temp directory (node_modules linked) and built there; the repository is not touched.
@@ -35,6 +35,7 @@ const BENCHES = {
   'alloc-sites': 'alloc-sites.mjs',
   soak: 'soak.mjs',
   'memory-map': 'memory-map.mjs',
+  'wake-cost': 'wake-cost.mjs',
 };
 const ALL = ['catalog', 'admission', 'routing', 'proxy', 'profile'];
 

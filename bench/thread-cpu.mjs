@@ -7,13 +7,15 @@
 // `--workers N`: `serve --workers N` instead; its threads are listed one by one (the main thread is
 // the coordinator; the serving threads, the writer and V8's helper threads are told apart only by
 // how much they used). `--warm-s S` (0): S more seconds at saturation before each phase's own
-// warm-up, for compiled code in every serving thread.
+// warm-up, for compiled code in every serving thread. Context switches per request of the main
+// thread and the busiest other one (voluntary: it slept; involuntary: another thread on the core took
+// it over) say how often each request wakes them.
 //
 //   node bench/run.js thread-cpu [--rate N] [--seconds S] [--workers N] [--warm-s S] [--cpu-prof]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop, once, openLoop } from './lib/load.mjs';
-import { RESULTS_DIR, ensureBuilt, stopProcess, threadCpu } from './lib/proc.mjs';
+import { RESULTS_DIR, ensureBuilt, stopProcess, threadCpu, threadSwitches } from './lib/proc.mjs';
 import { chatRequest, startGateway, startPassthrough, startSimulator, target } from './lib/stack.mjs';
 import { fmt, log, table } from './lib/stats.mjs';
 
@@ -54,7 +56,18 @@ for (const who of ['serve', 'passthrough']) {
     if (warmS > 0) await closedLoop({ target: t, req, conns: 64, warmupMs: 0, durationMs: warmS * 1000 });
     let before;
     let after;
-    const hooks = { start: () => (before = threadCpu(p.pid)), end: () => (after = threadCpu(p.pid)) };
+    let switchesBefore;
+    let switchesAfter;
+    const hooks = {
+      start: () => {
+        before = threadCpu(p.pid);
+        switchesBefore = threadSwitches(p.pid);
+      },
+      end: () => {
+        after = threadCpu(p.pid);
+        switchesAfter = threadSwitches(p.pid);
+      },
+    };
     log(`${who} ${phase}`);
     const r =
       phase === 'open'
@@ -66,6 +79,20 @@ for (const who of ['serve', 'passthrough']) {
     const busiest = Object.keys(per)
       .filter((k) => k !== 'main')
       .sort((a, b) => per[b] - per[a])[0];
+    // Sleeps and preemptions per request of the main thread and of the busiest other one.
+    const switches = (k) => {
+      const a = switchesAfter[k];
+      const b = switchesBefore[k] ?? { voluntary: 0, involuntary: 0 };
+      return a
+        ? `${fmt((a.voluntary - b.voluntary) / r.ok, 2)} + ${fmt((a.involuntary - b.involuntary) / r.ok, 2)}`
+        : '';
+    };
+    const switchCell = [
+      `main ${switches('main')}`,
+      ...(busiest && !(who === 'serve' && workers > 0)
+        ? [`${who === 'serve' ? 'writer' : 'busiest other'} ${switches(busiest)}`]
+        : []),
+    ].join(', ');
     if (who === 'serve' && workers > 0) {
       // Every thread on its own: which one is the writer is not known from the outside.
       per.coordinator = per.main;
@@ -95,11 +122,12 @@ for (const who of ['serve', 'passthrough']) {
         .sort((a, b) => b[1] - a[1])
         .map(([k, v]) => `${k} ${fmt(v, 1)}`)
         .join(', '),
+      switchCell,
       r.p99 !== undefined ? fmt(r.p99, 2) : '',
     ]);
   }
 }
 await stopProcess(sim);
 process.stdout.write(
-  `${table(['who', 'load', 'req/s', 'CPU µs/request', 'by thread (µs/request)', 'p99 ms'], rows)}\n${prof ? `Profiles: ${dir}\n` : ''}`,
+  `${table(['who', 'load', 'req/s', 'CPU µs/request', 'by thread (µs/request)', 'context switches per request (voluntary + involuntary)', 'p99 ms'], rows)}\n${prof ? `Profiles: ${dir}\n` : ''}`,
 );

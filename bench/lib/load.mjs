@@ -391,6 +391,7 @@ export async function openLoop({
   const queue = [];
   const lat = [];
   const svc = [];
+  const latAt = [];
   let ok = 0;
   let errors = 0;
   let late = 0;
@@ -412,6 +413,7 @@ export async function openLoop({
         if (isOk(r)) {
           ok++;
           lat.push(r.doneAt - job.at);
+          latAt.push(job.at);
           svc.push(r.doneAt - sentAt);
         } else {
           errors++;
@@ -459,9 +461,20 @@ export async function openLoop({
   for (const c of pool) c.close();
   const s = sorted(lat);
   const sv = sorted(svc);
+  // The window second by second (by scheduled send time): where in it a tail happened.
+  const seconds = [];
+  for (let k = 0; k < lat.length; k++) {
+    const sec = Math.max(0, Math.floor((latAt[k] - tStart) / 1000));
+    (seconds[sec] ??= []).push(lat[k]);
+  }
+  const bySecond = Array.from(seconds, (xs) => {
+    const ys = sorted(xs ?? []);
+    return { n: ys.length, p50: pct(ys, 50), p99: pct(ys, 99), max: ys.length ? ys[ys.length - 1] : NaN };
+  });
   return {
     ok,
     errors: errors + late,
+    bySecond,
     errorSamples,
     offered: rate,
     achieved: ok / ((tEnd - tStart) / 1000),

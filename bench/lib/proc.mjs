@@ -279,6 +279,32 @@ export function threadCpu(pid) {
 }
 
 /**
+ * Context switches of each thread of a process so far, keyed as `threadCpu` keys its threads:
+ * voluntary (the thread slept: an idle event loop, a wait) and involuntary (another thread on the
+ * core took it over).
+ */
+export function threadSwitches(pid) {
+  const out = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let s;
+    let name;
+    try {
+      s = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    } catch {
+      continue;
+    }
+    const count = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? 0);
+    out[tid === String(pid) ? 'main' : `${name}#${tid}`] = {
+      voluntary: count('voluntary_ctxt_switches'),
+      involuntary: count('nonvoluntary_ctxt_switches'),
+    };
+  }
+  return out;
+}
+
+/**
  * What each thread of a `serve` process spent between two `threadCpu` readings, in ms: the serving
  * thread, the writer (the busiest other thread: its OS name is just "node"), and the rest together.
  */
