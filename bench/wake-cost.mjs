@@ -1,5 +1,6 @@
 // What a wake-up costs the code that runs after it, on this machine: one fixed unit of JavaScript
-// work (serialising and parsing a chat request, a few times) timed back to back, and timed again when
+// work (serialising and parsing a chat request a few times; or reading a 4-MiB working set, one read
+// per cache line) timed back to back, and timed again when
 // the thread sleeps S ms (a futex wait, as an idle event loop sleeps in epoll) before each unit. No
 // gateway runs: this is the machine's figure. A gateway at 1,000 req/s handles each request in a few
 // short event-loop turns, each after such a sleep, where a saturated one runs turn after turn; the
@@ -33,41 +34,58 @@ function unit(reps) {
   }
   return n;
 }
+/** One read per 64-byte cache line of a `bytes` buffer: a working set the size of a request's. */
+const buffers = new Map();
+function touch(bytes) {
+  let b = buffers.get(bytes);
+  if (!b) {
+    b = new Uint8Array(bytes).fill(1);
+    buffers.set(bytes, b);
+  }
+  let n = 0;
+  for (let i = 0; i < b.length; i += 64) n += b[i];
+  return n;
+}
 const cell = new Int32Array(new SharedArrayBuffer(4));
 /** Median µs of one unit over `count` units, sleeping `sleepMs` before each (0: back to back). */
-function timeUnits(reps, sleepMs, count) {
+function timeUnits(size, sleepMs, count) {
+  const run = size.reps > 0 ? () => unit(size.reps) : () => touch(size.bytes);
   const times = new Float64Array(count);
   for (let i = 0; i < count; i++) {
     if (sleepMs > 0) Atomics.wait(cell, 0, 0, sleepMs);
     const t0 = process.hrtime.bigint();
-    unit(reps);
+    run();
     times[i] = Number(process.hrtime.bigint() - t0) / 1000;
   }
   times.sort();
   return times[count >> 1];
 }
 
-const SIZES = [4, 64]; // ~25 µs (one short event-loop turn) and ~400 µs
+const SIZES = [
+  { name: '4 JSON round trips (~25 µs)', reps: 4 },
+  { name: '64 JSON round trips (~300 µs)', reps: 64 },
+  { name: 'one read per cache line of 4 MiB', bytes: 4 << 20 },
+];
 const SLEEPS = [0, 0.2, 1, 5];
-timeUnits(64, 0, 2000); // compile and settle before measuring
+for (const size of SIZES) timeUnits(size, 0, 500); // compile and settle before measuring
 const results = new Map();
 for (let p = 0; p < passes; p++)
-  for (const reps of SIZES)
+  for (const size of SIZES)
     for (const s of SLEEPS) {
       // About one second per cell.
-      const per = timeUnits(reps, 0, 50) + s * 1000;
-      const m = timeUnits(reps, s, Math.max(50, Math.round(1e6 / per)));
-      const k = `${reps}/${s}`;
+      const per = timeUnits(size, 0, 50) + s * 1000;
+      const m = timeUnits(size, s, Math.max(50, Math.round(1e6 / per)));
+      const k = `${size.name}/${s}`;
       results.set(k, [...(results.get(k) ?? []), m]);
-      log(`pass ${p + 1}: ${reps} reps, sleep ${s} ms before each: ${fmt(m, 1)} µs`);
+      log(`pass ${p + 1}: ${size.name}, sleep ${s} ms before each: ${fmt(m, 1)} µs`);
     }
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const rows = [];
-for (const reps of SIZES) {
-  const base = median(results.get(`${reps}/0`));
+for (const size of SIZES) {
+  const base = median(results.get(`${size.name}/0`));
   for (const s of SLEEPS) {
-    const m = median(results.get(`${reps}/${s}`));
-    rows.push([`${reps} round trips`, s === 0 ? 'none (back to back)' : `${s} ms`, fmt(m, 1), fmt(m / base, 2)]);
+    const m = median(results.get(`${size.name}/${s}`));
+    rows.push([size.name, s === 0 ? 'none (back to back)' : `${s} ms`, fmt(m, 1), fmt(m / base, 2)]);
   }
 }
 process.stdout.write(
