@@ -8,19 +8,24 @@
 //
 //   node bench/run.js ab --base REV [--quick] [--rounds N] [--writer-thread]
 //        [--node-args-a "…"] [--node-args-b "…"] [--args-a "…"] [--args-b "…"] [--env-a "K=V …"] [--env-b "…"] [--same-tree]
-//        [--json-only | --streams-only] [--rate R] [--idle-gap S [--idle-dur S]]
+//        [--json-only | --streams-only] [--rate R] [--idle-gap S [--idle-dur S]] [--writer-batch-b]
 //
 // --writer-thread runs both gateways with the SQLite writer thread, as `serve` does. --node-args-*
 // pass Node/V8 flags to one side (memory trials), --args-* extra launcher flags (e.g. --metrics on).
 // --same-tree runs the working tree on both sides (for flag-only comparisons).
 // --rate R adds an open-loop phase at R req/s (latency p50/p99 and CPU µs/request at that rate: the
 // cost of work a saturated run spreads over many requests per event-loop turn).
+// --writer-batch-b makes side B's writer thread a SCHED_BATCH task (`chrt -b`): Linux then runs it
+// when the serving thread yields instead of letting it take the core on wake-up (a scheduling trial;
+// needs --writer-thread; the writer is found as the busiest thread after the main one under 3 s
+// saturated, a load both sides get so neither is warmer).
 // --idle-gap S ends each round with every process idle S seconds, then each contender in the round's
 // order at R req/s (1,000 without --rate) for --idle-dur seconds (10) with no warm-up: the tail right
 // after an idle gap, as the continuous benchmark measures it (the later contenders of a round idle the
 // gap plus the windows before theirs; the rotating order spreads that over the sides).
-import { once } from './lib/load.mjs';
-import { ROOT, ensureBuilt, memKb, snapshotTree, stopProcess } from './lib/proc.mjs';
+import { execFileSync } from 'node:child_process';
+import { closedLoop, once } from './lib/load.mjs';
+import { ROOT, ensureBuilt, memKb, snapshotTree, stopProcess, threadCpu } from './lib/proc.mjs';
 import {
   chatRequest,
   measureLatency,
@@ -131,6 +136,26 @@ for (const c of contenders) {
   if (a.status !== 200 || s.status !== 200 || !s.text.includes('[DONE]'))
     throw new Error(`${c.name}: sanity check failed: ${a.status} ${s.status} ${a.text.slice(0, 200)}`);
   expectEvents ??= s.events;
+}
+if (argv.includes('--writer-batch-b')) {
+  if (common.length === 0) throw new Error('--writer-batch-b needs --writer-thread');
+  const a = contenders.find((c) => c.name === 'A');
+  await closedLoop({ target: a.target, req: a.req, conns: P.conns, warmupMs: 0, durationMs: 3000 });
+  const b = contenders.find((c) => c.name === 'B');
+  const before = threadCpu(b.pid);
+  await closedLoop({ target: b.target, req: b.req, conns: P.conns, warmupMs: 0, durationMs: 3000 });
+  const after = threadCpu(b.pid);
+  const spent = (k) => after[k] - (before[k] ?? 0);
+  const writer = Object.keys(after)
+    .filter((k) => k !== 'main')
+    .sort((x, y) => spent(y) - spent(x))[0];
+  const tid = writer?.split('#')[1];
+  if (!tid) throw new Error('--writer-batch-b: no thread besides the main one');
+  execFileSync('chrt', ['-b', '-p', '0', tid]);
+  const share = spent(writer) / Object.keys(after).reduce((n, k) => n + spent(k), 0);
+  log(
+    `B's writer thread ${tid} (${Math.round(share * 100)} % of B's CPU): ${execFileSync('chrt', ['-p', tid], { encoding: 'utf8' }).split('\n')[0]}`,
+  );
 }
 
 const rounds = [];

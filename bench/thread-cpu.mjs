@@ -11,7 +11,14 @@
 // thread and the busiest other one (voluntary: it slept; involuntary: another thread on the core took
 // it over) say how often each request wakes them.
 //
-//   node bench/run.js thread-cpu [--rate N] [--seconds S] [--workers N] [--warm-s S] [--cpu-prof]
+// `--perf` (needs Linux `perf`): `perf record` samples `serve` during each measured window (V8's
+// --perf-basic-prof names the JavaScript frames) and the serving thread's CPU per request is printed
+// by binary (the node binary, JIT-compiled JavaScript, the kernel, libc, the addons) for the open and
+// the closed loop side by side: whether a light load runs more code or the same code slower. The
+// recordings stay in bench/results/profiles/threads-<time>/ (`perf report -i … --tid <pid>`).
+//
+//   node bench/run.js thread-cpu [--rate N] [--seconds S] [--workers N] [--warm-s S] [--cpu-prof] [--perf]
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop, once, openLoop } from './lib/load.mjs';
@@ -24,6 +31,8 @@ const opt = (name, dflt) => (argv.includes(name) ? Number(argv[argv.indexOf(name
 const rate = opt('--rate', 1000);
 const durMs = opt('--seconds', 10) * 1000;
 const prof = argv.includes('--cpu-prof');
+const perf = argv.includes('--perf');
+const PERF_HZ = 4999;
 const workers = opt('--workers', 0);
 const warmS = opt('--warm-s', 0);
 if (![rate, durMs, workers, warmS].every(Number.isFinite))
@@ -36,7 +45,31 @@ const BODY = {
 
 ensureBuilt();
 const dir = join(RESULTS_DIR, 'profiles', `threads-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-if (prof) mkdirSync(dir, { recursive: true });
+if (prof || perf) mkdirSync(dir, { recursive: true });
+if (perf) {
+  try {
+    execFileSync('perf', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('--perf needs Linux perf on the PATH');
+  }
+}
+/** The serving thread's samples by binary in a perf recording of process `pid` (perf's `pid` key is the thread). */
+function samplesByBinary(file, pid) {
+  const out = execFileSync(
+    'perf',
+    ['report', '-i', file, '--stdio', '--no-children', '--sort', 'pid,dso', '-g', 'none', '-n'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 },
+  );
+  const bins = {};
+  for (const line of out.split('\n')) {
+    const m = /^\s*[\d.]+%\s+(\d+)\s+(\d+):\S*\s+(.+?)\s*$/.exec(line);
+    if (!m || m[2] !== String(pid)) continue;
+    const bin = m[3].startsWith('[JIT]') ? 'JIT-compiled JavaScript' : m[3];
+    bins[bin] = (bins[bin] ?? 0) + Number(m[1]);
+  }
+  return bins;
+}
+const perfRows = {};
 const sim = await startSimulator();
 const rows = [];
 for (const who of ['serve', 'passthrough']) {
@@ -45,7 +78,11 @@ for (const who of ['serve', 'passthrough']) {
       who === 'serve'
         ? await startGateway('gw-threads', {
             upstream: sim.url,
-            nodeArgs: prof && phase === 'open' ? ['--cpu-prof', '--cpu-prof-dir', dir] : [],
+            nodeArgs: [
+              ...(prof && phase === 'open' ? ['--cpu-prof', '--cpu-prof-dir', dir] : []),
+              // V8's log goes nowhere: --perf-basic-prof turns it on, one file per isolate otherwise.
+              ...(perf ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []),
+            ],
             args: workers > 0 ? ['--workers', String(workers)] : ['--writer-thread', 'on'],
           })
         : await startPassthrough(sim.url);
@@ -58,14 +95,25 @@ for (const who of ['serve', 'passthrough']) {
     let after;
     let switchesBefore;
     let switchesAfter;
+    const recording = join(dir, `perf-${who}-${phase}.data`);
+    let recorder = null;
     const hooks = {
       start: () => {
+        if (perf && who === 'serve')
+          recorder = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(p.pid), '-o', recording], {
+            stdio: 'ignore',
+          });
         before = threadCpu(p.pid);
         switchesBefore = threadSwitches(p.pid);
       },
-      end: () => {
+      end: async () => {
         after = threadCpu(p.pid);
         switchesAfter = threadSwitches(p.pid);
+        if (recorder) {
+          const done = new Promise((resolve) => recorder.once('exit', resolve));
+          recorder.kill('SIGINT');
+          await done;
+        }
       },
     };
     log(`${who} ${phase}`);
@@ -73,6 +121,10 @@ for (const who of ['serve', 'passthrough']) {
       phase === 'open'
         ? await openLoop({ target: t, req, rate, conns: 64, warmupMs: 3000, durationMs: durMs, hooks })
         : await closedLoop({ target: t, req, conns: 64, warmupMs: 2000, durationMs: durMs, hooks });
+    if (recorder) {
+      const bins = samplesByBinary(recording, p.pid);
+      perfRows[phase] = Object.fromEntries(Object.entries(bins).map(([k, n]) => [k, (n * 1e6) / PERF_HZ / r.ok]));
+    }
     await stopProcess(p, 20_000);
     const per = {};
     for (const k of Object.keys(after)) per[k] = (after[k] - (before[k] ?? 0)) / r.ok;
@@ -128,6 +180,20 @@ for (const who of ['serve', 'passthrough']) {
   }
 }
 await stopProcess(sim);
+if (perf && perfRows.open && perfRows.closed) {
+  const bins = Object.keys(perfRows.open).sort((a, b) => perfRows.open[b] - perfRows.open[a]);
+  const total = (ph) => Object.values(perfRows[ph]).reduce((a, b) => a + b, 0);
+  const perfTable = [...bins, 'all']
+    .map((k) => {
+      const o = k === 'all' ? total('open') : perfRows.open[k];
+      const c = k === 'all' ? total('closed') : (perfRows.closed[k] ?? 0);
+      return [k, fmt(o, 1), fmt(c, 1), c > 0 ? fmt(o / c, 2) : '—'];
+    })
+    .filter((row, i) => i < 8 || row[0] === 'all');
+  process.stdout.write(
+    `serve's serving thread, CPU µs per request by binary (perf samples at ${PERF_HZ} Hz):\n\n${table(['binary', `open loop (${rate} req/s)`, 'closed loop', 'open / closed'], perfTable)}\nRecordings: ${dir}\n\n`,
+  );
+}
 process.stdout.write(
   `${table(['who', 'load', 'req/s', 'CPU µs/request', 'by thread (µs/request)', 'context switches per request (voluntary + involuntary)', 'p99 ms'], rows)}\n${prof ? `Profiles: ${dir}\n` : ''}`,
 );

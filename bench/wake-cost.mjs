@@ -4,8 +4,8 @@
 // the thread sleeps S ms (a futex wait, as an idle event loop sleeps in epoll) before each unit. No
 // gateway runs: this is the machine's figure. A gateway at 1,000 req/s handles each request in a few
 // short event-loop turns, each after such a sleep, where a saturated one runs turn after turn; the
-// ratio between the two rows of one unit size is how much more every such turn costs when the load
-// is light. Medians of each size, three passes interleaved. It moves itself to --core (0, the core
+// ratio of each sleeping row to its unit's back-to-back row is how much more such a turn costs when
+// the load is light. Medians of each size, three passes interleaved. It moves itself to --core (0, the core
 // every other benchmark pins the process under test to).
 //
 //   node bench/run.js wake-cost [--passes N] [--core C]
@@ -25,7 +25,7 @@ const request = {
   max_tokens: 64,
   metadata: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, `value ${i}`])),
 };
-/** `reps` round trips of the request through JSON: ~7 µs each on this machine, warm. */
+/** `reps` round trips of the request through JSON: ~5–6 µs each on this machine, warm. */
 function unit(reps) {
   let n = 0;
   for (let k = 0; k < reps; k++) {
@@ -63,7 +63,7 @@ function timeUnits(size, sleepMs, count) {
 
 const SIZES = [
   { name: '4 JSON round trips (~25 µs)', reps: 4 },
-  { name: '64 JSON round trips (~300 µs)', reps: 64 },
+  { name: '64 JSON round trips (~400 µs)', reps: 64 },
   { name: 'one read per cache line of 4 MiB', bytes: 4 << 20 },
 ];
 const SLEEPS = [0, 0.2, 1, 5];

@@ -461,10 +461,12 @@ export async function openLoop({
   for (const c of pool) c.close();
   const s = sorted(lat);
   const sv = sorted(svc);
-  // The window second by second (by scheduled send time): where in it a tail happened.
+  // The window second by second (by scheduled send time): where in it a tail happened. Failed
+  // requests are not in it (they are counted in `errors`).
+  const lastSecond = Math.max(0, Math.ceil(durationMs / 1000) - 1);
   const seconds = [];
   for (let k = 0; k < lat.length; k++) {
-    const sec = Math.max(0, Math.floor((latAt[k] - tStart) / 1000));
+    const sec = Math.min(lastSecond, Math.max(0, Math.floor((latAt[k] - tStart) / 1000)));
     (seconds[sec] ??= []).push(lat[k]);
   }
   const bySecond = Array.from(seconds, (xs) => {
