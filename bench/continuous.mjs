@@ -348,7 +348,7 @@ async function idlePhase(order, round) {
       round.idleMem[c.name] = { ...s, majorFaults: majflt(c.pid) - f0, threadsMs: threads };
     }
     log(
-      `round ${rounds.length + 1} idle    ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? NaN, 1)} ms  err ${x.errors}${s ? `  rss ${fmt(s.rssMb)} MB, WAL ${s.walBytes === 0 ? 'empty' : `${fmt(s.walResident * 100, 0)} %`} / db ${fmt(s.dbResident * 100, 0)} % in the page cache, ${round.idleMem[c.name].majorFaults} major faults; CPU ms serving / writer / rest ${fmt(round.idleMem[c.name].threadsMs.serving, 0)} / ${fmt(round.idleMem[c.name].threadsMs.writer, 0)} / ${fmt(round.idleMem[c.name].threadsMs.rest, 0)}` : ''}`,
+      `round ${rounds.length + 1} idle    ${c.name.padEnd(13)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? NaN, 1)} ms  err ${x.errors}${s ? `  rss ${fmt(s.rssMb)} MB, WAL ${s.walBytes === 0 ? 'empty' : `${fmt(s.walResident * 100, 0)} %`} / db ${fmt(s.dbResident * 100, 0)} % in the page cache, ${round.idleMem[c.name].majorFaults} major faults; CPU ms serving / writer / rest ${fmt(round.idleMem[c.name].threadsMs.serving, 0)} / ${fmt(round.idleMem[c.name].threadsMs.writer, 0)} / ${fmt(round.idleMem[c.name].threadsMs.rest, 0)}` : ''}; slowest by second ${x.bySecond.map((b) => fmt(b.max, 0)).join(' ')} ms`,
     );
   }
 }
