@@ -154,7 +154,7 @@ if (argv.includes('--writer-batch-b')) {
   execFileSync('chrt', ['-b', '-p', '0', tid]);
   const share = spent(writer) / Object.keys(after).reduce((n, k) => n + spent(k), 0);
   log(
-    `B's writer thread ${tid} (${Math.round(share * 100)} % of B's CPU): ${execFileSync('chrt', ['-p', tid], { encoding: 'utf8' }).split('\n')[0]}`,
+    `B's writer thread ${writer} (${Math.round(share * 100)} % of B's CPU): ${execFileSync('chrt', ['-p', tid], { encoding: 'utf8' }).split('\n')[0]}`,
   );
 }
 

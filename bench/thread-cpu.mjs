@@ -19,7 +19,7 @@
 //
 //   node bench/run.js thread-cpu [--rate N] [--seconds S] [--workers N] [--warm-s S] [--cpu-prof] [--perf]
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop, once, openLoop } from './lib/load.mjs';
 import { RESULTS_DIR, ensureBuilt, stopProcess, threadCpu, threadSwitches } from './lib/proc.mjs';
@@ -46,6 +46,7 @@ const BODY = {
 ensureBuilt();
 const dir = join(RESULTS_DIR, 'profiles', `threads-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 if (prof || perf) mkdirSync(dir, { recursive: true });
+if (perf && workers > 0) throw new Error('--perf reads the serving thread of `serve`: not with --workers');
 if (perf) {
   try {
     execFileSync('perf', ['--version'], { stdio: 'ignore' });
@@ -70,6 +71,7 @@ function samplesByBinary(file, pid) {
   return bins;
 }
 const perfRows = {};
+const perfCoverage = {};
 const sim = await startSimulator();
 const rows = [];
 for (const who of ['serve', 'passthrough']) {
@@ -96,13 +98,20 @@ for (const who of ['serve', 'passthrough']) {
     let switchesBefore;
     let switchesAfter;
     const recording = join(dir, `perf-${who}-${phase}.data`);
+    const recorderLog = `${recording}.log`;
     let recorder = null;
+    let recorderExit = null;
     const hooks = {
       start: () => {
-        if (perf && who === 'serve')
+        if (perf && who === 'serve') {
+          // perf's own process runs on this (the load generator's) core; its samples are taken on
+          // the gateway's. It starts sampling a moment after the window opens: the coverage line
+          // says how much of the serving thread's CPU it saw.
           recorder = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(p.pid), '-o', recording], {
-            stdio: 'ignore',
+            stdio: ['ignore', 'ignore', openSync(recorderLog, 'w')],
           });
+          recorderExit = new Promise((resolve) => recorder.once('exit', resolve));
+        }
         before = threadCpu(p.pid);
         switchesBefore = threadSwitches(p.pid);
       },
@@ -110,9 +119,13 @@ for (const who of ['serve', 'passthrough']) {
         after = threadCpu(p.pid);
         switchesAfter = threadSwitches(p.pid);
         if (recorder) {
-          const done = new Promise((resolve) => recorder.once('exit', resolve));
-          recorder.kill('SIGINT');
-          await done;
+          const early = recorder.exitCode !== null || recorder.signalCode !== null;
+          if (!early) recorder.kill('SIGINT');
+          const stopped = await Promise.race([recorderExit, new Promise((r) => setTimeout(r, 30_000, 'timeout'))]);
+          if (early || stopped === 'timeout' || !existsSync(recording))
+            throw new Error(
+              `perf record ${early ? 'exited before the window closed' : stopped === 'timeout' ? 'did not stop' : 'wrote nothing'}: ${readFileSync(recorderLog, 'utf8').slice(-500)}`,
+            );
         }
       },
     };
@@ -124,6 +137,12 @@ for (const who of ['serve', 'passthrough']) {
     if (recorder) {
       const bins = samplesByBinary(recording, p.pid);
       perfRows[phase] = Object.fromEntries(Object.entries(bins).map(([k, n]) => [k, (n * 1e6) / PERF_HZ / r.ok]));
+      // Of the serving thread's CPU in the window (/proc), the share perf sampled.
+      const sampled = Object.values(bins).reduce((a, b) => a + b, 0) * (1e6 / PERF_HZ);
+      perfCoverage[phase] = sampled / (after.main - before.main);
+      // JavaScript frames are named from V8's map of the gateway's process, kept beside the recording.
+      const map = `/tmp/perf-${p.pid}.map`;
+      if (existsSync(map)) copyFileSync(map, join(dir, `perf-${p.pid}.map`));
     }
     await stopProcess(p, 20_000);
     const per = {};
@@ -191,7 +210,7 @@ if (perf && perfRows.open && perfRows.closed) {
     })
     .filter((row, i) => i < 8 || row[0] === 'all');
   process.stdout.write(
-    `serve's serving thread, CPU µs per request by binary (perf samples at ${PERF_HZ} Hz):\n\n${table(['binary', `open loop (${rate} req/s)`, 'closed loop', 'open / closed'], perfTable)}\nRecordings: ${dir}\n\n`,
+    `serve's serving thread, CPU µs per request by binary (perf samples at ${PERF_HZ} Hz):\n\n${table(['binary', `open loop (${rate} req/s)`, 'closed loop', 'open / closed'], perfTable)}\nPerf sampled ${fmt(perfCoverage.open * 100, 0)} % (open) and ${fmt(perfCoverage.closed * 100, 0)} % (closed) of the serving thread's CPU in the windows (/proc).\nRecordings: ${dir} (perf report needs the perf-<pid>.map beside each at /tmp/perf-<pid>.map to name JavaScript frames)\n\n`,
   );
 }
 process.stdout.write(
