@@ -5,7 +5,10 @@
 // (fincore); --drop-cache first drops both from the page cache (posix_fadvise DONTNEED through
 // `dd iflag=nocache`; they are clean by then), the state the VM's proactive reclaim leaves after an
 // idle minute or two, made certain. --warm-ms sets the warm-up at the rate before the window (1000;
-// 0 measures from the first request after the gap).
+// 0 measures from the first request after the gap). It also counts the full collections V8 ran
+// during the gap (and how many of them were its memory reducer's), and the functions V8 optimized
+// (again) in the window (--trace-opt): optimized code thrown away during the gap is compiled again
+// there, on the same core, while the first requests run slower code.
 //
 //   node bench/run.js gc-trace [--rate 1000] [--gap-s 40] [--writer-thread] [--min-ms 3] [--slow-ms 3] [--node-args "…"] [--gw-args "…"] [--streams-first] [--dur-s 5] [--eld] [--drop-cache] [--warm-ms 1000]
 import { execFileSync } from 'node:child_process';
@@ -37,7 +40,7 @@ ensureBuilt();
 const sim = await startSimulator('gc-sim');
 const gw = await startGateway('gc-gateway', {
   upstream: sim.url,
-  nodeArgs: ['--trace-gc', ...extraNode],
+  nodeArgs: ['--trace-gc', '--trace-opt', ...extraNode],
   // The writer thread reports each commit of --slow-ms or more (src/store/sqlite/slow-commit.ts).
   env: { PI_WRITER_SLOW_COMMIT_MS: String(slowMs) },
   args: [
@@ -62,7 +65,14 @@ if (argv.includes('--streams-first')) {
 }
 const tp = await measureThroughput(c, { simPid: sim.pid, conns: 50, warmupMs: 1000, durationMs: 5000 });
 log(`saturation: ${Math.round(tp.rps)} req/s; idle ${gapS} s`);
+const gapFrom = lines().length;
 await new Promise((r) => setTimeout(r, gapS * 1000));
+const gapFull = lines()
+  .slice(gapFrom)
+  .filter((l) => /ms: Mark-Compact/.test(l));
+log(
+  `in the gap: ${gapFull.length} full collections, ${gapFull.filter((l) => /reduce/.test(l)).length} of them the memory reducer's`,
+);
 const files = [gw.db, `${gw.db}-wal`];
 const size = (f) => statSync(f, { throwIfNoEntry: false })?.size ?? 0;
 if (argv.includes('--drop-cache'))
@@ -135,5 +145,12 @@ for (const l of gcs) {
   byKind[k] = (byKind[k] ?? 0) + pause(l);
 }
 log(`pause ms by kind: ${JSON.stringify(byKind)}`);
+log(
+  `functions optimized in the window: ${
+    lines()
+      .slice(from)
+      .filter((l) => l.includes('[completed optimizing')).length
+  }; slowest request of each second: ${lat.bySecond.map((b) => fmt(b.max, 0)).join(' ')} ms`,
+);
 await stopProcess(gw);
 await stopProcess(sim);
