@@ -15,7 +15,8 @@
 // --perf-basic-prof names the JavaScript frames) and the serving thread's CPU per request is printed
 // by binary (the node binary, JIT-compiled JavaScript, the kernel, libc, the addons) for the open and
 // the closed loop side by side: whether a light load runs more code or the same code slower. The
-// recordings stay in bench/results/profiles/threads-<time>/ (`perf report -i … --tid <pid>`).
+// recordings stay in bench/results/profiles/threads-<time>/ (`perf report -i … --sort pid,dso`: perf's
+// `pid` key is the thread; `--tid` did not separate the threads here).
 //
 //   node bench/run.js thread-cpu [--rate N] [--seconds S] [--workers N] [--warm-s S] [--cpu-prof] [--perf]
 import { execFileSync, spawn } from 'node:child_process';

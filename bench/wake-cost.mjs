@@ -1,17 +1,17 @@
 // What a wake-up costs the code that runs after it, on this machine: one fixed unit of JavaScript
 // work (serialising and parsing a chat request a few times; or reading a 4-MiB working set, one read
-// per cache line) timed back to back, and timed again when
-// the thread sleeps S ms (a futex wait, as an idle event loop sleeps in epoll) before each unit. No
-// gateway runs: this is the machine's figure. A gateway at 1,000 req/s handles each request in a few
-// short event-loop turns, each after such a sleep, where a saturated one runs turn after turn; the
-// ratio of each sleeping row to its unit's back-to-back row is how much more such a turn costs when
-// the load is light. Medians of each size, three passes interleaved. It moves itself to --core (0, the core
-// every other benchmark pins the process under test to).
+// per cache line) timed back to back, and timed again when the thread sleeps S ms (a futex wait, as
+// an idle event loop sleeps in epoll) before each unit. No gateway runs: this is the machine's
+// figure. A gateway at 1,000 req/s handles each request in a few short event-loop turns, each after
+// such a sleep, where a saturated one runs turn after turn; the ratio of each sleeping row to its
+// unit's back-to-back row is how much more such a turn costs when the load is light. Medians over
+// --passes interleaved passes (3). It moves itself to --core (0, the core every other benchmark pins
+// the process under test to).
 //
 //   node bench/run.js wake-cost [--passes N] [--core C]
 import { execFileSync } from 'node:child_process';
 import { TASKSET, affinity } from './lib/proc.mjs';
-import { fmt, log, table } from './lib/stats.mjs';
+import { fmt, log, median, table } from './lib/stats.mjs';
 
 const argv = process.argv.slice(2);
 const passes = argv.includes('--passes') ? Number(argv[argv.indexOf('--passes') + 1]) : 3;
@@ -79,7 +79,6 @@ for (let p = 0; p < passes; p++)
       results.set(k, [...(results.get(k) ?? []), m]);
       log(`pass ${p + 1}: ${size.name}, sleep ${s} ms before each: ${fmt(m, 1)} µs`);
     }
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const rows = [];
 for (const size of SIZES) {
   const base = median(results.get(`${size.name}/0`));

@@ -469,8 +469,8 @@ export async function openLoop({
     const sec = Math.min(lastSecond, Math.max(0, Math.floor((latAt[k] - tStart) / 1000)));
     (seconds[sec] ??= []).push(lat[k]);
   }
-  const bySecond = Array.from({ length: Math.max(seconds.length, lastSecond + 1) }, (_, i) => seconds[i]).map((xs) => {
-    const ys = sorted(xs ?? []);
+  const bySecond = Array.from({ length: lastSecond + 1 }, (_, i) => {
+    const ys = sorted(seconds[i] ?? []);
     return { n: ys.length, p50: pct(ys, 50), p99: pct(ys, 99), max: ys.length ? ys[ys.length - 1] : NaN };
   });
   return {

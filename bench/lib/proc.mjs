@@ -261,19 +261,31 @@ export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * Every thread of `pid` still alive, as its key ("main", else "<name>#<tid>"), its id and its
+ * /proc stat line; `also` names another file of /proc/<pid>/task/<tid>/ to read with it.
+ */
+function* threads(pid, also = null) {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat;
+    let extra = null;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      if (also) extra = readFileSync(`/proc/${pid}/task/${tid}/${also}`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    yield { key: tid === String(pid) ? 'main' : `${name}#${tid}`, stat, extra };
+  }
+}
+
 /** Thread → CPU µs so far, for every thread of `pid` ("main", else "<name>#<tid>"). */
 export function threadCpu(pid) {
   const out = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let s;
-    try {
-      s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    out[tid === String(pid) ? 'main' : `${name}#${tid}`] = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+  for (const { key, stat } of threads(pid)) {
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out[key] = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
   }
   return out;
 }
@@ -285,21 +297,9 @@ export function threadCpu(pid) {
  */
 export function threadSwitches(pid) {
   const out = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let s;
-    let name;
-    try {
-      s = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    } catch {
-      continue;
-    }
-    const count = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? 0);
-    out[tid === String(pid) ? 'main' : `${name}#${tid}`] = {
-      voluntary: count('voluntary_ctxt_switches'),
-      involuntary: count('nonvoluntary_ctxt_switches'),
-    };
+  for (const { key, extra } of threads(pid, 'status')) {
+    const count = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(extra)?.[1] ?? 0);
+    out[key] = { voluntary: count('voluntary_ctxt_switches'), involuntary: count('nonvoluntary_ctxt_switches') };
   }
   return out;
 }
