@@ -161,7 +161,7 @@ if (argv.includes('--writer-batch-b')) {
 const rounds = [];
 for (let r = 0; r < P.rounds; r++) {
   const order = rotate(contenders, r);
-  const round = { tp: {}, st: {}, lat: {}, idle: {} };
+  const round = { tp: {}, st: {}, lat: {}, idle: {}, idleRssMb: {} };
   for (const c of phases.tp ? order : []) {
     const x = await measureThroughput(c, { simPid: sim.pid, conns: P.conns, warmupMs: P.tpWarm, durationMs: P.tpDur });
     round.tp[c.name] = x;
@@ -197,6 +197,8 @@ for (let r = 0; r < P.rounds; r++) {
   }
   if (idleGapMs !== null) {
     await new Promise((resolve) => setTimeout(resolve, idleGapMs));
+    // RSS at the end of the gap, every contender read at the same moment: what the gap gave back.
+    for (const c of order) round.idleRssMb[c.name] = memKb(c.pid).rssKb / 1024;
     for (const c of order) {
       const x = await measureLatency(c, {
         simPid: sim.pid,
@@ -207,7 +209,7 @@ for (let r = 0; r < P.rounds; r++) {
       });
       round.idle[c.name] = x;
       log(
-        `round ${r + 1} idle ${c.name.padEnd(10)} p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? Number.NaN, 1)} ms  ${fmt(x.sutCpuUsPerUnit)} µs/req  err ${x.errors}; max by second ${x.bySecond.map((b) => fmt(b.max, 0)).join(' ')}`,
+        `round ${r + 1} idle ${c.name.padEnd(10)} RSS ${fmt(round.idleRssMb[c.name], 1)} MB; p50 ${fmt(x.p50, 3)} p99 ${fmt(x.p99, 3)} max ${fmt(x.max ?? Number.NaN, 1)} ms  ${fmt(x.sutCpuUsPerUnit)} µs/req  err ${x.errors}; max by second ${x.bySecond.map((b) => fmt(b.max, 0)).join(' ')}`,
       );
     }
   }
@@ -277,12 +279,15 @@ if (idleGapMs !== null) {
     fmt(med('idle', n, 'p99'), 3),
     rounds.map((r) => fmt(r.idle[n]?.p99, 1)).join(' · '),
     fmt(med('idle', n, 'sutCpuUsPerUnit')),
+    fmt(median(rounds.map((r) => r.idleRssMb[n])), 1),
   ]);
   out.push(
     `In the first ${idleDurMs / 1000} s at ${fmtInt(rate ?? 1000)} req/s after ${idleGapMs / 1000} s idle (no warm-up):`,
   );
   out.push('');
-  out.push(table(['contender', 'p50 ms', 'p99 ms', 'p99 per round', 'CPU µs/req'], idleRows));
+  out.push(
+    table(['contender', 'p50 ms', 'p99 ms', 'p99 per round', 'CPU µs/req', "RSS at the gap's end MB"], idleRows),
+  );
   out.push('');
   out.push(
     `B / A per round after the idle gap, median: p99 ${fmt(ratio('idle', 'p99'), 3)}, CPU/req ${fmt(ratio('idle', 'sutCpuUsPerUnit'), 3)}`,
