@@ -32,6 +32,7 @@ import { build, type Plugin } from 'esbuild';
 import { MANIFEST_ASSET } from '../src/install/single-executable.ts';
 import { BUILD_INFO_FILE } from '../src/install/build-info.ts';
 import { EXECUTABLE_BUNDLE } from '../src/thread.ts';
+import { STARTUP_V8_FLAGS } from '../src/cli/v8-flags.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = join(root, 'dist');
@@ -178,12 +179,24 @@ async function main(): Promise<void> {
   writeFileSync(
     seaConfig,
     JSON.stringify(
-      { main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets },
+      {
+        main: bundle,
+        output: blob,
+        disableExperimentalSEAWarning: true,
+        useCodeCache: true,
+        // V8 flags read when the main isolate's heap is created (src/cli/v8-flags.ts): the executable
+        // starts with them as `node <flags> main.js` would. NODE_OPTIONS still extends them.
+        execArgv: STARTUP_V8_FLAGS,
+        assets,
+      },
       null,
       2,
     ),
   );
-  const made = spawnSync(process.execPath, ['--experimental-sea-config', seaConfig], {
+  // The code cache is made under the flags the executable starts with. V8 checks the flags a cache
+  // was made under and refuses it when some differ (a heap-size flag in NODE_OPTIONS does that), and
+  // the executable would then compile the bundle from source at every start.
+  const made = spawnSync(process.execPath, [...STARTUP_V8_FLAGS, '--experimental-sea-config', seaConfig], {
     cwd: work,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,7 +1,10 @@
-// V8 settings `serve` and `demo` apply to their own process before they start serving. Only flags
-// V8 reads while it runs (not when the heap is created) can be set this way, so no wrapper process or
-// NODE_OPTIONS is needed; they hold for every thread of the process (the writer thread, the serving
-// threads of --workers).
+// V8 settings `serve` and `demo` run with. Two kinds, because V8 reads flags at two moments:
+// - flags it reads while it runs are set by the process on itself before it starts serving, so no
+//   wrapper process or NODE_OPTIONS is needed; they hold for every thread of the process;
+// - flags it reads when an isolate's heap is created must be on the node command line to reach the
+//   main thread. The single executable carries them (its `execArgv`, scripts/build-executable.ts) and
+//   `npm start` passes them; set at run time too, they reach every thread started after (the writer
+//   thread, the serving threads of --workers), whatever the command line was.
 import { setFlagsFromString } from 'node:v8';
 
 /**
@@ -17,9 +20,50 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const SERVING_V8_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring'];
 
-/** Applies SERVING_V8_FLAGS unless the environment opts out; returns the flags it set. */
-export function applyServingV8Flags(env: NodeJS.ProcessEnv = process.env): readonly string[] {
-  if (env['PI_V8_PRETENURING'] === 'on') return [];
-  for (const f of SERVING_V8_FLAGS) setFlagsFromString(f);
-  return SERVING_V8_FLAGS;
+/**
+ * `--no-memory-reducer`. When an isolate's allocation rate drops (a load ends), V8's memory reducer
+ * runs full collections that shrink the heap to give memory back. They also drop the request path's
+ * optimized code, so the next burst runs unoptimized while V8 compiles it again, on the core the
+ * requests need: after an idle minute the first one or two seconds stalled for up to ~0.5 s, and
+ * saturated bursts between idle spells cost more CPU per request (docs/operations.md has the
+ * measurements). The cost is memory: between bursts the process keeps
+ * the heap its last load grew (RSS stays near its peak instead of falling ~50 MB); the peak itself
+ * does not change. V8 creates the reducer with each isolate's heap, so this is a start-up flag.
+ * Set PI_V8_MEMORY_REDUCER=on to keep V8's default in the threads started at run time.
+ */
+export const STARTUP_V8_FLAGS: readonly string[] = ['--no-memory-reducer'];
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Runtime flags unless the environment opts out: SERVING_V8_FLAGS, then STARTUP_V8_FLAGS for the
+ *  isolates created after this call. */
+function runtimeFlags(env: Env): string[] {
+  return [
+    ...(env['PI_V8_PRETENURING'] === 'on' ? [] : SERVING_V8_FLAGS),
+    ...(env['PI_V8_MEMORY_REDUCER'] === 'on' ? [] : STARTUP_V8_FLAGS),
+  ];
+}
+
+/** Applies the runtime flags unless the environment opts out; returns the flags it set. */
+export function applyServingV8Flags(env: Env = process.env): readonly string[] {
+  const flags = runtimeFlags(env);
+  for (const f of flags) setFlagsFromString(f);
+  return flags;
+}
+
+/**
+ * The settings in effect, for the `listening` log line: a runtime flag as it is; a start-up flag as
+ * it is when the command line carried it (every thread has it), marked "(threads started after)"
+ * when only the runtime setting brought it (the main thread runs without it).
+ */
+export function v8FlagsInEffect(env: Env = process.env, execArgv: readonly string[] = process.execArgv): string[] {
+  const fromRuntime = runtimeFlags(env);
+  const startup = STARTUP_V8_FLAGS.filter((f) => execArgv.includes(f));
+  return [
+    ...fromRuntime.filter((f) => !STARTUP_V8_FLAGS.includes(f)),
+    ...startup,
+    ...fromRuntime
+      .filter((f) => STARTUP_V8_FLAGS.includes(f) && !startup.includes(f))
+      .map((f) => `${f} (threads started after)`),
+  ];
 }

@@ -67,6 +67,9 @@ t.test('the executable runs with no node on PATH and prints its version and comm
   t.throws(() => execFileSync('node', ['-v'], { env: p.env, stdio: 'ignore' }), 'no node on this PATH');
   const r = await run(p, ['--version']);
   t.equal(r.code, 0, r.stderr);
+  // Nothing on stderr: in particular no "Code cache data rejected" (the code cache matches the
+  // V8 flags the executable starts with).
+  t.equal(r.stderr, '', 'no warning');
   const m = /^pi-gateway (\d+\.\d+\.\d+) \(commit ([0-9a-f]{12}|unknown), Node\.js (v\d+)\.\d+\.\d+\)\n$/.exec(
     r.stdout,
   );
@@ -193,6 +196,9 @@ t.test('serve --workers 2 on a fresh database: prepared by the executable, answe
   });
   const log = await untilLine(serve, /"event":"listening".*"url":"[^"]+"/);
   const url = /"event":"listening".*?"url":"([^"]+)"/.exec(log)?.[1] ?? '';
+  // The executable starts its main thread with the start-up V8 flags (its execArgv), not only the
+  // threads started after: no "(threads started after)" mark.
+  t.match(log, '"v8_flags":["--no-allocation-site-pretenuring","--no-memory-reducer"]', 'start-up V8 flags');
   for (let i = 0; i < 4; i++) {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',

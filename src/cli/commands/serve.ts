@@ -9,7 +9,7 @@ import { claimDatabase, type Owner } from '../../runtime/owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
 import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../../runtime/runtime.ts';
 import { systemClock } from '../../clock.ts';
-import { applyServingV8Flags } from '../v8-flags.ts';
+import { applyServingV8Flags, v8FlagsInEffect } from '../v8-flags.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
 import { isPostgresUrl } from '../../store/admin-store-interface.ts';
 import { redactUrl } from '../../store/redact-url.ts';
@@ -227,6 +227,7 @@ export const command: Command = {
       metrics: (running.gateway.telemetry?.metrics ?? null) !== null,
       access_log: observability.accessLog,
       traces: observability.tracesUrl,
+      v8_flags: v8FlagsInEffect(),
     });
     logCredentialWarnings(config, running.store.secrets.names(), systemClock.now(), jsonLog);
     const { gateway, store } = running;
@@ -290,6 +291,7 @@ async function serveNode(o: {
     metrics: (gateway.telemetry?.metrics ?? null) !== null,
     access_log: o.observability.accessLog,
     traces: o.observability.tracesUrl,
+    v8_flags: v8FlagsInEffect(),
     hold_lease_ms: 30_000,
     wallet_admission: o.walletAdmission,
   });
@@ -363,6 +365,7 @@ async function serveWorkers(o: {
     metrics: (r.telemetry.metrics ?? null) !== null,
     access_log: o.observability.accessLog,
     traces: o.observability.tracesUrl,
+    v8_flags: v8FlagsInEffect(),
   });
   logCredentialWarnings(o.config, r.credentialNames(), systemClock.now(), jsonLog);
   return untilStopped({
