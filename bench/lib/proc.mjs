@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -181,6 +181,22 @@ export function cpuSplitUs(pid) {
 export function selfCpuUs() {
   const u = process.cpuUsage();
   return u.user + u.system;
+}
+
+/**
+ * The V8 flags the gateway of `tree` starts with, as its executable and `npm start` do
+ * (STARTUP_V8_FLAGS of its src/cli/v8-flags.ts, from the tree's dist/; none for a build from before
+ * them), so that a benchmark measures the gateway as it ships. Flags a contender adds go after them
+ * and win. Any failure but a build without that module is an error, not "no flags".
+ */
+export async function startupV8Flags(tree = TREE) {
+  try {
+    const m = await import(pathToFileURL(join(tree, 'dist', 'src', 'cli', 'v8-flags.js')).href);
+    return m.STARTUP_V8_FLAGS ?? [];
+  } catch (err) {
+    if (err?.code === 'ERR_MODULE_NOT_FOUND') return [];
+    throw err;
+  }
 }
 
 /** { hwmKb, rssKb } from /proc/<pid>/status. */

@@ -3,7 +3,7 @@
 // (SIGKILL) if still running when the benchmark exits.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { TREE } from './proc.mjs';
+import { TREE, startupV8Flags } from './proc.mjs';
 
 export const CLI = join(TREE, 'dist', 'src', 'cli', 'main.js');
 
@@ -23,8 +23,9 @@ process.on('exit', killAll);
 
 /** Resolves to { child, url, admin, events, exited, pid } once it listens; rejects if it exits first
  *  or does not listen within 30 s. `exited` resolves to { code, signal }. */
-export function startServeProcess(args, env = {}) {
-  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+export async function startServeProcess(args, env = {}) {
+  // The start-up V8 flags the executable carries, as a gateway under load runs with them.
+  const child = spawn(process.execPath, [...(await startupV8Flags(TREE)), CLI, 'serve', ...args], {
     cwd: TREE,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,10 +1,21 @@
 // Starting the processes of a benchmark and measuring one contender: the simulator on core 1 (with
 // the load generator), every process under test on core 0. CPU time of the process under test is
 // read from /proc around the measurement window only.
-import { BENCH_DIR, CORES, TASKSET, TREE, affinity, cpuSplitUs, cpuUs, memKb, selfCpuUs, startNode } from './proc.mjs';
+import {
+  BENCH_DIR,
+  CORES,
+  TASKSET,
+  TREE,
+  affinity,
+  cpuSplitUs,
+  cpuUs,
+  memKb,
+  selfCpuUs,
+  startNode,
+  startupV8Flags,
+} from './proc.mjs';
 import { buildRequest, closedLoop, openLoop, streamLoop } from './load.mjs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
 export const SUT_CORE = 0;
 export const GEN_CORE = 1;
@@ -18,18 +29,7 @@ export function startSimulator(name = 'simulator') {
   return startNode(name, { core: GEN_CORE, args: ['bench/servers/simulator.mjs'] });
 }
 
-/**
- * The V8 flags the gateway of `tree` starts with, as its executable and `npm start` do
- * (STARTUP_V8_FLAGS of its src/cli/v8-flags.ts; none for a build from before them), so that a
- * benchmark measures the gateway as it ships. A contender's own nodeArgs come after them and win.
- */
-async function startupV8Flags(tree) {
-  return import(pathToFileURL(join(tree, 'dist', 'src', 'cli', 'v8-flags.js')).href).then(
-    (m) => m.STARTUP_V8_FLAGS ?? [],
-    () => [],
-  );
-}
-
+/** A gateway under test on SUT_CORE, with its tree's start-up V8 flags (startupV8Flags) first. */
 export async function startGateway(
   name,
   { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {}, args = [] },

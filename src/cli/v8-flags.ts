@@ -24,9 +24,9 @@ export const SERVING_V8_FLAGS: readonly string[] = ['--no-allocation-site-preten
  * `--no-memory-reducer`. When an isolate's allocation rate drops (a load ends), V8's memory reducer
  * runs full collections that shrink the heap to give memory back. They also drop the request path's
  * optimized code, so the next burst runs unoptimized while V8 compiles it again, on the core the
- * requests need: after an idle minute the first one or two seconds stalled for up to ~0.5 s, and
- * saturated bursts between idle spells cost more CPU per request (docs/operations.md has the
- * measurements). The cost is memory: between bursts the process keeps
+ * requests need: when the reducer ran during an idle minute, the first one or two seconds after it
+ * could stall for up to ~0.5 s, and saturated bursts between idle spells cost more CPU per request
+ * (docs/operations.md has the measurements). The cost is memory: between bursts the process keeps
  * the heap its last load grew (RSS stays near its peak instead of falling ~50 MB); the peak itself
  * does not change. V8 creates the reducer with each isolate's heap, so this is a start-up flag.
  * Set PI_V8_MEMORY_REDUCER=on to keep V8's default in the threads started at run time.
@@ -51,19 +51,41 @@ export function applyServingV8Flags(env: Env = process.env): readonly string[] {
   return flags;
 }
 
+/** A flag's name as V8 reads it ("--no-memory_reducer" → "memory-reducer"), and whether it negates. */
+function parseV8Flag(arg: string): { name: string; negated: boolean } | null {
+  if (!arg.startsWith('-')) return null;
+  const bare = arg.replace(/^--?/, '').split('=')[0]?.replace(/_/g, '-') ?? '';
+  if (bare.startsWith('no-')) return { name: bare.slice(3), negated: true };
+  if (bare.startsWith('no')) return { name: bare.slice(2), negated: true };
+  return { name: bare, negated: false };
+}
+
+/** Whether the node command line leaves `flag` (a "--no-…" flag) in effect: V8 takes a flag's last
+ *  occurrence, in any of the spellings it accepts. */
+function onCommandLine(flag: string, execArgv: readonly string[]): boolean {
+  const wanted = parseV8Flag(flag);
+  let inEffect = false;
+  for (const arg of execArgv) {
+    const f = parseV8Flag(arg);
+    if (f !== null && wanted !== null && f.name === wanted.name) inEffect = f.negated === wanted.negated;
+  }
+  return inEffect;
+}
+
 /**
  * The settings in effect, for the `listening` log line: a runtime flag as it is; a start-up flag as
- * it is when the command line carried it (every thread has it), marked "(threads started after)"
- * when only the runtime setting brought it (the main thread runs without it).
+ * it is when the command line carried it (every thread has it), marked "(not the main thread)" when
+ * only the runtime setting brought it (the main thread, where a gateway without --workers serves,
+ * runs without it; threads started after have it).
  */
 export function v8FlagsInEffect(env: Env = process.env, execArgv: readonly string[] = process.execArgv): string[] {
   const fromRuntime = runtimeFlags(env);
-  const startup = STARTUP_V8_FLAGS.filter((f) => execArgv.includes(f));
+  const startup = STARTUP_V8_FLAGS.filter((f) => onCommandLine(f, execArgv));
   return [
     ...fromRuntime.filter((f) => !STARTUP_V8_FLAGS.includes(f)),
     ...startup,
     ...fromRuntime
       .filter((f) => STARTUP_V8_FLAGS.includes(f) && !startup.includes(f))
-      .map((f) => `${f} (threads started after)`),
+      .map((f) => `${f} (not the main thread)`),
   ];
 }

@@ -20,7 +20,14 @@ const GATEWAY_CONFIG = 'test/fixtures/config/gateway';
 
 interface Served {
   child: ChildProcessWithoutNullStreams;
-  listening: { url: string; admin: string | null; metrics: boolean; access_log: boolean; traces: string | null };
+  listening: {
+    url: string;
+    admin: string | null;
+    metrics: boolean;
+    access_log: boolean;
+    traces: string | null;
+    v8_flags: string[];
+  };
   stdout: () => string;
   exited: Promise<number | null>;
 }
@@ -92,6 +99,11 @@ t.test('serve --admin-port: health, readiness and metrics apart from the API; th
     [s.listening.metrics, s.listening.access_log, s.listening.traces],
     [true, true, null],
     'metrics and access log on, no traces',
+  );
+  t.same(
+    s.listening.v8_flags,
+    ['--no-allocation-site-pretenuring', '--no-memory-reducer (not the main thread)'],
+    'plain node: the start-up flag reaches only the threads started after (src/cli/v8-flags.ts)',
   );
   t.equal((await fetch(`${admin}/health/live`)).status, 200);
   const ready = await fetch(`${admin}/health/ready`);
