@@ -190,6 +190,9 @@ export function selfCpuUs() {
  * and win. Any failure but a build without that module is an error, not "no flags".
  */
 export async function startupV8Flags(tree = TREE) {
+  // The gateway's own opt-out, in the benchmark's environment (which its gateways inherit): V8's
+  // default in every thread, the main one included.
+  if (process.env.PI_V8_MEMORY_REDUCER === 'on') return [];
   try {
     const m = await import(pathToFileURL(join(tree, 'dist', 'src', 'cli', 'v8-flags.js')).href);
     return m.STARTUP_V8_FLAGS ?? [];
