@@ -74,8 +74,9 @@ const { values } = parseArgs({
 });
 
 const { configForServe } = await dist('runtime/runtime.js');
-// The V8 settings `serve` applies to itself (src/cli/v8-flags.ts; a build from before it has none),
-// unless PI_V8_PRETENURING=on.
+// The V8 settings `serve` applies to itself (src/cli/v8-flags.ts; a build from before it has none):
+// pretenuring off unless PI_V8_PRETENURING=on, the memory reducer off for the threads started after
+// unless PI_V8_MEMORY_REDUCER=on.
 await dist('cli/v8-flags.js').then(
   (m) => m.applyServingV8Flags(),
   () => undefined,

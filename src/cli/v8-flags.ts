@@ -27,9 +27,10 @@ export const SERVING_V8_FLAGS: readonly string[] = ['--no-allocation-site-preten
  * requests need: when the reducer ran during an idle minute, the first one or two seconds after it
  * could stall for up to ~0.5 s, and saturated bursts between idle spells cost more CPU per request
  * (docs/operations.md has the measurements). The cost is memory: between bursts the process keeps
- * the heap its last load grew (RSS stays near its peak instead of falling ~50 MB); the peak itself
- * does not change. V8 creates the reducer with each isolate's heap, so this is a start-up flag.
- * Set PI_V8_MEMORY_REDUCER=on to keep V8's default in the threads started at run time.
+ * the heap its last load grew (RSS stays near its peak instead of falling ~50 MB); the peak is about
+ * the same for one serving thread and ~40 MB higher under --workers 2. V8 creates the reducer with
+ * each isolate's heap, so this is a start-up flag. PI_V8_MEMORY_REDUCER=on stops the run-time
+ * setting; it cannot undo the flag on a command line (the executable's, npm start's).
  */
 export const STARTUP_V8_FLAGS: readonly string[] = ['--no-memory-reducer'];
 

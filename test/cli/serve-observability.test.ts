@@ -42,6 +42,8 @@ function serve(t: Test, args: string[], env: Record<string, string>): Promise<Se
         ...process.env,
         PI_ADMIN_PORT: '',
         PI_ACCESS_LOG: '',
+        PI_V8_PRETENURING: '',
+        PI_V8_MEMORY_REDUCER: '',
         OTEL_EXPORTER_OTLP_ENDPOINT: '',
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
         ...env,

@@ -8,6 +8,8 @@ import { applyServingV8Flags, SERVING_V8_FLAGS, STARTUP_V8_FLAGS, v8FlagsInEffec
 t.test('serve turns pretenuring and the memory reducer off, unless the environment opts out', async (t) => {
   t.same(SERVING_V8_FLAGS, ['--no-allocation-site-pretenuring']);
   t.same(STARTUP_V8_FLAGS, ['--no-memory-reducer']);
+  // v8FlagsInEffect reads a start-up flag's last occurrence as a "--no-…" flag.
+  for (const f of STARTUP_V8_FLAGS) t.match(f, /^--no-[a-z-]+$/, `${f} turns a V8 feature off`);
   t.same(applyServingV8Flags({ PI_V8_PRETENURING: 'on', PI_V8_MEMORY_REDUCER: 'on' }), [], 'both opted out');
   t.same(applyServingV8Flags({ PI_V8_MEMORY_REDUCER: 'on' }), SERVING_V8_FLAGS, 'reducer kept');
   t.same(applyServingV8Flags({ PI_V8_PRETENURING: 'on' }), STARTUP_V8_FLAGS, 'pretenuring kept');

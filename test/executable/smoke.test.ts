@@ -197,7 +197,7 @@ t.test('serve --workers 2 on a fresh database: prepared by the executable, answe
   const log = await untilLine(serve, /"event":"listening".*"url":"[^"]+"/);
   const url = /"event":"listening".*?"url":"([^"]+)"/.exec(log)?.[1] ?? '';
   // The executable starts its main thread with the start-up V8 flags (its execArgv), not only the
-  // threads started after: no "(threads started after)" mark.
+  // threads started after: no "(not the main thread)" mark.
   t.match(log, '"v8_flags":["--no-allocation-site-pretenuring","--no-memory-reducer"]', 'start-up V8 flags');
   for (let i = 0; i < 4; i++) {
     const res = await fetch(`${url}/v1/chat/completions`, {
