@@ -31,7 +31,7 @@
 import { havePostgres, startPostgres, startRedis } from './lib/services.mjs';
 import { chatRequest, measureLatency, measureThroughput, startGateway, startSimulator, target } from './lib/stack.mjs';
 import { readFileSync } from 'node:fs';
-import { CLK_TCK, CORES, ensureBuilt, memKb, startNode, startupV8Flags, stopProcess } from './lib/proc.mjs';
+import { CLK_TCK, CORES, ensureBuilt, memKb, stopProcess } from './lib/proc.mjs';
 import { closedLoop } from './lib/load.mjs';
 import {
   fmt,
@@ -83,14 +83,8 @@ const BODY = {
 ensureBuilt();
 const sim = await startSimulator();
 const ALL_CORES = process.argv.includes('--all-cores');
-const gateway = async (name, args) =>
-  ALL_CORES
-    ? startNode(name, {
-        core: `0-${CORES - 1}`,
-        nodeArgs: await startupV8Flags(),
-        args: ['bench/servers/gateway.mjs', '--upstream', sim.url, '--seal', 'local-sim', ...args],
-      })
-    : startGateway(name, { upstream: sim.url, args });
+const gateway = (name, args) =>
+  startGateway(name, { upstream: sim.url, args, ...(ALL_CORES ? { core: `0-${CORES - 1}` } : {}) });
 const PG = process.argv.includes('--pg');
 if (PG && !havePostgres()) throw new Error('--pg needs the PostgreSQL binaries and redis-server');
 const pgSrv = PG ? await startPostgres({ core: 1 }) : null;

@@ -25,7 +25,7 @@ process.on('exit', killAll);
  *  or does not listen within 30 s. `exited` resolves to { code, signal }. */
 export async function startServeProcess(args, env = {}) {
   // The start-up V8 flags the executable carries, as a gateway under load runs with them.
-  const child = spawn(process.execPath, [...(await startupV8Flags(TREE)), CLI, 'serve', ...args], {
+  const child = spawn(process.execPath, [...(await startupV8Flags()), CLI, 'serve', ...args], {
     cwd: TREE,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -29,13 +29,13 @@ export function startSimulator(name = 'simulator') {
   return startNode(name, { core: GEN_CORE, args: ['bench/servers/simulator.mjs'] });
 }
 
-/** A gateway under test on SUT_CORE, with its tree's start-up V8 flags (startupV8Flags) first. */
+/** A gateway under test on `core` (SUT_CORE), with its tree's start-up V8 flags (startupV8Flags) first. */
 export async function startGateway(
   name,
-  { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {}, args = [] },
+  { upstream, seal = 'local-sim', store = 'wal', nodeArgs = [], env = {}, args = [], core = SUT_CORE },
 ) {
   return startNode(name, {
-    core: SUT_CORE,
+    core,
     nodeArgs: [...(await startupV8Flags(env.PI_BENCH_TREE ?? TREE)), ...nodeArgs],
     env,
     args: ['bench/servers/gateway.mjs', '--upstream', upstream, '--seal', seal, '--store', store, ...args],
