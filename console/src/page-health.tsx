@@ -14,6 +14,9 @@ export function HealthPage() {
   const [error, setError] = useState<string | null>(null);
   const [filter, setFilter] = useState('');
   const [problemsOnly, setProblemsOnly] = useState(false);
+  // How many refreshes have been answered (or failed) so far, on the page as `data-answered`: the
+  // one outward sign that an answer was handled even when the figures it brought did not change.
+  const [answered, setAnswered] = useState(0);
   useEffect(() => {
     // One refresh at a time: a gateway slow to answer is not asked again before it has (each tick
     // would add a request to its load), and only the latest question's answer is shown. A question
@@ -39,6 +42,7 @@ export function HealthPage() {
           waiting = false;
           setH(x);
           setError(null);
+          setAnswered((a) => a + 1);
         },
         (e: Error) => {
           if (!mine()) return;
@@ -46,6 +50,7 @@ export function HealthPage() {
           // Figures that can no longer be refreshed are not shown as if they were current.
           setH(null);
           setError(e.message);
+          setAnswered((a) => a + 1);
         },
       );
     };
@@ -58,11 +63,13 @@ export function HealthPage() {
   }, []);
   if (!h)
     return (
-      <section data-testid="page-health">{error ? <p class="error">{error}</p> : <p class="boot">Loading…</p>}</section>
+      <section data-testid="page-health" data-answered={answered}>
+        {error ? <p class="error">{error}</p> : <p class="boot">Loading…</p>}
+      </section>
     );
   const r = h.last_reload;
   return (
-    <section data-testid="page-health">
+    <section data-testid="page-health" data-answered={answered}>
       <h1>Health</h1>
       <div class="cards">
         <div class="card">

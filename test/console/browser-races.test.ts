@@ -281,6 +281,11 @@ async function healthOnClock(t: Test): Promise<{ page: Page; asked: () => number
   return { page, asked: () => asked };
 }
 
+/** How many refreshes the health page has handled (its `data-answered`). */
+async function answeredCount(page: Page): Promise<number> {
+  return Number(await page.getAttribute('[data-testid=page-health]', 'data-answered'));
+}
+
 t.test('Health: a refresh slower than its 5-s period is not asked again before it answers', async (t) => {
   const h = await healthOnClock(t);
   if (!h) return;
@@ -292,8 +297,12 @@ t.test('Health: a refresh slower than its 5-s period is not asked again before i
   await page.clock.runFor(9_000);
   await new Promise((r) => setTimeout(r, 300));
   t.equal(asked(), before, 'two periods pass while the answer is out: nothing more is asked');
+  const answered = await answeredCount(page);
   slow.release();
-  await slow.delivered();
+  // The page has handled the answer (it no longer waits) before its clock moves on: a fixed real-time
+  // pause would not be enough on a loaded machine, and the one tick of the next step would find it
+  // still waiting.
+  await until(async () => (await answeredCount(page)) > answered, 'the page handles the slow answer');
   await page.clock.runFor(5_000);
   await until(async () => asked() === before + 1, 'the next period asks again');
   t.equal(await page.locator('[data-testid=health-table]').count(), 1, 'the figures are shown');
