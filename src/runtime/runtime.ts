@@ -208,6 +208,10 @@ export interface Supervised {
  * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
  * reloads, and so does POST /admin/reload on `s.admin`, one reload at a time. Until then an uncaught exception or
  * unhandled rejection is logged (`uncaught_error`) and the process keeps serving.
+ *
+ * The handlers are in place when this returns, so call it before announcing that the gateway
+ * listens: whoever reads the announcement (a supervisor, a script, a test) may send SIGHUP or SIGTERM
+ * at once, and SIGHUP without a handler ends the process.
  */
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {

@@ -78,6 +78,9 @@ export interface ServeOptions {
   env?: Record<string, string>;
   /** More arguments after the others (e.g. --workers 2). */
   args?: string[];
+  /** Called the moment the `listening` line is read, before anything else runs (to signal the process
+   *  as fast as a supervisor reading its output could). */
+  onListening?: (child: ChildProcess) => void;
 }
 
 /** Starts `pi-gateway serve`; killed (SIGKILL) at teardown if still running. */
@@ -110,7 +113,10 @@ export async function startServe(t: Test, opts: ServeOptions): Promise<ServeProc
     for (const line of lines) {
       try {
         const v = JSON.parse(line) as unknown;
-        if (typeof v === 'object' && v !== null && 'event' in v) events.push(v as LogEvent);
+        if (typeof v === 'object' && v !== null && 'event' in v) {
+          events.push(v as LogEvent);
+          if ((v as LogEvent).event === 'listening') opts.onListening?.(child);
+        }
       } catch {
         // A plain line (a startup refusal): kept in stderr().
       }

@@ -146,6 +146,23 @@ export const command: Command = {
       return 1;
     }
     const base = running.gateway.url;
+    // Signals are handled before the announcement (untilStopped says why).
+    const gateway = running.gateway;
+    const stopped = untilStopped({
+      // The simulator stays up while the gateway drains: in-flight streams come from it.
+      async stop() {
+        await gateway.drain();
+        await sim.close();
+        store.close();
+        owner.release();
+      },
+      flushNow() {
+        gateway.flushNow();
+      },
+      reload: () => reloadGateway(gateway, configDir, owner),
+      admin: gateway.admin,
+      metrics: gateway.telemetry?.metrics,
+    });
     process.stdout.write(
       [
         `pi-gateway demo: gateway on ${base}, simulator on ${sim.url}${running.gateway.admin ? `, admin on ${running.gateway.admin.url}` : ''}`,
@@ -172,21 +189,6 @@ export const command: Command = {
         '',
       ].join('\n'),
     );
-    const gateway = running.gateway;
-    return untilStopped({
-      // The simulator stays up while the gateway drains: in-flight streams come from it.
-      async stop() {
-        await gateway.drain();
-        await sim.close();
-        store.close();
-        owner.release();
-      },
-      flushNow() {
-        gateway.flushNow();
-      },
-      reload: () => reloadGateway(gateway, configDir, owner),
-      admin: gateway.admin,
-      metrics: gateway.telemetry?.metrics,
-    });
+    return stopped;
   },
 };

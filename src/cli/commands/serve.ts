@@ -215,6 +215,21 @@ export const command: Command = {
       process.stderr.write(`pi-gateway serve: ${err instanceof Error ? err.message : String(err)}\n`);
       return 1;
     }
+    // Signals are handled before the announcement (untilStopped says why).
+    const { gateway, store } = running;
+    const stopped = untilStopped({
+      async stop() {
+        await gateway.drain();
+        store.close();
+        owner.release();
+      },
+      flushNow() {
+        gateway.flushNow();
+      },
+      reload: () => reloadGateway(gateway, configDir, owner),
+      admin: gateway.admin,
+      metrics: gateway.telemetry?.metrics,
+    });
     jsonLog('listening', {
       url: running.gateway.url,
       config: configDir,
@@ -230,20 +245,7 @@ export const command: Command = {
       v8_flags: v8FlagsInEffect(),
     });
     logCredentialWarnings(config, running.store.secrets.names(), systemClock.now(), jsonLog);
-    const { gateway, store } = running;
-    return untilStopped({
-      async stop() {
-        await gateway.drain();
-        store.close();
-        owner.release();
-      },
-      flushNow() {
-        gateway.flushNow();
-      },
-      reload: () => reloadGateway(gateway, configDir, owner),
-      admin: gateway.admin,
-      metrics: gateway.telemetry?.metrics,
-    });
+    return stopped;
   },
 };
 
@@ -278,6 +280,19 @@ async function serveNode(o: {
     return 1;
   }
   const { gateway } = running;
+  // Signals are handled before the announcement (untilStopped says why).
+  const stopped = untilStopped({
+    async stop() {
+      await gateway.drain();
+      await running.close();
+    },
+    flushNow() {
+      void running.store.requestLog.flush();
+    },
+    reload: () => reloadGateway(gateway, o.configDir, null),
+    admin: gateway.admin,
+    metrics: gateway.telemetry?.metrics,
+  });
   jsonLog('listening', {
     url: gateway.url,
     config: o.configDir,
@@ -301,18 +316,7 @@ async function serveNode(o: {
     systemClock.now(),
     jsonLog,
   );
-  return untilStopped({
-    async stop() {
-      await gateway.drain();
-      await running.close();
-    },
-    flushNow() {
-      void running.store.requestLog.flush();
-    },
-    reload: () => reloadGateway(gateway, o.configDir, null),
-    admin: gateway.admin,
-    metrics: gateway.telemetry?.metrics,
-  });
+  return stopped;
 }
 
 /** `serve --workers N` (N > 1): a coordinator and N serving threads, on a database file (its owner
@@ -351,6 +355,17 @@ async function serveWorkers(o: {
     return 1;
   }
   const r = running;
+  // Signals are handled before the announcement (untilStopped says why).
+  const stopped = untilStopped({
+    async stop() {
+      await r.drain();
+      o.owner?.release();
+    },
+    stopNow: () => r.stopNow(),
+    reload: () => reloadGateway(r, o.configDir, o.owner),
+    admin: r.admin,
+    metrics: r.telemetry.metrics,
+  });
   jsonLog('listening', {
     url: r.url,
     config: o.configDir,
@@ -368,14 +383,5 @@ async function serveWorkers(o: {
     v8_flags: v8FlagsInEffect(),
   });
   logCredentialWarnings(o.config, r.credentialNames(), systemClock.now(), jsonLog);
-  return untilStopped({
-    async stop() {
-      await r.drain();
-      o.owner?.release();
-    },
-    stopNow: () => r.stopNow(),
-    reload: () => reloadGateway(r, o.configDir, o.owner),
-    admin: r.admin,
-    metrics: r.telemetry.metrics,
-  });
+  return stopped;
 }
