@@ -213,6 +213,24 @@ export interface Supervised {
  * listens: whoever reads the announcement (a supervisor, a script, a test) may send SIGHUP or SIGTERM
  * at once, and SIGHUP without a handler ends the process.
  */
+// A SIGHUP that came while the process was starting (see holdReloadsWhileStarting).
+let startingHup: (() => void) | null = null;
+let hupWhileStarting = false;
+
+/**
+ * From here until `untilStopped`, a SIGHUP is kept instead of ending the process (its default):
+ * `pi-gateway reload` finds a server by its pid file, written before it migrates and binds, and a
+ * supervisor may reload at any time. The kept reload runs once the gateway serves, since the config
+ * directory may have changed after it was read. Call it before the database is claimed.
+ */
+export function holdReloadsWhileStarting(): void {
+  if (startingHup) return;
+  startingHup = () => {
+    hupWhileStarting = true;
+  };
+  process.on('SIGHUP', startingHup);
+}
+
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
     const lastResort = installLastResort(jsonLog);
@@ -272,5 +290,13 @@ export function untilStopped(s: Supervised): Promise<number> {
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
     process.on('SIGHUP', onHup);
+    if (startingHup) {
+      process.off('SIGHUP', startingHup);
+      startingHup = null;
+      if (hupWhileStarting) {
+        hupWhileStarting = false;
+        onHup();
+      }
+    }
   });
 }

@@ -18,7 +18,13 @@ import {
   type ObservabilityOptions,
   observabilityOptions,
 } from '../observability-options.ts';
-import { configForServe, reloadGateway, runGateway, untilStopped } from '../../runtime/runtime.ts';
+import {
+  configForServe,
+  holdReloadsWhileStarting,
+  reloadGateway,
+  runGateway,
+  untilStopped,
+} from '../../runtime/runtime.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { projectPath } from '../../install/project-root.ts';
 
@@ -103,6 +109,7 @@ export const command: Command = {
     }
     const { configDir, dir, host, port, simPort, workspace, observability } = o;
     applyServingV8Flags();
+    holdReloadsWhileStarting();
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;

@@ -7,7 +7,14 @@ import type { Command } from '../command.ts';
 import { jsonLog } from '../../gateway.ts';
 import { claimDatabase, type Owner } from '../../runtime/owner-files.ts';
 import { OBSERVABILITY_HELP, OBSERVABILITY_OPTIONS, observabilityOptions } from '../observability-options.ts';
-import { configForServe, reloadGateway, runGateway, type Running, untilStopped } from '../../runtime/runtime.ts';
+import {
+  configForServe,
+  holdReloadsWhileStarting,
+  reloadGateway,
+  runGateway,
+  type Running,
+  untilStopped,
+} from '../../runtime/runtime.ts';
 import { systemClock } from '../../clock.ts';
 import { applyServingV8Flags, v8FlagsInEffect } from '../v8-flags.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
@@ -158,6 +165,7 @@ export const command: Command = {
     const { configDir, db, host, port, override, redis, workers, observability } = o;
     const walletAdmission = o.walletAdmission ?? 'escrow';
     applyServingV8Flags();
+    holdReloadsWhileStarting();
     const loaded = await configForServe(configDir);
     if (!loaded) return 1;
     const config = loaded.config;
@@ -310,11 +318,14 @@ async function serveNode(o: {
     hold_lease_ms: 30_000,
     wallet_admission: o.walletAdmission,
   });
-  logCredentialWarnings(
-    o.config,
-    new Set((await running.store.secrets.list()).map((s) => s.name)),
-    systemClock.now(),
-    jsonLog,
+  // Warnings only: a store that cannot list the credentials now does not stop a gateway that serves.
+  await running.store.secrets.list().then(
+    (list) => logCredentialWarnings(o.config, new Set(list.map((s) => s.name)), systemClock.now(), jsonLog),
+    (err: unknown) =>
+      jsonLog('credential_check_failed', {
+        level: 'warn',
+        error: err instanceof Error ? err.message : String(err),
+      }),
   );
   return stopped;
 }
