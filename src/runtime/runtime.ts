@@ -202,17 +202,6 @@ export interface Supervised {
   metrics?: Pick<GatewayMetrics, 'countUncaughtErrors'> | null;
 }
 
-/**
- * Resolves to the exit code once the process stopped: 0 after a drain (streams ended at the drain
- * deadline included: they were ended properly), 1 when stopping failed. A second SIGTERM/SIGINT
- * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
- * reloads, and so does POST /admin/reload on `s.admin`, one reload at a time. Until then an uncaught exception or
- * unhandled rejection is logged (`uncaught_error`) and the process keeps serving.
- *
- * The handlers are in place when this returns, so call it before announcing that the gateway
- * listens: whoever reads the announcement (a supervisor, a script, a test) may send SIGHUP or SIGTERM
- * at once, and SIGHUP without a handler ends the process.
- */
 // A SIGHUP that came while the process was starting (see holdReloadsWhileStarting).
 let startingHup: (() => void) | null = null;
 let hupWhileStarting = false;
@@ -231,6 +220,18 @@ export function holdReloadsWhileStarting(): void {
   process.on('SIGHUP', startingHup);
 }
 
+/**
+ * Resolves to the exit code once the process stopped: 0 after a drain (streams ended at the drain
+ * deadline included: they were ended properly), 1 when stopping failed. A second SIGTERM/SIGINT
+ * during the drain exits at once with 1 (holds still open are released at the next start). SIGHUP
+ * reloads, and so does POST /admin/reload on `s.admin`, one reload at a time. Until then an uncaught exception or
+ * unhandled rejection is logged (`uncaught_error`) and the process keeps serving.
+ *
+ * The handlers are in place when this returns, so call it before announcing that the gateway
+ * listens: whoever reads the announcement (a supervisor, a script, a test) may send SIGHUP or SIGTERM
+ * at once, and SIGHUP without a handler ends the process. A SIGHUP kept while starting
+ * (holdReloadsWhileStarting) reloads now.
+ */
 export function untilStopped(s: Supervised): Promise<number> {
   return new Promise((resolve) => {
     const lastResort = installLastResort(jsonLog);
