@@ -72,3 +72,20 @@ export function installLastResort(log: LastResortLog): LastResort {
     },
   };
 }
+
+/**
+ * Keeps a serving process alive, and idle, when whatever reads its standard output or error goes
+ * away (a pipe's reader exits, a terminal closes). A write to such a stream fails with an error
+ * event; with no listener that is an uncaught exception, whose log line is another failing write:
+ * the process spun on that loop and answered nothing. With this, lines to a stream that is gone are
+ * dropped and the gateway serves on (its request log is in the database, not in those streams).
+ * Call it first thing in a serving command.
+ */
+export function surviveClosedOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.listenerCount('error') > 0) continue;
+    stream.on('error', () => {
+      // Nothing to report it to: this is the stream reports go to.
+    });
+  }
+}

@@ -25,6 +25,7 @@ import {
   runGateway,
   untilStopped,
 } from '../../runtime/runtime.ts';
+import { surviveClosedOutput } from '../../runtime/last-resort.ts';
 import { applyServingV8Flags } from '../v8-flags.ts';
 import { projectPath } from '../../install/project-root.ts';
 
@@ -108,6 +109,7 @@ export const command: Command = {
       throw err;
     }
     const { configDir, dir, host, port, simPort, workspace, observability } = o;
+    surviveClosedOutput();
     applyServingV8Flags();
     holdReloadsWhileStarting();
     const loaded = await configForServe(configDir);

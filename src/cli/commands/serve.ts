@@ -16,6 +16,7 @@ import {
   untilStopped,
 } from '../../runtime/runtime.ts';
 import { systemClock } from '../../clock.ts';
+import { surviveClosedOutput } from '../../runtime/last-resort.ts';
 import { applyServingV8Flags, v8FlagsInEffect } from '../v8-flags.ts';
 import { logCredentialWarnings } from '../credential-warnings.ts';
 import { isPostgresUrl } from '../../store/admin-store-interface.ts';
@@ -164,6 +165,7 @@ export const command: Command = {
     }
     const { configDir, db, host, port, override, redis, workers, observability } = o;
     const walletAdmission = o.walletAdmission ?? 'escrow';
+    surviveClosedOutput();
     applyServingV8Flags();
     holdReloadsWhileStarting();
     const loaded = await configForServe(configDir);
