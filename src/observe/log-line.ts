@@ -34,6 +34,7 @@ export const LOG_LEVELS: Readonly<Record<string, LevelRule>> = {
   body_budget_spent: 'warn',
   workers_above_cores: 'warn',
   credential_missing: 'warn',
+  credential_check_failed: 'warn',
   secret_unused: 'warn',
   drain_deadline: 'warn',
   stopping_now: 'warn',
