@@ -6,16 +6,23 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { TapConfig } from '@tapjs/config';
 
 // tap rebuilds its Test class when .taprc's plugin list differs from the one it was built with (as
 // after every `npm ci`), but that run still starts each test file with the loaders of the old build:
 // the TypeScript plugin's ts-node among them, which .taprc turns off, and a first run in a fresh clone
-// took minutes longer for it. So the plugins are built first, when they differ.
-const builtWith = /signature = `([^`]*)`/.exec(
-  readFileSync(fileURLToPath(import.meta.resolve('@tapjs/test/built')), 'utf8'),
-)?.[1];
-if (builtWith !== (await TapConfig.load()).pluginSignature) {
+// took minutes longer for it. So the plugins are built first, when they differ — or when tap's own
+// packages (its config and its built Test class) no longer say, as a later tap might not.
+async function pluginsBuiltAsConfigured() {
+  try {
+    const { TapConfig } = await import('@tapjs/config');
+    const built = readFileSync(fileURLToPath(import.meta.resolve('@tapjs/test/built')), 'utf8');
+    const builtWith = /signature = `([^`]*)`/.exec(built)?.[1];
+    return builtWith !== undefined && builtWith === (await TapConfig.load()).pluginSignature;
+  } catch {
+    return false;
+  }
+}
+if (!(await pluginsBuiltAsConfigured())) {
   process.stdout.write("building tap's plugins as .taprc lists them\n");
   const built = spawnSync('npx', ['tap', 'build'], { stdio: ['ignore', 'inherit', 'inherit'] });
   if (built.status !== 0) process.exit(built.status ?? 1);
