@@ -2,11 +2,10 @@
 // supervisor (systemd's reload, a deploy script) may act on the announcement at once, and SIGHUP
 // without a handler would end the process. The signal is sent from the test's handler of the line
 // itself, as fast as anything reading the output could — on the embedded store, with `--workers 2`,
-// and on a PostgreSQL + Redis node. (Handlers installed after the announcement failed the PostgreSQL
-// case nearly every run, a query ran between the two; on the embedded store only a few synchronous
-// steps did, so those cases guard the order more than they would have caught it.) A SIGHUP that comes
-// while the server starts, as soon as its pid file exists (`pi-gateway reload` finds it there), is
-// kept and reloads once it serves.
+// and on a PostgreSQL + Redis node. (With the handlers installed after the announcement, these cases
+// failed, though not every one in every run: the signal had to land in the moment between the two.)
+// A SIGHUP that comes while the server starts, as soon as its pid file exists (`pi-gateway reload`
+// finds it there), is kept and reloads once it serves.
 import t, { type Test } from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
